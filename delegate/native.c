@@ -1,0 +1,52 @@
+/* Exported runner API (native.h): thin wrappers over driver.h and runner.h. */
+#include "native.h"
+
+#include "driver.h"
+#include "runner.h"
+
+void *teflon_native_open(const char *soc, int sim, char *err, size_t errlen)
+{
+    teflon_dev *dev = NULL;
+    return teflon_dev_open(soc, sim, &dev, err, errlen) ? NULL : dev;
+}
+
+void teflon_native_close(void *dev)
+{
+    teflon_dev_close(dev);
+}
+
+int teflon_native_is_sim(void *dev)
+{
+    return teflon_dev_is_sim(dev);
+}
+
+void *teflon_native_load(void *dev, const uint8_t *blob, uint64_t len, char *err, size_t errlen)
+{
+    return teflon_runner_load(dev, blob, len, err, errlen);
+}
+
+void teflon_native_unload(void *runner)
+{
+    teflon_runner_free(runner);
+}
+
+int teflon_native_set_input(void *runner, int32_t tensor, const void *host, uint64_t bytes)
+{
+    return teflon_runner_set_input(runner, tensor, host, bytes);
+}
+
+int teflon_native_run(void *runner, char *err, size_t errlen)
+{
+    return teflon_runner_run(runner, err, errlen);
+}
+
+int teflon_native_get_output(void *runner, int32_t tensor, void *host, uint64_t bytes)
+{
+    return teflon_runner_get_output(runner, tensor, host, bytes);
+}
+
+int teflon_native_stats(void *runner, uint64_t *tasks, uint64_t *macs)
+{
+    teflon_runner_stats(runner, tasks, macs);
+    return 0;
+}

@@ -1,0 +1,21 @@
+/* The runner API exported from libteflon.so for Python tools and tests (docs/architecture.md
+ * "Runner API"). A device handle is a teflon_dev *, a runner handle a teflon_runner *. */
+#ifndef TEFLON_NATIVE_H
+#define TEFLON_NATIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TEFLON_EXPORT __attribute__((visibility("default")))
+
+TEFLON_EXPORT void *teflon_native_open(const char *soc, int sim, char *err, size_t errlen);
+TEFLON_EXPORT void teflon_native_close(void *dev);
+TEFLON_EXPORT int teflon_native_is_sim(void *dev);
+TEFLON_EXPORT void *teflon_native_load(void *dev, const uint8_t *blob, uint64_t len, char *err, size_t errlen);
+TEFLON_EXPORT void teflon_native_unload(void *runner);
+TEFLON_EXPORT int teflon_native_set_input(void *runner, int32_t tensor, const void *host, uint64_t bytes);
+TEFLON_EXPORT int teflon_native_run(void *runner, char *err, size_t errlen);
+TEFLON_EXPORT int teflon_native_get_output(void *runner, int32_t tensor, void *host, uint64_t bytes);
+TEFLON_EXPORT int teflon_native_stats(void *runner, uint64_t *tasks, uint64_t *macs);
+
+#endif

@@ -1,0 +1,67 @@
+/* Parsed program blob (layout: docs/architecture.md "Program blob"; writer python/teflon/program.py).
+ * The parser copies the blob and checks every index, offset and extent, so later stages can index
+ * without re-checking. */
+#ifndef TEFLON_PROGRAM_H
+#define TEFLON_PROGRAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { TP_BUF_HAS_DATA = 1, TP_BUF_TENSOR = 2 };
+enum { TP_RELOC_REGCMD = 0, TP_RELOC_U32 = 1 };
+enum { TP_LAYOUT_NC1HWC2 = 0, TP_LAYOUT_ROWS = 1 };
+enum { TP_DIR_IN = 0, TP_DIR_OUT = 1 };
+enum { TP_DTYPE_UINT8 = 3, TP_DTYPE_INT8 = 9 };
+
+typedef struct tp_buffer {
+    const char *name;
+    uint32_t flags;
+    uint64_t size;
+    const uint8_t *data; /* initial bytes (inside the program's copy of the blob), or NULL */
+    uint64_t data_size;
+} tp_buffer;
+
+typedef struct tp_reloc {
+    uint32_t buffer, kind;
+    uint64_t offset;
+    uint32_t target;
+} tp_reloc;
+
+typedef struct tp_task {
+    uint32_t buffer, count;
+    uint64_t offset;
+} tp_task;
+
+typedef struct tp_job {
+    uint32_t first_task, ntasks, first_in, nin, first_out, nout;
+} tp_job;
+
+typedef struct tp_io {
+    int32_t tensor;
+    uint32_t direction, buffer, layout, dtype;
+    int32_t h, w, c;
+    uint32_t c2, xor_mask;
+    int32_t pad_value;
+    uint64_t offset, row_pitch, plane_pitch;
+} tp_io;
+
+typedef struct teflon_program {
+    uint32_t soc; /* 1 rk3588, 2 rk3576, 3 a311d, 4 imx8mp */
+    uint32_t nbuffers, nrelocs, ntasks, njobs, nbolist, nio;
+    tp_buffer *buffers;
+    tp_reloc *relocs;
+    tp_task *tasks;
+    tp_job *jobs;
+    uint32_t *bolist;
+    tp_io *io;
+    uint8_t *blob; /* owned copy */
+} teflon_program;
+
+teflon_program *teflon_program_parse(const uint8_t *blob, uint64_t len, char *err, size_t errlen);
+void teflon_program_free(teflon_program *p);
+/* "rk3588", ... or NULL for an unknown id. */
+const char *teflon_program_soc_name(uint32_t soc);
+/* Host bytes of an I/O binding's tensor (batch 1, NHWC, one byte per element). */
+uint64_t teflon_io_host_bytes(const tp_io *io);
+
+#endif

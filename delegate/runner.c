@@ -1,0 +1,202 @@
+/* Program runner (see runner.h). */
+#include "runner.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout.h"
+#include "program.h"
+
+struct teflon_runner {
+    teflon_dev *dev;
+    teflon_program *prog;
+    teflon_bo *bos;          /* one per program buffer */
+    teflon_task *tasks;
+    teflon_job *jobs;
+    uint32_t *handles;       /* bolist as BO handles */
+    uint8_t *out_bufs;       /* 1 for buffers bound to an output */
+    teflon_submit_stats last;
+};
+
+static void put(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+void teflon_runner_free(teflon_runner *r)
+{
+    if (!r)
+        return;
+    if (r->bos)
+        for (uint32_t i = 0; i < r->prog->nbuffers; i++)
+            teflon_bo_destroy(r->dev, &r->bos[i]);
+    free(r->bos);
+    free(r->tasks);
+    free(r->jobs);
+    free(r->handles);
+    free(r->out_bufs);
+    teflon_program_free(r->prog);
+    free(r);
+}
+
+static int apply_relocs(teflon_runner *r, char *err, size_t errlen)
+{
+    const teflon_program *p = r->prog;
+    for (uint32_t i = 0; i < p->nrelocs; i++) {
+        const tp_reloc *rl = &p->relocs[i];
+        uint8_t *at = (uint8_t *)r->bos[rl->buffer].map + rl->offset;
+        const uint64_t iova = r->bos[rl->target].iova;
+        if (rl->kind == TP_RELOC_REGCMD) {
+            uint64_t w;
+            memcpy(&w, at, 8);
+            const uint64_t v = ((w >> 16) & 0xFFFFFFFFu) + iova;
+            if (v > 0xFFFFFFFFu) {
+                put(err, errlen, "relocation %u: %s + 0x%llx does not fit the 32-bit register value", i,
+                    p->buffers[rl->target].name, (unsigned long long)((w >> 16) & 0xFFFFFFFFu));
+                return -ERANGE;
+            }
+            w = (w & ~(0xFFFFFFFFull << 16)) | v << 16;
+            memcpy(at, &w, 8);
+        } else {
+            uint32_t u;
+            memcpy(&u, at, 4);
+            const uint64_t v = (uint64_t)u + iova;
+            if (v > 0xFFFFFFFFu) {
+                put(err, errlen, "relocation %u: %s address does not fit 32 bits", i, p->buffers[rl->target].name);
+                return -ERANGE;
+            }
+            u = (uint32_t)v;
+            memcpy(at, &u, 4);
+        }
+    }
+    return 0;
+}
+
+teflon_runner *teflon_runner_load(teflon_dev *dev, const uint8_t *blob, uint64_t len, char *err, size_t errlen)
+{
+    teflon_runner *r = calloc(1, sizeof(*r));
+    if (!r) {
+        put(err, errlen, "out of memory");
+        return NULL;
+    }
+    r->dev = dev;
+    r->prog = teflon_program_parse(blob, len, err, errlen);
+    if (!r->prog)
+        goto fail;
+    const teflon_program *p = r->prog;
+    const char *soc = teflon_program_soc_name(p->soc);
+    if (strcmp(soc, teflon_dev_soc(dev)) != 0) {
+        put(err, errlen, "program compiled for %s, device is %s", soc, teflon_dev_soc(dev));
+        goto fail;
+    }
+    r->bos = calloc(p->nbuffers ? p->nbuffers : 1, sizeof(*r->bos));
+    r->tasks = calloc(p->ntasks ? p->ntasks : 1, sizeof(*r->tasks));
+    r->jobs = calloc(p->njobs ? p->njobs : 1, sizeof(*r->jobs));
+    r->handles = calloc(p->nbolist ? p->nbolist : 1, sizeof(*r->handles));
+    r->out_bufs = calloc(p->nbuffers ? p->nbuffers : 1, 1);
+    if (!r->bos || !r->tasks || !r->jobs || !r->handles || !r->out_bufs) {
+        put(err, errlen, "out of memory");
+        goto fail;
+    }
+    for (uint32_t i = 0; i < p->nbuffers; i++) {
+        const tp_buffer *b = &p->buffers[i];
+        if (teflon_bo_create(dev, b->size, &r->bos[i])) {
+            put(err, errlen, "buffer %s: %s", b->name, teflon_dev_error(dev));
+            goto fail;
+        }
+        if (b->data)
+            memcpy(r->bos[i].map, b->data, b->data_size);
+    }
+    if (apply_relocs(r, err, errlen))
+        goto fail;
+    for (uint32_t i = 0; i < p->nbuffers; i++)
+        if (teflon_bo_cpu_fini(dev, &r->bos[i])) {
+            put(err, errlen, "buffer %s: %s", p->buffers[i].name, teflon_dev_error(dev));
+            goto fail;
+        }
+    for (uint32_t i = 0; i < p->ntasks; i++)
+        r->tasks[i] = (teflon_task){.regcmd_iova = r->bos[p->tasks[i].buffer].iova + p->tasks[i].offset,
+                                    .regcmd_count = p->tasks[i].count};
+    for (uint32_t i = 0; i < p->nbolist; i++)
+        r->handles[i] = r->bos[p->bolist[i]].handle;
+    for (uint32_t i = 0; i < p->njobs; i++) {
+        const tp_job *j = &p->jobs[i];
+        r->jobs[i] = (teflon_job){.tasks = &r->tasks[j->first_task], .ntasks = j->ntasks, .nin = j->nin,
+                                  .nout = j->nout, .in_bos = &r->handles[j->first_in],
+                                  .out_bos = &r->handles[j->first_out]};
+    }
+    for (uint32_t i = 0; i < p->nio; i++)
+        if (p->io[i].direction == TP_DIR_OUT)
+            r->out_bufs[p->io[i].buffer] = 1;
+    return r;
+fail:
+    teflon_runner_free(r);
+    return NULL;
+}
+
+int teflon_runner_set_input(teflon_runner *r, int32_t tensor, const void *host, uint64_t bytes)
+{
+    const teflon_program *p = r->prog;
+    int found = 0;
+    for (uint32_t i = 0; i < p->nio; i++) {
+        const tp_io *io = &p->io[i];
+        if (io->tensor != tensor || io->direction != TP_DIR_IN)
+            continue;
+        if (bytes != teflon_io_host_bytes(io))
+            return -EINVAL;
+        teflon_bo *bo = &r->bos[io->buffer];
+        teflon_layout_to_device(io, host, bo->map);
+        int rc = teflon_bo_cpu_fini(r->dev, bo);
+        if (rc)
+            return rc;
+        found = 1;
+    }
+    return found ? 0 : -ENOENT;
+}
+
+int teflon_runner_run(teflon_runner *r, char *err, size_t errlen)
+{
+    const teflon_program *p = r->prog;
+    memset(&r->last, 0, sizeof(r->last));
+    int rc = teflon_submit(r->dev, r->jobs, p->njobs);
+    if (rc) {
+        put(err, errlen, "%s", teflon_dev_error(r->dev));
+        return rc;
+    }
+    teflon_dev_last_stats(r->dev, &r->last);
+    for (uint32_t i = 0; i < p->nbuffers; i++)
+        if (r->out_bufs[i] && (rc = teflon_bo_cpu_prep(r->dev, &r->bos[i]))) {
+            put(err, errlen, "%s", teflon_dev_error(r->dev));
+            return rc;
+        }
+    return 0;
+}
+
+int teflon_runner_get_output(teflon_runner *r, int32_t tensor, void *host, uint64_t bytes)
+{
+    const teflon_program *p = r->prog;
+    for (uint32_t i = 0; i < p->nio; i++) {
+        const tp_io *io = &p->io[i];
+        if (io->tensor != tensor || io->direction != TP_DIR_OUT)
+            continue;
+        if (bytes != teflon_io_host_bytes(io))
+            return -EINVAL;
+        teflon_layout_from_device(io, r->bos[io->buffer].map, host);
+        return 0;
+    }
+    return -ENOENT;
+}
+
+void teflon_runner_stats(const teflon_runner *r, uint64_t *tasks, uint64_t *macs)
+{
+    *tasks = r->last.tasks;
+    *macs = r->last.macs;
+}

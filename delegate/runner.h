@@ -1,0 +1,25 @@
+/* Runs a compiled program on a device: one BO per program buffer (initial data uploaded,
+ * relocations applied), then per inference: inputs converted into their BOs, all jobs in one
+ * submit, outputs read back after cpu_prep. Used by the delegate's kernels and by native.c. */
+#ifndef TEFLON_RUNNER_H
+#define TEFLON_RUNNER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "driver.h"
+
+typedef struct teflon_runner teflon_runner;
+
+teflon_runner *teflon_runner_load(teflon_dev *dev, const uint8_t *blob, uint64_t len, char *err, size_t errlen);
+void teflon_runner_free(teflon_runner *r);
+
+/* Convert a host NHWC tensor into every input binding of `tensor`. -ENOENT: no binding;
+ * -EINVAL: wrong byte count. */
+int teflon_runner_set_input(teflon_runner *r, int32_t tensor, const void *host, uint64_t bytes);
+int teflon_runner_run(teflon_runner *r, char *err, size_t errlen);
+int teflon_runner_get_output(teflon_runner *r, int32_t tensor, void *host, uint64_t bytes);
+/* Counters of the last run. */
+void teflon_runner_stats(const teflon_runner *r, uint64_t *tasks, uint64_t *macs);
+
+#endif

@@ -1,0 +1,67 @@
+/* The interface every NPU family implements (drivers/<family>/).
+ *
+ * One device = one open kernel device node, or one simulated kernel + NPU
+ * behind the same calls. Buffer objects carry an IOVA (device address) and a
+ * CPU mapping; jobs are lists of tasks (regcmd streams) plus the BOs they read
+ * and write, exactly what the kernel UAPI takes.
+ *
+ * Errors: functions return 0 on success, a negative errno-style value on
+ * failure, and leave a message in teflon_dev_error().
+ */
+#ifndef TEFLON_DRIVER_H
+#define TEFLON_DRIVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct teflon_dev teflon_dev;
+
+typedef struct teflon_bo {
+    uint32_t handle;
+    uint32_t reserved;
+    uint64_t iova;      /* device address; only the low 32 bits reach NPU registers */
+    uint64_t size;
+    void *map;          /* CPU mapping */
+} teflon_bo;
+
+typedef struct teflon_task {
+    uint64_t regcmd_iova;    /* first 64-bit word of this task's register command stream */
+    uint32_t regcmd_count;   /* number of 64-bit words */
+    uint32_t reserved;
+} teflon_task;
+
+typedef struct teflon_job {
+    const teflon_task *tasks;
+    uint32_t ntasks;
+    uint32_t nin;
+    uint32_t nout;
+    uint32_t reserved;
+    const uint32_t *in_bos;  /* BO handles read by the job */
+    const uint32_t *out_bos; /* BO handles written by the job */
+} teflon_job;
+
+/* soc: "rk3588" or "rk3576" (more families later).
+ * sim: -1 auto (real device if its node exists, else the simulator), 0 real only, 1 simulator. */
+int teflon_dev_open(const char *soc, int sim, teflon_dev **out, char *err, size_t errlen);
+void teflon_dev_close(teflon_dev *dev);
+const char *teflon_dev_error(const teflon_dev *dev);
+const char *teflon_dev_soc(const teflon_dev *dev);
+int teflon_dev_is_sim(const teflon_dev *dev);
+
+int teflon_bo_create(teflon_dev *dev, uint64_t size, teflon_bo *out);
+void teflon_bo_destroy(teflon_dev *dev, teflon_bo *bo);
+/* Before the CPU reads a BO the device wrote: waits for pending jobs, syncs caches. */
+int teflon_bo_cpu_prep(teflon_dev *dev, teflon_bo *bo);
+/* After the CPU wrote a BO the device will read: syncs caches for the device. */
+int teflon_bo_cpu_fini(teflon_dev *dev, teflon_bo *bo);
+
+/* Queue all jobs in one submission (ordering between jobs comes from their BO lists). */
+int teflon_submit(teflon_dev *dev, const teflon_job *jobs, uint32_t njobs);
+/* Counters of the last submission (simulator: exact; real device: tasks only). */
+typedef struct teflon_submit_stats {
+    uint64_t tasks;
+    uint64_t macs;
+} teflon_submit_stats;
+void teflon_dev_last_stats(const teflon_dev *dev, teflon_submit_stats *out);
+
+#endif

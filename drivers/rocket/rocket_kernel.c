@@ -1,0 +1,203 @@
+/* Real accel/rocket client: /dev/accel/accel* whose DRM driver name is "rocket".
+ * BOs: CREATE_BO + mmap of the fake offset; GEM_CLOSE to free; PREP_BO/FINI_BO for cache
+ * maintenance; one SUBMIT per teflon_submit (ordering between jobs comes from their BO lists).
+ * Written against the UAPI only (rocket_uapi.h); facts in ../shared/docs/rocket.md §5.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../backend.h"
+#include "rocket_uapi.h"
+
+#define MAX_ACCEL_NODES 16
+
+struct rk_dev {
+    int fd;
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static int xioctl(int fd, unsigned long req, void *arg)
+{
+    int rc;
+    do {
+        rc = ioctl(fd, req, arg);
+    } while (rc == -1 && (errno == EINTR || errno == EAGAIN));
+    return rc == -1 ? -errno : 0;
+}
+
+static int is_rocket(int fd)
+{
+    char name[32] = {0};
+    struct rocket_drm_version v;
+    memset(&v, 0, sizeof(v));
+    v.name_len = sizeof(name) - 1;
+    v.name = (uint64_t)(uintptr_t)name;
+    if (xioctl(fd, ROCKET_DRM_IOCTL_VERSION, &v))
+        return 0;
+    return strcmp(name, "rocket") == 0;
+}
+
+static int rk_bo_create(void *impl, uint64_t size, teflon_bo *out, char *err, size_t errlen)
+{
+    struct rk_dev *d = impl;
+    if (size == 0 || size > UINT32_MAX) {
+        set_err(err, errlen, "BO size %llu not supported by DRM_IOCTL_ROCKET_CREATE_BO", (unsigned long long)size);
+        return -EINVAL;
+    }
+    struct drm_rocket_create_bo c = {.size = (uint32_t)size};
+    int rc = xioctl(d->fd, DRM_IOCTL_ROCKET_CREATE_BO, &c);
+    if (rc) {
+        set_err(err, errlen, "DRM_IOCTL_ROCKET_CREATE_BO(%llu bytes): %s", (unsigned long long)size, strerror(-rc));
+        return rc;
+    }
+    void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, d->fd, (off_t)c.offset);
+    if (map == MAP_FAILED) {
+        rc = -errno;
+        struct rocket_drm_gem_close gc = {.handle = c.handle};
+        xioctl(d->fd, ROCKET_DRM_IOCTL_GEM_CLOSE, &gc);
+        set_err(err, errlen, "mmap of rocket BO (%llu bytes): %s", (unsigned long long)size, strerror(-rc));
+        return rc;
+    }
+    *out = (teflon_bo){.handle = c.handle, .iova = c.dma_address, .size = size, .map = map};
+    return 0;
+}
+
+static void rk_bo_destroy(void *impl, teflon_bo *bo)
+{
+    struct rk_dev *d = impl;
+    if (bo->map)
+        munmap(bo->map, bo->size);
+    struct rocket_drm_gem_close gc = {.handle = bo->handle};
+    xioctl(d->fd, ROCKET_DRM_IOCTL_GEM_CLOSE, &gc);
+    bo->map = NULL;
+}
+
+static int rk_cpu_prep(void *impl, teflon_bo *bo, char *err, size_t errlen)
+{
+    struct rk_dev *d = impl;
+    struct drm_rocket_prep_bo p = {.handle = bo->handle, .timeout_ns = INT64_MAX};
+    int rc = xioctl(d->fd, DRM_IOCTL_ROCKET_PREP_BO, &p);
+    if (rc)
+        set_err(err, errlen, "DRM_IOCTL_ROCKET_PREP_BO(handle %u): %s", bo->handle, strerror(-rc));
+    return rc;
+}
+
+static int rk_cpu_fini(void *impl, teflon_bo *bo, char *err, size_t errlen)
+{
+    struct rk_dev *d = impl;
+    struct drm_rocket_fini_bo f = {.handle = bo->handle};
+    int rc = xioctl(d->fd, DRM_IOCTL_ROCKET_FINI_BO, &f);
+    if (rc)
+        set_err(err, errlen, "DRM_IOCTL_ROCKET_FINI_BO(handle %u): %s", bo->handle, strerror(-rc));
+    return rc;
+}
+
+static int rk_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon_submit_stats *stats, char *err,
+                     size_t errlen)
+{
+    struct rk_dev *d = impl;
+    uint64_t ntasks = 0;
+    for (uint32_t i = 0; i < njobs; i++)
+        ntasks += jobs[i].ntasks;
+    struct drm_rocket_job *kj = calloc(njobs ? njobs : 1, sizeof(*kj));
+    struct drm_rocket_task *kt = calloc(ntasks ? ntasks : 1, sizeof(*kt));
+    int rc = 0;
+    if (!kj || !kt) {
+        set_err(err, errlen, "out of memory building the submit");
+        rc = -ENOMEM;
+        goto out;
+    }
+    uint64_t ti = 0;
+    for (uint32_t i = 0; i < njobs; i++) {
+        const teflon_job *j = &jobs[i];
+        kj[i].tasks = (uint64_t)(uintptr_t)&kt[ti];
+        kj[i].task_count = j->ntasks;
+        kj[i].task_struct_size = sizeof(struct drm_rocket_task);
+        kj[i].in_bo_handles = (uint64_t)(uintptr_t)j->in_bos;
+        kj[i].in_bo_handle_count = j->nin;
+        kj[i].out_bo_handles = (uint64_t)(uintptr_t)j->out_bos;
+        kj[i].out_bo_handle_count = j->nout;
+        for (uint32_t t = 0; t < j->ntasks; t++, ti++) {
+            if (j->tasks[t].regcmd_iova > UINT32_MAX) {
+                set_err(err, errlen, "job %u task %u: regcmd IOVA 0x%llx does not fit 32 bits", i, t,
+                        (unsigned long long)j->tasks[t].regcmd_iova);
+                rc = -EINVAL;
+                goto out;
+            }
+            kt[ti].regcmd = (uint32_t)j->tasks[t].regcmd_iova;
+            kt[ti].regcmd_count = j->tasks[t].regcmd_count;
+        }
+    }
+    struct drm_rocket_submit s = {.jobs = (uint64_t)(uintptr_t)kj, .job_count = njobs,
+                                  .job_struct_size = sizeof(struct drm_rocket_job)};
+    rc = xioctl(d->fd, DRM_IOCTL_ROCKET_SUBMIT, &s);
+    if (rc)
+        set_err(err, errlen, "DRM_IOCTL_ROCKET_SUBMIT(%u jobs): %s", njobs, strerror(-rc));
+    stats->tasks = rc ? 0 : ntasks;
+    stats->macs = 0;
+out:
+    free(kj);
+    free(kt);
+    return rc;
+}
+
+static void rk_close(void *impl)
+{
+    struct rk_dev *d = impl;
+    close(d->fd);
+    free(d);
+}
+
+static const struct teflon_backend rk_ops = {
+    .name = "rocket",
+    .is_sim = 0,
+    .bo_create = rk_bo_create,
+    .bo_destroy = rk_bo_destroy,
+    .cpu_prep = rk_cpu_prep,
+    .cpu_fini = rk_cpu_fini,
+    .submit = rk_submit,
+    .close = rk_close,
+};
+
+int rocket_kernel_open(const char *soc, void **impl, const struct teflon_backend **ops, char *err, size_t errlen)
+{
+    (void)soc; /* the kernel exposes one device for the SoC's cores; the SoC comes from the user */
+    for (int i = 0; i < MAX_ACCEL_NODES; i++) {
+        char path[32];
+        snprintf(path, sizeof(path), "/dev/accel/accel%d", i);
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        if (!is_rocket(fd)) {
+            close(fd);
+            continue;
+        }
+        struct rk_dev *d = calloc(1, sizeof(*d));
+        if (!d) {
+            close(fd);
+            set_err(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+        d->fd = fd;
+        *impl = d;
+        *ops = &rk_ops;
+        return 0;
+    }
+    set_err(err, errlen, "no rocket NPU: no /dev/accel/accel* node with DRM driver \"rocket\"");
+    return -ENODEV;
+}

@@ -1,0 +1,259 @@
+/* Simulated accel/rocket kernel driver: buffer objects in host memory with IOVAs, and a submit
+ * that kicks each task of each job on the simulated NPU core exactly as the real driver does
+ * (rocket_job_hw_submit: one kick and one DPU interrupt per task, docs/hardware/rocket-sim.md).
+ *
+ * IOVAs are handed out page-aligned from 0 upwards, lowest free range first, like the kernel's
+ * drm_mm allocator over the per-file IOMMU domain; all NPU address registers are 32-bit, so the
+ * address space ends at 4 GiB.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../backend.h"
+#include "rocket_regs_rk3588.h"
+#include "sim_npu.h"
+
+#define PAGE 4096u
+#define IOVA_END (1ull << 32)
+
+struct sim_bo {
+    uint32_t handle;
+    uint64_t iova;
+    uint64_t span;   /* page-rounded size */
+    uint64_t size;
+    uint8_t *mem;
+};
+
+struct sim_dev {
+    struct sim_bo *bos;  /* sorted by iova */
+    size_t nbos, cap;
+    uint32_t next_handle;
+    sim_npu *npu;
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* Host pointer for [iova, iova + len) inside one BO. */
+static uint8_t *lookup(void *ctx, uint64_t iova, uint64_t len)
+{
+    const struct sim_dev *d = ctx;
+    size_t lo = 0, hi = d->nbos;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (d->bos[mid].iova + d->bos[mid].span <= iova)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == d->nbos)
+        return NULL;
+    const struct sim_bo *b = &d->bos[lo];
+    if (iova < b->iova || len > b->size || iova - b->iova > b->size - len)
+        return NULL;
+    return b->mem + (iova - b->iova);
+}
+
+static struct sim_bo *find_handle(struct sim_dev *d, uint32_t handle)
+{
+    for (size_t i = 0; i < d->nbos; i++)
+        if (d->bos[i].handle == handle)
+            return &d->bos[i];
+    return NULL;
+}
+
+static int sim_bo_create(void *impl, uint64_t size, teflon_bo *out, char *err, size_t errlen)
+{
+    struct sim_dev *d = impl;
+    if (size == 0 || size > UINT32_MAX) {
+        set_err(err, errlen, "BO size %llu not supported (1 byte .. 4 GiB)", (unsigned long long)size);
+        return -EINVAL;
+    }
+    const uint64_t span = (size + PAGE - 1) / PAGE * PAGE;
+    /* lowest gap that fits */
+    uint64_t at = 0;
+    size_t pos = 0;
+    for (; pos < d->nbos; pos++) {
+        if (d->bos[pos].iova - at >= span)
+            break;
+        at = d->bos[pos].iova + d->bos[pos].span;
+    }
+    if (at + span > IOVA_END) {
+        set_err(err, errlen, "out of 32-bit NPU address space for a BO of %llu bytes", (unsigned long long)size);
+        return -ENOSPC;
+    }
+    if (d->nbos == d->cap) {
+        size_t ncap = d->cap ? 2 * d->cap : 64;
+        struct sim_bo *n = realloc(d->bos, ncap * sizeof(*n));
+        if (!n)
+            goto oom;
+        d->bos = n;
+        d->cap = ncap;
+    }
+    uint8_t *mem = aligned_alloc(PAGE, span);
+    if (!mem)
+        goto oom;
+    memset(mem, 0, span);
+    memmove(&d->bos[pos + 1], &d->bos[pos], (d->nbos - pos) * sizeof(*d->bos));
+    d->bos[pos] = (struct sim_bo){.handle = ++d->next_handle, .iova = at, .span = span, .size = size, .mem = mem};
+    d->nbos++;
+    *out = (teflon_bo){.handle = d->bos[pos].handle, .iova = at, .size = size, .map = mem};
+    return 0;
+oom:
+    set_err(err, errlen, "out of host memory for a simulated BO of %llu bytes", (unsigned long long)size);
+    return -ENOMEM;
+}
+
+static void sim_bo_destroy(void *impl, teflon_bo *bo)
+{
+    struct sim_dev *d = impl;
+    struct sim_bo *b = find_handle(d, bo->handle);
+    if (!b)
+        return;
+    free(b->mem);
+    size_t i = (size_t)(b - d->bos);
+    memmove(&d->bos[i], &d->bos[i + 1], (d->nbos - i - 1) * sizeof(*d->bos));
+    d->nbos--;
+    bo->map = NULL;
+}
+
+static int sim_bo_sync(void *impl, teflon_bo *bo, char *err, size_t errlen)
+{
+    /* execution is synchronous and memory coherent: only check the handle */
+    if (!find_handle(impl, bo->handle)) {
+        set_err(err, errlen, "unknown BO handle %u", bo->handle);
+        return -ENOENT;
+    }
+    return 0;
+}
+
+static int check_bo_lists(struct sim_dev *d, const teflon_job *j, uint32_t ji, char *err, size_t errlen)
+{
+    const uint32_t n = j->nin + j->nout;
+    for (uint32_t a = 0; a < n; a++) {
+        const uint32_t h = a < j->nin ? j->in_bos[a] : j->out_bos[a - j->nin];
+        if (!find_handle(d, h)) {
+            set_err(err, errlen, "job %u: unknown BO handle %u", ji, h);
+            return -ENOENT;
+        }
+        for (uint32_t b = a + 1; b < n; b++)
+            if (h == (b < j->nin ? j->in_bos[b] : j->out_bos[b - j->nin])) {
+                /* the real driver is reported to wedge on this: reject it */
+                set_err(err, errlen, "job %u: BO handle %u listed twice (in/out lists must be disjoint)", ji, h);
+                return -EINVAL;
+            }
+    }
+    return 0;
+}
+
+/* Kick one task the way rocket_job_hw_submit does, then "take the interrupt". */
+static int kick(struct sim_dev *d, const teflon_task *t)
+{
+    static const uint32_t spointer = 0xE; /* core 0: no core-select bits */
+    const struct { uint32_t off, val; } seq[] = {
+        {RK3588_PC_BASE_ADDRESS, 0x1},
+        {RK3588_CNA_S_POINTER, spointer},
+        {RK3588_CORE_S_POINTER, spointer},
+        {RK3588_PC_BASE_ADDRESS, (uint32_t)t->regcmd_iova},
+        {RK3588_PC_REGISTER_AMOUNTS, (t->regcmd_count + 1) / 2 - 1},
+        {RK3588_PC_INTERRUPT_MASK, 0x300},
+        {RK3588_PC_INTERRUPT_CLEAR, 0x300},
+        {RK3588_PC_TASK_CON, 0x7001},
+        {RK3588_PC_TASK_DMA_BASE_ADDR, 0},
+        {RK3588_PC_OPERATION_ENABLE, 1},
+    };
+    for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+        int rc = sim_npu_mmio_write(d->npu, seq[i].off, seq[i].val);
+        if (rc)
+            return rc;
+    }
+    const uint32_t raw = sim_npu_mmio_read(d->npu, RK3588_PC_INTERRUPT_RAW_STATUS);
+    sim_npu_mmio_write(d->npu, RK3588_PC_OPERATION_ENABLE, 0);
+    sim_npu_mmio_write(d->npu, RK3588_PC_INTERRUPT_CLEAR, 0x1FFFF);
+    return raw & 0x300 ? 0 : -ETIMEDOUT;
+}
+
+static int sim_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon_submit_stats *stats, char *err,
+                      size_t errlen)
+{
+    struct sim_dev *d = impl;
+    const uint64_t macs0 = sim_npu_macs(d->npu);
+    stats->tasks = 0;
+    stats->macs = 0;
+    for (uint32_t ji = 0; ji < njobs; ji++) {
+        const teflon_job *j = &jobs[ji];
+        if (j->ntasks == 0) {
+            set_err(err, errlen, "job %u has no tasks", ji);
+            return -EINVAL;
+        }
+        int rc = check_bo_lists(d, j, ji, err, errlen);
+        if (rc)
+            return rc;
+        sim_npu_job_begin(d->npu);
+        for (uint32_t ti = 0; ti < j->ntasks; ti++) {
+            const teflon_task *t = &j->tasks[ti];
+            if (t->regcmd_count == 0 || t->regcmd_iova > UINT32_MAX) {
+                set_err(err, errlen, "job %u task %u: regcmd 0x%llx count %u not accepted by the kernel", ji, ti,
+                        (unsigned long long)t->regcmd_iova, t->regcmd_count);
+                return -EINVAL;
+            }
+            rc = kick(d, t);
+            if (rc) {
+                const char *m = sim_npu_error(d->npu);
+                set_err(err, errlen, "job %u task %u: %s", ji, ti,
+                        rc == -ETIMEDOUT && !*m ? "timeout: no DPU interrupt" : m);
+                return rc;
+            }
+            stats->tasks++;
+        }
+    }
+    stats->macs = sim_npu_macs(d->npu) - macs0;
+    return 0;
+}
+
+static void sim_close(void *impl)
+{
+    struct sim_dev *d = impl;
+    for (size_t i = 0; i < d->nbos; i++)
+        free(d->bos[i].mem);
+    free(d->bos);
+    sim_npu_destroy(d->npu);
+    free(d);
+}
+
+static const struct teflon_backend sim_ops = {
+    .name = "rocket-sim",
+    .is_sim = 1,
+    .bo_create = sim_bo_create,
+    .bo_destroy = sim_bo_destroy,
+    .cpu_prep = sim_bo_sync,
+    .cpu_fini = sim_bo_sync,
+    .submit = sim_submit,
+    .close = sim_close,
+};
+
+int rocket_sim_open(const char *soc, void **impl, const struct teflon_backend **ops, char *err, size_t errlen)
+{
+    if (strcmp(soc, "rk3588") != 0) {
+        set_err(err, errlen, "no rocket simulator for %s yet (only rk3588)", soc);
+        return -ENOTSUP;
+    }
+    struct sim_dev *d = calloc(1, sizeof(*d));
+    if (!d || !(d->npu = sim_npu_create(lookup, d))) {
+        free(d);
+        set_err(err, errlen, "out of memory creating the rocket simulator");
+        return -ENOMEM;
+    }
+    *impl = d;
+    *ops = &sim_ops;
+    return 0;
+}

@@ -1,0 +1,139 @@
+"""The compiler's graph IR: tensors and operations as TFLite hands them over.
+
+Built either from the delegate's C graph (teflon.bridge) or directly by tests and tools.
+Everything downstream (support checks, lowering, encoders) reads only this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# TfLiteType values -> numpy dtype names
+TFLITE_TYPES: dict[int, str] = {
+    1: "float32",
+    2: "int32",
+    3: "uint8",
+    4: "int64",
+    6: "bool",
+    7: "int16",
+    9: "int8",
+    10: "float16",
+}
+
+# TFLite BuiltinOperator codes the compiler knows by name (schema values).
+BUILTIN_NAMES: dict[int, str] = {
+    0: "ADD",
+    1: "AVERAGE_POOL_2D",
+    2: "CONCATENATION",
+    3: "CONV_2D",
+    4: "DEPTHWISE_CONV_2D",
+    6: "DEQUANTIZE",
+    9: "FULLY_CONNECTED",
+    14: "LOGISTIC",
+    17: "MAX_POOL_2D",
+    18: "MUL",
+    19: "RELU",
+    21: "RELU6",
+    22: "RESHAPE",
+    25: "SOFTMAX",
+    34: "PAD",
+    39: "TRANSPOSE",
+    40: "MEAN",
+    41: "SUB",
+    43: "SQUEEZE",
+    45: "STRIDED_SLICE",
+    49: "SPLIT",
+    51: "DELEGATE",
+    101: "ABS",
+    114: "QUANTIZE",
+    117: "HARD_SWISH",
+}
+
+PADDING = {0: "UNKNOWN", 1: "SAME", 2: "VALID"}
+ACTIVATION = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT", 6: "SIGMOID"}
+
+
+@dataclass(frozen=True)
+class Quant:
+    """Affine quantization: real = scale * (q - zero_point)."""
+
+    scales: np.ndarray  # float32, one per tensor or one per channel along `axis`
+    zero_points: np.ndarray  # int32, same length as scales (or 1)
+    axis: int = 0
+
+    @property
+    def per_tensor(self) -> bool:
+        s = self.scales
+        z = self.zero_points
+        return bool(np.all(s == s[0]) and np.all(z == z[0]))
+
+    @property
+    def scale(self) -> np.float32:
+        return np.float32(self.scales[0])
+
+    @property
+    def zero_point(self) -> int:
+        return int(self.zero_points[0])
+
+
+@dataclass
+class Tensor:
+    index: int
+    dtype: str  # numpy dtype name ("uint8", "int8", "int32", "float32", ...)
+    shape: tuple[int, ...]
+    quant: Quant | None = None
+    data: np.ndarray | None = None  # constant tensors only, already shaped
+    name: str = ""
+    is_variable: bool = False
+
+    @property
+    def is_constant(self) -> bool:
+        return self.data is not None
+
+
+@dataclass
+class Operation:
+    index: int  # node index in the execution plan
+    kind: str  # builtin name, e.g. "CONV_2D"; "BUILTIN_<n>" when unknown
+    inputs: list[int]
+    outputs: list[int]
+    options: dict[str, object] = field(default_factory=dict)
+    builtin_code: int = -1
+    version: int = 1
+
+
+@dataclass
+class Graph:
+    tensors: dict[int, Tensor]
+    operations: list[Operation]
+
+    def producer(self, tensor: int) -> Operation | None:
+        for op in self.operations:
+            if tensor in op.outputs:
+                return op
+        return None
+
+    def consumers(self, tensor: int) -> list[Operation]:
+        return [op for op in self.operations if tensor in op.inputs]
+
+
+def decode_options(kind: str, raw: list[int]) -> dict[str, object]:
+    """Turn the delegate's int32 option slots (see delegate/teflon_graph.h) into named options."""
+    if kind == "CONV_2D":
+        names = ["padding", "stride_w", "stride_h", "activation", "dilation_w", "dilation_h"]
+    elif kind == "DEPTHWISE_CONV_2D":
+        names = ["padding", "stride_w", "stride_h", "depth_multiplier", "activation", "dilation_w", "dilation_h"]
+    elif kind in ("ADD", "SUB", "MUL"):
+        names = ["activation"]
+    elif kind in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
+        names = ["padding", "stride_w", "stride_h", "filter_w", "filter_h", "activation"]
+    else:
+        return {}
+    opts: dict[str, object] = dict(zip(names, raw))
+    if "padding" in opts:
+        opts["padding"] = PADDING.get(int(opts["padding"]), "UNKNOWN")  # type: ignore[arg-type]
+    if "activation" in opts:
+        opts["activation"] = ACTIVATION.get(int(opts["activation"]), "UNKNOWN")  # type: ignore[arg-type]
+    return opts

@@ -1,0 +1,784 @@
+"""Single-op (and tiny multi-op) quantized .tflite models, built as bytes without TensorFlow.
+
+Used by the op test suites and by tools that want a model of a given shape. Models are written with the
+`tflite` package's flatc-generated builder functions and follow the conventions the TFLite converter uses:
+buffer 0 is an empty sentinel, operator codes carry both the deprecated and the new builtin code, constant
+data is 16-byte aligned, file identifier TFL3, schema version 3.
+
+Every case is deterministic: its random numbers come from a generator seeded by the case's name, so a
+test id (`conv2d-in112x112x32-oc64-k3-s2-same-u8`) fully determines the model.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import flatbuffers
+import numpy as np
+import tflite
+from tflite.ActivationFunctionType import ActivationFunctionType
+from tflite.BuiltinOperator import BuiltinOperator
+from tflite.BuiltinOptions import BuiltinOptions
+from tflite.Padding import Padding
+from tflite.TensorType import TensorType
+
+DType = Literal["uint8", "int8"]
+PaddingName = Literal["same", "valid"]
+ActivationName = Literal["none", "relu", "relu6"]
+
+QRANGE: dict[str, tuple[int, int]] = {"uint8": (0, 255), "int8": (-128, 127)}
+DTYPE_TOKEN = {"uint8": "u8", "int8": "i8"}
+_TENSOR_TYPE = {
+    "float32": TensorType.FLOAT32,
+    "int32": TensorType.INT32,
+    "uint8": TensorType.UINT8,
+    "int8": TensorType.INT8,
+}
+_TYPE_DTYPE = {v: k for k, v in _TENSOR_TYPE.items()}
+_PADDING = {"same": Padding.SAME, "valid": Padding.VALID}
+_ACTIVATION = {
+    "none": ActivationFunctionType.NONE,
+    "relu": ActivationFunctionType.RELU,
+    "relu6": ActivationFunctionType.RELU6,
+}
+# How many standard deviations of the accumulator the output range covers on each side.
+_SPREAD_SIGMAS = 3.5
+# RELU6 cases aim the largest typical real output at this value: part of the outputs clamp at 6.
+_RELU6_TARGET = 8.0
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Generic graph builder
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class QParams:
+    """Affine quantization of one tensor: real = scale * (q - zero_point), per tensor or along `axis`."""
+
+    scale: np.ndarray
+    zero_point: np.ndarray
+    axis: int = 0
+
+    @classmethod
+    def make(cls, scale: float | Sequence[float] | np.ndarray, zero_point: int | Sequence[int] | np.ndarray,
+             axis: int = 0) -> QParams:
+        s = np.atleast_1d(np.asarray(scale, dtype=np.float32))
+        z = np.atleast_1d(np.asarray(zero_point, dtype=np.int64))
+        if z.size == 1 and s.size > 1:
+            z = np.full(s.shape, z[0], dtype=np.int64)
+        if s.shape != z.shape:
+            raise ValueError(f"{s.size} scales but {z.size} zero points")
+        return cls(s, z, axis)
+
+    @property
+    def per_tensor(self) -> bool:
+        return self.scale.size == 1
+
+
+OptionsWriter = Callable[[flatbuffers.Builder], int]
+
+
+@dataclass
+class _TensorSpec:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    quant: QParams | None
+    buffer: int
+
+
+@dataclass
+class _OpSpec:
+    opcode: int
+    inputs: list[int]
+    outputs: list[int]
+    options_type: int
+    options: OptionsWriter | None
+
+
+class GraphBuilder:
+    """Accumulates tensors, constant buffers and operators of one subgraph, then serializes a model."""
+
+    def __init__(self, description: str = "teflon.modelgen") -> None:
+        self.description = description
+        self._tensors: list[_TensorSpec] = []
+        self._buffers: list[bytes] = [b""]  # buffer 0: the empty sentinel every model starts with
+        self._opcodes: list[tuple[int, int]] = []  # (builtin code, version)
+        self._ops: list[_OpSpec] = []
+
+    def tensor(self, name: str, shape: Sequence[int], dtype: str, quant: QParams | None = None) -> int:
+        """A non-constant tensor (graph input, output or activation)."""
+        self._tensors.append(_TensorSpec(name, tuple(int(d) for d in shape), dtype, quant, 0))
+        return len(self._tensors) - 1
+
+    def constant(self, name: str, data: np.ndarray, quant: QParams | None = None) -> int:
+        """A constant tensor; its bytes go into their own buffer."""
+        dtype = str(data.dtype)
+        if dtype not in _TENSOR_TYPE:
+            raise ValueError(f"unsupported constant dtype {dtype}")
+        self._buffers.append(np.ascontiguousarray(data, dtype=data.dtype.newbyteorder("<")).tobytes())
+        self._tensors.append(_TensorSpec(name, tuple(data.shape), dtype, quant, len(self._buffers) - 1))
+        return len(self._tensors) - 1
+
+    def shape(self, tensor: int) -> tuple[int, ...]:
+        return self._tensors[tensor].shape
+
+    def quant(self, tensor: int) -> QParams | None:
+        return self._tensors[tensor].quant
+
+    def op(self, code: int, version: int, inputs: Sequence[int], outputs: Sequence[int],
+           options_type: int = BuiltinOptions.NONE, options: OptionsWriter | None = None) -> int:
+        key = (code, version)
+        if key not in self._opcodes:
+            self._opcodes.append(key)
+        self._ops.append(_OpSpec(self._opcodes.index(key), list(inputs), list(outputs), options_type, options))
+        return len(self._ops) - 1
+
+    def build(self, inputs: Sequence[int], outputs: Sequence[int]) -> bytes:
+        b = flatbuffers.Builder(4096)
+        buffers = [_write_buffer(b, data) for data in self._buffers]
+        tensors = [_write_tensor(b, t) for t in self._tensors]
+        ops = [_write_operator(b, op) for op in self._ops]
+        opcodes = [_write_opcode(b, code, version) for code, version in self._opcodes]
+
+        sg_tensors = _offset_vector(b, tflite.SubGraphStartTensorsVector, tensors)
+        sg_inputs = _int32_vector(b, tflite.SubGraphStartInputsVector, inputs)
+        sg_outputs = _int32_vector(b, tflite.SubGraphStartOutputsVector, outputs)
+        sg_ops = _offset_vector(b, tflite.SubGraphStartOperatorsVector, ops)
+        sg_name = b.CreateString("main")
+        tflite.SubGraphStart(b)
+        tflite.SubGraphAddTensors(b, sg_tensors)
+        tflite.SubGraphAddInputs(b, sg_inputs)
+        tflite.SubGraphAddOutputs(b, sg_outputs)
+        tflite.SubGraphAddOperators(b, sg_ops)
+        tflite.SubGraphAddName(b, sg_name)
+        subgraph = tflite.SubGraphEnd(b)
+
+        m_opcodes = _offset_vector(b, tflite.ModelStartOperatorCodesVector, opcodes)
+        m_subgraphs = _offset_vector(b, tflite.ModelStartSubgraphsVector, [subgraph])
+        m_buffers = _offset_vector(b, tflite.ModelStartBuffersVector, buffers)
+        m_description = b.CreateString(self.description)
+        tflite.ModelStart(b)
+        tflite.ModelAddVersion(b, 3)
+        tflite.ModelAddOperatorCodes(b, m_opcodes)
+        tflite.ModelAddSubgraphs(b, m_subgraphs)
+        tflite.ModelAddDescription(b, m_description)
+        tflite.ModelAddBuffers(b, m_buffers)
+        b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
+        return bytes(b.Output())
+
+
+def _offset_vector(b: flatbuffers.Builder, start: Callable[[flatbuffers.Builder, int], object],
+                   offsets: Sequence[int]) -> int:
+    start(b, len(offsets))
+    for off in reversed(offsets):
+        b.PrependUOffsetTRelative(off)
+    return b.EndVector()
+
+
+def _int32_vector(b: flatbuffers.Builder, start: Callable[[flatbuffers.Builder, int], object],
+                  values: Sequence[int]) -> int:
+    start(b, len(values))
+    for v in reversed(values):
+        b.PrependInt32(int(v))
+    return b.EndVector()
+
+
+def _write_buffer(b: flatbuffers.Builder, data: bytes) -> int:
+    if not data:
+        tflite.BufferStart(b)
+        return tflite.BufferEnd(b)
+    # Constant data 16-byte aligned, as the converter writes it (kernels may read it in place).
+    b.StartVector(1, len(data), 16)
+    b.head = b.head - len(data)
+    b.Bytes[b.head:b.head + len(data)] = data
+    vec = b.EndVector()
+    tflite.BufferStart(b)
+    tflite.BufferAddData(b, vec)
+    return tflite.BufferEnd(b)
+
+
+def _write_tensor(b: flatbuffers.Builder, t: _TensorSpec) -> int:
+    name = b.CreateString(t.name)
+    shape = _int32_vector(b, tflite.TensorStartShapeVector, t.shape)
+    quant = None
+    if t.quant is not None:
+        tflite.QuantizationParametersStartScaleVector(b, t.quant.scale.size)
+        for s in reversed(t.quant.scale):
+            b.PrependFloat32(float(s))
+        scales = b.EndVector()
+        tflite.QuantizationParametersStartZeroPointVector(b, t.quant.zero_point.size)
+        for z in reversed(t.quant.zero_point):
+            b.PrependInt64(int(z))
+        zero_points = b.EndVector()
+        tflite.QuantizationParametersStart(b)
+        tflite.QuantizationParametersAddScale(b, scales)
+        tflite.QuantizationParametersAddZeroPoint(b, zero_points)
+        tflite.QuantizationParametersAddQuantizedDimension(b, t.quant.axis)
+        quant = tflite.QuantizationParametersEnd(b)
+    tflite.TensorStart(b)
+    tflite.TensorAddShape(b, shape)
+    tflite.TensorAddType(b, _TENSOR_TYPE[t.dtype])
+    tflite.TensorAddBuffer(b, t.buffer)
+    tflite.TensorAddName(b, name)
+    if quant is not None:
+        tflite.TensorAddQuantization(b, quant)
+    return tflite.TensorEnd(b)
+
+
+def _write_operator(b: flatbuffers.Builder, op: _OpSpec) -> int:
+    inputs = _int32_vector(b, tflite.OperatorStartInputsVector, op.inputs)
+    outputs = _int32_vector(b, tflite.OperatorStartOutputsVector, op.outputs)
+    options = op.options(b) if op.options is not None else None
+    tflite.OperatorStart(b)
+    tflite.OperatorAddOpcodeIndex(b, op.opcode)
+    tflite.OperatorAddInputs(b, inputs)
+    tflite.OperatorAddOutputs(b, outputs)
+    if options is not None:
+        tflite.OperatorAddBuiltinOptionsType(b, op.options_type)
+        tflite.OperatorAddBuiltinOptions(b, options)
+    return tflite.OperatorEnd(b)
+
+
+def _write_opcode(b: flatbuffers.Builder, code: int, version: int) -> int:
+    tflite.OperatorCodeStart(b)
+    tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
+    tflite.OperatorCodeAddBuiltinCode(b, code)
+    tflite.OperatorCodeAddVersion(b, version)
+    return tflite.OperatorCodeEnd(b)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Model inspection helpers (no interpreter needed)
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    index: int
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+def graph_inputs(model: bytes) -> list[TensorInfo]:
+    """The first subgraph's input tensors as declared in the flatbuffer."""
+    sg = tflite.Model.GetRootAs(model, 0).Subgraphs(0)
+    infos = []
+    for i in range(sg.InputsLength()):
+        t = sg.Tensors(sg.Inputs(i))
+        dtype = _TYPE_DTYPE.get(t.Type())
+        if dtype is None:
+            raise ValueError(f"input {i} has unsupported TensorType {t.Type()}")
+        infos.append(TensorInfo(sg.Inputs(i), t.Name().decode(), tuple(int(d) for d in t.ShapeAsNumpy()), dtype))
+    return infos
+
+
+def operator_names(model: bytes) -> list[str]:
+    """Builtin operator names of the first subgraph, in node order."""
+    m = tflite.Model.GetRootAs(model, 0)
+    names = {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
+    sg = m.Subgraphs(0)
+    out = []
+    for i in range(sg.OperatorsLength()):
+        oc = m.OperatorCodes(sg.Operators(i).OpcodeIndex())
+        code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
+        out.append(names.get(code, f"BUILTIN_{code}"))
+    return out
+
+
+def random_inputs(model: bytes, seed: int = 0) -> list[np.ndarray]:
+    """One array per graph input, uniform over the whole range of its integer type (floats: [-1, 1))."""
+    rng = np.random.default_rng([seed, zlib.crc32(model)])
+    arrays = []
+    for info in graph_inputs(model):
+        dt = np.dtype(info.dtype)
+        if dt.kind in "iu":
+            lim = np.iinfo(dt)
+            arrays.append(rng.integers(lim.min, int(lim.max) + 1, size=info.shape, dtype=dt))
+        else:
+            arrays.append(rng.uniform(-1.0, 1.0, size=info.shape).astype(dt))
+    return arrays
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Convolutions
+# --------------------------------------------------------------------------------------------------------------
+
+
+def out_size(size: int, kernel: int, stride: int, padding: str) -> int:
+    """TFLite's output extent for SAME/VALID padding (dilation 1)."""
+    if padding == "same":
+        return (size + stride - 1) // stride
+    return (size - kernel) // stride + 1 if size >= kernel else 0
+
+
+def _pad_before(size: int, kernel: int, stride: int, padding: str) -> int:
+    if padding != "same":
+        return 0
+    total = max((out_size(size, kernel, stride, padding) - 1) * stride + kernel - size, 0)
+    return total // 2
+
+
+def _tap_fraction(size: int, kernel: int, stride: int, padding: str) -> float:
+    """Average fraction of kernel taps that land inside the input (SAME padding reads zeros at the edges)."""
+    n = out_size(size, kernel, stride, padding)
+    start = np.arange(n) * stride - _pad_before(size, kernel, stride, padding)
+    taps = np.clip(start + kernel, 0, size) - np.clip(start, 0, size)
+    return float(taps.mean() / kernel) if n else 0.0
+
+
+def _log_uniform(rng: np.random.Generator, lo: float, hi: float, size: int | None = None) -> np.ndarray:
+    return np.exp(rng.uniform(math.log(lo), math.log(hi), size=size))
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.4g}"
+
+
+@dataclass(frozen=True)
+class ConvCase:
+    """One CONV_2D or DEPTHWISE_CONV_2D (depth multiplier 1) with quantized uint8/int8 tensors.
+
+    Quantization parameters left as None are drawn from the case's seeded generator: weights uniform over the
+    full 8-bit range, random zero points, int32 bias about one accumulator standard deviation wide, and an output
+    scale derived from the expected accumulator distribution so outputs spread over the 8-bit range without
+    saturating. RELU/RELU6 outputs are quantized the way the TFLite converter does (zero point = qmin;
+    RELU6 scale = 6/255). int8 weights are symmetric (zero point 0), as TFLite's int8 kernels require;
+    `per_channel` gives int8 per-output-channel weight scales.
+    """
+
+    op: Literal["conv2d", "dwconv"]
+    in_h: int
+    in_w: int
+    in_c: int
+    out_c: int | None = None  # conv2d only; None = in_c. Depthwise always has out_c == in_c.
+    kernel: int = 3
+    stride: int = 1
+    padding: PaddingName = "same"
+    activation: ActivationName = "none"
+    dtype: DType = "uint8"
+    per_channel: bool = False
+    weight_zp: int | None = None
+    input_zp: int | None = None
+    output_zp: int | None = None
+    input_scale: float | None = None
+    weight_scale: float | None = None
+    output_scale: float | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.op not in ("conv2d", "dwconv"):
+            raise ValueError(f"op must be conv2d or dwconv, not {self.op!r}")
+        if self.dtype not in QRANGE:
+            raise ValueError(f"dtype must be uint8 or int8, not {self.dtype!r}")
+        if self.padding not in _PADDING:
+            raise ValueError(f"padding must be same or valid, not {self.padding!r}")
+        if self.activation not in _ACTIVATION:
+            raise ValueError(f"activation must be none, relu or relu6, not {self.activation!r}")
+        if self.per_channel and self.dtype != "int8":
+            raise ValueError("per-channel weights are int8 only")
+        if self.dtype == "int8" and self.weight_zp not in (None, 0):
+            raise ValueError("int8 weights are symmetric: TFLite's int8 kernels reject a weight zero point")
+        if self.op == "dwconv" and self.out_c not in (None, self.in_c):
+            raise ValueError("depthwise convolutions here have depth multiplier 1: out_c must equal in_c")
+        qmin, qmax = QRANGE[self.dtype]
+        for zp in (self.weight_zp, self.input_zp, self.output_zp):
+            if zp is not None and not qmin <= zp <= qmax:
+                raise ValueError(f"zero point {zp} outside the {self.dtype} range")
+        if min(self.in_h, self.in_w, self.in_c, self.kernel, self.stride, self.channels_out) < 1:
+            raise ValueError("sizes, kernel and stride must be positive")
+
+    # -- geometry ----------------------------------------------------------------------------------------------
+    @property
+    def channels_out(self) -> int:
+        return self.in_c if self.op == "dwconv" or self.out_c is None else self.out_c
+
+    @property
+    def out_h(self) -> int:
+        return out_size(self.in_h, self.kernel, self.stride, self.padding)
+
+    @property
+    def out_w(self) -> int:
+        return out_size(self.in_w, self.kernel, self.stride, self.padding)
+
+    @property
+    def valid(self) -> bool:
+        """False when VALID padding leaves no output (kernel larger than the input)."""
+        return self.out_h > 0 and self.out_w > 0
+
+    @property
+    def macs(self) -> int:
+        per_output = self.kernel * self.kernel * (1 if self.op == "dwconv" else self.in_c)
+        return self.out_h * self.out_w * self.channels_out * per_output
+
+    @property
+    def input_shape(self) -> tuple[int, int, int, int]:
+        return (1, self.in_h, self.in_w, self.in_c)
+
+    @property
+    def output_shape(self) -> tuple[int, int, int, int]:
+        return (1, self.out_h, self.out_w, self.channels_out)
+
+    @property
+    def name(self) -> str:
+        parts = [self.op, f"in{self.in_h}x{self.in_w}x{self.in_c}"]
+        if self.op == "conv2d":
+            parts.append(f"oc{self.channels_out}")
+        parts += [f"k{self.kernel}", f"s{self.stride}", self.padding, DTYPE_TOKEN[self.dtype] + (
+            "pc" if self.per_channel else "")]
+        if self.activation != "none":
+            parts.append(self.activation)
+        for token, value in (("wzp", self.weight_zp), ("izp", self.input_zp), ("ozp", self.output_zp)):
+            if value is not None:
+                parts.append(f"{token}{value}")
+        for token, scale in (("is", self.input_scale), ("ws", self.weight_scale), ("os", self.output_scale)):
+            if scale is not None:
+                parts.append(f"{token}{_fmt(scale)}")
+        if self.seed:
+            parts.append(f"seed{self.seed}")
+        return "-".join(parts)
+
+    def __str__(self) -> str:
+        return self.name
+
+    # -- model ------------------------------------------------------------------------------------------------
+    def rng(self) -> np.random.Generator:
+        return np.random.default_rng([self.seed, zlib.crc32(self.name.encode())])
+
+    def build(self) -> bytes:
+        """The .tflite flatbuffer of this single-op model."""
+        if not self.valid:
+            raise ValueError(f"{self.name}: kernel larger than the input with VALID padding")
+        g = GraphBuilder(f"teflon.modelgen {self.name}")
+        params = conv_params(self, self.rng())
+        x = g.tensor("input", self.input_shape, self.dtype, params.input_quant)
+        y = add_conv(g, self, x, params, "output")
+        return g.build([x], [y])
+
+
+@dataclass(eq=False)
+class ConvParams:
+    """The concrete numbers of one ConvCase: quantization, weights (TFLite layout) and int32 bias."""
+
+    input_quant: QParams
+    weight_quant: QParams
+    output_quant: QParams
+    weights: np.ndarray
+    bias: np.ndarray
+
+    @property
+    def bias_quant(self) -> QParams:
+        scale = self.input_quant.scale.astype(np.float64) * self.weight_quant.scale.astype(np.float64)
+        return QParams.make(scale, 0, axis=0)
+
+
+def conv_params(case: ConvCase, rng: np.random.Generator, input_quant: QParams | None = None) -> ConvParams:
+    """Draw the case's weights, bias and quantization (explicit values in `case` win).
+
+    `input_quant` fixes the input quantization (a convolution fed by another tensor of the graph).
+    """
+    qmin, qmax = QRANGE[case.dtype]
+    oc, k = case.channels_out, case.kernel
+
+    if input_quant is not None:
+        in_zp, in_scale_given = int(input_quant.zero_point[0]), float(input_quant.scale[0])
+    else:
+        in_zp = case.input_zp if case.input_zp is not None else int(rng.integers(qmin, qmax + 1))
+        in_scale_given = case.input_scale  # type: ignore[assignment]
+
+    if case.dtype == "int8":
+        w_zp = 0
+    else:
+        w_zp = case.weight_zp if case.weight_zp is not None else int(rng.integers(qmin, qmax + 1))
+    if case.per_channel:
+        base = case.weight_scale if case.weight_scale is not None else float(_log_uniform(rng, 0.002, 0.02))
+        w_scale = (base * rng.uniform(0.5, 2.0, size=oc)).astype(np.float32)
+    else:
+        w_scale = np.array([case.weight_scale if case.weight_scale is not None
+                            else _log_uniform(rng, 0.002, 0.02)], dtype=np.float32)
+
+    w_shape = (1, k, k, oc) if case.op == "dwconv" else (oc, k, k, case.in_c)
+    np_dtype = np.uint8 if case.dtype == "uint8" else np.int8
+    weights = rng.integers(qmin, qmax + 1, size=w_shape, dtype=np_dtype)
+
+    # Expected accumulator sum((x - x_zp) * (w - w_zp)) per output channel over uniformly random inputs.
+    w_centered = weights.astype(np.int64) - w_zp
+    per_channel_taps = w_centered.reshape(-1, oc) if case.op == "dwconv" else w_centered.reshape(oc, -1).T
+    inside = _tap_fraction(case.in_h, k, case.stride, case.padding) * _tap_fraction(case.in_w, k, case.stride,
+                                                                                  case.padding)
+    x_mean = (qmin + qmax) / 2 - in_zp
+    x_var = ((qmax - qmin + 1) ** 2 - 1) / 12
+    acc_mean = inside * x_mean * per_channel_taps.sum(axis=0)
+    acc_std = np.sqrt(inside * x_var * (per_channel_taps.astype(np.float64) ** 2).sum(axis=0)) + 1.0
+
+    bias_span = int(min(max(float(np.median(acc_std)), 64.0), float(1 << 24)))
+    bias = rng.integers(-bias_span, bias_span + 1, size=oc).astype(np.int32)
+    center = acc_mean + bias
+    lo_acc = center - _SPREAD_SIGMAS * acc_std
+    hi_acc = center + _SPREAD_SIGMAS * acc_std
+
+    if in_scale_given is not None:
+        in_scale = float(np.float32(in_scale_given))
+    elif case.activation == "relu6" and case.output_scale is None:
+        # Put the real outputs around [0, 6] so RELU6's clamp and the values below it are both exercised.
+        top = float(np.max(w_scale * np.where(hi_acc > 0, hi_acc, _SPREAD_SIGMAS * acc_std)))
+        in_scale = float(np.float32(_RELU6_TARGET / top))
+    else:
+        in_scale = float(np.float32(_log_uniform(rng, 0.004, 0.05)))
+
+    lo = float(np.min(in_scale * w_scale * lo_acc))
+    hi = float(np.max(in_scale * w_scale * hi_acc))
+    if case.activation == "relu6":
+        out_scale, out_zp = 6.0 / 255.0, qmin
+    elif case.activation == "relu":
+        if hi <= 0:
+            hi = float(np.max(in_scale * w_scale * _SPREAD_SIGMAS * acc_std))
+        out_scale, out_zp = hi / 255.0, qmin
+    else:
+        lo, hi = min(lo, 0.0), max(hi, 0.0)  # the real zero must be representable, as the converter ensures
+        out_scale = (hi - lo) / 255.0
+        out_zp = int(np.clip(round(qmin - lo / out_scale), qmin, qmax))
+    if case.output_scale is not None:
+        out_scale = case.output_scale
+    if case.output_zp is not None:
+        out_zp = case.output_zp
+
+    return ConvParams(
+        input_quant=input_quant if input_quant is not None else QParams.make(in_scale, in_zp),
+        weight_quant=QParams.make(w_scale, w_zp, axis=3 if case.op == "dwconv" else 0),
+        output_quant=QParams.make(out_scale, out_zp),
+        weights=weights,
+        bias=bias,
+    )
+
+
+def add_conv(g: GraphBuilder, case: ConvCase, x: int, params: ConvParams, out_name: str) -> int:
+    """Append the case's CONV_2D / DEPTHWISE_CONV_2D reading tensor `x`; returns the output tensor."""
+    prefix = out_name + "/"
+    w = g.constant(prefix + "weights", params.weights, params.weight_quant)
+    b = g.constant(prefix + "bias", params.bias, params.bias_quant)
+    y = g.tensor(out_name, case.output_shape, case.dtype, params.output_quant)
+    padding, stride, act = _PADDING[case.padding], case.stride, _ACTIVATION[case.activation]
+    int8 = case.dtype == "int8"
+    if case.op == "conv2d":
+        def options(fb: flatbuffers.Builder) -> int:
+            tflite.Conv2DOptionsStart(fb)
+            tflite.Conv2DOptionsAddPadding(fb, padding)
+            tflite.Conv2DOptionsAddStrideW(fb, stride)
+            tflite.Conv2DOptionsAddStrideH(fb, stride)
+            tflite.Conv2DOptionsAddFusedActivationFunction(fb, act)
+            tflite.Conv2DOptionsAddDilationWFactor(fb, 1)
+            tflite.Conv2DOptionsAddDilationHFactor(fb, 1)
+            return tflite.Conv2DOptionsEnd(fb)
+
+        g.op(BuiltinOperator.CONV_2D, 3 if int8 else 1, [x, w, b], [y], BuiltinOptions.Conv2DOptions, options)
+    else:
+        def options(fb: flatbuffers.Builder) -> int:
+            tflite.DepthwiseConv2DOptionsStart(fb)
+            tflite.DepthwiseConv2DOptionsAddPadding(fb, padding)
+            tflite.DepthwiseConv2DOptionsAddStrideW(fb, stride)
+            tflite.DepthwiseConv2DOptionsAddStrideH(fb, stride)
+            tflite.DepthwiseConv2DOptionsAddDepthMultiplier(fb, 1)
+            tflite.DepthwiseConv2DOptionsAddFusedActivationFunction(fb, act)
+            tflite.DepthwiseConv2DOptionsAddDilationWFactor(fb, 1)
+            tflite.DepthwiseConv2DOptionsAddDilationHFactor(fb, 1)
+            return tflite.DepthwiseConv2DOptionsEnd(fb)
+
+        g.op(BuiltinOperator.DEPTHWISE_CONV_2D, 3 if int8 else 1, [x, w, b], [y],
+             BuiltinOptions.DepthwiseConv2DOptions, options)
+    return y
+
+
+# --------------------------------------------------------------------------------------------------------------
+# ADD (alone, or fed by convolutions like Mesa's add test)
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _add_output_quant(a: QParams, b: QParams, activation: str, dtype: str) -> QParams:
+    """The sum's range is the sum of the input ranges: scale = s_a + s_b, zero point where real 0 falls."""
+    qmin, qmax = QRANGE[dtype]
+    if activation == "relu6":
+        return QParams.make(6.0 / 255.0, qmin)
+    sa, sb = float(a.scale[0]), float(b.scale[0])
+    lo = sa * (qmin - int(a.zero_point[0])) + sb * (qmin - int(b.zero_point[0]))
+    scale = sa + sb
+    if activation == "relu":
+        hi = sa * (qmax - int(a.zero_point[0])) + sb * (qmax - int(b.zero_point[0]))
+        return QParams.make(max(hi, scale) / 255.0, qmin)
+    return QParams.make(scale, int(np.clip(round(qmin - lo / scale), qmin, qmax)))
+
+
+@dataclass(frozen=True)
+class AddCase:
+    """ADD of two non-constant tensors of equal shape.
+
+    producers: "inputs" = two graph inputs; "conv" = CONV_2D(input 0) + input 1; "conv2" = two CONV_2Ds of
+    the same input added together (the shape of Mesa's add test model). The convolutions are kxk, stride 1,
+    SAME, with out_c output channels.
+    """
+
+    in_h: int
+    in_w: int
+    in_c: int
+    producers: Literal["inputs", "conv", "conv2"] = "inputs"
+    out_c: int | None = None
+    kernel: int = 1
+    activation: ActivationName = "none"
+    dtype: DType = "uint8"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.producers not in ("inputs", "conv", "conv2"):
+            raise ValueError(f"producers must be inputs, conv or conv2, not {self.producers!r}")
+        if self.producers == "inputs" and self.out_c not in (None, self.in_c):
+            raise ValueError("a plain ADD keeps its channel count")
+        if self.dtype not in QRANGE or self.activation not in _ACTIVATION:
+            raise ValueError("bad dtype or activation")
+
+    @property
+    def channels_out(self) -> int:
+        return self.in_c if self.out_c is None else self.out_c
+
+    @property
+    def name(self) -> str:
+        head = {"inputs": "add", "conv": "conv-add", "conv2": "conv2-add"}[self.producers]
+        parts = [head, f"in{self.in_h}x{self.in_w}x{self.in_c}"]
+        if self.producers != "inputs":
+            parts += [f"oc{self.channels_out}", f"k{self.kernel}"]
+        parts.append(DTYPE_TOKEN[self.dtype])
+        if self.activation != "none":
+            parts.append(self.activation)
+        if self.seed:
+            parts.append(f"seed{self.seed}")
+        return "-".join(parts)
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def conv(self) -> ConvCase:
+        return ConvCase("conv2d", self.in_h, self.in_w, self.in_c, self.channels_out, self.kernel, 1, "same",
+                        dtype=self.dtype, seed=self.seed)
+
+    @property
+    def macs(self) -> int:
+        return {"inputs": 0, "conv": 1, "conv2": 2}[self.producers] * self.conv.macs
+
+    def _random_quant(self, rng: np.random.Generator) -> QParams:
+        qmin, qmax = QRANGE[self.dtype]
+        # Mesa's add test draws input scales from [1/128, 0.4386]; zero points anywhere in range.
+        return QParams.make(rng.uniform(1 / 128, 0.4386), int(rng.integers(qmin, qmax + 1)))
+
+    def build(self) -> bytes:
+        rng = np.random.default_rng([self.seed, zlib.crc32(self.name.encode())])
+        g = GraphBuilder(f"teflon.modelgen {self.name}")
+        shape = (1, self.in_h, self.in_w, self.channels_out)
+        x_quant = self._random_quant(rng)
+        x = g.tensor("input", (1, self.in_h, self.in_w, self.in_c), self.dtype, x_quant)
+        inputs = [x]
+        if self.producers == "inputs":
+            a = x
+            b = g.tensor("input_b", shape, self.dtype, self._random_quant(rng))
+            inputs.append(b)
+        else:
+            conv = self.conv
+            a = add_conv(g, conv, x, conv_params(conv, rng, x_quant), "conv_a")
+            if self.producers == "conv":
+                b = g.tensor("input_b", shape, self.dtype, self._random_quant(rng))
+                inputs.append(b)
+            else:
+                b = add_conv(g, conv, x, conv_params(conv, rng, x_quant), "conv_b")
+        qa, qb = g.quant(a), g.quant(b)
+        assert qa is not None and qb is not None
+        y = g.tensor("output", shape, self.dtype, _add_output_quant(qa, qb, self.activation, self.dtype))
+        act = _ACTIVATION[self.activation]
+
+        def options(fb: flatbuffers.Builder) -> int:
+            tflite.AddOptionsStart(fb)
+            tflite.AddOptionsAddFusedActivationFunction(fb, act)
+            return tflite.AddOptionsEnd(fb)
+
+        g.op(BuiltinOperator.ADD, 2 if self.dtype == "int8" else 1, [a, b], [y], BuiltinOptions.AddOptions, options)
+        return g.build(inputs, [y])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# An op TFLite runs but the NPU backends never claim: AVERAGE_POOL_2D (CPU fallback tests)
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PoolCase:
+    """AVERAGE_POOL_2D, optionally fed by a CONV_2D (kxk, stride 1, SAME) so a delegated partition hands its
+    output to a CPU op."""
+
+    in_h: int
+    in_w: int
+    in_c: int
+    filter: int = 2
+    stride: int = 2
+    padding: PaddingName = "valid"
+    dtype: DType = "uint8"
+    after_conv: bool = False
+    conv_kernel: int = 3
+    seed: int = 0
+
+    @property
+    def name(self) -> str:
+        head = "conv-avgpool" if self.after_conv else "avgpool"
+        parts = [head, f"in{self.in_h}x{self.in_w}x{self.in_c}"]
+        if self.after_conv:
+            parts.append(f"ck{self.conv_kernel}")
+        parts += [f"f{self.filter}", f"s{self.stride}", self.padding, DTYPE_TOKEN[self.dtype]]
+        if self.seed:
+            parts.append(f"seed{self.seed}")
+        return "-".join(parts)
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def conv(self) -> ConvCase:
+        return ConvCase("conv2d", self.in_h, self.in_w, self.in_c, self.in_c, self.conv_kernel, 1, "same",
+                        dtype=self.dtype, seed=self.seed)
+
+    @property
+    def macs(self) -> int:
+        return self.conv.macs if self.after_conv else 0
+
+    def build(self) -> bytes:
+        rng = np.random.default_rng([self.seed, zlib.crc32(self.name.encode())])
+        qmin, qmax = QRANGE[self.dtype]
+        g = GraphBuilder(f"teflon.modelgen {self.name}")
+        x_quant = QParams.make(float(_log_uniform(rng, 0.004, 0.05)), int(rng.integers(qmin, qmax + 1)))
+        x = g.tensor("input", (1, self.in_h, self.in_w, self.in_c), self.dtype, x_quant)
+        src = x
+        if self.after_conv:
+            src = add_conv(g, self.conv, x, conv_params(self.conv, rng, x_quant), "conv")
+        oh = out_size(self.in_h, self.filter, self.stride, self.padding)
+        ow = out_size(self.in_w, self.filter, self.stride, self.padding)
+        if oh < 1 or ow < 1:
+            raise ValueError(f"{self.name}: filter larger than the input with VALID padding")
+        q = g.quant(src)
+        y = g.tensor("output", (1, oh, ow, self.in_c), self.dtype, q)  # pooling keeps its input's quantization
+        padding, stride, f = _PADDING[self.padding], self.stride, self.filter
+
+        def options(fb: flatbuffers.Builder) -> int:
+            tflite.Pool2DOptionsStart(fb)
+            tflite.Pool2DOptionsAddPadding(fb, padding)
+            tflite.Pool2DOptionsAddStrideW(fb, stride)
+            tflite.Pool2DOptionsAddStrideH(fb, stride)
+            tflite.Pool2DOptionsAddFilterWidth(fb, f)
+            tflite.Pool2DOptionsAddFilterHeight(fb, f)
+            tflite.Pool2DOptionsAddFusedActivationFunction(fb, ActivationFunctionType.NONE)
+            return tflite.Pool2DOptionsEnd(fb)
+
+        g.op(BuiltinOperator.AVERAGE_POOL_2D, 2 if self.dtype == "int8" else 1, [src], [y],
+             BuiltinOptions.Pool2DOptions, options)
+        return g.build([x], [y])

@@ -1,0 +1,179 @@
+"""Run compiled programs through libteflon.so's runner API (cffi, ABI mode).
+
+    from teflon.native import Device, Runner
+    with Device("rk3588", sim=True) as dev:
+        runner = Runner(dev, program)          # a teflon.program.Program or its blob
+        outputs = runner.run({0: x})            # {tensor index: NHWC array}
+        print(runner.stats())                   # {"tasks": ..., "macs": ...} of the last run
+
+The library is `teflon.delegate_path()` ($TEFLON_LIBRARY overrides it). The same runner code serves
+the delegate's kernels; on a machine with a rocket device node `sim=None` picks the real NPU.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Self
+
+import cffi
+import numpy as np
+
+from teflon import delegate_path
+from teflon.program import BUFFER, HEADER, IO, JOB, RELOC, TASK, Program
+
+CDEF = """
+void *teflon_native_open(const char *soc, int sim, char *err, size_t errlen);
+void  teflon_native_close(void *dev);
+int   teflon_native_is_sim(void *dev);
+void *teflon_native_load(void *dev, const uint8_t *blob, uint64_t len, char *err, size_t errlen);
+void  teflon_native_unload(void *runner);
+int   teflon_native_set_input(void *runner, int32_t tensor, const void *host, uint64_t bytes);
+int   teflon_native_run(void *runner, char *err, size_t errlen);
+int   teflon_native_get_output(void *runner, int32_t tensor, void *host, uint64_t bytes);
+int   teflon_native_stats(void *runner, uint64_t *tasks, uint64_t *macs);
+"""
+
+ERRLEN = 1024
+DTYPES = {3: np.dtype(np.uint8), 9: np.dtype(np.int8)}
+
+_ffi = cffi.FFI()
+_ffi.cdef(CDEF)
+
+
+class NativeError(RuntimeError):
+    """A device or runner call failed; the message is the C side's."""
+
+
+@functools.cache
+def _load(path: str) -> Any:
+    return _ffi.dlopen(path)
+
+
+def library() -> Any:
+    """The runner API of the library at teflon.delegate_path()."""
+    return _load(delegate_path())
+
+
+@dataclass(frozen=True)
+class Binding:
+    tensor: int
+    direction: str  # "in" | "out"
+    shape: tuple[int, int, int, int]
+    dtype: np.dtype
+
+
+def bindings(blob: bytes) -> list[Binding]:
+    """The I/O bindings of a program blob (shapes and dtypes of what run() takes and returns)."""
+    (_, _, _, nbuf, nrel, ntask, njob, nbol, nio, *_rest) = HEADER.unpack_from(blob, 0)
+    off = HEADER.size + nbuf * BUFFER.size + nrel * RELOC.size + ntask * TASK.size + njob * JOB.size + 4 * nbol
+    out = []
+    for i in range(nio):
+        tensor, direction, _buf, _layout, dtype, h, w, c, *_ = IO.unpack_from(blob, off + i * IO.size)
+        if dtype not in DTYPES:
+            raise NativeError(f"I/O binding {i}: unsupported TfLiteType {dtype}")
+        out.append(Binding(tensor, "in" if direction == 0 else "out", (1, h, w, c), DTYPES[dtype]))
+    return out
+
+
+class Device:
+    """An open NPU device: sim=True simulator, False real device node only, None automatic."""
+
+    def __init__(self, soc: str = "rk3588", sim: bool | None = True) -> None:
+        self._handle: Any = None
+        self._lib = library()
+        err = _ffi.new("char[]", ERRLEN)
+        mode = -1 if sim is None else int(bool(sim))
+        handle = self._lib.teflon_native_open(soc.encode(), mode, err, ERRLEN)
+        if handle == _ffi.NULL:
+            raise NativeError(_ffi.string(err).decode(errors="replace"))
+        self._handle = handle
+        self.soc = soc
+
+    @property
+    def handle(self) -> Any:
+        if self._handle is None:
+            raise NativeError("device is closed")
+        return self._handle
+
+    @property
+    def is_sim(self) -> bool:
+        return bool(self._lib.teflon_native_is_sim(self.handle))
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._lib.teflon_native_close(self._handle)
+            self._handle = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class Runner:
+    """A program loaded on a device (its BOs created, data uploaded, relocations applied)."""
+
+    def __init__(self, device: Device, program: Program | bytes) -> None:
+        self._handle: Any = None
+        blob = program.to_blob() if isinstance(program, Program) else bytes(program)
+        self.bindings = bindings(blob)
+        self._device = device  # keeps the device open while the runner lives
+        self._lib = device._lib
+        err = _ffi.new("char[]", ERRLEN)
+        handle = self._lib.teflon_native_load(device.handle, blob, len(blob), err, ERRLEN)
+        if handle == _ffi.NULL:
+            raise NativeError(_ffi.string(err).decode(errors="replace"))
+        self._handle = handle
+
+    def _binding(self, tensor: int, direction: str) -> Binding:
+        for b in self.bindings:
+            if b.tensor == tensor and b.direction == direction:
+                return b
+        raise KeyError(f"tensor {tensor} has no {direction}put binding in this program")
+
+    def run(self, inputs: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+        """One inference: host NHWC inputs by tensor index -> NHWC outputs by tensor index."""
+        if self._handle is None:
+            raise NativeError("runner is unloaded")
+        for tensor, value in inputs.items():
+            b = self._binding(tensor, "in")
+            arr = np.ascontiguousarray(value)
+            if arr.dtype != b.dtype or arr.size != int(np.prod(b.shape)):
+                raise ValueError(f"tensor {tensor}: expected {b.dtype} {b.shape}, got {arr.dtype} {arr.shape}")
+            rc = self._lib.teflon_native_set_input(self._handle, tensor, _ffi.from_buffer(arr), arr.nbytes)
+            if rc:
+                raise NativeError(f"set_input(tensor {tensor}) failed: {rc}")
+        err = _ffi.new("char[]", ERRLEN)
+        rc = self._lib.teflon_native_run(self._handle, err, ERRLEN)
+        if rc:
+            raise NativeError(_ffi.string(err).decode(errors="replace") or f"run failed: {rc}")
+        outputs = {}
+        for b in self.bindings:
+            if b.direction != "out" or b.tensor in outputs:
+                continue
+            arr = np.empty(b.shape, dtype=b.dtype)
+            rc = self._lib.teflon_native_get_output(self._handle, b.tensor, _ffi.from_buffer(arr), arr.nbytes)
+            if rc:
+                raise NativeError(f"get_output(tensor {b.tensor}) failed: {rc}")
+            outputs[b.tensor] = arr
+        return outputs
+
+    def stats(self) -> dict[str, int]:
+        """Tasks and MACs of the last run (MACs: simulator only)."""
+        tasks = _ffi.new("uint64_t *")
+        macs = _ffi.new("uint64_t *")
+        self._lib.teflon_native_stats(self._handle, tasks, macs)
+        return {"tasks": int(tasks[0]), "macs": int(macs[0])}
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._lib.teflon_native_unload(self._handle)
+            self._handle = None
+
+    def __del__(self) -> None:
+        self.close()

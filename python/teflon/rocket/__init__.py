@@ -1,0 +1,38 @@
+"""The rocket family (Rockchip RK3588 NPU; RK3576 table to come): support checks and the compiler.
+
+    supported(graph, device) -> {node index: (claimed, reason)}
+    compile(graph, nodes, inputs, outputs, device) -> teflon.program.Program
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from ..ir import Graph
+from ..program import Program
+from .regmap import RegMap
+
+
+@cache
+def regmap_for(device: str) -> RegMap:
+    if device == "rk3588":
+        from .regs_rk3588 import TABLE
+
+        return RegMap(TABLE)
+    raise ValueError(f"no rocket register table for {device}")
+
+
+def supported(graph: Graph, device: str) -> dict[int, tuple[bool, str]]:
+    from .support import supported as _supported
+
+    return _supported(graph, device)
+
+
+def compile(graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int], device: str) -> Program:
+    from .encoder import compile_ops
+    from .lower import lower_partition
+
+    return compile_ops(regmap_for(device), device, lower_partition(graph, nodes, outputs), inputs, outputs)
+
+
+__all__ = ["compile", "regmap_for", "supported"]

@@ -1,0 +1,308 @@
+"""ir.Graph partition -> rocket convolutions (one CNA -> CORE -> DPU pass each).
+
+Everything here is expressed in the NPU's *stored* domain: the hardware computes on signed int8, so
+uint8 tensors are stored as q - 128 and int8 tensors as q. Mesa's "x - 0x80" expressions for uint8
+become "stored(x)" and the same encoder serves int8 per-tensor models. Axis meaning is the hardware's:
+width = the contiguous TFLite W (dims[2]), rows = TFLite H (dims[1]); see docs/hardware/rocket.md.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir import Graph, Operation, Tensor
+
+CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
+ADD_REASON = "ADD runs on the CPU (fusion into the producing convolution not implemented yet)"
+FUSE_ADD_ENV = "TEFLON_ROCKET_FUSE_ADD"
+
+
+def fuse_add_enabled() -> bool:
+    """ADD fusion (rocket.md §1.2/§3.5) is experimental: it needs the simulator's DPU element-wise path and
+    skips TFLite's intermediate requantization of the convolution output. Off unless the env var is 1."""
+    return os.environ.get(FUSE_ADD_ENV, "0") == "1"
+
+
+class LoweringError(ValueError):
+    """The node cannot run on the NPU; the message is the human reason."""
+
+
+def stored_offset(dtype: str) -> int:
+    """Value subtracted from a quantized value to get the byte the NPU computes on."""
+    if dtype == "uint8":
+        return 128
+    if dtype == "int8":
+        return 0
+    raise LoweringError(f"tensor type {dtype} not supported (uint8 or int8 only)")
+
+
+@dataclass(frozen=True)
+class AddOperand:
+    """The other input of an ADD fused into a convolution, streamed in by DPU_RDMA's element-wise path."""
+
+    tensor: int
+    zp: int  # stored zero point
+    scale: np.float32
+
+
+@dataclass
+class RocketConv:
+    """One convolution as the encoder needs it (all zero points in the stored domain)."""
+
+    nodes: list[int]
+    kind: str  # "CONV_2D" / "DEPTHWISE_CONV_2D"
+    input_tensor: int
+    output_tensor: int
+    dtype: str  # activation type, "uint8" or "int8" (weights share it)
+    in_h: int
+    in_w: int
+    in_c: int
+    out_h: int
+    out_w: int
+    out_c: int
+    kh: int
+    kw: int
+    stride: int
+    pad_top: int
+    pad_bottom: int
+    pad_left: int
+    pad_right: int
+    depthwise: bool
+    in_zp: int  # stored input zero point (-128..127)
+    out_zp: int
+    w_zp: int
+    in_scale: np.float32
+    out_scale: np.float32
+    w_scale: np.float32
+    weights: np.ndarray  # stored int8: OHWI (conv) or (1, KH, KW, C) (depthwise)
+    weights_q: np.ndarray  # the TFLite integer weights as int32, same shape (for w - zw sums)
+    bias: np.ndarray  # int32, out_c entries (zeros when the model has no bias)
+    activation: str = "NONE"  # the conv's own fused activation (already checked to be a no-op)
+    add: AddOperand | None = None  # fused ADD: output_tensor/out_zp/out_scale are then the ADD's
+    fused_nodes: list[int] = field(default_factory=list)
+
+    @property
+    def single_channel_input(self) -> bool:
+        """ICr == 1: Mesa's "ARGB-like" path (raw rows, CNA converts)."""
+        return self.in_c == 1
+
+    @property
+    def all_nodes(self) -> list[int]:
+        return self.nodes + self.fused_nodes
+
+    @property
+    def w_zp_q(self) -> int:
+        return self.w_zp + stored_offset(self.dtype)
+
+
+def same_pads(size: int, k: int, s: int) -> tuple[int, int]:
+    """TFLite SAME padding along one axis: (before, after), before gets the smaller half."""
+    out = -(-size // s)
+    total = max((out - 1) * s + k - size, 0)
+    return total // 2, total - total // 2
+
+
+def _quant(t: Tensor, what: str) -> tuple[np.float32, int]:
+    if t.quant is None or len(t.quant.scales) == 0:
+        raise LoweringError(f"{what} tensor {t.index} is not quantized")
+    if not t.quant.per_tensor:
+        n = len(t.quant.scales)
+        raise LoweringError(f"per-channel {what} quantization ({n} scales) not supported on rk3588")
+    return np.float32(t.quant.scale), t.quant.zero_point
+
+
+def lower_conv(graph: Graph, op: Operation) -> RocketConv:
+    """Build a RocketConv from a CONV_2D / DEPTHWISE_CONV_2D node, or raise LoweringError(reason)."""
+    if op.kind not in CONV_KINDS:
+        raise LoweringError(f"{op.kind} is not a convolution")
+    if len(op.inputs) < 2 or len(op.outputs) != 1:
+        raise LoweringError("unexpected number of inputs/outputs")
+    x = graph.tensors[op.inputs[0]]
+    w = graph.tensors[op.inputs[1]]
+    b = graph.tensors[op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
+    y = graph.tensors[op.outputs[0]]
+    o = op.options
+    dw = op.kind == "DEPTHWISE_CONV_2D"
+
+    if x.dtype not in ("uint8", "int8"):
+        raise LoweringError(f"input type {x.dtype} not supported (uint8 or int8 per-tensor only)")
+    if w.dtype != x.dtype or y.dtype != x.dtype:
+        raise LoweringError(f"mixed types (input {x.dtype}, weights {w.dtype}, output {y.dtype})")
+    if x.is_constant:
+        raise LoweringError("constant input tensor")
+    if w.data is None:
+        raise LoweringError("weights are not constant")
+    if b is not None and (b.data is None or b.dtype != "int32"):
+        raise LoweringError("bias must be a constant int32 tensor")
+    if len(x.shape) != 4 or len(y.shape) != 4 or len(w.shape) != 4:
+        raise LoweringError("only 4-D NHWC tensors are supported")
+    if x.shape[0] != 1 or y.shape[0] != 1:
+        raise LoweringError(f"batch {x.shape[0]} not supported (batch 1 only)")
+
+    sx, zx = _quant(x, "input")
+    sw, zw = _quant(w, "weight")
+    sy, zy = _quant(y, "output")
+    if b is not None and b.quant is not None and not b.quant.per_tensor:
+        raise LoweringError(f"per-channel bias quantization ({len(b.quant.scales)} scales) not supported on rk3588")
+
+    sh, sw_ = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
+    if sh != sw_:
+        raise LoweringError(f"unequal strides {sh}x{sw_} not supported (the NPU path uses one stride)")
+    if sh not in (1, 2):
+        raise LoweringError(f"stride {sh} not supported (1 or 2)")
+    if int(o.get("dilation_h", 1)) != 1 or int(o.get("dilation_w", 1)) != 1:
+        raise LoweringError(f"dilation {o.get('dilation_h')}x{o.get('dilation_w')} not supported")
+    padding = o.get("padding")
+    if padding not in ("SAME", "VALID"):
+        raise LoweringError(f"padding {padding} not supported")
+
+    _, ih, iw, ic = x.shape
+    _, oh, ow, oc = y.shape
+    if dw:
+        if int(o.get("depth_multiplier", 1)) != 1 or oc != ic:
+            raise LoweringError(f"depthwise depth_multiplier {o.get('depth_multiplier')} not supported (1 only)")
+        if w.shape[0] != 1 or w.shape[3] != ic:
+            raise LoweringError(f"unexpected depthwise weight shape {w.shape}")
+    elif w.shape[0] != oc or w.shape[3] != ic:
+        raise LoweringError(f"unexpected weight shape {w.shape}")
+    kh, kw = int(w.shape[1]), int(w.shape[2])
+    if kh != kw or kh not in (1, 3, 5):
+        raise LoweringError(f"kernel {kh}x{kw} not supported (1x1, 3x3, 5x5)")
+
+    if padding == "SAME":
+        pt, pb = same_pads(ih, kh, sh)
+        pl, pr = same_pads(iw, kw, sh)
+    else:
+        pt = pb = pl = pr = 0
+    if (ih + pt + pb - kh) // sh + 1 != oh or (iw + pl + pr - kw) // sh + 1 != ow:
+        raise LoweringError(f"output shape {y.shape} inconsistent with input {x.shape} and kernel")
+
+    act = o.get("activation", "NONE")
+    _check_activation(str(act), y.dtype, sy, zy)
+
+    off = stored_offset(x.dtype)
+    wq = np.asarray(w.data).astype(np.int32).reshape(w.shape)
+    weights = (wq - off).astype(np.int8)
+    if b is not None:
+        bias = np.asarray(b.data).astype(np.int32).reshape(-1)
+        if bias.size != oc:
+            raise LoweringError(f"bias has {bias.size} entries for {oc} output channels")
+    else:
+        bias = np.zeros(oc, np.int32)
+
+    # Mesa runs a "depthwise" conv with a single channel as a normal conv (rkt_is_depthwise).
+    is_dw = dw and ic > 1
+    if dw and not is_dw:
+        wq = wq.reshape(1, kh, kw, 1)
+        weights = weights.reshape(1, kh, kw, 1)
+
+    return RocketConv(
+        nodes=[op.index], kind=op.kind, input_tensor=x.index, output_tensor=y.index, dtype=x.dtype,
+        in_h=ih, in_w=iw, in_c=ic, out_h=oh, out_w=ow, out_c=oc, kh=kh, kw=kw, stride=sh,
+        pad_top=pt, pad_bottom=pb, pad_left=pl, pad_right=pr, depthwise=is_dw,
+        in_zp=zx - off, out_zp=zy - off, w_zp=zw - off, in_scale=sx, out_scale=sy, w_scale=sw,
+        weights=weights, weights_q=wq, bias=bias, activation=str(act),
+    )
+
+
+def _check_activation(act: str, dtype: str, sy: np.float32, zy: int) -> None:
+    """Mesa never enables a DPU ReLU: a fused activation is only exact when the output range clamps it."""
+    if act == "NONE":
+        return
+    qmin, qmax = (0, 255) if dtype == "uint8" else (-128, 127)
+    if act in ("RELU", "RELU6"):
+        if zy > qmin:
+            raise LoweringError(
+                f"fused {act} with output zero point {zy} > {qmin} (the NPU path has no ReLU stage enabled)"
+            )
+        if act == "RELU6":
+            six = zy + int(np.floor(np.float32(6.0) / sy + np.float32(0.5)))
+            if six < qmax:
+                raise LoweringError(f"fused RELU6 clamps at {six} < {qmax} (the NPU path has no ReLU stage enabled)")
+        return
+    raise LoweringError(f"fused activation {act} not supported")
+
+
+def add_fusion_target(graph: Graph, add: Operation, convs: dict[int, RocketConv],
+                      outputs: set[int] | None = None) -> tuple[RocketConv, int]:
+    """(conv whose output feeds the ADD, the other ADD input) or LoweringError(reason).
+
+    `convs` maps output tensor -> lowered conv for the convolutions that would run on the NPU."""
+    if len(add.inputs) != 2 or len(add.outputs) != 1:
+        raise LoweringError("ADD with unexpected inputs/outputs")
+    if add.options.get("activation", "NONE") != "NONE":
+        raise LoweringError(f"ADD with fused {add.options.get('activation')} not supported")
+    a, b = (graph.tensors[t] for t in add.inputs)
+    y = graph.tensors[add.outputs[0]]
+    if a.is_constant or b.is_constant:
+        raise LoweringError("ADD with a constant input runs on the CPU")
+    if not (a.shape == b.shape == y.shape):
+        raise LoweringError(f"broadcasting ADD {a.shape} + {b.shape} not supported")
+    why = "no convolution on the NPU produces either ADD input"
+    for first, other in ((a, b), (b, a)):
+        conv = convs.get(first.index)
+        if conv is None:
+            continue
+        consumers = graph.consumers(first.index)
+        if conv.add is not None:
+            why = f"node {conv.nodes[0]} already has a fused ADD"
+        elif len(consumers) != 1 or (outputs is not None and first.index in outputs):
+            why = f"tensor {first.index} is also used outside the ADD"
+        elif conv.activation != "NONE":
+            why = f"the convolution feeding the ADD has a fused {conv.activation} (lost when fused)"
+        elif conv.single_channel_input or conv.in_w == 8:
+            why = "Mesa's fused-ADD special cases (single-channel or 8-wide input) are not reproduced"
+        elif conv.out_h * conv.out_w < 12:
+            why = "output plane smaller than the element-wise reader's minimum stride (12 atoms)"
+        elif other.dtype != conv.dtype or y.dtype != conv.dtype:
+            why = "ADD with mixed types"
+        else:
+            for t, what in ((other, "input"), (y, "output")):
+                _quant(t, f"ADD {what}")
+            return conv, other.index
+    raise LoweringError(why)
+
+
+def fuse_add(graph: Graph, add: Operation, conv: RocketConv, other: int) -> None:
+    """Redirect `conv` to compute conv + ADD operand, requantized to the ADD's output."""
+    b = graph.tensors[other]
+    y = graph.tensors[add.outputs[0]]
+    sb, zb = _quant(b, "ADD input")
+    sy, zy = _quant(y, "ADD output")
+    off = stored_offset(conv.dtype)
+    conv.add = AddOperand(other, zb - off, sb)
+    conv.output_tensor = y.index
+    conv.out_zp, conv.out_scale = zy - off, sy
+    conv.fused_nodes.append(add.index)
+
+
+def lower_partition(graph: Graph, nodes: list[int], outputs: list[int] | None = None,
+                    fuse: bool | None = None) -> list[RocketConv]:
+    """Lower the partition's nodes (in execution order) into rocket convolutions, fusing ADDs into the
+    convolution producing one of their inputs when enabled. A fused op runs at its ADD's position, so the
+    ADD's other input is ready whatever the order of its producers."""
+    fuse = fuse_add_enabled() if fuse is None else fuse
+    by_index = {op.index: op for op in graph.operations}
+    order = {op.index: i for i, op in enumerate(graph.operations)}
+    by_output: dict[int, RocketConv] = {}
+    ops: list[RocketConv] = []
+    for n in nodes:
+        op = by_index[n]
+        if op.kind in CONV_KINDS:
+            conv = lower_conv(graph, op)
+            ops.append(conv)
+            by_output[conv.output_tensor] = conv
+        elif op.kind == "ADD":
+            if not fuse:
+                raise LoweringError(ADD_REASON)
+            conv, other = add_fusion_target(graph, op, by_output, set(outputs or ()))
+            del by_output[conv.output_tensor]
+            fuse_add(graph, op, conv, other)
+            by_output[conv.output_tensor] = conv
+        else:
+            raise LoweringError(f"{op.kind} (node {n}) is not supported by the rocket backend")
+    ops.sort(key=lambda c: order[(c.fused_nodes or c.nodes)[-1]])
+    return ops

@@ -1,0 +1,263 @@
+"""Register-table machinery for rocket regcmd streams: pack, decode, pretty-print.
+
+SoC independent: a `RegMap` is built from one SoC's data table (`regs_<soc>.py`). The same table
+feeds the encoder (values and words), the stream pretty-printer and the C header the simulator
+includes (gen_c_header.py), so the two sides can never disagree on a bit position.
+
+Kept free of numpy and of the `teflon` package: gen_c_header.py imports this file by path at build
+time, in an isolated environment.
+
+Regcmd word (u64, little-endian): target << 48 | value << 16 | offset.
+A normal register write uses target = unit id + 1; a few special targets (SYNC, the broadcast
+op-enable) are listed per SoC in `specials`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+WORD_VALUE_SHIFT = 16
+WORD_TARGET_SHIFT = 48
+
+
+class RegMapError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    lo: int
+    hi: int
+    signed: bool = False  # two's complement: negative inputs accepted, decode returns signed
+
+    @property
+    def width(self) -> int:
+        return self.hi - self.lo + 1
+
+    @property
+    def mask(self) -> int:
+        """Unshifted width mask."""
+        return (1 << self.width) - 1
+
+
+@dataclass(frozen=True)
+class Register:
+    unit: str
+    name: str  # name inside the unit, e.g. "CBUF_CON0"
+    offset: int
+    fields: tuple[Field, ...] = ()
+    note: str = ""  # provenance / caveats (e.g. "undescribed, Mesa writes 0 raw")
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.unit}_{self.name}"
+
+    @property
+    def defined_mask(self) -> int:
+        m = 0
+        for f in self.fields:
+            m |= f.mask << f.lo
+        return m
+
+    def field(self, name: str) -> Field:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise RegMapError(f"{self.full_name} has no field {name!r} (fields: {', '.join(f.name for f in self.fields)})")
+
+
+@dataclass(frozen=True)
+class Unit:
+    name: str
+    id: int  # target id; a normal write uses id + 1
+
+    @property
+    def write_target(self) -> int:
+        return self.id + 1
+
+
+@dataclass(frozen=True)
+class Special:
+    """A non-write target word: SYNC, broadcast op-enable."""
+
+    name: str
+    target: int
+    register: str | None = None  # full name of the register whose fields the value carries (None: value 0)
+    offset: int = 0
+
+
+def reg(unit: str, name: str, offset: int, *fields: tuple[str, int, int] | tuple[str, int, int, bool],
+        note: str = "") -> Register:
+    """Compact constructor for the data tables: fields as (name, lo, hi[, signed])."""
+    return Register(unit, name, offset, tuple(Field(*f) for f in fields), note)
+
+
+@dataclass
+class SocTable:
+    soc: str
+    units: tuple[Unit, ...]
+    registers: tuple[Register, ...]
+    specials: tuple[Special, ...] = ()
+
+
+@dataclass
+class RegMap:
+    table: SocTable
+    _by_name: dict[str, Register] = field(init=False, repr=False)
+    _by_key: dict[tuple[int, int], Register] = field(init=False, repr=False)
+    _units: dict[str, Unit] = field(init=False, repr=False)
+    _specials: dict[int, Special] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._units = {u.name: u for u in self.table.units}
+        self._by_name = {}
+        self._by_key = {}
+        for r in self.table.registers:
+            if r.unit not in self._units:
+                raise RegMapError(f"{r.full_name}: unknown unit {r.unit}")
+            if r.full_name in self._by_name:
+                raise RegMapError(f"duplicate register {r.full_name}")
+            key = (self._units[r.unit].write_target, r.offset)
+            if key in self._by_key:
+                raise RegMapError(f"{r.full_name} overlaps {self._by_key[key].full_name}")
+            used = 0
+            for f in r.fields:
+                if not 0 <= f.lo <= f.hi <= 31:
+                    raise RegMapError(f"{r.full_name}.{f.name}: bad bit range {f.lo}..{f.hi}")
+                if used & (f.mask << f.lo):
+                    raise RegMapError(f"{r.full_name}.{f.name} overlaps another field")
+                used |= f.mask << f.lo
+            self._by_name[r.full_name] = r
+            self._by_key[key] = r
+        self._specials = {s.target: s for s in self.table.specials}
+        for s in self.table.specials:
+            if s.register is not None and s.register not in self._by_name:
+                raise RegMapError(f"special {s.name}: unknown register {s.register}")
+
+    # ---- lookup ---------------------------------------------------------------------------
+    @property
+    def soc(self) -> str:
+        return self.table.soc
+
+    @property
+    def registers(self) -> tuple[Register, ...]:
+        return self.table.registers
+
+    def register(self, reg_name: str) -> Register:
+        try:
+            return self._by_name[reg_name]
+        except KeyError:
+            raise RegMapError(f"unknown register {reg_name!r} on {self.soc}") from None
+
+    def unit(self, name: str) -> Unit:
+        return self._units[name]
+
+    def special(self, name: str) -> Special:
+        for s in self.table.specials:
+            if s.name == name:
+                return s
+        raise RegMapError(f"unknown special word {name!r} on {self.soc}")
+
+    # ---- packing --------------------------------------------------------------------------
+    @staticmethod
+    def _pack_field(reg: Register, f: Field, v: int) -> int:
+        v = int(v)
+        lo_limit = -(1 << (f.width - 1)) if f.signed else 0
+        if not lo_limit <= v <= f.mask:
+            raise RegMapError(f"{reg.full_name}.{f.name} = {v} does not fit {f.width} bits")
+        return (v & f.mask) << f.lo
+
+    def value(self, reg_name: str, **fields: int) -> int:
+        """Pack a 32-bit register value from named field values (missing fields are 0)."""
+        reg = self.register(reg_name)
+        v = 0
+        for name, fv in fields.items():
+            v |= self._pack_field(reg, reg.field(name), fv)
+        return v
+
+    def check_value(self, reg_name: str, value: int) -> int:
+        """Validate a raw 32-bit value: it may only set bits inside defined fields."""
+        reg = self.register(reg_name)
+        if not 0 <= value <= 0xFFFFFFFF:
+            raise RegMapError(f"{reg.full_name}: value {value:#x} is not 32-bit")
+        if value & ~reg.defined_mask:
+            raise RegMapError(f"{reg.full_name}: value {value:#x} sets bits outside fields ({reg.defined_mask:#x})")
+        return value
+
+    def word_raw(self, reg_name: str, value: int) -> int:
+        """Regcmd word writing a raw (validated) value."""
+        reg = self.register(reg_name)
+        self.check_value(reg_name, value)
+        target = self._units[reg.unit].write_target
+        return (target << WORD_TARGET_SHIFT) | (value << WORD_VALUE_SHIFT) | reg.offset
+
+    def word(self, reg_name: str, **fields: int) -> int:
+        """Regcmd word (u64) for a normal register write."""
+        return self.word_raw(reg_name, self.value(reg_name, **fields))
+
+    def special_word(self, name: str, **fields: int) -> int:
+        s = self.special(name)
+        if s.register is None and fields:
+            raise RegMapError(f"special {name} carries no fields")
+        value = self.value(s.register, **fields) if s.register else 0
+        return (s.target << WORD_TARGET_SHIFT) | (value << WORD_VALUE_SHIFT) | s.offset
+
+    # ---- decoding -------------------------------------------------------------------------
+    @staticmethod
+    def _unpack(reg: Register, value: int) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for f in reg.fields:
+            v = (value >> f.lo) & f.mask
+            if f.signed and v >> (f.width - 1):
+                v -= 1 << f.width
+            out[f.name] = v
+        return out
+
+    def decode(self, word: int) -> tuple[str, str, dict[str, int]]:
+        """(unit, register full name, {field: value}) of one regcmd word.
+
+        The all-zero word decodes as ("", "NOP", {}); raises on unknown targets/registers and on
+        values with bits outside the register's fields.
+        """
+        if not 0 <= word < 1 << 64:
+            raise RegMapError(f"word {word:#x} is not u64")
+        target = word >> WORD_TARGET_SHIFT
+        value = (word >> WORD_VALUE_SHIFT) & 0xFFFFFFFF
+        offset = word & 0xFFFF
+        if word == 0:
+            return ("", "NOP", {})
+        if target in self._specials:
+            s = self._specials[target]
+            if offset != s.offset:
+                raise RegMapError(f"{s.name} word {word:#018x}: offset {offset:#x}, expected {s.offset:#x}")
+            if s.register is None:
+                if value:
+                    raise RegMapError(f"{s.name} word {word:#018x} carries a value")
+                return ("", s.name, {})
+            reg = self._by_name[s.register]
+            self.check_value(reg.full_name, value)
+            return (reg.unit, s.name, self._unpack(reg, value))
+        reg = self._by_key.get((target, offset))
+        if reg is None:
+            raise RegMapError(f"word {word:#018x}: no register at target {target:#06x} offset {offset:#06x}")
+        self.check_value(reg.full_name, value)
+        return (reg.unit, reg.full_name, self._unpack(reg, value))
+
+    def format_word(self, word: int) -> str:
+        unit, name, fields = self.decode(word)
+        body = " ".join(f"{k}={v:#x}" if abs(v) > 9 else f"{k}={v}" for k, v in fields.items() if v)
+        if not body and name != "NOP":
+            body = "0"
+        return f"{unit or '-':8s} {name:32s} {body}".rstrip()
+
+    def format_stream(self, words: list[int] | tuple[int, ...]) -> str:
+        """One line per word: index, raw word, unit, register name, non-zero fields."""
+        lines = []
+        for i, w in enumerate(words):
+            try:
+                text = self.format_word(w)
+            except RegMapError as e:
+                text = f"?? {e}"
+            lines.append(f"{i:4d}  {w:016x}  {text}")
+        return "\n".join(lines)

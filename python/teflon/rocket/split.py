@@ -1,0 +1,154 @@
+"""CBUF bank allocation and row ("slice") splitting into tasks (rocket.md §4.2, §4.3).
+
+The CBUF holds 12 banks of 256 entries x 128 bytes. Weights stay resident when they fit (all tasks
+of the operation then run as one job and later tasks set WEIGHT_REUSE); the input feature map is cut
+into row windows that fit the data banks. Width and channels are never split. This follows Mesa's
+(NVDLA-derived) algorithm, including its unexplained extra weight bank, so streams stay byte-equal.
+Rows = TFLite H, slice length = TFLite W (the contiguous axis).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CBUF_BANKS = 12
+CBUF_ENTRIES_PER_BANK = 256
+CBUF_ENTRY_BYTES = 128
+FEATURE_ATOM = 16
+ATOMS_PER_ENTRY = CBUF_ENTRY_BYTES // FEATURE_ATOM
+PARTIAL_WEIGHTS_DATA_BANKS = 7  # Mesa's fixed split when weights do not fit
+
+
+class SplitError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Geometry:
+    in_h: int
+    in_w: int
+    in_c: int  # real input channels
+    out_h: int
+    out_w: int
+    out_c: int  # real output channels
+    kh: int
+    kw: int
+    stride: int
+    pad_top: int
+    pad_bottom: int
+    pad_left: int
+    pad_right: int
+    depthwise: bool
+
+
+@dataclass(frozen=True)
+class Task:
+    index: int
+    top: int  # first input row
+    bottom: int  # last input row
+    pad_top: int
+    pad_bottom: int
+    pad_left: int
+    pad_right: int
+    out_w: int
+    out_rows: int
+    out_row0: int  # first output row written
+    input_offset: int  # bytes into the input tensor (same row in every channel plane)
+    output_offset: int
+    data_banks: int
+    weight_banks: int
+
+    @property
+    def in_rows(self) -> int:
+        return self.bottom - self.top + 1
+
+
+@dataclass(frozen=True)
+class Split:
+    tasks: tuple[Task, ...]
+    reuse_weights: bool  # weights resident in CBUF for the whole operation
+    entries_per_slice: int
+    input_banks: int
+    weight_banks: int
+
+
+def entries_per_slice(in_w: int, in_c: int) -> int:
+    """CBUF entries one input row occupies (8 feature atoms per entry; 3 leftover atoms take a full row)."""
+    atoms = -(-in_c // FEATURE_ATOM)
+    frac = atoms % ATOMS_PER_ENTRY
+    frac_entries = in_w if frac == 3 else -(-(frac * in_w) // ATOMS_PER_ENTRY)
+    return (atoms // ATOMS_PER_ENTRY) * in_w + frac_entries
+
+
+def weight_banks_required(g: Geometry) -> int:
+    nbytes = g.kh * g.kw * g.in_c * (1 if g.depthwise else g.out_c)
+    entries = -(-nbytes // CBUF_ENTRY_BYTES)
+    # Mesa adds one bank it cannot explain ("the calc above might be wrong on this HW").
+    return -(-entries // CBUF_ENTRIES_PER_BANK) + 1
+
+
+def _row_windows(g: Geometry, avail_slices: int) -> list[tuple[int, int, bool]]:
+    """Mesa's window walk: (top, bottom, is_last_with_bottom_pad) per task, before clamping."""
+    s, k = g.stride, g.kh
+    windows = [(0, avail_slices - 1, False)]
+    slc = k - g.pad_top - 1
+    while slc < g.in_h:
+        prev_bottom = windows[-1][1]
+        while slc <= prev_bottom:
+            slc += s
+        if slc > prev_bottom:
+            slc -= s
+        top = min(slc, prev_bottom) - (k - 1) + s
+        bottom = top + avail_slices - 1
+        if bottom >= g.in_h - 1:
+            windows.append((top, g.in_h - 1, True))
+            break
+        slc = top + k - 1
+        windows.append((top, bottom, False))
+    top, bottom, _ = windows[-1]
+    if top >= g.in_h or bottom >= g.in_h + g.pad_bottom:
+        windows.pop()
+    return windows
+
+
+def split(g: Geometry) -> Split:
+    eps = entries_per_slice(g.in_w, g.in_c)
+    in_banks = -(-(eps * g.in_h) // CBUF_ENTRIES_PER_BANK)
+    w_banks = weight_banks_required(g)
+    if w_banks + 1 < CBUF_BANKS:
+        reuse, avail_in, avail_w = True, CBUF_BANKS - w_banks, w_banks
+    else:
+        reuse, avail_in = False, PARTIAL_WEIGHTS_DATA_BANKS
+        avail_w = CBUF_BANKS - avail_in
+    row_bytes_in = g.in_w * FEATURE_ATOM
+    row_bytes_out = g.out_w * FEATURE_ATOM
+
+    if in_banks <= avail_in:
+        t = Task(0, 0, g.in_h - 1, g.pad_top, g.pad_bottom, g.pad_left, g.pad_right, g.out_w, g.out_h, 0, 0, 0,
+                 in_banks, CBUF_BANKS - in_banks)
+        return Split((t,), reuse, eps, in_banks, w_banks)
+
+    avail_slices = CBUF_ENTRIES_PER_BANK * avail_in // eps
+    if avail_slices < g.kh:
+        raise SplitError(f"one input row needs {eps} CBUF entries: fewer than {g.kh} rows fit the data banks")
+    tasks: list[Task] = []
+    done = 0
+    windows = _row_windows(g, avail_slices)
+    for i, (top, bottom, last) in enumerate(windows):
+        bottom = min(bottom, g.in_h - 1)
+        pt = g.pad_top if i == 0 else 0
+        pb = g.pad_bottom if last else 0
+        rows = bottom - top + 1
+        out_w = (g.in_w + g.pad_left + g.pad_right - g.kw) // g.stride + 1
+        out_rows = (rows + pt + pb - g.kh) // g.stride + 1
+        tasks.append(Task(i, top, bottom, pt, pb, g.pad_left, g.pad_right, out_w, out_rows, done,
+                          row_bytes_in * top, row_bytes_out * done, avail_in, avail_w))
+        done += out_rows
+    if done != g.out_h or any(t.out_rows <= 0 for t in tasks):
+        raise SplitError(f"row split produced {done} output rows for {g.out_h}")
+    # Each later window must start exactly where its first output row's receptive field starts.
+    for t in tasks[1:]:
+        if t.top != t.out_row0 * g.stride - g.pad_top:
+            raise SplitError(f"row split task {t.index} starts at row {t.top}, output row {t.out_row0} needs "
+                             f"{t.out_row0 * g.stride - g.pad_top}")
+    return Split(tuple(tasks), reuse, eps, in_banks, w_banks)

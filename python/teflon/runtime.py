@@ -1,0 +1,58 @@
+"""Which TFLite Python runtime to use: tflite_runtime (2.14) or ai_edge_litert (2.3).
+
+One place that knows both module layouts, so tools, tests and `load_delegate` agree.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+RUNTIMES = {"tflite_runtime": "tflite_runtime.interpreter", "ai_edge_litert": "ai_edge_litert.interpreter"}
+
+
+def interpreter_module(runtime: str | None = None) -> ModuleType:
+    """The interpreter module of `runtime`, or the first one installed (tflite_runtime first)."""
+    names = [runtime] if runtime else list(RUNTIMES)
+    errors = []
+    for name in names:
+        if name not in RUNTIMES:
+            raise ValueError(f"unknown runtime {name!r}; expected one of {', '.join(RUNTIMES)}")
+        try:
+            return importlib.import_module(RUNTIMES[name])
+        except ImportError as exc:
+            errors.append(f"{name}: {exc}")
+    raise ImportError("no TFLite runtime available (" + "; ".join(errors) + ")")
+
+
+def runtime_name(module: ModuleType) -> str:
+    return module.__name__.split(".")[0]
+
+
+def make_interpreter(
+    model: str | bytes,
+    delegates: list[Any] | None = None,
+    *,
+    reference: bool = False,
+    runtime: str | None = None,
+    num_threads: int = 1,
+) -> Any:
+    """An allocated Interpreter for a model path or flatbuffer bytes.
+
+    reference=True selects TFLite's own builtin kernels without default delegates (no XNNPACK):
+    the correctness reference of this project.
+    """
+    mod = interpreter_module(runtime)
+    kwargs: dict[str, Any] = {"num_threads": num_threads}
+    if isinstance(model, (bytes, bytearray)):
+        kwargs["model_content"] = bytes(model)
+    else:
+        kwargs["model_path"] = str(model)
+    if delegates:
+        kwargs["experimental_delegates"] = delegates
+    if reference:
+        kwargs["experimental_op_resolver_type"] = mod.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+    interp = mod.Interpreter(**kwargs)
+    interp.allocate_tensors()
+    return interp

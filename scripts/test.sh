@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Fresh machine -> lint + the default test suite, in parallel.
+#
+#   bash scripts/test.sh                 # default suite (everything not marked slow)
+#   bash scripts/test.sh -m slow         # the long sweeps
+#   bash scripts/test.sh -k conv2d -n 0  # any pytest arguments pass through
+#
+# Environment: TEFLON_CACHE_DIR (CPU reference cache, default ~/.cache/teflon/reference),
+# TEFLON_SHARED (models and images, default ../shared), TEFLON_REQUIRE_DELEGATE (default 1: a delegate
+# that failed to build fails the run instead of skipping the delegate tests).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+bash scripts/setup.sh
+PY=.venv/bin/python
+
+echo "== ruff"
+"$PY" -m ruff check python tests
+
+# Default selection lives here, not in pyproject, so that `-m slow` on the command line replaces it.
+marker=(-m "not slow")
+for arg in "$@"; do
+    case "$arg" in
+        -m | -m?*) marker=() ;;
+    esac
+done
+
+export TEFLON_REQUIRE_DELEGATE="${TEFLON_REQUIRE_DELEGATE:-1}"
+results="${TEFLON_RESULTS_DIR:-build/test-results}"
+mkdir -p "$results"
+
+echo "== pytest"
+# Exit code 5 ("no tests collected") cannot happen with the default selection (tests/test_modelgen.py always
+# collects); with caller filters it is reported as the failure it is.
+exec "$PY" -m pytest -n auto "${marker[@]}" -rfE --durations=15 --junitxml="$results/junit.xml" "$@"

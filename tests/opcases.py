@@ -1,0 +1,392 @@
+"""Case tables for the single-op suites.
+
+Axes (from the op-sweep issue, after Mesa's Teflon suite): input size {3, 5, 8, 14, 28, 56, 112}, channels
+{1, 3, 16, 32, 64, 120, 256}, kernel {1, 3, 5}, stride {1, 2}, padding {same, valid}, uint8 and int8, weight
+zero point {random, 74, 95, 122, 151, 211} (uint8; int8 weights are symmetric). The full product is ~50 000
+convolutions, so:
+
+- DEFAULT_* : covering arrays in which every pair of axis values occurs (twice for CONV_2D), under a per-case
+  MAC cap, plus a short list of named layers (MobileNet-like, non-square, one big 112x112x256 k5 case).
+- SLOW_*    : geometry grid (every size x kernel x stride x padding x dtype, both ops), channel grid (every
+  in x out channel pair x kernel), zero-point grid, more covering arrays with a higher MAC cap and the
+  MobileNet layer shapes; marked `slow`.
+
+All tables are deterministic (seeded `random.Random`, no set iteration), so pytest-xdist workers collect
+identical test ids.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from teflon.modelgen import AddCase, ConvCase, PoolCase
+
+SIZES = (3, 5, 8, 14, 28, 56, 112)
+CHANNELS = (1, 3, 16, 32, 64, 120, 256)
+KERNELS = (1, 3, 5)
+STRIDES = (1, 2)
+PADDINGS = ("same", "valid")
+DTYPES = ("uint8", "int8")
+WEIGHT_ZPS: tuple[int | None, ...] = (None, 74, 95, 122, 151, 211)  # None: drawn from the case's seed
+
+DEFAULT_MAC_CAP = 100_000_000
+SLOW_MAC_CAP = 1_500_000_000
+
+Row = dict[str, Any]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Covering arrays
+# --------------------------------------------------------------------------------------------------------------
+
+
+def covering_array(axes: dict[str, Sequence[Any]], accept: Callable[[Row], bool], seed: int,
+                   candidates: int = 16, tries: int = 60) -> list[Row]:
+    """Rows in which every pair of values of two different axes occurs, where `accept` allows it (greedy AETG).
+
+    Pairs no accepted row can hold (e.g. int8 with a forced weight zero point) are dropped.
+    """
+    names = list(axes)
+    values = [list(axes[n]) for n in names]
+    rng = random.Random(seed)
+    # dict, not set: insertion order keeps the result identical in every process
+    uncovered: dict[tuple[int, int, int, int], None] = {
+        (i, a, j, b): None
+        for i, j in itertools.combinations(range(len(names)), 2)
+        for a in range(len(values[i]))
+        for b in range(len(values[j]))
+    }
+
+    def gain(row: list[int]) -> int:
+        return sum((i, row[i], j, row[j]) in uncovered for i, j in itertools.combinations(range(len(row)), 2))
+
+    def partial_gain(idx: list[int], k: int, v: int) -> int:
+        """Uncovered pairs that value v of axis k completes with the axes assigned so far."""
+        total = 0
+        for m, w in enumerate(idx):
+            if m != k and w >= 0:
+                total += ((k, v, m, w) if k < m else (m, w, k, v)) in uncovered
+        return total
+
+    def to_row(idx: list[int]) -> Row:
+        return {n: values[k][idx[k]] for k, n in enumerate(names)}
+
+    rows: list[Row] = []
+    while uncovered:
+        i, a, j, b = next(iter(uncovered))
+        best: list[int] | None = None
+        best_gain = 0
+        for attempt in range(tries):
+            idx = [-1] * len(names)
+            idx[i], idx[j] = a, b
+            order = [k for k in range(len(names)) if k not in (i, j)]
+            rng.shuffle(order)
+            greedy = attempt < candidates
+            for k in order:
+                choices = list(range(len(values[k])))
+                rng.shuffle(choices)  # random tie-breaking: max() keeps the first best
+                idx[k] = max(choices, key=lambda v, k=k: partial_gain(idx, k, v)) if greedy else choices[0]
+            if not accept(to_row(idx)):
+                continue
+            g = gain(idx)
+            if g > best_gain:
+                best, best_gain = idx[:], g
+            if attempt + 1 >= candidates and best is not None:
+                break
+        if best is None:
+            del uncovered[(i, a, j, b)]  # no acceptable row holds this pair
+            continue
+        for p, q in itertools.combinations(range(len(names)), 2):
+            uncovered.pop((p, best[p], q, best[q]), None)
+        rows.append(to_row(best))
+    return rows
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Building cases
+# --------------------------------------------------------------------------------------------------------------
+
+
+def conv_case(row: Row) -> ConvCase:
+    op = row["op"]
+    return ConvCase(
+        op,
+        row.get("height", row["size"]),
+        row.get("width", row["size"]),
+        row["in_c"],
+        None if op == "dwconv" else row["out_c"],
+        kernel=row["kernel"],
+        stride=row["stride"],
+        padding=row["padding"],
+        activation=row.get("activation", "none"),
+        dtype=row["dtype"],
+        per_channel=row.get("per_channel", False),
+        weight_zp=row.get("weight_zp"),
+    )
+
+
+def acceptable(op: str, cap: int) -> Callable[[Row], bool]:
+    def accept(row: Row) -> bool:
+        case = conv_case(_expand({**row, "op": op}))
+        return case.valid and case.macs <= cap
+    return accept
+
+
+def unique(cases: Iterable[ConvCase], exclude: Iterable[ConvCase] = ()) -> list[ConvCase]:
+    """Drop invalid geometries, duplicates and anything in `exclude`, keeping the first occurrence."""
+    seen = {c.name for c in exclude}
+    out = []
+    for c in cases:
+        if c.valid and c.name not in seen:
+            seen.add(c.name)
+            out.append(c)
+    return out
+
+
+# dtype and weight zero point form one axis (int8 weights are symmetric): every forced uint8 zero point, the
+# seeded random one, and int8 given enough weight to make up about a third of the cases.
+QUANT_AXIS: tuple[tuple[str, int | None], ...] = tuple(("uint8", zp) for zp in WEIGHT_ZPS) + (("int8", None),) * 3
+
+
+def _expand(row: Row) -> Row:
+    if "quant" not in row:
+        return row
+    row = dict(row)
+    row["dtype"], row["weight_zp"] = row.pop("quant")
+    return row
+
+
+def sweep(op: str, seed: int, cap: int, candidates: int = 16) -> list[ConvCase]:
+    """A covering array of one op over all axes (see the module docstring) under a per-case MAC cap."""
+    axes: dict[str, Sequence[Any]] = {
+        "size": SIZES,
+        "in_c": CHANNELS,
+        "kernel": KERNELS,
+        "stride": STRIDES,
+        "padding": PADDINGS,
+        "quant": QUANT_AXIS,
+    }
+    if op == "conv2d":
+        axes = {**axes, "out_c": CHANNELS}
+    rows = covering_array(axes, acceptable(op, cap), seed, candidates=candidates)
+    return [conv_case(_expand({**r, "op": op})) for r in rows]
+
+
+def _fit(row: Row, cap: int) -> ConvCase:
+    """The row's case, with channels halved down the CHANNELS list until it fits under `cap` MACs."""
+    row = dict(row)
+    case = conv_case(row)
+    while case.macs > cap:
+        key = "out_c" if row["op"] == "conv2d" and row["out_c"] >= row["in_c"] else "in_c"
+        smaller = [c for c in CHANNELS if c < row[key]]
+        if not smaller:
+            break
+        row[key] = smaller[len(smaller) // 2]
+        case = conv_case(row)
+    return case
+
+
+def _named(specs: Sequence[tuple[Any, ...]]) -> list[ConvCase]:
+    """Cases from (op, h, w, in_c, out_c, kernel, stride, padding, dtype[, extras]) tuples."""
+    out = []
+    for op, h, w, ic, oc, k, s, pad, dt, *extra in specs:
+        kwargs = dict(extra[0]) if extra else {}
+        out.append(ConvCase(op, h, w, ic, oc, k, s, pad, dtype=dt, **kwargs))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Default suite
+# --------------------------------------------------------------------------------------------------------------
+
+_NAMED_DEFAULT = _named([
+    ("conv2d", 112, 112, 32, 64, 3, 2, "same", "uint8"),       # the issue's example id
+    ("conv2d", 112, 112, 3, 32, 3, 2, "same", "uint8"),        # MobileNet stem
+    ("conv2d", 112, 112, 3, 16, 3, 2, "valid", "int8"),
+    ("dwconv", 112, 112, 32, None, 3, 1, "same", "uint8"),
+    ("dwconv", 112, 112, 256, None, 5, 1, "same", "uint8"),    # the big one: 112x112x256 k5
+    ("conv2d", 56, 56, 64, 64, 3, 1, "same", "int8"),
+    ("conv2d", 28, 28, 120, 256, 1, 1, "valid", "uint8", {"weight_zp": 122}),
+    ("conv2d", 14, 14, 256, 256, 1, 1, "same", "uint8"),
+    ("conv2d", 14, 14, 256, 256, 3, 1, "same", "int8"),
+    ("dwconv", 28, 28, 64, None, 3, 1, "valid", "int8"),       # the issue's example id
+    ("dwconv", 56, 56, 120, None, 3, 2, "same", "uint8", {"weight_zp": 211}),
+    # non-square inputs catch swapped width/height
+    ("conv2d", 14, 28, 16, 32, 3, 1, "same", "uint8"),
+    ("conv2d", 5, 56, 3, 16, 3, 2, "valid", "int8"),
+    ("dwconv", 28, 8, 32, None, 5, 2, "same", "uint8", {"weight_zp": 74}),
+    ("dwconv", 3, 112, 16, None, 3, 1, "valid", "int8"),
+])
+
+_ACTIVATION_DEFAULT = _named([
+    ("conv2d", 14, 14, 16, 32, 3, 1, "same", "uint8", {"activation": "relu"}),
+    ("conv2d", 14, 14, 16, 32, 3, 2, "same", "uint8", {"activation": "relu6"}),
+    ("conv2d", 8, 8, 32, 64, 1, 1, "valid", "int8", {"activation": "relu"}),
+    ("conv2d", 28, 28, 32, 32, 3, 1, "valid", "int8", {"activation": "relu6"}),
+    ("dwconv", 28, 28, 32, None, 3, 1, "same", "uint8", {"activation": "relu"}),
+    ("dwconv", 14, 14, 64, None, 3, 2, "same", "uint8", {"activation": "relu6", "weight_zp": 151}),
+    ("dwconv", 8, 8, 120, None, 5, 1, "same", "int8", {"activation": "relu"}),
+    ("dwconv", 56, 56, 16, None, 3, 1, "same", "int8", {"activation": "relu6"}),
+])
+
+DEFAULT_CONV: list[ConvCase] = unique(
+    _NAMED_DEFAULT + _ACTIVATION_DEFAULT
+    + sweep("conv2d", seed=1, cap=DEFAULT_MAC_CAP)
+    + sweep("conv2d", seed=2, cap=DEFAULT_MAC_CAP)
+    + sweep("dwconv", seed=3, cap=DEFAULT_MAC_CAP)
+)
+
+# int8 per-channel weights: not claimed on rk3588, must fall back to the CPU and match it exactly.
+DEFAULT_PER_CHANNEL: list[ConvCase] = _named([
+    ("conv2d", 14, 14, 16, 32, 3, 1, "same", "int8", {"per_channel": True}),
+    ("conv2d", 28, 28, 32, 64, 1, 1, "valid", "int8", {"per_channel": True}),
+    ("conv2d", 8, 8, 3, 16, 5, 2, "same", "int8", {"per_channel": True, "activation": "relu6"}),
+    ("dwconv", 28, 28, 32, None, 3, 1, "same", "int8", {"per_channel": True}),
+    ("dwconv", 14, 14, 120, None, 3, 2, "valid", "int8", {"per_channel": True, "activation": "relu"}),
+])
+
+DEFAULT_ADD: list[AddCase] = [
+    AddCase(8, 8, 16),
+    AddCase(14, 14, 32, dtype="int8"),
+    AddCase(28, 28, 3, activation="relu"),
+    AddCase(5, 5, 120, dtype="int8", activation="relu6"),
+    AddCase(14, 14, 16, "conv", out_c=32, kernel=3),
+    AddCase(8, 8, 32, "conv", out_c=16, kernel=1, dtype="int8"),
+    AddCase(14, 14, 32, "conv2", out_c=32, kernel=1),
+    AddCase(8, 8, 16, "conv2", out_c=64, kernel=3, dtype="int8"),
+]
+
+DEFAULT_POOL: list[PoolCase] = [
+    PoolCase(8, 8, 16),
+    PoolCase(14, 14, 32, filter=3, stride=1, padding="same", dtype="int8"),
+    PoolCase(14, 14, 16, after_conv=True),
+    PoolCase(8, 8, 32, after_conv=True, conv_kernel=1, dtype="int8"),
+]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Slow sweep
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _geometry_grid(seed: int) -> list[ConvCase]:
+    """Every size x kernel x stride x padding x dtype for both ops; channels and zero point drawn per row."""
+    rng = random.Random(seed)
+    cases = []
+    for op, size, k, s, pad, dt in itertools.product(("conv2d", "dwconv"), SIZES, KERNELS, STRIDES, PADDINGS,
+                                                     DTYPES):
+        row: Row = {"op": op, "size": size, "kernel": k, "stride": s, "padding": pad, "dtype": dt,
+                    "in_c": rng.choice(CHANNELS), "out_c": rng.choice(CHANNELS),
+                    "weight_zp": rng.choice(WEIGHT_ZPS) if dt == "uint8" else None}
+        cases.append(_fit(row, SLOW_MAC_CAP))
+    return cases
+
+
+def _channel_grid(seed: int) -> list[ConvCase]:
+    """Every in x out channel pair x kernel for CONV_2D, every channel count x kernel x stride for depthwise."""
+    rng = random.Random(seed)
+    cases = []
+    for ic, oc, k in itertools.product(CHANNELS, CHANNELS, KERNELS):
+        dt = rng.choice(DTYPES)
+        row: Row = {"op": "conv2d", "size": rng.choice((5, 8, 14)), "in_c": ic, "out_c": oc, "kernel": k,
+                    "stride": rng.choice(STRIDES), "padding": rng.choice(PADDINGS), "dtype": dt,
+                    "weight_zp": rng.choice(WEIGHT_ZPS) if dt == "uint8" else None}
+        cases.append(_fit(row, SLOW_MAC_CAP))
+    for c, k, s in itertools.product(CHANNELS, KERNELS, STRIDES):
+        dt = rng.choice(DTYPES)
+        row = {"op": "dwconv", "size": rng.choice((8, 14, 28)), "in_c": c, "kernel": k, "stride": s,
+               "padding": rng.choice(PADDINGS), "dtype": dt,
+               "weight_zp": rng.choice(WEIGHT_ZPS) if dt == "uint8" else None}
+        cases.append(_fit(row, SLOW_MAC_CAP))
+    return cases
+
+
+def _zero_point_grid() -> list[ConvCase]:
+    """Each forced weight zero point (uint8) on a few shapes of both ops, with and without activations."""
+    cases = []
+    for zp in (*WEIGHT_ZPS[1:], 0, 1, 128, 254, 255):
+        for op, size, c, k in (("conv2d", 14, 32, 3), ("conv2d", 8, 120, 1), ("dwconv", 28, 64, 3),
+                               ("dwconv", 14, 16, 5)):
+            for act in ("none", "relu6"):
+                cases.append(ConvCase(op, size, size, c, None, k, 1, "same", act, "uint8",
+                                      weight_zp=zp))
+    return cases
+
+
+def _mobilenet_layers() -> list[ConvCase]:
+    """The CONV_2D / DEPTHWISE_CONV_2D shapes of MobileNetV1 1.0/224, in both dtypes."""
+    layers = [("conv2d", 224, 3, 32, 3, 2)]
+    chans = [(32, 64, 1), (64, 128, 2), (128, 128, 1), (128, 256, 2), (256, 256, 1), (256, 512, 2),
+             (512, 512, 1), (512, 1024, 2), (1024, 1024, 1)]
+    size = 112
+    for cin, cout, s in chans:
+        layers.append(("dwconv", size, cin, cin, 3, s))
+        size = (size + s - 1) // s
+        layers.append(("conv2d", size, cin, cout, 1, 1))
+    cases = []
+    for dt in DTYPES:
+        for op, size, cin, cout, k, s in layers:
+            cases.append(ConvCase(op, size, size, cin, None if op == "dwconv" else cout, k, s, "same",
+                                  dtype=dt))
+    return cases
+
+
+# Large layers: weights or feature maps far beyond the 384 KiB CBUF (row splitting, partial weights).
+_NAMED_SLOW = _named([
+    ("conv2d", 112, 112, 256, 256, 5, 1, "same", "uint8"),
+    ("conv2d", 112, 112, 120, 120, 3, 2, "valid", "uint8", {"weight_zp": 95}),
+    ("conv2d", 56, 56, 256, 256, 3, 1, "same", "int8"),
+    ("conv2d", 28, 28, 256, 256, 5, 2, "valid", "int8", {"activation": "relu6"}),
+    ("dwconv", 112, 112, 256, None, 5, 2, "valid", "int8"),
+    ("dwconv", 112, 112, 120, None, 3, 1, "same", "uint8", {"activation": "relu", "weight_zp": 151}),
+])
+
+SLOW_CONV: list[ConvCase] = unique(
+    _NAMED_SLOW
+    + _geometry_grid(seed=10)
+    + _channel_grid(seed=11)
+    + _zero_point_grid()
+    + _mobilenet_layers()
+    + sweep("conv2d", seed=12, cap=SLOW_MAC_CAP)
+    + sweep("dwconv", seed=13, cap=SLOW_MAC_CAP)
+    + [ConvCase(c.op, c.in_h, c.in_w, c.in_c, c.out_c, c.kernel, c.stride, c.padding, act, c.dtype,
+                weight_zp=c.weight_zp)
+       for act in ("relu", "relu6") for c in sweep("conv2d", seed=14, cap=DEFAULT_MAC_CAP)[:40]],
+    exclude=DEFAULT_CONV,
+)
+
+SLOW_PER_CHANNEL: list[ConvCase] = unique(
+    ConvCase(c.op, c.in_h, c.in_w, c.in_c, c.out_c, c.kernel, c.stride, c.padding, c.activation, "int8",
+             per_channel=True)
+    for c in sweep("conv2d", seed=15, cap=DEFAULT_MAC_CAP)[:20] + sweep("dwconv", seed=16, cap=DEFAULT_MAC_CAP)[:20]
+)
+
+SLOW_ADD: list[AddCase] = [
+    AddCase(size, size, c, prod, out_c=None if prod == "inputs" else oc, kernel=k, activation=act, dtype=dt)
+    for (size, c, oc, k), prod, act, dt in itertools.product(
+        ((3, 1, 1, 1), (14, 16, 32, 3), (28, 32, 32, 1), (56, 3, 16, 3)), ("inputs", "conv", "conv2"),
+        ("none", "relu", "relu6"), DTYPES)
+]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Known limitations (like Mesa CI's expectation files): cases the rk3588 backend deliberately leaves on the CPU
+# today. The tests then require an exact CPU fallback and report xfail; once the backend claims such a case it is
+# checked like any other, and the entry here should go.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def rk3588_known_cpu(case: ConvCase | AddCase | PoolCase) -> str | None:
+    """Why the rk3588 backend is expected to leave this case's convolutions on the CPU, or None."""
+    convs = [case] if isinstance(case, ConvCase) else [case.conv] if case.macs else []
+    for c in convs:
+        if c.in_h < 4:
+            return "input height < 4 (rocket support.py: CNA surface stride would be negative)"
+    return None
+
+
+def total_macs(cases: Iterable[ConvCase | AddCase | PoolCase]) -> int:
+    return sum(c.macs for c in cases)

@@ -1,0 +1,74 @@
+"""libteflon.so from a C host: dlopen(RTLD_LOCAL), options, Prepare starting Python through cffi; exported symbols."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+ALLOWED_EXPORTS = {"tflite_plugin_create_delegate", "tflite_plugin_destroy_delegate"}
+
+
+def _library() -> str:
+    import teflon
+
+    return teflon.delegate_path()
+
+
+@pytest.fixture(scope="module")
+def test_binary(delegate_library: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    out = tmp_path_factory.mktemp("dlopen") / "test_dlopen"
+    cmd = [cc, "-std=c11", "-Wall", "-Wextra", "-Werror", f"-I{REPO / 'delegate'}",
+           str(REPO / "tests" / "c" / "test_dlopen.c"), "-o", str(out), "-ldl"]
+    subprocess.run(cmd, check=True)
+    return out
+
+
+def test_dlopen_create_destroy_and_prepare(test_binary: Path) -> None:
+    # The venv's bin first on PATH: that is how an embedded Python finds its prefix (and our package).
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    env.pop("TEFLON_DEBUG", None)
+    r = subprocess.run([str(test_binary), _library()], check=False, capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "all checks passed" in r.stdout
+    # Prepare reached the Python compiler inside the C process and printed its table (debug=1).
+    assert "ABS" in r.stderr and "0 of 1 nodes claimed" in r.stderr, r.stderr
+    assert "Failed to initialize the Python-CFFI embedding" not in r.stderr, r.stderr
+
+
+def test_broken_python_install_falls_back_instead_of_aborting(test_binary: Path) -> None:
+    # Py_InitializeEx would abort() the host here; the delegate must leave the graph to the CPU instead.
+    env = dict(os.environ, PYTHONHOME="/nonexistent")
+    r = subprocess.run([str(test_binary), _library()], check=False, capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "embedded Python could not start" in r.stderr and "on the CPU" in r.stderr, r.stderr
+
+
+def test_only_delegate_and_runner_symbols_exported(delegate_library: None) -> None:
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("no nm")
+    out = subprocess.run([nm, "-D", "--defined-only", _library()], check=True, capture_output=True, text=True).stdout
+    names = {line.split()[-1] for line in out.splitlines() if line.strip()}
+    assert ALLOWED_EXPORTS <= names
+    extra = {n for n in names - ALLOWED_EXPORTS if not n.startswith("teflon_native_")}
+    assert not extra, f"unexpected exported symbols: {sorted(extra)}"
+
+
+def test_links_libpython_with_runpath(delegate_library: None) -> None:
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        pytest.skip("no readelf")
+    dyn = subprocess.run([readelf, "-d", _library()], check=True, capture_output=True, text=True).stdout
+    assert "libpython3" in dyn
+    assert "RUNPATH" in dyn or "RPATH" in dyn

@@ -1,0 +1,77 @@
+"""Whole published models on the simulated RK3588 NPU against TFLite's builtin CPU kernels.
+
+Both runs get the same input tensor (the image resized as ../shared/models/README.md describes). The delegate
+must keep the CPU's top-1 and stay within 3 LSB everywhere; in the uint8 per-tensor MobileNets every convolution
+must be delegated. tf2_mobilenet_v2_1.0_224_ptq has int8 per-channel weights, which rk3588 leaves on the CPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from teflon.images import load_image
+from teflon.modelgen import graph_inputs
+from teflon.reference import compare, run_cpu, run_delegate
+
+MODELS = {
+    # name: every CONV_2D / DEPTHWISE_CONV_2D must be delegated on rk3588
+    "mobilenet_v1_0.25_128_quant": True,
+    "mobilenet_v1_0.75_192_quant": True,
+    "mobilenet_v2_1.0_224_quant": True,
+    "tf2_mobilenet_v2_1.0_224_ptq": False,
+}
+IMAGES = ("grace_hopper.bmp", "cat.bmp")
+MAX_DIFF = 3
+CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
+
+
+def _input_for(model: bytes, image: Path) -> np.ndarray:
+    (info,) = graph_inputs(model)
+    _, h, w, _ = info.shape
+    pixels = load_image(image, h, w)
+    if info.dtype != "uint8":
+        raise AssertionError(f"expected a uint8 image input, got {info.dtype}")
+    return pixels.reshape(info.shape)
+
+
+def _top1(scores: np.ndarray) -> set[int]:
+    """Every index holding the highest score (ties are all acceptable answers)."""
+    flat = scores.reshape(-1)
+    return {int(i) for i in np.flatnonzero(flat == flat.max())}
+
+
+@pytest.mark.parametrize("image", IMAGES)
+@pytest.mark.parametrize("name", list(MODELS))
+def test_model(name: str, image: str, shared_dir: Path, rk3588_sim: dict[str, str],
+               record_property: Callable[[str, object], None]) -> None:
+    model_path = shared_dir / "models" / f"{name}.tflite"
+    image_path = shared_dir / "models" / image
+    if not model_path.is_file() or not image_path.is_file():
+        pytest.skip(f"{model_path.name} or {image} not in {shared_dir / 'models'}")
+    model = model_path.read_bytes()
+    x = _input_for(model, image_path)
+
+    ref = run_cpu(model, [x])
+    run = run_delegate(model, [x], **rk3588_sim)
+    cmp = compare(ref, run.outputs)
+    convs = run.nodes_of(*CONV_KINDS)
+    delegated_convs = [i for i in convs if i in run.delegated]
+    cpu_top, npu_top = _top1(ref[0]), int(np.argmax(run.outputs[0]))
+    print(f"{name} {image}: {cmp}; top-1 cpu {sorted(cpu_top)} npu {npu_top}; "
+          f"{len(delegated_convs)}/{len(convs)} convolutions delegated, {len(run.delegated)}/{len(run.ops)} nodes "
+          f"in {run.partitions} partition(s)")
+    record_property("max_abs_diff", cmp.max_abs_diff)
+    record_property("exact_fraction", round(cmp.exact_fraction, 6))
+    record_property("delegated_nodes", len(run.delegated))
+
+    if MODELS[name]:
+        missing = run.undelegated(*CONV_KINDS)
+        assert not missing, f"not delegated: {run.describe(missing)}"
+    else:
+        assert not delegated_convs, f"per-channel convolutions must stay on the CPU: {run.describe(delegated_convs)}"
+    assert npu_top in cpu_top, f"top-1 changed: CPU {sorted(cpu_top)}, delegate {npu_top}"
+    assert cmp.max_abs_diff <= MAX_DIFF, f"{name} {image}: {cmp} (allowed {MAX_DIFF} LSB)"
