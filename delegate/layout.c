@@ -26,7 +26,11 @@ void teflon_layout_to_device(const tp_io *io, const uint8_t *host, uint8_t *dev)
         for (size_t y = 0; y < h; y++) {
             uint8_t *d = base + p * io->plane_pitch + y * io->row_pitch;
             const uint8_t *s = host + y * w * c + c0;
-            if (n == c2) {
+            if (n == 16 && c2 == 16) {
+                for (size_t i = 0; i < w; i++)
+                    for (size_t j = 0; j < 16; j++) /* constant trip count: one vector op */
+                        d[i * 16 + j] = s[i * c + j] ^ x;
+            } else if (n == c2) {
                 for (size_t i = 0; i < w; i++)
                     for (size_t j = 0; j < c2; j++)
                         d[i * c2 + j] = s[i * c + j] ^ x;
@@ -60,9 +64,15 @@ void teflon_layout_from_device(const tp_io *io, const uint8_t *dev, uint8_t *hos
         for (size_t y = 0; y < h; y++) {
             const uint8_t *s = base + p * io->plane_pitch + y * io->row_pitch;
             uint8_t *d = host + y * w * c + c0;
-            for (size_t i = 0; i < w; i++)
-                for (size_t j = 0; j < n; j++)
-                    d[i * c + j] = s[i * c2 + j] ^ x;
+            if (n == 16 && c2 == 16) {
+                for (size_t i = 0; i < w; i++)
+                    for (size_t j = 0; j < 16; j++)
+                        d[i * c + j] = s[i * 16 + j] ^ x;
+            } else {
+                for (size_t i = 0; i < w; i++)
+                    for (size_t j = 0; j < n; j++)
+                        d[i * c + j] = s[i * c2 + j] ^ x;
+            }
         }
     }
 }

@@ -88,17 +88,48 @@ def golden_program(d: dict[str, Any]) -> Program:
     zin = p["input"]["zero_point"]
     if ic == 1:
         pitch = max(iw, 16)
-        prog.io.append(IOBinding(0, "in", "input", "uint8", ih, iw, 1, layout=LAYOUT_ROWS, row_pitch=pitch,
-                                 xor=0, pad_value=zin))
+        prog.io.append(
+            IOBinding(0, "in", "input", "uint8", ih, iw, 1, layout=LAYOUT_ROWS, row_pitch=pitch, xor=0, pad_value=zin)
+        )
     else:
-        prog.io.append(IOBinding(0, "in", "input", "uint8", ih, iw, ic, layout=LAYOUT_NC1HWC2, c2=16,
-                                 row_pitch=iw * 16, plane_pitch=ih * iw * 16, xor=0x80, pad_value=zin - 0x80))
-    prog.io.append(IOBinding(3, "out", "output", "uint8", oh, ow, oc, layout=LAYOUT_NC1HWC2, c2=16,
-                             row_pitch=ow * 16, plane_pitch=oh * ow * 16, xor=0x80))
+        prog.io.append(
+            IOBinding(
+                0,
+                "in",
+                "input",
+                "uint8",
+                ih,
+                iw,
+                ic,
+                layout=LAYOUT_NC1HWC2,
+                c2=16,
+                row_pitch=iw * 16,
+                plane_pitch=ih * iw * 16,
+                xor=0x80,
+                pad_value=zin - 0x80,
+            )
+        )
+    prog.io.append(
+        IOBinding(
+            3,
+            "out",
+            "output",
+            "uint8",
+            oh,
+            ow,
+            oc,
+            layout=LAYOUT_NC1HWC2,
+            c2=16,
+            row_pitch=ow * 16,
+            plane_pitch=oh * ow * 16,
+            xor=0x80,
+        )
+    )
     return prog
 
 
 # ---- TFLite's integer requantization, exactly -------------------------------------------------------------------
+
 
 def quantize_multiplier(m: float) -> tuple[int, int]:
     """tflite::QuantizeMultiplier: m = q * 2^(shift - 31), q in [2^30, 2^31)."""
@@ -154,8 +185,11 @@ def reference(d: dict[str, Any], x: np.ndarray) -> np.ndarray:
         acc = np.einsum("yxchw,hwc->yxc", win, wt[0], optimize=True)
     else:
         # exact in float64: |terms| < 2^16, at most ~10^5 terms
-        acc = np.rint(np.tensordot(win.astype(np.float64), wt.transpose(3, 1, 2, 0).astype(np.float64),
-                                   axes=([2, 3, 4], [0, 1, 2]))).astype(np.int64)
+        acc = np.rint(
+            np.tensordot(
+                win.astype(np.float64), wt.transpose(3, 1, 2, 0).astype(np.float64), axes=([2, 3, 4], [0, 1, 2])
+            )
+        ).astype(np.int64)
     acc = acc + bias
     q, shift = quantize_multiplier(float(np.float64(sx) * np.float64(sw) / np.float64(sy)))
     y = multiply_by_quantized_multiplier(acc, q, shift) + zy
@@ -170,3 +204,43 @@ def random_input(d: dict[str, Any], seed: int = 0) -> np.ndarray:
 def compare(ref: np.ndarray, out: np.ndarray) -> tuple[float, int]:
     diff = np.abs(ref.astype(np.int32) - out.astype(np.int32))
     return float(np.mean(diff == 0)), int(diff.max())
+
+
+def hardware_model(d: dict[str, Any], x: np.ndarray, ow_op: int | None = None) -> np.ndarray:
+    """The simulator's documented datapath (docs/hardware/rocket-sim.md §3) in numpy, for a single-task
+    NC1HWC2 golden stream: stored int8 features and weights, Σx·w + BS_OW_OP·Σx, CLIP_TRUNCATE (round half
+    up), + bias table, OUT_CVT (round half up), clamp. Register values come from the stream itself."""
+    p = d["params"]
+    op = d["outputs"]["operations"][0]
+    regs = {w & 0xFFFF: (w >> 16) & 0xFFFFFFFF for w in (int(v, 16) for v in op["tasks"][0]["regcmd"])}
+    scale, shift = regs[0x4084] & 0xFFFF, regs[0x4088] & 0xFFF
+    offset = int(np.int32(np.uint32(regs[0x4080])))
+    trunc = regs[0x301C] & 0x1F
+    ow = int(np.int16(np.uint16(regs[0x4054] & 0xFFFF))) if ow_op is None else ow_op
+    pad = int(np.int8(np.uint8(regs[0x1184] & 0xFF)))
+    bias = np.array(op["bias_bo"]["values_int32"], np.int64)
+    kh, kw = p["kernel_hw"]
+    sh, sw = p["stride_hw"]
+    pads = p["explicit_pads_tf"]
+    _, oh, oww, _ = p["output"]["shape_nhwc"]
+    xs = x[0].astype(np.int64) - 128
+    xp = np.pad(xs, ((pads["top"], pads["bottom"]), (pads["left"], pads["right"]), (0, 0)), constant_values=pad)
+    win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(0, 1))[::sh, ::sw][:oh, :oww]
+    w = np.frombuffer(base64.b64decode(p["weights"]["data_b64"]), np.uint8).reshape(p["weights"]["shape"])
+    w = w.astype(np.int64) - 128
+    if p["depthwise"]:
+        acc = np.einsum("yxchw,hwc->yxc", win, w[0])
+        s = win.sum(axis=(3, 4))
+    else:
+        acc = np.rint(
+            np.tensordot(
+                win.astype(np.float64), w.transpose(3, 1, 2, 0).astype(np.float64), axes=([2, 3, 4], [0, 1, 2])
+            )
+        ).astype(np.int64)
+        s = win.sum(axis=(2, 3, 4))[..., None]
+    core = acc + ow * s
+    if trunc:
+        core = (core + (1 << (trunc - 1))) >> trunc
+    v = np.clip(core + bias, -(1 << 31), (1 << 31) - 1)
+    q = ((v * scale + (1 << (shift - 1))) >> shift) + offset
+    return (np.clip(q, -128, 127) + 128).astype(np.uint8).reshape(1, oh, oww, -1)

@@ -252,7 +252,7 @@ def test_tables_unique_and_valid(table: str) -> None:
 def test_default_suite_budget() -> None:
     default = DEFAULT_CONV + DEFAULT_PER_CHANNEL + DEFAULT_ADD + DEFAULT_POOL
     assert 150 <= len(default) <= 260
-    assert total_macs(default) < 5e9, "the default suite must stay well inside 30 minutes on 2 cores"
+    assert total_macs(default) < 8e9, "the default suite must stay well inside 30 minutes on 2 cores"
     assert not {c.name for c in DEFAULT_CONV} & {c.name for c in SLOW_CONV}
 
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from opcases import rk3588_known_cpu_conv
 from teflon.images import load_image
-from teflon.modelgen import graph_inputs
+from teflon.modelgen import graph_inputs, operators
 from teflon.reference import compare, run_cpu, run_delegate
 
 MODELS = {
@@ -68,10 +69,16 @@ def test_model(name: str, image: str, shared_dir: Path, rk3588_sim: dict[str, st
     record_property("exact_fraction", round(cmp.exact_fraction, 6))
     record_property("delegated_nodes", len(run.delegated))
 
-    if MODELS[name]:
-        missing = run.undelegated(*CONV_KINDS)
-        assert not missing, f"not delegated: {run.describe(missing)}"
-    else:
-        assert not delegated_convs, f"per-channel convolutions must stay on the CPU: {run.describe(delegated_convs)}"
     assert npu_top in cpu_top, f"top-1 changed: CPU {sorted(cpu_top)}, delegate {npu_top}"
     assert cmp.max_abs_diff <= MAX_DIFF, f"{name} {image}: {cmp} (allowed {MAX_DIFF} LSB)"
+    if not MODELS[name]:
+        assert not delegated_convs, f"per-channel convolutions must stay on the CPU: {run.describe(delegated_convs)}"
+        return
+    missing = run.undelegated(*CONV_KINDS)
+    shapes = [op.input_shapes[0] for op in operators(model)]
+    known = {i: rk3588_known_cpu_conv(shapes[i]) for i in missing}
+    unexpected = [i for i in missing if not known[i]]
+    assert not unexpected, f"not delegated: {run.describe(unexpected)}"
+    if missing:
+        pytest.xfail(f"known rk3588 limitations keep {run.describe(missing)} on the CPU: "
+                     + "; ".join(sorted({str(r) for r in known.values()})))

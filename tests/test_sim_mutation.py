@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sim_golden import GOLDEN, golden_program, load, random_input, task_words
 
+from sim_golden import GOLDEN, golden_program, load, random_input, task_words
 from teflon.native import Device, NativeError, Runner
 from teflon.program import Program
 from teflon.rocket import regmap_for
@@ -59,33 +59,51 @@ def _always(p: Params) -> bool:
 # (register, field) -> (reason, condition on the golden params under which "no change" is expected)
 DONT_CARE: dict[tuple[str, str], tuple[str, Callable[[Params], bool]]] = {
     ("PC_BASE_ADDRESS", "PC_SOURCE_ADDR"): (
-        "in-stream chain pointer: accel/rocket kicks every task itself with TASK_NUMBER 1, so the PC never "
-        "follows it; the simulator only checks it points into a buffer", _always),
+        (
+            "in-stream chain pointer: accel/rocket kicks every task itself with TASK_NUMBER 1, so the PC never "
+            "follows it; the simulator only checks it points into a buffer"
+        ),
+        _always,
+    ),
     ("PC_REGISTER_AMOUNTS", "PC_DATA_AMOUNT"): (
         "in-stream chain length: not followed under per-task kicks; only checked against the chained buffer",
-        _always),
+        _always,
+    ),
     ("CNA_CBUF_CON0", "DATA_BANK"): (
-        "CBUF bank split: any split in which the task's rows and weights still fit computes the same", _always),
+        "CBUF bank split: any split in which the task's rows and weights still fit computes the same",
+        _always,
+    ),
     ("CNA_CBUF_CON0", "WEIGHT_BANK"): (
-        "CBUF bank split: any split in which the task's rows and weights still fit computes the same", _always),
+        "CBUF bank split: any split in which the task's rows and weights still fit computes the same",
+        _always,
+    ),
     ("CNA_CBUF_CON0", "WEIGHT_REUSE"): (
-        "clearing it only reloads the same weights from memory (setting it without resident weights is an "
-        "error)", _always),
+        ("clearing it only reloads the same weights from memory (setting it without resident weights is an error)"),
+        _always,
+    ),
     ("CNA_DMA_CON2", "SURF_STRIDE"): (
         "plane pitch of the input: unused when the input has a single 16-channel plane",
-        lambda p: _in_planes(p) == 1),
+        lambda p: _in_planes(p) == 1,
+    ),
     ("CNA_DATA_SIZE1", "DATAIN_CHANNEL_REAL"): (
-        "raising it within the last 16-channel group: those channels carry padding weights (zw - 0x80), whose "
-        "products cancel exactly against the OW term whatever the input bytes",
-        _always),
+        (
+            "raising it within the last 16-channel group: those channels carry padding weights (zw - 0x80), whose "
+            "products cancel exactly against the OW term whatever the input bytes"
+        ),
+        _always,
+    ),
     ("CNA_PAD_CON1", "PAD_VALUE"): (
-        "pad value: unused when no window reaches into padding (VALID)", lambda p: p["padding"] == "VALID"),
+        "pad value: unused when no window reaches into padding (VALID)",
+        lambda p: p["padding"] == "VALID",
+    ),
     ("DPU_DST_SURF_STRIDE", "DST_SURF_STRIDE"): (
         "pitch between the 16-channel surfaces of a group: unused when the output has one surface",
-        lambda p: _out_surfaces(p) == 1),
+        lambda p: _out_surfaces(p) == 1,
+    ),
     ("DPU_SURFACE_ADD", "SURF_ADD"): (
         "pitch between groups of 32 (64 depthwise) channels: unused when the output has one group",
-        lambda p: _out_surfaces(p) <= (4 if p["depthwise"] else 2)),
+        lambda p: _out_surfaces(p) <= (4 if p["depthwise"] else 2),
+    ),
 }
 
 
@@ -125,7 +143,7 @@ def _mutants(d: dict[str, Any]) -> list[tuple[str, str, int, int, int]]:
     for ti, task in enumerate(tasks[:2]):
         words = task_words(task)  # address words hold offsets (relocated at load)
         for i, w in enumerate(words):
-            unit, name, _ = rm.decode(w)
+            _unit, name, _ = rm.decode(w)
             if ti == 1 and name != "CNA_CBUF_CON0":
                 continue
             if name in ("SYNC", "OP_ENABLE", "NOP"):
@@ -134,7 +152,11 @@ def _mutants(d: dict[str, Any]) -> list[tuple[str, str, int, int, int]]:
                 out.append((name, "offset", ti, i, w ^ (1 << 2)))
                 out.append((name, "target", ti, i, w ^ (1 << 49)))
                 continue
-            later = [j for j in range(i + 1, len(words)) if (words[j] & 0xFFFF) == (w & 0xFFFF) and (words[j] >> 48) == (w >> 48)]
+            later = [
+                j
+                for j in range(i + 1, len(words))
+                if (words[j] & 0xFFFF) == (w & 0xFFFF) and (words[j] >> 48) == (w >> 48)
+            ]
             if later:
                 continue  # overwritten before the op-enable: no effect by definition
             for f in rm.register(name).fields:

@@ -13,7 +13,7 @@ import struct
 import numpy as np
 import pytest
 
-from sim_golden import FILES, GOLDEN, compare, golden_program, load, random_input, reference
+from sim_golden import FILES, GOLDEN, compare, golden_program, hardware_model, load, random_input, reference
 from teflon.native import Device, NativeError, Runner
 
 pytestmark = pytest.mark.usefixtures("delegate_library")
@@ -47,7 +47,9 @@ def _patched(d: dict, word_index: int, word: int):
     prog = golden_program(d)
     buf = prog.buffer("op0.regcmd")
     data = bytearray(buf.data)
-    struct.pack_into("<Q", data, d["outputs"]["operations"][0]["tasks"][0]["regcmd_offset_in_bo"] + 8 * word_index, word)
+    struct.pack_into(
+        "<Q", data, d["outputs"]["operations"][0]["tasks"][0]["regcmd_offset_in_bo"] + 8 * word_index, word
+    )
     buf.data = bytes(data)
     return prog
 
@@ -71,7 +73,9 @@ def test_unknown_register_is_an_error(sim: Device) -> None:
 @pytest.mark.skipif(not SMALL.is_file(), reason="golden file missing")
 def test_bits_outside_fields_are_an_error(sim: Device) -> None:
     d = load(SMALL)
-    idx = next(i for i, w in enumerate(d["outputs"]["operations"][0]["tasks"][0]["regcmd"]) if int(w, 16) & 0xFFFF == 0x1068)
+    idx = next(
+        i for i, w in enumerate(d["outputs"]["operations"][0]["tasks"][0]["regcmd"]) if int(w, 16) & 0xFFFF == 0x1068
+    )
     bad = _word(d, idx) | (1 << (16 + 20))  # CNA_PAD_CON0 bit 20: no field there
     with pytest.raises(NativeError, match=r"CNA_PAD_CON0 = 0x00100000 sets bits 0x00100000 outside its defined fields"):
         Runner(sim, _patched(d, idx, bad)).run({0: random_input(d)})
@@ -80,7 +84,9 @@ def test_bits_outside_fields_are_an_error(sim: Device) -> None:
 @pytest.mark.skipif(not SMALL.is_file(), reason="golden file missing")
 def test_value_not_understood_names_register(sim: Device) -> None:
     d = load(SMALL)
-    idx = next(i for i, w in enumerate(d["outputs"]["operations"][0]["tasks"][0]["regcmd"]) if int(w, 16) & 0xFFFF == 0x4070)
+    idx = next(
+        i for i, w in enumerate(d["outputs"]["operations"][0]["tasks"][0]["regcmd"]) if int(w, 16) & 0xFFFF == 0x4070
+    )
     bad = (_word(d, idx) & ~(0xFFFFFFFF << 16)) | (0x904202C0 << 16)  # Mesa's fused-ADD EW_CFG
     with pytest.raises(NativeError, match=r"task 0: DPU_EW_CFG = 0x904202c0: only the EW bypass"):
         Runner(sim, _patched(d, idx, bad)).run({0: random_input(d)})
@@ -106,3 +112,27 @@ def test_input_dtype_checked(sim: Device) -> None:
     runner = Runner(sim, golden_program(d))
     with pytest.raises(ValueError, match="expected uint8"):
         runner.run({0: random_input(d).astype(np.int8)})
+
+
+MODEL_STREAMS = ["conv-in28x28x32-oc32-k3-s1-same-zp74-izp0", "dwconv-in28x28x64-k3-s1-same-zp95-trunc"]
+
+
+@pytest.mark.parametrize("stem", [s for s in MODEL_STREAMS if (GOLDEN / f"{s}.json").is_file()])
+@pytest.mark.parametrize("ow", [None, 300, -1000])
+def test_datapath_matches_documented_model(sim: Device, stem: str, ow: int | None) -> None:
+    """Bit-exact against the numpy model of docs/hardware/rocket-sim.md, also with BS_OW_OP outside the range
+    the simulator folds into the weights (its general path)."""
+    d = load(GOLDEN / f"{stem}.json")
+    prog = golden_program(d)
+    if ow is not None:
+        buf = prog.buffer("op0.regcmd")
+        data = bytearray(buf.data or b"")
+        words = d["outputs"]["operations"][0]["tasks"][0]["regcmd"]
+        i = next(i for i, w in enumerate(words) if int(w, 16) & 0xFFFF == 0x4054)
+        w = struct.unpack_from("<Q", data, 8 * i)[0]
+        struct.pack_into("<Q", data, 8 * i, (w & ~(0xFFFFFFFF << 16)) | ((ow & 0xFFFF) << 16))
+        buf.data = bytes(data)
+    x = random_input(d, seed=3)
+    out = Runner(sim, prog).run({0: x})[3]
+    expect = hardware_model(d, x, ow)
+    assert np.array_equal(out, expect), f"{np.count_nonzero(out != expect)} of {out.size} differ"

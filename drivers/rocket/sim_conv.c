@@ -17,6 +17,7 @@
 
 #define BLK 16      /* elements per vectorized block; IC is always a multiple of 16 */
 #define KBLK 4      /* kernels computed together (register blocking) */
+#define DW_TILE 8   /* depthwise output pixels whose accumulators stay in L1 */
 
 struct sim_conv {
     /* the simulated CBUF weight contents */
@@ -25,6 +26,10 @@ struct sim_conv {
     int16_t *w;          /* direct: [kpad][kh][kw*ic]; depthwise: [kh][kw][ic] */
     size_t wcap;
     int kpad;            /* kernels rounded up to KBLK (extra kernels are zero) */
+    /* weights with BS_OW_OP folded in: sum x*w + ow*sum x == sum x*(w + ow), exactly */
+    int16_t *wf;
+    size_t wfcap;
+    int wf_ow, wf_valid;
 
     /* task input, padded: [rows_p][cols_p][ic] */
     int16_t *x;
@@ -67,6 +72,7 @@ void sim_conv_destroy(sim_conv *c)
     if (!c)
         return;
     free(c->w);
+    free(c->wf);
     free(c->x);
     free(c->psum);
     free(c->padpix);
@@ -125,6 +131,7 @@ int sim_conv_load_weights(sim_conv *c, const struct sim_conv_geom *g, const int8
     }
     c->wg = *g;
     c->wloaded = 1;
+    c->wf_valid = 0;
     return 0;
 oom:
     set_err(err, errlen, "simulator out of memory for the CBUF weights");
@@ -134,11 +141,6 @@ oom:
 static inline int8_t sat8(int64_t v)
 {
     return (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
-}
-
-static inline int32_t sat32(int64_t v)
-{
-    return (int32_t)(v < INT32_MIN ? INT32_MIN : v > INT32_MAX ? INT32_MAX : v);
 }
 
 /* CNA: fetch the task input (plus padding) into c->x as int16 [rows_p][cols_p][ic]. */
@@ -163,6 +165,10 @@ static void build_input(sim_conv *c, const struct sim_conv_task *t, int rows_p, 
                 continue;
             }
             if (t->argb) {
+                if (xx >= t->dma_w) {
+                    memcpy(d, padvec, pix * sizeof(int16_t));
+                    continue;
+                }
                 const int64_t u = t->in[(size_t)r * t->in_row_pitch + (size_t)xx];
                 int64_t v = (u + t->cvt_offset) * t->cvt_scale;
                 if (t->cvt_shift > 0)
@@ -186,9 +192,14 @@ static void build_input(sim_conv *c, const struct sim_conv_task *t, int rows_p, 
 struct worker {
     sim_conv *c;
     const struct sim_conv_task *t;
+    const int32_t *bias;   /* oc_real int32 */
+    const int16_t *w;      /* CBUF weights, BS_OW_OP folded in when `folded` */
+    int folded;
     int rows_p, cols_p;
     int oy0, oy1;
-    int32_t *scratch;    /* direct: out_w * kpad accumulators; depthwise: 2 * ic */
+    int32_t *acc;          /* direct: out_w x kpad; depthwise: out_w x ic */
+    int32_t *sums;         /* direct: out_w; depthwise: out_w x ic */
+    int8_t *orow;          /* out_w x ocw output bytes of one row */
 };
 
 /* 2 pixels x 4 kernels over L contiguous elements (L multiple of BLK). */
@@ -220,65 +231,73 @@ static inline void dot2x4(const int16_t *restrict x0, const int16_t *restrict x1
     r[7] += a13;
 }
 
-static inline int32_t bias_at(const uint8_t *b, int k)
+static inline int64_t min64(int64_t a, int64_t b)
 {
-    const uint8_t *p = b + 4 * (size_t)k;
-    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+    return a < b ? a : b;
 }
 
-/* CORE accumulator -> DPU BS (bias) -> OUT_CVT for one value. */
-static inline int8_t dpu_out(const struct sim_conv_task *t, int32_t acc, int32_t winsum, int32_t bias)
+static inline int64_t max64(int64_t a, int64_t b)
 {
-    /* The OW term (BS_OW_OP x input window sum) is part of what CLIP_TRUNCATE shifts, and the
-     * shift rounds half up [INFERRED from Mesa's -trunc streams: docs/hardware/rocket-sim.md]. */
-    int64_t a = (int64_t)acc + (int64_t)t->ow_op * winsum;
-    if (t->clip_truncate > 0)
-        a = (a + ((int64_t)1 << (t->clip_truncate - 1))) >> t->clip_truncate;
-    const int64_t v = sat32(a + bias);
-    int64_t o = v * (int64_t)t->out_scale;
-    if (t->out_shift > 0)
-        o = (o + ((int64_t)1 << (t->out_shift - 1))) >> t->out_shift;
-    return sat8(o + t->out_offset);
+    return a > b ? a : b;
 }
 
-static inline uint8_t *out_pixel(const struct sim_conv_task *t, int k, int oy, int ox)
+/* CORE accumulator (MAC sum + OW term) -> CLIP_TRUNCATE -> DPU BS bias -> OUT_CVT, for one output
+ * row: orow[ox][k] for k < oc_real, 0 up to the end of the last written surface.
+ * The OW term (BS_OW_OP x input window sum) is part of what CLIP_TRUNCATE shifts, and the shift
+ * rounds half up [INFERRED from Mesa's -trunc streams: docs/hardware/rocket-sim.md]. With the OW
+ * term folded into the weights, `sums` is NULL. */
+static void post_row(const struct worker *wk, size_t astride, int per_channel_sums, int ocw)
 {
-    const int G = t->group_channels;
-    return t->out + (size_t)(k / G) * t->out_group_pitch + (size_t)((k % G) / 16) * t->out_surf_pitch +
-           ((size_t)oy * t->out_w + ox) * 16 + (size_t)(k % 16);
-}
-
-static void finish_pixel(const struct sim_conv_task *t, int oy, int ox, const int32_t *acc, const int32_t *sums,
-                         int per_channel_sums)
-{
-    const int ocr = t->oc_real;
-    const int written = (ocr + 15) / 16 * 16;
-    for (int k0 = 0; k0 < written; k0 += 16) {
-        int8_t *o = (int8_t *)out_pixel(t, k0, oy, ox);
-        for (int j = 0; j < 16; j++) {
-            const int k = k0 + j;
-            if (k >= ocr) {
-                o[j] = 0; /* channels past ORIG_CHANNEL in the last surface [INFERRED] */
-                continue;
-            }
-            o[j] = dpu_out(t, acc[k], per_channel_sums ? sums[k] : sums[0], bias_at(t->bias, k));
+    const struct sim_conv_task *t = wk->t;
+    const int n = t->oc_real, trunc = t->clip_truncate, shift = t->out_shift;
+    const int64_t ow = wk->folded ? 0 : t->ow_op;
+    const int64_t tround = trunc ? (int64_t)1 << (trunc - 1) : 0;
+    const int64_t sround = (shift ? (int64_t)1 << (shift - 1) : 0) + ((int64_t)t->out_offset << shift);
+    const int64_t scale = t->out_scale;
+    const int32_t *restrict bias = wk->bias;
+    for (int ox = 0; ox < t->out_w; ox++) {
+        const int32_t *restrict a = wk->acc + (size_t)ox * astride;
+        int8_t *restrict o = wk->orow + (size_t)ox * ocw;
+        const int32_t *restrict s = per_channel_sums ? wk->sums + (size_t)ox * astride : NULL;
+        const int64_t base = tround + (per_channel_sums || wk->folded ? 0 : ow * wk->sums[ox]);
+        for (int k = 0; k < n; k++) {
+            const int64_t core = (int64_t)a[k] + base + (s ? ow * s[k] : 0);
+            const int64_t v = max64(min64((core >> trunc) + bias[k], INT32_MAX), INT32_MIN);
+            /* (v * scale + round) >> shift, plus OUT_CVT_OFFSET (folded into the rounding term:
+             * adding offset << shift before the shift is exact) */
+            o[k] = (int8_t)max64(min64((v * scale + sround) >> shift, 127), -128);
         }
+        memset(o + n, 0, (size_t)(ocw - n)); /* channels past ORIG_CHANNEL [INFERRED] */
     }
 }
 
-static void run_direct(const struct worker *wk)
+/* DPU WDMA: 16-channel surface s of output row oy at
+ * DST + (16s / G) * SURFACE_ADD + (16s % G / 16) * DST_SURF_STRIDE + oy * W * 16. */
+static void write_row(const struct worker *wk, int oy, int ocw)
+{
+    const struct sim_conv_task *t = wk->t;
+    const int spg = t->group_channels / 16;
+    for (int s = 0; s < ocw / 16; s++) {
+        uint8_t *d = t->out + (size_t)(s / spg) * t->out_group_pitch + (size_t)(s % spg) * t->out_surf_pitch +
+                     (size_t)oy * t->out_w * 16;
+        const int8_t *src = wk->orow + (size_t)s * 16;
+        for (int ox = 0; ox < t->out_w; ox++)
+            memcpy(d + (size_t)ox * 16, src + (size_t)ox * ocw, 16);
+    }
+}
+
+static void run_direct(const struct worker *wk, int ocw)
 {
     const sim_conv *c = wk->c;
     const struct sim_conv_task *t = wk->t;
     const int ic = t->g.ic, kw = t->g.kw, kh = t->g.kh, kpad = c->kpad;
     const size_t L = (size_t)kw * ic;
     const size_t rowlen = (size_t)wk->cols_p * ic;
-    int32_t *acc = wk->scratch;
+    int32_t *acc = wk->acc;
 
     for (int oy = wk->oy0; oy < wk->oy1; oy++) {
-        memset(acc, 0, (size_t)t->out_w * kpad * sizeof(int32_t));
         for (int k = 0; k < kpad; k += KBLK) {
-            const int16_t *wb = c->w + (size_t)k * kh * L;
+            const int16_t *wb = wk->w + (size_t)k * kh * L;
             for (int ox = 0; ox < t->out_w; ox += 2) {
                 const int ox1 = ox + 1 < t->out_w ? ox + 1 : ox;
                 int32_t r[8] = {0};
@@ -294,50 +313,71 @@ static void run_direct(const struct worker *wk)
                     a1[0] = r[4], a1[1] = r[5], a1[2] = r[6], a1[3] = r[7];
             }
         }
-        for (int ox = 0; ox < t->out_w; ox++) {
+        for (int ox = 0; ox < t->out_w && !wk->folded; ox++) {
             int32_t s = 0;
             for (int ky = 0; ky < kh; ky++) {
                 const int32_t *ps = c->psum + (size_t)(oy * t->sy + ky) * wk->cols_p + (size_t)ox * t->sx;
                 for (int kx = 0; kx < kw; kx++)
                     s += ps[kx];
             }
-            finish_pixel(t, oy, ox, acc + (size_t)ox * kpad, &s, 0);
+            wk->sums[ox] = s;
         }
+        post_row(wk, (size_t)kpad, 0, ocw);
+        write_row(wk, oy, ocw);
     }
 }
 
-static void run_depthwise(const struct worker *wk)
+static void run_depthwise(const struct worker *wk, int ocw)
 {
     const sim_conv *c = wk->c;
     const struct sim_conv_task *t = wk->t;
     const int ic = t->g.ic, kw = t->g.kw, kh = t->g.kh;
     const size_t rowlen = (size_t)wk->cols_p * ic;
-    int32_t *acc = wk->scratch, *sum = acc + ic;
+    int32_t *acc = wk->acc, *sum = wk->sums;
 
-    for (int oy = wk->oy0; oy < wk->oy1; oy++)
-        for (int ox = 0; ox < t->out_w; ox++) {
-            memset(acc, 0, 2 * (size_t)ic * sizeof(int32_t));
+    for (int oy = wk->oy0; oy < wk->oy1; oy++) {
+        memset(acc, 0, (size_t)t->out_w * ic * sizeof(int32_t));
+        if (!wk->folded)
+            memset(sum, 0, (size_t)t->out_w * ic * sizeof(int32_t));
+        /* tiles of DW_TILE pixels keep their accumulators in L1 across the taps */
+        for (int ox0 = 0; ox0 < t->out_w; ox0 += DW_TILE) {
+            const int ox1 = ox0 + DW_TILE < t->out_w ? ox0 + DW_TILE : t->out_w;
             for (int ky = 0; ky < kh; ky++)
                 for (int kx = 0; kx < kw; kx++) {
-                    const int16_t *xp = c->x + (size_t)(oy * t->sy + ky) * rowlen + ((size_t)ox * t->sx + kx) * ic;
-                    const int16_t *wp = c->w + ((size_t)ky * kw + kx) * ic;
-                    for (int b = 0; b < ic; b += BLK)
-                        for (int j = b; j < b + BLK; j++) {
-                            acc[j] += (int32_t)xp[j] * wp[j];
-                            sum[j] += xp[j];
+                    const int16_t *xrow = c->x + (size_t)(oy * t->sy + ky) * rowlen + (size_t)kx * ic;
+                    const int16_t *restrict wp = wk->w + ((size_t)ky * kw + kx) * ic;
+                    for (int ox = ox0; ox < ox1; ox++) {
+                        const int16_t *restrict xp = xrow + (size_t)ox * t->sx * ic;
+                        int32_t *restrict ap = acc + (size_t)ox * ic;
+                        if (wk->folded) {
+                            /* |x| <= 128, |w + ow| <= 255: the product is exact in int16 */
+                            for (int b = 0; b < ic; b += BLK)
+                                for (int j = b; j < b + BLK; j++)
+                                    ap[j] += (int16_t)(xp[j] * wp[j]);
+                        } else {
+                            int32_t *restrict sp = sum + (size_t)ox * ic;
+                            for (int b = 0; b < ic; b += BLK)
+                                for (int j = b; j < b + BLK; j++) {
+                                    ap[j] += (int32_t)xp[j] * wp[j];
+                                    sp[j] += xp[j];
+                                }
                         }
+                    }
                 }
-            finish_pixel(t, oy, ox, acc, sum, 1);
         }
+        post_row(wk, (size_t)ic, 1, ocw);
+        write_row(wk, oy, ocw);
+    }
 }
 
 static void *worker_main(void *arg)
 {
     const struct worker *wk = arg;
+    const int ocw = (wk->t->oc_real + 15) / 16 * 16;
     if (wk->t->g.depthwise)
-        run_depthwise(wk);
+        run_depthwise(wk, ocw);
     else
-        run_direct(wk);
+        run_direct(wk, ocw);
     return NULL;
 }
 
@@ -359,7 +399,23 @@ int sim_conv_run(sim_conv *c, const struct sim_conv_task *t, char *err, size_t e
         return -ENOMEM;
     }
     build_input(c, t, rows_p, cols_p);
-    if (!g->depthwise)
+
+    /* Fold BS_OW_OP into the weights when every product and sum stays exact in the int16/int32
+     * paths (|ow| <= 128, i.e. any 8-bit weight zero point); otherwise keep the window sums. */
+    const int folded = t->ow_op >= -128 && t->ow_op <= 128;
+    if (folded && (!c->wf_valid || c->wf_ow != t->ow_op)) {
+        const size_t nw = g->depthwise ? (size_t)g->kh * g->kw * g->ic : (size_t)c->kpad * g->kh * g->kw * g->ic;
+        if (grow((void **)&c->wf, &c->wfcap, nw * sizeof(int16_t))) {
+            set_err(err, errlen, "simulator out of memory for the folded weights");
+            return -ENOMEM;
+        }
+        const int16_t ow = (int16_t)t->ow_op;
+        for (size_t i = 0; i < nw; i++)
+            c->wf[i] = (int16_t)(c->w[i] + ow);
+        c->wf_ow = t->ow_op;
+        c->wf_valid = 1;
+    }
+    if (!folded && !g->depthwise)
         for (size_t i = 0; i < npix; i++) {
             const int16_t *p = c->x + i * g->ic;
             int32_t s = 0;
@@ -368,18 +424,31 @@ int sim_conv_run(sim_conv *c, const struct sim_conv_task *t, char *err, size_t e
             c->psum[i] = s;
         }
 
-    /* Split output rows over two threads when the task is big enough to pay for a thread. */
-    const uint64_t macs = (uint64_t)t->out_w * t->out_h * g->kw * g->kh * g->ic * (g->depthwise ? 1 : g->kernels);
-    const size_t per = g->depthwise ? 2 * (size_t)g->ic : (size_t)t->out_w * c->kpad;
-    int32_t *scratch = malloc(2 * per * sizeof(int32_t));
+    /* per-worker scratch: accumulators, window sums, one output row */
+    const int ocw = (t->oc_real + 15) / 16 * 16;
+    const size_t acc_n = (size_t)t->out_w * (g->depthwise ? (size_t)g->ic : (size_t)c->kpad);
+    const size_t sum_n = g->depthwise ? acc_n : (size_t)t->out_w;
+    const size_t per = (acc_n + sum_n) * sizeof(int32_t) + (size_t)t->out_w * ocw;
+    uint8_t *scratch = malloc(2 * per + (size_t)t->oc_real * sizeof(int32_t));
     if (!scratch) {
         set_err(err, errlen, "simulator out of memory for the accumulators");
         return -ENOMEM;
     }
-    struct worker wk[2] = {
-        {c, t, rows_p, cols_p, 0, t->out_h, scratch},
-        {c, t, rows_p, cols_p, t->out_h, t->out_h, scratch + per},
-    };
+    int32_t *bias = (int32_t *)(scratch + 2 * per);
+    for (int k = 0; k < t->oc_real; k++) {
+        const uint8_t *b = t->bias + 4 * (size_t)k;
+        bias[k] = (int32_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
+    }
+    struct worker wk[2];
+    for (int i = 0; i < 2; i++) {
+        int32_t *base = (int32_t *)(scratch + (size_t)i * per);
+        wk[i] = (struct worker){c, t, bias, folded ? c->wf : c->w, folded, rows_p, cols_p, 0, t->out_h, base,
+                                base + acc_n, (int8_t *)(base + acc_n + sum_n)};
+    }
+    wk[1].oy0 = t->out_h;
+
+    /* Split output rows over two threads when the task is big enough to pay for a thread. */
+    const uint64_t macs = (uint64_t)t->out_w * t->out_h * g->kw * g->kh * g->ic * (g->depthwise ? 1 : g->kernels);
     pthread_t th;
     int threaded = 0;
     if (macs >= (1u << 21) && t->out_h >= 2) {

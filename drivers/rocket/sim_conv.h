@@ -31,6 +31,8 @@ struct sim_conv_task {
 
     /* CNA input fetch */
     int argb;                 /* single-channel raw uint8 rows converted by the CNA CVT */
+    int dma_w;                /* raw path: columns fetched per row (DMA_WIDTH); the rest up to
+                                 in_w read as padding */
     const uint8_t *in;        /* FEATURE_DATA_ADDR */
     size_t in_row_pitch;      /* bytes between rows */
     size_t in_plane_pitch;    /* bytes between 16-channel planes (normal path) */

@@ -334,8 +334,14 @@ static int execute(sim_npu *n)
     const uint32_t ls = rd(n, RK3588_CNA_DMA_CON1);
     const uint32_t ss = rd(n, RK3588_CNA_DMA_CON2);
     const uint32_t fds0 = rd(n, RK3588_CNA_FC_DATA_SIZE0);
-    check(n, FLD(fds0, CNA_FC_DATA_SIZE0, DMA_WIDTH) == (uint32_t)t.in_w && FLD(fds0, CNA_FC_DATA_SIZE0, DMA_HEIGHT) == (uint32_t)t.in_h,
-          RK3588_CNA_FC_DATA_SIZE0, fds0, "DMA width/height must equal DATAIN width/height (%dx%d)", t.in_w, t.in_h);
+    t.dma_w = (int)FLD(fds0, CNA_FC_DATA_SIZE0, DMA_WIDTH);
+    if (t.argb)
+        check(n, t.dma_w >= 1 && t.dma_w <= t.in_w && FLD(fds0, CNA_FC_DATA_SIZE0, DMA_HEIGHT) == (uint32_t)t.in_h,
+              RK3588_CNA_FC_DATA_SIZE0, fds0, "raw path: DMA width must be 1..DATAIN_WIDTH (%d) and DMA height DATAIN_HEIGHT (%d)",
+              t.in_w, t.in_h);
+    else
+        check(n, t.dma_w == t.in_w && FLD(fds0, CNA_FC_DATA_SIZE0, DMA_HEIGHT) == (uint32_t)t.in_h, RK3588_CNA_FC_DATA_SIZE0,
+              fds0, "DMA width/height must equal DATAIN width/height (%dx%d)", t.in_w, t.in_h);
     const uint32_t fds1 = rd(n, RK3588_CNA_FC_DATA_SIZE1);
     check(n, fds1 == (uint32_t)g->ic, RK3588_CNA_FC_DATA_SIZE1, fds1, "DMA_CHANNEL must equal DATAIN_CHANNEL (%d)", g->ic);
 
@@ -452,9 +458,9 @@ static int execute(sim_npu *n)
     uint64_t in_len;
     if (t.argb) {
         t.in_row_pitch = FLD(ls, CNA_DMA_CON1, LINE_STRIDE);
-        if (t.in_row_pitch < (size_t)t.in_w)
-            return fail(n, "CNA_DMA_CON1 = 0x%08x: raw rows of %d bytes overlap", ls, t.in_w);
-        in_len = (uint64_t)(t.in_h - 1) * t.in_row_pitch + t.in_w;
+        if (t.in_row_pitch < (size_t)t.dma_w)
+            return fail(n, "CNA_DMA_CON1 = 0x%08x: raw rows of %d bytes overlap", ls, t.dma_w);
+        in_len = (uint64_t)(t.in_h - 1) * t.in_row_pitch + t.dma_w;
     } else {
         t.in_row_pitch = 4 * (size_t)FLD(ls, CNA_DMA_CON1, LINE_STRIDE);
         t.in_plane_pitch = 16 * ((size_t)FLD(ss, CNA_DMA_CON2, SURF_STRIDE) + FLD(ls, CNA_DMA_CON1, LINE_STRIDE));
@@ -507,15 +513,16 @@ static int execute(sim_npu *n)
         return -EINVAL;
 
     /* everything written since this group last executed must have been consumed */
-    for (int u = 0; u < U_COUNT; u++)
-        for (int i = 0; i < NSLOTS; i++) {
-            if (unit_of((uint32_t)i * 4) != u || !n->dirty[n->exe[u]][i])
-                continue;
-            if (!n->consumed[i])
-                return fail(n, "%s (0x%04x) = 0x%08x was written but is not used by a conv task (not simulated)",
-                            reg_name(n, (uint32_t)i * 4), i * 4, n->regs[n->exe[u]][i]);
-            n->dirty[n->exe[u]][i] = 0;
-        }
+    for (int r = 0; r < RK3588_NUM_REGS; r++) {
+        const uint32_t off = rk3588_regs[r].offset, i = off / 4;
+        const int u = unit_of(off);
+        if (u < 0 || !n->dirty[n->exe[u]][i])
+            continue;
+        if (!n->consumed[i])
+            return fail(n, "%s (0x%04x) = 0x%08x was written but is not used by a conv task (not simulated)",
+                        rk3588_regs[r].name, off, n->regs[n->exe[u]][i]);
+        n->dirty[n->exe[u]][i] = 0;
+    }
 
     if (sim_conv_run(n->conv, &t, n->err, sizeof(n->err)))
         return n->bad = 1, -ENOMEM;

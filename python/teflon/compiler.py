@@ -56,3 +56,8 @@ def supported(graph: Graph, device: str) -> dict[int, tuple[bool, str]]:
 def compile(graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int], device: str) -> Program:
     """Compile the partition `nodes` (node indices) whose runtime inputs/outputs are the given tensors."""
     return backend(device).compile(graph, nodes, inputs, outputs, device)
+
+
+def regmap_for(device: str):  # noqa: ANN201 - the family's RegMap type
+    """The register table (pack/decode/pretty-print) the device's command streams use."""
+    return backend(device).regmap_for(device)

@@ -279,17 +279,36 @@ def graph_inputs(model: bytes) -> list[TensorInfo]:
     return infos
 
 
-def operator_names(model: bytes) -> list[str]:
-    """Builtin operator names of the first subgraph, in node order."""
+@dataclass(frozen=True)
+class OperatorInfo:
+    name: str  # builtin operator name, e.g. "CONV_2D"
+    input_shapes: tuple[tuple[int, ...] | None, ...]  # None for an absent optional input
+    output_shapes: tuple[tuple[int, ...], ...]
+
+
+def operators(model: bytes) -> list[OperatorInfo]:
+    """The first subgraph's operators in node order, with their tensor shapes."""
     m = tflite.Model.GetRootAs(model, 0)
     names = {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
     sg = m.Subgraphs(0)
+
+    def shape(t: int) -> tuple[int, ...]:
+        return tuple(int(d) for d in sg.Tensors(t).ShapeAsNumpy())
+
     out = []
     for i in range(sg.OperatorsLength()):
-        oc = m.OperatorCodes(sg.Operators(i).OpcodeIndex())
+        op = sg.Operators(i)
+        oc = m.OperatorCodes(op.OpcodeIndex())
         code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
-        out.append(names.get(code, f"BUILTIN_{code}"))
+        ins = tuple(shape(t) if t >= 0 else None for t in op.InputsAsNumpy())
+        outs = tuple(shape(t) for t in op.OutputsAsNumpy())
+        out.append(OperatorInfo(names.get(code, f"BUILTIN_{code}"), ins, outs))
     return out
+
+
+def operator_names(model: bytes) -> list[str]:
+    """Builtin operator names of the first subgraph, in node order."""
+    return [op.name for op in operators(model)]
 
 
 def random_inputs(model: bytes, seed: int = 0) -> list[np.ndarray]:
