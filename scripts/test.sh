@@ -15,7 +15,8 @@ bash scripts/setup.sh
 PY=.venv/bin/python
 
 echo "== ruff"
-"$PY" -m ruff check python tests
+lint=0
+"$PY" -m ruff check python tests || lint=$?
 
 # Default selection lives here, not in pyproject, so that `-m slow` on the command line replaces it.
 marker=(-m "not slow")
@@ -32,4 +33,12 @@ mkdir -p "$results"
 echo "== pytest"
 # Exit code 5 ("no tests collected") cannot happen with the default selection (tests/test_modelgen.py always
 # collects); with caller filters it is reported as the failure it is.
-exec "$PY" -m pytest -n auto "${marker[@]}" -rfE --durations=15 --junitxml="$results/junit.xml" "$@"
+tests=0
+"$PY" -m pytest -n auto "${marker[@]}" -rfE --durations=15 --junitxml="$results/junit.xml" "$@" || tests=$?
+
+if [ "$lint" -ne 0 ]; then
+    echo "test.sh: ruff found problems (see above)" >&2
+fi
+# pytest's own code when it failed, else 1 for lint problems
+if [ "$tests" -ne 0 ]; then exit "$tests"; fi
+exit $((lint != 0))

@@ -322,10 +322,12 @@ SLOW_CONV: list[ConvCase] = unique(
     exclude=DEFAULT_CONV,
 )
 
+# One output channel makes "per-channel" weights per-tensor (one scale): those are left out.
 SLOW_PER_CHANNEL: list[ConvCase] = unique(
     ConvCase(c.op, c.in_h, c.in_w, c.in_c, c.out_c, c.kernel, c.stride, c.padding, c.activation, "int8",
              per_channel=True)
     for c in sweep("conv2d", seed=16, cap=DEFAULT_MAC_CAP) + sweep("dwconv", seed=17, cap=DEFAULT_MAC_CAP)
+    if c.channels_out > 1
 )
 
 SLOW_ADD: list[AddCase] = [
@@ -343,10 +345,16 @@ SLOW_ADD: list[AddCase] = [
 # ---------------------------------------------------------------------------------------------------------------
 
 
+# (shape predicate, reason) pairs; empty while the backend claims every per-tensor convolution in the tables.
+# Example entry: (lambda shape: shape[1] < 4, "input height < 4 (CNA surface stride would be negative)").
+RK3588_KNOWN_CPU: list[tuple[Callable[[Sequence[int]], bool], str]] = []
+
+
 def rk3588_known_cpu_conv(input_shape: Sequence[int]) -> str | None:
     """Why rk3588 is expected to leave a convolution with this NHWC input on the CPU today, or None."""
-    if input_shape[1] < 4:
-        return "input height < 4 (rocket support.py: CNA surface stride would be negative)"
+    for applies, reason in RK3588_KNOWN_CPU:
+        if applies(input_shape):
+            return reason
     return None
 
 

@@ -463,7 +463,10 @@ static int execute(sim_npu *n)
         in_len = (uint64_t)(t.in_h - 1) * t.in_row_pitch + t.dma_w;
     } else {
         t.in_row_pitch = 4 * (size_t)FLD(ls, CNA_DMA_CON1, LINE_STRIDE);
-        t.in_plane_pitch = 16 * ((size_t)FLD(ss, CNA_DMA_CON2, SURF_STRIDE) + FLD(ls, CNA_DMA_CON1, LINE_STRIDE));
+        /* the sum wraps at the 28-bit field width: Mesa's W*(H-4) is negative below four rows and
+         * still addresses whole planes on silicon [INFERRED] */
+        t.in_plane_pitch = 16 * (((size_t)FLD(ss, CNA_DMA_CON2, SURF_STRIDE) + FLD(ls, CNA_DMA_CON1, LINE_STRIDE)) &
+                                 RK3588_CNA_DMA_CON2__SURF_STRIDE__MASK);
         if (t.in_row_pitch < (size_t)t.in_w * 16)
             return fail(n, "CNA_DMA_CON1 = 0x%08x: rows of %d pixels x 16 bytes overlap (line stride counts 4-byte units)", ls, t.in_w);
         if (planes > 1 && t.in_plane_pitch < (size_t)t.in_h * t.in_row_pitch)

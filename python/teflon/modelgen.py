@@ -282,12 +282,14 @@ def graph_inputs(model: bytes) -> list[TensorInfo]:
 @dataclass(frozen=True)
 class OperatorInfo:
     name: str  # builtin operator name, e.g. "CONV_2D"
+    inputs: tuple[int, ...]  # tensor indices; -1 for an absent optional input
+    outputs: tuple[int, ...]
     input_shapes: tuple[tuple[int, ...] | None, ...]  # None for an absent optional input
     output_shapes: tuple[tuple[int, ...], ...]
 
 
 def operators(model: bytes) -> list[OperatorInfo]:
-    """The first subgraph's operators in node order, with their tensor shapes."""
+    """The first subgraph's operators in node order, with their tensors and shapes."""
     m = tflite.Model.GetRootAs(model, 0)
     names = {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
     sg = m.Subgraphs(0)
@@ -300,10 +302,22 @@ def operators(model: bytes) -> list[OperatorInfo]:
         op = sg.Operators(i)
         oc = m.OperatorCodes(op.OpcodeIndex())
         code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
-        ins = tuple(shape(t) if t >= 0 else None for t in op.InputsAsNumpy())
-        outs = tuple(shape(t) for t in op.OutputsAsNumpy())
-        out.append(OperatorInfo(names.get(code, f"BUILTIN_{code}"), ins, outs))
+        ins = tuple(int(t) for t in op.InputsAsNumpy())
+        outs = tuple(int(t) for t in op.OutputsAsNumpy())
+        out.append(OperatorInfo(names.get(code, f"BUILTIN_{code}"), ins, outs,
+                                tuple(shape(t) if t >= 0 else None for t in ins), tuple(shape(t) for t in outs)))
     return out
+
+
+def tensor_scales(model: bytes) -> dict[int, np.ndarray]:
+    """Quantization scales of every quantized tensor of the first subgraph, by tensor index."""
+    sg = tflite.Model.GetRootAs(model, 0).Subgraphs(0)
+    scales = {}
+    for i in range(sg.TensorsLength()):
+        q = sg.Tensors(i).Quantization()
+        if q is not None and q.ScaleLength():
+            scales[i] = q.ScaleAsNumpy().astype(np.float64)
+    return scales
 
 
 def operator_names(model: bytes) -> list[str]:
@@ -551,6 +565,12 @@ def conv_params(case: ConvCase, rng: np.random.Generator, input_quant: QParams |
     else:
         in_scale = float(np.float32(_log_uniform(rng, 0.004, 0.05)))
 
+    if (case.output_scale is not None and case.weight_scale is None and not case.per_channel
+            and case.activation == "none"):
+        # A given output scale with a free weight scale: fit the weight scale so the outputs fill the range.
+        span = max(float(np.max(hi_acc)), 0.0) - min(float(np.min(lo_acc)), 0.0)
+        w_scale = np.array([case.output_scale * (qmax - qmin) / (in_scale * span)], dtype=np.float32)
+
     lo = float(np.min(in_scale * w_scale * lo_acc))
     hi = float(np.max(in_scale * w_scale * hi_acc))
     if case.activation == "relu6":
@@ -682,8 +702,11 @@ class AddCase:
 
     @property
     def conv(self) -> ConvCase:
+        # Under RELU6 the sum is quantized with scale 6/255: keep the addends on a comparable scale, otherwise
+        # nearly every output saturates and one LSB of an addend is dozens of LSB of the sum.
+        out_scale = 6.0 / 255.0 if self.activation == "relu6" else None
         return ConvCase("conv2d", self.in_h, self.in_w, self.in_c, self.channels_out, self.kernel, 1, "same",
-                        dtype=self.dtype, seed=self.seed)
+                        dtype=self.dtype, output_scale=out_scale, seed=self.seed)
 
     @property
     def macs(self) -> int:
@@ -692,7 +715,8 @@ class AddCase:
     def _random_quant(self, rng: np.random.Generator) -> QParams:
         qmin, qmax = QRANGE[self.dtype]
         # Mesa's add test draws input scales from [1/128, 0.4386]; zero points anywhere in range.
-        return QParams.make(rng.uniform(1 / 128, 0.4386), int(rng.integers(qmin, qmax + 1)))
+        lo, hi = (3 / 255, 12 / 255) if self.activation == "relu6" else (1 / 128, 0.4386)
+        return QParams.make(rng.uniform(lo, hi), int(rng.integers(qmin, qmax + 1)))
 
     def build(self) -> bytes:
         rng = np.random.default_rng([self.seed, zlib.crc32(self.name.encode())])

@@ -34,6 +34,9 @@ ARGB_CVT_TRUNCATE_ADD = 15  # Mesa's empirical values when the op takes part in 
 ARGB_CVT_SCALE_ADD = 32388
 
 
+SURF_STRIDE_MASK = (1 << 28) - 1  # CNA_DMA_CON2.SURF_STRIDE is bits 0..27
+
+
 class EncodeError(ValueError):
     pass
 
@@ -108,10 +111,11 @@ class OpParams:
             return self.line_stride * (c.in_h - 1)
         if c.in_w == 8 and self.in_ew:
             return 112
-        # Mesa: line_stride * (IH/4 - 1) = IW * (IH - 4); the plane pitch minus four rows, in 16 B units
-        if c.in_h < 4:
-            raise EncodeError(f"input height {c.in_h} < 4 not supported (Mesa's CNA surface stride W*(H-4) is negative)")
-        return c.in_w * (c.in_h - 4)
+        # Mesa: line_stride * (IH/4 - 1) = IW * (IH - 4); the plane pitch minus four rows, in 16 B units.
+        # Below four rows Mesa's signed value wraps into the 28-bit field (how its MobileNet classifier
+        # conv on a 1x1 map runs on silicon); the DMA adds SURF_STRIDE + LINE_STRIDE modulo 2^28
+        # [INFERRED, docs/hardware/rocket.md].
+        return (c.in_w * (c.in_h - 4)) & SURF_STRIDE_MASK
 
     @property
     def input_row_bytes(self) -> int:
