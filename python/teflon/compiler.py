@@ -58,6 +58,6 @@ def compile(graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int
     return backend(device).compile(graph, nodes, inputs, outputs, device)
 
 
-def regmap_for(device: str):  # noqa: ANN201 - the family's RegMap type
+def regmap_for(device: str) -> object:
     """The register table (pack/decode/pretty-print) the device's command streams use."""
     return backend(device).regmap_for(device)

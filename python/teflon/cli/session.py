@@ -29,8 +29,23 @@ class Session:
             return "CPU (TFLite builtin kernels)"
         programs = self.capture.programs if self.capture is not None else []
         nodes = sum(len(nodes) for nodes, _ in programs)
-        sim = {"1": "simulated", "0": "real", "auto": "auto-selected"}[self.options.get("sim", "auto")]
-        return f"teflon {self.options['device']} ({sim} NPU), {nodes} nodes in {len(programs)} partition(s)"
+        devices = {prog.device for _, prog in programs} or {self.options["device"]}
+        return f"teflon {', '.join(sorted(devices))} ({self.npu_kind()} NPU), {nodes} nodes in {len(programs)} partition(s)"
+
+    def npu_kind(self) -> str:
+        """'simulated' or 'real', as the driver's own auto-selection decides (no second implementation)."""
+        assert self.options is not None
+        sim = self.options.get("sim", "auto")
+        if sim != "auto":
+            return "simulated" if sim == "1" else "real"
+        from teflon.native import Device, NativeError
+
+        device = self.options.get("device", "auto")
+        try:
+            with Device("rk3588" if device == "auto" else device, sim=None) as dev:
+                return "simulated" if dev.is_sim else "real"
+        except NativeError:
+            return "unknown"
 
 
 def open_interpreter(model: str | bytes, options: dict[str, str] | None, *, runtime: str | None = None,

@@ -28,11 +28,14 @@ def supported(graph: Graph, device: str) -> dict[int, tuple[bool, str]]:
     return _supported(graph, device)
 
 
-def compile(graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int], device: str) -> Program:
+def compile(graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int], device: str, *,
+            mesa_compat: bool = False) -> Program:
+    """mesa_compat: requant scale rounded as Mesa does, for byte-equal streams (see coefs.out_cvt)."""
     from .encoder import compile_ops
     from .lower import lower_partition
 
-    return compile_ops(regmap_for(device), device, lower_partition(graph, nodes, outputs), inputs, outputs)
+    return compile_ops(regmap_for(device), device, lower_partition(graph, nodes, outputs), inputs, outputs,
+                       mesa_compat=mesa_compat)
 
 
 __all__ = ["compile", "regmap_for", "supported"]

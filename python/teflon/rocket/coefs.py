@@ -8,6 +8,7 @@ the bias table absorbs -zxs * sum (w - zw) per output channel.
 
 from __future__ import annotations
 
+import math
 import struct
 
 import numpy as np
@@ -58,24 +59,32 @@ def bias_table(bias: np.ndarray, weights_q: np.ndarray, w_zp_q: int, in_zp: int,
     return q.astype("<i4")
 
 
-def out_cvt(in_scale: np.float32, w_scale: np.float32, out_scale: np.float32, trunc: int) -> tuple[int, int]:
-    """(OUT_CVT_SCALE, OUT_CVT_SHIFT) with scale / 2^shift ~= sx*sw/sy (float32, as Mesa).
+def out_cvt(in_scale: np.float32, w_scale: np.float32, out_scale: np.float32, trunc: int,
+            mesa_rounding: bool = False) -> tuple[int, int]:
+    """(OUT_CVT_SCALE, OUT_CVT_SHIFT): a Q1.14 scale in [2^14, 2^15) with scale / 2^shift ~= sx*sw/sy * 2^trunc.
 
-    Scale = Q1.14 mantissa with the implicit one, plus one (Mesa's rounding); when the mantissa is
-    all ones the +1 carries to 2^15: renormalize to 2^14 and one bit less of shift (Mesa instead
-    ends up at half the value there).
+    Default: the scale is the exact multiplier rounded to nearest (TFLite derives its own multiplier in
+    double precision from the same scales). mesa_rounding=True reproduces Mesa byte for byte: the float32
+    multiplier's top 14 mantissa bits plus one, which always rounds up and biases every output upward
+    (docs/hardware/rocket.md, "Requantization"). In both, a scale that reaches 2^15 is renormalized to
+    2^14 with one bit less of shift (Mesa instead ends up at half the value there).
     """
-    m = np.float32(np.float32(in_scale) * np.float32(w_scale)) / np.float32(out_scale)
-    b = f32_bits(m)
+    m32 = np.float32(np.float32(in_scale) * np.float32(w_scale)) / np.float32(out_scale)
+    b = f32_bits(m32)
     if b >> 31 or not 0 < (b >> 23) < 0xFF:
-        raise ValueError(f"requant multiplier {float(m)} not representable")
-    exp = b >> 23
-    scale = (1 << 14) + ((b >> 9) & 0x3FFF) + 1
-    shift = 141 - exp - trunc
+        raise ValueError(f"requant multiplier {float(m32)} not representable")
+    shift = 141 - (b >> 23) - trunc
+    if mesa_rounding:
+        scale = (1 << 14) + ((b >> 9) & 0x3FFF) + 1
+    else:
+        exact = float(in_scale) * float(w_scale) / float(out_scale)
+        mant, exp = math.frexp(exact)  # exact = mant * 2^exp, mant in [0.5, 1)
+        shift = 15 - exp - trunc
+        scale = math.floor(mant * (1 << 15) + 0.5)
     if scale == 1 << 15:
         scale, shift = 1 << 14, shift - 1
     if not 0 <= shift < 1 << 12:
-        raise ValueError(f"requant multiplier {float(m)} out of range (shift {shift})")
+        raise ValueError(f"requant multiplier {float(m32)} out of range (shift {shift})")
     return scale, shift
 
 

@@ -70,12 +70,14 @@ def geometry(c: RocketConv) -> Geometry:
                     c.pad_top, c.pad_bottom, c.pad_left, c.pad_right, c.depthwise)
 
 
-def op_params(c: RocketConv) -> OpParams:
-    """Everything but the weight bytes: split, truncate bits, requant. Raises EncodeError."""
+def op_params(c: RocketConv, mesa_compat: bool = False) -> OpParams:
+    """Everything but the weight bytes: split, truncate bits, requant. Raises EncodeError.
+
+    mesa_compat: round the requant scale as Mesa does (byte-equal streams, see coefs.out_cvt)."""
     try:
         sp = split(geometry(c))
         trunc = coefs.truncate_bits(c.w_scale, c.weights, c.depthwise)
-        scale, shift = coefs.out_cvt(c.in_scale, c.w_scale, c.out_scale, trunc)
+        scale, shift = coefs.out_cvt(c.in_scale, c.w_scale, c.out_scale, trunc, mesa_rounding=mesa_compat)
         add = None
         if c.add is not None:
             ew_scale, ew_shift = coefs.ew_cvt(c.add.scale, c.in_scale, c.w_scale)
@@ -95,8 +97,8 @@ def build_streams(rm: RegMap, p: OpParams) -> tuple[list[Stream], list[int]]:
     return streams, offsets
 
 
-def encode_op(rm: RegMap, c: RocketConv) -> EncodedOp:
-    p = op_params(c)
+def encode_op(rm: RegMap, c: RocketConv, mesa_compat: bool = False) -> EncodedOp:
+    p = op_params(c, mesa_compat)
     streams, offsets = build_streams(rm, p)
     packed = weights.pack(c.weights, c.w_zp, c.depthwise)
     bias = coefs.bias_table(c.bias, c.weights_q, c.w_zp_q, c.in_zp, c.depthwise, p.truncate_bits)
@@ -113,7 +115,8 @@ def _xor(dtype: str) -> int:
     return 0x80 if dtype == "uint8" else 0
 
 
-def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[int], outputs: list[int]) -> Program:
+def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[int], outputs: list[int],
+                mesa_compat: bool = False) -> Program:
     prog = Program(device=device)
     produced = {c.output_tensor for c in convs}
     shapes: dict[int, tuple[int, int, int, str]] = {}
@@ -133,7 +136,7 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[i
         prog.add_buffer(Buffer(f"t{t}", tensor_bytes(h, w, ch), tensor=True))
 
     for k, c in enumerate(convs):
-        enc = encode_op(rm, c)
+        enc = encode_op(rm, c, mesa_compat)
         prefix = f"op{k}"
         names = {
             ROLE_ADD: f"t{c.add.tensor}" if c.add is not None else "",
