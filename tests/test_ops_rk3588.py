@@ -18,6 +18,7 @@ from opcases import (
     DEFAULT_CONV,
     DEFAULT_PER_CHANNEL,
     DEFAULT_POOL,
+    KNOWN_REQUANT_LIMIT,
     SLOW_ADD,
     SLOW_CONV,
     SLOW_PER_CHANNEL,
@@ -76,6 +77,9 @@ def check_delegated_conv(case: ConvCase | AddCase | PoolCase, options: dict[str,
                          "(TEFLON_DEBUG=verbose prints the compiler's reasons)")
     claimed = [i for i in run.nodes_of(*cpu_kinds) if i in run.delegated]
     assert not claimed, f"rk3588 must leave these on the CPU: {run.describe(claimed)}"
+    limit = KNOWN_REQUANT_LIMIT.get(case.name)
+    if limit and cmp.max_abs_diff <= max_diff and not cmp.within(max_diff, min_exact):
+        pytest.xfail(f"{case.name}: {cmp}: known RK3588 requantization limit: {limit}")
     if not cmp.within(max_diff, min_exact):
         pytest.fail(f"{case.name}: {cmp} (allowed {max_diff} LSB, >= {100 * min_exact:.1f}% exact); "
                     + _mismatch_hint(ref, run.outputs), pytrace=False)
