@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The C parts under AddressSanitizer + UBSan: an instrumented libteflon.so (build-asan/), the C-only dlopen
+# test with leak checking, and the simulator/delegate test files through Python with leak checking off
+# (CPython itself does not free everything at exit).
+#
+#   bash scripts/test-asan.sh            # after scripts/setup.sh
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="$PWD/.venv/bin:$PATH"
+
+if [ ! -f build-asan/build.ninja ]; then
+    meson setup build-asan -Db_sanitize=address,undefined -Dbuildtype=debugoptimized >/dev/null
+fi
+ninja -C build-asan >/dev/null
+
+export TEFLON_LIBRARY="$PWD/build-asan/delegate/libteflon.so"
+export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so) $(gcc -print-file-name=libstdc++.so)"
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export ASAN_OPTIONS=detect_leaks=0
+echo "== pytest under ASan/UBSan ($TEFLON_LIBRARY)"
+python -m pytest -n auto -q -p no:cacheprovider -m "not slow" \
+    tests/test_dlopen.py tests/test_delegate_options.py tests/test_sim_rocket.py tests/test_sim_mutation.py \
+    tests/test_split_rk3588.py "tests/test_ops_rk3588.py" -k "not ai_edge_litert" "$@"

@@ -1,0 +1,98 @@
+"""`python -m teflon classify | inspect | regcmd | bench` on a real model, as a user runs them."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+MODEL = "mobilenet_v1_0.25_128_quant.tflite"
+
+
+@pytest.fixture(scope="module")
+def model(shared_dir: Path, delegate_library: None) -> Path:
+    path = shared_dir / "models" / MODEL
+    if not path.is_file():
+        pytest.skip(f"{MODEL} not in {path.parent}")
+    return path
+
+
+def teflon_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.pop("TEFLON_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "teflon", *args], check=False, capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=300)
+
+
+def test_classify_prints_top5_and_times(model: Path) -> None:
+    models = model.parent
+    r = teflon_cli("classify", "--model", str(model), "--image", str(models / "grace_hopper.bmp"),
+                   "--labels", str(models / "imagenet_labels.txt"), "--device", "rk3588", "--sim", "1")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert any(line.startswith("compile:") and line.endswith("ms") for line in lines), r.stdout
+    assert any(line.startswith("invoke:") for line in lines), r.stdout
+    assert "simulated NPU" in r.stdout
+    scores = [line for line in lines if line[:1].isdigit() and "(" in line]
+    assert len(scores) == 5, r.stdout
+    assert "academic gown" in scores[0], r.stdout  # the CPU's top-1 for this image (../shared/models/README.md)
+
+
+def test_inspect_lists_every_node_with_a_reason(model: Path) -> None:
+    r = teflon_cli("inspect", "--model", str(model), "--device", "rk3588", "--sim", "1")
+    assert r.returncode == 0, r.stderr
+    rows = [line.split(None, 3) for line in r.stdout.splitlines() if line[:4].strip().isdigit()]
+    assert len(rows) == 31  # MobileNetV1: 15 CONV_2D, 13 DEPTHWISE_CONV_2D, pool, reshape, softmax
+    for node, op, delegated, *reason in rows:
+        assert delegated in ("yes", "no") and reason and reason[0].strip(), (node, op, delegated, reason)
+        if op in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+            assert delegated == "yes", (node, op, reason)
+    assert "28 of 31 nodes delegated" in r.stdout
+
+
+def test_regcmd_json_layout(model: Path, tmp_path: Path) -> None:
+    out = tmp_path / "program.json"
+    r = teflon_cli("regcmd", "--model", str(model), "--device", "rk3588", "--sim", "1", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["device"] == "rk3588"
+    assert len(doc["operations"]) == 28
+    for op in doc["operations"]:
+        assert op["kind"] in ("CONV_2D", "DEPTHWISE_CONV_2D") and op["nodes"]
+        for task in op["tasks"]:
+            words = [int(w, 16) for w in task["regcmd"]]
+            assert all(len(w) == 18 for w in task["regcmd"])  # "0x" + 16 hex digits
+            for rel in task["relocs"]:
+                assert rel["buffer"] in doc["buffers"] or rel["buffer"].rsplit("/", 1)[-1].startswith("t")
+                # relocated words carry only the offset inside the target buffer, never an address
+                assert (words[rel["index"]] >> 16) & 0xFFFFFFFF == rel["offset"]
+    for data in doc["buffers"].values():
+        base64.b64decode(data, validate=True)
+
+
+def test_regcmd_pretty_prints_register_names(model: Path) -> None:
+    r = teflon_cli("regcmd", "--model", str(model), "--device", "rk3588", "--sim", "1")
+    assert r.returncode == 0, r.stderr
+    assert "CNA_CBUF_CON0" in r.stdout and "DATA_BANK=" in r.stdout and "DPU_OUT_CVT_SCALE" in r.stdout
+
+
+def test_bench_appends_a_dated_row(model: Path, tmp_path: Path) -> None:
+    perf = tmp_path / "PERFORMANCE.md"
+    r = teflon_cli("bench", "--model", str(model), "--device", "rk3588", "--sim", "1", "--runs", "2",
+                   "--perf-file", str(perf))
+    assert r.returncode == 0, r.stderr
+    for label in ("compile:", "NPU invoke:", "CPU tflite_runtime builtin:", "NPU invoke / CPU builtin:"):
+        assert label in r.stdout, r.stdout
+    rows = [line for line in perf.read_text().splitlines() if line.startswith("| 20")]
+    assert len(rows) == 1 and MODEL in rows[0]
+
+
+def test_bad_model_path_is_a_clear_error(tmp_path: Path) -> None:
+    r = teflon_cli("inspect", "--model", str(tmp_path / "missing.tflite"), "--device", "rk3588", "--sim", "1")
+    assert r.returncode != 0
+    assert "error" in r.stderr and "Traceback" not in r.stderr
