@@ -20,6 +20,9 @@ struct teflon_backend {
     void (*close)(void *impl);
 };
 
+/* The rocket SoC from the devicetree compatible of the NPU cores under `root` (see teflon_detect_soc). */
+int rocket_detect_soc(const char *root, char *out, size_t len);
+
 /* Each opener returns -ENODEV when its device is absent (so auto mode can fall back). */
 int rocket_kernel_open(const char *soc, void **impl, const struct teflon_backend **ops, char *err, size_t errlen);
 int rocket_sim_open(const char *soc, void **impl, const struct teflon_backend **ops, char *err, size_t errlen);

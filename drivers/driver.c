@@ -97,6 +97,14 @@ const char *teflon_dev_error(const teflon_dev *dev)
     return dev->err;
 }
 
+int teflon_detect_soc(char *out, size_t len)
+{
+    if (out && len)
+        out[0] = '\0';
+    const char *root = getenv("TEFLON_SYSFS_ROOT");
+    return rocket_detect_soc(root ? root : "", out, len);
+}
+
 const char *teflon_dev_soc(const teflon_dev *dev)
 {
     return dev->soc;

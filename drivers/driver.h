@@ -45,6 +45,15 @@ typedef struct teflon_job {
 int teflon_dev_open(const char *soc, int sim, teflon_dev **out, char *err, size_t errlen);
 void teflon_dev_close(teflon_dev *dev);
 const char *teflon_dev_error(const teflon_dev *dev);
+
+/* The SoC whose NPU this machine's kernel exposes, from the devicetree compatible string of the NPU core
+ * devices (rocket: "rockchip,rk3588-rknn-core" -> "rk3588", "rockchip,rk3576-rknn-core" -> "rk3576"),
+ * found under /sys/class/accel/accelN/device/of_node and /sys/bus/platform/drivers/rocket/<core>/of_node.
+ * Returns 0 with the SoC name in out; -ENODEV when no NPU core is bound to a known driver; -ENOTSUP when
+ * one is but its compatible names a SoC teflon does not know (out then holds that compatible string, for
+ * the message). Needs no open device and no privileges. $TEFLON_SYSFS_ROOT, when set, is prepended to
+ * every path (tests run it on a fake sysfs tree). */
+int teflon_detect_soc(char *out, size_t len);
 const char *teflon_dev_soc(const teflon_dev *dev);
 int teflon_dev_is_sim(const teflon_dev *dev);
 

@@ -415,7 +415,9 @@ def test_support_add_and_device() -> None:
     g.operations.append(Operation(1, "ADD", [3, 3], [4], {"activation": "NONE"}))
     sup = rocket.supported(g, "rk3588")
     assert sup[1] == (False, "ADD runs on the CPU (fusion into the producing convolution not implemented yet)")
-    assert not rocket.supported(g, "rk3576")[0][0]
+    assert rocket.supported(g, "rk3576")[0][0]  # the RK3576 encoder claims it as well
+    assert rocket.supported(g, "rk3576")[1][0] is False
+    assert not rocket.supported(g, "rk3568")[0][0]  # no encoder for that SoC
 
 
 def test_io_bindings_and_jobs() -> None:

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <limits.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -174,9 +176,111 @@ static const struct teflon_backend rk_ops = {
     .close = rk_close,
 };
 
+/* ---- SoC detection: the devicetree compatible of the NPU cores -------------------------------- */
+
+/* Devicetree compatibles of an NPU core node (Linux Documentation/devicetree/bindings/npu/
+ * rockchip,rk3588-rknn-core.yaml; RK3576 from the enablement series, rocket.md §6.3). A prefix match
+ * also covers the "-top" variant of an older binding. */
+static const struct {
+    const char *compatible;
+    const char *soc;
+} core_compatibles[] = {
+    {"rockchip,rk3588-rknn-core", "rk3588"},
+    {"rockchip,rk3576-rknn-core", "rk3576"},
+};
+
+/* Match one of_node/compatible file (NUL-separated strings): 1 known SoC (name in out), 2 a Rockchip NPU
+ * core of another SoC (the compatible in out), 0 no NPU core. */
+static int match_compatible(const char *path, char *out, size_t len)
+{
+    char buf[512];
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    const size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    int found = 0;
+    for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
+        const char *c = buf + i;
+        for (size_t k = 0; k < sizeof(core_compatibles) / sizeof(core_compatibles[0]); k++)
+            if (strncmp(c, core_compatibles[k].compatible, strlen(core_compatibles[k].compatible)) == 0) {
+                snprintf(out, len, "%s", core_compatibles[k].soc);
+                return 1;
+            }
+        if (!found && strncmp(c, "rockchip,", 9) == 0 && strstr(c, "-rknn-core")) {
+            snprintf(out, len, "%s", c);
+            found = 2;
+        }
+    }
+    return found;
+}
+
+/* Scan <root><dir>/<entry>/<leaf> for every entry of dir whose name starts with prefix: as
+ * match_compatible, a known SoC winning over another core's unknown compatible. */
+static int scan(const char *root, const char *dir, const char *prefix, const char *leaf, char *out, size_t len)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s%s", root, dir);
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    int found = 0;
+    char got[256], other[256] = "";
+    for (struct dirent *e; found != 1 && (e = readdir(d));) {
+        if (e->d_name[0] == '.' || strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        snprintf(path, sizeof(path), "%s%s/%s/%s", root, dir, e->d_name, leaf);
+        const int m = match_compatible(path, got, sizeof(got));
+        if (m == 1) {
+            snprintf(out, len, "%s", got);
+            found = 1;
+        } else if (m == 2 && !found) {
+            snprintf(other, sizeof(other), "%s", got);
+            found = 2;
+        }
+    }
+    closedir(d);
+    if (found == 2)
+        snprintf(out, len, "%s", other);
+    return found;
+}
+
+int rocket_detect_soc(const char *root, char *out, size_t len)
+{
+    /* A kernel whose accel device is a core itself carries the compatible there; upstream rocket hangs
+     * the accel device off a facade platform device ("rknn", no devicetree node) and binds the cores,
+     * one platform device per devicetree core node, to the "rocket" platform driver. */
+    static const struct {
+        const char *dir, *prefix, *leaf;
+    } places[] = {
+        {"/sys/class/accel", "accel", "device/of_node/compatible"},
+        {"/sys/bus/platform/drivers/rocket", "", "of_node/compatible"},
+    };
+    int unknown = 0;
+    for (size_t i = 0; i < sizeof(places) / sizeof(places[0]); i++) {
+        const int m = scan(root, places[i].dir, places[i].prefix, places[i].leaf, out, len);
+        if (m == 1)
+            return 0;
+        unknown |= m == 2;
+    }
+    if (!unknown && len)
+        out[0] = '\0';
+    return unknown ? -ENOTSUP : -ENODEV;
+}
+
+/* ---- the device --------------------------------------------------------------------------------- */
+
 int rocket_kernel_open(const char *soc, void **impl, const struct teflon_backend **ops, char *err, size_t errlen)
 {
-    (void)soc; /* the kernel exposes one device for the SoC's cores; the SoC comes from the user */
+    /* One accel device serves all of the SoC's cores; the streams are SoC specific, so refuse a device
+     * whose cores the devicetree names as another SoC (when it can be told). */
+    char found[64];
+    const char *root = getenv("TEFLON_SYSFS_ROOT");
+    if (rocket_detect_soc(root ? root : "", found, sizeof(found)) == 0 && strcmp(found, soc) != 0) {
+        set_err(err, errlen, "the rocket NPU here is an %s (devicetree compatible of its cores), not %s", found, soc);
+        return -ENODEV;
+    }
     for (int i = 0; i < MAX_ACCEL_NODES; i++) {
         char path[32];
         snprintf(path, sizeof(path), "/dev/accel/accel%d", i);

@@ -26,10 +26,14 @@ struct sim_conv {
     int16_t *w;          /* direct: [kpad][kh][kw*ic]; depthwise: [kh][kw][ic] */
     size_t wcap;
     int kpad;            /* kernels rounded up to KBLK (extra kernels are zero) */
-    /* weights with BS_OW_OP folded in: sum x*w + ow*sum x == sum x*(w + ow), exactly */
+    /* weights with the OW factor folded in: sum x*w + ow*sum x == sum x*(w + ow), exactly; wf_ow
+     * holds the factor folded into each kernel (direct) or channel (depthwise) */
     int16_t *wf;
     size_t wfcap;
-    int wf_ow, wf_valid;
+    int16_t *wf_ow;
+    size_t wf_owcap;
+    int wf_valid;
+    int wf_int16_safe;   /* every |folded weight| <= 255: depthwise int16 products x * w cannot overflow */
 
     /* task input, padded: [rows_p][cols_p][ic] */
     int16_t *x;
@@ -73,6 +77,7 @@ void sim_conv_destroy(sim_conv *c)
         return;
     free(c->w);
     free(c->wf);
+    free(c->wf_ow);
     free(c->x);
     free(c->psum);
     free(c->padpix);
@@ -96,8 +101,13 @@ int sim_conv_load_weights(sim_conv *c, const struct sim_conv_geom *g, const int8
             for (int ky = 0; ky < kh; ky++)
                 for (int kx = 0; kx < kw; kx++) {
                     int16_t *d = c->w + ((size_t)ky * kw + kx) * ic + cg;
-                    for (int i = 0; i < wi; i++)
+                    for (int i = 0; i < wi; i++) {
                         d[i] = src[pos++];
+                        /* RK3576: both bytes of a channel's pair are live and added [R76-GREG]; each a
+                         * signed int8 multiplying the same input [INFERRED] */
+                        if (g->dw_byte_pairs)
+                            d[i] = (int16_t)(d[i] + src[pos++]);
+                    }
                 }
         }
         c->kpad = 1;
@@ -192,8 +202,8 @@ static void build_input(sim_conv *c, const struct sim_conv_task *t, int rows_p, 
 struct worker {
     sim_conv *c;
     const struct sim_conv_task *t;
-    const int32_t *bias;   /* oc_real int32 */
-    const int16_t *w;      /* CBUF weights, BS_OW_OP folded in when `folded` */
+    const int32_t *ow;     /* OW factor per output channel (oc_real) */
+    const int16_t *w;      /* CBUF weights, OW factor folded in when `folded` */
     int folded;
     int rows_p, cols_p;
     int oy0, oy1;
@@ -241,33 +251,76 @@ static inline int64_t max64(int64_t a, int64_t b)
     return a > b ? a : b;
 }
 
-/* CORE accumulator (MAC sum + OW term) -> CLIP_TRUNCATE -> DPU BS bias -> OUT_CVT, for one output
- * row: orow[ox][k] for k < oc_real, 0 up to the end of the last written surface.
- * The OW term (BS_OW_OP x input window sum) is part of what CLIP_TRUNCATE shifts, and the shift
- * rounds half up [INFERRED from Mesa's -trunc streams: docs/hardware/rocket-sim.md]. With the OW
- * term folded into the weights, `sums` is NULL. */
+static inline int64_t sat32(int64_t v)
+{
+    return max64(min64(v, INT32_MAX), INT32_MIN);
+}
+
+/* RK3576 BS multiplier (coefficient C) and shift word: the bias-added value times the channel's
+ * multiplier, shifted right by the shift selected by the value's sign, rounding half up, saturated to
+ * 32 bits. The operands and the sign selection are [R76-GREG]; the rounding, the saturation and taking
+ * the sign before the multiplication are [INFERRED] (docs/hardware/rocket-rk3576-sim.md). */
+static inline int64_t bs_multiply_shift(int64_t v, int64_t mul, int shift_pos, int shift_neg)
+{
+    const int shift = v >= 0 ? shift_pos : shift_neg;
+    const int64_t m = v * mul;
+    return sat32(shift ? (m + ((int64_t)1 << (shift - 1))) >> shift : m);
+}
+
+/* The per-output constants of post_row (copied to locals: the int8 output stores may alias anything). */
+struct post {
+    int trunc, shift, mul_shift_pos, mul_shift_neg;
+    int64_t tround;  /* CLIP_TRUNCATE rounding */
+    int64_t pre;     /* OUT_CVT rounding, plus OUT_CVT_OFFSET << shift when that fits (shift <= 31: exact) */
+    int64_t post;    /* OUT_CVT_OFFSET when not folded into pre */
+    int64_t scale;
+    const int32_t *bias;
+    const int16_t *mul;
+};
+
+/* CLIP_TRUNCATE -> DPU BS bias (-> RK3576 multiplier) -> OUT_CVT of one channel's CORE value (MAC sum +
+ * OW term). |v * scale| < 2^47, so every shift up to 63 stays in int64. */
+static inline int8_t requantize(const struct post p, int64_t core, int k)
+{
+    int64_t v = sat32(((core + p.tround) >> p.trunc) + p.bias[k]);
+    if (p.mul)
+        v = bs_multiply_shift(v, p.mul[k], p.mul_shift_pos, p.mul_shift_neg);
+    return (int8_t)max64(min64(((v * p.scale + p.pre) >> p.shift) + p.post, 127), -128);
+}
+
+/* CORE accumulator (MAC sum + OW term) -> requantize, for one output row: orow[ox][k] for k < oc_real, 0 up
+ * to the end of the last written surface. The OW term (factor x input window sum) is part of what
+ * CLIP_TRUNCATE shifts, and the shift rounds half up [INFERRED from Mesa's -trunc streams:
+ * docs/hardware/rocket-sim.md]. With the OW term folded into the weights, the sums are not used. */
 static void post_row(const struct worker *wk, size_t astride, int per_channel_sums, int ocw)
 {
     const struct sim_conv_task *t = wk->t;
-    const int n = t->oc_real, trunc = t->clip_truncate, shift = t->out_shift;
-    const int64_t ow = wk->folded ? 0 : t->ow_op;
-    const int64_t tround = trunc ? (int64_t)1 << (trunc - 1) : 0;
-    const int64_t sround = (shift ? (int64_t)1 << (shift - 1) : 0) + ((int64_t)t->out_offset << shift);
-    const int64_t scale = t->out_scale;
-    const int32_t *restrict bias = wk->bias;
+    const int n = t->oc_real;
+    struct post p = {.trunc = t->clip_truncate, .shift = t->out_shift, .scale = t->out_scale, .bias = t->bias,
+                     .mul = t->bs_mul, .mul_shift_pos = t->bs_shift_pos, .mul_shift_neg = t->bs_shift_neg};
+    p.tround = p.trunc ? (int64_t)1 << (p.trunc - 1) : 0;
+    p.pre = p.shift ? (int64_t)1 << (p.shift - 1) : 0;
+    if (p.shift <= 31)
+        p.pre += (int64_t)t->out_offset * ((int64_t)1 << p.shift);
+    else
+        p.post = t->out_offset;
+    const int32_t *restrict ow = wk->ow;
     for (int ox = 0; ox < t->out_w; ox++) {
         const int32_t *restrict a = wk->acc + (size_t)ox * astride;
         int8_t *restrict o = wk->orow + (size_t)ox * ocw;
-        const int32_t *restrict s = per_channel_sums ? wk->sums + (size_t)ox * astride : NULL;
-        const int64_t base = tround + (per_channel_sums || wk->folded ? 0 : ow * wk->sums[ox]);
-        for (int k = 0; k < n; k++) {
-            const int64_t core = (int64_t)a[k] + base + (s ? ow * s[k] : 0);
-            const int64_t v = max64(min64((core >> trunc) + bias[k], INT32_MAX), INT32_MIN);
-            /* (v * scale + round) >> shift, plus OUT_CVT_OFFSET (folded into the rounding term:
-             * adding offset << shift before the shift is exact) */
-            o[k] = (int8_t)max64(min64((v * scale + sround) >> shift, 127), -128);
+        if (wk->folded) {
+            for (int k = 0; k < n; k++)
+                o[k] = requantize(p, a[k], k);
+        } else if (per_channel_sums) {
+            const int32_t *restrict s = wk->sums + (size_t)ox * astride;
+            for (int k = 0; k < n; k++)
+                o[k] = requantize(p, (int64_t)a[k] + (int64_t)ow[k] * s[k], k);
+        } else {
+            const int64_t sum = wk->sums[ox];
+            for (int k = 0; k < n; k++)
+                o[k] = requantize(p, (int64_t)a[k] + ow[k] * sum, k);
         }
-        memset(o + n, 0, (size_t)(ocw - n)); /* channels past ORIG_CHANNEL [INFERRED] */
+        memset(o + n, 0, (size_t)(ocw - n)); /* channels past the computed ones [INFERRED] */
     }
 }
 
@@ -400,21 +453,49 @@ int sim_conv_run(sim_conv *c, const struct sim_conv_task *t, char *err, size_t e
     }
     build_input(c, t, rows_p, cols_p);
 
-    /* Fold BS_OW_OP into the weights when every product and sum stays exact in the int16/int32
-     * paths (|ow| <= 128, i.e. any 8-bit weight zero point); otherwise keep the window sums. */
-    const int folded = t->ow_op >= -128 && t->ow_op <= 128;
-    if (folded && (!c->wf_valid || c->wf_ow != t->ow_op)) {
-        const size_t nw = g->depthwise ? (size_t)g->kh * g->kw * g->ic : (size_t)c->kpad * g->kh * g->kw * g->ic;
-        if (grow((void **)&c->wf, &c->wfcap, nw * sizeof(int16_t))) {
+    /* The OW factor of every kernel (direct) or channel (depthwise); 0 beyond the computed channels. */
+    const int nf = g->depthwise ? g->ic : c->kpad;
+    int32_t *owv = malloc((size_t)nf * sizeof(int32_t) + (size_t)nf * sizeof(int16_t));
+    if (!owv) {
+        set_err(err, errlen, "simulator out of memory for the OW factors");
+        return -ENOMEM;
+    }
+    int16_t *owf = (int16_t *)(owv + nf);
+    int folded = 1;
+    for (int k = 0; k < nf; k++) {
+        owv[k] = k >= t->oc_real ? 0 : t->ow ? t->ow[k] : t->ow_op;
+        owf[k] = (int16_t)owv[k];
+        folded &= owv[k] >= -127 && owv[k] <= 128;
+    }
+    /* Fold the OW factors into the weights when every product and sum stays exact in the int16/int32
+     * paths (-127 <= ow <= 128, i.e. any 8-bit weight zero point: the depthwise int16 product
+     * x * (w + ow) reaches 32768 only at ow = -128); otherwise keep the window sums. */
+    if (folded && (!c->wf_valid || memcmp(c->wf_ow, owf, (size_t)nf * sizeof(int16_t)) != 0)) {
+        const size_t per = (size_t)g->kh * g->kw * (g->depthwise ? 1 : (size_t)g->ic);
+        const size_t nw = per * (size_t)(g->depthwise ? g->ic : c->kpad);
+        if (grow((void **)&c->wf, &c->wfcap, nw * sizeof(int16_t)) ||
+            grow((void **)&c->wf_ow, &c->wf_owcap, (size_t)nf * sizeof(int16_t))) {
+            free(owv);
             set_err(err, errlen, "simulator out of memory for the folded weights");
             return -ENOMEM;
         }
-        const int16_t ow = (int16_t)t->ow_op;
-        for (size_t i = 0; i < nw; i++)
-            c->wf[i] = (int16_t)(c->w[i] + ow);
-        c->wf_ow = t->ow_op;
+        /* direct: [kernel][ky][kx*ic] (per elements per kernel); depthwise: [ky][kx][channel] */
+        int safe = 1;
+        const size_t run = g->depthwise ? (size_t)g->ic : per;
+        for (size_t i0 = 0; i0 < nw; i0 += run)
+            for (size_t j = 0; j < run; j++) {
+                const int16_t w = (int16_t)(c->w[i0 + j] + owf[g->depthwise ? j : i0 / per]);
+                c->wf[i0 + j] = w;
+                safe &= w >= -255 && w <= 255;
+            }
+        memcpy(c->wf_ow, owf, (size_t)nf * sizeof(int16_t));
         c->wf_valid = 1;
+        c->wf_int16_safe = safe;
     }
+    /* the depthwise folded loop multiplies in int16: |x| <= 128 needs |w| <= 255 (RK3588 always; RK3576's
+     * byte pairs reach -256) */
+    if (folded && g->depthwise && !c->wf_int16_safe)
+        folded = 0;
     if (!folded && !g->depthwise)
         for (size_t i = 0; i < npix; i++) {
             const int16_t *p = c->x + i * g->ic;
@@ -429,20 +510,16 @@ int sim_conv_run(sim_conv *c, const struct sim_conv_task *t, char *err, size_t e
     const size_t acc_n = (size_t)t->out_w * (g->depthwise ? (size_t)g->ic : (size_t)c->kpad);
     const size_t sum_n = g->depthwise ? acc_n : (size_t)t->out_w;
     const size_t per = (acc_n + sum_n) * sizeof(int32_t) + (size_t)t->out_w * ocw;
-    uint8_t *scratch = malloc(2 * per + (size_t)t->oc_real * sizeof(int32_t));
+    uint8_t *scratch = malloc(2 * per);
     if (!scratch) {
+        free(owv);
         set_err(err, errlen, "simulator out of memory for the accumulators");
         return -ENOMEM;
-    }
-    int32_t *bias = (int32_t *)(scratch + 2 * per);
-    for (int k = 0; k < t->oc_real; k++) {
-        const uint8_t *b = t->bias + 4 * (size_t)k;
-        bias[k] = (int32_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
     }
     struct worker wk[2];
     for (int i = 0; i < 2; i++) {
         int32_t *base = (int32_t *)(scratch + (size_t)i * per);
-        wk[i] = (struct worker){c, t, bias, folded ? c->wf : c->w, folded, rows_p, cols_p, 0, t->out_h, base,
+        wk[i] = (struct worker){c, t, owv, folded ? c->wf : c->w, folded, rows_p, cols_p, 0, t->out_h, base,
                                 base + acc_n, (int8_t *)(base + acc_n + sum_n)};
     }
     wk[1].oy0 = t->out_h;
@@ -461,5 +538,6 @@ int sim_conv_run(sim_conv *c, const struct sim_conv_task *t, char *err, size_t e
     if (threaded)
         pthread_join(th, NULL);
     free(scratch);
+    free(owv);
     return 0;
 }

@@ -6,9 +6,10 @@
  * datapath only sees what the hardware would see.
  *
  * Numeric convention: features and weights are the stored int8 bytes; the CORE accumulates
- * sum(x * w) in int32, CLIP_TRUNCATE pre-shifts it, the DPU BS stage adds the bias table and the
- * OW term (BS_OW_OP x window sum of the stored inputs), OUT_CVT requantizes to int8.
- * See docs/hardware/rocket-sim.md for the source of every step.
+ * sum(x * w) in int32 plus the OW term (a factor x the window sum of the stored inputs), CLIP_TRUNCATE
+ * pre-shifts it, the DPU BS stage adds the bias, optionally multiplies by a per-channel factor and
+ * shifts (RK3576), OUT_CVT requantizes to int8. Sources: docs/hardware/rocket-sim.md (RK3588) and
+ * docs/hardware/rocket-rk3576-sim.md.
  */
 #ifndef TEFLON_SIM_CONV_H
 #define TEFLON_SIM_CONV_H
@@ -18,10 +19,11 @@
 
 /* What determines the weight layout in the CBUF (tasks sharing weights must agree on it). */
 struct sim_conv_geom {
-    int depthwise;      /* CONV_MODE 3: one kernel per channel */
-    int ic;             /* DATAIN_CHANNEL: programmed channels, multiple of 16 */
-    int kw, kh;         /* WEIGHT_WIDTH / WEIGHT_HEIGHT */
-    int kernels;        /* WEIGHT_KERNELS */
+    int depthwise;      /* one kernel per channel */
+    int ic;             /* programmed input channels, multiple of 16 */
+    int kw, kh;         /* kernel width / height */
+    int kernels;        /* direct: kernels in memory (depthwise: 1) */
+    int dw_byte_pairs;  /* depthwise weights stored as byte pairs that add up (RK3576), not single bytes */
 };
 
 struct sim_conv_task {
@@ -33,7 +35,7 @@ struct sim_conv_task {
     int argb;                 /* single-channel raw uint8 rows converted by the CNA CVT */
     int dma_w;                /* raw path: columns fetched per row (DMA_WIDTH); the rest up to
                                  in_w read as padding */
-    const uint8_t *in;        /* FEATURE_DATA_ADDR */
+    const uint8_t *in;        /* first input row: device memory (RK3588) or the CBUF window (RK3576) */
     size_t in_row_pitch;      /* bytes between rows */
     size_t in_plane_pitch;    /* bytes between 16-channel planes (normal path) */
     int cvt_offset;           /* ARGB: (u + offset) * scale >> shift, saturated to int8 */
@@ -48,11 +50,16 @@ struct sim_conv_task {
     /* CORE */
     int clip_truncate;
 
-    /* DPU */
+    /* DPU, per output channel k < oc_real; the caller decodes the tables the hardware reads (RK3588
+     * bias table, RK3576 coefficient table) into these host arrays */
     int oc;                   /* programmed channels (CHANNEL + 1) */
-    int oc_real;              /* ORIG_CHANNEL + 1: channels written */
-    const uint8_t *bias;      /* oc_real little-endian int32 (DPU_RDMA BS_BASE_ADDR) */
-    int ow_op;                /* BS_OW_OP, int16 */
+    int oc_real;              /* channels computed and written */
+    const int32_t *bias;      /* added after CLIP_TRUNCATE (RK3588 bias table, RK3576 coefficient A) */
+    int ow_op;                /* factor of the window sum of stored inputs, all channels (RK3588 BS_OW_OP) */
+    const int16_t *ow;        /* per-channel factor instead of ow_op (RK3576 coefficient B), or NULL */
+    const int16_t *bs_mul;    /* per-channel multiplier after the bias (RK3576 coefficient C), or NULL */
+    int bs_shift_pos;         /* right shift of the multiplied value, bias-added value >= 0 / < 0 */
+    int bs_shift_neg;
     int32_t out_offset;
     uint32_t out_scale;
     int out_shift;
@@ -67,7 +74,10 @@ typedef struct sim_conv sim_conv;
 sim_conv *sim_conv_create(void);
 void sim_conv_destroy(sim_conv *c);
 
-/* Load the packed weight bytes (Mesa/RK3588 CBUF weight layout) into the simulated CBUF. */
+/* Load the packed weight bytes into the simulated CBUF. Layouts: direct (both SoCs) - kernel groups of
+ * 32, input-channel groups of 32 (a trailing group of 16 stays 16 wide), taps row-major, kernel, channel;
+ * depthwise - channel groups of 64, taps, channel, one byte per channel (RK3588) or a byte pair whose two
+ * signed bytes add up to the weight (g->dw_byte_pairs, RK3576). */
 int sim_conv_load_weights(sim_conv *c, const struct sim_conv_geom *g, const int8_t *packed,
                           char *err, size_t errlen);
 

@@ -1,6 +1,7 @@
 /* Simulated accel/rocket kernel driver: buffer objects in host memory with IOVAs, and a submit
- * that kicks each task of each job on the simulated NPU core exactly as the real driver does
- * (rocket_job_hw_submit: one kick and one DPU interrupt per task, docs/hardware/rocket-sim.md).
+ * that kicks each task of each job on a simulated NPU core exactly as the real driver does
+ * (rocket_job_hw_submit: one kick and one DPU completion per task, docs/hardware/rocket-sim.md;
+ * RK3576: the 16-bit TASK_NUMBER kick word and polled completion, docs/hardware/rocket-rk3576-sim.md).
  *
  * IOVAs are handed out page-aligned from 0 upwards, lowest free range first, like the kernel's
  * drm_mm allocator over the per-file IOMMU domain; all NPU address registers are 32-bit, so the
@@ -14,7 +15,7 @@
 #include <string.h>
 
 #include "../backend.h"
-#include "rocket_regs_rk3588.h"
+#include "sim_kernel.h"
 #include "sim_npu.h"
 
 #define PAGE 4096u
@@ -29,11 +30,51 @@ struct sim_bo {
 };
 
 struct sim_dev {
+    const struct sim_kernel_soc *soc;
     struct sim_bo *bos;  /* sorted by iova */
     size_t nbos, cap;
     uint32_t next_handle;
-    sim_npu *npu;
+    sim_npu *npu[SIM_MAX_CORES];
+    unsigned next_core;  /* the scheduler's pick for the next job */
 };
+
+/* Per-SoC kernel behaviour: how many cores the scheduler spreads jobs over, the TASK_CON word of a
+ * one-task kick, and whether completion is an interrupt or polled. */
+static const struct sim_kernel_soc socs[] = {
+    /* TASK_NUMBER@0..11 = 1, TASK_PP_EN, TASK_COUNT_CLEAR, bit 14 (rocket.md §5.3) */
+    {"rk3588", 3, 0x7001, 0},
+    /* the same control bits above a 16-bit TASK_NUMBER; PC_DONE cannot reach the GIC, so the kernel polls
+     * INTERRUPT_RAW_STATUS and retires on a DPU bit (rocket.md §6.2, §6.4) */
+    {"rk3576", 2, 0x70001, 1},
+};
+
+const struct sim_kernel_soc *sim_kernel_soc(const char *soc)
+{
+    for (size_t i = 0; i < sizeof(socs) / sizeof(socs[0]); i++)
+        if (strcmp(socs[i].name, soc) == 0)
+            return &socs[i];
+    return NULL;
+}
+
+int sim_kernel_kick_sequence(const struct sim_kernel_soc *soc, unsigned core, uint32_t regcmd, uint32_t count,
+                             struct sim_mmio seq[SIM_KICK_WRITES])
+{
+    const uint32_t spointer = SIM_KICK_SPOINTER | 0x10000000u * core;
+    const struct sim_mmio s[SIM_KICK_WRITES] = {
+        {SIM_KICK_PC_BASE_ADDRESS, 0x1},
+        {SIM_KICK_CNA_S_POINTER, spointer},
+        {SIM_KICK_CORE_S_POINTER, spointer},
+        {SIM_KICK_PC_BASE_ADDRESS, regcmd},
+        {SIM_KICK_PC_REGISTER_AMOUNTS, (count + 1) / 2 - 1},
+        {SIM_KICK_PC_INTERRUPT_MASK, SIM_KICK_DPU_BITS},
+        {SIM_KICK_PC_INTERRUPT_CLEAR, SIM_KICK_DPU_BITS},
+        {SIM_KICK_PC_TASK_CON, soc->task_con},
+        {SIM_KICK_PC_TASK_DMA_BASE_ADDR, 0},
+        {SIM_KICK_PC_OPERATION_ENABLE, 1},
+    };
+    memcpy(seq, s, sizeof(s));
+    return SIM_KICK_WRITES;
+}
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -155,38 +196,33 @@ static int check_bo_lists(struct sim_dev *d, const teflon_job *j, uint32_t ji, c
     return 0;
 }
 
-/* Kick one task the way rocket_job_hw_submit does, then "take the interrupt". */
-static int kick(struct sim_dev *d, const teflon_task *t)
+/* Kick one task the way rocket_job_hw_submit does, then take the completion: the interrupt (RK3588) or
+ * a poll of INTERRUPT_RAW_STATUS until a DPU bit shows, up to the job timeout (RK3576). The simulated
+ * NPU runs the task synchronously inside the OPERATION_ENABLE write. */
+static int kick(struct sim_dev *d, sim_npu *npu, unsigned core, const teflon_task *t)
 {
-    static const uint32_t spointer = 0xE; /* core 0: no core-select bits */
-    const struct { uint32_t off, val; } seq[] = {
-        {RK3588_PC_BASE_ADDRESS, 0x1},
-        {RK3588_CNA_S_POINTER, spointer},
-        {RK3588_CORE_S_POINTER, spointer},
-        {RK3588_PC_BASE_ADDRESS, (uint32_t)t->regcmd_iova},
-        {RK3588_PC_REGISTER_AMOUNTS, (t->regcmd_count + 1) / 2 - 1},
-        {RK3588_PC_INTERRUPT_MASK, 0x300},
-        {RK3588_PC_INTERRUPT_CLEAR, 0x300},
-        {RK3588_PC_TASK_CON, 0x7001},
-        {RK3588_PC_TASK_DMA_BASE_ADDR, 0},
-        {RK3588_PC_OPERATION_ENABLE, 1},
-    };
-    for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
-        int rc = sim_npu_mmio_write(d->npu, seq[i].off, seq[i].val);
+    struct sim_mmio seq[SIM_KICK_WRITES];
+    const int n = sim_kernel_kick_sequence(d->soc, core, (uint32_t)t->regcmd_iova, t->regcmd_count, seq);
+    for (int i = 0; i < n; i++) {
+        int rc = sim_npu_mmio_write(npu, seq[i].off, seq[i].val);
         if (rc)
             return rc;
     }
-    const uint32_t raw = sim_npu_mmio_read(d->npu, RK3588_PC_INTERRUPT_RAW_STATUS);
-    sim_npu_mmio_write(d->npu, RK3588_PC_OPERATION_ENABLE, 0);
-    sim_npu_mmio_write(d->npu, RK3588_PC_INTERRUPT_CLEAR, 0x1FFFF);
-    return raw & 0x300 ? 0 : -ETIMEDOUT;
+    uint32_t raw = sim_npu_mmio_read(npu, SIM_KICK_PC_INTERRUPT_RAW_STATUS);
+    for (unsigned poll = 1; d->soc->polled && !(raw & SIM_KICK_DPU_BITS) && poll < SIM_POLLS_PER_TIMEOUT; poll++)
+        raw = sim_npu_mmio_read(npu, SIM_KICK_PC_INTERRUPT_RAW_STATUS);
+    sim_npu_mmio_write(npu, SIM_KICK_PC_OPERATION_ENABLE, 0);
+    sim_npu_mmio_write(npu, SIM_KICK_PC_INTERRUPT_CLEAR, 0x1FFFF);
+    return raw & SIM_KICK_DPU_BITS ? 0 : -ETIMEDOUT;
 }
 
 static int sim_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon_submit_stats *stats, char *err,
                       size_t errlen)
 {
     struct sim_dev *d = impl;
-    const uint64_t macs0 = sim_npu_macs(d->npu);
+    uint64_t macs0 = 0;
+    for (int c = 0; c < d->soc->ncores; c++)
+        macs0 += sim_npu_macs(d->npu[c]);
     stats->tasks = 0;
     stats->macs = 0;
     for (uint32_t ji = 0; ji < njobs; ji++) {
@@ -198,7 +234,11 @@ static int sim_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon
         int rc = check_bo_lists(d, j, ji, err, errlen);
         if (rc)
             return rc;
-        sim_npu_job_begin(d->npu);
+        /* the scheduler may pick any core: round robin, and the job starts from a clean core state */
+        const unsigned core = d->next_core;
+        d->next_core = (d->next_core + 1) % (unsigned)d->soc->ncores;
+        sim_npu *npu = d->npu[core];
+        sim_npu_job_begin(npu);
         for (uint32_t ti = 0; ti < j->ntasks; ti++) {
             const teflon_task *t = &j->tasks[ti];
             if (t->regcmd_count == 0 || t->regcmd_iova > UINT32_MAX) {
@@ -206,17 +246,23 @@ static int sim_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon
                         (unsigned long long)t->regcmd_iova, t->regcmd_count);
                 return -EINVAL;
             }
-            rc = kick(d, t);
+            rc = kick(d, npu, core, t);
             if (rc) {
-                const char *m = sim_npu_error(d->npu);
+                const char *m = sim_npu_error(npu);
                 set_err(err, errlen, "job %u task %u: %s", ji, ti,
-                        rc == -ETIMEDOUT && !*m ? "timeout: no DPU interrupt" : m);
+                        rc == -ETIMEDOUT && !*m ? d->soc->polled
+                            ? "timeout: INTERRUPT_RAW_STATUS showed no DPU bit within the job timeout (polled)"
+                            : "timeout: no DPU interrupt"
+                        : m);
                 return rc;
             }
             stats->tasks++;
         }
     }
-    stats->macs = sim_npu_macs(d->npu) - macs0;
+    uint64_t macs1 = 0;
+    for (int c = 0; c < d->soc->ncores; c++)
+        macs1 += sim_npu_macs(d->npu[c]);
+    stats->macs = macs1 - macs0;
     return 0;
 }
 
@@ -226,7 +272,8 @@ static void sim_close(void *impl)
     for (size_t i = 0; i < d->nbos; i++)
         free(d->bos[i].mem);
     free(d->bos);
-    sim_npu_destroy(d->npu);
+    for (int c = 0; c < SIM_MAX_CORES; c++)
+        sim_npu_destroy(d->npu[c]);
     free(d);
 }
 
@@ -243,13 +290,21 @@ static const struct teflon_backend sim_ops = {
 
 int rocket_sim_open(const char *soc, void **impl, const struct teflon_backend **ops, char *err, size_t errlen)
 {
-    if (strcmp(soc, "rk3588") != 0) {
-        set_err(err, errlen, "no rocket simulator for %s yet (only rk3588)", soc);
+    const struct sim_kernel_soc *ks = sim_kernel_soc(soc);
+    if (!ks) {
+        set_err(err, errlen, "no rocket simulator for %s (only rk3588, rk3576)", soc);
         return -ENOTSUP;
     }
     struct sim_dev *d = calloc(1, sizeof(*d));
-    if (!d || !(d->npu = sim_npu_create(lookup, d))) {
-        free(d);
+    int ok = d != NULL;
+    if (ok) {
+        d->soc = ks;
+        for (int c = 0; c < ks->ncores && ok; c++)
+            ok = (d->npu[c] = sim_npu_create(soc, lookup, d)) != NULL;
+    }
+    if (!ok) {
+        if (d)
+            sim_close(d);
         set_err(err, errlen, "out of memory creating the rocket simulator");
         return -ENOMEM;
     }

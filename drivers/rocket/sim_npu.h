@@ -1,4 +1,4 @@
-/* Simulated rocket NPU core (RK3588): the PC, the register file and the op-enable trigger.
+/* Simulated rocket NPU core (RK3588, RK3576): the PC, the register file and the op-enable trigger.
  *
  * The simulated kernel drives it exactly like accel/rocket drives the silicon: direct register
  * writes (sim_npu_mmio_write) of the PC block and the CNA/CORE S_POINTERs, then
@@ -20,10 +20,12 @@ typedef uint8_t *(*sim_mem_lookup)(void *ctx, uint64_t iova, uint64_t len);
 
 typedef struct sim_npu sim_npu;
 
-sim_npu *sim_npu_create(sim_mem_lookup lookup, void *ctx);
+/* soc: "rk3588" or "rk3576" (its register table and register semantics); NULL for another SoC or
+ * without memory. */
+sim_npu *sim_npu_create(const char *soc, sim_mem_lookup lookup, void *ctx);
 void sim_npu_destroy(sim_npu *n);
 
-/* A new job may land on any of the three cores: forget register contents and CBUF residency. */
+/* A new job may land on any core: forget register contents and CBUF contents. */
 void sim_npu_job_begin(sim_npu *n);
 
 /* Direct (MMIO) register access, as the kernel does it. Writing PC OPERATION_ENABLE = 1 runs

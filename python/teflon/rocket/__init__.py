@@ -1,4 +1,4 @@
-"""The rocket family (Rockchip RK3588 NPU; RK3576 table to come): support checks and the compiler.
+"""The rocket family (Rockchip RK3588 and RK3576 NPUs): support checks and the compiler.
 
     supported(graph, device) -> {node index: (claimed, reason)}
     compile(graph, nodes, inputs, outputs, device) -> teflon.program.Program
@@ -19,6 +19,10 @@ def regmap_for(device: str) -> RegMap:
         from .regs_rk3588 import TABLE
 
         return RegMap(TABLE)
+    if device == "rk3576":
+        from .regs_rk3576 import TABLE as TABLE_RK3576
+
+        return RegMap(TABLE_RK3576)
     raise ValueError(f"no rocket register table for {device}")
 
 
@@ -31,8 +35,14 @@ def supported(graph: Graph, device: str) -> dict[int, tuple[bool, str]]:
 def compile(graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int], device: str, *,
             mesa_compat: bool = False) -> Program:
     """mesa_compat: requant scale rounded as Mesa does, for byte-equal streams (see coefs.out_cvt)."""
-    from .encoder import compile_ops
     from .lower import lower_partition
+
+    if device == "rk3576":
+        from .encoder_rk3576 import compile_ops as compile_rk3576
+
+        return compile_rk3576(regmap_for(device), device, lower_partition(graph, nodes, outputs, fuse=False,
+                                                                          per_channel=True), inputs, outputs)
+    from .encoder import compile_ops
 
     return compile_ops(regmap_for(device), device, lower_partition(graph, nodes, outputs), inputs, outputs,
                        mesa_compat=mesa_compat)

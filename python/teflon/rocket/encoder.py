@@ -106,6 +106,17 @@ def encode_op(rm: RegMap, c: RocketConv, mesa_compat: bool = False) -> EncodedOp
     return EncodedOp(c, p, streams, offsets, packed, alloc, bias.tobytes())
 
 
+def add_tasks(prog: Program, names: dict[str, str], streams: list[Stream], offsets: list[int]) -> list[Task]:
+    """Tasks of one operation's streams (in `names[ROLE_REGCMD]` at `offsets`) and their relocations,
+    address roles resolved to buffer names through `names`."""
+    tasks = []
+    for s, off in zip(streams, offsets):
+        tasks.append(Task(names[ROLE_REGCMD], off, len(s.words)))
+        for idx, role in s.relocs:
+            prog.relocs.append(Reloc(names[ROLE_REGCMD], off + 8 * idx, names[role], RELOC_REGCMD))
+    return tasks
+
+
 def tensor_bytes(h: int, w: int, c: int) -> int:
     return w * h * -(-c // FEATURE_ATOM) * 2 * FEATURE_ATOM
 
@@ -150,11 +161,7 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[i
         prog.add_buffer(Buffer(names[ROLE_WEIGHTS], enc.weights_alloc, enc.weights))
         prog.add_buffer(Buffer(names[ROLE_BIAS], len(enc.bias), enc.bias))
         prog.add_buffer(Buffer(names[ROLE_REGCMD], len(regcmd), regcmd))
-        tasks = []
-        for s, off in zip(enc.streams, enc.offsets):
-            tasks.append(Task(names[ROLE_REGCMD], off, len(s.words)))
-            for idx, role in s.relocs:
-                prog.relocs.append(Reloc(names[ROLE_REGCMD], off + 8 * idx, names[role], RELOC_REGCMD))
+        tasks = add_tasks(prog, names, enc.streams, enc.offsets)
         ins, outs = [names[ROLE_INPUT]], [names[ROLE_OUTPUT]]
         if c.add is not None and names[ROLE_ADD] not in ins:
             ins.append(names[ROLE_ADD])

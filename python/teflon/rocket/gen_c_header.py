@@ -11,6 +11,8 @@ Header format (SOC = upper-case SoC name, e.g. RK3588):
   #define SOC_<UNIT>_<REG>__<FIELD>__SHIFT 4
   #define SOC_<UNIT>_<REG>__<FIELD>__MASK  0xf        unshifted width mask
   #define SOC_<UNIT>_<REG>__<FIELD>__SIGNED 1         only for two's-complement fields
+  #define SOC_<UNIT>_<REG>__<FIELD>__ALLOWED {0x7u, 0x5u}   only for fields restricted to the vendor's
+  #define SOC_<UNIT>_<REG>__<FIELD>__NUM_ALLOWED 2            values (meaning unknown): any other is an error
   #define SOC_<UNIT>_<REG>__DEFINED_MASK 0x30ff     every bit a value may set (others must be 0)
   struct rocket_reg_desc { uint16_t target; uint16_t offset; const char *name; uint32_t defined_mask; }
       (guarded by ROCKET_REG_DESC_DEFINED so several SoC headers can be included together);
@@ -74,6 +76,10 @@ def render(rm) -> str:  # rm: regmap.RegMap
             out.append(f"#define {n}__{f.name}__MASK 0x{f.mask:x}u")
             if f.signed:
                 out.append(f"#define {n}__{f.name}__SIGNED 1")
+            if f.allowed:
+                vals = ", ".join(f"0x{a & f.mask:x}u" for a in f.allowed)
+                out.append(f"#define {n}__{f.name}__ALLOWED {{{vals}}}")
+                out.append(f"#define {n}__{f.name}__NUM_ALLOWED {len(f.allowed)}")
     out += [
         "",
         "#ifndef ROCKET_REG_DESC_DEFINED",

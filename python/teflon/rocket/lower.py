@@ -81,6 +81,7 @@ class RocketConv:
     weights_q: np.ndarray  # the TFLite integer weights as int32, same shape (for w - zw sums)
     bias: np.ndarray  # int32, out_c entries (zeros when the model has no bias)
     activation: str = "NONE"  # the conv's own fused activation (already checked to be a no-op)
+    w_scales: np.ndarray | None = None  # per-output-channel weight scales (rk3576 only); None = per-tensor
     add: AddOperand | None = None  # fused ADD: output_tensor/out_zp/out_scale are then the ADD's
     fused_nodes: list[int] = field(default_factory=list)
 
@@ -114,8 +115,23 @@ def _quant(t: Tensor, what: str) -> tuple[np.float32, int]:
     return np.float32(t.quant.scale), t.quant.zero_point
 
 
-def lower_conv(graph: Graph, op: Operation) -> RocketConv:
-    """Build a RocketConv from a CONV_2D / DEPTHWISE_CONV_2D node, or raise LoweringError(reason)."""
+def _weight_quant(w: Tensor, per_channel: bool) -> tuple[np.float32, int, np.ndarray | None]:
+    """(first scale, zero point, per-channel scales or None). Per-channel weights need one zero point."""
+    if not per_channel or w.quant is None or w.quant.per_tensor:
+        return (*_quant(w, "weight"), None)
+    zps = w.quant.zero_points
+    if not np.all(zps == zps[0]):
+        raise LoweringError("per-channel weights with different zero points not supported")
+    scales = np.asarray(w.quant.scales, np.float32)
+    if np.any(scales <= 0):
+        raise LoweringError("per-channel weight scale not positive")
+    return np.float32(scales[0]), int(zps[0]), scales
+
+
+def lower_conv(graph: Graph, op: Operation, per_channel: bool = False) -> RocketConv:
+    """Build a RocketConv from a CONV_2D / DEPTHWISE_CONV_2D node, or raise LoweringError(reason).
+
+    per_channel: accept per-output-channel weight scales (the RK3576 coefficient table scales channels)."""
     if op.kind not in CONV_KINDS:
         raise LoweringError(f"{op.kind} is not a convolution")
     if len(op.inputs) < 2 or len(op.outputs) != 1:
@@ -143,9 +159,11 @@ def lower_conv(graph: Graph, op: Operation) -> RocketConv:
         raise LoweringError(f"batch {x.shape[0]} not supported (batch 1 only)")
 
     sx, zx = _quant(x, "input")
-    sw, zw = _quant(w, "weight")
+    sw, zw, w_scales = _weight_quant(w, per_channel)
     sy, zy = _quant(y, "output")
-    if b is not None and b.quant is not None and not b.quant.per_tensor:
+    if w_scales is not None and (len(w_scales) != int(y.shape[3]) or w.quant.axis != (3 if dw else 0)):
+        raise LoweringError(f"per-channel weight scales ({len(w_scales)}) do not follow the output channels")
+    if b is not None and b.quant is not None and not b.quant.per_tensor and w_scales is None:
         raise LoweringError(f"per-channel bias quantization ({len(b.quant.scales)} scales) not supported on rk3588")
 
     sh, sw_ = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
@@ -204,7 +222,7 @@ def lower_conv(graph: Graph, op: Operation) -> RocketConv:
         in_h=ih, in_w=iw, in_c=ic, out_h=oh, out_w=ow, out_c=oc, kh=kh, kw=kw, stride=sh,
         pad_top=pt, pad_bottom=pb, pad_left=pl, pad_right=pr, depthwise=is_dw,
         in_zp=zx - off, out_zp=zy - off, w_zp=zw - off, in_scale=sx, out_scale=sy, w_scale=sw,
-        weights=weights, weights_q=wq, bias=bias, activation=str(act),
+        weights=weights, weights_q=wq, bias=bias, activation=str(act), w_scales=w_scales,
     )
 
 
@@ -280,7 +298,7 @@ def fuse_add(graph: Graph, add: Operation, conv: RocketConv, other: int) -> None
 
 
 def lower_partition(graph: Graph, nodes: list[int], outputs: list[int] | None = None,
-                    fuse: bool | None = None) -> list[RocketConv]:
+                    fuse: bool | None = None, per_channel: bool = False) -> list[RocketConv]:
     """Lower the partition's nodes (in execution order) into rocket convolutions, fusing ADDs into the
     convolution producing one of their inputs when enabled. A fused op runs at its ADD's position, so the
     ADD's other input is ready whatever the order of its producers."""
@@ -292,7 +310,7 @@ def lower_partition(graph: Graph, nodes: list[int], outputs: list[int] | None = 
     for n in nodes:
         op = by_index[n]
         if op.kind in CONV_KINDS:
-            conv = lower_conv(graph, op)
+            conv = lower_conv(graph, op, per_channel)
             ops.append(conv)
             by_output[conv.output_tensor] = conv
         elif op.kind == "ADD":

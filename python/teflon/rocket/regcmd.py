@@ -332,10 +332,13 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
     return e.s
 
 
-def link(rm: RegMap, streams: list[Stream]) -> list[int]:
+def link(rm: RegMap, streams: list[Stream], amounts: list[int] | None = None) -> list[int]:
     """Lay the streams out 64-byte aligned in one buffer and chain each to the next (the kernel kicks
-    every task itself, so the chaining words only matter to self-chaining submit modes).
-    Returns each stream's byte offset."""
+    every task itself, so the chaining words only matter to self-chaining submit modes): the 4th- and
+    3rd-last words of every stream but the last get the next stream's address and fetch amount
+    (`amounts[i + 1]`; default Mesa's fetch_amount of its word count). Returns each stream's byte offset."""
+    if amounts is None:
+        amounts = [fetch_amount(len(s.words)) for s in streams]
     offsets = []
     off = 0
     for s in streams:
@@ -345,7 +348,7 @@ def link(rm: RegMap, streams: list[Stream]) -> list[int]:
         n = len(s.words)
         s.words[n - 4] = rm.word("PC_BASE_ADDRESS", PC_SOURCE_ADDR=offsets[i + 1] >> 4)
         s.relocs.append((n - 4, ROLE_REGCMD))
-        s.words[n - 3] = rm.word("PC_REGISTER_AMOUNTS", PC_DATA_AMOUNT=fetch_amount(len(streams[i + 1].words)))
+        s.words[n - 3] = rm.word("PC_REGISTER_AMOUNTS", PC_DATA_AMOUNT=amounts[i + 1])
     return offsets
 
 

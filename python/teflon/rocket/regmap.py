@@ -30,6 +30,9 @@ class Field:
     lo: int
     hi: int
     signed: bool = False  # two's complement: negative inputs accepted, decode returns signed
+    # Non-empty: the only field values accepted (values seen from the vendor for a field whose meaning
+    # is unknown). Empty: any value that fits.
+    allowed: tuple[int, ...] = ()
 
     @property
     def width(self) -> int:
@@ -87,10 +90,10 @@ class Special:
     offset: int = 0
 
 
-def reg(unit: str, name: str, offset: int, *fields: tuple[str, int, int] | tuple[str, int, int, bool],
-        note: str = "") -> Register:
-    """Compact constructor for the data tables: fields as (name, lo, hi[, signed])."""
-    return Register(unit, name, offset, tuple(Field(*f) for f in fields), note)
+def reg(unit: str, name: str, offset: int,
+        *fields: tuple[str, int, int] | tuple[str, int, int, bool] | Field, note: str = "") -> Register:
+    """Compact constructor for the data tables: fields as (name, lo, hi[, signed]) or Field."""
+    return Register(unit, name, offset, tuple(f if isinstance(f, Field) else Field(*f) for f in fields), note)
 
 
 @dataclass
@@ -183,6 +186,10 @@ class RegMap:
             raise RegMapError(f"{reg.full_name}: value {value:#x} is not 32-bit")
         if value & ~reg.defined_mask:
             raise RegMapError(f"{reg.full_name}: value {value:#x} sets bits outside fields ({reg.defined_mask:#x})")
+        for f in reg.fields:
+            if f.allowed and (value >> f.lo) & f.mask not in {a & f.mask for a in f.allowed}:
+                raise RegMapError(f"{reg.full_name}.{f.name} = {(value >> f.lo) & f.mask:#x} is not one of the "
+                                  f"accepted values ({', '.join(hex(a) for a in f.allowed)})")
         return value
 
     def word_raw(self, reg_name: str, value: int) -> int:

@@ -17,7 +17,7 @@ from .lower import (
 from .regcmd import EncodeError, OpParams
 from .regmap import RegMap
 
-SUPPORTED_DEVICES = ("rk3588",)
+SUPPORTED_DEVICES = ("rk3588", "rk3576")
 
 
 def _check(regmap: RegMap, conv: RocketConv) -> OpParams:
@@ -44,6 +44,10 @@ def supported(graph: Graph, device: str, regmap: RegMap | None = None,
         from . import regmap_for
 
         regmap = regmap_for(device)
+    if device == "rk3576":
+        from .support_rk3576 import supported as supported_rk3576
+
+        return supported_rk3576(graph, regmap)
     fuse = fuse_add_enabled() if fuse is None else fuse
     by_output: dict[int, RocketConv] = {}  # claimed convolutions by (current) output tensor
     single_channel: dict[int, int] = {}  # node -> its input tensor, for ops on the raw-rows input path

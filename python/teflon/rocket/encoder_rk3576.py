@@ -1,0 +1,166 @@
+"""RK3576: rocket convolutions -> teflon.program.Program (docs/hardware/rocket-rk3576.md).
+
+Buffers: `t<index>` per feature-map tensor, `op<k>.weights` (packed cube), `op<k>.bias` (coefficient
+table + shift word), `op<k>.regcmd` (the op's chained task streams). One job per operation: its row
+windows share CBUF rows, so they run back to back on one core.
+
+Plane pitch of a tensor (16-byte atoms): W*H when the host writes it (as the vendor programs it),
+round4(W*H) when an NPU operation writes it (as the DPU writes planes).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..program import LAYOUT_NC1HWC2, Buffer, IOBinding, Job, OpRecord, Program
+from . import coefs, coefs_rk3576, weights_rk3576
+from .encoder import _xor, add_tasks, geometry
+from .lower import RocketConv
+from .regcmd import ROLE_BIAS, ROLE_INPUT, ROLE_OUTPUT, ROLE_REGCMD, ROLE_WEIGHTS, EncodeError, Stream, stream_bytes
+from .regcmd_rk3576 import LayerParams, dpu_plane, link, task_stream
+from .regmap import RegMap, RegMapError
+from .split import SplitError
+from .split_rk3576 import FEATURE_ATOM, split
+
+PLANE_GROUP = 4  # tensor buffers hold whole 64-channel groups of planes (the DPU writes 32/64 at a time)
+
+
+@dataclass
+class EncodedLayer:
+    params: LayerParams
+    streams: list[Stream]
+    offsets: list[int]
+    weights: bytes
+    coefs: bytes
+
+    def regcmd_bytes(self) -> bytes:
+        size = self.offsets[-1] + stream_bytes(len(self.streams[-1].words))
+        out = bytearray(size)
+        for s, off in zip(self.streams, self.offsets):
+            struct.pack_into(f"<{len(s.words)}Q", out, off, *s.words)
+        return bytes(out)
+
+
+def coefficients(c: RocketConv) -> tuple[bytes, float]:
+    """(coefficient table bytes, s_ref) of a convolution; raises EncodeError when per-channel scales are too
+    far apart for the 16-bit multiplier."""
+    scales = c.w_scales if c.w_scales is not None else np.array([c.w_scale], np.float32)
+    a_true = coefs.bias_table(c.bias, c.weights_q, c.w_zp_q, c.in_zp, c.depthwise, 0)
+    mult, s_ref = coefs_rk3576.multipliers(np.broadcast_to(scales, (c.out_c,)))
+    if c.w_scales is not None:
+        centered = np.abs(c.weights.astype(np.int64) - c.w_zp)
+        per_oc = centered.reshape(-1, c.out_c).sum(axis=0) if c.depthwise else centered.reshape(c.out_c, -1).sum(1)
+        err = coefs_rk3576.multiplier_error(scales, mult, s_ref, float(c.in_scale), float(c.out_scale),
+                                            128.0 * per_oc)
+        if err > coefs_rk3576.MAX_ERROR_LSB:
+            raise EncodeError(f"per-channel weight scales too far apart for the 16-bit multiplier "
+                              f"(error up to {err:.2f} LSB)")
+    a = coefs_rk3576.adjusted_bias(a_true, scales, mult, s_ref)
+    table = coefs_rk3576.coefficient_table(a, -c.w_zp, mult, c.depthwise)
+    return table, s_ref
+
+
+def layer_params(c: RocketConv, in_plane: int) -> tuple[LayerParams, bytes]:
+    """Everything but the weight bytes; raises EncodeError."""
+    try:
+        sp = split(geometry(c))
+        table, s_ref = coefficients(c)
+        scale, shift = coefs_rk3576.out_cvt(float(c.in_scale), s_ref, float(c.out_scale))
+    except (SplitError, ValueError) as e:
+        raise EncodeError(str(e)) from e
+    return LayerParams(c, sp, in_plane, scale, shift, len(table)), table
+
+
+def encode_layer(rm: RegMap, c: RocketConv, in_plane: int) -> EncodedLayer:
+    p, table = layer_params(c, in_plane)
+    try:
+        streams = [task_stream(rm, p, w) for w in p.split.windows]
+        offsets = link(rm, streams)
+    except RegMapError as e:
+        raise EncodeError(f"register limit: {e}") from e
+    try:
+        packed = weights_rk3576.pack(c.weights, c.w_zp, c.depthwise)
+    except ValueError as e:
+        raise EncodeError(str(e)) from e
+    return EncodedLayer(p, streams, offsets, packed, coefs_rk3576.coefficient_buffer(table))
+
+
+def tensor_bytes(c: int, plane: int) -> int:
+    groups = -(-c // FEATURE_ATOM)
+    return -(-groups // PLANE_GROUP) * PLANE_GROUP * plane * FEATURE_ATOM
+
+
+def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[int], outputs: list[int]) -> Program:
+    prog = Program(device=device)
+    produced = {c.output_tensor for c in convs}
+    shapes: dict[int, tuple[int, int, int, str]] = {}
+    in_zp: dict[int, int] = {}
+    for c in convs:
+        if c.add is not None:
+            raise EncodeError("fused ADD is not implemented on rk3576")
+        shapes.setdefault(c.input_tensor, (c.in_h, c.in_w, c.in_c, c.dtype))
+        shapes.setdefault(c.output_tensor, (c.out_h, c.out_w, c.out_c, c.dtype))
+        in_zp.setdefault(c.input_tensor, c.in_zp)
+    plane = {t: dpu_plane(h, w) if t in produced else h * w for t, (h, w, _, _) in shapes.items()}
+    for t, (_, _, ch, _) in shapes.items():
+        prog.add_buffer(Buffer(f"t{t}", tensor_bytes(ch, plane[t]), tensor=True))
+
+    for k, c in enumerate(convs):
+        enc = encode_layer(rm, c, plane[c.input_tensor])
+        names = {
+            ROLE_INPUT: f"t{c.input_tensor}",
+            ROLE_OUTPUT: f"t{c.output_tensor}",
+            ROLE_WEIGHTS: f"op{k}.weights",
+            ROLE_BIAS: f"op{k}.bias",
+            ROLE_REGCMD: f"op{k}.regcmd",
+        }
+        regcmd = enc.regcmd_bytes()
+        prog.add_buffer(Buffer(names[ROLE_WEIGHTS], len(enc.weights), enc.weights))
+        prog.add_buffer(Buffer(names[ROLE_BIAS], len(enc.coefs), enc.coefs))
+        prog.add_buffer(Buffer(names[ROLE_REGCMD], len(regcmd), regcmd))
+        tasks = add_tasks(prog, names, enc.streams, enc.offsets)
+        prog.jobs.append(Job(tasks, [names[ROLE_INPUT]], [names[ROLE_OUTPUT]]))
+        prog.operations.append(OpRecord(c.all_nodes, c.kind, tasks, _op_info(enc)))
+
+    for t in inputs:
+        if t not in shapes:
+            continue
+        h, w, ch, dtype = shapes[t]
+        prog.io.append(IOBinding(t, "in", f"t{t}", dtype, h, w, ch, LAYOUT_NC1HWC2, FEATURE_ATOM, 0,
+                                 w * FEATURE_ATOM, plane[t] * FEATURE_ATOM, _xor(dtype), in_zp[t] & 0xFF))
+    for t in outputs:
+        if t not in produced:
+            raise EncodeError(f"partition output {t} is not produced by an NPU operation")
+        h, w, ch, dtype = shapes[t]
+        prog.io.append(IOBinding(t, "out", f"t{t}", dtype, h, w, ch, LAYOUT_NC1HWC2, FEATURE_ATOM, 0,
+                                 w * FEATURE_ATOM, plane[t] * FEATURE_ATOM, _xor(dtype), 0))
+    return prog
+
+
+def _op_info(enc: EncodedLayer) -> dict[str, object]:
+    p = enc.params
+    c = p.conv
+    return {
+        "depthwise": c.depthwise,
+        "per_channel": c.w_scales is not None,
+        "out_cvt": [p.cvt_scale, p.cvt_shift],
+        "shift_word": coefs_rk3576.SHIFT_WORD,
+        "input_tensor": c.input_tensor,
+        "output_tensor": c.output_tensor,
+        "macs": int(c.out_h * c.out_w * c.kh * c.kw * (c.in_c if not c.depthwise else 1) * c.out_c),
+        "entries_per_row": p.split.entries_per_row,
+        "data_limit": p.split.data_limit,
+        "split": [
+            {
+                "window_rows": [w.top, w.top + w.rows - 1],
+                "fetched_rows": [w.fetch_row0, w.fetch_row0 + w.fetched - 1],
+                "output_rows": [w.out_row0, w.out_rows],
+                "pads": {"top": w.pad_top, "bottom": w.pad_bottom},
+                "cbuf": {"read": w.read_origin, "write": w.write_origin},
+            }
+            for w in p.split.windows
+        ],
+    }

@@ -1,0 +1,34 @@
+"""Which graph nodes the RK3576 encoder claims, and why not (docs/hardware/rocket-rk3576.md, "Claims")."""
+
+from __future__ import annotations
+
+from ..ir import Graph
+from .encoder_rk3576 import encode_layer
+from .lower import ADD_REASON, CONV_KINDS, LoweringError, lower_conv
+from .regcmd import EncodeError
+from .regmap import RegMap
+
+
+def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
+    """{node index: (claimed, reason)} for every operation of the graph on rk3576."""
+    out: dict[int, tuple[bool, str]] = {}
+    for op in graph.operations:
+        if op.kind == "ADD":
+            out[op.index] = (False, ADD_REASON)
+            continue
+        if op.kind not in CONV_KINDS:
+            out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
+            continue
+        try:
+            conv = lower_conv(graph, op, per_channel=True)
+            # every register value must fit its field: build the whole layer (the input plane pitch
+            # does not change which values fit)
+            enc = encode_layer(regmap, conv, conv.in_h * conv.in_w)
+        except (LoweringError, EncodeError) as e:
+            out[op.index] = (False, str(e))
+            continue
+        n = len(enc.streams)
+        what = "depthwise" if conv.depthwise else "conv"
+        pc = ", per-channel" if conv.w_scales is not None else ""
+        out[op.index] = (True, f"{what} {conv.kh}x{conv.kw} s{conv.stride}{pc}, {n} task{'s' * (n > 1)}")
+    return out
