@@ -14,6 +14,7 @@
 #include "delegate.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -31,7 +32,7 @@
 
 /* Every SoC name the options accept, and the ones this build can compile for and drive. */
 static const char *const known_devices[] = {"rk3588", "rk3576", "a311d", "imx8mp"};
-static const char *const drivable_devices[] = {"rk3588"};
+static const char *const drivable_devices[] = {"rk3588", "rk3576"};
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -166,12 +167,19 @@ static int soc_compatible(const char *prefix)
     return 0;
 }
 
-/* The NPU this machine has, by kernel driver (rocket: accel node; etnaviv: DRM render node, and only
- * on SoCs whose Vivante core is an NPU), or NULL when there is none. */
-static const char *detect_device(void)
+/* The NPU this machine has, or NULL when there is none. Rockchip: the rocket driver's own detection
+ * (the devicetree compatible of the NPU cores, drivers/driver.h); Vivante: an etnaviv DRM render node, and
+ * only on SoCs whose Vivante core is an NPU. `unknown` receives an NPU the drivers cannot name. */
+static const char *detect_device(char *unknown, size_t len)
 {
-    if (driver_present("accel", "accel", "rocket"))
-        return soc_compatible("rockchip,rk3576") ? "rk3576" : "rk3588";
+    char soc[64];
+    int rc = teflon_detect_soc(soc, sizeof(soc));
+    if (rc == 0)
+        return strcmp(soc, "rk3576") == 0 ? "rk3576" : strcmp(soc, "rk3588") == 0 ? "rk3588" : NULL;
+    if (rc == -ENOTSUP) {
+        snprintf(unknown, len, "%s", soc);
+        return NULL;
+    }
     if (driver_present("drm", "renderD", "etnaviv")) {
         if (soc_compatible("amlogic,a311d"))
             return "a311d";
@@ -238,7 +246,13 @@ static int resolve_device(options *o, report_fn report_error)
     char list[128];
     join(list, sizeof(list), drivable_devices, COUNT(drivable_devices));
     if (strcmp(o->device, "auto") == 0) {
-        const char *found = detect_device();
+        char unknown[64] = "";
+        const char *found = detect_device(unknown, sizeof(unknown));
+        if (unknown[0]) {
+            report(report_error, "device=auto found a Rockchip NPU this build does not know (%s); "
+                   "pass device=rk3588 or device=rk3576 explicitly", unknown);
+            return -1;
+        }
         if (found && !in_list(found, drivable_devices, COUNT(drivable_devices))) {
             report(report_error, "device=auto found an %s NPU, which this build cannot drive yet (drivable: %s); "
                    "pass device=%s sim=1 to use the simulator instead", found, list, drivable_devices[0]);

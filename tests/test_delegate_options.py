@@ -8,6 +8,7 @@ subprocess, so a crash fails one test instead of taking pytest down.
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 import textwrap
@@ -50,7 +51,6 @@ def _run(model: bytes, runtime: str, options: dict[str, str] | None) -> np.ndarr
         ({"debug": "yes"}, "debug"),
         ({"device": "a311d"}, "a311d"),
         ({"device": "imx8mp"}, "imx8mp"),
-        ({"device": "rk3576"}, "rk3576"),
     ],
     ids=lambda v: "-".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else None,
 )
@@ -237,3 +237,32 @@ def test_graph_export_depthwise_options(runtime: str) -> None:
     assert op.kind == "DEPTHWISE_CONV_2D"
     assert op.options["padding"] == "SAME" and op.options["activation"] == "RELU6"
     assert op.options["depth_multiplier"] == 1 and op.options["stride_w"] == 1
+
+
+@pytest.mark.parametrize(("compatible", "soc"), [("rockchip,rk3576-rknn-core", "rk3576"),
+                                                 ("rockchip,rk3588-rknn-core", "rk3588")])
+def test_device_auto_follows_the_npu_cores_devicetree(compatible: str, soc: str, tmp_path: Path) -> None:
+    """device=auto names the SoC from the rocket cores' devicetree compatible (a fake sysfs here: no node in
+    /dev, so the simulator of that SoC serves)."""
+    from fakesysfs import fake_rocket_sysfs
+
+    root = fake_rocket_sysfs(tmp_path, {"27700000.npu": compatible})
+    code = "import teflon\nteflon.load_delegate(device='auto', debug='1')\n"
+    env = {**os.environ, "TEFLON_SYSFS_ROOT": str(root)}
+    r = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert f"delegate created for {soc} (simulated NPU)" in r.stderr, r.stderr
+
+
+def test_device_auto_refuses_an_unknown_rockchip_npu(tmp_path: Path) -> None:
+    from fakesysfs import fake_rocket_sysfs
+
+    root = fake_rocket_sysfs(tmp_path, {"fde40000.npu": "rockchip,rk3568-rknn-core"})
+    code = ("import teflon\ntry:\n    teflon.load_delegate(device='auto')\nexcept ValueError as e:\n"
+            "    print('refused:', e)\n")
+    env = {**os.environ, "TEFLON_SYSFS_ROOT": str(root)}
+    r = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "refused:" in r.stdout and "rk3568" in r.stdout, r.stdout + r.stderr

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fakesysfs import fake_rocket_sysfs as _sysfs
 from teflon.native import Device, NativeError, Runner
 from teflon.program import Buffer, IOBinding, Job, Program, Reloc, Task
 
@@ -547,26 +548,6 @@ def test_kick_words(harness: Path) -> None:
     assert "all checks passed" in _run(harness, "kick")
 
 
-def _sysfs(root: Path, cores: dict[str, str], where: str = "driver") -> Path:
-    """A fake sysfs: NPU core devices with devicetree compatibles, bound to the rocket platform driver (upstream
-    layout) or the accel device's own of_node."""
-    for name, compatible in cores.items():
-        dev = root / "sys/devices/platform" / name
-        (dev / "of_node").mkdir(parents=True)
-        (dev / "of_node/compatible").write_bytes(compatible.encode().replace(b";", b"\0") + b"\0")
-        if where == "driver":
-            drv = root / "sys/bus/platform/drivers/rocket"
-            drv.mkdir(parents=True, exist_ok=True)
-            (drv / name).symlink_to(os.path.relpath(dev, drv))
-        else:
-            acc = root / "sys/class/accel" / f"accel{len(list((root / 'sys/class').glob('accel/*')))}"
-            acc.mkdir(parents=True)
-            (acc / "device").symlink_to(os.path.relpath(dev, acc))
-    drv = root / "sys/bus/platform/drivers/rocket"
-    if drv.is_dir():
-        for f in ("bind", "unbind", "uevent"):
-            (drv / f).write_text("")
-    return root
 
 
 @pytest.mark.parametrize(
@@ -619,19 +600,6 @@ ENCODER_CASES = [
 ]
 
 
-# Known encoder gaps (reported to the encoder; the case passes once fixed): message fragment -> why.
-ENCODER_GAPS = {
-    "without an op-enable word": (
-        "the encoder ends its last task without [PC_BASE_ADDRESS 0][PC_REGISTER_AMOUNTS 0][SYNC][OP_ENABLE]: "
-        "accel/rocket fetches only the task's own words, so the task never starts (rocket-rk3576-sim.md §2)"
-    ),
-    "DMA fault: input": (
-        "the CNA reads 16 x TASK_SURF = round4(width x rows) atoms of every input plane: the input buffer needs up "
-        "to 48 bytes after its last plane (rocket-rk3576-sim.md §3)"
-    ),
-}
-
-
 @pytest.mark.parametrize("spec", ENCODER_CASES, ids=lambda s: f"{s[0]}-{s[1]}x{s[2]}x{s[3]}")
 def test_encoder_program_matches_the_contract_model(sim: Device, spec: tuple) -> None:
     """Our encoder's program (python/teflon/rocket/encoder_rk3576.py) on the simulator equals, byte for byte, the
@@ -644,11 +612,5 @@ def test_encoder_program_matches_the_contract_model(sim: Device, spec: tuple) ->
     case = ConvCase(op, h, w, c, oc, **kw) if oc is not None else ConvCase(op, h, w, c, **kw)
     x = random_inputs(case.build(), seed=1)[0]
     prog = rocket.compile(rk3576_contract.conv_graph(case), [0], [0], [3], "rk3576")
-    try:
-        out = Runner(sim, prog).run({0: x})[3]
-    except NativeError as e:
-        for fragment, why in ENCODER_GAPS.items():
-            if fragment in str(e):
-                pytest.xfail(why)
-        raise
+    out = Runner(sim, prog).run({0: x})[3]
     assert np.array_equal(out, rk3576_contract.run(prog, {0: x})[3])

@@ -26,6 +26,9 @@ from .split import SplitError
 from .split_rk3576 import FEATURE_ATOM, split
 
 PLANE_GROUP = 4  # tensor buffers hold whole 64-channel groups of planes (the DPU writes 32/64 at a time)
+# The CNA reads 16 x TASK_SURF = 16 x round4(IW x fetched rows) bytes of every plane from the first fetched row:
+# up to 3 atoms past the last row of the last plane (rocket-rk3576-sim.md §3, CNA_DMA_CON3).
+CNA_READ_SLACK = 3 * FEATURE_ATOM
 
 
 @dataclass
@@ -89,8 +92,10 @@ def encode_layer(rm: RegMap, c: RocketConv, in_plane: int) -> EncodedLayer:
 
 
 def tensor_bytes(c: int, plane: int) -> int:
+    """Whole 4-plane groups (the DPU's output groups stay inside them: 2 planes direct, 4 depthwise) plus the
+    CNA's read-ahead after the last plane."""
     groups = -(-c // FEATURE_ATOM)
-    return -(-groups // PLANE_GROUP) * PLANE_GROUP * plane * FEATURE_ATOM
+    return -(-groups // PLANE_GROUP) * PLANE_GROUP * plane * FEATURE_ATOM + CNA_READ_SLACK
 
 
 def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[int], outputs: list[int]) -> Program:

@@ -1,8 +1,12 @@
 """Per-task RK3576 regcmd streams (docs/hardware/rocket-rk3576.md, "Register semantics").
 
-Every task is the vendor's 139-word body (regs_rk3576.STREAM_ORDER) with every register written; tasks
-of an operation except the last end with [PC_BASE_ADDRESS next][PC_REGISTER_AMOUNTS][SYNC][OP_ENABLE]
-and a single task has no trailer (../shared/golden/rocket-rk3576, compile A). Address registers hold
+Every task is the vendor's 139-word body (regs_rk3576.STREAM_ORDER) with every register written, then the
+4-word trailer [PC_BASE_ADDRESS next][PC_REGISTER_AMOUNTS n][SYNC][OP_ENABLE 0x1D], counted in the task's
+word count. The last (or only) task of an operation gets [PC_BASE_ADDRESS 0][PC_REGISTER_AMOUNTS 0][SYNC]
+[OP_ENABLE]: accel/rocket fetches exactly the words userspace counts (REGISTER_AMOUNTS = ceil(count/2) - 1),
+so the op-enable must be inside the count. The vendor's stored programs end their last task without a trailer
+because its driver fetches 4 words more (ceil((n + 4)/2) - 1) and supplies them itself
+(../shared/golden/rocket-rk3576, compile A; docs/hardware/rocket-rk3576-sim.md §2). Address registers hold
 offsets inside their buffer and are listed as relocations (role, word index), as on RK3588.
 """
 
@@ -184,15 +188,21 @@ def task_stream(rm: RegMap, p: LayerParams, t: Window) -> Stream:
 
 
 def fetch_amount(body_words: int) -> int:
-    """PC_REGISTER_AMOUNTS for a task of `body_words` (its trailer included): ceil((n + 4) / 2) - 1 [VENDOR]."""
+    """PC_REGISTER_AMOUNTS for a task of `body_words` plus its 4-word trailer: ceil((n + 4) / 2) - 1 [VENDOR]."""
     return -(-(body_words + TRAILER_WORDS) // 2) - 1
 
 
+def trailer(rm: RegMap) -> list[int]:
+    """The trailer of the last task: no next task (address and amount 0), then SYNC and the op-enable."""
+    return [rm.word("PC_BASE_ADDRESS", PC_SOURCE_ADDR=0), rm.word("PC_REGISTER_AMOUNTS", PC_DATA_AMOUNT=0),
+            rm.special_word("SYNC"), rm.special_word("OP_ENABLE", CNA_EN=1, CORE_EN=1, DPU_EN=1, DPU_RDMA_EN=1)]
+
+
 def link(rm: RegMap, streams: list[Stream]) -> list[int]:
-    """Append the chaining trailer to every task but the last, lay the streams out 64-byte aligned in one
-    buffer and chain them (regcmd.link); returns each stream's byte offset."""
-    amounts = [fetch_amount(len(s.words)) for s in streams]  # from the body: the last task has no trailer
-    for s in streams[:-1]:
-        s.words += [0, 0, rm.special_word("SYNC"),
-                    rm.special_word("OP_ENABLE", CNA_EN=1, CORE_EN=1, DPU_EN=1, DPU_RDMA_EN=1)]
+    """Append the trailer to every task (bodies in, body + trailer out), lay the streams out 64-byte aligned in
+    one buffer and chain each to the next (regcmd.link: next address and fetch amount in the first two trailer
+    words; the last task keeps 0 / 0); returns each stream's byte offset."""
+    amounts = [fetch_amount(len(s.words)) for s in streams]
+    for s in streams:
+        s.words += trailer(rm)
     return chain(rm, streams, amounts)
