@@ -36,9 +36,17 @@ echo "== pytest"
 tests=0
 "$PY" -m pytest -n auto "${marker[@]}" -rfE --durations=15 --junitxml="$results/junit.xml" "$@" || tests=$?
 
+# The C parts again under AddressSanitizer + UBSan (default run only; TEFLON_SKIP_ASAN=1 skips it).
+asan=0
+if [ "$#" -eq 0 ] && [ "${TEFLON_SKIP_ASAN:-0}" != "1" ]; then
+    echo "== ASan/UBSan"
+    bash scripts/test-asan.sh || asan=$?
+fi
+
 if [ "$lint" -ne 0 ]; then
     echo "test.sh: ruff found problems (see above)" >&2
 fi
 # pytest's own code when it failed, else 1 for lint problems
 if [ "$tests" -ne 0 ]; then exit "$tests"; fi
+if [ "$asan" -ne 0 ]; then echo "test.sh: the ASan/UBSan run failed (see above)" >&2; exit "$asan"; fi
 exit $((lint != 0))
