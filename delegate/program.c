@@ -1,10 +1,10 @@
 /* Program blob parser (docs/architecture.md "Program blob"). Every field is checked here. */
 #include "program.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "errmsg.h"
 
 #define HEADER_SIZE 48
 #define BUFFER_SIZE 32
@@ -21,16 +21,6 @@ static uint32_t rd32(const uint8_t *p)
 static uint64_t rd64(const uint8_t *p)
 {
     return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
-}
-
-static void put(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
 }
 
 /* a + b <= limit without overflow */
@@ -87,23 +77,23 @@ teflon_program *teflon_program_parse(const uint8_t *blob, uint64_t len, char *er
 {
     teflon_program *p = calloc(1, sizeof(*p));
     if (!p) {
-        put(err, errlen, "out of memory");
+        teflon_errf(err, errlen, "out of memory");
         return NULL;
     }
     if (!blob || len < HEADER_SIZE || memcmp(blob, "TFLP", 4) != 0) {
-        put(err, errlen, "not a teflon program (bad magic or %llu bytes)", (unsigned long long)len);
+        teflon_errf(err, errlen, "not a teflon program (bad magic or %llu bytes)", (unsigned long long)len);
         goto fail;
     }
     p->blob = malloc(len);
     if (!p->blob) {
-        put(err, errlen, "out of memory copying a %llu-byte program", (unsigned long long)len);
+        teflon_errf(err, errlen, "out of memory copying a %llu-byte program", (unsigned long long)len);
         goto fail;
     }
     memcpy(p->blob, blob, len);
     const uint8_t *b = p->blob;
     const uint32_t version = rd32(b + 4);
     if (version != 1) {
-        put(err, errlen, "program version %u not supported (1)", version);
+        teflon_errf(err, errlen, "program version %u not supported (1)", version);
         goto fail;
     }
     p->soc = rd32(b + 8);
@@ -115,7 +105,7 @@ teflon_program *teflon_program_parse(const uint8_t *blob, uint64_t len, char *er
     p->nio = rd32(b + 32);
     const uint64_t strings_offset = rd32(b + 36), strings_size = rd32(b + 40), data_offset = rd32(b + 44);
     if (!teflon_program_soc_name(p->soc)) {
-        put(err, errlen, "program for unknown SoC id %u", p->soc);
+        teflon_errf(err, errlen, "program for unknown SoC id %u", p->soc);
         goto fail;
     }
     const uint64_t body = (uint64_t)p->nbuffers * BUFFER_SIZE + (uint64_t)p->nrelocs * RELOC_SIZE +
@@ -123,7 +113,7 @@ teflon_program *teflon_program_parse(const uint8_t *blob, uint64_t len, char *er
                           (uint64_t)p->nio * IO_SIZE;
     if (!fits(HEADER_SIZE, body, strings_offset) || !fits(strings_offset, strings_size, len) || data_offset > len ||
         data_offset < strings_offset + strings_size) {
-        put(err, errlen, "program tables do not fit the blob (%llu bytes)", (unsigned long long)len);
+        teflon_errf(err, errlen, "program tables do not fit the blob (%llu bytes)", (unsigned long long)len);
         goto fail;
     }
     if ((p->nbuffers && !(p->buffers = calloc(p->nbuffers, sizeof(*p->buffers)))) ||
@@ -132,7 +122,7 @@ teflon_program *teflon_program_parse(const uint8_t *blob, uint64_t len, char *er
         (p->njobs && !(p->jobs = calloc(p->njobs, sizeof(*p->jobs)))) ||
         (p->nbolist && !(p->bolist = calloc(p->nbolist, sizeof(*p->bolist)))) ||
         (p->nio && !(p->io = calloc(p->nio, sizeof(*p->io))))) {
-        put(err, errlen, "out of memory parsing the program");
+        teflon_errf(err, errlen, "out of memory parsing the program");
         goto fail;
     }
 
@@ -142,7 +132,7 @@ teflon_program *teflon_program_parse(const uint8_t *blob, uint64_t len, char *er
         tp_buffer *bf = &p->buffers[i];
         const uint32_t name = rd32(q);
         if (name >= strings_size || !memchr(strings + name, 0, strings_size - name)) {
-            put(err, errlen, "buffer %u: bad name offset %u", i, name);
+            teflon_errf(err, errlen, "buffer %u: bad name offset %u", i, name);
             goto fail;
         }
         bf->name = strings + name;
@@ -151,18 +141,18 @@ teflon_program *teflon_program_parse(const uint8_t *blob, uint64_t len, char *er
         const uint64_t doff = rd64(q + 16);
         bf->data_size = rd64(q + 24);
         if (bf->size == 0 || bf->data_size > bf->size || (bf->flags & ~3u)) {
-            put(err, errlen, "buffer %u (%s): size %llu, data %llu bytes, flags 0x%x not valid", i, bf->name,
+            teflon_errf(err, errlen, "buffer %u (%s): size %llu, data %llu bytes, flags 0x%x not valid", i, bf->name,
                 (unsigned long long)bf->size, (unsigned long long)bf->data_size, bf->flags);
             goto fail;
         }
         if (bf->flags & TP_BUF_HAS_DATA) {
             if (!fits(data_offset, doff, len) || !fits(data_offset + doff, bf->data_size, len)) {
-                put(err, errlen, "buffer %u (%s): initial data outside the blob", i, bf->name);
+                teflon_errf(err, errlen, "buffer %u (%s): initial data outside the blob", i, bf->name);
                 goto fail;
             }
             bf->data = b + data_offset + doff;
         } else if (bf->data_size) {
-            put(err, errlen, "buffer %u (%s): data size without the has-data flag", i, bf->name);
+            teflon_errf(err, errlen, "buffer %u (%s): data size without the has-data flag", i, bf->name);
             goto fail;
         }
     }
@@ -175,7 +165,7 @@ teflon_program *teflon_program_parse(const uint8_t *blob, uint64_t len, char *er
         const uint64_t width = r->kind == TP_RELOC_REGCMD ? 8 : 4;
         if (r->buffer >= p->nbuffers || r->target >= p->nbuffers || r->kind > TP_RELOC_U32 ||
             !fits(r->offset, width, p->buffers[r->buffer].size) || r->offset % width) {
-            put(err, errlen, "relocation %u: buffer %u kind %u offset %llu target %u not valid", i, r->buffer, r->kind,
+            teflon_errf(err, errlen, "relocation %u: buffer %u kind %u offset %llu target %u not valid", i, r->buffer, r->kind,
                 (unsigned long long)r->offset, r->target);
             goto fail;
         }
@@ -187,7 +177,7 @@ teflon_program *teflon_program_parse(const uint8_t *blob, uint64_t len, char *er
         t->offset = rd64(q + 8);
         if (t->buffer >= p->nbuffers || t->count == 0 || t->offset % 16 ||
             !fits(t->offset, (uint64_t)t->count * 8, p->buffers[t->buffer].size)) {
-            put(err, errlen, "task %u: buffer %u offset %llu count %u not valid (16-byte aligned, inside the buffer)", i,
+            teflon_errf(err, errlen, "task %u: buffer %u offset %llu count %u not valid (16-byte aligned, inside the buffer)", i,
                 t->buffer, (unsigned long long)t->offset, t->count);
             goto fail;
         }
@@ -202,14 +192,14 @@ teflon_program *teflon_program_parse(const uint8_t *blob, uint64_t len, char *er
         j->nout = rd32(q + 20);
         if (j->ntasks == 0 || !fits(j->first_task, j->ntasks, p->ntasks) || !fits(j->first_in, j->nin, p->nbolist) ||
             !fits(j->first_out, j->nout, p->nbolist)) {
-            put(err, errlen, "job %u: task or buffer-list range out of bounds", i);
+            teflon_errf(err, errlen, "job %u: task or buffer-list range out of bounds", i);
             goto fail;
         }
     }
     for (uint32_t i = 0; i < p->nbolist; i++, q += 4) {
         p->bolist[i] = rd32(q);
         if (p->bolist[i] >= p->nbuffers) {
-            put(err, errlen, "buffer list entry %u: buffer %u out of range", i, p->bolist[i]);
+            teflon_errf(err, errlen, "buffer list entry %u: buffer %u out of range", i, p->bolist[i]);
             goto fail;
         }
     }
@@ -233,7 +223,7 @@ teflon_program *teflon_program_parse(const uint8_t *blob, uint64_t len, char *er
         if (io->buffer >= p->nbuffers || io->direction > TP_DIR_OUT || io->xor_mask > 0xFF || io->pad_value < -128 ||
             io->pad_value > 255 || (io->dtype != TP_DTYPE_UINT8 && io->dtype != TP_DTYPE_INT8) || ext == 0 ||
             ext > p->buffers[io->buffer].size) {
-            put(err, errlen, "I/O binding %u (tensor %d): buffer %u, layout %u, %dx%dx%d, c2 %u, pitches %llu/%llu, "
+            teflon_errf(err, errlen, "I/O binding %u (tensor %d): buffer %u, layout %u, %dx%dx%d, c2 %u, pitches %llu/%llu, "
                 "offset %llu not valid for its buffer", i, io->tensor, io->buffer, io->layout, io->h, io->w, io->c, io->c2,
                 (unsigned long long)io->row_pitch, (unsigned long long)io->plane_pitch, (unsigned long long)io->offset);
             goto fail;

@@ -2,13 +2,13 @@
 #include "runner.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "layout.h"
 #include "program.h"
+#include "errmsg.h"
 
 struct teflon_runner {
     teflon_dev *dev;
@@ -20,16 +20,6 @@ struct teflon_runner {
     uint8_t *out_bufs;       /* 1 for buffers bound to an output */
     teflon_submit_stats last;
 };
-
-static void put(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 void teflon_runner_free(teflon_runner *r)
 {
@@ -59,7 +49,7 @@ static int apply_relocs(teflon_runner *r, char *err, size_t errlen)
             memcpy(&w, at, 8);
             const uint64_t v = ((w >> 16) & 0xFFFFFFFFu) + iova;
             if (v > 0xFFFFFFFFu) {
-                put(err, errlen, "relocation %u: %s + 0x%llx does not fit the 32-bit register value", i,
+                teflon_errf(err, errlen, "relocation %u: %s + 0x%llx does not fit the 32-bit register value", i,
                     p->buffers[rl->target].name, (unsigned long long)((w >> 16) & 0xFFFFFFFFu));
                 return -ERANGE;
             }
@@ -70,7 +60,7 @@ static int apply_relocs(teflon_runner *r, char *err, size_t errlen)
             memcpy(&u, at, 4);
             const uint64_t v = (uint64_t)u + iova;
             if (v > 0xFFFFFFFFu) {
-                put(err, errlen, "relocation %u: %s address does not fit 32 bits", i, p->buffers[rl->target].name);
+                teflon_errf(err, errlen, "relocation %u: %s address does not fit 32 bits", i, p->buffers[rl->target].name);
                 return -ERANGE;
             }
             u = (uint32_t)v;
@@ -84,7 +74,7 @@ teflon_runner *teflon_runner_load(teflon_dev *dev, const uint8_t *blob, uint64_t
 {
     teflon_runner *r = calloc(1, sizeof(*r));
     if (!r) {
-        put(err, errlen, "out of memory");
+        teflon_errf(err, errlen, "out of memory");
         return NULL;
     }
     r->dev = dev;
@@ -94,7 +84,7 @@ teflon_runner *teflon_runner_load(teflon_dev *dev, const uint8_t *blob, uint64_t
     const teflon_program *p = r->prog;
     const char *soc = teflon_program_soc_name(p->soc);
     if (strcmp(soc, teflon_dev_soc(dev)) != 0) {
-        put(err, errlen, "program compiled for %s, device is %s", soc, teflon_dev_soc(dev));
+        teflon_errf(err, errlen, "program compiled for %s, device is %s", soc, teflon_dev_soc(dev));
         goto fail;
     }
     r->bos = calloc(p->nbuffers ? p->nbuffers : 1, sizeof(*r->bos));
@@ -103,13 +93,13 @@ teflon_runner *teflon_runner_load(teflon_dev *dev, const uint8_t *blob, uint64_t
     r->handles = calloc(p->nbolist ? p->nbolist : 1, sizeof(*r->handles));
     r->out_bufs = calloc(p->nbuffers ? p->nbuffers : 1, 1);
     if (!r->bos || !r->tasks || !r->jobs || !r->handles || !r->out_bufs) {
-        put(err, errlen, "out of memory");
+        teflon_errf(err, errlen, "out of memory");
         goto fail;
     }
     for (uint32_t i = 0; i < p->nbuffers; i++) {
         const tp_buffer *b = &p->buffers[i];
         if (teflon_bo_create(dev, b->size, &r->bos[i])) {
-            put(err, errlen, "buffer %s: %s", b->name, teflon_dev_error(dev));
+            teflon_errf(err, errlen, "buffer %s: %s", b->name, teflon_dev_error(dev));
             goto fail;
         }
         if (b->data)
@@ -119,7 +109,7 @@ teflon_runner *teflon_runner_load(teflon_dev *dev, const uint8_t *blob, uint64_t
         goto fail;
     for (uint32_t i = 0; i < p->nbuffers; i++)
         if (teflon_bo_cpu_fini(dev, &r->bos[i])) {
-            put(err, errlen, "buffer %s: %s", p->buffers[i].name, teflon_dev_error(dev));
+            teflon_errf(err, errlen, "buffer %s: %s", p->buffers[i].name, teflon_dev_error(dev));
             goto fail;
         }
     for (uint32_t i = 0; i < p->ntasks; i++)
@@ -168,13 +158,13 @@ int teflon_runner_run(teflon_runner *r, char *err, size_t errlen)
     memset(&r->last, 0, sizeof(r->last));
     int rc = teflon_submit(r->dev, r->jobs, p->njobs);
     if (rc) {
-        put(err, errlen, "%s", teflon_dev_error(r->dev));
+        teflon_errf(err, errlen, "%s", teflon_dev_error(r->dev));
         return rc;
     }
     teflon_dev_last_stats(r->dev, &r->last);
     for (uint32_t i = 0; i < p->nbuffers; i++)
         if (r->out_bufs[i] && (rc = teflon_bo_cpu_prep(r->dev, &r->bos[i]))) {
-            put(err, errlen, "%s", teflon_dev_error(r->dev));
+            teflon_errf(err, errlen, "%s", teflon_dev_error(r->dev));
             return rc;
         }
     return 0;

@@ -2,13 +2,13 @@
  * device's error message and last-submit counters. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
 #include "driver.h"
+#include "errmsg.h"
 
 #define ERRLEN 1024
 
@@ -31,16 +31,6 @@ static const struct family families[] = {
     {"rk3576", rocket_kernel_open, rocket_sim_open},
 };
 
-static void put(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 int teflon_dev_open(const char *soc, int sim, teflon_dev **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -49,16 +39,16 @@ int teflon_dev_open(const char *soc, int sim, teflon_dev **out, char *err, size_
         if (strcmp(families[i].soc, soc) == 0)
             f = &families[i];
     if (!f) {
-        put(err, errlen, "unknown SoC \"%s\" (known: rk3588, rk3576)", soc ? soc : "(null)");
+        teflon_errf(err, errlen, "unknown SoC \"%s\" (known: rk3588, rk3576)", soc ? soc : "(null)");
         return -EINVAL;
     }
     if (sim < -1 || sim > 1) {
-        put(err, errlen, "sim must be -1 (auto), 0 (real device) or 1 (simulator), not %d", sim);
+        teflon_errf(err, errlen, "sim must be -1 (auto), 0 (real device) or 1 (simulator), not %d", sim);
         return -EINVAL;
     }
     teflon_dev *d = calloc(1, sizeof(*d));
     if (!d) {
-        put(err, errlen, "out of memory");
+        teflon_errf(err, errlen, "out of memory");
         return -ENOMEM;
     }
     snprintf(d->soc, sizeof(d->soc), "%s", soc);
@@ -66,7 +56,7 @@ int teflon_dev_open(const char *soc, int sim, teflon_dev **out, char *err, size_
     if (sim != 1) {
         rc = f->open_real(soc, &d->impl, &d->ops, d->err, sizeof(d->err));
         if (rc && sim == 0) {
-            put(err, errlen, "%s (sim=0 forbids the simulator)", d->err);
+            teflon_errf(err, errlen, "%s (sim=0 forbids the simulator)", d->err);
             free(d);
             return rc;
         }
@@ -74,7 +64,7 @@ int teflon_dev_open(const char *soc, int sim, teflon_dev **out, char *err, size_
     if (rc) {
         rc = f->open_sim(soc, &d->impl, &d->ops, d->err, sizeof(d->err));
         if (rc) {
-            put(err, errlen, "%s", d->err);
+            teflon_errf(err, errlen, "%s", d->err);
             free(d);
             return rc;
         }

@@ -524,7 +524,7 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
         subprocess.run([sys.executable, str(REPO / "python/teflon/rocket/gen_c_header.py"), "--soc", soc, "-o",
                         str(out / f"rocket_regs_{soc}.h")], check=True)
     drivers = REPO / "drivers"
-    sources = [drivers / "driver.c", *sorted((drivers / "rocket").glob("*.c"))]
+    sources = [drivers / "driver.c", drivers / "errmsg.c", *sorted((drivers / "rocket").glob("*.c"))]
     exe = out / "test_rocket_sim"
     cmd = [cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-fsanitize=address,undefined",
            "-fno-sanitize-recover=all", f"-I{drivers}", f"-I{drivers / 'rocket'}", f"-I{out}",

@@ -10,10 +10,10 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "errmsg.h"
 
 #define BLK 16      /* elements per vectorized block; IC is always a multiple of 16 */
 #define KBLK 4      /* kernels computed together (register blocking) */
@@ -43,16 +43,6 @@ struct sim_conv {
     int16_t *padpix;     /* one padded pixel: pad value in real channels, 0 beyond */
     size_t padcap;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static int grow(void **p, size_t *cap, size_t bytes)
 {
@@ -144,7 +134,7 @@ int sim_conv_load_weights(sim_conv *c, const struct sim_conv_geom *g, const int8
     c->wf_valid = 0;
     return 0;
 oom:
-    set_err(err, errlen, "simulator out of memory for the CBUF weights");
+    teflon_errf(err, errlen, "simulator out of memory for the CBUF weights");
     return -ENOMEM;
 }
 
@@ -438,7 +428,7 @@ int sim_conv_run(sim_conv *c, const struct sim_conv_task *t, char *err, size_t e
 {
     const struct sim_conv_geom *g = &t->g;
     if (!c->wloaded || memcmp(&c->wg, g, sizeof(*g)) != 0) {
-        set_err(err, errlen, "CBUF weights do not match the task geometry");
+        teflon_errf(err, errlen, "CBUF weights do not match the task geometry");
         return -EINVAL;
     }
     const int rows_p = (t->out_h - 1) * t->sy + g->kh;
@@ -448,7 +438,7 @@ int sim_conv_run(sim_conv *c, const struct sim_conv_task *t, char *err, size_t e
     if (grow((void **)&c->x, &c->xcap, npix * g->ic * sizeof(int16_t)) ||
         grow((void **)&c->psum, &c->pcap, npix * sizeof(int32_t)) ||
         grow((void **)&c->padpix, &c->padcap, (size_t)g->ic * sizeof(int16_t))) {
-        set_err(err, errlen, "simulator out of memory for the task input");
+        teflon_errf(err, errlen, "simulator out of memory for the task input");
         return -ENOMEM;
     }
     build_input(c, t, rows_p, cols_p);
@@ -457,7 +447,7 @@ int sim_conv_run(sim_conv *c, const struct sim_conv_task *t, char *err, size_t e
     const int nf = g->depthwise ? g->ic : c->kpad;
     int32_t *owv = malloc((size_t)nf * sizeof(int32_t) + (size_t)nf * sizeof(int16_t));
     if (!owv) {
-        set_err(err, errlen, "simulator out of memory for the OW factors");
+        teflon_errf(err, errlen, "simulator out of memory for the OW factors");
         return -ENOMEM;
     }
     int16_t *owf = (int16_t *)(owv + nf);
@@ -476,7 +466,7 @@ int sim_conv_run(sim_conv *c, const struct sim_conv_task *t, char *err, size_t e
         if (grow((void **)&c->wf, &c->wfcap, nw * sizeof(int16_t)) ||
             grow((void **)&c->wf_ow, &c->wf_owcap, (size_t)nf * sizeof(int16_t))) {
             free(owv);
-            set_err(err, errlen, "simulator out of memory for the folded weights");
+            teflon_errf(err, errlen, "simulator out of memory for the folded weights");
             return -ENOMEM;
         }
         /* direct: [kernel][ky][kx*ic] (per elements per kernel); depthwise: [ky][kx][channel] */
@@ -513,7 +503,7 @@ int sim_conv_run(sim_conv *c, const struct sim_conv_task *t, char *err, size_t e
     uint8_t *scratch = malloc(2 * per);
     if (!scratch) {
         free(owv);
-        set_err(err, errlen, "simulator out of memory for the accumulators");
+        teflon_errf(err, errlen, "simulator out of memory for the accumulators");
         return -ENOMEM;
     }
     struct worker wk[2];
