@@ -1,8 +1,9 @@
 """Shared pytest setup: import paths, the `slow` marker, and fixtures for the delegate and the shared data.
 
-Delegate tests use the `rk3588_sim` fixture: it skips with a clear message while libteflon.so is not built yet
-(so the suite runs before integration) and fails instead when TEFLON_REQUIRE_DELEGATE=1 (scripts/test.sh sets
-it: a fresh machine that built the delegate must not pass by skipping).
+Delegate tests use the `rk3588_sim` / `rk3576_sim` fixtures (the delegate options of each simulated NPU): they
+skip with a clear message while libteflon.so is not built yet (so the suite runs before integration) and fail
+instead when TEFLON_REQUIRE_DELEGATE=1 (scripts/test.sh sets it: a fresh machine that built the delegate must
+not pass by skipping).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ if importlib.util.find_spec("teflon") is None:
     sys.path.insert(0, str(REPO / "python"))
 
 RK3588_SIM = {"device": "rk3588", "sim": "1"}
+RK3576_SIM = {"device": "rk3576", "sim": "1"}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -64,6 +66,12 @@ def delegate_library() -> None:
 def rk3588_sim(delegate_library: None) -> dict[str, str]:
     """Delegate options for the simulated RK3588 NPU."""
     return dict(RK3588_SIM)
+
+
+@pytest.fixture(scope="session")
+def rk3576_sim(delegate_library: None) -> dict[str, str]:
+    """Delegate options for the simulated RK3576 NPU."""
+    return dict(RK3576_SIM)
 
 
 @pytest.fixture(scope="session")

@@ -233,6 +233,20 @@ DEFAULT_PER_CHANNEL: list[ConvCase] = _named([
     ("dwconv", 14, 14, 120, None, 3, 2, "valid", "int8", {"per_channel": True, "activation": "relu"}),
 ])
 
+# int8 per-channel weights claimed by rk3576: MobileNetV2-like layers with the weight-scale spreads of real
+# post-training-quantized models (tf2_mobilenet_v2_1.0_224_ptq: 2 to 28575 between a layer's channels).
+_PER_CHANNEL_SPREAD = [
+    ConvCase("dwconv", 112, 112, 32, None, 3, 1, "same", dtype="int8", per_channel=True, scale_spread=1000.0),
+    ConvCase("conv2d", 224, 224, 3, 32, 3, 2, "same", dtype="int8", per_channel=True, scale_spread=3e4),
+    ConvCase("dwconv", 7, 7, 960, None, 3, 1, "same", "relu6", dtype="int8", per_channel=True, scale_spread=150.0),
+    ConvCase("conv2d", 7, 7, 960, 320, 1, 1, "same", dtype="int8", per_channel=True, scale_spread=30.0),
+    ConvCase("conv2d", 56, 56, 24, 144, 1, 1, "same", dtype="int8", per_channel=True, scale_spread=4000.0),
+    ConvCase("dwconv", 56, 56, 144, None, 3, 2, "same", dtype="int8", per_channel=True, scale_spread=130.0),
+    ConvCase("conv2d", 28, 28, 64, 64, 5, 2, "valid", dtype="int8", per_channel=True, scale_spread=30.0),
+    ConvCase("dwconv", 3, 112, 16, None, 5, 1, "same", dtype="int8", per_channel=True, scale_spread=1000.0),
+]
+RK3576_DEFAULT_PER_CHANNEL: list[ConvCase] = DEFAULT_PER_CHANNEL + _PER_CHANNEL_SPREAD
+
 DEFAULT_ADD: list[AddCase] = [
     AddCase(8, 8, 16),
     AddCase(14, 14, 32, dtype="int8"),
@@ -249,6 +263,15 @@ DEFAULT_POOL: list[PoolCase] = [
     PoolCase(14, 14, 32, filter=3, stride=1, padding="same", dtype="int8"),
     PoolCase(14, 14, 16, after_conv=True),
     PoolCase(8, 8, 32, after_conv=True, conv_kernel=1, dtype="int8"),
+]
+
+# The other runtime (ai_edge_litert) on a few cases of each kind.
+LITERT_CASES: list[ConvCase | AddCase] = [
+    ConvCase("conv2d", 28, 28, 16, 32, 3, 2, "same"),
+    ConvCase("conv2d", 14, 14, 32, 64, 1, 1, "valid", dtype="int8"),
+    ConvCase("dwconv", 28, 28, 32, None, 3, 1, "same", "relu6", dtype="int8"),
+    ConvCase("conv2d", 14, 14, 16, 32, 3, 1, "same", dtype="int8", per_channel=True),
+    AddCase(8, 8, 16, "conv2", out_c=16, kernel=3),
 ]
 
 
@@ -330,6 +353,15 @@ SLOW_PER_CHANNEL: list[ConvCase] = unique(
     if c.channels_out > 1
 )
 
+# rk3576: the per-channel covering arrays again with real-model scale spreads.
+RK3576_SLOW_PER_CHANNEL: list[ConvCase] = SLOW_PER_CHANNEL + unique(
+    ConvCase(c.op, c.in_h, c.in_w, c.in_c, c.out_c, c.kernel, c.stride, c.padding, c.activation, "int8",
+             per_channel=True, scale_spread=spread)
+    for spread, seed in ((100.0, 18), (10000.0, 19))
+    for c in sweep("conv2d", seed=seed, cap=DEFAULT_MAC_CAP) + sweep("dwconv", seed=seed + 10, cap=DEFAULT_MAC_CAP)
+    if c.channels_out > 1
+)
+
 SLOW_ADD: list[AddCase] = [
     AddCase(size, size, c, prod, out_c=None if prod == "inputs" else oc, kernel=k, activation=act, dtype=dt)
     for (size, c, oc, k), prod, act, dt in itertools.product(
@@ -339,9 +371,9 @@ SLOW_ADD: list[AddCase] = [
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Known limitations (like Mesa CI's expectation files): cases the rk3588 backend deliberately leaves on the CPU
-# today. The tests then require an exact CPU fallback and report xfail; once the backend claims such a case it is
-# checked like any other, and the entry here should go.
+# Known limitations (like Mesa CI's expectation files): cases a backend deliberately leaves on the CPU today. The
+# tests then require an exact CPU fallback and report xfail; once the backend claims such a case it is checked
+# like any other, and the entry here should go.
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -360,12 +392,37 @@ def rk3588_known_cpu_conv(input_shape: Sequence[int]) -> str | None:
 
 def rk3588_known_cpu(case: ConvCase | AddCase | PoolCase) -> str | None:
     """Why the rk3588 backend is expected to leave this case's convolutions on the CPU, or None."""
-    convs = [case] if isinstance(case, ConvCase) else [case.conv] if case.macs else []
-    for c in convs:
+    for c in _convs(case):
         reason = rk3588_known_cpu_conv(c.input_shape)
         if reason:
             return reason
     return None
+
+
+# (case predicate, reason) pairs for rk3576 (python/teflon/rocket/support_rk3576.py, docs/hardware/rocket-rk3576.md).
+RK3576_KNOWN_CPU: list[tuple[Callable[[ConvCase], bool], str]] = [
+    (lambda c: c.op == "dwconv" and c.dtype == "uint8" and c.weight_zp == 0,
+     ("uint8 depthwise weights with zero point 0: w - zw reaches 255, one more than the two int8 bytes of the "
+      "RK3576 depthwise weight pair add up to (no B term on the depthwise path)")),
+]
+
+
+def rk3576_known_cpu(case: ConvCase | AddCase | PoolCase) -> str | None:
+    """Why the rk3576 backend is expected to leave this case's convolutions on the CPU, or None."""
+    for c in _convs(case):
+        for applies, reason in RK3576_KNOWN_CPU:
+            if applies(c):
+                return reason
+    return None
+
+
+def _convs(case: ConvCase | AddCase | PoolCase) -> list[ConvCase]:
+    return [case] if isinstance(case, ConvCase) else [case.conv] if case.macs else []
+
+
+def known_cpu(case: ConvCase | AddCase | PoolCase, device: str) -> str | None:
+    """Why `device`'s backend is expected to leave this case's convolutions on the CPU today, or None."""
+    return {"rk3588": rk3588_known_cpu, "rk3576": rk3576_known_cpu}[device](case)
 
 
 def total_macs(cases: Iterable[ConvCase | AddCase | PoolCase]) -> int:
@@ -396,3 +453,15 @@ KNOWN_REQUANT_LIMIT: dict[str, str] = {
     **{n: "15-bit OUT_CVT multiplier precision (relative error ~2.5e-5, outputs spanning 255 steps)"
        for n in _MULTIPLIER_PRECISION},
 }
+
+
+def known_requant_limit(name: str, device: str) -> str | None:
+    """Why a delegated case may miss the exact rate on `device` for a reason in the hardware's arithmetic.
+
+    rk3576 runs per-tensor layers through the very same arithmetic as rk3588 (coefficient stage C = 2^14 >> 14
+    as an identity, the same OUT_CVT scale, shift and rounding, no CORE truncation): the same cases hit the same
+    limits, and in each the simulator's output equals the exact integer model of the programmed DPU
+    (tests/rk3576_contract.py). Per-channel cases have no entry: all of them pass."""
+    if device not in ("rk3588", "rk3576"):
+        return None
+    return KNOWN_REQUANT_LIMIT.get(name)

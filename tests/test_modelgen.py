@@ -16,6 +16,9 @@ from opcases import (
     DEFAULT_PER_CHANNEL,
     DEFAULT_POOL,
     KERNELS,
+    LITERT_CASES,
+    RK3576_DEFAULT_PER_CHANNEL,
+    RK3576_SLOW_PER_CHANNEL,
     SIZES,
     SLOW_ADD,
     SLOW_CONV,
@@ -38,6 +41,8 @@ from teflon.runtime import interpreter_module, make_interpreter
     (ConvCase("conv2d", 8, 8, 16, 32, 1, 1, "same", dtype="int8", per_channel=True),
      "conv2d-in8x8x16-oc32-k1-s1-same-i8pc"),
     (ConvCase("conv2d", 8, 8, 16, 32, 3, 1, "same", "relu6"), "conv2d-in8x8x16-oc32-k3-s1-same-u8-relu6"),
+    (ConvCase("dwconv", 8, 8, 16, None, dtype="int8", per_channel=True, scale_spread=1000.0),
+     "dwconv-in8x8x16-k3-s1-same-i8pc-spread1000"),
     (ConvCase("dwconv", 14, 7, 16, kernel=5, weight_zp=74), "dwconv-in14x7x16-k5-s1-same-u8-wzp74"),
     (AddCase(8, 8, 16), "add-in8x8x16-u8"),
     (AddCase(8, 8, 16, "conv2", out_c=32, kernel=3, dtype="int8"), "conv2-add-in8x8x16-oc32-k3-i8"),
@@ -50,6 +55,8 @@ def test_names(case: ConvCase | AddCase | PoolCase, name: str) -> None:
 def test_bad_cases_raise() -> None:
     with pytest.raises(ValueError):
         ConvCase("conv2d", 8, 8, 16, 16, dtype="uint8", per_channel=True)
+    with pytest.raises(ValueError):
+        ConvCase("conv2d", 8, 8, 16, 16, dtype="int8", scale_spread=10.0)  # needs per-channel weights
     with pytest.raises(ValueError):
         ConvCase("conv2d", 8, 8, 16, 16, dtype="int8", weight_zp=5)
     with pytest.raises(ValueError):
@@ -133,6 +140,11 @@ def test_quantization_conventions() -> None:
     dw = ConvCase("dwconv", 8, 8, 16, None, 3, 1, "same", dtype="int8", per_channel=True).build()
     w_scale, _, axis, _ = _tensor_quant(dw, "output/weights")
     assert axis == 3 and w_scale.size == 16
+
+    spread = ConvCase("dwconv", 8, 8, 16, None, 3, 1, "same", dtype="int8", per_channel=True,
+                      scale_spread=1000.0).build()
+    w_scale = _tensor_quant(spread, "output/weights")[0]
+    assert np.isclose(w_scale.max() / w_scale.min(), 1000.0, rtol=1e-5)  # both ends of the spread present
 
     forced = ConvCase("conv2d", 8, 8, 16, 32, 3, 1, "same", weight_zp=211).build()
     assert _tensor_quant(forced, "output/weights")[1][0] == 211
@@ -249,6 +261,8 @@ def test_delegated_nodes_reads_partitions() -> None:
 ALL_TABLES = {
     "DEFAULT_CONV": DEFAULT_CONV, "DEFAULT_PER_CHANNEL": DEFAULT_PER_CHANNEL, "DEFAULT_ADD": DEFAULT_ADD,
     "DEFAULT_POOL": DEFAULT_POOL, "SLOW_CONV": SLOW_CONV, "SLOW_PER_CHANNEL": SLOW_PER_CHANNEL, "SLOW_ADD": SLOW_ADD,
+    "RK3576_DEFAULT_PER_CHANNEL": RK3576_DEFAULT_PER_CHANNEL, "RK3576_SLOW_PER_CHANNEL": RK3576_SLOW_PER_CHANNEL,
+    "LITERT_CASES": LITERT_CASES,
 }
 
 
@@ -265,6 +279,8 @@ def test_default_suite_budget() -> None:
     assert 150 <= len(default) <= 260
     assert total_macs(default) < 8e9, "the default suite must stay well inside 30 minutes on 2 cores"
     assert not {c.name for c in DEFAULT_CONV} & {c.name for c in SLOW_CONV}
+    assert not {c.name for c in RK3576_DEFAULT_PER_CHANNEL} & {c.name for c in RK3576_SLOW_PER_CHANNEL}
+    assert total_macs(RK3576_DEFAULT_PER_CHANNEL) < 1e9, "rk3576 per-channel default set: keep it small"
 
 
 def test_default_covers_every_axis_value() -> None:

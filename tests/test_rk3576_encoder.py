@@ -247,8 +247,12 @@ def test_trailer_and_amounts(case: ConvCase) -> None:
     assert fetch_amount(32) == 0x11  # the vendor's amount before a 32-word task
 
 
-def test_shift_word_is_real_memory() -> None:
-    g = conv_graph(ConvCase("conv2d", 16, 16, 32, 40, dtype="int8", per_channel=True))
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per-tensor", "per-channel"])
+def test_shift_word_is_real_memory(per_channel: bool) -> None:
+    """The shift word lives right after the table (never address 0). Per-tensor: the vendor's 14 / 14 with
+    C = 2^14 (an exact identity). Per-channel: C up to 32767 (the largest scale) and the smallest shift that
+    keeps v * C >> shift inside int32 for every input (coefs_rk3576.bs_shift), below the vendor's 14."""
+    g = conv_graph(ConvCase("conv2d", 16, 16, 32, 40, dtype="int8", per_channel=per_channel))
     prog = rocket.compile(g, [0], [0], [3], "rk3576")
     words = _task_words(prog, 0)
     idx = next(i for i, w in enumerate(words) if RM.decode(w)[1] == "DPU_RDMA_BS_SHIFT_ADDR")
@@ -256,10 +260,22 @@ def test_shift_word_is_real_memory() -> None:
     coefs = prog.buffer(reloc.target).data
     off = (words[idx] >> 16) & 0xFFFFFFFF
     assert off > 0 and off % 64 == 0  # right after the table, never address 0
-    assert struct.unpack_from("<I", coefs, off)[0] == 0x0E0E
+    word = struct.unpack_from("<I", coefs, off)[0]
+    assert word == prog.operations[0].info["shift_word"]
     table = np.frombuffer(coefs[:off], np.uint8).reshape(-1, 64)
-    c = table[:, 48:].copy().view("<i2").reshape(-1)
-    assert c.min() > 0 and c.max() <= 1 << 14  # never a zero multiplier
+    c = table[:, 48:].copy().view("<i2").reshape(-1)[:40]
+    a = table[:, :32].copy().view("<i4").reshape(-1)[:40].astype(np.int64)
+    if not per_channel:
+        assert word == 0x0E0E and np.all(c == 1 << 14)
+        return
+    shift = word & 0x3F
+    assert word == shift | shift << 8 and shift < 14
+    assert c.min() > 0 and c.max() == 32767  # never a zero multiplier; the largest scale at the int16 top
+    w = g.tensors[1].data.astype(np.int64).reshape(40, -1)  # int8: stored = quantized, zero point 0
+    v_max = 128 * np.abs(w).sum(axis=1) + np.abs(a)
+    bound = int(v_max.max()) * int(c.max())  # bs_shift's bound: the largest |v| times the largest C
+    assert bound + (1 << shift) < 1 << (31 + shift)  # u never leaves int32
+    assert shift == 0 or bound + (1 << (shift - 1)) >= 1 << (30 + shift)  # and no smaller shift guarantees it
 
 
 # ---- 3. issue 3: first convolution and a non-square input -------------------------------------------------

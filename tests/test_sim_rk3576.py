@@ -597,6 +597,9 @@ ENCODER_CASES = [
     ("dwconv", 16, 16, 24, None, {"dtype": "uint8"}),
     ("dwconv", 112, 112, 32, None, {"dtype": "uint8"}),
     ("conv2d", 80, 80, 64, 16, {"kernel": 3, "dtype": "int8", "per_channel": True}),
+    # 32 kernels of 256 x 5 x 5 exceed the CBUF weight area: 3 chunks of output channels x 2 row windows
+    ("conv2d", 40, 40, 256, 40, {"kernel": 5, "dtype": "uint8"}),
+    ("dwconv", 28, 28, 96, None, {"dtype": "int8", "per_channel": True, "scale_spread": 1000.0}),
 ]
 
 

@@ -384,7 +384,10 @@ static int rk3576_execute(sim_npu *n)
 
     /* ---------------- geometry ---------------- */
     const int span_w = (int)iw + t.pad_left + pad_right - g->kw, span_h = (int)win_rows + t.pad_top + pad_bottom - g->kh;
-    if (span_w < 0 || span_w % t.sx || span_w / t.sx + 1 != t.out_w)
+    /* the window is always the whole row (LINE_STRIDE = 4 x width), so without a right pad up to stride - 1 trailing
+     * columns may stay unread (a VALID stride-2 layer with width - kernel odd), as on RK3588 [INFERRED]; a right pad
+     * must be consumed */
+    if (span_w < 0 || (span_w % t.sx && pad_right) || span_w / t.sx + 1 != t.out_w)
         return sim_fail(n, "CNA_PAD_CON0 = 0x%08x / CORE_DATAOUT_SIZE_0 = 0x%08x: width %u with pads %d+%d, kernel %d, "
                         "stride %d does not give exactly %d output columns (trailing pads are the pads consumed)", pad0,
                         cd0, iw, t.pad_left, pad_right, g->kw, t.sx, t.out_w);

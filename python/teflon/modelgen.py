@@ -383,7 +383,9 @@ class ConvCase:
     scale derived from the expected accumulator distribution so outputs spread over the 8-bit range without
     saturating. RELU/RELU6 outputs are quantized the way the TFLite converter does (zero point = qmin;
     RELU6 scale = 6/255). int8 weights are symmetric (zero point 0), as TFLite's int8 kernels require;
-    `per_channel` gives int8 per-output-channel weight scales.
+    `per_channel` gives int8 per-output-channel weight scales, within a factor 4 of each other unless
+    `scale_spread` sets the ratio of the largest to the smallest (log-uniform between, both ends included;
+    real post-training-quantized layers reach 10-30000).
     """
 
     op: Literal["conv2d", "dwconv"]
@@ -403,6 +405,7 @@ class ConvCase:
     input_scale: float | None = None
     weight_scale: float | None = None
     output_scale: float | None = None
+    scale_spread: float | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -416,6 +419,8 @@ class ConvCase:
             raise ValueError(f"activation must be none, relu or relu6, not {self.activation!r}")
         if self.per_channel and self.dtype != "int8":
             raise ValueError("per-channel weights are int8 only")
+        if self.scale_spread is not None and (not self.per_channel or self.scale_spread < 1):
+            raise ValueError("scale_spread (>= 1) needs per-channel weights")
         if self.dtype == "int8" and self.weight_zp not in (None, 0):
             raise ValueError("int8 weights are symmetric: TFLite's int8 kernels reject a weight zero point")
         if self.op == "dwconv" and self.out_c not in (None, self.in_c):
@@ -470,6 +475,8 @@ class ConvCase:
         for token, value in (("wzp", self.weight_zp), ("izp", self.input_zp), ("ozp", self.output_zp)):
             if value is not None:
                 parts.append(f"{token}{value}")
+        if self.scale_spread is not None:
+            parts.append(f"spread{_fmt(self.scale_spread)}")
         for token, scale in (("is", self.input_scale), ("ws", self.weight_scale), ("os", self.output_scale)):
             if scale is not None:
                 parts.append(f"{token}{_fmt(scale)}")
@@ -531,7 +538,14 @@ def conv_params(case: ConvCase, rng: np.random.Generator, input_quant: QParams |
         w_zp = case.weight_zp if case.weight_zp is not None else int(rng.integers(qmin, qmax + 1))
     if case.per_channel:
         base = case.weight_scale if case.weight_scale is not None else float(_log_uniform(rng, 0.002, 0.02))
-        w_scale = (base * rng.uniform(0.5, 2.0, size=oc)).astype(np.float32)
+        if case.scale_spread is None:
+            w_scale = (base * rng.uniform(0.5, 2.0, size=oc)).astype(np.float32)
+        else:
+            ratio = np.exp(rng.uniform(-0.5, 0.5, size=oc) * np.log(case.scale_spread))
+            if oc > 1:  # both ends of the spread present
+                ends = rng.choice(oc, 2, replace=False)
+                ratio[ends] = case.scale_spread ** np.array([-0.5, 0.5])
+            w_scale = (base * ratio).astype(np.float32)
     else:
         w_scale = np.array([case.weight_scale if case.weight_scale is not None
                             else _log_uniform(rng, 0.002, 0.02)], dtype=np.float32)

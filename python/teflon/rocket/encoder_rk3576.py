@@ -23,7 +23,7 @@ from .regcmd import ROLE_BIAS, ROLE_INPUT, ROLE_OUTPUT, ROLE_REGCMD, ROLE_WEIGHT
 from .regcmd_rk3576 import LayerParams, dpu_plane, link, task_stream
 from .regmap import RegMap, RegMapError
 from .split import SplitError
-from .split_rk3576 import FEATURE_ATOM, split
+from .split_rk3576 import FEATURE_ATOM, Task, split
 
 PLANE_GROUP = 4  # tensor buffers hold whole 64-channel groups of planes (the DPU writes 32/64 at a time)
 # The CNA reads 16 x TASK_SURF = 16 x round4(IW x fetched rows) bytes of every plane from the first fetched row:
@@ -47,48 +47,87 @@ class EncodedLayer:
         return bytes(out)
 
 
-def coefficients(c: RocketConv) -> tuple[bytes, float]:
-    """(coefficient table bytes, s_ref) of a convolution; raises EncodeError when per-channel scales are too
-    far apart for the 16-bit multiplier."""
-    scales = c.w_scales if c.w_scales is not None else np.array([c.w_scale], np.float32)
+@dataclass(frozen=True)
+class Coefficients:
+    table: bytes  # coefficient table (A, B, C per channel)
+    multipliers: coefs_rk3576.Multipliers
+    shift: int  # the shift word's shift (both signs)
+
+
+def _per_oc(c: RocketConv) -> np.ndarray:
+    """Stored weights as (output channel, taps x input channels) int64 (depthwise (1, KH, KW, C), direct OHWI)."""
+    w = c.weights.astype(np.int64)
+    return w.reshape(-1, c.out_c).T if c.depthwise else w.reshape(c.out_c, -1)
+
+
+def accumulator_bounds(c: RocketConv, a: np.ndarray) -> tuple[np.ndarray, int]:
+    """(per channel: the largest |acc + A + B * sum_x|, the largest of every partial sum the DPU adds) over any
+    int8 input; the MAC reads stored bytes in -128..127 (padding taps included)."""
+    per_oc = _per_oc(c)
+    # acc + B * sum_x multiplies each input by w - zw (depthwise: the stored pair sums)
+    total = 128 * np.abs(per_oc - c.w_zp).sum(axis=1) + np.abs(a)
+    worst = int(total.max(initial=0))
+    if not c.depthwise:  # the MAC sum and the B term separately
+        worst = max(worst, 128 * int(np.abs(per_oc).sum(axis=1).max(initial=0)), 128 * abs(c.w_zp) * per_oc.shape[1])
+    return total, worst
+
+
+def coefficients(c: RocketConv) -> Coefficients:
+    """The coefficient table, multipliers and shift of a convolution; raises EncodeError when per-channel scales
+    are too far apart for the 16-bit multiplier or a sum could leave the DPU's int32 data path."""
+    per_channel = c.w_scales is not None
+    scales = np.broadcast_to(c.w_scales if per_channel else np.array([c.w_scale], np.float32), (c.out_c,))
     a_true = coefs.bias_table(c.bias, c.weights_q, c.w_zp_q, c.in_zp, c.depthwise, 0)
-    mult, s_ref = coefs_rk3576.multipliers(np.broadcast_to(scales, (c.out_c,)))
-    if c.w_scales is not None:
-        centered = np.abs(c.weights.astype(np.int64) - c.w_zp)
-        per_oc = centered.reshape(-1, c.out_c).sum(axis=0) if c.depthwise else centered.reshape(c.out_c, -1).sum(1)
-        err = coefs_rk3576.multiplier_error(scales, mult, s_ref, float(c.in_scale), float(c.out_scale),
-                                            128.0 * per_oc)
+    m = coefs_rk3576.multipliers(scales, per_channel)
+    bias = np.asarray(c.bias, np.int64)
+    a = coefs_rk3576.adjusted_bias(bias, a_true - bias, scales, m)
+    v_max, worst = accumulator_bounds(c, a)
+    if worst >= 1 << coefs_rk3576.INT32_BITS:
+        raise EncodeError(f"accumulator, bias and zero-point terms can reach {worst}, beyond the DPU's int32")
+    shift = coefs_rk3576.SHIFT
+    if per_channel:
+        shift = coefs_rk3576.bs_shift(int(v_max.max(initial=0)), m)
+        # the true data sum: stored inputs in -128..127 minus the stored zero point (padding taps add 0)
+        data = max(127 - c.in_zp, 128 + c.in_zp) * np.abs(_per_oc(c) - c.w_zp).sum(axis=1)
+        err = coefs_rk3576.multiplier_error(scales, m, float(c.in_scale), float(c.out_scale), data, bias, shift)
         if err > coefs_rk3576.MAX_ERROR_LSB:
             raise EncodeError(f"per-channel weight scales too far apart for the 16-bit multiplier "
                               f"(error up to {err:.2f} LSB)")
-    a = coefs_rk3576.adjusted_bias(a_true, scales, mult, s_ref)
-    table = coefs_rk3576.coefficient_table(a, -c.w_zp, mult, c.depthwise)
-    return table, s_ref
+    table = coefs_rk3576.coefficient_table(a, -c.w_zp, m.c, c.depthwise)
+    return Coefficients(table, m, shift)
 
 
-def layer_params(c: RocketConv, in_plane: int) -> tuple[LayerParams, bytes]:
+def layer_params(c: RocketConv, in_plane: int) -> tuple[LayerParams, Coefficients]:
     """Everything but the weight bytes; raises EncodeError."""
     try:
         sp = split(geometry(c))
-        table, s_ref = coefficients(c)
-        scale, shift = coefs_rk3576.out_cvt(float(c.in_scale), s_ref, float(c.out_scale))
+        co = coefficients(c)
+        scale, shift = coefs_rk3576.out_cvt(float(c.in_scale), co.multipliers, float(c.out_scale), co.shift)
     except (SplitError, ValueError) as e:
         raise EncodeError(str(e)) from e
-    return LayerParams(c, sp, in_plane, scale, shift, len(table)), table
+    return LayerParams(c, sp, in_plane, scale, shift, len(co.table), co.shift), co
 
 
 def encode_layer(rm: RegMap, c: RocketConv, in_plane: int) -> EncodedLayer:
-    p, table = layer_params(c, in_plane)
+    p, co = layer_params(c, in_plane)
     try:
-        streams = [task_stream(rm, p, w) for w in p.split.windows]
+        streams = [task_stream(rm, p, t) for t in p.split.tasks]
         offsets = link(rm, streams)
     except RegMapError as e:
         raise EncodeError(f"register limit: {e}") from e
     try:
-        packed = weights_rk3576.pack(c.weights, c.w_zp, c.depthwise)
+        packed = _packed_weights(c, p.split.oc_chunk)
     except ValueError as e:
         raise EncodeError(str(e)) from e
-    return EncodedLayer(p, streams, offsets, packed, coefs_rk3576.coefficient_buffer(table))
+    return EncodedLayer(p, streams, offsets, packed, coefs_rk3576.coefficient_buffer(co.table, co.shift))
+
+
+def _packed_weights(c: RocketConv, chunk: int) -> bytes:
+    """The weight cubes of the kernel chunks back to back (one cube when the layer has one chunk)."""
+    if c.depthwise:
+        return weights_rk3576.pack(c.weights, c.w_zp, True)
+    return b"".join(weights_rk3576.pack(c.weights[oc0:oc0 + chunk], c.w_zp, False)
+                    for oc0 in range(0, c.out_c, chunk))
 
 
 def tensor_bytes(c: int, plane: int) -> int:
@@ -152,20 +191,23 @@ def _op_info(enc: EncodedLayer) -> dict[str, object]:
         "depthwise": c.depthwise,
         "per_channel": c.w_scales is not None,
         "out_cvt": [p.cvt_scale, p.cvt_shift],
-        "shift_word": coefs_rk3576.SHIFT_WORD,
+        "shift_word": coefs_rk3576.shift_word(p.bs_shift),
         "input_tensor": c.input_tensor,
         "output_tensor": c.output_tensor,
         "macs": int(c.out_h * c.out_w * c.kh * c.kw * (c.in_c if not c.depthwise else 1) * c.out_c),
         "entries_per_row": p.split.entries_per_row,
         "data_limit": p.split.data_limit,
-        "split": [
-            {
-                "window_rows": [w.top, w.top + w.rows - 1],
-                "fetched_rows": [w.fetch_row0, w.fetch_row0 + w.fetched - 1],
-                "output_rows": [w.out_row0, w.out_rows],
-                "pads": {"top": w.pad_top, "bottom": w.pad_bottom},
-                "cbuf": {"read": w.read_origin, "write": w.write_origin},
-            }
-            for w in p.split.windows
-        ],
+        "split": [_task_info(t) for t in p.split.tasks],
+    }
+
+
+def _task_info(t: Task) -> dict[str, object]:
+    w = t.window
+    return {
+        "window_rows": [w.top, w.top + w.rows - 1],
+        "fetched_rows": [w.fetch_row0, w.fetch_row0 + w.fetched - 1],
+        "output_rows": [w.out_row0, w.out_rows],
+        "output_channels": [t.oc0, t.ocs],
+        "pads": {"top": w.pad_top, "bottom": w.pad_bottom},
+        "cbuf": {"read": w.read_origin, "write": w.write_origin},
     }

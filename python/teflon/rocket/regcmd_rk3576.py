@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import coefs_rk3576
 from .lower import RocketConv
 from .regcmd import ROLE_BIAS, ROLE_INPUT, ROLE_OUTPUT, ROLE_WEIGHTS, Stream, _Emitter
 from .regcmd import link as chain
 from .regmap import RegMap
 from .regs_rk3576 import INT32_MAX, INT32_MIN, STREAM_ORDER
-from .split_rk3576 import FEATURE_ATOM, Split, Window, align
+from .split_rk3576 import FEATURE_ATOM, Split, Task, align
 
 TRAILER_WORDS = 4
 BODY_WORDS = len(STREAM_ORDER)
@@ -46,6 +47,7 @@ class LayerParams:
     cvt_scale: int
     cvt_shift: int
     shift_offset: int  # byte offset of the shift word in the coefficient buffer
+    bs_shift: int  # the shift word's shift (coefs_rk3576)
 
     @property
     def in_c16(self) -> int:
@@ -55,38 +57,40 @@ class LayerParams:
     def out_plane(self) -> int:
         return dpu_plane(self.conv.out_h, self.conv.out_w)
 
-    @property
-    def kernels(self) -> int:
-        return 2 if self.conv.depthwise else align(self.conv.out_c, 2)
+    def kernels(self, ocs: int) -> int:
+        """WEIGHT_KERNELS of a task computing `ocs` output channels (depthwise: the vendor's 2)."""
+        return 2 if self.conv.depthwise else align(ocs, 2)
 
-    @property
-    def weight_bytes(self) -> int:
+    def weight_bytes(self, ocs: int) -> int:
+        """The weight cube of a task computing `ocs` output channels."""
         c = self.conv
         if c.depthwise:
             return self.in_c16 * c.kh * c.kw * 2
-        return self.in_c16 * self.kernels * c.kh * c.kw
+        return self.in_c16 * self.kernels(ocs) * c.kh * c.kw
 
     @property
     def weight_bytes_per_kernel(self) -> int:
         return self.in_c16 * self.conv.kh * self.conv.kw
 
+    def weight_offset(self, oc0: int) -> int:
+        """Where the cube of the chunk starting at output channel `oc0` starts (chunks are whole even cubes)."""
+        return 0 if self.conv.depthwise else oc0 * self.weight_bytes_per_kernel
+
     @property
     def kernel_fetch(self) -> int:
         """CNA_DATA_SIZE2.KERNEL_FETCH [VENDOR formulas; meaning unknown]."""
-        return self.weight_bytes // 16 if self.conv.depthwise else 2 * self.weight_bytes_per_kernel
-
-    @property
-    def single_task(self) -> bool:
-        return len(self.split.windows) == 1
+        return self.weight_bytes(0) // 16 if self.conv.depthwise else 2 * self.weight_bytes_per_kernel
 
 
-def _values(p: LayerParams, t: Window) -> dict[str, dict[str, int]]:
+def _values(p: LayerParams, task: Task) -> dict[str, dict[str, int]]:
     """Field values of every register of the body, by register name (absent: all fields 0)."""
     c = p.conv
     dw = c.depthwise
     sp = p.split
+    t = task.window
+    ocs = task.ocs  # output channels of this task (the layer's, unless its kernels come in chunks)
     rows_out = t.out_rows
-    groups_out = -(-c.out_c // FEATURE_ATOM)
+    groups_out = -(-ocs // FEATURE_ATOM)
     pp = {"POINTER_PP_EN": 1, "EXECUTER_PP_EN": 1, "POINTER_PP_MODE": 1}
     clamp = {f"DPU_CLAMP{i}_{m}": {f"CLAMP{i}_{m}": INT32_MIN if m == "MIN" else INT32_MAX}
              for i in range(6) for m in ("MIN", "MAX")}  # no DPU clamp (see _check_activation in lower.py)
@@ -95,15 +99,17 @@ def _values(p: LayerParams, t: Window) -> dict[str, dict[str, int]]:
         "CORE_S_POINTER": pp,
         "DPU_S_POINTER": pp,
         "DPU_RDMA_S_POINTER": pp,
-        "CNA_UNDOC_1038": {"LOW": 7, "NOT_FIRST_TASK": int(t.index > 0)},
+        "CNA_UNDOC_1038": {"LOW": 7, "NOT_FIRST_TASK": int(not task.loads_weights)},
         "CNA_CONV_CON1": {"CONV_MODE": int(dw)},
         "CNA_UNDOC_1010": {"VALUE": 0xFFF},
         "CNA_CONV_CON3": {"CONV_X_STRIDE": c.stride, "CONV_Y_STRIDE": c.stride},
-        "CNA_UNDOC_1018": {"MODE_LO": 4 + (not p.single_task), "MODE_HI": 4 + (not p.single_task), "BIT30": 1,
+        # the data ring in 1024-granule units (4 <-> 4096, 5 <-> 5120 in every vendor task); a layer between 4096
+        # and 5120 granules runs as one window of the 5120 ring
+        "CNA_UNDOC_1018": {"MODE_LO": sp.data_limit // 1024, "MODE_HI": sp.data_limit // 1024, "BIT30": 1,
                            "CBUF_RETAIN": int(t.kept > 0)},
-        "CNA_WEIGHT_SIZE0": {"WEIGHT_BYTES": p.weight_bytes},
+        "CNA_WEIGHT_SIZE0": {"WEIGHT_BYTES": p.weight_bytes(ocs)},
         "CNA_WEIGHT_SIZE1": {"WEIGHT_BYTES_PER_KERNEL": p.weight_bytes_per_kernel},
-        "CNA_WEIGHT_SIZE2": {"WEIGHT_KERNELS_M1": p.kernels - 1, "WEIGHT_WIDTH_M1": c.kw - 1,
+        "CNA_WEIGHT_SIZE2": {"WEIGHT_KERNELS_M1": p.kernels(ocs) - 1, "WEIGHT_WIDTH_M1": c.kw - 1,
                              "WEIGHT_HEIGHT_M1": c.kh - 1},
         "CNA_DATA_SIZE1": {"DATAIN_CHANNEL_M1": c.in_c - 1, "WINDOW_ENTRIES": sp.entries_per_row * t.fetched},
         "CNA_DATA_SIZE0": {"DATAIN_HEIGHT_M1": t.rows - 1, "DATAIN_WIDTH_M1": c.in_w - 1},
@@ -127,13 +133,13 @@ def _values(p: LayerParams, t: Window) -> dict[str, dict[str, int]]:
         "CNA_UNDOC_118C": {"LO": c.in_w - 1, "HI": c.in_w - 1},
         "CORE_MISC_CFG": {"DW_EN": 1, "DW_BIT3": 1, "BIT28": 1} if dw else {"QD_EN": 1, "BIT28": 1},
         "CORE_DATAOUT_SIZE_0": {"DATAOUT_WIDTH_M1": c.out_w - 1, "DATAOUT_HEIGHT_M1": rows_out - 1},
-        "CORE_DATAOUT_SIZE_1": {"DATAOUT_CHANNEL_M1": c.out_c - 1},
+        "CORE_DATAOUT_SIZE_1": {"DATAOUT_CHANNEL_M1": ocs - 1},
         "DPU_FEATURE_MODE_CFG": {"OUTPUT_MODE": 2, "CONV_MODE": int(dw), "BIT30": 1},
         "DPU_DST_SURF_STRIDE": {"DST_SURF_STRIDE": p.out_plane},
         "DPU_DATA_CUBE_WIDTH": {"WIDTH_M1": c.out_w - 1},
         "DPU_DATA_CUBE_HEIGHT": {"HEIGHT_M1": rows_out - 1},
-        "DPU_DATA_CUBE_CHANNEL": {"CHANNEL_M1": c.out_c - 1},
-        "DPU_UNDOC_4030": {"LO": 0x310 if dw else 0x710, "CHANNEL_M1": c.out_c - 1},
+        "DPU_DATA_CUBE_CHANNEL": {"CHANNEL_M1": ocs - 1},
+        "DPU_UNDOC_4030": {"LO": 0x310 if dw else 0x710, "CHANNEL_M1": ocs - 1},
         "DPU_WDMA_SIZE_1": {"WIDTH_WDMA_M1": c.out_w - 1, "HEIGHT_WDMA_M1": rows_out - 1},
         "DPU_UNDOC_4038": {"VALUE": 0x100092 if dw else 0x120080},
         "DPU_BS_CFG": {"BS_MODE": 0 if dw else 1},
@@ -151,7 +157,7 @@ def _values(p: LayerParams, t: Window) -> dict[str, dict[str, int]]:
         "DPU_UNDOC_40D0": {"VALUE": 0x0040FFFF},
         "DPU_RDMA_DATA_CUBE_WIDTH": {"WIDTH_M1": c.out_w - 1},
         "DPU_RDMA_DATA_CUBE_HEIGHT": {"HEIGHT_M1": rows_out - 1},
-        "DPU_RDMA_DATA_CUBE_CHANNEL": {"CHANNEL_M1": c.out_c - 1},
+        "DPU_RDMA_DATA_CUBE_CHANNEL": {"CHANNEL_M1": ocs - 1},
         "DPU_RDMA_BRDMA_CFG": {"BRDMA_CFG": 0x510 if dw else 0x710},
         "DPU_RDMA_ERDMA_CFG": {"ERDMA_DISABLE": 1, "BIT6": 1},
         "DPU_RDMA_FEATURE_MODE_CFG": {"CONV_MODE": int(dw), "MRDMA_DISABLE": 1, "BIT30": 1},
@@ -163,18 +169,23 @@ def _pad_right(c: RocketConv) -> int:
     return max((c.out_w - 1) * c.stride - c.pad_left + c.kw - c.in_w, 0)
 
 
-def _addresses(p: LayerParams, t: Window) -> dict[str, tuple[str, int]]:
+def _addresses(p: LayerParams, task: Task) -> dict[str, tuple[str, int]]:
+    """Offsets in each address register's buffer: the window's rows; the chunk's weight cube, first output
+    plane (16 channels per plane) and coefficient groups (8 channels per group)."""
     c = p.conv
+    t = task.window
+    plane = task.oc0 // FEATURE_ATOM * p.out_plane * FEATURE_ATOM
     return {
         "CNA_FEATURE_DATA_ADDR": (ROLE_INPUT, t.fetch_row0 * c.in_w * FEATURE_ATOM),
-        "CNA_DCOMP_ADDR0": (ROLE_WEIGHTS, 0),
-        "DPU_DST_BASE_ADDR": (ROLE_OUTPUT, t.out_row0 * c.out_w * FEATURE_ATOM),
-        "DPU_RDMA_BS_BASE_ADDR": (ROLE_BIAS, 0),
+        "CNA_DCOMP_ADDR0": (ROLE_WEIGHTS, p.weight_offset(task.oc0)),
+        "DPU_DST_BASE_ADDR": (ROLE_OUTPUT, plane + t.out_row0 * c.out_w * FEATURE_ATOM),
+        "DPU_RDMA_BS_BASE_ADDR": (ROLE_BIAS, task.oc0 // coefs_rk3576.GROUP * (
+            coefs_rk3576.DW_GROUP_BYTES if c.depthwise else coefs_rk3576.DIRECT_GROUP_BYTES)),
         "DPU_RDMA_BS_SHIFT_ADDR": (ROLE_SHIFT, p.shift_offset),
     }
 
 
-def task_stream(rm: RegMap, p: LayerParams, t: Window) -> Stream:
+def task_stream(rm: RegMap, p: LayerParams, t: Task) -> Stream:
     """The 139-word body of one task (the trailer is added by link())."""
     e = _Emitter(rm)
     values = _values(p, t)

@@ -7,8 +7,11 @@ The vendor programs (../shared/golden/rocket-rk3576, compile A) show:
 - otherwise the data area is a ring of 5120 granules and the layer is cut into row windows: each window
   takes as many output rows as the ring holds input rows for, keeps in CBUF the rows it shares with the
   previous window and fetches only the new ones (112x112x32 3x3: 91 rows, then 2 kept + 21 fetched).
-Width and channels are never split. Weights share the rest of a ~448 KiB pool (7168 granules) [R76-GREG];
-a layer whose 32-output-channel weight slice does not fit there is refused.
+Width and input channels are never split. Weights share the rest of a ~448 KiB pool (7168 granules)
+[R76-GREG] and are taken 32 kernels at a time [INFERRED]; when 32 kernels of a direct convolution do not fit
+there (256 input channels at 5x5), the output channels are cut into chunks of 16, each its own weight cube,
+and every chunk runs the layer's row windows again (tasks = chunks x windows). A layer whose 16 kernels do not
+fit is refused.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ FEATURE_ATOM = 16
 SINGLE_LIMIT = 4096  # data granules of a one-task layer (CBUF_CON0 0x10000000)
 RING_LIMIT = 5120  # data ring of a split layer (CBUF_CON0 0x14000000)
 POOL = 7168  # data + weight granules of one core [INFERRED: compile B's origin, R76-GREG's ~448 KiB]
-WEIGHT_SLICE_OCS = 32
+WEIGHT_SLICE_OCS = 32  # kernels resident at a time
+CHUNK_OCS = 16  # output channels of a kernel chunk: one output surface (the DPU writes whole 16-channel atoms)
 
 
 def align(x: int, a: int) -> int:
@@ -59,10 +63,32 @@ class Window:
 
 
 @dataclass(frozen=True)
+class Task:
+    """One task: a row window of one chunk of output channels."""
+
+    window: Window
+    oc0: int  # first output channel of the chunk
+    ocs: int  # output channels of the chunk
+
+    @property
+    def loads_weights(self) -> bool:
+        """The chunk's first window loads its weights; the later ones find them in CBUF (NOT_FIRST_TASK)."""
+        return self.window.index == 0
+
+
+@dataclass(frozen=True)
 class Split:
     windows: tuple[Window, ...]
     entries_per_row: int
     data_limit: int
+    out_c: int
+    oc_chunk: int  # output channels per kernel chunk (all of them unless 32 kernels do not fit the CBUF)
+
+    @property
+    def tasks(self) -> list[Task]:
+        """Chunk-major: each chunk loads its weights once and runs every window."""
+        return [Task(w, oc0, min(self.oc_chunk, self.out_c - oc0))
+                for oc0 in range(0, self.out_c, self.oc_chunk) for w in self.windows]
 
 
 def _input_rows(g: Geometry, o0: int, n: int) -> tuple[int, int]:
@@ -78,26 +104,36 @@ def _pads(g: Geometry, o0: int, n: int) -> tuple[int, int]:
     return top, bottom
 
 
-def weight_slice_bytes(g: Geometry, in_c16: int) -> int:
+def weight_slice_bytes(g: Geometry, in_c16: int, kernels: int = WEIGHT_SLICE_OCS) -> int:
     if g.depthwise:
         return 64 * g.kh * g.kw * 2
-    return WEIGHT_SLICE_OCS * in_c16 * g.kh * g.kw
+    return min(kernels, align(g.out_c, 2)) * in_c16 * g.kh * g.kw
+
+
+def kernel_chunk(g: Geometry, limit: int) -> int:
+    """Output channels per kernel chunk, or SplitError when not even one chunk's weights fit."""
+    area = (POOL - limit) * GRANULE
+    in_c16 = align(max(g.in_c, 1), FEATURE_ATOM)
+    if weight_slice_bytes(g, in_c16) <= area:
+        return g.out_c
+    need = weight_slice_bytes(g, in_c16, CHUNK_OCS)
+    if need > area:
+        raise SplitError(f"the weights of {CHUNK_OCS} output channels ({need} bytes) do not fit the CBUF weight "
+                         f"area ({area} bytes)")
+    return CHUNK_OCS
 
 
 def split(g: Geometry) -> Split:
-    """Row windows of a convolution, or SplitError(reason)."""
+    """Row windows and kernel chunks of a convolution, or SplitError(reason)."""
     epr = entries_per_row(g.in_w, g.in_c)
     single = epr * g.in_h <= SINGLE_LIMIT
     limit = SINGLE_LIMIT if single else RING_LIMIT
-    need = weight_slice_bytes(g, align(max(g.in_c, 1), FEATURE_ATOM))
-    if need > (POOL - limit) * GRANULE:
-        raise SplitError(f"a 32-channel weight slice of {need} bytes does not fit the CBUF weight area "
-                         f"({(POOL - limit) * GRANULE} bytes)")
+    chunk = kernel_chunk(g, limit)
     if single:
         top, bottom = _pads(g, 0, g.out_h)
         lo, hi = _input_rows(g, 0, g.out_h)
         w = Window(0, 0, g.out_h, lo, hi - lo + 1, lo, hi - lo + 1, top, bottom, 0, 0)
-        return Split((w,), epr, limit)
+        return Split((w,), epr, limit, g.out_c, chunk)
 
     cap = limit // epr
     windows: list[Window] = []
@@ -127,4 +163,4 @@ def split(g: Geometry) -> Split:
         ring_end = write + fetched * epr
         fetched_end = hi + 1
         o0 += n
-    return Split(tuple(windows), epr, limit)
+    return Split(tuple(windows), epr, limit, g.out_c, chunk)

@@ -1,0 +1,123 @@
+"""The checks of the single-op suites (test_ops_rk3588.py, test_ops_rk3576.py), for any delegate options.
+
+Delegated convolutions must match TFLite's builtin CPU kernels within MAX_DIFF LSB with an exact-match rate of
+at least MIN_EXACT (judged by `Comparison.within`); what a backend leaves on the CPU must come back unchanged.
+The device's known limitations (tests/opcases.py: `known_cpu`, `known_requant_limit`) turn the matching failures
+into xfails with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from opcases import known_cpu, known_requant_limit
+from teflon.modelgen import AddCase, ConvCase, PoolCase, operators, random_inputs, tensor_scales
+from teflon.reference import Comparison, DelegateRun, compare, run_cpu, run_delegate
+
+CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
+MAX_DIFF = 1
+MIN_EXACT = 0.995
+# An ADD or pool reading delegated convolutions: each of two producers may be off on 0.5 % of the elements.
+CHAINED_MIN_EXACT = 1 - 2 * (1 - MIN_EXACT)
+
+Recorder = Callable[[str, object], None]
+Case = ConvCase | AddCase | PoolCase
+
+
+def run_case(case: Case, options: dict[str, str], record_property: Recorder,
+             runtime: str | None = None) -> tuple[DelegateRun, list[np.ndarray], Comparison]:
+    model = case.build()
+    inputs = random_inputs(model, seed=0)
+    ref = run_cpu(model, inputs, runtime=runtime)
+    run = run_delegate(model, inputs, runtime=runtime, **options)
+    cmp = compare(ref, run.outputs)
+    print(f"{case.name} on {options['device']}: {cmp}; delegated {len(run.delegated)}/{len(run.ops)} nodes in "
+          f"{run.partitions} partition(s); {case.macs} MACs")
+    record_property("max_abs_diff", cmp.max_abs_diff)
+    record_property("exact_fraction", round(cmp.exact_fraction, 6))
+    record_property("delegated_nodes", len(run.delegated))
+    record_property("macs", case.macs)
+    return run, ref, cmp
+
+
+def mismatch_hint(ref: list[np.ndarray], out: list[np.ndarray]) -> str:
+    """Where the first output differs, as NHWC coordinates, and how many elements per channel are off."""
+    r, o = ref[0].astype(np.int64), out[0].astype(np.int64)
+    bad = np.argwhere(r != o)
+    shown = ", ".join(f"{tuple(int(v) for v in idx)}: cpu {r[tuple(idx)]} npu {o[tuple(idx)]}" for idx in bad[:6])
+    per_channel = np.bincount(bad[:, -1], minlength=r.shape[-1]) if len(bad) else np.zeros(0, int)
+    worst = np.argsort(-per_channel)[:4]
+    channels = ", ".join(f"c{int(c)}: {int(per_channel[c])}" for c in worst if per_channel[c])
+    return f"first differences (n, y, x, c): {shown}; most affected channels: {channels}"
+
+
+def check_delegated_conv(case: Case, options: dict[str, str], record_property: Recorder,
+                         min_exact: float = MIN_EXACT, cpu_kinds: tuple[str, ...] = (), runtime: str | None = None,
+                         max_diff: int = MAX_DIFF) -> None:
+    """Every convolution delegated (and nothing of `cpu_kinds`), output within tolerance of the CPU's."""
+    device = options["device"]
+    run, ref, cmp = run_case(case, options, record_property, runtime)
+    missing = run.undelegated(*CONV_KINDS)
+    known = known_cpu(case, device)
+    if missing and known:
+        assert cmp.max_abs_diff == 0, f"{case.name}: CPU fallback differs from the CPU reference: {cmp}"
+        pytest.xfail(f"known {device} limitation, stays on the CPU: {known}")
+    assert not missing, (f"not delegated: {run.describe(missing)} "
+                         "(TEFLON_DEBUG=verbose prints the compiler's reasons)")
+    claimed = [i for i in run.nodes_of(*cpu_kinds) if i in run.delegated]
+    assert not claimed, f"{device} must leave these on the CPU: {run.describe(claimed)}"
+    limit = known_requant_limit(case.name, device)
+    if limit and cmp.max_abs_diff <= max_diff and not cmp.within(max_diff, min_exact):
+        pytest.xfail(f"{case.name}: {cmp}: known {device} requantization limit: {limit}")
+    if not cmp.within(max_diff, min_exact):
+        pytest.fail(f"{case.name}: {cmp} (allowed {max_diff} LSB, >= {100 * min_exact:.1f}% exact); "
+                    + mismatch_hint(ref, run.outputs), pytrace=False)
+
+
+def check_cpu_fallback(case: Case, options: dict[str, str], record_property: Recorder, kinds: tuple[str, ...],
+                       runtime: str | None = None) -> None:
+    """Nothing of `kinds` delegated, and the output equal to the CPU's."""
+    run, _, cmp = run_case(case, options, record_property, runtime)
+    claimed = [i for i in run.nodes_of(*kinds) if i in run.delegated]
+    assert not claimed, f"{options['device']} must leave these on the CPU: {run.describe(claimed)}"
+    assert cmp.max_abs_diff == 0, f"{case.name}: CPU fallback differs from the CPU reference: {cmp}"
+
+
+# ADD stays on the CPU on both rocket SoCs. Fed by graph inputs it must equal the CPU exactly; fed by delegated
+# convolutions it inherits their tolerance: each of two producers may be off by 1 LSB on 0.5% of elements, and
+# 1 LSB of an input is s_in / s_out LSB of the sum (RELU6 fixes s_out = 6/255, which can magnify it a lot).
+
+
+def chained_max_diff(model: bytes, producers: tuple[str, ...] = CONV_KINDS) -> int:
+    """Worst output change of each ADD when every input computed by a `producers` node is off by MAX_DIFF."""
+    ops = operators(model)
+    scales = tensor_scales(model)
+    made_by = {t: op.name for op in ops for t in op.outputs}
+    worst = MAX_DIFF
+    for op in ops:
+        if op.name == "ADD":
+            gain = sum(float(scales[t][0]) for t in op.inputs if made_by.get(t) in producers)
+            worst = max(worst, math.ceil(MAX_DIFF * gain / float(scales[op.outputs[0]][0]) - 1e-9))
+    return worst
+
+
+def check_add(case: AddCase, options: dict[str, str], record_property: Recorder, runtime: str | None = None) -> None:
+    if case.producers == "inputs":
+        check_cpu_fallback(case, options, record_property, ("ADD",), runtime=runtime)
+    else:
+        max_diff = chained_max_diff(case.build())
+        record_property("allowed_max_abs_diff", max_diff)
+        check_delegated_conv(case, options, record_property, CHAINED_MIN_EXACT, runtime=runtime, max_diff=max_diff)
+
+
+def check_pool(case: PoolCase, options: dict[str, str], record_property: Recorder) -> None:
+    """AVERAGE_POOL_2D (no backend claims it), alone and after a delegated convolution."""
+    if case.after_conv:
+        # the pool reads the delegated convolution's output: the convolution's tolerance carries over
+        check_delegated_conv(case, options, record_property, CHAINED_MIN_EXACT, cpu_kinds=("AVERAGE_POOL_2D",))
+    else:
+        check_cpu_fallback(case, options, record_property, ("AVERAGE_POOL_2D",))
