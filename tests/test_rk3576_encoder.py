@@ -330,6 +330,30 @@ def test_issue3_first_layer_formulas(case: ConvCase) -> None:
     check_section6_formulas(case, streams)
 
 
+@pytest.mark.parametrize("case", FIRST_LAYERS[:2], ids=str)
+def test_issue3_image_input_takes_direct_path(case: ConvCase) -> None:
+    """A 3-channel image layer is claimed on the direct path (channels padded to 16), not on the vendor's
+    ARGB sub-encoding (CONV_MODE 6, CORE 0x3018 = 0x10000081): its weight byte order and CVT arithmetic
+    are not pinned down (docs/hardware/rocket-rk3576.md, "ARGB first-layer path"). The claim says so."""
+    g = conv_graph(case)
+    ok, why = rocket.supported(g, "rk3576")[0]
+    assert ok
+    assert "direct path, 3 input channels padded to 16" in why
+    assert "ARGB first-layer sub-encoding not used" in why
+    assert "docs/hardware/rocket-rk3576.md" in why
+    prog = rocket.compile(g, [0], [0], [3], "rk3576")
+    for i in range(len(prog.operations[0].tasks)):
+        f = _regs(_task_words(prog, i))
+        assert f["CORE_MISC_CFG"] == 0x10000001  # direct int8, not the vendor's ARGB 0x10000081
+        assert f["CNA_CONV_CON1"] & 0xF == 0  # CONV_MODE direct, not 6
+        assert (f["CNA_CONV_CON1"] >> 12) & 0xF == 0  # no ARGB_IN
+        assert f["CNA_CVT_CON0"] == 0x0B  # CVT bypassed (the vendor's ARGB word is 0x000E38E0-like)
+        assert f["CNA_DMA_CON1"] == case.in_w * 4  # line stride of 16-channel rows, not iw*ic/16
+    # a 16-channel input carries no such note
+    ok16, why16 = rocket.supported(conv_graph(FIRST_LAYERS[2]), "rk3576")[0]
+    assert ok16 and "ARGB" not in why16
+
+
 def _delegate_rk3576_problem() -> str | None:
     try:
         import teflon

@@ -8,6 +8,14 @@ from .lower import ADD_REASON, CONV_KINDS, LoweringError, lower_conv
 from .regcmd import EncodeError
 from .regmap import RegMap
 
+# A conv with at most 4 input channels (an RGB/RGBA image) could use Rockchip's ARGB first-layer sub-encoding
+# (CONV_MODE 6, CORE 0x3018 = 0x10000081). Its weight byte order and CVT arithmetic are not pinned down by
+# any capture we hold (docs/hardware/rocket-rk3576.md, "ARGB first-layer path"), so such layers run on the
+# direct path with the input channels zero-padded to 16; the claim says so.
+IMAGE_INPUT_MAX_C = 4
+ARGB_NOT_USED = ("direct path, {ic} input channels padded to 16 (ARGB first-layer sub-encoding not used: "
+                 "weight byte order and input CVT unknown, see docs/hardware/rocket-rk3576.md)")
+
 
 def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     """{node index: (claimed, reason)} for every operation of the graph on rk3576."""
@@ -30,5 +38,8 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         n = len(enc.streams)
         what = "depthwise" if conv.depthwise else "conv"
         pc = ", per-channel" if conv.w_scales is not None else ""
-        out[op.index] = (True, f"{what} {conv.kh}x{conv.kw} s{conv.stride}{pc}, {n} task{'s' * (n > 1)}")
+        path = ""
+        if not conv.depthwise and conv.in_c <= IMAGE_INPUT_MAX_C:
+            path = ", " + ARGB_NOT_USED.format(ic=conv.in_c)
+        out[op.index] = (True, f"{what} {conv.kh}x{conv.kw} s{conv.stride}{pc}, {n} task{'s' * (n > 1)}{path}")
     return out
