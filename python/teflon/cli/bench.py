@@ -16,7 +16,9 @@ from teflon.cli.session import delegate_options, open_interpreter
 from teflon.runtime import interpreter_module, make_interpreter
 
 HELP = "time compile, simulated invoke and TFLite CPU invoke; append a row to docs/PERFORMANCE.md"
-PERF_FILE = Path(__file__).resolve().parents[3] / "docs" / "PERFORMANCE.md"
+# The repository's record when run from a checkout (editable install), else ./docs/PERFORMANCE.md.
+_CHECKOUT = Path(__file__).resolve().parents[3]
+PERF_FILE = (_CHECKOUT if (_CHECKOUT / "meson.build").is_file() else Path.cwd()) / "docs" / "PERFORMANCE.md"
 HEADER = (
     "| date | machine | model | device | compile ms (first / warm) | NPU invoke ms | tasks | "
     "CPU builtin ms (tflite_runtime) | CPU default ms (ai_edge_litert) | invoke / builtin | notes |\n"
@@ -88,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"NPU invoke / CPU builtin: {ratio}")
     if not args.no_record:
         path = Path(args.perf_file)
+        path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists():
             path.write_text("# Performance\n\nRows appended by `python -m teflon bench`.\n\n" + HEADER)
         row = (
