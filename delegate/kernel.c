@@ -56,33 +56,21 @@ static int32_t *io_tensors(const tfl_context *context, const tfl_int_array *list
 }
 
 /* Every tensor the kernel will exchange must be bound in the program with the same byte count; found
- * out here, a mismatch still leaves the nodes on the CPU. Probing with zeroed scratch data is harmless:
- * inputs are rewritten before every run, outputs only read. */
+ * out here, a mismatch still leaves the nodes on the CPU. */
 static int check_bindings(teflon_partition *p, char *err, size_t errlen)
 {
-    uint64_t most = 1;
-    for (int i = 0; i < p->ninputs; i++)
-        most = p->input_bytes[i] > most ? p->input_bytes[i] : most;
-    for (int i = 0; i < p->noutputs; i++)
-        most = p->output_bytes[i] > most ? p->output_bytes[i] : most;
-    uint8_t *scratch = calloc(1, (size_t)most);
-    if (!scratch) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    int rc = 0;
-    for (int i = 0; i < p->ninputs + p->noutputs && rc == 0; i++) {
+    for (int i = 0; i < p->ninputs + p->noutputs; i++) {
         int in = i < p->ninputs;
         int32_t t = in ? p->inputs[i] : p->outputs[i - p->ninputs];
         uint64_t bytes = in ? p->input_bytes[i] : p->output_bytes[i - p->ninputs];
-        rc = in ? teflon_runner_set_input(p->runner, t, scratch, bytes)
-                : teflon_runner_get_output(p->runner, t, scratch, bytes);
-        if (rc)
+        int rc = teflon_runner_check_binding(p->runner, t, !in, bytes);
+        if (rc) {
             snprintf(err, errlen, "the program has no %s binding of %llu bytes for tensor %d (error %d)",
                      in ? "input" : "output", (unsigned long long)bytes, t, rc);
+            return -1;
+        }
     }
-    free(scratch);
-    return rc ? -1 : 0;
+    return 0;
 }
 
 teflon_partition *teflon_partition_compile(teflon_delegate *d, tfl_context *context, const teflon_graph *g,

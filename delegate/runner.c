@@ -132,24 +132,44 @@ fail:
     return NULL;
 }
 
+/* The first binding of `tensor` in direction `dir` at or after index `from`, or -1. */
+static int next_binding(const teflon_program *p, uint32_t from, int32_t tensor, uint32_t dir)
+{
+    for (uint32_t i = from; i < p->nio; i++)
+        if (p->io[i].tensor == tensor && p->io[i].direction == dir)
+            return (int)i;
+    return -1;
+}
+
+int teflon_runner_check_binding(const teflon_runner *r, int32_t tensor, int output, uint64_t bytes)
+{
+    const teflon_program *p = r->prog;
+    const uint32_t dir = output ? TP_DIR_OUT : TP_DIR_IN;
+    int i = next_binding(p, 0, tensor, dir);
+    if (i < 0)
+        return -ENOENT;
+    for (; i >= 0; i = next_binding(p, (uint32_t)i + 1, tensor, dir))
+        if (bytes != teflon_io_host_bytes(&p->io[i]))
+            return -EINVAL;
+    return 0;
+}
+
 int teflon_runner_set_input(teflon_runner *r, int32_t tensor, const void *host, uint64_t bytes)
 {
     const teflon_program *p = r->prog;
-    int found = 0;
-    for (uint32_t i = 0; i < p->nio; i++) {
+    int rc = teflon_runner_check_binding(r, tensor, 0, bytes);
+    if (rc)
+        return rc;
+    for (int i = next_binding(p, 0, tensor, TP_DIR_IN); i >= 0;
+         i = next_binding(p, (uint32_t)i + 1, tensor, TP_DIR_IN)) {
         const tp_io *io = &p->io[i];
-        if (io->tensor != tensor || io->direction != TP_DIR_IN)
-            continue;
-        if (bytes != teflon_io_host_bytes(io))
-            return -EINVAL;
         teflon_bo *bo = &r->bos[io->buffer];
         teflon_layout_to_device(io, host, bo->map);
-        int rc = teflon_bo_cpu_fini(r->dev, bo);
+        rc = teflon_bo_cpu_fini(r->dev, bo);
         if (rc)
             return rc;
-        found = 1;
     }
-    return found ? 0 : -ENOENT;
+    return 0;
 }
 
 int teflon_runner_run(teflon_runner *r, char *err, size_t errlen)
@@ -172,17 +192,14 @@ int teflon_runner_run(teflon_runner *r, char *err, size_t errlen)
 
 int teflon_runner_get_output(teflon_runner *r, int32_t tensor, void *host, uint64_t bytes)
 {
-    const teflon_program *p = r->prog;
-    for (uint32_t i = 0; i < p->nio; i++) {
-        const tp_io *io = &p->io[i];
-        if (io->tensor != tensor || io->direction != TP_DIR_OUT)
-            continue;
-        if (bytes != teflon_io_host_bytes(io))
-            return -EINVAL;
-        teflon_layout_from_device(io, r->bos[io->buffer].map, host);
-        return 0;
-    }
-    return -ENOENT;
+    int i = next_binding(r->prog, 0, tensor, TP_DIR_OUT);
+    if (i < 0)
+        return -ENOENT;
+    const tp_io *io = &r->prog->io[i];
+    if (bytes != teflon_io_host_bytes(io))
+        return -EINVAL;
+    teflon_layout_from_device(io, r->bos[io->buffer].map, host);
+    return 0;
 }
 
 void teflon_runner_stats(const teflon_runner *r, uint64_t *tasks, uint64_t *macs)

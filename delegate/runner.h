@@ -19,6 +19,9 @@ void teflon_runner_free(teflon_runner *r);
 int teflon_runner_set_input(teflon_runner *r, int32_t tensor, const void *host, uint64_t bytes);
 int teflon_runner_run(teflon_runner *r, char *err, size_t errlen);
 int teflon_runner_get_output(teflon_runner *r, int32_t tensor, void *host, uint64_t bytes);
+/* Whether `tensor` is bound as an input (output = 0) or output (output = 1) of `bytes` host bytes:
+ * 0, -ENOENT (no binding) or -EINVAL (wrong byte count), as set_input / get_output would answer. */
+int teflon_runner_check_binding(const teflon_runner *r, int32_t tensor, int output, uint64_t bytes);
 /* Counters of the last run. */
 void teflon_runner_stats(const teflon_runner *r, uint64_t *tasks, uint64_t *macs);
 
