@@ -33,9 +33,6 @@ int teflon_py_compile(const teflon_graph *g, const char *device, int32_t debug, 
                       const int32_t *inputs, int32_t ninputs, const int32_t *outputs, int32_t noutputs,
                       uint8_t **blob, uint64_t *blob_len, char *err, int32_t errlen);
 
-/* free() on the Python allocator's side; blobs are plain malloc memory, so C may free() them directly. */
-void teflon_py_free(void *p);
-
 /* Plain C (pystart.c): 0 when Python is running or could be started; -1 with a message otherwise. Call
  * before the first teflon_py_* call: in a C host, cffi's own start-up would abort() the process on a
  * broken Python installation. */

@@ -22,7 +22,6 @@ int teflon_py_support(const teflon_graph *g, const char *device, int32_t debug, 
 int teflon_py_compile(const teflon_graph *g, const char *device, int32_t debug, const int32_t *nodes, int32_t nnodes,
                       const int32_t *inputs, int32_t ninputs, const int32_t *outputs, int32_t noutputs,
                       uint8_t **blob, uint64_t *blob_len, char *err, int32_t errlen);
-void teflon_py_free(void *p);
 """
 
 # Plain C functions the Python side may call through `lib`.

@@ -212,14 +212,9 @@ def _compile(
         return -1
 
 
-def _free(p: Any) -> None:
-    _lib.free(p)
-
-
 def install(ffi: Any, lib: Any) -> None:
     """Attach the implementations to the embedded module's extern "Python" functions."""
     global _ffi, _lib
     _ffi, _lib = ffi, lib
     ffi.def_extern(name="teflon_py_support", error=-1, onerror=_on_error)(_support)
     ffi.def_extern(name="teflon_py_compile", error=-1, onerror=_on_error)(_compile)
-    ffi.def_extern(name="teflon_py_free", onerror=_on_error)(_free)
