@@ -74,11 +74,17 @@ def rk3576_sim(delegate_library: None) -> dict[str, str]:
     return dict(RK3576_SIM)
 
 
+def shared_path() -> Path | None:
+    """../shared (or $TEFLON_SHARED) when it exists, else None."""
+    env = os.environ.get("TEFLON_SHARED")
+    path = Path(env) if env else REPO.parent / "shared"
+    return path if path.is_dir() else None
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """../shared (or $TEFLON_SHARED): real models and images; tests skip cleanly without it."""
-    env = os.environ.get("TEFLON_SHARED")
-    path = Path(env) if env else REPO.parent / "shared"
-    if not path.is_dir():
-        pytest.skip(f"shared data not found at {path} (set TEFLON_SHARED)")
+    path = shared_path()
+    if path is None:
+        pytest.skip("shared data not found (set TEFLON_SHARED)")
     return path

@@ -18,7 +18,7 @@ import pytest
 from teflon import rocket
 from teflon.ir import Graph, Operation, Quant, Tensor
 from teflon.program import RELOC_REGCMD, Program
-from teflon.rocket.regmap import RegMap, RegMapError
+from teflon.hw.regmap import RegMap, RegMapError
 
 SHARED = Path(os.environ.get("TEFLON_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 GOLDEN = SHARED / "golden" / "rocket-rk3588"

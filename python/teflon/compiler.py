@@ -53,9 +53,10 @@ def supported(graph: Graph, device: str) -> dict[int, tuple[bool, str]]:
     }
 
 
-def compile(graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int], device: str) -> Program:
+def compile(graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int], device: str,
+            **options: object) -> Program:
     """Compile the partition `nodes` (node indices) whose runtime inputs/outputs are the given tensors."""
-    return backend(device).compile(graph, nodes, inputs, outputs, device)
+    return backend(device).compile(graph, nodes, inputs, outputs, device, **options)
 
 
 def regmap_for(device: str) -> object:

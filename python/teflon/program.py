@@ -37,6 +37,11 @@ RELOC_U32 = 1  # u32 += device address of target
 LAYOUT_NC1HWC2 = 0  # channel groups of c2 as planes; pixel-major inside a plane
 LAYOUT_ROWS = 1  # single channel, raw bytes row by row (rows padded to row_pitch)
 
+def reloc_fields(r: "Reloc") -> tuple[int, int, int, int]:
+    """(container bits, value bit position, value width, address shift) of a relocation."""
+    return (64, 16, 32, 0) if r.kind == RELOC_REGCMD else (32, 0, 32, 0)
+
+
 TFLITE_DTYPE = {"uint8": 3, "int8": 9}
 
 
@@ -61,6 +66,10 @@ class Task:
     buffer: str  # regcmd buffer
     offset: int  # byte offset of the first word
     count: int  # number of 64-bit words
+
+    @property
+    def nbytes(self) -> int:
+        return 8 * self.count
 
 
 @dataclass

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from functools import cache
 
+from ..hw.regmap import RegMap
 from ..ir import Graph
 from ..program import Program
-from .regmap import RegMap
 
 
 @cache

@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from ..hw.regmap import RegMap, RegMapError
 from ..program import (
     LAYOUT_NC1HWC2,
     LAYOUT_ROWS,
@@ -40,7 +41,6 @@ from .regcmd import (
     stream_bytes,
     task_stream,
 )
-from .regmap import RegMap, RegMapError
 from .split import FEATURE_ATOM, Geometry, Split, SplitError, split
 
 

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..hw.regmap import RegMap, RegMapError
 from ..program import LAYOUT_NC1HWC2, Buffer, IOBinding, Job, OpRecord, Program
 from . import coefs, coefs_rk3576, weights_rk3576
 from .encoder import _xor, add_tasks, geometry
 from .lower import RocketConv
 from .regcmd import ROLE_BIAS, ROLE_INPUT, ROLE_OUTPUT, ROLE_REGCMD, ROLE_WEIGHTS, EncodeError, Stream, stream_bytes
 from .regcmd_rk3576 import LayerParams, dpu_plane, link, task_stream
-from .regmap import RegMap, RegMapError
 from .split import SplitError
 from .split_rk3576 import FEATURE_ATOM, Task, split
 

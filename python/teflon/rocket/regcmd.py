@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..hw.regmap import RegMap
 from .lower import RocketConv
-from .regmap import RegMap
 from .split import FEATURE_ATOM, Split, Task
 from .weights import kernels, packed_input_channels
 

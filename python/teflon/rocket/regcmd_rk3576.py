@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..hw.regmap import RegMap
 from . import coefs_rk3576
 from .lower import RocketConv
 from .regcmd import ROLE_BIAS, ROLE_INPUT, ROLE_OUTPUT, ROLE_WEIGHTS, Stream, _Emitter
 from .regcmd import link as chain
-from .regmap import RegMap
 from .regs_rk3576 import INT32_MAX, INT32_MIN, STREAM_ORDER
 from .split_rk3576 import FEATURE_ATOM, Split, Task, align
 

@@ -13,14 +13,9 @@ inference carry "_M1" when the register holds a count minus one, and the note sa
 
 from __future__ import annotations
 
-try:  # imported as teflon.rocket.regs_rk3576, or by path from gen_c_header.py
-    from .regmap import Field, Register, SocTable, Special, reg
-    from .regs_rk3588 import PC as PC_RK3588
-    from .regs_rk3588 import UNITS, _s_pointer
-except ImportError:  # pragma: no cover - build-time path
-    from regmap import Field, Register, SocTable, Special, reg  # type: ignore[no-redef]
-    from regs_rk3588 import PC as PC_RK3588  # type: ignore[no-redef]
-    from regs_rk3588 import UNITS, _s_pointer  # type: ignore[no-redef]
+from teflon.hw.regmap import Field, Register, SocTable, Special, reg
+from teflon.rocket.regs_rk3588 import PC as PC_RK3588
+from teflon.rocket.regs_rk3588 import UNITS, _s_pointer
 
 INT32_MIN = 0x80000000
 INT32_MAX = 0x7FFFFFFF

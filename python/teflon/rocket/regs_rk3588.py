@@ -10,10 +10,7 @@ the kernel writes by MMIO, are listed. See docs/hardware/rocket.md.
 
 from __future__ import annotations
 
-try:  # imported as teflon.rocket.regs_rk3588, or by path from gen_c_header.py
-    from .regmap import Register, SocTable, Special, Unit, reg
-except ImportError:  # pragma: no cover - build-time path
-    from regmap import Register, SocTable, Special, Unit, reg  # type: ignore[no-redef]
+from teflon.hw.regmap import Register, SocTable, Special, Unit, reg
 
 # Target ids (registers.xml enum "target"); a normal write uses id + 1. DDMA/SDMA/GLOBAL ids do not
 # fit the 16-bit word target field and are never written from a stream.

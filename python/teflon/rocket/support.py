@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..hw.regmap import RegMap
 from ..ir import Graph
 from .encoder import build_streams, op_params
 from .lower import (
@@ -15,7 +16,6 @@ from .lower import (
     lower_conv,
 )
 from .regcmd import EncodeError, OpParams
-from .regmap import RegMap
 
 SUPPORTED_DEVICES = ("rk3588", "rk3576")
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from ..hw.regmap import RegMap
 from ..ir import Graph
 from .encoder_rk3576 import encode_layer
 from .lower import ADD_REASON, CONV_KINDS, LoweringError, lower_conv
 from .regcmd import EncodeError
-from .regmap import RegMap
 
 # A conv with at most 4 input channels (an RGB/RGBA image) could use Rockchip's ARGB first-layer sub-encoding
 # (CONV_MODE 6, CORE 0x3018 = 0x10000081). Its weight byte order and CVT arithmetic are not pinned down by

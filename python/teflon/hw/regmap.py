@@ -4,7 +4,7 @@ SoC independent: a `RegMap` is built from one SoC's data table (`regs_<soc>.py`)
 feeds the encoder (values and words), the stream pretty-printer and the C header the simulator
 includes (gen_c_header.py), so the two sides can never disagree on a bit position.
 
-Kept free of numpy and of the `teflon` package: gen_c_header.py imports this file by path at build
+Kept free of numpy: gen_c_header.py loads it from the source tree at build
 time, in an isolated environment.
 
 Regcmd word (u64, little-endian): target << 48 | value << 16 | offset.

@@ -1,0 +1,110 @@
+"""The lowered etnaviv operation: one NN or TP job before encoding.
+
+Its fields are those of Mesa's lowered operation (`struct etna_operation`, as recorded per job in
+../shared/golden/etnaviv-v*/ under `mesa_lowered_operation`), so the lowering can be checked field by field
+against Mesa and the descriptor encoders can be tested on Mesa's own lowered operations. Mesa's naming is kept:
+`input_width` is the TFLite H (etnaviv.md §0). Scales are float32 values (the golden stores their bit patterns).
+
+Weights and biases of NN jobs travel beside the operation (`weights`: uint8 array in the lowered layout,
+`bias`: int32 per output channel), not in it.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+KIND_NN = 0  # Mesa `type`: ETNA_JOB_TYPE_NN
+KIND_TP = 1  # ETNA_JOB_TYPE_TP
+
+# Mesa `tp_type` values, by name (etnaviv.md §5; the golden's job `tp_type` strings)
+TP_TYPES = ("TRANSPOSE", "DETRANSPOSE", "RESHUFFLE", "PAD", "RELU", "ABSOLUTE", "LOGISTIC")
+
+
+def f32_bits(x: float) -> int:
+    return int(struct.unpack("<I", struct.pack("<f", x))[0])
+
+
+def f32_from_bits(bits: int | str) -> float:
+    return float(np.frombuffer(struct.pack("<I", int(bits, 16) if isinstance(bits, str) else bits), "<f4")[0])
+
+
+@dataclass
+class EtnaOp:
+    type: int
+    tp_type: int = 0
+    addition: bool = False
+    depthwise: bool = False
+    pointwise: bool = False
+    fully_connected: bool = False
+    pooling_first_pixel: bool = False
+    padding_same: bool = False
+    relu: bool = False
+    stride: int = 1
+    input_tensor: int = 0
+    input_tensor_1: int = 0
+    input_count: int = 1
+    output_tensor: int = 0
+    input_width: int = 0  # Mesa naming: TFLite H
+    input_height: int = 0  # TFLite W
+    input_channels: int = 0
+    input_zero_point: int = 0
+    input_scale: float = 0.0
+    output_width: int = 0
+    output_height: int = 0
+    output_channels: int = 0
+    output_zero_point: int = 0
+    output_scale: float = 0.0
+    weight_width: int = 0
+    weight_height: int = 0
+    weight_zero_point: int = 0
+    weight_scale: float = 0.0
+    weight_signed: bool = False
+    weight_tensor_size: int = 0
+    bias_tensor_size: int = 0
+    addition_offset: int = 0
+    input_tensor_sizes: tuple[int, int] = (0, 0)
+    output_tensor_size: int = 0
+    pad: tuple[int, int, int, int, int, int] = (0, 0, 0, 0, 0, 0)
+    # beside Mesa's fields: the coefficient inputs of NN jobs
+    weights: np.ndarray | None = field(default=None, repr=False, compare=False)
+    bias: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def tp_name(self) -> str | None:
+        return TP_TYPES[self.tp_type] if self.type == KIND_TP else None
+
+    @classmethod
+    def from_golden(cls, d: dict[str, Any]) -> EtnaOp:
+        """From a golden file's `mesa_lowered_operation` (weights/bias not included)."""
+        kw: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name in ("weights", "bias"):
+                continue
+            if f.name.endswith("_scale"):
+                kw[f.name] = f32_from_bits(d[f.name + "_bits"])
+            elif f.name in ("input_tensor_sizes", "pad"):
+                kw[f.name] = tuple(d[f.name])
+            elif isinstance(d[f.name], int) and f.type == "bool":
+                kw[f.name] = bool(d[f.name])
+            else:
+                kw[f.name] = d[f.name]
+        return cls(**kw)
+
+    def to_golden(self) -> dict[str, Any]:
+        """The same keys and value forms as a golden `mesa_lowered_operation` (for field-by-field comparison)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name in ("weights", "bias"):
+                continue
+            v = getattr(self, f.name)
+            if f.name.endswith("_scale"):
+                out[f.name + "_bits"] = f"0x{f32_bits(v):08x}"
+            elif isinstance(v, tuple):
+                out[f.name] = list(v)
+            else:
+                out[f.name] = int(v)
+        return out
