@@ -25,8 +25,11 @@ if str(TESTS) not in sys.path:
 if importlib.util.find_spec("teflon") is None:
     sys.path.insert(0, str(REPO / "python"))
 
-RK3588_SIM = {"device": "rk3588", "sim": "1"}
-RK3576_SIM = {"device": "rk3576", "sim": "1"}
+
+def sim_options(device: str) -> dict[str, str]:
+    """Delegate options for the simulated NPU of `device`."""
+    return {"device": device, "sim": "1"}
+
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -65,13 +68,13 @@ def delegate_library() -> None:
 @pytest.fixture(scope="session")
 def rk3588_sim(delegate_library: None) -> dict[str, str]:
     """Delegate options for the simulated RK3588 NPU."""
-    return dict(RK3588_SIM)
+    return sim_options("rk3588")
 
 
 @pytest.fixture(scope="session")
 def rk3576_sim(delegate_library: None) -> dict[str, str]:
     """Delegate options for the simulated RK3576 NPU."""
-    return dict(RK3576_SIM)
+    return sim_options("rk3576")
 
 
 def shared_path() -> Path | None:

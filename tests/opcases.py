@@ -245,7 +245,7 @@ _PER_CHANNEL_SPREAD = [
     ConvCase("conv2d", 28, 28, 64, 64, 5, 2, "valid", dtype="int8", per_channel=True, scale_spread=30.0),
     ConvCase("dwconv", 3, 112, 16, None, 5, 1, "same", dtype="int8", per_channel=True, scale_spread=1000.0),
 ]
-RK3576_DEFAULT_PER_CHANNEL: list[ConvCase] = DEFAULT_PER_CHANNEL + _PER_CHANNEL_SPREAD
+SPREAD_DEFAULT_PER_CHANNEL: list[ConvCase] = DEFAULT_PER_CHANNEL + _PER_CHANNEL_SPREAD
 
 DEFAULT_ADD: list[AddCase] = [
     AddCase(8, 8, 16),
@@ -353,8 +353,8 @@ SLOW_PER_CHANNEL: list[ConvCase] = unique(
     if c.channels_out > 1
 )
 
-# rk3576: the per-channel covering arrays again with real-model scale spreads.
-RK3576_SLOW_PER_CHANNEL: list[ConvCase] = SLOW_PER_CHANNEL + unique(
+# Targets that delegate per-channel weights: the per-channel covering arrays again with real-model scale spreads.
+SPREAD_SLOW_PER_CHANNEL: list[ConvCase] = SLOW_PER_CHANNEL + unique(
     ConvCase(c.op, c.in_h, c.in_w, c.in_c, c.out_c, c.kernel, c.stride, c.padding, c.activation, "int8",
              per_channel=True, scale_spread=spread)
     for spread, seed in ((100.0, 18), (10000.0, 19))
@@ -422,7 +422,7 @@ def _convs(case: ConvCase | AddCase | PoolCase) -> list[ConvCase]:
 
 def known_cpu(case: ConvCase | AddCase | PoolCase, device: str) -> str | None:
     """Why `device`'s backend is expected to leave this case's convolutions on the CPU today, or None."""
-    return {"rk3588": rk3588_known_cpu, "rk3576": rk3576_known_cpu}[device](case)
+    return KNOWN_CPU[device](case)
 
 
 def total_macs(cases: Iterable[ConvCase | AddCase | PoolCase]) -> int:
@@ -465,3 +465,10 @@ def known_requant_limit(name: str, device: str) -> str | None:
     if device not in ("rk3588", "rk3576"):
         return None
     return KNOWN_REQUANT_LIMIT.get(name)
+
+
+# Per device: why its backend leaves a case's convolutions on the CPU today (None: it must delegate them).
+KNOWN_CPU: dict[str, Callable[[ConvCase | AddCase | PoolCase], str | None]] = {
+    "rk3588": rk3588_known_cpu,
+    "rk3576": rk3576_known_cpu,
+}

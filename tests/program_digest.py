@@ -81,7 +81,7 @@ def sweep_cases() -> Iterator[tuple[str, Any]]:
 def golden_graphs() -> Iterator[tuple[str, Any]]:
     sys.path.insert(0, str(TESTS))
     from conftest import shared_path
-    from test_golden_rk3588 import graph_from_golden
+    from rocket.test_golden_rk3588 import graph_from_golden
 
     root = shared_path()
     if root is None:

@@ -17,12 +17,12 @@ from opcases import (
     DEFAULT_POOL,
     KERNELS,
     LITERT_CASES,
-    RK3576_DEFAULT_PER_CHANNEL,
-    RK3576_SLOW_PER_CHANNEL,
     SIZES,
     SLOW_ADD,
     SLOW_CONV,
     SLOW_PER_CHANNEL,
+    SPREAD_DEFAULT_PER_CHANNEL,
+    SPREAD_SLOW_PER_CHANNEL,
     WEIGHT_ZPS,
     total_macs,
 )
@@ -261,7 +261,7 @@ def test_delegated_nodes_reads_partitions() -> None:
 ALL_TABLES = {
     "DEFAULT_CONV": DEFAULT_CONV, "DEFAULT_PER_CHANNEL": DEFAULT_PER_CHANNEL, "DEFAULT_ADD": DEFAULT_ADD,
     "DEFAULT_POOL": DEFAULT_POOL, "SLOW_CONV": SLOW_CONV, "SLOW_PER_CHANNEL": SLOW_PER_CHANNEL, "SLOW_ADD": SLOW_ADD,
-    "RK3576_DEFAULT_PER_CHANNEL": RK3576_DEFAULT_PER_CHANNEL, "RK3576_SLOW_PER_CHANNEL": RK3576_SLOW_PER_CHANNEL,
+    "SPREAD_DEFAULT_PER_CHANNEL": SPREAD_DEFAULT_PER_CHANNEL, "SPREAD_SLOW_PER_CHANNEL": SPREAD_SLOW_PER_CHANNEL,
     "LITERT_CASES": LITERT_CASES,
 }
 
@@ -279,8 +279,8 @@ def test_default_suite_budget() -> None:
     assert 150 <= len(default) <= 260
     assert total_macs(default) < 8e9, "the default suite must stay well inside 30 minutes on 2 cores"
     assert not {c.name for c in DEFAULT_CONV} & {c.name for c in SLOW_CONV}
-    assert not {c.name for c in RK3576_DEFAULT_PER_CHANNEL} & {c.name for c in RK3576_SLOW_PER_CHANNEL}
-    assert total_macs(RK3576_DEFAULT_PER_CHANNEL) < 1e9, "rk3576 per-channel default set: keep it small"
+    assert not {c.name for c in SPREAD_DEFAULT_PER_CHANNEL} & {c.name for c in SPREAD_SLOW_PER_CHANNEL}
+    assert total_macs(SPREAD_DEFAULT_PER_CHANNEL) < 1e9, "rk3576 per-channel default set: keep it small"
 
 
 def test_default_covers_every_axis_value() -> None:

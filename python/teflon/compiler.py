@@ -1,19 +1,17 @@
-"""Device -> NPU family backend: which nodes it claims, and compiling a partition into a Program.
+"""Device -> its family's target: which nodes it claims, compiling a partition into a Program, showing one.
 
-Each family package (teflon.rocket, later teflon.etnaviv) exposes
-    supported(graph, device) -> dict[node_index, (bool, reason)]
-    compile(graph, nodes, inputs, outputs, device) -> Program
+The target registry (teflon.targets) names each device's family; the family package `teflon.<family>` exposes
+`target(name)` (docs/architecture.md, "Adding a family"). Nothing here knows a family or an SoC.
 """
 
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
+from typing import Any
 
+from teflon import targets
 from teflon.ir import Graph
 from teflon.program import Program
-
-FAMILIES: dict[str, str] = {"rk3588": "rocket", "rk3576": "rocket", "a311d": "etnaviv", "imx8mp": "etnaviv"}
 
 
 class CompilerUnavailable(RuntimeError):
@@ -21,28 +19,25 @@ class CompilerUnavailable(RuntimeError):
 
 
 def family(device: str) -> str:
-    try:
-        return FAMILIES[device]
-    except KeyError:
-        raise ValueError(f"unknown device {device!r}; expected one of {', '.join(FAMILIES)}") from None
+    return targets.get(device).family
 
 
-def backend(device: str) -> ModuleType:
+def target(device: str) -> Any:
+    """The family's target object for `device` (raises ValueError for an unknown device)."""
     name = family(device)
     try:
         module = importlib.import_module(f"teflon.{name}")
     except ImportError as exc:
         raise CompilerUnavailable(f"{name} compiler unavailable ({exc})") from exc
-    missing = [f for f in ("supported", "compile") if not callable(getattr(module, f, None))]
-    if missing:
-        raise CompilerUnavailable(f"{name} compiler unavailable (teflon.{name} has no {' or '.join(missing)})")
-    return module
+    if not callable(getattr(module, "target", None)):
+        raise CompilerUnavailable(f"{name} compiler unavailable (teflon.{name} has no target())")
+    return module.target(device)
 
 
 def supported(graph: Graph, device: str) -> dict[int, tuple[bool, str]]:
     """Per node index: whether the device's backend claims it, and why not. Every node gets an answer."""
     try:
-        decisions = backend(device).supported(graph, device)
+        decisions = target(device).supported(graph)
     except CompilerUnavailable as exc:
         return {op.index: (False, str(exc)) for op in graph.operations}
     return {
@@ -54,11 +49,16 @@ def supported(graph: Graph, device: str) -> dict[int, tuple[bool, str]]:
 
 
 def compile(graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int], device: str,
-            **options: object) -> Program:
+            **options: Any) -> Program:
     """Compile the partition `nodes` (node indices) whose runtime inputs/outputs are the given tensors."""
-    return backend(device).compile(graph, nodes, inputs, outputs, device, **options)
+    return target(device).compile(graph, nodes, inputs, outputs, **options)
 
 
-def regmap_for(device: str) -> object:
-    """The register table (pack/decode/pretty-print) the device's command streams use."""
-    return backend(device).regmap_for(device)
+def disassemble(program: Program) -> str:
+    """The program's command streams / descriptors by register and field."""
+    return target(program.device).disassemble(program)
+
+
+def to_json(program: Program) -> dict[str, object]:
+    """The program in the family's `regcmd --json` form."""
+    return target(program.device).to_json(program)

@@ -19,7 +19,7 @@ from typing import Any, Self
 import cffi
 import numpy as np
 
-from teflon import delegate_path
+from teflon import delegate_path, targets
 from teflon.program import BUFFER, HEADER, IO, JOB, RELOC, TASK, Program
 
 CDEF = """
@@ -79,7 +79,7 @@ def bindings(blob: bytes) -> list[Binding]:
 class Device:
     """An open NPU device: sim=True simulator, False real device node only, None automatic."""
 
-    def __init__(self, soc: str = "rk3588", sim: bool | None = True) -> None:
+    def __init__(self, soc: str = targets.FALLBACK, sim: bool | None = True) -> None:
         self._handle: Any = None
         self._lib = library()
         err = _ffi.new("char[]", ERRLEN)

@@ -1,29 +1,31 @@
-"""A compiled program: what the compiler hands back to the C delegate.
+"""A compiled program: what the compiler hands back to the C delegate. Family-neutral.
 
-Buffers (with optional initial bytes), relocations (buffer + offset -> another buffer's device
-address; never raw addresses), tasks (regcmd streams inside buffers), jobs (tasks + the buffers
-they read and write, as the kernel UAPI takes them) and I/O bindings (which TFLite tensor lives
-in which buffer, in which device layout).
+Buffers (with optional initial bytes), relocations (a bit field inside a buffer gets another buffer's device
+address added; never raw addresses), tasks (byte ranges of buffers that a family's driver submits: rocket's regcmd
+streams, etnaviv's command streams), jobs (tasks + the buffers they read and write, as the kernel UAPIs take them)
+and I/O bindings (which TFLite tensor lives in which buffer, in which device layout). Nothing here knows a
+family: a rocket regcmd address is a relocation of a 32-bit field at bit 16 of a u64 word, an etnaviv coefficient
+address one of a 26-bit field holding the address >> 6.
 
-The binary form (`to_blob`) is parsed by delegate/program.c; its layout is specified in
-docs/architecture.md ("Program blob") and mirrored here by the struct formats below.
+The binary form (`to_blob`) is parsed by delegate/program.c; its layout is specified in docs/architecture.md
+("Program blob") and mirrored here by the struct formats below.
 """
 
 from __future__ import annotations
 
-import base64
 import struct
 from dataclasses import dataclass, field
 
-MAGIC = b"TFLP"
-VERSION = 1
-SOC_IDS = {"rk3588": 1, "rk3576": 2, "a311d": 3, "imx8mp": 4}
+from teflon import targets
 
-HEADER = struct.Struct("<4s11I")  # magic, version, soc, nbuffers, nrelocs, ntasks, njobs, nbolist, nio,
-# strings_offset, strings_size, data_offset
+MAGIC = b"TFLP"
+VERSION = 2
+
+HEADER = struct.Struct("<4s11I")  # magic, version, target (blob id), nbuffers, nrelocs, ntasks, njobs, nbolist,
+# nio, strings_offset, strings_size, data_offset
 BUFFER = struct.Struct("<IIQQQ")  # name, flags, size, data_offset, data_size
-RELOC = struct.Struct("<IIQII")  # buffer, kind, offset, target, pad
-TASK = struct.Struct("<IIQ")  # buffer, count, offset
+RELOC = struct.Struct("<IIQBBBBI")  # buffer, target, offset, width, pos, shift, pad8, pad32
+TASK = struct.Struct("<IIQ")  # buffer, bytes, offset
 JOB = struct.Struct("<6I")  # first_task, ntasks, first_in, nin, first_out, nout
 IO = struct.Struct("<iIIIIiiiIIiIQQQ")  # tensor, direction, buffer, layout, dtype, h, w, c, c2, xor,
 # pad_value, pad, offset, row_pitch, plane_pitch
@@ -31,18 +33,15 @@ IO = struct.Struct("<iIIIIiiiIIiIQQQ")  # tensor, direction, buffer, layout, dty
 BUF_HAS_DATA = 1
 BUF_TENSOR = 2
 
-RELOC_REGCMD = 0  # u64 regcmd word: value field (bits 16..47) += device address of target
-RELOC_U32 = 1  # u32 += device address of target
-
 LAYOUT_NC1HWC2 = 0  # channel groups of c2 as planes; pixel-major inside a plane
 LAYOUT_ROWS = 1  # single channel, raw bytes row by row (rows padded to row_pitch)
 
-def reloc_fields(r: "Reloc") -> tuple[int, int, int, int]:
-    """(container bits, value bit position, value width, address shift) of a relocation."""
-    return (64, 16, 32, 0) if r.kind == RELOC_REGCMD else (32, 0, 32, 0)
-
-
 TFLITE_DTYPE = {"uint8": 3, "int8": 9}
+
+
+def reloc_fields(r: Reloc) -> tuple[int, int, int, int]:
+    """(container bits, value bit position, value width, address shift) of a relocation."""
+    return (r.container, r.pos, r.width, r.shift)
 
 
 @dataclass
@@ -55,21 +54,31 @@ class Buffer:
 
 @dataclass
 class Reloc:
+    """The `width`-bit field at bit `pos` of the little-endian word at `offset` in `buffer` gets
+    (device address of `target`) >> `shift` added; the field already holds the offset inside `target` (in the
+    same units). The word is a u32 when the field ends by bit 32, else a u64. The runner refuses a sum that does
+    not fit the field and an address not aligned to 1 << shift."""
+
     buffer: str
-    offset: int  # byte offset of the word/u32 inside `buffer`
-    target: str  # buffer whose device address is added
-    kind: int = RELOC_REGCMD
+    offset: int
+    target: str
+    width: int = 32
+    pos: int = 0
+    shift: int = 0
+
+    @property
+    def container(self) -> int:
+        return 32 if self.pos + self.width <= 32 else 64
 
 
 @dataclass
 class Task:
-    buffer: str  # regcmd buffer
-    offset: int  # byte offset of the first word
-    count: int  # number of 64-bit words
+    """A byte range of a buffer that the family's driver submits as one unit (a regcmd stream, a command
+    stream)."""
 
-    @property
-    def nbytes(self) -> int:
-        return 8 * self.count
+    buffer: str
+    offset: int
+    nbytes: int
 
 
 @dataclass
@@ -173,8 +182,9 @@ class Program:
 
         body = bytearray()
         body += b"".join(buf_rows)
-        body += b"".join(RELOC.pack(index[r.buffer], r.kind, r.offset, index[r.target], 0) for r in self.relocs)
-        body += b"".join(TASK.pack(index[t.buffer], t.count, t.offset) for t in tasks)
+        body += b"".join(RELOC.pack(index[r.buffer], index[r.target], r.offset, r.width, r.pos, r.shift, 0, 0)
+                         for r in self.relocs)
+        body += b"".join(TASK.pack(index[t.buffer], t.nbytes, t.offset) for t in tasks)
         body += b"".join(job_rows)
         body += struct.pack(f"<{len(bolist)}I", *bolist)
         body += b"".join(
@@ -203,7 +213,7 @@ class Program:
         header = HEADER.pack(
             MAGIC,
             VERSION,
-            SOC_IDS[self.device],
+            targets.get(self.device).blob_id,
             len(self.buffers),
             len(self.relocs),
             len(tasks),
@@ -215,25 +225,3 @@ class Program:
             data_offset,
         )
         return header + bytes(body) + tail + bytes(data)
-
-    # ---- JSON form for `python -m teflon regcmd --json` --------------------------------------
-    def to_json(self) -> dict[str, object]:
-        ops = []
-        for op in self.operations:
-            tasks = []
-            for t in op.tasks:
-                buf = self.buffer(t.buffer)
-                assert buf.data is not None
-                words = struct.unpack_from(f"<{t.count}Q", buf.data, t.offset)
-                relocs = [
-                    {"index": (r.offset - t.offset) // 8, "buffer": r.target, "offset": (words[(r.offset - t.offset) // 8] >> 16) & 0xFFFFFFFF}
-                    for r in self.relocs
-                    if r.buffer == t.buffer and r.kind == RELOC_REGCMD and t.offset <= r.offset < t.offset + 8 * t.count
-                ]
-                tasks.append({"regcmd": [f"0x{w:016x}" for w in words], "relocs": relocs})
-            ops.append({"nodes": op.nodes, "kind": op.kind, "tasks": tasks, **{k: v for k, v in op.info.items()}})
-        return {
-            "device": self.device,
-            "operations": ops,
-            "buffers": {b.name: base64.b64encode(b.data or b"").decode() for b in self.buffers if not b.tensor},
-        }

@@ -1,5 +1,5 @@
-/* Kernel-level checks of the simulated rocket kernel + NPU, built by tests/test_sim_rk3576.py straight from
- * drivers/ (with the generated register headers) under ASan/UBSan:
+/* Kernel-level checks of the simulated rocket kernel + NPU, built by tests/rocket/test_sim_rk3576.py straight from
+ * drivers/ (with the generated register headers and teflon_targets.h) under ASan/UBSan:
  *
  *   test_rocket_sim kick          the kick sequence each SoC's kernel writes, and what a core makes of the
  *                                 RK3588 and RK3576 TASK_CON words; prints "all checks passed"
@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "targets.h"
 #include "sim_kernel.h"
 #include "sim_npu.h"
 
@@ -47,26 +48,26 @@ static uint8_t *lookup(void *ctx, uint64_t iova, uint64_t len)
 static const char *kick_with(const char *soc, uint32_t task_con)
 {
     static char msg[600];
-    sim_npu *npu = sim_npu_create(soc, lookup, NULL);
+    rkt_npu *npu = rkt_npu_create(rkt_gen_named(soc), lookup, NULL);
     if (!npu) {
-        snprintf(msg, sizeof(msg), "sim_npu_create(%s) failed", soc);
+        snprintf(msg, sizeof(msg), "rkt_npu_create(%s) failed", soc);
         return msg;
     }
-    struct sim_mmio seq[SIM_KICK_WRITES];
-    const int n = sim_kernel_kick_sequence(sim_kernel_soc(soc), 0, BO_IOVA, 2, seq);
+    struct rkt_mmio seq[RKT_KICK_WRITES];
+    const int n = rkt_kick_sequence(rkt_gen_named(soc), 0, (struct rkt_regcmd){BO_IOVA, 2}, seq);
     int rc = 0;
-    sim_npu_job_begin(npu);
+    rkt_npu_job_begin(npu);
     for (int i = 0; i < n && !rc; i++)
-        rc = sim_npu_mmio_write(npu, seq[i].off, seq[i].off == SIM_KICK_PC_TASK_CON ? task_con : seq[i].val);
-    snprintf(msg, sizeof(msg), "%s", rc ? sim_npu_error(npu) : "ok");
-    sim_npu_destroy(npu);
+        rc = rkt_npu_mmio_write(npu, seq[i].off, seq[i].off == RKT_PC_TASK_CON ? task_con : seq[i].val);
+    snprintf(msg, sizeof(msg), "%s", rc ? rkt_npu_error(npu) : "ok");
+    rkt_npu_destroy(npu);
     return msg;
 }
 
 static uint32_t kernel_word(const char *soc, uint32_t off, unsigned core)
 {
-    struct sim_mmio seq[SIM_KICK_WRITES];
-    const int n = sim_kernel_kick_sequence(sim_kernel_soc(soc), core, BO_IOVA, 139 + 4, seq);
+    struct rkt_mmio seq[RKT_KICK_WRITES];
+    const int n = rkt_kick_sequence(rkt_gen_named(soc), core, (struct rkt_regcmd){BO_IOVA, 139 + 4}, seq);
     uint32_t v = 0xDEADBEEF;
     for (int i = 0; i < n; i++)
         if (seq[i].off == off)
@@ -80,20 +81,20 @@ static int test_kick(void)
     bo[1] = 0x00810000001D0008ull; /* OP_ENABLE CNA+CORE+DPU+DPU_RDMA */
 
     /* the kernels' words */
-    CHECK(sim_kernel_soc("rk3588")->ncores == 3 && sim_kernel_soc("rk3576")->ncores == 2, "core counts");
-    CHECK(sim_kernel_soc("rk3576")->polled && !sim_kernel_soc("rk3588")->polled, "completion: RK3576 polled");
-    CHECK(kernel_word("rk3588", SIM_KICK_PC_TASK_CON, 0) == 0x7001, "rk3588 TASK_CON 0x%x",
-          kernel_word("rk3588", SIM_KICK_PC_TASK_CON, 0));
-    CHECK(kernel_word("rk3576", SIM_KICK_PC_TASK_CON, 0) == 0x70001, "rk3576 TASK_CON 0x%x",
-          kernel_word("rk3576", SIM_KICK_PC_TASK_CON, 0));
+    CHECK(teflon_target_named("rk3588")->cores == 3 && teflon_target_named("rk3576")->cores == 2, "core counts");
+    CHECK(rkt_gen_named("rk3576")->polled && !rkt_gen_named("rk3588")->polled, "completion: RK3576 polled");
+    CHECK(kernel_word("rk3588", RKT_PC_TASK_CON, 0) == 0x7001, "rk3588 TASK_CON 0x%x",
+          kernel_word("rk3588", RKT_PC_TASK_CON, 0));
+    CHECK(kernel_word("rk3576", RKT_PC_TASK_CON, 0) == 0x70001, "rk3576 TASK_CON 0x%x",
+          kernel_word("rk3576", RKT_PC_TASK_CON, 0));
     for (int s = 0; s < 2; s++) {
         const char *soc = s ? "rk3576" : "rk3588";
-        CHECK(kernel_word(soc, SIM_KICK_PC_INTERRUPT_MASK, 0) == 0x300, "%s INT_MASK", soc);
-        CHECK(kernel_word(soc, SIM_KICK_PC_TASK_DMA_BASE_ADDR, 0) == 0, "%s task DMA base", soc);
-        CHECK(kernel_word(soc, SIM_KICK_PC_REGISTER_AMOUNTS, 0) == 71, "%s amount for 143 words", soc);
-        CHECK(kernel_word(soc, SIM_KICK_CNA_S_POINTER, 1) == 0x1000000E, "%s core 1 S_POINTER", soc);
+        CHECK(kernel_word(soc, RKT_PC_INTERRUPT_MASK, 0) == 0x300, "%s INT_MASK", soc);
+        CHECK(kernel_word(soc, RKT_PC_TASK_DMA_BASE_ADDR, 0) == 0, "%s task DMA base", soc);
+        CHECK(kernel_word(soc, RKT_PC_REGISTER_AMOUNTS, 0) == 71, "%s amount for 143 words", soc);
+        CHECK(kernel_word(soc, RKT_CNA_S_POINTER, 1) == 0x1000000E, "%s core 1 S_POINTER", soc);
     }
-    CHECK(sim_kernel_soc("rk3568") == NULL, "unknown SoC");
+    CHECK(rkt_gen_named("rk3568") == NULL && teflon_target_named("rk3568") == NULL, "unknown SoC");
 
     /* RK3576: TASK_NUMBER is 16 bits; the RK3588 word asks for 28673 tasks */
     const char *m = kick_with("rk3576", 0x7001);
@@ -109,7 +110,7 @@ static int test_kick(void)
     m = kick_with("rk3588", 0x70001);
     CHECK(strstr(m, "MMIO write PC_TASK_CON = 0x00070001 sets bits 0x00070000 outside its defined fields"),
           "rk3588 0x70001: %s", m);
-    CHECK(sim_npu_create("rk3568", lookup, NULL) == NULL, "no NPU for an unknown SoC");
+    CHECK(rkt_npu_create(rkt_gen_named("rk3568"), lookup, NULL) == NULL, "no NPU for an unknown SoC");
 
     if (!failures)
         printf("all checks passed\n");

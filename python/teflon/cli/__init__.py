@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 
+from teflon import targets
 from teflon.cli import bench, classify, inspect, regcmd
 
 COMMANDS = {"classify": classify, "inspect": inspect, "regcmd": regcmd, "bench": bench}
 
 
 def add_device_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--device", default="rk3588", help="auto|rk3588|rk3576|a311d|imx8mp (default rk3588)")
+    p.add_argument("--device", default="auto",
+                   help=f"auto|{'|'.join(targets.names())} (default auto: this machine's NPU, else the simulated "
+                        f"{targets.FALLBACK})")
     p.add_argument("--sim", default="auto", choices=["auto", "0", "1"], help="simulated NPU: auto|0|1")
     p.add_argument("--runtime", default=None, choices=["tflite_runtime", "ai_edge_litert"],
                    help="TFLite runtime (default: tflite_runtime if installed)")

@@ -1,10 +1,9 @@
-"""Dump the compiled program: register streams (named fields) or JSON."""
+"""Dump the compiled program: command streams / descriptors by named field, or the family's JSON form."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import struct
 import sys
 
 from teflon.cli.session import delegate_options, open_interpreter
@@ -19,10 +18,12 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 def merged_json(device: str, programs: list[Program]) -> dict[str, object]:
     """One JSON document for all partitions; buffer names get a partition prefix when there are several."""
+    from teflon.compiler import to_json
+
     ops: list[object] = []
     buffers: dict[str, str] = {}
     for i, prog in enumerate(programs):
-        doc = prog.to_json()
+        doc = to_json(prog)
         prefix = f"p{i}/" if len(programs) > 1 else ""
         for op in doc["operations"]:  # type: ignore[union-attr]
             for task in op["tasks"]:
@@ -35,17 +36,11 @@ def merged_json(device: str, programs: list[Program]) -> dict[str, object]:
 
 
 def pretty(programs: list[Program], out) -> None:
-    from teflon.compiler import regmap_for
+    from teflon.compiler import disassemble
 
     for pi, prog in enumerate(programs):
-        regmap = regmap_for(prog.device)
-        for op in prog.operations:
-            print(f"# partition {pi} operation {op.kind} nodes {op.nodes} {op.info}", file=out)
-            for ti, t in enumerate(op.tasks):
-                data = prog.buffer(t.buffer).data or b""
-                words = struct.unpack_from(f"<{t.count}Q", data, t.offset)
-                print(f"## task {ti}: {t.count} words at {t.buffer}+0x{t.offset:x}", file=out)
-                print(regmap.format_stream(list(words)), file=out)
+        print(f"# partition {pi}", file=out)
+        print(disassemble(prog), file=out)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -38,11 +38,12 @@ class Session:
         sim = self.options.get("sim", "auto")
         if sim != "auto":
             return "simulated" if sim == "1" else "real"
+        from teflon import targets
         from teflon.native import Device, NativeError
 
         device = self.options.get("device", "auto")
         try:
-            with Device("rk3588" if device == "auto" else device, sim=None) as dev:
+            with Device(targets.FALLBACK if device == "auto" else device, sim=None) as dev:
                 return "simulated" if dev.is_sim else "real"
         except NativeError:
             return "unknown"

@@ -1,51 +1,76 @@
-"""The rocket family (Rockchip RK3588 and RK3576 NPUs): support checks and the compiler.
+"""The rocket family (Rockchip NPUs driven by the accel/rocket kernel driver): `target(name)`.
 
-    supported(graph, device) -> {node index: (claimed, reason)}
-    compile(graph, nodes, inputs, outputs, device) -> teflon.program.Program
+Family interface (docs/architecture.md, "Adding a family"): `target(name)` returns an object with
+    spec                                      the teflon.targets row
+    supported(graph) -> {node: (claimed, reason)}
+    compile(graph, nodes, inputs, outputs, *, mesa_compat=False) -> teflon.program.Program
+    disassemble(program) -> str               every task's regcmd words by register and field
+    to_json(program) -> dict                  the `regcmd --json` form
+Each hardware generation is a subpackage (rk3588/, rk3576/: registers, split, weights, coefficients, streams,
+encoder, support) over the shared modules here (lower, geometry, cube, requant, stream, assemble, disasm); a
+target row names its generation.
 """
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass, field
 from functools import cache
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-from ..hw.regmap import RegMap
-from ..ir import Graph
-from ..program import Program
+from .. import targets
+
+if TYPE_CHECKING:
+    from ..hw.regmap import RegMap
+    from ..ir import Graph
+    from ..program import Program
+
+
+@dataclass(frozen=True)
+class RocketTarget:
+    spec: targets.Target
+    generation: ModuleType = field(repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def regmap(self) -> RegMap:
+        return _regmap(self.spec.generation)
+
+    def supported(self, graph: Graph) -> dict[int, tuple[bool, str]]:
+        return self.generation.supported(graph, self.regmap)
+
+    def compile(self, graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int], *,
+                mesa_compat: bool = False) -> Program:
+        return self.generation.compile(self.regmap, self.name, graph, nodes, inputs, outputs, mesa_compat)
+
+    def disassemble(self, program: Program) -> str:
+        from .disasm import pretty
+
+        return pretty(program, self.regmap)
+
+    def to_json(self, program: Program) -> dict[str, object]:
+        from .disasm import to_json
+
+        return to_json(program)
 
 
 @cache
-def regmap_for(device: str) -> RegMap:
-    if device == "rk3588":
-        from .regs_rk3588 import TABLE
+def _regmap(generation: str) -> RegMap:
+    from ..hw.regmap import RegMap
 
-        return RegMap(TABLE)
-    if device == "rk3576":
-        from .regs_rk3576 import TABLE as TABLE_RK3576
-
-        return RegMap(TABLE_RK3576)
-    raise ValueError(f"no rocket register table for {device}")
+    return RegMap(importlib.import_module(f"{__name__}.{generation}.regs").TABLE)
 
 
-def supported(graph: Graph, device: str) -> dict[int, tuple[bool, str]]:
-    from .support import supported as _supported
-
-    return _supported(graph, device)
-
-
-def compile(graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int], device: str, *,
-            mesa_compat: bool = False) -> Program:
-    """mesa_compat: requant scale rounded as Mesa does, for byte-equal streams (see coefs.out_cvt)."""
-    from .lower import lower_partition
-
-    if device == "rk3576":
-        from .encoder_rk3576 import compile_ops as compile_rk3576
-
-        return compile_rk3576(regmap_for(device), device, lower_partition(graph, nodes, outputs, fuse=False,
-                                                                          per_channel=True), inputs, outputs)
-    from .encoder import compile_ops
-
-    return compile_ops(regmap_for(device), device, lower_partition(graph, nodes, outputs), inputs, outputs,
-                       mesa_compat=mesa_compat)
+@cache
+def target(name: str) -> RocketTarget:
+    spec = targets.get(name)
+    if spec.family != "rocket":
+        raise ValueError(f"{name} is not a rocket target ({spec.family})")
+    return RocketTarget(spec, importlib.import_module(f"{__name__}.{spec.generation}"))
 
 
-__all__ = ["compile", "regmap_for", "supported"]
+__all__ = ["RocketTarget", "target"]

@@ -98,6 +98,11 @@ class RocketConv:
     def w_zp_q(self) -> int:
         return self.w_zp + stored_offset(self.dtype)
 
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates of the convolution (real channels)."""
+        return int(self.out_h * self.out_w * self.kh * self.kw * (1 if self.depthwise else self.in_c) * self.out_c)
+
 
 def same_pads(size: int, k: int, s: int) -> tuple[int, int]:
     """TFLite SAME padding along one axis: (before, after), before gets the smaller half."""

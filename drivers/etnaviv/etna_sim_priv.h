@@ -1,0 +1,66 @@
+/* Internals shared by the simulator's source files (not part of the API). */
+#ifndef ETNA_SIM_PRIV_H
+#define ETNA_SIM_PRIV_H
+
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "etna_sim.h"
+
+#define ETNA_PAGE 4096u
+
+struct etna_bo {
+    uint32_t iova;
+    uint64_t size;      /* page-rounded: the device (MMU) sees whole pages, as with a GEM BO */
+    uint8_t *map;
+};
+
+struct etna_sim {
+    struct etna_chip chip;
+    struct etna_bo *bos;
+    unsigned nbos, cap;
+    uint32_t next_iova;             /* simple bump allocator for etna_sim_bo_create */
+    struct etna_sim_stats stats;
+    char err[512];                  /* message of the failing job; copied to the caller's buffer */
+    /* front-end state, written by LOAD_STATE */
+    uint32_t nn_config;
+    uint32_t unk3950;
+    uint32_t tp_desc_pending;       /* TP descriptors of the current multi-core job kicked so far */
+};
+
+/* printf-style error into sim->err; always returns -1. */
+int etna_fail(etna_sim *sim, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Host pointer for [iova, iova + len) when the whole range lies inside one BO, else NULL. */
+uint8_t *etna_mem_span(etna_sim *sim, uint64_t iova, uint64_t len);
+/* The BO containing iova (NULL if none). */
+const struct etna_bo *etna_mem_bo(const etna_sim *sim, uint64_t iova);
+
+int etna_nn_run(etna_sim *sim, uint32_t desc_iova);
+int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core);
+
+/* A descriptor field split over up to four word slices (layout from the generated headers). */
+struct etna_part { uint8_t word, shift, pos; uint32_t mask; };
+struct etna_field { const char *name; uint8_t nparts, width, is_signed; struct etna_part p[4]; };
+
+int64_t etna_field_get(const uint32_t *words, const struct etna_field *f);
+
+#define ETNA_PART_(P, F, k) { P##_##F##__PART##k##__WORD, P##_##F##__PART##k##__SHIFT, \
+                              P##_##F##__PART##k##__POS, P##_##F##__PART##k##__MASK }
+#define ETNA_FIELD1(P, F, S) { #F, 1, P##_##F##__WIDTH, S, { ETNA_PART_(P, F, 0) } }
+#define ETNA_FIELD2(P, F, S) { #F, 2, P##_##F##__WIDTH, S, { ETNA_PART_(P, F, 0), ETNA_PART_(P, F, 1) } }
+#define ETNA_FIELD3(P, F, S) { #F, 3, P##_##F##__WIDTH, S, \
+                               { ETNA_PART_(P, F, 0), ETNA_PART_(P, F, 1), ETNA_PART_(P, F, 2) } }
+#define ETNA_FIELD4(P, F, S) { #F, 4, P##_##F##__WIDTH, S, \
+                               { ETNA_PART_(P, F, 0), ETNA_PART_(P, F, 1), ETNA_PART_(P, F, 2), ETNA_PART_(P, F, 3) } }
+
+/* Rounds x / 2^shift to nearest, halves away from zero (the NN/TP rounding_mode 1 model, etnaviv-sim.md). */
+static inline int64_t etna_round_shift(int64_t x, unsigned shift)
+{
+    if (shift == 0)
+        return x;
+    int64_t half = (int64_t)1 << (shift - 1);
+    return x >= 0 ? (x + half) >> shift : -((-x + half) >> shift);
+}
+
+#endif

@@ -1,0 +1,401 @@
+"""v7 (Amlogic A311D class) NN coefficient buffer: zero-run-length bit streams, one per NN core.
+
+Format and sources: docs/hardware/etnaviv-coefficients.md §2 (etnaviv.md §3.1, §3.2).
+
+    encode(weights, bias, job, *, nn_core_count=8, nn_zrl_bits=5, zrl_bits=None) -> bytes
+        weights: uint8, Mesa's lowered layout [oc][ic][kx][ky] (any shape, read flat); bias: int32 per oc.
+        job: coefs_common.CoefJob. Returns exactly `used_len` bytes (header + 64-aligned core streams).
+        zrl_bits=None searches z like Mesa (`choose_zrl_bits`); an int forces it.
+    decode(buf, job, *, nn_core_count=8) -> (weights uint8 [oc*ic*kx*ky], bias int32 [oc])
+    decode_kernels(buf, job, *, nn_core_count=8) -> V7Kernels: what the hardware sees per kernel (weights, stored
+        bias words, trailer words, z, kpc), including the phantom channels of OC not a multiple of the cores.
+    used_len(weights, bias, job, ...) -> int: = len(encode(...)), without packing bits
+    cache_size(buf, *, nn_core_count=8) -> int: Mesa's coefficient cache size for the descriptor's SRAM fields:
+        largest 64-aligned core stream * cores used (header not counted)
+    header_size(nn_core_count) -> int
+
+Mesa-undefined inputs are emulated the way the golden build saw them: reads past the end of Mesa's weight and
+bias arrays return 0 (v7 ADD bias correction over 4*C weights; OC not a multiple of the core count).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .coefs_common import BitReader, CoefJob, align, ceil_div, pack_bits, to_int32, v7_core_channels
+
+RAW_BIAS = 1  # raw-word kinds, in the order they follow the same weight
+RAW_TRAILER = 2
+
+
+def header_size(nn_core_count: int) -> int:
+    return align(nn_core_count * 4, 64)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Stream plan: the order in which a core's writer visits weights, and where it flushes / inserts raw words.
+
+
+@dataclass(frozen=True)
+class CorePlan:
+    order: np.ndarray  # flat indices into the (zero-padded) traversal weight array, in stream order
+    raw_pos: np.ndarray  # a raw 32-bit word follows the weight at this stream position
+    raw_kind: np.ndarray  # RAW_BIAS / RAW_TRAILER
+    raw_ch: np.ndarray  # output channel the raw word belongs to
+    flush_pos: np.ndarray  # every flush (raw words and the extra ones), sorted, unique; stream end included
+    sizes_minus_one: bool  # Mesa's writer returns the byte length minus one (only matters in the z search)
+
+
+def _tap_order(ka: int, kb: int, split: bool) -> np.ndarray:
+    """Tap visiting order inside one kernel slice: row pairs; with `split` and kb > 3, columns 0..2 of both rows,
+    then columns 3.. (bounded by ka, as Mesa does: only square kernels are well defined)."""
+    if split and kb > 3 and ka != kb:
+        raise ValueError(f"v7 writer: non-square kernel {ka}x{kb} with more than 3 columns")
+    out: list[int] = []
+    first_cols = 3 if split and kb > 3 else kb
+    for p in range(ceil_div(ka, 2)):
+        rows = [a for a in (2 * p, 2 * p + 1) if a < ka]
+        out += [a * kb + b for a in rows for b in range(first_cols)]
+        if split and kb > 3:
+            out += [a * kb + b for a in rows for b in range(3, ka)]
+    return np.asarray(out, dtype=np.int64)
+
+
+class _PlanBuilder:
+    def __init__(self) -> None:
+        self.order: list[np.ndarray] = []
+        self.raw: list[tuple[np.ndarray, int, np.ndarray]] = []
+        self.flush: list[np.ndarray] = []
+        self.n = 0
+
+    def add(self, idx: np.ndarray) -> int:
+        """Append weights; returns the stream position of the first."""
+        start = self.n
+        self.order.append(idx.reshape(-1))
+        self.n += idx.size
+        return start
+
+    def raw_after(self, pos: np.ndarray, kind: int, ch: np.ndarray) -> None:
+        self.raw.append((np.asarray(pos, dtype=np.int64), kind, np.asarray(ch, dtype=np.int64)))
+
+    def flush_after(self, pos: np.ndarray) -> None:
+        self.flush.append(np.asarray(pos, dtype=np.int64).reshape(-1))
+
+    def build(self, sizes_minus_one: bool) -> CorePlan:
+        empty = np.zeros(0, dtype=np.int64)
+        order = np.concatenate(self.order) if self.order else empty
+        pos = np.concatenate([p for p, _, _ in self.raw]) if self.raw else empty
+        kind = np.concatenate([np.full(p.size, k) for p, k, _ in self.raw]) if self.raw else empty
+        ch = np.concatenate([c for _, _, c in self.raw]) if self.raw else empty
+        # raw words sorted by position, the bias before the trailer when both follow the same weight
+        srt = np.lexsort((kind, pos))
+        flush = np.concatenate([pos, *self.flush, [order.size - 1]]) if order.size else empty
+        return CorePlan(order, pos[srt], kind[srt], ch[srt], np.unique(flush), sizes_minus_one)
+
+
+def _writer(job: CoefJob) -> str:
+    if job.addition:
+        return "sequential"
+    if job.kx == 1 and job.ky == 1 and job.oc > 8:
+        return "six"
+    return "interleaved" if job.ic > 1 else "sequential"
+
+
+def core_plans(job: CoefJob, nn_core_count: int) -> list[CorePlan]:
+    """One plan per used core. Weight indices address the traversal array [ch][ic][kx][ky] (ADD: 1 channel,
+    1 input channel, the first 4 weights)."""
+    writer = _writer(job)
+    oc = 1 if job.addition else job.oc
+    ic = 1 if job.addition else job.ic
+    taps = job.taps
+    chans = v7_core_channels(oc, nn_core_count, job.superblocks)
+    # 32-bit weight indices while they fit: half the memory traffic of the big order arrays
+    itype = np.int32 if len(chans) * len(chans[0]) * max(c.size for c in chans[0]) * ic * taps < 2**31 else np.int64
+    plans = []
+    for core_sb in chans:
+        b = _PlanBuilder()
+        for s, ch64 in enumerate(core_sb):
+            last_sb = s == len(core_sb) - 1
+            if ch64.size == 0:
+                continue
+            ch = ch64.astype(itype)
+            if writer == "interleaved":
+                _plan_interleaved(b, job, ch, ic, last_sb)
+            elif writer == "six":
+                _plan_six(b, ch, ic)
+            else:
+                split = job.depthwise or job.input_width > 64
+                tap = _tap_order(job.kx, job.ky, split)
+                start = b.add(ch[:, None] * taps + tap[None, :].astype(itype))
+                first = start + np.arange(ch.size) * taps
+                b.raw_after(first, RAW_BIAS, ch)
+                b.raw_after(first + taps - 1, RAW_TRAILER, ch)
+        plans.append(b.build(sizes_minus_one=writer != "interleaved"))
+    return plans
+
+
+def _plan_interleaved(b: _PlanBuilder, job: CoefJob, ch: np.ndarray, ic: int, last_sb: bool) -> None:
+    taps = job.taps
+    tap = _tap_order(job.kx, job.ky, split=True)
+    nk = ch.size
+    idx = ch[None, :, None] * (ic * taps) + (np.arange(ic, dtype=ch.dtype)[:, None, None] * taps
+                                             + tap.astype(ch.dtype)[None, None, :])
+    start = b.add(idx)  # [z][kernel][tap]
+    kernel_start = start + np.arange(nk) * taps
+    b.raw_after(kernel_start, RAW_BIAS, ch)  # after tap (z 0, a 0, b 0)
+    b.raw_after(kernel_start + (ic - 1) * nk * taps + taps - 1, RAW_TRAILER, ch)
+    if last_sb:
+        # Mesa flushes after every input-channel round of the last superblock (harmless, but it splits runs)
+        b.flush_after(start + (np.arange(ic) + 1) * nk * taps - 1)
+
+
+def _plan_six(b: _PlanBuilder, ch: np.ndarray, ic: int) -> None:
+    """1x1 kernels, OC > 8: kernels interleaved in blocks of (up to) 6 input channels; the last block may be
+    shorter."""
+    st = min(ic, 6)
+    blocks = ceil_div(ic, st)
+    last = ic - (blocks - 1) * st  # input channels in the last block
+    col = np.arange(blocks)[:, None, None] * st + np.arange(st)[None, None, :]  # [block][.][i]
+    idx = ch[None, :, None] * ic + col.astype(ch.dtype)
+    start = b.add(np.broadcast_to(idx, (blocks, ch.size, st))[np.broadcast_to(col < ic, idx.shape)])
+    k = np.arange(ch.size)
+    b.raw_after(start + k * st, RAW_BIAS, ch)  # after the first weight (block 0 is always full)
+    b.raw_after(start + (blocks - 1) * ch.size * st + k * last + last - 1, RAW_TRAILER, ch)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Zero-run-length tokens
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """The stream cut into groups: a run of zero-point weights ended by one literal (non-zp) weight, or a run cut
+    by a flush. Independent of z, so the z search reuses it."""
+
+    end: np.ndarray  # stream position of the group's last weight
+    run: np.ndarray  # zero-point weights before the literal (or, for a cut run, all of them)
+    literal: np.ndarray  # bool: the group ends with a non-zp weight
+
+
+def _groups(seq: np.ndarray, zp: int, flush_pos: np.ndarray) -> _Groups:
+    is_lit = seq != zp
+    ends_mask = is_lit.copy()
+    ends_mask[flush_pos] = True
+    end = np.flatnonzero(ends_mask)
+    length = np.diff(end, prepend=-1)
+    lit = is_lit[end]
+    return _Groups(end, length - lit, lit)
+
+
+def _token_count(g: _Groups, z: int) -> int:
+    # a full token carries 2^z - 1 zero points plus one more weight: 2^z weights
+    full = g.run >> z
+    rem = g.run & ((1 << z) - 1)
+    return int(full.sum() + np.count_nonzero(g.literal | (rem > 0)))
+
+
+def _tokens(g: _Groups, seq: np.ndarray, zp: int, z: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(run field, literal, group end position) per token, in stream order.
+
+    A group with a literal and run r gives r >> z full tokens (2^z - 1 zero points + a zero point as literal),
+    then (r mod 2^z, literal). A run cut by a flush gives the full tokens, then (rest - 1, zero point) if any
+    rest: the pending count minus one, with the last zero point as the literal.
+    """
+    if z == 0:  # every weight is its own 8-bit token
+        return np.zeros(seq.size, dtype=np.int64), seq, np.arange(seq.size)
+    period = 1 << z
+    full = g.run >> z
+    rem = g.run & (period - 1)
+    last_run = np.where(g.literal, rem, rem - 1)
+    last_lit = np.where(g.literal, seq[g.end], zp)
+    if not full.any() and g.literal.all():  # common dense case: one token per group
+        return last_run, last_lit, g.end
+    has_last = g.literal | (rem > 0)
+    count = full + has_last
+    group_of = np.repeat(np.arange(g.end.size), count)
+    k = np.arange(group_of.size) - np.repeat(np.cumsum(count) - count, count)  # token index inside its group
+    is_last = has_last[group_of] & (k == count[group_of] - 1)
+    run = np.where(is_last, last_run[group_of], period - 1)
+    literal = np.where(is_last, last_lit[group_of], zp)
+    return run, literal, g.end[group_of]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Encoder
+
+
+def _padded(arr: np.ndarray, n: int, dtype: type) -> np.ndarray:
+    """Mesa's array read with indices up to n: zeros past the end (the golden build's zero-padded heap). No copy
+    when the array is long enough."""
+    flat = np.asarray(arr, dtype=dtype).reshape(-1)
+    if flat.size >= n:
+        return flat
+    out = np.zeros(n, dtype=dtype)
+    out[: flat.size] = flat
+    return out
+
+
+def _kernel_sums(weights: np.ndarray, n_ch: int, k: int) -> np.ndarray:
+    """Per channel sum of its k weights (as Mesa indexes them: channel * k + i, zeros past the end)."""
+    w = _padded(weights, n_ch * k, np.uint8)[: n_ch * k].reshape(n_ch, k)
+    return w.sum(axis=1, dtype=np.int64)  # no int64 copy of the whole tensor
+
+
+def _raw_values(job: CoefJob, weights: np.ndarray, bias: np.ndarray, n_ch: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per channel (incl. phantom ones): stored bias word and trailer word (as uint32)."""
+    k_corr = job.taps * job.ic  # ADD: Mesa sums 4*C weights of its 8-byte array
+    b = _padded(bias, n_ch, np.int64)[:n_ch]
+    bias_word = b - (_kernel_sums(weights, n_ch, k_corr) - k_corr * job.weight_zp) * job.input_zp
+    trailer = np.full(n_ch, job.addition_offset, np.int64) if job.addition else np.arange(n_ch) * job.output_plane
+    return bias_word & 0xFFFFFFFF, trailer & 0xFFFFFFFF
+
+
+def _n_channels(job: CoefJob, nn_core_count: int) -> int:
+    oc = 1 if job.addition else job.oc
+    return min(oc, nn_core_count) * ceil_div(oc, min(oc, nn_core_count))
+
+
+@dataclass
+class _Prepared:
+    plans: list[CorePlan]
+    seqs: list[np.ndarray]
+    groups: list[_Groups]
+    bias_word: np.ndarray
+    trailer: np.ndarray
+    kpc: int
+
+
+def _prepare(weights: np.ndarray, bias: np.ndarray, job: CoefJob, nn_core_count: int) -> _Prepared:
+    n_ch = _n_channels(job, nn_core_count)
+    plans = core_plans(job, nn_core_count)
+    ic_t = 1 if job.addition else job.ic
+    wt = _padded(weights, n_ch * ic_t * job.taps, np.uint8)
+    seqs = [wt[p.order] for p in plans]
+    groups = [_groups(s, job.weight_zp, p.flush_pos) for s, p in zip(seqs, plans, strict=True)]
+    bias_word, trailer = _raw_values(job, weights, bias, n_ch)
+    kpc = 1 if job.addition else ceil_div(job.oc, min(job.oc, nn_core_count))
+    return _Prepared(plans, seqs, groups, bias_word, trailer, kpc)
+
+
+def _core_bytes(plan: CorePlan, g: _Groups, z: int) -> int:
+    bits = 8 + 16 + _token_count(g, z) * (z + 8) + 32 * plan.raw_pos.size
+    return ceil_div(bits, 32) * 4
+
+
+def choose_zrl_bits(prep: _Prepared, job: CoefJob, nn_zrl_bits: int) -> int:
+    """Mesa's search: z = max..0, keep the smallest total (ties: smaller z), stop once a total grows.
+
+    ADD and 1x1 kernels are not searched (z = 0). Totals use Mesa's per-core lengths, which are one byte short
+    for the writer-6 and sequential writers; that can only break ties differently, and we copy it.
+    """
+    if job.addition or (job.kx == 1 and job.ky == 1):
+        return 0
+    best_z, best = 0, None
+    for z in range(nn_zrl_bits, -1, -1):
+        total = sum(_core_bytes(p, g, z) - p.sizes_minus_one for p, g in zip(prep.plans, prep.groups, strict=True))
+        if best is not None and total > best:
+            break
+        best_z, best = z, total
+    return best_z
+
+
+def _core_stream(prep: _Prepared, i: int, z: int, zp: int) -> bytes:
+    plan, seq, g = prep.plans[i], prep.seqs[i], prep.groups[i]
+    run, literal, tok_end = _tokens(g, seq, zp, z)
+    raw_val = np.where(plan.raw_kind == RAW_BIAS, prep.bias_word[plan.raw_ch], prep.trailer[plan.raw_ch])
+    ntok, nraw, tw = run.size, raw_val.size, z + 8
+    # A raw word follows the token that ends on its weight: bit offsets without merging the two lists.
+    tok_start = 24 + np.arange(ntok) * tw + 32 * np.searchsorted(plan.raw_pos, tok_end, side="left")
+    raw_start = 24 + np.searchsorted(tok_end, plan.raw_pos, side="right") * tw + 32 * np.arange(nraw)
+    nbits = 24 + ntok * tw + 32 * nraw
+    values = np.concatenate([[z, prep.kpc], run.astype(np.uint64) | (literal.astype(np.uint64) << np.uint64(z)),
+                             raw_val.astype(np.uint64)])
+    starts = np.concatenate([[0, 8], tok_start, raw_start])
+    widths = np.concatenate([[8, 16], np.full(ntok, tw), np.full(nraw, 32)])
+    data = pack_bits(values, starts, widths, nbits)
+    return data + b"\0" * (ceil_div(nbits, 32) * 4 - len(data))  # the FIFO is flushed as whole u32 words
+
+
+def encode(weights: np.ndarray, bias: np.ndarray, job: CoefJob, *, nn_core_count: int = 8, nn_zrl_bits: int = 5,
+           zrl_bits: int | None = None) -> bytes:
+    prep = _prepare(weights, bias, job, nn_core_count)
+    z = choose_zrl_bits(prep, job, nn_zrl_bits) if zrl_bits is None else zrl_bits
+    streams = [_core_stream(prep, i, z, job.weight_zp) for i in range(len(prep.plans))]
+    header = np.zeros(header_size(nn_core_count) // 4, dtype="<u4")
+    header[: len(streams)] = [align(len(s), 64) for s in streams]
+    return header.tobytes() + b"".join(s + b"\0" * (align(len(s), 64) - len(s)) for s in streams)
+
+
+def used_len(weights: np.ndarray, bias: np.ndarray, job: CoefJob, *, nn_core_count: int = 8,
+             nn_zrl_bits: int = 5) -> int:
+    """Bytes the buffer needs (= len(encode(...)), without packing the bits)."""
+    prep = _prepare(weights, bias, job, nn_core_count)
+    z = choose_zrl_bits(prep, job, nn_zrl_bits)
+    return header_size(nn_core_count) + sum(
+        align(_core_bytes(p, g, z), 64) for p, g in zip(prep.plans, prep.groups, strict=True))
+
+
+def cache_size(buf: bytes, *, nn_core_count: int = 8) -> int:
+    """What Mesa reports to the tiler: the largest (64-aligned) core stream times the cores used."""
+    sizes = np.frombuffer(buf[: nn_core_count * 4], dtype="<u4")
+    return int(sizes.max()) * int(np.count_nonzero(sizes))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Decoder (scalar on purpose: it is the model of the hardware reader that the simulator ports to C)
+
+
+@dataclass(frozen=True)
+class V7Kernels:
+    weights: np.ndarray  # uint8 [n_ch][ic*kx*ky] in lowered order (ADD: [1][4])
+    bias_words: np.ndarray  # int64 [n_ch]: the stored (zero-point corrected) bias words, signed
+    trailers: np.ndarray  # int64 [n_ch]: output plane offsets (ADD: addition_offset)
+    zrl_bits: int
+    kpc: int
+
+
+def decode_kernels(buf: bytes, job: CoefJob, *, nn_core_count: int = 8) -> V7Kernels:
+    n_ch = _n_channels(job, nn_core_count)
+    ic_t = 1 if job.addition else job.ic
+    k_t = ic_t * job.taps
+    weights = np.zeros(n_ch * k_t, dtype=np.uint8)
+    bias_words = np.zeros(n_ch, dtype=np.int64)
+    trailers = np.zeros(n_ch, dtype=np.int64)
+    header = np.frombuffer(buf[: header_size(nn_core_count)], dtype="<u4")
+    offset = header_size(nn_core_count)
+    z = kpc = 0
+    for core, plan in enumerate(core_plans(job, nn_core_count)):
+        r = BitReader(buf, offset * 8)
+        z, kpc = r.read(8), r.read(16)
+        seq = np.empty(plan.order.size, dtype=np.uint8)
+        raw_i, n = 0, 0
+        while n < seq.size:
+            run, lit = r.read(z), r.read(8)  # `run` copies of the zero point, then the literal
+            seq[n:n + run] = job.weight_zp
+            seq[n + run] = lit
+            n += run + 1
+            while raw_i < plan.raw_pos.size and plan.raw_pos[raw_i] == n - 1:
+                word = to_int32(r.read(32))
+                target = bias_words if plan.raw_kind[raw_i] == RAW_BIAS else trailers
+                target[plan.raw_ch[raw_i]] = word
+                raw_i += 1
+        weights[plan.order] = seq
+        offset += int(header[core])
+    return V7Kernels(weights.reshape(n_ch, k_t), bias_words, trailers, z, kpc)
+
+
+def decode(buf: bytes, job: CoefJob, *, nn_core_count: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """(weights, bias) as handed to `encode`: weights uint8 flat [oc*ic*kx*ky] (ADD: the 4 coded weights), bias
+    int32 [oc] with the zero-point correction undone (past-the-end weights read as 0, like the encoder)."""
+    k = decode_kernels(buf, job, nn_core_count=nn_core_count)
+    oc = 1 if job.addition else job.oc
+    w = k.weights[:oc].reshape(-1)
+    k_corr = job.taps * job.ic
+    bias = k.bias_words[:oc] + (_kernel_sums(w, oc, k_corr) - k_corr * job.weight_zp) * job.input_zp
+    return w, to_int32_array(bias)
+
+
+def to_int32_array(x: np.ndarray) -> np.ndarray:
+    return (np.asarray(x, dtype=np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)

@@ -1,0 +1,666 @@
+"""teflon IR graph partition -> etnaviv job list (`EtnaOp`s), as etnaviv.md §1.2-§1.4 describe.
+
+Jobs come out in execution order: for every operation, the TP transposes its planar inputs need, the TP
+reshuffle of a space-to-depth stride-2 convolution, the operation's own NN or TP job, and a TP detranspose when
+it produces a partition output that must be NHWC again. NN jobs carry their lowered weights (uint8, the
+canonical order of etnaviv.md §3) and int32 biases.
+
+Everything is in the NPU's stored domain: activations are uint8, int8 tensors are shifted by +128 (their zero
+points too) and int8 weights are shifted the same way, so the coefficient writers only ever see uint8.
+
+Tensor numbering follows Mesa: internal tensors (transpose/reshuffle outputs, a convolution's planar output
+before its detranspose) get indices after the largest IR tensor index, in creation order.
+
+`mesa_compat=True` reproduces Mesa's lowered operations exactly (including its quirks, e.g. SUB on v7 lowered
+as ADD, a reshuffle's output_tensor_size equal to its input size). The default fixes what Mesa only gets right
+for square tensors and refuses what it cannot be sure of; docs/hardware/etnaviv-nn.md lists the differences.
+(Weight lowering lives here for now; teflon.etnaviv.lower_weights may take it over.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir import Graph, Operation, Tensor
+from .chips import Chip
+from .nn import IMAGE_SIZE_MAX, DescriptorError, nn_geometry
+from .ops import KIND_NN, KIND_TP, TP_TYPES, EtnaOp
+from .requant import RequantError, conv_scale, post_scale
+from .tiling import TilingError
+
+CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
+ELEMENTWISE_TP = {"RELU": "RELU", "ABS": "ABSOLUTE", "LOGISTIC": "LOGISTIC"}
+FC_MAX_INPUT = 1280  # Mesa refuses FC inputs of this many channels or more
+PAD_MAX = 2  # largest pad per side the TP pad job handles (Teflon's limit)
+NHWC = "NHWC"
+PLANAR = "NCHW"  # Mesa's name for the planar channel-major layout
+
+
+class LoweringError(ValueError):
+    """The node cannot run on the etnaviv NPU; the message is the human reason."""
+
+
+def _tp(name: str) -> int:
+    return TP_TYPES.index(name)
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+# ---- tensors -----------------------------------------------------------------------------------------------
+
+def nhwc(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
+    """TFLite shape padded to 4 dims by prepending 1s (as Teflon does)."""
+    if len(shape) > 4:
+        raise LoweringError(f"{len(shape)}-D tensor not supported")
+    s = (1,) * (4 - len(shape)) + tuple(int(d) for d in shape)
+    return s[0], s[1], s[2], s[3]
+
+
+def _dtype_shift(dtype: str) -> int:
+    if dtype == "uint8":
+        return 0
+    if dtype == "int8":
+        return 128
+    raise LoweringError(f"tensor type {dtype} not supported (uint8 or int8 per-tensor only)")
+
+
+@dataclass(frozen=True)
+class _Act:
+    """An activation tensor as the NPU stores it."""
+
+    index: int
+    h: int
+    w: int
+    c: int
+    zp: int  # stored (shifted) zero point
+    scale: float
+    dtype: str
+
+    @property
+    def size(self) -> int:
+        return self.h * self.w * self.c
+
+
+def _quant(t: Tensor, what: str) -> tuple[float, int]:
+    if t.quant is None or len(t.quant.scales) == 0:
+        raise LoweringError(f"{what} tensor {t.index} is not quantized")
+    if not t.quant.per_tensor:
+        raise LoweringError(f"per-channel {what} quantization ({len(t.quant.scales)} scales) not supported")
+    return float(np.float32(t.quant.scale)), t.quant.zero_point
+
+
+def _act(t: Tensor, what: str) -> _Act:
+    if t.is_constant:
+        raise LoweringError(f"constant {what} tensor not supported")
+    n, h, w, c = nhwc(t.shape)
+    if n != 1:
+        raise LoweringError(f"batch {n} not supported (batch 1 only)")
+    shift = _dtype_shift(t.dtype)
+    scale, zp = _quant(t, what)
+    if not scale > 0:
+        raise LoweringError(f"{what} scale {scale} not positive")
+    return _Act(t.index, h, w, c, zp + shift, scale, t.dtype)
+
+
+def _stored_weights(w: Tensor) -> tuple[np.ndarray, int, float]:
+    """(uint8 weights in the stored domain, stored zero point, scale)."""
+    if w.data is None:
+        raise LoweringError("weights are not constant")
+    shift = _dtype_shift(w.dtype)
+    scale, zp = _quant(w, "weight")
+    data = np.asarray(w.data)
+    stored = (data.astype(np.int16) + shift).astype(np.uint8) if shift else data.astype(np.uint8)
+    return stored, zp + shift, scale
+
+
+def _bias(graph: Graph, op: Operation, oc: int) -> np.ndarray:
+    if len(op.inputs) < 3 or op.inputs[2] < 0:
+        return np.zeros(oc, np.int32)
+    b = graph.tensors[op.inputs[2]]
+    if b.data is None or b.dtype != "int32":
+        raise LoweringError("bias must be a constant int32 tensor")
+    if b.quant is not None and len(b.quant.scales) > 1 and not b.quant.per_tensor:
+        raise LoweringError("per-channel bias quantization not supported")
+    bias = np.asarray(b.data, np.int32).reshape(-1)
+    if bias.size != oc:
+        raise LoweringError(f"bias has {bias.size} values for {oc} output channels")
+    return bias
+
+
+def _relu(activation: object, out: _Act) -> bool:
+    """Fused activation -> the descriptor's relu bit (ReLU6 only when the output range already ends <= 6)."""
+    if activation in (None, "NONE"):
+        return False
+    if activation == "RELU":
+        return True
+    if activation == "RELU6":
+        qmax = 255  # stored domain
+        if (qmax - out.zp) * out.scale <= 6.0:
+            return True
+        raise LoweringError("fused RELU6 only when the output quantization range already ends at <= 6")
+    raise LoweringError(f"fused activation {activation} not supported")
+
+
+def same_pads(size: int, k: int, s: int) -> tuple[int, int]:
+    """TFLite SAME padding along one axis: (before, after); before gets the smaller half."""
+    out = _ceil(size, s)
+    total = max((out - 1) * s + k - size, 0)
+    return total // 2, total - total // 2
+
+
+# ---- weight lowering (uint8, canonical [oc][ic][kh][kw] order of etnaviv.md §3) ---------------------------
+
+def conv_weights(w_ohwi: np.ndarray) -> np.ndarray:
+    """TFLite OHWI -> [OC][IC][KH][KW]."""
+    return np.ascontiguousarray(w_ohwi.transpose(0, 3, 1, 2))
+
+
+def single_channel_pointwise(w: np.ndarray, zp: int) -> np.ndarray:
+    """1x1 kernel on a 1-channel input -> 2x2 kernel, the weight at (0, 0), the zero point elsewhere."""
+    out = np.full((w.shape[0], 1, 2, 2), zp, np.uint8)
+    out[:, 0, 0, 0] = w.reshape(w.shape[0])
+    return out
+
+
+def depthwise_dense(w_1hwc: np.ndarray, zp: int) -> np.ndarray:
+    """v7: depthwise [1][KH][KW][C] -> dense [C][C][KH][KW], real taps on the diagonal, zero point elsewhere."""
+    _, kh, kw, c = w_1hwc.shape
+    out = np.full((c, c, kh, kw), zp, np.uint8)
+    idx = np.arange(c)
+    out[idx, idx] = w_1hwc[0].transpose(2, 0, 1)
+    return out
+
+
+def depthwise_v8(w_1hwc: np.ndarray) -> np.ndarray:
+    """v8: depthwise [1][KH][KW][C] -> [C][KH*KW]."""
+    _, kh, kw, c = w_1hwc.shape
+    return np.ascontiguousarray(w_1hwc.reshape(kh * kw, c).T)
+
+
+def space_to_depth_weights(w: np.ndarray, zp: int) -> np.ndarray:
+    """[OC][IC][KH][KW] -> [OC][4*IC][ceil(KH/2)][ceil(KW/2)]: input channel 4*ic + 2*row_parity + col_parity
+    holds tap (2r + row_parity, 2s + col_parity), or the zero point past the original kernel."""
+    oc, ic, kh, kw = w.shape
+    kh2, kw2 = _ceil(kh, 2), _ceil(kw, 2)
+    padded = np.full((oc, ic, 2 * kh2, 2 * kw2), zp, np.uint8)
+    padded[:, :, :kh, :kw] = w
+    out = padded.reshape(oc, ic, kh2, 2, kw2, 2).transpose(0, 1, 3, 5, 2, 4)
+    return np.ascontiguousarray(out.reshape(oc, 4 * ic, kh2, kw2))
+
+
+# ---- the lowering state ------------------------------------------------------------------------------------
+
+@dataclass
+class _Lowering:
+    graph: Graph
+    nodes: list[int]
+    chip: Chip
+    mesa_compat: bool
+    next_tensor: int
+    layout: dict[int, str] = field(default_factory=dict)  # IR tensor -> layout of its current data
+    where: dict[int, int] = field(default_factory=dict)  # IR tensor -> tensor index holding it (planar copy)
+    jobs: list[EtnaOp] = field(default_factory=list)
+    outputs: set[int] = field(default_factory=set)
+
+    def new_tensor(self) -> int:
+        t = self.next_tensor
+        self.next_tensor += 1
+        return t
+
+    def tp_job(self, tp_name: str, src: _Act, dst_index: int, dst: _Act | None = None, **kw: object) -> EtnaOp:
+        dst = dst or src
+        op = EtnaOp(type=KIND_TP, tp_type=_tp(tp_name), input_tensor=src.index, output_tensor=dst_index,
+                    input_width=src.h, input_height=src.w, input_channels=src.c, input_zero_point=src.zp,
+                    input_scale=src.scale, output_width=dst.h, output_height=dst.w, output_channels=dst.c,
+                    output_zero_point=dst.zp, output_scale=dst.scale, input_tensor_sizes=(src.size, 0),
+                    output_tensor_size=dst.size)
+        for k, v in kw.items():
+            setattr(op, k, v)
+        self.jobs.append(op)
+        return op
+
+    def planar_input(self, a: _Act) -> _Act:
+        """The tensor holding `a` in planar layout, inserting a TP transpose for NHWC data."""
+        if self.layout.get(a.index, NHWC) == PLANAR:
+            return _replace_index(a, self.where.get(a.index, a.index))
+        if a.index in self.where:  # transposed already for an earlier consumer
+            return _replace_index(a, self.where[a.index])
+        t = self.new_tensor()
+        self.tp_job("TRANSPOSE", a, t, stride=0)
+        self.where[a.index] = t
+        return _replace_index(a, t)
+
+    def current(self, a: _Act) -> tuple[_Act, str]:
+        """Where `a`'s data is now and in which layout (element-wise ops do not care)."""
+        lay = self.layout.get(a.index, NHWC)
+        if lay == PLANAR:
+            return _replace_index(a, self.where.get(a.index, a.index)), lay
+        return a, lay
+
+    def needs_detranspose(self, out: _Act) -> bool:
+        if out.index not in self.outputs:
+            return False
+        if self.mesa_compat:
+            return out.h > 1 and out.w > 1 and out.c > 1
+        return out.c > 1 and out.h * out.w > 1  # planar and NHWC bytes differ exactly then
+
+    def output_for(self, out: _Act, layout: str) -> tuple[int, bool]:
+        """(tensor the job writes, whether a detranspose to the IR tensor must follow)."""
+        self.layout[out.index] = layout
+        if layout == PLANAR and self.needs_detranspose(out):
+            t = self.new_tensor()
+            self.where[out.index] = t
+            return t, True
+        self.where[out.index] = out.index
+        return out.index, False
+
+    def detranspose(self, out: _Act, src_index: int) -> None:
+        self.tp_job("DETRANSPOSE", _replace_index(out, src_index), out.index, out, stride=0)
+
+
+def _replace_index(a: _Act, index: int) -> _Act:
+    return _Act(index, a.h, a.w, a.c, a.zp, a.scale, a.dtype)
+
+
+# ---- per-operation lowering --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Conv:
+    x: _Act
+    y: _Act
+    w: np.ndarray  # stored uint8, TFLite layout
+    wzp: int
+    wscale: float
+    bias: np.ndarray
+    kh: int
+    kw: int
+    stride: int
+    pads: tuple[int, int, int, int]  # top, bottom, left, right
+    depthwise: bool
+    relu: bool
+
+
+def _read_conv(graph: Graph, op: Operation, chip: Chip, mesa_compat: bool) -> _Conv:
+    if len(op.inputs) < 2 or len(op.outputs) != 1:
+        raise LoweringError("unexpected number of inputs/outputs")
+    o = op.options
+    dw = op.kind == "DEPTHWISE_CONV_2D"
+    x = _act(graph.tensors[op.inputs[0]], "input")
+    y = _act(graph.tensors[op.outputs[0]], "output")
+    wt = graph.tensors[op.inputs[1]]
+    if not (x.dtype == y.dtype == wt.dtype):
+        raise LoweringError(f"mixed types (input {x.dtype}, weights {wt.dtype}, output {y.dtype})")
+    w, wzp, wscale = _stored_weights(wt)
+    sh, sw = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
+    if sh != sw:
+        raise LoweringError(f"unequal strides {sh}x{sw} not supported")
+    if sh not in (1, 2):
+        raise LoweringError(f"stride {sh} not supported (1 or 2)")
+    if int(o.get("dilation_h", 1)) != 1 or int(o.get("dilation_w", 1)) != 1:
+        raise LoweringError(f"dilation {o.get('dilation_h')}x{o.get('dilation_w')} not supported")
+    padding = o.get("padding")
+    if padding not in ("SAME", "VALID"):
+        raise LoweringError(f"padding {padding} not supported")
+    if w.ndim != 4:
+        raise LoweringError(f"unexpected weight shape {w.shape}")
+    if dw:
+        if int(o.get("depth_multiplier", 1)) != 1 or y.c != x.c or w.shape[0] != 1 or w.shape[3] != x.c:
+            raise LoweringError("depthwise with depth_multiplier != 1 not supported")
+    elif w.shape[0] != y.c or w.shape[3] != x.c:
+        raise LoweringError(f"unexpected weight shape {w.shape}")
+    kh, kw = int(w.shape[1]), int(w.shape[2])
+    if kh > 15 or kw > 15:
+        raise LoweringError(f"kernel {kh}x{kw} larger than 15")
+    if (kh != kw) and mesa_compat:
+        raise LoweringError(f"non-square kernel {kh}x{kw} (Mesa mixes the kernel axes)")
+    if padding == "SAME":
+        pt, pb = same_pads(x.h, kh, sh)
+        pl, pr = same_pads(x.w, kw, sh)
+    else:
+        pt = pb = pl = pr = 0
+    if (x.h + pt + pb - kh) // sh + 1 != y.h or (x.w + pl + pr - kw) // sh + 1 != y.w:
+        raise LoweringError(f"output shape {y.h}x{y.w} inconsistent with input {x.h}x{x.w} and kernel")
+    bias = _bias(graph, op, y.c)
+    return _Conv(x, y, w, wzp, wscale, bias, kh, kw, sh, (pt, pb, pl, pr), dw, _relu(o.get("activation"), y))
+
+
+def _stride2_plan(c: _Conv, chip: Chip, mesa_compat: bool) -> tuple[bool, bool]:
+    """(first-pixel pooling, space-to-depth reshuffle) for a stride-2 conv (etnaviv.md §1.3)."""
+    pointwise = c.kh == 1 and c.kw == 1
+
+    def mesa(width: int) -> tuple[bool, bool]:  # Mesa's rule on its "width" (TFLite H)
+        if chip.version == 7:
+            pool = c.depthwise or pointwise
+            if c.depthwise and 2 < width < 8:
+                pool = False
+            reshuffle = not ((c.depthwise and (width > 5 or width < 3)) or pointwise)
+            return pool, reshuffle
+        if c.depthwise:
+            return True, False
+        if pointwise and ((width >= 3 and c.x.c > 1) or any(c.pads)):
+            return True, False
+        return False, True
+
+    if mesa_compat:
+        return mesa(c.x.h)
+    plan_h, plan_w = mesa(c.x.h), mesa(c.x.w)
+    if plan_h != plan_w:
+        raise LoweringError(f"stride-2 lowering choice differs between H={c.x.h} and W={c.x.w} "
+                            "(non-square input; unverified)")
+    pool, reshuffle = plan_h
+    if not pool and not reshuffle:
+        reshuffle = True  # v7 depthwise on 6/7-wide inputs: Mesa does neither; space-to-depth is exact
+    return pool, reshuffle
+
+
+def _lower_conv(st: _Lowering, op: Operation) -> None:
+    chip, v = st.chip, st.chip.version
+    c = _read_conv(st.graph, op, chip, st.mesa_compat)
+    pointwise = c.kh == 1 and c.kw == 1
+    padded = any(c.pads)
+    pool = reshuffle = False
+    if c.stride > 1:
+        pool, reshuffle = _stride2_plan(c, chip, st.mesa_compat)
+    if c.stride > 1 and not st.mesa_compat and not (c.pads[0] == c.pads[2] and c.pads[1] == c.pads[3]):
+        raise LoweringError(f"SAME padding differs between H and W ({c.pads}); unverified for stride 2")
+
+    x = st.planar_input(c.x)
+    # weights in the canonical order
+    if c.depthwise and v == 8:
+        w = depthwise_v8(c.w)
+    elif c.depthwise:
+        w = depthwise_dense(c.w, c.wzp)
+    else:
+        w = conv_weights(c.w)
+    in_c = c.x.c
+    kh, kw = c.kh, c.kw
+    nn_in = x
+    if reshuffle:
+        p = (2 if kh == 5 else 1) if padded else 0
+        if not st.mesa_compat:
+            p = (2 if max(kh, kw) == 5 else 1) if padded else 0
+        r_out = _Act(st.new_tensor(), _ceil(x.h, 2) + p, _ceil(x.w, 2) + p, 4 * in_c, x.zp, x.scale, x.dtype)
+        size = x.size if st.mesa_compat else r_out.size  # Mesa records the input size here
+        st.tp_job("RESHUFFLE", x, r_out.index, r_out, padding_same=padded, stride=c.stride,
+                  weight_width=kh, weight_height=kw, output_tensor_size=size)
+        w = space_to_depth_weights(w, c.wzp)
+        nn_in, in_c, kh, kw = r_out, 4 * in_c, _ceil(kh, 2), _ceil(kw, 2)
+    flag_pointwise = pointwise and not reshuffle
+    if pointwise and in_c == 1 and not (c.depthwise and v == 8):
+        w = single_channel_pointwise(w, c.wzp)
+        kh = kw = 2
+        flag_pointwise = False
+    out_index, detr = st.output_for(c.y, PLANAR)
+    job = EtnaOp(type=KIND_NN, depthwise=c.depthwise, pointwise=flag_pointwise, pooling_first_pixel=pool,
+                 padding_same=padded, relu=c.relu, stride=c.stride, input_tensor=nn_in.index, input_count=1,
+                 output_tensor=out_index, input_width=nn_in.h, input_height=nn_in.w, input_channels=nn_in.c,
+                 input_zero_point=nn_in.zp, input_scale=nn_in.scale, output_width=c.y.h, output_height=c.y.w,
+                 output_channels=c.y.c, output_zero_point=c.y.zp, output_scale=c.y.scale, weight_width=kh,
+                 weight_height=kw, weight_zero_point=c.wzp, weight_scale=c.wscale, weight_tensor_size=w.size,
+                 bias_tensor_size=4 * c.y.c, input_tensor_sizes=(nn_in.size, 0), output_tensor_size=c.y.size,
+                 weights=w, bias=c.bias)
+    _check_nn(job, st.chip, st.mesa_compat)
+    st.jobs.append(job)
+    if detr:
+        st.detranspose(c.y, out_index)
+
+
+def _lower_fc(st: _Lowering, op: Operation) -> None:
+    g = st.graph
+    if len(op.inputs) < 2 or len(op.outputs) != 1:
+        raise LoweringError("unexpected number of inputs/outputs")
+    if "activation" not in op.options:
+        raise LoweringError("FULLY_CONNECTED options (fused activation) not decoded")
+    x = _act(g.tensors[op.inputs[0]], "input")
+    y = _act(g.tensors[op.outputs[0]], "output")
+    wt = g.tensors[op.inputs[1]]
+    if not (x.dtype == y.dtype == wt.dtype):
+        raise LoweringError(f"mixed types (input {x.dtype}, weights {wt.dtype}, output {y.dtype})")
+    n = x.size
+    if x.c >= FC_MAX_INPUT:
+        raise LoweringError(f"FULLY_CONNECTED input of {x.c} channels (limit {FC_MAX_INPUT - 1})")
+    if not st.mesa_compat and x.c > 1 and x.h * x.w > 1:
+        raise LoweringError("FULLY_CONNECTED over a spatial input (planar order differs from TFLite's flatten)")
+    if y.size != y.c or y.h * y.w != 1:
+        raise LoweringError(f"FULLY_CONNECTED output {y.h}x{y.w}x{y.c} not supported (1-D only)")
+    w, wzp, wscale = _stored_weights(wt)
+    if w.size != n * y.c:
+        raise LoweringError(f"weights of {w.size} values for {n} inputs and {y.c} outputs")
+    w = np.ascontiguousarray(w.reshape(y.c, n))
+    bias = _bias(g, op, y.c)
+    relu = _relu(op.options.get("activation"), y)
+    xin = st.planar_input(x)
+    out_index, detr = st.output_for(y, PLANAR)
+    job = EtnaOp(type=KIND_NN, fully_connected=True, relu=relu, stride=1, input_tensor=xin.index, input_count=1,
+                 output_tensor=out_index, input_width=n, input_height=1, input_channels=1, input_zero_point=x.zp,
+                 input_scale=x.scale, output_width=1, output_height=1, output_channels=y.c,
+                 output_zero_point=y.zp, output_scale=y.scale, weight_width=n, weight_height=1,
+                 weight_zero_point=wzp, weight_scale=wscale, weight_tensor_size=w.size,
+                 bias_tensor_size=4 * y.c, input_tensor_sizes=(n, 0), output_tensor_size=y.size, weights=w,
+                 bias=bias)
+    _check_nn(job, st.chip, st.mesa_compat)
+    st.jobs.append(job)
+    if detr:
+        st.detranspose(y, out_index)
+
+
+def _f32(x: float) -> np.float32:
+    return np.float32(x)
+
+
+def _lower_add(st: _Lowering, op: Operation) -> None:
+    g = st.graph
+    if len(op.inputs) != 2 or len(op.outputs) != 1:
+        raise LoweringError("unexpected number of inputs/outputs")
+    ta, tb = g.tensors[op.inputs[0]], g.tensors[op.inputs[1]]
+    if ta.is_constant or tb.is_constant:
+        raise LoweringError(f"{op.kind} with a constant operand not supported")
+    a, b = _act(ta, "input"), _act(tb, "input")
+    y = _act(g.tensors[op.outputs[0]], "output")
+    if (a.h, a.w, a.c) != (b.h, b.w, b.c) or (a.h, a.w, a.c) != (y.h, y.w, y.c):
+        raise LoweringError(f"{op.kind} with broadcasting not supported")
+    if not (a.dtype == b.dtype == y.dtype):
+        raise LoweringError(f"{op.kind} with mixed types")
+    act = op.options.get("activation", "NONE")
+    if act not in (None, "NONE") and not st.mesa_compat:
+        raise LoweringError(f"fused {act} on {op.kind} not supported (Mesa never programs it)")
+    sub = op.kind == "SUB"
+    v7 = st.chip.version == 7
+    if v7 and not st.mesa_compat:
+        if sub:
+            raise LoweringError("SUB on the v7 path not supported (Mesa lowers it as an ADD)")
+        if a.dtype != "uint8":
+            raise LoweringError("int8 ADD on the v7 path not supported (its bias formula mixes zero points)")
+
+    ca, la = st.current(a)
+    cb, lb = st.current(b)
+    if la != lb:  # element-wise on raw bytes: both operands must be in the same layout
+        ca, cb, la = st.planar_input(a), st.planar_input(b), PLANAR
+    out_index, detr = st.output_for(y, la)
+    sa, sb = _f32(a.scale), _f32(b.scale)
+    ratio = sb / sa
+    common = {"type": KIND_NN, "stride": 1, "input_tensor": ca.index, "input_tensor_1": cb.index,
+              "input_count": 2, "output_tensor": out_index, "input_zero_point": a.zp, "input_scale": a.scale,
+              "output_zero_point": y.zp, "output_scale": y.scale, "input_tensor_sizes": (a.size, b.size),
+              "output_tensor_size": y.size}
+    if v7:
+        wscale = _f32(max(ratio, _f32(1.0)) / _f32(255.0))
+        weight = int(np.round(_f32(1.0) / wscale))
+        offset = int(np.round(ratio / wscale))
+        # v7 uses the unshifted zero points here (uint8 only, see above)
+        bias = int(np.round(_f32(a.zp - b.zp) * sb / (wscale * sa))) - offset * a.zp
+        w = np.zeros(8, np.uint8)
+        w[0] = min(weight, 255)
+        job = EtnaOp(addition=True, input_width=a.h, input_height=a.w, input_channels=a.c, output_width=y.h,
+                     output_height=y.w, output_channels=y.c, weight_width=2, weight_height=2, weight_zero_point=0,
+                     weight_scale=float(wscale), weight_tensor_size=8, bias_tensor_size=4, addition_offset=offset,
+                     weights=w, bias=np.array([bias], np.int32), **common)
+    else:
+        job = _v8_add(a, b.zp, ratio, sub, st.mesa_compat, common)
+    _check_nn(job, st.chip, st.mesa_compat)
+    st.jobs.append(job)
+    if detr:
+        st.detranspose(y, out_index)
+
+
+def _v8_add(a: _Act, b_zp: int, ratio: np.float32, sub: bool, mesa_compat: bool, common: dict) -> EtnaOp:
+    """v8 element-wise add/sub as a chunk-selecting convolution over both inputs back to back (§1.3)."""
+    h, w, c = a.h, a.w, a.c
+    if h % 2 == 0 and w * c <= IMAGE_SIZE_MAX:  # view A: rows of W*C bytes, 4 rows per plane
+        rows, cols, in_z, out_z, k = 4, w * c, h // 2, h, 4
+        out_rows, out_cols = 1, w * c
+    elif c % 3 == 0 and h * w <= IMAGE_SIZE_MAX:  # view B
+        rows, cols, in_z, out_z, k = 3, h * w, 2 * c // 3, c, 3
+        out_rows, out_cols = 1, h * w
+    else:  # view C: the tensors as they are, 2C channels
+        rows, cols, in_z, out_z, k = h, w, 2 * c, c, 1
+        out_rows, out_cols = h, w
+    mn = -ratio if sub else ratio
+    hi, lo = (max(_f32(1.0), mn), min(_f32(1.0), mn))
+    scale = _f32((hi - min(lo, _f32(0.0))) / _f32(255.0))
+    zp = int(np.clip(np.round(-min(lo, _f32(0.0)) / scale), 0, 255))
+    wa = int(np.clip(zp + np.round(_f32(1.0) / scale), 0, 255))
+    wb = int(np.clip(zp + np.round(mn / scale), 0, 255))
+    factor = int(np.round(ratio / scale))  # == round(sB / (sA * scale))
+    bias_v = (a.zp - b_zp) * (-factor if sub else factor)  # shifted zero points
+    kk = k * in_z  # flattened kernel length == 2 * out_z
+    wts = np.full((out_z, kk), zp, np.uint8)
+    idx = np.arange(out_z)
+    wts[idx, idx] = wa
+    wts[idx, idx + out_z] = wb
+    # Mesa's naming: width = rows. Its lowered op calls the 1-column kernel "width 1, height k";
+    # in our convention weight_width counts kernel rows.
+    ww, wh = (1, k) if mesa_compat else (k, 1)
+    return EtnaOp(input_width=rows, input_height=cols, input_channels=in_z, output_width=out_rows,
+                  output_height=out_cols, output_channels=out_z, weight_width=ww, weight_height=wh,
+                  weight_zero_point=zp, weight_scale=float(scale), weight_tensor_size=wts.size,
+                  bias_tensor_size=4 * out_z, weights=wts, bias=np.full(out_z, bias_v, np.int32), **common)
+
+
+def _lower_elementwise_tp(st: _Lowering, op: Operation) -> None:
+    g = st.graph
+    if len(op.inputs) != 1 or len(op.outputs) != 1:
+        raise LoweringError("unexpected number of inputs/outputs")
+    x = _act(g.tensors[op.inputs[0]], "input")
+    y = _act(g.tensors[op.outputs[0]], "output")
+    if (x.h, x.w, x.c) != (y.h, y.w, y.c) or x.dtype != y.dtype:
+        raise LoweringError("input and output shapes/types differ")
+    cx, lay = st.current(x)
+    out_index, detr = st.output_for(y, lay)
+    st.tp_job(ELEMENTWISE_TP[op.kind], cx, out_index, _replace_index(y, out_index), stride=1)
+    if detr:
+        st.detranspose(y, out_index)
+
+
+def _pad_amounts(g: Graph, op: Operation) -> np.ndarray:
+    if len(op.inputs) != 2 or len(op.outputs) != 1:
+        raise LoweringError("PAD with a constant value (PADV2) or unexpected inputs not supported")
+    p = g.tensors[op.inputs[1]]
+    if p.data is None or p.dtype != "int32":
+        raise LoweringError("PAD paddings must be a constant int32 tensor")
+    pads = np.asarray(p.data).reshape(-1, 2)
+    if pads.shape[0] > 4:
+        raise LoweringError("PAD of more than 4 dims")
+    pads = np.concatenate([np.zeros((4 - pads.shape[0], 2), pads.dtype), pads])
+    if pads[0].any():
+        raise LoweringError("PAD of the batch dimension not supported")
+    if (pads < 0).any() or (pads > PAD_MAX).any():
+        raise LoweringError(f"PAD amounts {pads[1:].tolist()} outside 0..{PAD_MAX}")
+    return pads
+
+
+def _lower_pad(st: _Lowering, op: Operation) -> None:
+    g = st.graph
+    pads = _pad_amounts(g, op)
+    x = _act(g.tensors[op.inputs[0]], "input")
+    y = _act(g.tensors[op.outputs[0]], "output")
+    if (y.h, y.w, y.c) != (x.h + pads[1].sum(), x.w + pads[2].sum(), x.c + pads[3].sum()):
+        raise LoweringError("PAD output shape inconsistent with the paddings")
+    if x.zp != y.zp or x.dtype != y.dtype:
+        raise LoweringError("PAD with different input and output quantization")
+    if not st.mesa_compat and pads[3].any() and x.h == 1:
+        raise LoweringError("channel padding on a single-row tensor (Mesa's one-core TP pad drops it)")
+    cx, lay = st.current(x)
+    out_index, detr = st.output_for(y, lay)
+    # pad tuple as Mesa stores it: (x = TFLite H, y = W, z = C), before/after each
+    pad6 = tuple(int(v) for v in pads[1:].reshape(-1))
+    st.tp_job("PAD", cx, out_index, _replace_index(y, out_index), stride=1, pad=pad6)
+    if detr:
+        st.detranspose(y, out_index)
+
+
+_LOWER = {"CONV_2D": _lower_conv, "DEPTHWISE_CONV_2D": _lower_conv, "FULLY_CONNECTED": _lower_fc,
+          "ADD": _lower_add, "SUB": _lower_add, "PAD": _lower_pad, "RELU": _lower_elementwise_tp,
+          "ABS": _lower_elementwise_tp, "LOGISTIC": _lower_elementwise_tp}
+
+
+def _check_nn(job: EtnaOp, chip: Chip, mesa_compat: bool) -> None:
+    """Refuse what the descriptor or requantization cannot express (the coefficient size does not matter)."""
+    try:
+        nn_geometry(job, chip, mesa_compat)
+        post_scale(float(conv_scale(job.input_scale, job.weight_scale, job.output_scale)), chip.version)
+    except (DescriptorError, RequantError, TilingError) as exc:
+        raise LoweringError(str(exc)) from None
+    if job.input_channels > 0x3FFF or job.output_channels > 0x3FFF:
+        raise LoweringError("more than 16383 channels")
+
+
+# ---- entry points ------------------------------------------------------------------------------------------
+
+def partition_outputs(graph: Graph, nodes: list[int]) -> set[int]:
+    """Tensors produced by `nodes` that something outside them (or nobody) reads."""
+    inside = set(nodes)
+    produced = {t for op in graph.operations if op.index in inside for t in op.outputs}
+    out = set()
+    for t in produced:
+        consumers = graph.consumers(t)
+        if not consumers or any(c.index not in inside for c in consumers):
+            out.add(t)
+    return out
+
+
+def lower_graph(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False) -> list[EtnaOp]:
+    """The job list of a partition (node indices in execution order); raises LoweringError with the reason."""
+    by_index = {op.index: op for op in graph.operations}
+    st = _Lowering(graph, list(nodes), chip, mesa_compat, max(graph.tensors, default=-1) + 1)
+    st.outputs = partition_outputs(graph, nodes)
+    for n in nodes:
+        op = by_index[n]
+        fn = _LOWER.get(op.kind)
+        if fn is None:
+            raise LoweringError(f"{op.kind} not supported on etnaviv")
+        fn(st, op)
+    return st.jobs
+
+
+def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:
+    """Per node: (claimed, human reason). A node is claimed when it lowers on its own (default mode)."""
+    result: dict[int, tuple[bool, str]] = {}
+    for op in graph.operations:
+        if op.kind not in _LOWER:
+            result[op.index] = (False, f"{op.kind} not supported on etnaviv (Mesa's etnaviv path has no job for it)")
+            continue
+        try:
+            lower_graph(graph, [op.index], chip)
+        except LoweringError as exc:
+            result[op.index] = (False, str(exc))
+            continue
+        except (ValueError, KeyError, IndexError) as exc:  # malformed node (missing tensor, odd shape, …)
+            result[op.index] = (False, f"malformed {op.kind} node: {exc}")
+            continue
+        result[op.index] = (True, _claim_reason(op, chip))
+    return result
+
+
+def _claim_reason(op: Operation, chip: Chip) -> str:
+    if op.kind in CONV_KINDS:
+        return f"{op.kind} runs as an NN job on the v{chip.version} path"
+    if op.kind == "FULLY_CONNECTED":
+        return "FULLY_CONNECTED runs as an NN job (input factorised into a 3-D kernel)"
+    if op.kind in ("ADD", "SUB"):
+        return f"{op.kind} runs as a two-input NN convolution"
+    return f"{op.kind} runs as a TP job"

@@ -1,0 +1,63 @@
+"""Requantization of the etnaviv NN and TP engines (etnaviv.md §4).
+
+The NN engine multiplies the int32 accumulator by a normalised mantissa with an implicit leading one and
+shifts right; the mantissa and shift come straight from the IEEE-754 pattern of the float32 scale
+S = input_scale * weight_scale / output_scale. v7 keeps 15 fraction bits (truncated), v8 all 23.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .ops import f32_bits
+
+
+class RequantError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class PostScale:
+    multiplier: int  # fraction bits below the implicit one (15 bits on v7, 23 on v8)
+    shift: int  # 7-bit right shift
+
+    def real(self, version: int) -> float:
+        """The multiplier the hardware applies (for tests and error estimates)."""
+        frac_bits = 15 if version == 7 else 23
+        return (1.0 + self.multiplier / (1 << frac_bits)) / 2.0 ** (self.shift - (15 if version == 7 else 0))
+
+
+def conv_scale(input_scale: float, weight_scale: float, output_scale: float) -> np.float32:
+    """S computed in float32 in the same order as the reference (product first, then the division)."""
+    with np.errstate(all="ignore"):
+        return np.float32(np.float32(np.float32(input_scale) * np.float32(weight_scale)) / np.float32(output_scale))
+
+
+def post_scale(scale: float, version: int) -> PostScale:
+    """post_multiplier / post_shift of an NN descriptor for the real multiplier `scale` (etnaviv.md §4)."""
+    bits = f32_bits(float(np.float32(scale)))
+    if bits >> 31 or not 0 < (bits >> 23) < 255:
+        raise RequantError(f"requantization scale {float(scale)!r} is not a positive normal float")
+    exp = bits >> 23
+    mant = bits & 0x7FFFFF
+    if version == 7:
+        shift, mult = 142 - exp, mant >> 8
+    else:
+        shift, mult = 127 - exp, mant
+    # S >= 1 (v8) or >= 2^15 (v7) would need a negative shift; Mesa does not guard it, we refuse.
+    if not 0 <= shift < 128:
+        raise RequantError(f"requantization scale {float(scale)!r} needs post_shift {shift} (outside 0..127)")
+    return PostScale(mult, shift)
+
+
+def tp_post_scale(scale: float) -> PostScale:
+    """TP ALU output multiplier (15 bits, round-half-even on the mantissa) and shift (etnaviv.md §4, TP)."""
+    bits = f32_bits(float(np.float32(scale)))
+    if (bits & 0x80) and ((bits & 0x7F) or (bits & 0x100)):
+        bits += 0x100
+    shift = 127 - (bits >> 23)
+    if not 0 <= shift < 128:
+        raise RequantError(f"TP requantization scale {float(scale)!r} needs post_shift {shift}")
+    return PostScale((bits >> 8) & 0x7FFF, shift)

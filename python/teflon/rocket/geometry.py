@@ -1,0 +1,42 @@
+"""What both rocket generations' splitters and encoders share about a convolution's shape and feature layout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .lower import RocketConv
+
+FEATURE_ATOM = 16  # bytes (= channels of 8-bit data) per feature atom: the NC1HWC2 layout's C2 (rocket.md §3.1)
+
+
+def align(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+class SplitError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Geometry:
+    in_h: int
+    in_w: int
+    in_c: int  # real input channels
+    out_h: int
+    out_w: int
+    out_c: int  # real output channels
+    kh: int
+    kw: int
+    stride: int
+    pad_top: int
+    pad_bottom: int
+    pad_left: int
+    pad_right: int
+    depthwise: bool
+
+
+
+
+def geometry(c: RocketConv) -> Geometry:
+    return Geometry(c.in_h, c.in_w, c.in_c, c.out_h, c.out_w, c.out_c, c.kh, c.kw, c.stride,
+                    c.pad_top, c.pad_bottom, c.pad_left, c.pad_right, c.depthwise)

@@ -1,0 +1,64 @@
+"""DPU arithmetic both rocket generations share (rocket.md §3.4, §3.5): the zero-point-folded bias and the
+OUT_CVT requantization registers.
+
+Stored domain (see lower.py): xs = x - off, ws = w - off. The true accumulator
+    sum (x - zx)(w - zw) = sum xs*ws  -  zws * sum xs  -  zxs * sum (w - zw)
+is split as: MAC array on stored data; the DPU "OW" stage adds -zws * sum xs (BS_OW_OP = -zws);
+the bias table absorbs -zxs * sum (w - zw) per output channel.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import numpy as np
+
+
+def f32_bits(x: float | np.floating) -> int:
+    return struct.unpack("<I", struct.pack("<f", float(np.float32(x))))[0]
+
+
+def bias_table(bias: np.ndarray, weights_q: np.ndarray, w_zp_q: int, in_zp: int, depthwise: bool,
+               trunc: int) -> np.ndarray:
+    """int32 per real output channel: (bias - zxs * sum(w - zw)) / 2^trunc, rounded toward zero."""
+    centered = weights_q.astype(np.int64) - w_zp_q
+    if depthwise:
+        sums = centered.reshape(-1, centered.shape[-1]).sum(axis=0)
+    else:
+        sums = centered.reshape(centered.shape[0], -1).sum(axis=1)
+    val = bias.astype(np.int64) - sums * in_zp
+    div = 1 << trunc
+    q = np.where(val >= 0, val // div, -((-val) // div))  # C integer division
+    if np.any(q > np.iinfo(np.int32).max) or np.any(q < np.iinfo(np.int32).min):
+        raise ValueError("bias correction overflows int32")
+    return q.astype("<i4")
+
+
+def out_cvt(in_scale: np.float32, w_scale: np.float32, out_scale: np.float32, trunc: int,
+            mesa_rounding: bool = False) -> tuple[int, int]:
+    """(OUT_CVT_SCALE, OUT_CVT_SHIFT): a Q1.14 scale in [2^14, 2^15) with scale / 2^shift ~= sx*sw/sy * 2^trunc.
+
+    Default: the scale is the exact multiplier rounded to nearest (TFLite derives its own multiplier in
+    double precision from the same scales). mesa_rounding=True reproduces Mesa byte for byte: the float32
+    multiplier's top 14 mantissa bits plus one, which always rounds up and biases every output upward
+    (docs/hardware/rocket.md, "Requantization"). In both, a scale that reaches 2^15 is renormalized to
+    2^14 with one bit less of shift (Mesa instead ends up at half the value there).
+    """
+    m32 = np.float32(np.float32(in_scale) * np.float32(w_scale)) / np.float32(out_scale)
+    b = f32_bits(m32)
+    if b >> 31 or not 0 < (b >> 23) < 0xFF:
+        raise ValueError(f"requant multiplier {float(m32)} not representable")
+    shift = 141 - (b >> 23) - trunc
+    if mesa_rounding:
+        scale = (1 << 14) + ((b >> 9) & 0x3FFF) + 1
+    else:
+        exact = float(in_scale) * float(w_scale) / float(out_scale)
+        mant, exp = math.frexp(exact)  # exact = mant * 2^exp, mant in [0.5, 1)
+        shift = 15 - exp - trunc
+        scale = math.floor(mant * (1 << 15) + 0.5)
+    if scale == 1 << 15:
+        scale, shift = 1 << 14, shift - 1
+    if not 0 <= shift < 1 << 12:
+        raise ValueError(f"requant multiplier {float(m32)} out of range (shift {shift})")
+    return scale, shift

@@ -1,0 +1,30 @@
+"""RK3576 generation of the rocket family (docs/hardware/rocket-rk3576.md): the register table (regs), CBUF ring
+windows (split), weight cubes (weights), the coefficient table and shift word (coefs), 139-word task streams
+with their trailer (stream), the encoder (encoder) and its claims (support).
+
+Generation interface (used by teflon.rocket only): `supported(graph, regmap)` and
+`compile(regmap, device, graph, nodes, inputs, outputs, mesa_compat)`; `mesa_compat` changes nothing here (Mesa
+has no RK3576 encoder to be compatible with).
+"""
+
+from __future__ import annotations
+
+from ...hw.regmap import RegMap
+from ...ir import Graph
+from ...program import Program
+
+
+def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
+    from .support import supported as _supported
+
+    return _supported(graph, regmap)
+
+
+def compile(regmap: RegMap, device: str, graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int],
+            mesa_compat: bool = False) -> Program:
+    from ..lower import lower_partition
+    from .encoder import compile_ops
+
+    del mesa_compat  # nothing to be compatible with
+    return compile_ops(regmap, device, lower_partition(graph, nodes, outputs, fuse=False, per_channel=True),
+                       inputs, outputs)

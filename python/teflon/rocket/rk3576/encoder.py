@@ -1,0 +1,186 @@
+"""RK3576: rocket convolutions -> teflon.program.Program (docs/hardware/rocket-rk3576.md).
+
+Buffers: `t<index>` per feature-map tensor, `op<k>.weights` (packed cube), `op<k>.bias` (coefficient
+table + shift word), `op<k>.regcmd` (the op's chained task streams). One job per operation: its row
+windows share CBUF rows, so they run back to back on one core.
+
+Plane pitch of a tensor (16-byte atoms): W*H when the host writes it (as the vendor programs it),
+round4(W*H) when an NPU operation writes it (as the DPU writes planes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...hw.regmap import RegMap, RegMapError
+from ...program import Buffer, OpRecord, Program
+from .. import assemble
+from ..geometry import FEATURE_ATOM, SplitError, geometry
+from ..lower import RocketConv
+from ..requant import bias_table
+from ..stream import EncodeError, Stream, regcmd_bytes
+from . import coefs, weights
+from .split import Task, split
+from .stream import LayerParams, dpu_plane, link, task_stream
+
+PLANE_GROUP = 4  # tensor buffers hold whole 64-channel groups of planes (the DPU writes 32/64 at a time)
+# The CNA reads 16 x TASK_SURF = 16 x round4(IW x fetched rows) bytes of every plane from the first fetched row:
+# up to 3 atoms past the last row of the last plane (rocket-rk3576-sim.md §3, CNA_DMA_CON3).
+CNA_READ_SLACK = 3 * FEATURE_ATOM
+
+
+@dataclass
+class EncodedLayer:
+    params: LayerParams
+    streams: list[Stream]
+    offsets: list[int]
+    weights: bytes
+    coefs: bytes
+
+
+@dataclass(frozen=True)
+class Coefficients:
+    table: bytes  # coefficient table (A, B, C per channel)
+    multipliers: coefs.Multipliers
+    shift: int  # the shift word's shift (both signs)
+
+
+def _per_oc(c: RocketConv) -> np.ndarray:
+    """Stored weights as (output channel, taps x input channels) int64 (depthwise (1, KH, KW, C), direct OHWI)."""
+    w = c.weights.astype(np.int64)
+    return w.reshape(-1, c.out_c).T if c.depthwise else w.reshape(c.out_c, -1)
+
+
+def accumulator_bounds(c: RocketConv, a: np.ndarray) -> tuple[np.ndarray, int]:
+    """(per channel: the largest |acc + A + B * sum_x|, the largest of every partial sum the DPU adds) over any
+    int8 input; the MAC reads stored bytes in -128..127 (padding taps included)."""
+    per_oc = _per_oc(c)
+    # acc + B * sum_x multiplies each input by w - zw (depthwise: the stored pair sums)
+    total = 128 * np.abs(per_oc - c.w_zp).sum(axis=1) + np.abs(a)
+    worst = int(total.max(initial=0))
+    if not c.depthwise:  # the MAC sum and the B term separately
+        worst = max(worst, 128 * int(np.abs(per_oc).sum(axis=1).max(initial=0)), 128 * abs(c.w_zp) * per_oc.shape[1])
+    return total, worst
+
+
+def coefficients(c: RocketConv) -> Coefficients:
+    """The coefficient table, multipliers and shift of a convolution; raises EncodeError when per-channel scales
+    are too far apart for the 16-bit multiplier or a sum could leave the DPU's int32 data path."""
+    per_channel = c.w_scales is not None
+    scales = np.broadcast_to(c.w_scales if per_channel else np.array([c.w_scale], np.float32), (c.out_c,))
+    a_true = bias_table(c.bias, c.weights_q, c.w_zp_q, c.in_zp, c.depthwise, 0)
+    m = coefs.multipliers(scales, per_channel)
+    bias = np.asarray(c.bias, np.int64)
+    a = coefs.adjusted_bias(bias, a_true - bias, scales, m)
+    v_max, worst = accumulator_bounds(c, a)
+    if worst >= 1 << coefs.INT32_BITS:
+        raise EncodeError(f"accumulator, bias and zero-point terms can reach {worst}, beyond the DPU's int32")
+    shift = coefs.SHIFT
+    if per_channel:
+        shift = coefs.bs_shift(int(v_max.max(initial=0)), m)
+        # the true data sum: stored inputs in -128..127 minus the stored zero point (padding taps add 0)
+        data = max(127 - c.in_zp, 128 + c.in_zp) * np.abs(_per_oc(c) - c.w_zp).sum(axis=1)
+        err = coefs.multiplier_error(scales, m, float(c.in_scale), float(c.out_scale), data, bias, shift)
+        if err > coefs.MAX_ERROR_LSB:
+            raise EncodeError(f"per-channel weight scales too far apart for the 16-bit multiplier "
+                              f"(error up to {err:.2f} LSB)")
+    table = coefs.coefficient_table(a, -c.w_zp, m.c, c.depthwise)
+    return Coefficients(table, m, shift)
+
+
+def layer_params(c: RocketConv, in_plane: int) -> tuple[LayerParams, Coefficients]:
+    """Everything but the weight bytes; raises EncodeError."""
+    try:
+        sp = split(geometry(c))
+        co = coefficients(c)
+        scale, shift = coefs.out_cvt(float(c.in_scale), co.multipliers, float(c.out_scale), co.shift)
+    except (SplitError, ValueError) as e:
+        raise EncodeError(str(e)) from e
+    return LayerParams(c, sp, in_plane, scale, shift, len(co.table), co.shift), co
+
+
+def encode_layer(rm: RegMap, c: RocketConv, in_plane: int) -> EncodedLayer:
+    p, co = layer_params(c, in_plane)
+    try:
+        streams = [task_stream(rm, p, t) for t in p.split.tasks]
+        offsets = link(rm, streams)
+    except RegMapError as e:
+        raise EncodeError(f"register limit: {e}") from e
+    try:
+        packed = _packed_weights(c, p.split.oc_chunk)
+    except ValueError as e:
+        raise EncodeError(str(e)) from e
+    return EncodedLayer(p, streams, offsets, packed, coefs.coefficient_buffer(co.table, co.shift))
+
+
+def _packed_weights(c: RocketConv, chunk: int) -> bytes:
+    """The weight cubes of the kernel chunks back to back (one cube when the layer has one chunk)."""
+    if c.depthwise:
+        return weights.pack(c.weights, c.w_zp, True)
+    return b"".join(weights.pack(c.weights[oc0:oc0 + chunk], c.w_zp, False)
+                    for oc0 in range(0, c.out_c, chunk))
+
+
+def tensor_bytes(c: int, plane: int) -> int:
+    """Whole 4-plane groups (the DPU's output groups stay inside them: 2 planes direct, 4 depthwise) plus the
+    CNA's read-ahead after the last plane."""
+    groups = -(-c // FEATURE_ATOM)
+    return -(-groups // PLANE_GROUP) * PLANE_GROUP * plane * FEATURE_ATOM + CNA_READ_SLACK
+
+
+def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[int], outputs: list[int]) -> Program:
+    prog = Program(device=device)
+    if any(c.add is not None for c in convs):
+        raise EncodeError("fused ADD is not implemented on rk3576")
+    produced = {c.output_tensor for c in convs}
+    shapes = assemble.tensors(convs)
+    zps = assemble.reader_zero_points(convs)
+    assemble.check_outputs(convs, outputs)
+    plane = {t: dpu_plane(s.h, s.w) if t in produced else s.h * s.w for t, s in shapes.items()}
+    for t, s in shapes.items():
+        prog.add_buffer(Buffer(f"t{t}", tensor_bytes(s.c, plane[t]), tensor=True))
+
+    for k, c in enumerate(convs):
+        enc = encode_layer(rm, c, plane[c.input_tensor])
+        # one job per operation: its row windows share CBUF rows, so they run back to back on one core
+        assemble.add_operation(prog, assemble.buffer_names(k, c), (len(enc.weights), enc.weights), enc.coefs,
+                               regcmd_bytes(enc.streams, enc.offsets), enc.streams, enc.offsets, True,
+                               OpRecord(c.all_nodes, c.kind, [], _op_info(enc)))
+
+    for t in inputs:
+        if t in shapes:
+            prog.io.append(assemble.nc1hwc2(t, "in", shapes[t], plane[t], zps[t] & 0xFF))
+    for t in outputs:
+        prog.io.append(assemble.nc1hwc2(t, "out", shapes[t], plane[t]))
+    return prog
+
+
+def _op_info(enc: EncodedLayer) -> dict[str, object]:
+    p = enc.params
+    c = p.conv
+    return {
+        "depthwise": c.depthwise,
+        "per_channel": c.w_scales is not None,
+        "out_cvt": [p.cvt_scale, p.cvt_shift],
+        "shift_word": coefs.shift_word(p.bs_shift),
+        "input_tensor": c.input_tensor,
+        "output_tensor": c.output_tensor,
+        "macs": c.macs,
+        "entries_per_row": p.split.entries_per_row,
+        "data_limit": p.split.data_limit,
+        "split": [_task_info(t) for t in p.split.tasks],
+    }
+
+
+def _task_info(t: Task) -> dict[str, object]:
+    w = t.window
+    return {
+        "window_rows": [w.top, w.top + w.rows - 1],
+        "fetched_rows": [w.fetch_row0, w.fetch_row0 + w.fetched - 1],
+        "output_rows": [w.out_row0, w.out_rows],
+        "output_channels": [t.oc0, t.ocs],
+        "pads": {"top": w.pad_top, "bottom": w.pad_bottom},
+        "cbuf": {"read": w.read_origin, "write": w.write_origin},
+    }

@@ -1,0 +1,45 @@
+"""Which graph nodes the RK3576 encoder claims, and why not (docs/hardware/rocket-rk3576.md, "Claims")."""
+
+from __future__ import annotations
+
+from ...hw.regmap import RegMap
+from ...ir import Graph
+from ..lower import ADD_REASON, CONV_KINDS, LoweringError, lower_conv
+from ..stream import EncodeError
+from .encoder import encode_layer
+
+# A conv with at most 4 input channels (an RGB/RGBA image) could use Rockchip's ARGB first-layer sub-encoding
+# (CONV_MODE 6, CORE 0x3018 = 0x10000081). Its weight byte order and CVT arithmetic are not pinned down by
+# any capture we hold (docs/hardware/rocket-rk3576.md, "ARGB first-layer path"), so such layers run on the
+# direct path with the input channels zero-padded to 16; the claim says so.
+IMAGE_INPUT_MAX_C = 4
+ARGB_NOT_USED = ("direct path, {ic} input channels padded to 16 (ARGB first-layer sub-encoding not used: "
+                 "weight byte order and input CVT unknown, see docs/hardware/rocket-rk3576.md)")
+
+
+def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
+    """{node index: (claimed, reason)} for every operation of the graph on rk3576."""
+    out: dict[int, tuple[bool, str]] = {}
+    for op in graph.operations:
+        if op.kind == "ADD":
+            out[op.index] = (False, ADD_REASON)
+            continue
+        if op.kind not in CONV_KINDS:
+            out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
+            continue
+        try:
+            conv = lower_conv(graph, op, per_channel=True)
+            # every register value must fit its field: build the whole layer (the input plane pitch
+            # does not change which values fit)
+            enc = encode_layer(regmap, conv, conv.in_h * conv.in_w)
+        except (LoweringError, EncodeError) as e:
+            out[op.index] = (False, str(e))
+            continue
+        n = len(enc.streams)
+        what = "depthwise" if conv.depthwise else "conv"
+        pc = ", per-channel" if conv.w_scales is not None else ""
+        path = ""
+        if not conv.depthwise and conv.in_c <= IMAGE_INPUT_MAX_C:
+            path = ", " + ARGB_NOT_USED.format(ic=conv.in_c)
+        out[op.index] = (True, f"{what} {conv.kh}x{conv.kw} s{conv.stride}{pc}, {n} task{'s' * (n > 1)}{path}")
+    return out

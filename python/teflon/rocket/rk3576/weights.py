@@ -1,0 +1,45 @@
+"""Weight cubes for the RK3576 CNA (docs/hardware/rocket-rk3576.md, "Weight cube").
+
+Direct convolutions use the RK3588 cube unchanged (..cube.pack_conv) [R76-GREG: identical layout]. Input
+channels are padded to a multiple of 16 with zeros: the CNA only reads the DATAIN_CHANNEL real channels.
+
+Depthwise: groups of 64 channels; inside a group tap-major (kernel row, then column), then channel, with
+two bytes per channel and tap that the MAC adds [R76-GREG]. The vendor leaves the second byte 0; here the
+pair carries w - zw (stored domain), which reaches -255..255 for uint8 weights with a zero point, so the
+weight zero point needs no per-channel B term (the depthwise coefficient group has none).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..cube import pack_conv
+from ..geometry import FEATURE_ATOM, align
+
+DW_GROUP = 64
+
+
+def split_pairs(centered: np.ndarray) -> np.ndarray:
+    """int values in [-255, 254] -> (..., 2) int8 byte pairs whose sum is the value."""
+    if centered.size and (centered.min() < -255 or centered.max() > 254):
+        raise ValueError("depthwise weight minus zero point outside -255..254")
+    first = np.clip(centered, -128, 127)
+    return np.stack([first, centered - first], axis=-1).astype(np.int8)
+
+
+def pack_depthwise(weights: np.ndarray, w_zp: int) -> np.ndarray:
+    """Stored int8 depthwise weights (1, KH, KW, C) -> packed bytes, round16(C)*KH*KW*2 of them."""
+    _, kh, kw, c = weights.shape
+    c_p = align(c, FEATURE_ATOM)
+    g = -(-c_p // DW_GROUP)
+    pairs = np.zeros((kh, kw, g * DW_GROUP, 2), np.int8)
+    pairs[:, :, :c] = split_pairs(weights[0].astype(np.int16) - w_zp)
+    blocks = pairs.reshape(kh, kw, g, DW_GROUP, 2).transpose(2, 0, 1, 3, 4)
+    keep = np.arange(g * DW_GROUP).reshape(g, 1, 1, DW_GROUP, 1) < c_p
+    return blocks[np.broadcast_to(keep, blocks.shape)]
+
+
+def pack(weights: np.ndarray, w_zp: int, depthwise: bool) -> bytes:
+    """Packed weight bytes; `weights` stored int8 (OHWI, or (1, KH, KW, C) depthwise)."""
+    packed = pack_depthwise(weights, w_zp) if depthwise else pack_conv(weights, 0)
+    return packed.tobytes()

@@ -1,0 +1,29 @@
+"""RK3588 generation of the rocket family (Mesa's rocket driver's target; rocket.md): the register table
+(regs), CBUF banks and row splitting (split), weight packing (weights), CLIP_TRUNCATE and the fused-ADD
+conversion (coefs), 130-word task streams (stream), the encoder (encoder) and its claims (support).
+
+Generation interface (used by teflon.rocket only): `supported(graph, regmap)` and
+`compile(regmap, device, graph, nodes, inputs, outputs, mesa_compat)`.
+"""
+
+from __future__ import annotations
+
+from ...hw.regmap import RegMap
+from ...ir import Graph
+from ...program import Program
+
+
+def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
+    from .support import supported as _supported
+
+    return _supported(graph, regmap)
+
+
+def compile(regmap: RegMap, device: str, graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int],
+            mesa_compat: bool = False) -> Program:
+    """mesa_compat: requant scale rounded as Mesa does, for byte-equal streams (see ..requant.out_cvt)."""
+    from ..lower import lower_partition
+    from .encoder import compile_ops
+
+    return compile_ops(regmap, device, lower_partition(graph, nodes, outputs), inputs, outputs,
+                       mesa_compat=mesa_compat)

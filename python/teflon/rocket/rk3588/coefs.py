@@ -1,0 +1,48 @@
+"""RK3588-only coefficient values: CORE_CLIP_TRUNCATE and the fused-ADD operand conversion (rocket.md §3.4,
+§3.5). The bias table and OUT_CVT both generations share are in ..requant.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..requant import f32_bits
+
+# Weight scales (float32 bit patterns) for which Mesa sets CLIP_TRUNCATE = 1 (rkt_coefs.c). Kept so
+# the encoder reproduces Mesa's streams for models that hit them; see truncate_bits().
+MESA_TRUNCATE_SCALES = frozenset(
+    {
+        0x3A88323F, 0x3C0060DE, 0x3C06022D, 0x3C1642E3, 0x3C1E3F51, 0x3C5C8AA8, 0x3C615E93, 0x3C7326A2,
+        0x3C783013, 0x3D1748E6, 0x3D282992, 0x3D2E87AE, 0x3D77F5F6, 0x3A9A5956, 0x3CAEBC56,
+    }
+)  # fmt: skip
+
+ACC_BITS = 32  # CORE -> DPU path width (NVDLA CACC: 34-bit int8 accumulator, clipped to 32)
+
+
+def truncate_bits(w_scale: np.float32, weights: np.ndarray, depthwise: bool) -> int:
+    """CORE_CLIP_TRUNCATE: right shift applied to the accumulator before the DPU.
+
+    Mesa's table (kept for byte-compatibility) or, whichever is larger, the shift that keeps the
+    worst-case MAC result of stored int8 data (|xs| <= 128) inside ACC_BITS signed bits.
+    """
+    t = 1 if f32_bits(w_scale) in MESA_TRUNCATE_SCALES else 0
+    w = np.abs(weights.astype(np.int64))
+    per_oc = w.reshape(-1, w.shape[-1]).sum(axis=0) if depthwise else w.reshape(w.shape[0], -1).sum(axis=1)
+    bound = int(per_oc.max(initial=0)) * 128
+    need = max(bound.bit_length() + 1 - ACC_BITS, 0)  # +1: sign bit
+    return max(t, need)
+
+
+def ew_cvt(add_scale: np.float32, in_scale: np.float32, w_scale: np.float32) -> tuple[int, int]:
+    """(EW_OP_CVT_SCALE, EW_OP_CVT_SHIFT) bringing a fused-ADD operand into the conv's accumulator
+    domain: A = s_operand / (sx*sw), Q1.14 mantissa (no +1, unlike OUT_CVT), shift = 141 - E."""
+    a = np.float32(add_scale) / np.float32(np.float32(in_scale) * np.float32(w_scale))
+    b = f32_bits(a)
+    if b >> 31 or not 0 < (b >> 23) < 0xFF:
+        raise ValueError(f"add scale {float(a)} not representable")
+    scale = (1 << 14) | ((b >> 9) & 0x3FFF)
+    shift = 141 - (b >> 23)
+    if not 0 <= shift < 64:
+        raise ValueError(f"add scale {float(a)} out of range (shift {shift})")
+    return scale, shift

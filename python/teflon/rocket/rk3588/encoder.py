@@ -1,0 +1,141 @@
+"""Rocket operations -> teflon.program.Program (buffers, relocations, jobs, I/O bindings).
+
+Buffers: `t<index>` per feature-map tensor (sized W*H*ceil(C/16)*2*16, Mesa's 2x slack),
+`op<k>.weights` (Mesa's allocation size, packed bytes as a prefix), `op<k>.bias` (int32 per real
+output channel), `op<k>.regcmd` (the op's task streams, 64-byte aligned). Jobs follow Mesa: one job
+with all tasks when the weights stay resident in CBUF, else one job per task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...hw.regmap import RegMap, RegMapError
+from ...program import LAYOUT_ROWS, Buffer, IOBinding, OpRecord, Program
+from .. import assemble
+from ..geometry import FEATURE_ATOM, SplitError, geometry
+from ..lower import RocketConv
+from ..requant import bias_table, out_cvt
+from ..stream import EncodeError, Stream, regcmd_bytes
+from . import coefs, weights
+from .split import Split, split
+from .stream import FusedAdd, OpParams, link, task_stream
+
+
+@dataclass
+class EncodedOp:
+    conv: RocketConv
+    params: OpParams
+    streams: list[Stream]
+    offsets: list[int]  # byte offset of each task's stream in the regcmd buffer
+    weights: bytes
+    weights_alloc: int
+    bias: bytes
+
+    @property
+    def split(self) -> Split:
+        return self.params.split
+
+
+
+def op_params(c: RocketConv, mesa_compat: bool = False) -> OpParams:
+    """Everything but the weight bytes: split, truncate bits, requant. Raises EncodeError.
+
+    mesa_compat: round the requant scale as Mesa does (byte-equal streams, see coefs.out_cvt)."""
+    try:
+        sp = split(geometry(c))
+        trunc = coefs.truncate_bits(c.w_scale, c.weights, c.depthwise)
+        scale, shift = out_cvt(c.in_scale, c.w_scale, c.out_scale, trunc, mesa_rounding=mesa_compat)
+        add = None
+        if c.add is not None:
+            ew_scale, ew_shift = coefs.ew_cvt(c.add.scale, c.in_scale, c.w_scale)
+            # the operand joins the accumulator after CLIP_TRUNCATE: scale it down alike [INFERRED]
+            add = FusedAdd(-c.add.zp, ew_scale, ew_shift + trunc)
+    except (SplitError, ValueError) as e:
+        raise EncodeError(str(e)) from e
+    return OpParams(c, sp, trunc, scale, shift, add)
+
+
+def build_streams(rm: RegMap, p: OpParams) -> tuple[list[Stream], list[int]]:
+    try:
+        streams = [task_stream(rm, p, t) for t in p.split.tasks]
+        offsets = link(rm, streams)
+    except RegMapError as e:
+        raise EncodeError(f"register limit: {e}") from e
+    return streams, offsets
+
+
+def encode_op(rm: RegMap, c: RocketConv, mesa_compat: bool = False) -> EncodedOp:
+    p = op_params(c, mesa_compat)
+    streams, offsets = build_streams(rm, p)
+    packed = weights.pack(c.weights, c.w_zp, c.depthwise)
+    bias = bias_table(c.bias, c.weights_q, c.w_zp_q, c.in_zp, c.depthwise, p.truncate_bits)
+    alloc = weights.alloc_size(c.kh, c.kw, c.in_c, c.out_c, c.depthwise)
+    return EncodedOp(c, p, streams, offsets, packed, alloc, bias.tobytes())
+
+
+def tensor_bytes(h: int, w: int, c: int) -> int:
+    return w * h * -(-c // FEATURE_ATOM) * 2 * FEATURE_ATOM
+
+
+def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[int], outputs: list[int],
+                mesa_compat: bool = False) -> Program:
+    prog = Program(device=device)
+    produced = {c.output_tensor for c in convs}
+    shapes = assemble.tensors(convs)
+    zps = assemble.reader_zero_points(convs)
+    rows_inputs = {c.input_tensor for c in convs if c.single_channel_input}
+    for t in rows_inputs & produced:
+        raise EncodeError(f"tensor {t}: single-channel input produced on the NPU (needs the raw rows layout)")
+    assemble.check_outputs(convs, outputs)
+    for t, s in shapes.items():
+        prog.add_buffer(Buffer(f"t{t}", tensor_bytes(s.h, s.w, s.c), tensor=True))
+
+    for k, c in enumerate(convs):
+        enc = encode_op(rm, c, mesa_compat)
+        kind = c.kind + ("+ADD" if c.add is not None else "")
+        assemble.add_operation(prog, assemble.buffer_names(k, c), (enc.weights_alloc, enc.weights), enc.bias,
+                               regcmd_bytes(enc.streams, enc.offsets), enc.streams, enc.offsets,
+                               enc.split.reuse_weights, OpRecord(c.all_nodes, kind, [], _op_info(enc)))
+
+    for t in inputs:
+        if t not in shapes:
+            continue  # a partition input no NPU op reads (nothing to bind)
+        s = shapes[t]
+        if t in rows_inputs:
+            # Raw bytes; the CNA subtracts 128 itself (CVT offset), so store the unsigned form.
+            pitch = max(s.w, FEATURE_ATOM)
+            prog.io.append(IOBinding(t, "in", f"t{t}", s.dtype, s.h, s.w, s.c, LAYOUT_ROWS, 1, 0, pitch, pitch * s.h,
+                                     assemble.xor(s.dtype) ^ 0x80, (zps[t] + 128) & 0xFF))
+        else:
+            prog.io.append(assemble.nc1hwc2(t, "in", s, s.w * s.h, zps[t] & 0xFF))
+    for t in outputs:
+        s = shapes[t]
+        prog.io.append(assemble.nc1hwc2(t, "out", s, s.w * s.h))
+    return prog
+
+
+def _op_info(enc: EncodedOp) -> dict[str, object]:
+    c, p = enc.conv, enc.params
+    return {
+        "depthwise": c.depthwise,
+        "reuse_weights": p.split.reuse_weights,
+        "truncate_bits": p.truncate_bits,
+        "out_cvt": [p.cvt_scale, p.cvt_shift],
+        "add_tensor": c.add.tensor if c.add is not None else -1,
+        "input_tensor": c.input_tensor,
+        "output_tensor": c.output_tensor,
+        "macs": c.macs,
+        "split": [
+            {
+                "input_rows": [t.top, t.bottom],
+                "input_offset": p.input_offset(t),
+                "output_rows": t.out_rows,
+                "output_offset": t.output_offset,
+                "pads": {"top": t.pad_top, "bottom": t.pad_bottom, "left": t.pad_left, "right": t.pad_right},
+                "banks": {"data": t.data_banks, "weights": t.weight_banks},
+            }
+            for t in p.split.tasks
+        ],
+    }
+

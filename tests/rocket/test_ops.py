@@ -1,0 +1,135 @@
+"""Single-op sweeps on every simulated rocket NPU (the target registry's rocket rows) against TFLite's builtin CPU
+kernels.
+
+Per-tensor CONV_2D / DEPTHWISE_CONV_2D must be delegated and match the CPU within 1 LSB with >= 99.5 % of the
+elements exact. int8 per-channel weights are delegated with the same tolerance by targets with the `per_channel`
+capability (then also with the weight-scale spreads of real post-training-quantized models) and must come back
+unchanged from the CPU on the others. ADD and AVERAGE_POOL_2D stay on the CPU. Cases live in opcases.py (with each
+device's known CPU fallbacks and requantization limits), the checks in opcheck.py; the `slow` variants run with
+`scripts/test.sh -m slow`. Ids start with the device: `rk3576-conv2d-in112x112x32-oc64-k3-s2-same-u8`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from conftest import sim_options
+from opcases import (
+    DEFAULT_ADD,
+    DEFAULT_CONV,
+    DEFAULT_PER_CHANNEL,
+    DEFAULT_POOL,
+    LITERT_CASES,
+    SLOW_ADD,
+    SLOW_CONV,
+    SLOW_PER_CHANNEL,
+    SPREAD_DEFAULT_PER_CHANNEL,
+    SPREAD_SLOW_PER_CHANNEL,
+)
+from opcheck import CONV_KINDS, Recorder, check_add, check_cpu_fallback, check_delegated_conv, check_pool
+from teflon import targets
+from teflon.modelgen import AddCase, ConvCase, PoolCase
+
+DEVICES = [t.name for t in targets.of_family("rocket")]
+
+
+def _per_channel(device: str, slow: bool) -> list[ConvCase]:
+    if targets.get(device).per_channel:
+        return SPREAD_SLOW_PER_CHANNEL if slow else SPREAD_DEFAULT_PER_CHANNEL
+    return SLOW_PER_CHANNEL if slow else DEFAULT_PER_CHANNEL
+
+
+def _params(cases: Any) -> list[Any]:
+    """(device, case) pairs; `cases` is a list, or a function of the device."""
+    return [pytest.param(d, c, id=f"{d}-{c}") for d in DEVICES for c in (cases(d) if callable(cases) else cases)]
+
+
+@pytest.fixture
+def options(device: str, delegate_library: None) -> dict[str, str]:
+    return sim_options(device)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# CONV_2D / DEPTHWISE_CONV_2D, per-tensor: delegated, within 1 LSB
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("device", "case"), _params(DEFAULT_CONV))
+def test_conv(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
+    check_delegated_conv(case, options, record_property)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("device", "case"), _params(SLOW_CONV))
+def test_conv_slow(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
+    check_delegated_conv(case, options, record_property)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# int8 per-channel weights: delegated where the target has the capability, else the CPU result unchanged
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _check_per_channel(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder,
+                       runtime: str | None = None) -> None:
+    if targets.get(device).per_channel:
+        check_delegated_conv(case, options, record_property, runtime=runtime)
+    else:
+        check_cpu_fallback(case, options, record_property, CONV_KINDS, runtime=runtime)
+
+
+@pytest.mark.parametrize(("device", "case"), _params(lambda d: _per_channel(d, slow=False)))
+def test_per_channel(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
+    _check_per_channel(device, case, options, record_property)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("device", "case"), _params(lambda d: _per_channel(d, slow=True)))
+def test_per_channel_slow(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
+    _check_per_channel(device, case, options, record_property)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# ADD: stays on the CPU for now (opcheck.check_add); an op no rocket target claims (AVERAGE_POOL_2D)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("device", "case"), _params(DEFAULT_ADD))
+def test_add(device: str, case: AddCase, options: dict[str, str], record_property: Recorder) -> None:
+    check_add(case, options, record_property)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("device", "case"), _params(SLOW_ADD))
+def test_add_slow(device: str, case: AddCase, options: dict[str, str], record_property: Recorder) -> None:
+    check_add(case, options, record_property)
+
+
+@pytest.mark.parametrize(("device", "case"), _params(DEFAULT_POOL))
+def test_unsupported_op_falls_back(device: str, case: PoolCase, options: dict[str, str],
+                                   record_property: Recorder) -> None:
+    check_pool(case, options, record_property)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The other runtime: ai_edge_litert loads the same delegate (its builtin kernels are the reference there)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("device", "case"), _params(LITERT_CASES))
+def test_ai_edge_litert(device: str, case: ConvCase | AddCase, options: dict[str, str],
+                        record_property: Recorder) -> None:
+    from teflon.runtime import interpreter_module
+
+    try:
+        interpreter_module("ai_edge_litert")
+    except ImportError as exc:
+        pytest.skip(f"ai_edge_litert not installed ({exc})")
+    if isinstance(case, AddCase):
+        check_add(case, options, record_property, runtime="ai_edge_litert")
+    elif case.per_channel:
+        _check_per_channel(device, case, options, record_property, runtime="ai_edge_litert")
+    else:
+        check_delegated_conv(case, options, record_property, runtime="ai_edge_litert")

@@ -1,0 +1,209 @@
+"""The simulator reads every register field Mesa's streams set (DEVELOPERS.md: "if flipping a register field
+does not change the simulated result, the simulator is not reading it").
+
+For a few golden streams chosen to cover the features (multi-plane input, several output surfaces and
+groups, padding, pad values, the raw single-channel path, depthwise, CLIP_TRUNCATE, a two-task operation
+with WEIGHT_REUSE), every register field written by the first task is mutated (its lowest and its highest
+bit flipped, one at a time), and so are the special words and a few weight and bias bytes. Each mutant must
+either change the output or make the simulator report an error. A mutant that changes nothing is only
+accepted for the fields in DONT_CARE, each with its reason and the condition under which it holds; the
+list is mirrored in docs/hardware/rocket-sim.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from teflon.native import Device, NativeError, Runner
+from teflon.program import Program
+from teflon.rocket import target
+
+from .sim_golden import GOLDEN, golden_program, load, random_input, task_words
+
+pytestmark = pytest.mark.usefixtures("delegate_library")
+
+STREAMS = [
+    "conv-in14x14x120-oc32-k3-s1-valid-zp122-izp100",  # 8 input planes, pad value irrelevant (VALID)
+    "conv-in28x28x16-oc64-k3-s2-same-zp151",  # SAME padding (right/bottom only), stride 2
+    "conv-in8x8x32-oc128-k5-s1-valid-zp122",  # 4 output groups of 2 surfaces
+    "conv-in28x28x32-oc32-k3-s1-same-zp74-izp0",  # pad value 0xFFFF8080
+    "conv-in28x28x64-oc32-k5-s1-same-zp74-trunc",  # CLIP_TRUNCATE
+    "conv-in28x28x1-oc16-k3-s1-same-zp95",  # raw single-channel (ARGB/CVT) path
+    "dwconv-in14x14x96-k3-s2-same-zp151",  # depthwise, 2 groups of 64 channels
+    "conv-in56x56x120-oc32-k3-s1-same-zp74",  # two tasks, WEIGHT_REUSE, chain words
+]
+AVAILABLE = [s for s in STREAMS if (GOLDEN / f"{s}.json").is_file()]
+if not AVAILABLE:
+    pytest.skip(f"no golden rocket-rk3588 files under {GOLDEN}", allow_module_level=True)
+
+Params = dict[str, Any]
+
+
+def _in_planes(p: Params) -> int:
+    return -(-p["input"]["shape_nhwc"][3] // 16)
+
+
+def _out_surfaces(p: Params) -> int:
+    return -(-p["output"]["shape_nhwc"][3] // 16)
+
+
+def _always(p: Params) -> bool:
+    return True
+
+
+# (register, field) -> (reason, condition on the golden params under which "no change" is expected)
+DONT_CARE: dict[tuple[str, str], tuple[str, Callable[[Params], bool]]] = {
+    ("PC_BASE_ADDRESS", "PC_SOURCE_ADDR"): (
+        (
+            "in-stream chain pointer: accel/rocket kicks every task itself with TASK_NUMBER 1, so the PC never "
+            "follows it; the simulator only checks it points into a buffer"
+        ),
+        _always,
+    ),
+    ("PC_REGISTER_AMOUNTS", "PC_DATA_AMOUNT"): (
+        "in-stream chain length: not followed under per-task kicks; only checked against the chained buffer",
+        _always,
+    ),
+    ("CNA_CBUF_CON0", "DATA_BANK"): (
+        "CBUF bank split: any split in which the task's rows and weights still fit computes the same",
+        _always,
+    ),
+    ("CNA_CBUF_CON0", "WEIGHT_BANK"): (
+        "CBUF bank split: any split in which the task's rows and weights still fit computes the same",
+        _always,
+    ),
+    ("CNA_CBUF_CON0", "WEIGHT_REUSE"): (
+        ("clearing it only reloads the same weights from memory (setting it without resident weights is an error)"),
+        _always,
+    ),
+    ("CNA_DMA_CON2", "SURF_STRIDE"): (
+        "plane pitch of the input: unused when the input has a single 16-channel plane",
+        lambda p: _in_planes(p) == 1,
+    ),
+    ("CNA_DATA_SIZE1", "DATAIN_CHANNEL_REAL"): (
+        (
+            "raising it within the last 16-channel group: those channels carry padding weights (zw - 0x80), whose "
+            "products cancel exactly against the OW term whatever the input bytes"
+        ),
+        _always,
+    ),
+    ("CNA_PAD_CON1", "PAD_VALUE"): (
+        "pad value: unused when no window reaches into padding (VALID)",
+        lambda p: p["padding"] == "VALID",
+    ),
+    ("DPU_DST_SURF_STRIDE", "DST_SURF_STRIDE"): (
+        "pitch between the 16-channel surfaces of a group: unused when the output has one surface",
+        lambda p: _out_surfaces(p) == 1,
+    ),
+    ("DPU_SURFACE_ADD", "SURF_ADD"): (
+        "pitch between groups of 32 (64 depthwise) channels: unused when the output has one group",
+        lambda p: _out_surfaces(p) <= (4 if p["depthwise"] else 2),
+    ),
+}
+
+
+def _program_with(d: dict[str, Any], task: int, index: int, word: int) -> Program:
+    prog = golden_program(d)
+    buf = prog.buffer("op0.regcmd")
+    data = bytearray(buf.data or b"")
+    off = d["outputs"]["operations"][0]["tasks"][task]["regcmd_offset_in_bo"]
+    struct.pack_into("<Q", data, off + 8 * index, word)
+    buf.data = bytes(data)
+    return prog
+
+
+def _program_with_byte(d: dict[str, Any], name: str, pos: int, mask: int) -> Program:
+    prog = golden_program(d)
+    buf = prog.buffer(name)
+    data = bytearray(buf.data or b"")
+    data[pos] ^= mask
+    buf.data = bytes(data)
+    return prog
+
+
+def _outcome(dev: Device, prog: Program, x: np.ndarray, base: np.ndarray) -> str:
+    try:
+        out = Runner(dev, prog).run({0: x})[3]
+    except NativeError:
+        return "error"
+    return "unchanged" if np.array_equal(out, base) else "changed"
+
+
+def _mutants(d: dict[str, Any]) -> list[tuple[str, str, int, int, int]]:
+    """(register, field, task, word index, mutated word) for every field of task 0 (and task 1's
+    WEIGHT_REUSE), the lowest and highest bit of each field flipped."""
+    rm = target("rk3588").regmap
+    tasks = d["outputs"]["operations"][0]["tasks"]
+    out = []
+    for ti, task in enumerate(tasks[:2]):
+        words = task_words(task)  # address words hold offsets (relocated at load)
+        for i, w in enumerate(words):
+            _unit, name, _ = rm.decode(w)
+            if ti == 1 and name != "CNA_CBUF_CON0":
+                continue
+            if name in ("SYNC", "OP_ENABLE", "NOP"):
+                for bit in (0, 3, 31):  # value bits
+                    out.append((name, "value", ti, i, w ^ (1 << (16 + bit))))
+                out.append((name, "offset", ti, i, w ^ (1 << 2)))
+                out.append((name, "target", ti, i, w ^ (1 << 49)))
+                continue
+            later = [
+                j
+                for j in range(i + 1, len(words))
+                if (words[j] & 0xFFFF) == (w & 0xFFFF) and (words[j] >> 48) == (w >> 48)
+            ]
+            if later:
+                continue  # overwritten before the op-enable: no effect by definition
+            for f in rm.register(name).fields:
+                for bit in sorted({f.lo, f.hi}):
+                    out.append((name, f.name, ti, i, w ^ (1 << (16 + bit))))
+    return out
+
+
+@pytest.fixture(scope="module")
+def sim() -> Device:
+    dev = Device("rk3588", sim=True)
+    yield dev
+    dev.close()
+
+
+@pytest.mark.parametrize("stem", AVAILABLE)
+def test_every_field_is_read(sim: Device, stem: str) -> None:
+    d = load(GOLDEN / f"{stem}.json")
+    p = d["params"]
+    x = random_input(d, seed=1)
+    base = Runner(sim, golden_program(d)).run({0: x})[3]
+    counts = {"changed": 0, "error": 0, "unchanged": 0}
+    unread = []
+    for reg, field, ti, i, word in _mutants(d):
+        result = _outcome(sim, _program_with(d, ti, i, word), x, base)
+        counts[result] += 1
+        if result == "unchanged":
+            dc = DONT_CARE.get((reg, field))
+            if dc is None or not dc[1](p):
+                unread.append(f"task {ti} word {i} {reg}.{field} -> 0x{word:016x}")
+    # a few weight and bias bytes
+    op = d["outputs"]["operations"][0]
+    nw = len(base64.b64decode(op["weights_bo"]["packed_b64"]))
+    wi = 16 if _in_planes(p) == 1 else 32
+    taps = p["kernel_hw"][0] * p["kernel_hw"][1]
+    for pos in sorted({0, 1 if p["depthwise"] else wi, (taps // 2) * wi}):
+        if pos < nw:
+            r = _outcome(sim, _program_with_byte(d, "op0.weights", pos, 0x40), x, base)
+            counts[r] += 1
+            if r == "unchanged":
+                unread.append(f"weight byte {pos}")
+    oc = p["output"]["shape_nhwc"][3]
+    for ch in (0, oc - 1):
+        r = _outcome(sim, _program_with_byte(d, "op0.bias", 4 * ch + 2, 0x40), x, base)
+        counts[r] += 1
+        if r == "unchanged":
+            unread.append(f"bias of channel {ch}")
+    print(f"{stem}: {counts}")
+    assert not unread, "mutations with no effect (field not read by the simulator?):\n  " + "\n  ".join(unread)
