@@ -41,9 +41,18 @@ TARGETS: tuple[Target, ...] = (
            source="Linux accel/rocket DT binding rockchip,rk3588-rknn-core.yaml; docs/hardware/rocket.md"),
     Target("rk3576", "rocket", "rk3576", 2, ("rockchip,rk3576-rknn-core",), cores=2, per_channel=True,
            source="RK3576 rocket enablement series (rocket.md §6.3); docs/hardware/rocket-rk3576.md"),
+    # etnaviv params: Vivante feature database entries as restated in teflon/etnaviv/chips.py (sources there)
     Target("a311d", "etnaviv", "v7", 3, ("amlogic,a311d",), drivable=False,
+           params={"version": 7, "nn_core_count": 8, "nn_mad_per_core": 64, "tp_core_count": 4,
+                   "on_chip_sram_size": 0x80000, "axi_sram_size": 0x100000, "nn_zrl_bits": 5,
+                   "nn_input_buffer_depth": 12, "nn_accum_buffer_depth": 64, "customer_id": 0x88,
+                   "chip_model": 0x8000, "chip_revision": 0x7120},
            source="Vivante feature DB entry vipnano-qi 0x8000/0x7120 (golden etnaviv-v7 README §2)"),
     Target("imx8mp", "etnaviv", "v8", 4, ("fsl,imx8mp",), drivable=False,
+           params={"version": 8, "nn_core_count": 6, "nn_mad_per_core": 64, "tp_core_count": 3,
+                   "on_chip_sram_size": 0x40000, "axi_sram_size": 0, "nn_zrl_bits": 8,
+                   "nn_input_buffer_depth": 9, "nn_accum_buffer_depth": 32, "customer_id": 0x9F,
+                   "chip_model": 0x8000, "chip_revision": 0x8002},
            source="Vivante feature DB entry vipnano-si+ 0x8000/0x8002 (golden etnaviv-v8 README §2)"),
 )
 

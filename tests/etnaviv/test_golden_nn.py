@@ -16,7 +16,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from golden import VERSIONS, coef_cache_size, golden_files, load, nn_addresses, nn_jobs, words
 
 from conftest import shared_path
 from teflon.etnaviv.chips import chip_for_version
@@ -24,6 +23,8 @@ from teflon.etnaviv.desc import NN_V7, NN_V8
 from teflon.etnaviv.lower import lower_graph
 from teflon.etnaviv.nn import nn_descriptor
 from teflon.etnaviv.ops import KIND_NN, EtnaOp
+
+from .golden import VERSIONS, coef_cache_size, golden_files, load, nn_addresses, nn_jobs, words
 
 SHARED = shared_path()
 TABLES = {7: NN_V7, 8: NN_V8}

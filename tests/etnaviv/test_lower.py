@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from golden import VERSIONS, golden_files, load
 
 from conftest import shared_path
 from teflon.etnaviv.chips import CHIPS, chip_for_version
@@ -25,6 +24,8 @@ from teflon.etnaviv.nn import fc_factors, nn_descriptor, v7_add_view_width
 from teflon.etnaviv.ops import KIND_NN
 from teflon.etnaviv.requant import post_scale
 from teflon.ir import Graph, Operation, Quant, Tensor
+
+from .golden import VERSIONS, golden_files, load
 
 SHARED = shared_path()
 needs_shared = pytest.mark.skipif(SHARED is None, reason="../shared golden data not found")

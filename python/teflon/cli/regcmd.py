@@ -7,6 +7,7 @@ import json
 import sys
 
 from teflon.cli.session import delegate_options, open_interpreter
+from teflon.ir import Graph
 from teflon.program import Program
 
 HELP = "write the compiled program as JSON (--json) or pretty-print its register streams"
@@ -14,25 +15,42 @@ HELP = "write the compiled program as JSON (--json) or pretty-print its register
 
 def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", dest="json_out", default=None, help="write the program JSON here ('-' = stdout)")
+    p.add_argument("--mesa-compat", action="store_true",
+                   help="recompile every delegated partition the way Mesa encodes it, byte for byte where the "
+                        "default deliberately differs")
+
+
+def _prefix_buffers(node: object, prefix: str) -> None:
+    """Rename every "buffer" reference inside a family's JSON document."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "buffer" and isinstance(v, str):
+                node[k] = prefix + v
+            else:
+                _prefix_buffers(v, prefix)
+    elif isinstance(node, list):
+        for v in node:
+            _prefix_buffers(v, prefix)
 
 
 def merged_json(device: str, programs: list[Program]) -> dict[str, object]:
-    """One JSON document for all partitions; buffer names get a partition prefix when there are several."""
+    """One JSON document for all partitions (the family's form: rocket "operations", etnaviv "jobs"); buffer names
+    get a partition prefix when there are several."""
     from teflon.compiler import to_json
 
-    ops: list[object] = []
+    merged: dict[str, object] = {"device": device}
     buffers: dict[str, str] = {}
     for i, prog in enumerate(programs):
         doc = to_json(prog)
         prefix = f"p{i}/" if len(programs) > 1 else ""
-        for op in doc["operations"]:  # type: ignore[union-attr]
-            for task in op["tasks"]:
-                for r in task["relocs"]:
-                    r["buffer"] = prefix + r["buffer"]
-            ops.append(op)
-        for name, data in doc["buffers"].items():  # type: ignore[union-attr]
-            buffers[prefix + name] = data
-    return {"device": device, "operations": ops, "buffers": buffers}
+        for key, value in doc.items():
+            if key == "buffers":
+                buffers.update({prefix + name: data for name, data in value.items()})  # type: ignore[union-attr]
+            elif isinstance(value, list):
+                _prefix_buffers(value, prefix)
+                merged.setdefault(key, []).extend(value)  # type: ignore[union-attr]
+    merged["buffers"] = buffers
+    return merged
 
 
 def pretty(programs: list[Program], out) -> None:
@@ -43,9 +61,21 @@ def pretty(programs: list[Program], out) -> None:
         print(disassemble(prog), file=out)
 
 
+def mesa_compat(graph: Graph, nodes: list[int], prog: Program) -> Program:
+    """The partition compiled again with the family's Mesa-compatible choices (same inputs and outputs)."""
+    from teflon.compiler import compile as compile_partition
+
+    inputs = [io.tensor for io in prog.io if io.direction == "in"]
+    outputs = [io.tensor for io in prog.io if io.direction == "out"]
+    return compile_partition(graph, nodes, inputs, outputs, prog.device, mesa_compat=True)
+
+
 def run(args: argparse.Namespace) -> int:
     session = open_interpreter(args.model, delegate_options(args), runtime=args.runtime)
     programs = [prog for _, prog in session.capture.programs]
+    if args.mesa_compat:
+        programs = [mesa_compat(session.capture.support[0][0], nodes, prog)
+                    for nodes, prog in session.capture.programs]
     if not programs:
         print("nothing was delegated; no program to show", file=sys.stderr)
         return 1
@@ -58,5 +88,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         with open(args.json_out, "w") as f:
             json.dump(doc, f, indent=1)
-        print(f"wrote {args.json_out}: {len(doc['operations'])} operations")  # type: ignore[arg-type]
+        what = "jobs" if "jobs" in doc else "operations"
+        print(f"wrote {args.json_out}: {len(doc[what])} {what}")  # type: ignore[arg-type]
     return 0

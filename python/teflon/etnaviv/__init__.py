@@ -1,1 +1,78 @@
-"""The etnaviv family (VeriSilicon Vivante NPUs: Amlogic A311D v7, NXP i.MX8M Plus v8)."""
+"""The etnaviv family (VeriSilicon Vivante NPUs driven by the etnaviv DRM driver): `target(name)`.
+
+Family interface (docs/architecture.md, "Adding a family"): `target(name)` returns an object with
+    spec                                      the teflon.targets row (its `params` are the chip parameters)
+    supported(graph) -> {node: (claimed, reason)}
+    compile(graph, nodes, inputs, outputs, *, mesa_compat=False) -> teflon.program.Program
+    disassemble(program) -> str               every job's descriptors by field
+    to_json(program) -> dict                  the `regcmd --json` form (teflon.etnaviv.disasm)
+The NN path's generation (v7: A311D class, v8: i.MX8M Plus class) differs in per-version modules (nn_v7/nn_v8,
+coefs_v7/coefs_v8); lowering (lower), TP jobs (tp, pwl), tiling, requantization, the command stream (cmdstream)
+and assembly (encoder) are shared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
+
+from .. import targets
+
+if TYPE_CHECKING:
+    from ..ir import Graph
+    from ..program import Program
+    from .chips import Chip
+
+
+@dataclass(frozen=True)
+class EtnavivTarget:
+    spec: targets.Target
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def chip(self) -> Chip:
+        from .chips import chip
+
+        return chip(self.name)
+
+    def supported(self, graph: Graph) -> dict[int, tuple[bool, str]]:
+        from .lower import support
+
+        return support(graph, self.chip)
+
+    def compile(self, graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int], *,
+                mesa_compat: bool = False) -> Program:
+        from .encoder import compile_jobs
+        from .lower import lower, nhwc
+
+        shapes = {}
+        for t in (*inputs, *outputs):
+            _, h, w, c = nhwc(graph.tensors[t].shape)
+            shapes[t] = (h, w, c, graph.tensors[t].dtype)
+        return compile_jobs(self.name, self.chip, lower(graph, nodes, self.chip, mesa_compat), inputs, outputs,
+                            shapes, mesa_compat)
+
+    def disassemble(self, program: Program) -> str:
+        from .disasm import pretty
+
+        return pretty(program, self.chip)
+
+    def to_json(self, program: Program) -> dict[str, object]:
+        from .disasm import to_json
+
+        return to_json(program)
+
+
+@cache
+def target(name: str) -> EtnavivTarget:
+    spec = targets.get(name)
+    if spec.family != "etnaviv":
+        raise ValueError(f"{name} is not an etnaviv target ({spec.family})")
+    return EtnavivTarget(spec)
+
+
+__all__ = ["EtnavivTarget", "target"]

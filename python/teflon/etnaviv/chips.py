@@ -1,4 +1,5 @@
-"""Chip parameters of the two etnaviv NPUs teflon targets.
+"""Chip parameters of the etnaviv NPUs teflon targets: the `params` of their rows in teflon.targets (the one table
+of SoCs; the C side reads the same values from teflon_targets.h).
 
 Sources (each value is restated from a public source, see docs/hardware/etnaviv-nn.md):
 - A311D "VIPNano-QI.7120": Vivante feature database entry "vipnano-qi" (chip 0x8000, revision 0x7120,
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import targets
+
 
 @dataclass(frozen=True)
 class Chip:
@@ -31,18 +34,19 @@ class Chip:
     nn_input_buffer_depth: int
     nn_accum_buffer_depth: int
     customer_id: int
+    chip_model: int  # GET_PARAM MODEL / REVISION: how device=auto recognises the NPU (etnaviv.md §7.1)
+    chip_revision: int
 
 
-CHIPS: dict[str, Chip] = {
-    # Amlogic A311D, VIPNano-QI.7120 (v7 NN path)
-    "a311d": Chip(name="a311d", version=7, nn_core_count=8, nn_mad_per_core=64, tp_core_count=4,
-                  on_chip_sram_size=0x80000, axi_sram_size=0x100000, nn_zrl_bits=5,
-                  nn_input_buffer_depth=12, nn_accum_buffer_depth=64, customer_id=0x88),
-    # NXP i.MX8M Plus, VIPNano-SI+.8002 (v8 NN path)
-    "imx8mp": Chip(name="imx8mp", version=8, nn_core_count=6, nn_mad_per_core=64, tp_core_count=3,
-                   on_chip_sram_size=0x40000, axi_sram_size=0, nn_zrl_bits=8,
-                   nn_input_buffer_depth=9, nn_accum_buffer_depth=32, customer_id=0x9F),
-}
+def chip(name: str) -> Chip:
+    """The chip parameters of an etnaviv target (its registry row's `params`)."""
+    spec = targets.get(name)
+    if spec.family != "etnaviv":
+        raise ValueError(f"{name} is not an etnaviv target ({spec.family})")
+    return Chip(name=name, **spec.params)
+
+
+CHIPS: dict[str, Chip] = {t.name: chip(t.name) for t in targets.of_family("etnaviv")}
 
 
 def chip_for_version(version: int) -> Chip:

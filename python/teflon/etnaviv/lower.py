@@ -588,7 +588,7 @@ def _lower_pad(st: _Lowering, op: Operation) -> None:
     out_index, detr = st.output_for(y, lay)
     # pad tuple as Mesa stores it: (x = TFLite H, y = W, z = C), before/after each
     pad6 = tuple(int(v) for v in pads[1:].reshape(-1))
-    st.tp_job("PAD", cx, out_index, _replace_index(y, out_index), stride=1, pad=pad6)
+    st.tp_job("PAD", cx, out_index, _replace_index(y, out_index), stride=1, pad=pad6, in_planar=lay == PLANAR)
     if detr:
         st.detranspose(y, out_index)
 
@@ -623,8 +623,15 @@ def partition_outputs(graph: Graph, nodes: list[int]) -> set[int]:
     return out
 
 
-def lower_graph(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False) -> list[EtnaOp]:
-    """The job list of a partition (node indices in execution order); raises LoweringError with the reason."""
+@dataclass(frozen=True)
+class Lowered:
+    jobs: list[EtnaOp]
+    planar: frozenset[int]  # IR tensors whose own buffer ends up holding planar (not NHWC) bytes
+
+
+def lower(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False) -> Lowered:
+    """The job list of a partition (node indices in execution order) and the layout its outputs end in;
+    raises LoweringError with the reason."""
     by_index = {op.index: op for op in graph.operations}
     st = _Lowering(graph, list(nodes), chip, mesa_compat, max(graph.tensors, default=-1) + 1)
     st.outputs = partition_outputs(graph, nodes)
@@ -634,7 +641,15 @@ def lower_graph(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = 
         if fn is None:
             raise LoweringError(f"{op.kind} not supported on etnaviv")
         fn(st, op)
-    return st.jobs
+    written = {j.output_tensor: j for j in st.jobs}  # the last job writing each tensor
+    planar = frozenset(t for t, lay in st.layout.items() if lay == PLANAR and t in written
+                       and written[t].tp_name != "DETRANSPOSE")
+    return Lowered(st.jobs, planar)
+
+
+def lower_graph(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False) -> list[EtnaOp]:
+    """The job list of a partition (see `lower`)."""
+    return lower(graph, nodes, chip, mesa_compat).jobs
 
 
 def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:

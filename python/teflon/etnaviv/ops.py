@@ -21,6 +21,8 @@ KIND_NN = 0  # Mesa `type`: ETNA_JOB_TYPE_NN
 KIND_TP = 1  # ETNA_JOB_TYPE_TP
 
 # Mesa `tp_type` values, by name (etnaviv.md §5; the golden's job `tp_type` strings)
+EXTRA_FIELDS = ("weights", "bias", "in_planar")  # not Mesa's
+
 TP_TYPES = ("TRANSPOSE", "DETRANSPOSE", "RESHUFFLE", "PAD", "RELU", "ABSOLUTE", "LOGISTIC")
 
 
@@ -69,9 +71,11 @@ class EtnaOp:
     input_tensor_sizes: tuple[int, int] = (0, 0)
     output_tensor_size: int = 0
     pad: tuple[int, int, int, int, int, int] = (0, 0, 0, 0, 0, 0)
-    # beside Mesa's fields: the coefficient inputs of NN jobs
+    # beside Mesa's fields: the coefficient inputs of NN jobs, and whether a TP job's input holds planar data
+    # (PAD reads either layout; Mesa keeps that in its tensor table, not in the operation)
     weights: np.ndarray | None = field(default=None, repr=False, compare=False)
     bias: np.ndarray | None = field(default=None, repr=False, compare=False)
+    in_planar: bool = field(default=False, compare=False)
 
     @property
     def tp_name(self) -> str | None:
@@ -82,7 +86,7 @@ class EtnaOp:
         """From a golden file's `mesa_lowered_operation` (weights/bias not included)."""
         kw: dict[str, Any] = {}
         for f in fields(cls):
-            if f.name in ("weights", "bias"):
+            if f.name in EXTRA_FIELDS:
                 continue
             if f.name.endswith("_scale"):
                 kw[f.name] = f32_from_bits(d[f.name + "_bits"])
@@ -98,7 +102,7 @@ class EtnaOp:
         """The same keys and value forms as a golden `mesa_lowered_operation` (for field-by-field comparison)."""
         out: dict[str, Any] = {}
         for f in fields(self):
-            if f.name in ("weights", "bias"):
+            if f.name in EXTRA_FIELDS:
                 continue
             v = getattr(self, f.name)
             if f.name.endswith("_scale"):
