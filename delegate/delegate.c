@@ -13,28 +13,20 @@
 
 #include "delegate.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <dlfcn.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "graph_export.h"
 #include "kernel.h"
 #include "pybridge.h"
+#include "targets.h"
 
 #define TEFLON_EXPORT __attribute__((visibility("default")))
-
-/* Every SoC name the options accept, and the ones this build can compile for and drive. */
-static const char *const known_devices[] = {"rk3588", "rk3576", "a311d", "imx8mp"};
-static const char *const drivable_devices[] = {"rk3588", "rk3576"};
-
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Small shared helpers                                                                          */
@@ -108,84 +100,16 @@ static void report(report_fn report_error, const char *fmt, ...)
         report_error(msg);
 }
 
-static int in_list(const char *s, const char *const *list, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(s, list[i]) == 0)
-            return 1;
-    return 0;
-}
-
-static void join(char *out, size_t len, const char *const *list, size_t n)
-{
-    out[0] = '\0';
-    for (size_t i = 0; i < n; i++)
-        snprintf(out + strlen(out), len - strlen(out), "%s%s", i ? ", " : "", list[i]);
-}
-
-/* 1 when the device behind /sys/class/<cls>/<name> is bound to the kernel driver `driver`. */
-static int bound_to(const char *cls, const char *name, const char *driver)
-{
-    char path[PATH_MAX], target[PATH_MAX];
-    snprintf(path, sizeof(path), "/sys/class/%s/%s/device/driver", cls, name);
-    ssize_t n = readlink(path, target, sizeof(target) - 1);
-    if (n <= 0)
-        return 0;
-    target[n] = '\0';
-    const char *base = strrchr(target, '/');
-    return strcmp(base ? base + 1 : target, driver) == 0;
-}
-
-/* 1 when a device of class `cls` (accel, drm) whose name starts with `prefix` is bound to `driver`. */
-static int driver_present(const char *cls, const char *prefix, const char *driver)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof(path), "/sys/class/%s", cls);
-    DIR *dir = opendir(path);
-    int found = 0;
-    if (!dir)
-        return 0;
-    for (struct dirent *e; !found && (e = readdir(dir));)
-        found = strncmp(e->d_name, prefix, strlen(prefix)) == 0 && bound_to(cls, e->d_name, driver);
-    closedir(dir);
-    return found;
-}
-
-/* 1 when the device tree's root compatible list has an entry starting with `prefix`. */
-static int soc_compatible(const char *prefix)
-{
-    char buf[1024];
-    FILE *f = fopen("/proc/device-tree/compatible", "rb");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
-        if (strncmp(buf + i, prefix, strlen(prefix)) == 0)
-            return 1;
-    return 0;
-}
-
-/* The NPU this machine has, or NULL when there is none. Rockchip: the rocket driver's own detection
- * (the devicetree compatible of the NPU cores, drivers/driver.h); Vivante: an etnaviv DRM render node, and
- * only on SoCs whose Vivante core is an NPU. `unknown` receives an NPU the drivers cannot name. */
-static const char *detect_device(char *unknown, size_t len)
+/* The target this machine's NPU is (a registry row), or NULL when there is none (drivers/driver.h:
+ * teflon_detect_soc asks each driver family). `unknown` receives an NPU no target row names. */
+static const teflon_target *detect_device(char *unknown, size_t len)
 {
     char soc[64];
-    int rc = teflon_detect_soc(soc, sizeof(soc));
+    const int rc = teflon_detect_soc(soc, sizeof(soc));
     if (rc == 0)
-        return strcmp(soc, "rk3576") == 0 ? "rk3576" : strcmp(soc, "rk3588") == 0 ? "rk3588" : NULL;
-    if (rc == -ENOTSUP) {
+        return teflon_target_named(soc);
+    if (rc == -ENOTSUP)
         snprintf(unknown, len, "%s", soc);
-        return NULL;
-    }
-    if (driver_present("drm", "renderD", "etnaviv")) {
-        if (soc_compatible("amlogic,a311d"))
-            return "a311d";
-        if (soc_compatible("fsl,imx8mp"))
-            return "imx8mp";
-    }
     return NULL;
 }
 
@@ -208,8 +132,8 @@ static int parse_options(char **keys, char **values, size_t n, report_fn report_
             return -1;
         }
         if (strcmp(k, "device") == 0) {
-            if (strcmp(v, "auto") != 0 && !in_list(v, known_devices, COUNT(known_devices))) {
-                join(list, sizeof(list), known_devices, COUNT(known_devices));
+            if (strcmp(v, "auto") != 0 && !teflon_target_named(v)) {
+                teflon_target_list(list, sizeof(list), 0);
                 report(report_error, "invalid value '%s' for option 'device' (expected auto, %s)", v, list);
                 return -1;
             }
@@ -240,31 +164,44 @@ static int parse_options(char **keys, char **values, size_t n, report_fn report_
     return 0;
 }
 
-/* Turns device=auto into a SoC name and checks this build can drive it. */
+/* device=auto: the NPU found here, or the first drivable target (its simulator) when there is none. */
+static int resolve_auto(options *o, report_fn report_error, const char *drivable)
+{
+    const teflon_target *fallback = teflon_target_default();
+    if (!fallback) {
+        report(report_error, "this build cannot drive any device (no drivable row in the target registry)");
+        return -1;
+    }
+    char unknown[64] = "";
+    const teflon_target *found = detect_device(unknown, sizeof(unknown));
+    if (unknown[0]) {
+        report(report_error, "device=auto found an NPU this build does not know (%s); pass the device explicitly "
+               "(drivable: %s)", unknown, drivable);
+        return -1;
+    }
+    if (found && !found->drivable) {
+        report(report_error, "device=auto found an %s NPU (%s family), which this build cannot drive yet (drivable: "
+               "%s); pass device=%s sim=1 to use the simulator instead", found->name, found->family, drivable,
+               fallback->name);
+        return -1;
+    }
+    if (!found && o->debug)
+        fprintf(stderr, "teflon: no NPU device node found; device=auto uses %s\n", fallback->name);
+    snprintf(o->device, sizeof(o->device), "%s", found ? found->name : fallback->name);
+    return 0;
+}
+
+/* Turns device=auto into a target name and checks this build can drive it. */
 static int resolve_device(options *o, report_fn report_error)
 {
     char list[128];
-    join(list, sizeof(list), drivable_devices, COUNT(drivable_devices));
-    if (strcmp(o->device, "auto") == 0) {
-        char unknown[64] = "";
-        const char *found = detect_device(unknown, sizeof(unknown));
-        if (unknown[0]) {
-            report(report_error, "device=auto found a Rockchip NPU this build does not know (%s); "
-                   "pass device=rk3588 or device=rk3576 explicitly", unknown);
-            return -1;
-        }
-        if (found && !in_list(found, drivable_devices, COUNT(drivable_devices))) {
-            report(report_error, "device=auto found an %s NPU, which this build cannot drive yet (drivable: %s); "
-                   "pass device=%s sim=1 to use the simulator instead", found, list, drivable_devices[0]);
-            return -1;
-        }
-        if (!found && o->debug)
-            fprintf(stderr, "teflon: no NPU device node found; device=auto uses %s\n", drivable_devices[0]);
-        snprintf(o->device, sizeof(o->device), "%s", found ? found : drivable_devices[0]);
-        return 0;
-    }
-    if (!in_list(o->device, drivable_devices, COUNT(drivable_devices))) {
-        report(report_error, "device=%s is not supported by this build yet (drivable devices: %s)", o->device, list);
+    teflon_target_list(list, sizeof(list), 1);
+    if (strcmp(o->device, "auto") == 0)
+        return resolve_auto(o, report_error, list);
+    const teflon_target *t = teflon_target_named(o->device);
+    if (!t->drivable) {
+        report(report_error, "device=%s (%s family) is not supported by this build yet (drivable devices: %s)",
+               o->device, t->family, list);
         return -1;
     }
     return 0;

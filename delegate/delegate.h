@@ -26,7 +26,7 @@ double teflon_now_ms(void);
 
 typedef struct teflon_delegate {
     tfl_delegate base;              /* first member: TFLite hands back &base */
-    char device[16];                /* SoC name: rk3588, ... */
+    char device[16];                /* target name (a row of the registry, drivers/targets.h) */
     int sim;                        /* as asked: -1 auto, 0 real, 1 simulator */
     int debug;                      /* option debug=1 or TEFLON_DEBUG=verbose */
     teflon_devref *devref;

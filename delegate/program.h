@@ -7,8 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "targets.h"
+
+enum { TP_VERSION = 2 };
 enum { TP_BUF_HAS_DATA = 1, TP_BUF_TENSOR = 2 };
-enum { TP_RELOC_REGCMD = 0, TP_RELOC_U32 = 1 };
 enum { TP_LAYOUT_NC1HWC2 = 0, TP_LAYOUT_ROWS = 1 };
 enum { TP_DIR_IN = 0, TP_DIR_OUT = 1 };
 enum { TP_DTYPE_UINT8 = 3, TP_DTYPE_INT8 = 9 };
@@ -21,14 +23,17 @@ typedef struct tp_buffer {
     uint64_t data_size;
 } tp_buffer;
 
+/* The `width`-bit field at bit `pos` of the little-endian word at `offset` in `buffer` gets (device address of
+ * `target`) >> `shift` added; the word is a u32 when pos + width <= 32, else a u64 (tp_reloc_word_bytes). */
 typedef struct tp_reloc {
-    uint32_t buffer, kind;
+    uint32_t buffer, target;
     uint64_t offset;
-    uint32_t target;
+    uint8_t width, pos, shift;
 } tp_reloc;
 
+/* A byte range of a buffer that the family's driver submits as one unit. */
 typedef struct tp_task {
-    uint32_t buffer, count;
+    uint32_t buffer, bytes;
     uint64_t offset;
 } tp_task;
 
@@ -46,7 +51,7 @@ typedef struct tp_io {
 } tp_io;
 
 typedef struct teflon_program {
-    uint32_t soc; /* 1 rk3588, 2 rk3576, 3 a311d, 4 imx8mp */
+    const teflon_target *target; /* the registry row of the header's blob id */
     uint32_t nbuffers, nrelocs, ntasks, njobs, nbolist, nio;
     tp_buffer *buffers;
     tp_reloc *relocs;
@@ -59,8 +64,8 @@ typedef struct teflon_program {
 
 teflon_program *teflon_program_parse(const uint8_t *blob, uint64_t len, char *err, size_t errlen);
 void teflon_program_free(teflon_program *p);
-/* "rk3588", ... or NULL for an unknown id. */
-const char *teflon_program_soc_name(uint32_t soc);
+/* Bytes of the word a relocation patches: 4 when its field ends by bit 32, else 8. */
+unsigned tp_reloc_word_bytes(const tp_reloc *r);
 /* Host bytes of an I/O binding's tensor (batch 1, NHWC, one byte per element). */
 uint64_t teflon_io_host_bytes(const tp_io *io);
 

@@ -37,36 +37,52 @@ void teflon_runner_free(teflon_runner *r)
     free(r);
 }
 
-static int apply_relocs(teflon_runner *r, char *err, size_t errlen)
+/* Little-endian load/store of the u32 or u64 word a relocation patches. */
+static uint64_t load_word(const uint8_t *at, unsigned bytes)
+{
+    uint64_t w = 0;
+    for (unsigned i = 0; i < bytes; i++)
+        w |= (uint64_t)at[i] << (8 * i);
+    return w;
+}
+
+static void store_word(uint8_t *at, unsigned bytes, uint64_t w)
+{
+    for (unsigned i = 0; i < bytes; i++)
+        at[i] = (uint8_t)(w >> (8 * i));
+}
+
+/* Relocation i: the field gets (device address of the target) >> shift added. The field already holds the
+ * offset inside the target, in the same units; the address must be aligned to those units and the sum must
+ * fit the field. */
+static int apply_reloc(teflon_runner *r, uint32_t i, char *err, size_t errlen)
 {
     const teflon_program *p = r->prog;
-    for (uint32_t i = 0; i < p->nrelocs; i++) {
-        const tp_reloc *rl = &p->relocs[i];
-        uint8_t *at = (uint8_t *)r->bos[rl->buffer].map + rl->offset;
-        const uint64_t iova = r->bos[rl->target].iova;
-        if (rl->kind == TP_RELOC_REGCMD) {
-            uint64_t w;
-            memcpy(&w, at, 8);
-            const uint64_t v = ((w >> 16) & 0xFFFFFFFFu) + iova;
-            if (v > 0xFFFFFFFFu) {
-                teflon_errf(err, errlen, "relocation %u: %s + 0x%llx does not fit the 32-bit register value", i,
-                    p->buffers[rl->target].name, (unsigned long long)((w >> 16) & 0xFFFFFFFFu));
-                return -ERANGE;
-            }
-            w = (w & ~(0xFFFFFFFFull << 16)) | v << 16;
-            memcpy(at, &w, 8);
-        } else {
-            uint32_t u;
-            memcpy(&u, at, 4);
-            const uint64_t v = (uint64_t)u + iova;
-            if (v > 0xFFFFFFFFu) {
-                teflon_errf(err, errlen, "relocation %u: %s address does not fit 32 bits", i, p->buffers[rl->target].name);
-                return -ERANGE;
-            }
-            u = (uint32_t)v;
-            memcpy(at, &u, 4);
-        }
+    const tp_reloc *rl = &p->relocs[i];
+    const unsigned bytes = tp_reloc_word_bytes(rl);
+    uint8_t *at = (uint8_t *)r->bos[rl->buffer].map + rl->offset;
+    const uint64_t iova = r->bos[rl->target].iova, mask = (1ull << rl->width) - 1;
+    const char *target = p->buffers[rl->target].name;
+    if (iova & ((1ull << rl->shift) - 1)) {
+        teflon_errf(err, errlen, "relocation %u: %s at 0x%llx is not aligned to the field's %llu-byte units", i, target,
+                    (unsigned long long)iova, 1ull << rl->shift);
+        return -ERANGE;
     }
+    const uint64_t w = load_word(at, bytes), field = (w >> rl->pos) & mask, v = field + (iova >> rl->shift);
+    if (v > mask) {
+        teflon_errf(err, errlen, "relocation %u: %s (0x%llx) + 0x%llx does not fit the %u-bit field", i, target,
+                    (unsigned long long)iova, (unsigned long long)field, rl->width);
+        return -ERANGE;
+    }
+    store_word(at, bytes, (w & ~(mask << rl->pos)) | v << rl->pos);
+    return 0;
+}
+
+static int apply_relocs(teflon_runner *r, char *err, size_t errlen)
+{
+    for (uint32_t i = 0; i < r->prog->nrelocs; i++)
+        if (apply_reloc(r, i, err, errlen))
+            return -ERANGE;
     return 0;
 }
 
@@ -82,9 +98,8 @@ teflon_runner *teflon_runner_load(teflon_dev *dev, const uint8_t *blob, uint64_t
     if (!r->prog)
         goto fail;
     const teflon_program *p = r->prog;
-    const char *soc = teflon_program_soc_name(p->soc);
-    if (strcmp(soc, teflon_dev_soc(dev)) != 0) {
-        teflon_errf(err, errlen, "program compiled for %s, device is %s", soc, teflon_dev_soc(dev));
+    if (p->target != teflon_dev_target(dev)) {
+        teflon_errf(err, errlen, "program compiled for %s, device is %s", p->target->name, teflon_dev_soc(dev));
         goto fail;
     }
     r->bos = calloc(p->nbuffers ? p->nbuffers : 1, sizeof(*r->bos));
@@ -112,9 +127,12 @@ teflon_runner *teflon_runner_load(teflon_dev *dev, const uint8_t *blob, uint64_t
             teflon_errf(err, errlen, "buffer %s: %s", p->buffers[i].name, teflon_dev_error(dev));
             goto fail;
         }
-    for (uint32_t i = 0; i < p->ntasks; i++)
-        r->tasks[i] = (teflon_task){.regcmd_iova = r->bos[p->tasks[i].buffer].iova + p->tasks[i].offset,
-                                    .regcmd_count = p->tasks[i].count};
+    for (uint32_t i = 0; i < p->ntasks; i++) {
+        const tp_task *t = &p->tasks[i];
+        const teflon_bo *bo = &r->bos[t->buffer];
+        r->tasks[i] = (teflon_task){.bo = bo->handle, .bytes = t->bytes, .offset = t->offset,
+                                    .iova = bo->iova + t->offset};
+    }
     for (uint32_t i = 0; i < p->nbolist; i++)
         r->handles[i] = r->bos[p->bolist[i]].handle;
     for (uint32_t i = 0; i < p->njobs; i++) {

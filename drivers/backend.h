@@ -1,13 +1,14 @@
-/* Internal: what a family backend (real kernel client or simulator) provides to driver.c.
+/* Internal: what a family (drivers/<family>/) provides to driver.c.
  *
  * driver.c owns the teflon_dev and its error buffer; a backend gets `err`/`errlen` with every
- * call that can fail and writes a message there before returning a negative errno.
+ * call that can fail and writes a message there (teflon_errf, errmsg.h) before returning a negative errno.
  */
 #ifndef TEFLON_BACKEND_H
 #define TEFLON_BACKEND_H
 
 #include "driver.h"
 
+/* An open device of a family: its kernel client or its simulator. */
 struct teflon_backend {
     const char *name; /* "rocket", "rocket-sim" */
     int is_sim;
@@ -20,11 +21,22 @@ struct teflon_backend {
     void (*close)(void *impl);
 };
 
-/* The rocket SoC from the devicetree compatible of the NPU cores under `root` (see teflon_detect_soc). */
-int rocket_detect_soc(const char *root, char *out, size_t len);
+/* Opens the kernel client or the simulator of target `t` (a row of this family). Returns -ENODEV when the
+ * device is absent, so auto mode can fall back to the simulator. */
+typedef int (*teflon_family_open)(const teflon_target *t, void **impl, const struct teflon_backend **ops, char *err,
+                                  size_t errlen);
 
-/* Each opener returns -ENODEV when its device is absent (so auto mode can fall back). */
-int rocket_kernel_open(const char *soc, void **impl, const struct teflon_backend **ops, char *err, size_t errlen);
-int rocket_sim_open(const char *soc, void **impl, const struct teflon_backend **ops, char *err, size_t errlen);
+/* One row of driver.c's family table. */
+struct teflon_family {
+    const char *name;               /* teflon_target.family */
+    teflon_family_open kernel_open; /* NULL: no driver for this family in this build */
+    teflon_family_open sim_open;    /* NULL: no simulator for this family in this build */
+    /* As teflon_detect_soc, with every path below `root`; -ENODEV when this family's NPU is not there. */
+    int (*detect)(const struct teflon_family *f, const char *root, char *out, size_t len);
+};
+
+/* Reads a devicetree `compatible` file (NUL-separated strings) into buf, NUL-terminated; returns the bytes
+ * read, 0 when the file is absent. */
+size_t teflon_read_compatible(const char *path, char *buf, size_t len);
 
 #endif

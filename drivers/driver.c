@@ -1,47 +1,76 @@
-/* Family dispatch for drivers/driver.h: picks the backend by SoC name and sim mode, owns the
- * device's error message and last-submit counters. */
+/* Family dispatch for drivers/driver.h: picks the family by the target row's `family` and the backend by
+ * sim mode, owns the device's error message and last-submit counters, and asks the families which NPU
+ * this machine has. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "driver.h"
 #include "errmsg.h"
+#include "rocket/rocket.h"
+#include "targets.h"
 
 #define ERRLEN 1024
 
 struct teflon_dev {
     const struct teflon_backend *ops;
     void *impl;
-    char soc[16];
+    const teflon_target *target;
     teflon_submit_stats stats;
     char err[ERRLEN];
 };
 
-struct family {
-    const char *soc;
-    int (*open_real)(const char *, void **, const struct teflon_backend **, char *, size_t);
-    int (*open_sim)(const char *, void **, const struct teflon_backend **, char *, size_t);
+static int detect_render_node(const struct teflon_family *f, const char *root, char *out, size_t len);
+
+/* Every family this build knows. Adding one: its subdir() in drivers/meson.build and its row here. */
+static const struct teflon_family families[] = {
+    {"rocket", rkt_kernel_open, rkt_sim_open, rkt_detect},
+    /* No driver in this build yet: recognised on a board only, so device=auto can say what it found. */
+    {"etnaviv", NULL, NULL, detect_render_node},
 };
 
-static const struct family families[] = {
-    {"rk3588", rocket_kernel_open, rocket_sim_open},
-    {"rk3576", rocket_kernel_open, rocket_sim_open},
-};
+#define NFAMILIES (sizeof(families) / sizeof(families[0]))
+
+static const struct teflon_family *family_of(const teflon_target *t)
+{
+    for (size_t i = 0; i < NFAMILIES; i++)
+        if (strcmp(families[i].name, t->family) == 0)
+            return &families[i];
+    return NULL;
+}
+
+/* The target row and family for `soc`, or a message and NULL. */
+static const struct teflon_family *drivable_family(const char *soc, const teflon_target **t, char *err, size_t errlen)
+{
+    char list[128];
+    teflon_target_list(list, sizeof(list), 1);
+    *t = teflon_target_named(soc);
+    if (!*t) {
+        teflon_errf(err, errlen, "unknown SoC \"%s\" (known: %s)", soc ? soc : "(null)", list);
+        return NULL;
+    }
+    const struct teflon_family *f = family_of(*t);
+    if (!(*t)->drivable || !f || !f->sim_open || !f->kernel_open) {
+        teflon_errf(err, errlen, "%s (%s family) cannot be driven by this build yet (drivable: %s)", soc,
+                    (*t)->family, list);
+        return NULL;
+    }
+    return f;
+}
 
 int teflon_dev_open(const char *soc, int sim, teflon_dev **out, char *err, size_t errlen)
 {
     *out = NULL;
-    const struct family *f = NULL;
-    for (size_t i = 0; soc && i < sizeof(families) / sizeof(families[0]); i++)
-        if (strcmp(families[i].soc, soc) == 0)
-            f = &families[i];
-    if (!f) {
-        teflon_errf(err, errlen, "unknown SoC \"%s\" (known: rk3588, rk3576)", soc ? soc : "(null)");
+    const teflon_target *t;
+    const struct teflon_family *f = drivable_family(soc, &t, err, errlen);
+    if (!f)
         return -EINVAL;
-    }
     if (sim < -1 || sim > 1) {
         teflon_errf(err, errlen, "sim must be -1 (auto), 0 (real device) or 1 (simulator), not %d", sim);
         return -EINVAL;
@@ -51,10 +80,10 @@ int teflon_dev_open(const char *soc, int sim, teflon_dev **out, char *err, size_
         teflon_errf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    snprintf(d->soc, sizeof(d->soc), "%s", soc);
+    d->target = t;
     int rc = -ENODEV;
     if (sim != 1) {
-        rc = f->open_real(soc, &d->impl, &d->ops, d->err, sizeof(d->err));
+        rc = f->kernel_open(t, &d->impl, &d->ops, d->err, sizeof(d->err));
         if (rc && sim == 0) {
             teflon_errf(err, errlen, "%s (sim=0 forbids the simulator)", d->err);
             free(d);
@@ -62,7 +91,7 @@ int teflon_dev_open(const char *soc, int sim, teflon_dev **out, char *err, size_
         }
     }
     if (rc) {
-        rc = f->open_sim(soc, &d->impl, &d->ops, d->err, sizeof(d->err));
+        rc = f->sim_open(t, &d->impl, &d->ops, d->err, sizeof(d->err));
         if (rc) {
             teflon_errf(err, errlen, "%s", d->err);
             free(d);
@@ -87,17 +116,106 @@ const char *teflon_dev_error(const teflon_dev *dev)
     return dev->err;
 }
 
+/* ---- which NPU this machine has ------------------------------------------------------------------ */
+
+/* 1 when the device behind <root>/sys/class/<cls>/<name> is bound to the kernel driver `driver`. */
+static int bound_to(const char *root, const char *cls, const char *name, const char *driver)
+{
+    char path[PATH_MAX], target[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/sys/class/%s/%s/device/driver", root, cls, name);
+    const ssize_t n = readlink(path, target, sizeof(target) - 1);
+    if (n <= 0)
+        return 0;
+    target[n] = '\0';
+    const char *base = strrchr(target, '/');
+    return strcmp(base ? base + 1 : target, driver) == 0;
+}
+
+/* 1 when a device of class `cls` (accel, drm) whose name starts with `prefix` is bound to `driver`. */
+static int driver_present(const char *root, const char *cls, const char *prefix, const char *driver)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/sys/class/%s", root, cls);
+    DIR *dir = opendir(path);
+    int found = 0;
+    if (!dir)
+        return 0;
+    for (struct dirent *e; !found && (e = readdir(dir));)
+        found = strncmp(e->d_name, prefix, strlen(prefix)) == 0 && bound_to(root, cls, e->d_name, driver);
+    closedir(dir);
+    return found;
+}
+
+size_t teflon_read_compatible(const char *path, char *buf, size_t len)
+{
+    FILE *f = len ? fopen(path, "rb") : NULL;
+    if (!f) {
+        if (len)
+            buf[0] = '\0';
+        return 0;
+    }
+    const size_t n = fread(buf, 1, len - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return n;
+}
+
+/* 1 when the devicetree root compatible list has an entry starting with `prefix`. */
+static int soc_compatible(const char *root, const char *prefix)
+{
+    char buf[1024], path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/proc/device-tree/compatible", root);
+    const size_t n = teflon_read_compatible(path, buf, sizeof(buf));
+    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+        if (strncmp(buf + i, prefix, strlen(prefix)) == 0)
+            return 1;
+    return 0;
+}
+
+/* A family whose NPU is a DRM render node bound to the kernel driver of the family's name (etnaviv): the
+ * SoC is the row of that family whose compatibles name the devicetree root. Only such SoCs count, since
+ * the same driver also runs GPUs. */
+static int detect_render_node(const struct teflon_family *f, const char *root, char *out, size_t len)
+{
+    if (!driver_present(root, "drm", "renderD", f->name))
+        return -ENODEV;
+    for (size_t i = 0; i < TEFLON_NUM_TARGETS; i++) {
+        const teflon_target *t = teflon_target_at(i);
+        if (strcmp(t->family, f->name) != 0)
+            continue;
+        for (const char *const *c = t->compatibles; *c; c++)
+            if (soc_compatible(root, *c)) {
+                snprintf(out, len, "%s", t->name);
+                return 0;
+            }
+    }
+    return -ENODEV;
+}
+
 int teflon_detect_soc(char *out, size_t len)
 {
     if (out && len)
         out[0] = '\0';
     const char *root = getenv("TEFLON_SYSFS_ROOT");
-    return rocket_detect_soc(root ? root : "", out, len);
+    /* the first family that finds its NPU (or one it cannot name) answers */
+    for (size_t i = 0; i < NFAMILIES; i++) {
+        if (!families[i].detect)
+            continue;
+        const int rc = families[i].detect(&families[i], root ? root : "", out, len);
+        if (rc != -ENODEV)
+            return rc;
+    }
+    return -ENODEV;
+}
+
+const teflon_target *teflon_dev_target(const teflon_dev *dev)
+{
+    return dev->target;
 }
 
 const char *teflon_dev_soc(const teflon_dev *dev)
 {
-    return dev->soc;
+    return dev->target->name;
 }
 
 int teflon_dev_is_sim(const teflon_dev *dev)

@@ -1,9 +1,10 @@
-/* The interface every NPU family implements (drivers/<family>/).
+/* The device interface the delegate and the runner use; each NPU family (drivers/<family>/) implements it
+ * behind drivers/backend.h, picked by the target row's family (targets.h).
  *
- * One device = one open kernel device node, or one simulated kernel + NPU
- * behind the same calls. Buffer objects carry an IOVA (device address) and a
- * CPU mapping; jobs are lists of tasks (regcmd streams) plus the BOs they read
- * and write, exactly what the kernel UAPI takes.
+ * One device = one open kernel device node, or one simulated kernel + NPU behind the same calls. Buffer
+ * objects carry an IOVA (device address) and a CPU mapping; jobs are lists of tasks (byte ranges of BOs
+ * that the family's driver submits: rocket regcmd streams, etnaviv command streams) plus the BOs they read
+ * and write, as the kernel UAPIs take them.
  *
  * Errors: functions return 0 on success, a negative errno-style value on
  * failure, and leave a message in teflon_dev_error().
@@ -13,6 +14,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "teflon_targets.h"
 
 typedef struct teflon_dev teflon_dev;
 
@@ -24,10 +27,13 @@ typedef struct teflon_bo {
     void *map;          /* CPU mapping */
 } teflon_bo;
 
+/* A byte range of a BO that the family's driver submits as one unit; what the bytes mean (and which sizes and
+ * alignments are valid) is the family's business. */
 typedef struct teflon_task {
-    uint64_t regcmd_iova;    /* first 64-bit word of this task's register command stream */
-    uint32_t regcmd_count;   /* number of 64-bit words */
-    uint32_t reserved;
+    uint32_t bo;        /* BO handle */
+    uint32_t bytes;     /* length of the range */
+    uint64_t offset;    /* first byte, inside the BO */
+    uint64_t iova;      /* device address of the first byte (the BO's IOVA + offset) */
 } teflon_task;
 
 typedef struct teflon_job {
@@ -40,20 +46,23 @@ typedef struct teflon_job {
     const uint32_t *out_bos; /* BO handles written by the job */
 } teflon_job;
 
-/* soc: "rk3588" or "rk3576" (more families later).
+/* soc: the name of a drivable target row (targets.h).
  * sim: -1 auto (real device if its node exists, else the simulator), 0 real only, 1 simulator. */
 int teflon_dev_open(const char *soc, int sim, teflon_dev **out, char *err, size_t errlen);
 void teflon_dev_close(teflon_dev *dev);
 const char *teflon_dev_error(const teflon_dev *dev);
 
-/* The SoC whose NPU this machine's kernel exposes, from the devicetree compatible string of the NPU core
- * devices (rocket: "rockchip,rk3588-rknn-core" -> "rk3588", "rockchip,rk3576-rknn-core" -> "rk3576"),
- * found under /sys/class/accel/accelN/device/of_node and /sys/bus/platform/drivers/rocket/<core>/of_node.
- * Returns 0 with the SoC name in out; -ENODEV when no NPU core is bound to a known driver; -ENOTSUP when
- * one is but its compatible names a SoC teflon does not know (out then holds that compatible string, for
- * the message). Needs no open device and no privileges. $TEFLON_SYSFS_ROOT, when set, is prepended to
- * every path (tests run it on a fake sysfs tree). */
+/* The target whose NPU this machine's kernel exposes, asked of each family in driver.c's table in turn
+ * (rocket: the devicetree compatible of the NPU core devices under /sys/class/accel/accelN/device/of_node and
+ * /sys/bus/platform/drivers/rocket/<core>/of_node, matched against the rocket rows' compatibles; families on
+ * a DRM render node: the render node's kernel driver and the devicetree root compatible).
+ * Returns 0 with the target name in out; -ENODEV when no NPU is bound to a known driver; -ENOTSUP when one
+ * is but no target row names it (out then holds what identifies it, e.g. the compatible string, for the
+ * message). Needs no open device and no privileges. $TEFLON_SYSFS_ROOT, when set, is prepended to every
+ * path (tests run it on a fake sysfs tree). */
 int teflon_detect_soc(char *out, size_t len);
+/* The target row the device was opened for, and its name. */
+const teflon_target *teflon_dev_target(const teflon_dev *dev);
 const char *teflon_dev_soc(const teflon_dev *dev);
 int teflon_dev_is_sim(const teflon_dev *dev);
 

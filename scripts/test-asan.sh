@@ -19,6 +19,7 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=0
 echo "== pytest under ASan/UBSan ($TEFLON_LIBRARY)"
 python -m pytest -n auto -q -p no:cacheprovider -m "not slow" \
-    tests/test_dlopen.py tests/test_delegate_options.py tests/test_sim_rocket.py tests/test_sim_mutation.py \
-    tests/test_split_rk3588.py "tests/test_ops_rk3588.py" tests/test_ops_rk3576.py tests/test_sim_rk3576.py \
+    tests/test_dlopen.py tests/test_delegate_options.py tests/rocket/test_sim_rk3588.py \
+    tests/rocket/test_sim_mutation.py tests/rocket/test_split_rk3588.py tests/rocket/test_ops.py \
+    tests/rocket/test_sim_rk3576.py \
     -k "not ai_edge_litert" "$@"

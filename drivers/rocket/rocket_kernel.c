@@ -6,7 +6,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +15,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../backend.h"
+#include "../errmsg.h"
+#include "../targets.h"
+#include "rkt_family.h"
+#include "rocket.h"
 #include "rocket_uapi.h"
 
 #define MAX_ACCEL_NODES 16
@@ -24,14 +26,6 @@
 struct rk_dev {
     int fd;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static int xioctl(int fd, unsigned long req, void *arg)
 {
@@ -58,13 +52,13 @@ static int rk_bo_create(void *impl, uint64_t size, teflon_bo *out, char *err, si
 {
     struct rk_dev *d = impl;
     if (size == 0 || size > UINT32_MAX) {
-        set_err(err, errlen, "BO size %llu not supported by DRM_IOCTL_ROCKET_CREATE_BO", (unsigned long long)size);
+        teflon_errf(err, errlen, "BO size %llu not supported by DRM_IOCTL_ROCKET_CREATE_BO", (unsigned long long)size);
         return -EINVAL;
     }
     struct drm_rocket_create_bo c = {.size = (uint32_t)size};
     int rc = xioctl(d->fd, DRM_IOCTL_ROCKET_CREATE_BO, &c);
     if (rc) {
-        set_err(err, errlen, "DRM_IOCTL_ROCKET_CREATE_BO(%llu bytes): %s", (unsigned long long)size, strerror(-rc));
+        teflon_errf(err, errlen, "DRM_IOCTL_ROCKET_CREATE_BO(%llu bytes): %s", (unsigned long long)size, strerror(-rc));
         return rc;
     }
     void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, d->fd, (off_t)c.offset);
@@ -72,7 +66,7 @@ static int rk_bo_create(void *impl, uint64_t size, teflon_bo *out, char *err, si
         rc = -errno;
         struct rocket_drm_gem_close gc = {.handle = c.handle};
         xioctl(d->fd, ROCKET_DRM_IOCTL_GEM_CLOSE, &gc);
-        set_err(err, errlen, "mmap of rocket BO (%llu bytes): %s", (unsigned long long)size, strerror(-rc));
+        teflon_errf(err, errlen, "mmap of rocket BO (%llu bytes): %s", (unsigned long long)size, strerror(-rc));
         return rc;
     }
     *out = (teflon_bo){.handle = c.handle, .iova = c.dma_address, .size = size, .map = map};
@@ -95,7 +89,7 @@ static int rk_cpu_prep(void *impl, teflon_bo *bo, char *err, size_t errlen)
     struct drm_rocket_prep_bo p = {.handle = bo->handle, .timeout_ns = INT64_MAX};
     int rc = xioctl(d->fd, DRM_IOCTL_ROCKET_PREP_BO, &p);
     if (rc)
-        set_err(err, errlen, "DRM_IOCTL_ROCKET_PREP_BO(handle %u): %s", bo->handle, strerror(-rc));
+        teflon_errf(err, errlen, "DRM_IOCTL_ROCKET_PREP_BO(handle %u): %s", bo->handle, strerror(-rc));
     return rc;
 }
 
@@ -105,7 +99,7 @@ static int rk_cpu_fini(void *impl, teflon_bo *bo, char *err, size_t errlen)
     struct drm_rocket_fini_bo f = {.handle = bo->handle};
     int rc = xioctl(d->fd, DRM_IOCTL_ROCKET_FINI_BO, &f);
     if (rc)
-        set_err(err, errlen, "DRM_IOCTL_ROCKET_FINI_BO(handle %u): %s", bo->handle, strerror(-rc));
+        teflon_errf(err, errlen, "DRM_IOCTL_ROCKET_FINI_BO(handle %u): %s", bo->handle, strerror(-rc));
     return rc;
 }
 
@@ -120,7 +114,7 @@ static int rk_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon_
     struct drm_rocket_task *kt = calloc(ntasks ? ntasks : 1, sizeof(*kt));
     int rc = 0;
     if (!kj || !kt) {
-        set_err(err, errlen, "out of memory building the submit");
+        teflon_errf(err, errlen, "out of memory building the submit");
         rc = -ENOMEM;
         goto out;
     }
@@ -135,21 +129,19 @@ static int rk_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon_
         kj[i].out_bo_handles = (uint64_t)(uintptr_t)j->out_bos;
         kj[i].out_bo_handle_count = j->nout;
         for (uint32_t t = 0; t < j->ntasks; t++, ti++) {
-            if (j->tasks[t].regcmd_iova > UINT32_MAX) {
-                set_err(err, errlen, "job %u task %u: regcmd IOVA 0x%llx does not fit 32 bits", i, t,
-                        (unsigned long long)j->tasks[t].regcmd_iova);
-                rc = -EINVAL;
+            struct rkt_regcmd task;
+            rc = rkt_task_regcmd(&j->tasks[t], i, t, &task, err, errlen);
+            if (rc)
                 goto out;
-            }
-            kt[ti].regcmd = (uint32_t)j->tasks[t].regcmd_iova;
-            kt[ti].regcmd_count = j->tasks[t].regcmd_count;
+            kt[ti].regcmd = task.iova;
+            kt[ti].regcmd_count = task.count;
         }
     }
     struct drm_rocket_submit s = {.jobs = (uint64_t)(uintptr_t)kj, .job_count = njobs,
                                   .job_struct_size = sizeof(struct drm_rocket_job)};
     rc = xioctl(d->fd, DRM_IOCTL_ROCKET_SUBMIT, &s);
     if (rc)
-        set_err(err, errlen, "DRM_IOCTL_ROCKET_SUBMIT(%u jobs): %s", njobs, strerror(-rc));
+        teflon_errf(err, errlen, "DRM_IOCTL_ROCKET_SUBMIT(%u jobs): %s", njobs, strerror(-rc));
     stats->tasks = rc ? 0 : ntasks;
     stats->macs = 0;
 out:
@@ -178,36 +170,36 @@ static const struct teflon_backend rk_ops = {
 
 /* ---- SoC detection: the devicetree compatible of the NPU cores -------------------------------- */
 
-/* Devicetree compatibles of an NPU core node (Linux Documentation/devicetree/bindings/npu/
- * rockchip,rk3588-rknn-core.yaml; RK3576 from the enablement series, rocket.md §6.3). A prefix match
- * also covers the "-top" variant of an older binding. */
-static const struct {
-    const char *compatible;
-    const char *soc;
-} core_compatibles[] = {
-    {"rockchip,rk3588-rknn-core", "rk3588"},
-    {"rockchip,rk3576-rknn-core", "rk3576"},
-};
+/* The rocket row whose devicetree compatibles (of an NPU core node: Linux Documentation/devicetree/bindings/
+ * npu/rockchip,rk3588-rknn-core.yaml; RK3576 from the enablement series, rocket.md §6.3) prefix `c`, or NULL.
+ * A prefix match also covers the "-top" variant of an older binding. */
+static const teflon_target *core_target(const char *c)
+{
+    for (size_t i = 0; i < TEFLON_NUM_TARGETS; i++) {
+        const teflon_target *t = teflon_target_at(i);
+        if (strcmp(t->family, "rocket") != 0)
+            continue;
+        for (const char *const *k = t->compatibles; *k; k++)
+            if (strncmp(c, *k, strlen(*k)) == 0)
+                return t;
+    }
+    return NULL;
+}
 
-/* Match one of_node/compatible file (NUL-separated strings): 1 known SoC (name in out), 2 a Rockchip NPU
+/* Match one of_node/compatible file (NUL-separated strings): 1 known target (name in out), 2 a Rockchip NPU
  * core of another SoC (the compatible in out), 0 no NPU core. */
 static int match_compatible(const char *path, char *out, size_t len)
 {
     char buf[512];
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return 0;
-    const size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
+    const size_t n = teflon_read_compatible(path, buf, sizeof(buf));
     int found = 0;
     for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
         const char *c = buf + i;
-        for (size_t k = 0; k < sizeof(core_compatibles) / sizeof(core_compatibles[0]); k++)
-            if (strncmp(c, core_compatibles[k].compatible, strlen(core_compatibles[k].compatible)) == 0) {
-                snprintf(out, len, "%s", core_compatibles[k].soc);
-                return 1;
-            }
+        const teflon_target *t = core_target(c);
+        if (t) {
+            snprintf(out, len, "%s", t->name);
+            return 1;
+        }
         if (!found && strncmp(c, "rockchip,", 9) == 0 && strstr(c, "-rknn-core")) {
             snprintf(out, len, "%s", c);
             found = 2;
@@ -246,8 +238,9 @@ static int scan(const char *root, const char *dir, const char *prefix, const cha
     return found;
 }
 
-int rocket_detect_soc(const char *root, char *out, size_t len)
+int rkt_detect(const struct teflon_family *f, const char *root, char *out, size_t len)
 {
+    (void)f;
     /* A kernel whose accel device is a core itself carries the compatible there; upstream rocket hangs
      * the accel device off a facade platform device ("rknn", no devicetree node) and binds the cores,
      * one platform device per devicetree core node, to the "rocket" platform driver. */
@@ -271,14 +264,15 @@ int rocket_detect_soc(const char *root, char *out, size_t len)
 
 /* ---- the device --------------------------------------------------------------------------------- */
 
-int rocket_kernel_open(const char *soc, void **impl, const struct teflon_backend **ops, char *err, size_t errlen)
+int rkt_kernel_open(const teflon_target *t, void **impl, const struct teflon_backend **ops, char *err, size_t errlen)
 {
     /* One accel device serves all of the SoC's cores; the streams are SoC specific, so refuse a device
      * whose cores the devicetree names as another SoC (when it can be told). */
     char found[64];
     const char *root = getenv("TEFLON_SYSFS_ROOT");
-    if (rocket_detect_soc(root ? root : "", found, sizeof(found)) == 0 && strcmp(found, soc) != 0) {
-        set_err(err, errlen, "the rocket NPU here is an %s (devicetree compatible of its cores), not %s", found, soc);
+    if (rkt_detect(NULL, root ? root : "", found, sizeof(found)) == 0 && strcmp(found, t->name) != 0) {
+        teflon_errf(err, errlen, "the rocket NPU here is an %s (devicetree compatible of its cores), not %s", found,
+                    t->name);
         return -ENODEV;
     }
     for (int i = 0; i < MAX_ACCEL_NODES; i++) {
@@ -294,7 +288,7 @@ int rocket_kernel_open(const char *soc, void **impl, const struct teflon_backend
         struct rk_dev *d = calloc(1, sizeof(*d));
         if (!d) {
             close(fd);
-            set_err(err, errlen, "out of memory");
+            teflon_errf(err, errlen, "out of memory");
             return -ENOMEM;
         }
         d->fd = fd;
@@ -302,6 +296,6 @@ int rocket_kernel_open(const char *soc, void **impl, const struct teflon_backend
         *ops = &rk_ops;
         return 0;
     }
-    set_err(err, errlen, "no rocket NPU: no /dev/accel/accel* node with DRM driver \"rocket\"");
+    teflon_errf(err, errlen, "no rocket NPU: no /dev/accel/accel* node with DRM driver \"rocket\"");
     return -ENODEV;
 }

@@ -13,15 +13,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "errmsg.h"
+#include "../errmsg.h"
 
 #define BLK 16      /* elements per vectorized block; IC is always a multiple of 16 */
 #define KBLK 4      /* kernels computed together (register blocking) */
 #define DW_TILE 8   /* depthwise output pixels whose accumulators stay in L1 */
 
-struct sim_conv {
+struct rkt_conv {
     /* the simulated CBUF weight contents */
-    struct sim_conv_geom wg;
+    struct rkt_conv_geom wg;
     int wloaded;
     int16_t *w;          /* direct: [kpad][kh][kw*ic]; depthwise: [kh][kw][ic] */
     size_t wcap;
@@ -56,12 +56,12 @@ static int grow(void **p, size_t *cap, size_t bytes)
     return 0;
 }
 
-sim_conv *sim_conv_create(void)
+rkt_conv *rkt_conv_create(void)
 {
-    return calloc(1, sizeof(sim_conv));
+    return calloc(1, sizeof(rkt_conv));
 }
 
-void sim_conv_destroy(sim_conv *c)
+void rkt_conv_destroy(rkt_conv *c)
 {
     if (!c)
         return;
@@ -74,7 +74,7 @@ void sim_conv_destroy(sim_conv *c)
     free(c);
 }
 
-int sim_conv_load_weights(sim_conv *c, const struct sim_conv_geom *g, const int8_t *src,
+int rkt_conv_load_weights(rkt_conv *c, const struct rkt_conv_geom *g, const int8_t *src,
                           char *err, size_t errlen)
 {
     const int ic = g->ic, kw = g->kw, kh = g->kh;
@@ -144,7 +144,7 @@ static inline int8_t sat8(int64_t v)
 }
 
 /* CNA: fetch the task input (plus padding) into c->x as int16 [rows_p][cols_p][ic]. */
-static void build_input(sim_conv *c, const struct sim_conv_task *t, int rows_p, int cols_p)
+static void build_input(rkt_conv *c, const struct rkt_conv_task *t, int rows_p, int cols_p)
 {
     const int ic = t->g.ic, icr = t->ic_real;
     const size_t pix = (size_t)ic;
@@ -190,8 +190,8 @@ static void build_input(sim_conv *c, const struct sim_conv_task *t, int rows_p, 
 }
 
 struct worker {
-    sim_conv *c;
-    const struct sim_conv_task *t;
+    rkt_conv *c;
+    const struct rkt_conv_task *t;
     const int32_t *ow;     /* OW factor per output channel (oc_real) */
     const int16_t *w;      /* CBUF weights, OW factor folded in when `folded` */
     int folded;
@@ -284,7 +284,7 @@ static inline int8_t requantize(const struct post p, int64_t core, int k)
  * docs/hardware/rocket-sim.md]. With the OW term folded into the weights, the sums are not used. */
 static void post_row(const struct worker *wk, size_t astride, int per_channel_sums, int ocw)
 {
-    const struct sim_conv_task *t = wk->t;
+    const struct rkt_conv_task *t = wk->t;
     const int n = t->oc_real;
     struct post p = {.trunc = t->clip_truncate, .shift = t->out_shift, .scale = t->out_scale, .bias = t->bias,
                      .mul = t->bs_mul, .mul_shift_pos = t->bs_shift_pos, .mul_shift_neg = t->bs_shift_neg};
@@ -318,7 +318,7 @@ static void post_row(const struct worker *wk, size_t astride, int per_channel_su
  * DST + (16s / G) * SURFACE_ADD + (16s % G / 16) * DST_SURF_STRIDE + oy * W * 16. */
 static void write_row(const struct worker *wk, int oy, int ocw)
 {
-    const struct sim_conv_task *t = wk->t;
+    const struct rkt_conv_task *t = wk->t;
     const int spg = t->group_channels / 16;
     for (int s = 0; s < ocw / 16; s++) {
         uint8_t *d = t->out + (size_t)(s / spg) * t->out_group_pitch + (size_t)(s % spg) * t->out_surf_pitch +
@@ -331,8 +331,8 @@ static void write_row(const struct worker *wk, int oy, int ocw)
 
 static void run_direct(const struct worker *wk, int ocw)
 {
-    const sim_conv *c = wk->c;
-    const struct sim_conv_task *t = wk->t;
+    const rkt_conv *c = wk->c;
+    const struct rkt_conv_task *t = wk->t;
     const int ic = t->g.ic, kw = t->g.kw, kh = t->g.kh, kpad = c->kpad;
     const size_t L = (size_t)kw * ic;
     const size_t rowlen = (size_t)wk->cols_p * ic;
@@ -372,8 +372,8 @@ static void run_direct(const struct worker *wk, int ocw)
 
 static void run_depthwise(const struct worker *wk, int ocw)
 {
-    const sim_conv *c = wk->c;
-    const struct sim_conv_task *t = wk->t;
+    const rkt_conv *c = wk->c;
+    const struct rkt_conv_task *t = wk->t;
     const int ic = t->g.ic, kw = t->g.kw, kh = t->g.kh;
     const size_t rowlen = (size_t)wk->cols_p * ic;
     int32_t *acc = wk->acc, *sum = wk->sums;
@@ -424,9 +424,9 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-int sim_conv_run(sim_conv *c, const struct sim_conv_task *t, char *err, size_t errlen)
+int rkt_conv_run(rkt_conv *c, const struct rkt_conv_task *t, char *err, size_t errlen)
 {
-    const struct sim_conv_geom *g = &t->g;
+    const struct rkt_conv_geom *g = &t->g;
     if (!c->wloaded || memcmp(&c->wg, g, sizeof(*g)) != 0) {
         teflon_errf(err, errlen, "CBUF weights do not match the task geometry");
         return -EINVAL;

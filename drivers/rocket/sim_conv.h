@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 /* What determines the weight layout in the CBUF (tasks sharing weights must agree on it). */
-struct sim_conv_geom {
+struct rkt_conv_geom {
     int depthwise;      /* one kernel per channel */
     int ic;             /* programmed input channels, multiple of 16 */
     int kw, kh;         /* kernel width / height */
@@ -26,8 +26,8 @@ struct sim_conv_geom {
     int dw_byte_pairs;  /* depthwise weights stored as byte pairs that add up (RK3576), not single bytes */
 };
 
-struct sim_conv_task {
-    struct sim_conv_geom g;
+struct rkt_conv_task {
+    struct rkt_conv_geom g;
     int in_w, in_h;           /* CNA DATAIN_WIDTH / DATAIN_HEIGHT (this task) */
     int ic_real;              /* DATAIN_CHANNEL_REAL + 1: channels >= this read as 0 */
 
@@ -69,19 +69,19 @@ struct sim_conv_task {
     int group_channels;       /* 32 direct, 64 depthwise */
 };
 
-typedef struct sim_conv sim_conv;
+typedef struct rkt_conv rkt_conv;
 
-sim_conv *sim_conv_create(void);
-void sim_conv_destroy(sim_conv *c);
+rkt_conv *rkt_conv_create(void);
+void rkt_conv_destroy(rkt_conv *c);
 
 /* Load the packed weight bytes into the simulated CBUF. Layouts: direct (both SoCs) - kernel groups of
  * 32, input-channel groups of 32 (a trailing group of 16 stays 16 wide), taps row-major, kernel, channel;
  * depthwise - channel groups of 64, taps, channel, one byte per channel (RK3588) or a byte pair whose two
  * signed bytes add up to the weight (g->dw_byte_pairs, RK3576). */
-int sim_conv_load_weights(sim_conv *c, const struct sim_conv_geom *g, const int8_t *packed,
+int rkt_conv_load_weights(rkt_conv *c, const struct rkt_conv_geom *g, const int8_t *packed,
                           char *err, size_t errlen);
 
 /* Run one task with the weights currently loaded (their geometry must match t->g). */
-int sim_conv_run(sim_conv *c, const struct sim_conv_task *t, char *err, size_t errlen);
+int rkt_conv_run(rkt_conv *c, const struct rkt_conv_task *t, char *err, size_t errlen);
 
 #endif

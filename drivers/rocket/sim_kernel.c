@@ -9,12 +9,12 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../backend.h"
+#include "../errmsg.h"
+#include "rocket.h"
 #include "sim_kernel.h"
 #include "sim_npu.h"
 
@@ -30,58 +30,33 @@ struct sim_bo {
 };
 
 struct sim_dev {
-    const struct sim_kernel_soc *soc;
+    const struct rkt_gen *gen;
+    unsigned ncores;     /* cores the scheduler spreads jobs over (the target row's) */
     struct sim_bo *bos;  /* sorted by iova */
     size_t nbos, cap;
     uint32_t next_handle;
-    sim_npu *npu[SIM_MAX_CORES];
+    rkt_npu *npu[RKT_MAX_CORES];
     unsigned next_core;  /* the scheduler's pick for the next job */
 };
 
-/* Per-SoC kernel behaviour: how many cores the scheduler spreads jobs over, the TASK_CON word of a
- * one-task kick, and whether completion is an interrupt or polled. */
-static const struct sim_kernel_soc socs[] = {
-    /* TASK_NUMBER@0..11 = 1, TASK_PP_EN, TASK_COUNT_CLEAR, bit 14 (rocket.md §5.3) */
-    {"rk3588", 3, 0x7001, 0},
-    /* the same control bits above a 16-bit TASK_NUMBER; PC_DONE cannot reach the GIC, so the kernel polls
-     * INTERRUPT_RAW_STATUS and retires on a DPU bit (rocket.md §6.2, §6.4) */
-    {"rk3576", 2, 0x70001, 1},
-};
-
-const struct sim_kernel_soc *sim_kernel_soc(const char *soc)
+int rkt_kick_sequence(const struct rkt_gen *gen, unsigned core, struct rkt_regcmd task,
+                      struct rkt_mmio seq[RKT_KICK_WRITES])
 {
-    for (size_t i = 0; i < sizeof(socs) / sizeof(socs[0]); i++)
-        if (strcmp(socs[i].name, soc) == 0)
-            return &socs[i];
-    return NULL;
-}
-
-int sim_kernel_kick_sequence(const struct sim_kernel_soc *soc, unsigned core, uint32_t regcmd, uint32_t count,
-                             struct sim_mmio seq[SIM_KICK_WRITES])
-{
-    const uint32_t spointer = SIM_KICK_SPOINTER | 0x10000000u * core;
-    const struct sim_mmio s[SIM_KICK_WRITES] = {
-        {SIM_KICK_PC_BASE_ADDRESS, 0x1},
-        {SIM_KICK_CNA_S_POINTER, spointer},
-        {SIM_KICK_CORE_S_POINTER, spointer},
-        {SIM_KICK_PC_BASE_ADDRESS, regcmd},
-        {SIM_KICK_PC_REGISTER_AMOUNTS, (count + 1) / 2 - 1},
-        {SIM_KICK_PC_INTERRUPT_MASK, SIM_KICK_DPU_BITS},
-        {SIM_KICK_PC_INTERRUPT_CLEAR, SIM_KICK_DPU_BITS},
-        {SIM_KICK_PC_TASK_CON, soc->task_con},
-        {SIM_KICK_PC_TASK_DMA_BASE_ADDR, 0},
-        {SIM_KICK_PC_OPERATION_ENABLE, 1},
+    const uint32_t spointer = RKT_SPOINTER_PP | 0x10000000u * core;
+    const struct rkt_mmio s[RKT_KICK_WRITES] = {
+        {RKT_PC_BASE_ADDRESS, 0x1},
+        {RKT_CNA_S_POINTER, spointer},
+        {RKT_CORE_S_POINTER, spointer},
+        {RKT_PC_BASE_ADDRESS, task.iova},
+        {RKT_PC_REGISTER_AMOUNTS, (task.count + 1) / 2 - 1},
+        {RKT_PC_INTERRUPT_MASK, RKT_IRQ_DPU_BITS},
+        {RKT_PC_INTERRUPT_CLEAR, RKT_IRQ_DPU_BITS},
+        {RKT_PC_TASK_CON, gen->task_con},
+        {RKT_PC_TASK_DMA_BASE_ADDR, 0},
+        {RKT_PC_OPERATION_ENABLE, 1},
     };
     memcpy(seq, s, sizeof(s));
-    return SIM_KICK_WRITES;
-}
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
+    return RKT_KICK_WRITES;
 }
 
 /* Host pointer for [iova, iova + len) inside one BO. */
@@ -116,7 +91,7 @@ static int sim_bo_create(void *impl, uint64_t size, teflon_bo *out, char *err, s
 {
     struct sim_dev *d = impl;
     if (size == 0 || size > UINT32_MAX) {
-        set_err(err, errlen, "BO size %llu not supported (1 byte .. 4 GiB)", (unsigned long long)size);
+        teflon_errf(err, errlen, "BO size %llu not supported (1 byte .. 4 GiB)", (unsigned long long)size);
         return -EINVAL;
     }
     const uint64_t span = (size + PAGE - 1) / PAGE * PAGE;
@@ -129,7 +104,7 @@ static int sim_bo_create(void *impl, uint64_t size, teflon_bo *out, char *err, s
         at = d->bos[pos].iova + d->bos[pos].span;
     }
     if (at + span > IOVA_END) {
-        set_err(err, errlen, "out of 32-bit NPU address space for a BO of %llu bytes", (unsigned long long)size);
+        teflon_errf(err, errlen, "out of 32-bit NPU address space for a BO of %llu bytes", (unsigned long long)size);
         return -ENOSPC;
     }
     if (d->nbos == d->cap) {
@@ -150,7 +125,7 @@ static int sim_bo_create(void *impl, uint64_t size, teflon_bo *out, char *err, s
     *out = (teflon_bo){.handle = d->bos[pos].handle, .iova = at, .size = size, .map = mem};
     return 0;
 oom:
-    set_err(err, errlen, "out of host memory for a simulated BO of %llu bytes", (unsigned long long)size);
+    teflon_errf(err, errlen, "out of host memory for a simulated BO of %llu bytes", (unsigned long long)size);
     return -ENOMEM;
 }
 
@@ -171,7 +146,7 @@ static int sim_bo_sync(void *impl, teflon_bo *bo, char *err, size_t errlen)
 {
     /* execution is synchronous and memory coherent: only check the handle */
     if (!find_handle(impl, bo->handle)) {
-        set_err(err, errlen, "unknown BO handle %u", bo->handle);
+        teflon_errf(err, errlen, "unknown BO handle %u", bo->handle);
         return -ENOENT;
     }
     return 0;
@@ -183,13 +158,13 @@ static int check_bo_lists(struct sim_dev *d, const teflon_job *j, uint32_t ji, c
     for (uint32_t a = 0; a < n; a++) {
         const uint32_t h = a < j->nin ? j->in_bos[a] : j->out_bos[a - j->nin];
         if (!find_handle(d, h)) {
-            set_err(err, errlen, "job %u: unknown BO handle %u", ji, h);
+            teflon_errf(err, errlen, "job %u: unknown BO handle %u", ji, h);
             return -ENOENT;
         }
         for (uint32_t b = a + 1; b < n; b++)
             if (h == (b < j->nin ? j->in_bos[b] : j->out_bos[b - j->nin])) {
                 /* the real driver is reported to wedge on this: reject it */
-                set_err(err, errlen, "job %u: BO handle %u listed twice (in/out lists must be disjoint)", ji, h);
+                teflon_errf(err, errlen, "job %u: BO handle %u listed twice (in/out lists must be disjoint)", ji, h);
                 return -EINVAL;
             }
     }
@@ -199,21 +174,21 @@ static int check_bo_lists(struct sim_dev *d, const teflon_job *j, uint32_t ji, c
 /* Kick one task the way rocket_job_hw_submit does, then take the completion: the interrupt (RK3588) or
  * a poll of INTERRUPT_RAW_STATUS until a DPU bit shows, up to the job timeout (RK3576). The simulated
  * NPU runs the task synchronously inside the OPERATION_ENABLE write. */
-static int kick(struct sim_dev *d, sim_npu *npu, unsigned core, const teflon_task *t)
+static int kick(struct sim_dev *d, rkt_npu *npu, unsigned core, struct rkt_regcmd task)
 {
-    struct sim_mmio seq[SIM_KICK_WRITES];
-    const int n = sim_kernel_kick_sequence(d->soc, core, (uint32_t)t->regcmd_iova, t->regcmd_count, seq);
+    struct rkt_mmio seq[RKT_KICK_WRITES];
+    const int n = rkt_kick_sequence(d->gen, core, task, seq);
     for (int i = 0; i < n; i++) {
-        int rc = sim_npu_mmio_write(npu, seq[i].off, seq[i].val);
+        int rc = rkt_npu_mmio_write(npu, seq[i].off, seq[i].val);
         if (rc)
             return rc;
     }
-    uint32_t raw = sim_npu_mmio_read(npu, SIM_KICK_PC_INTERRUPT_RAW_STATUS);
-    for (unsigned poll = 1; d->soc->polled && !(raw & SIM_KICK_DPU_BITS) && poll < SIM_POLLS_PER_TIMEOUT; poll++)
-        raw = sim_npu_mmio_read(npu, SIM_KICK_PC_INTERRUPT_RAW_STATUS);
-    sim_npu_mmio_write(npu, SIM_KICK_PC_OPERATION_ENABLE, 0);
-    sim_npu_mmio_write(npu, SIM_KICK_PC_INTERRUPT_CLEAR, 0x1FFFF);
-    return raw & SIM_KICK_DPU_BITS ? 0 : -ETIMEDOUT;
+    uint32_t raw = rkt_npu_mmio_read(npu, RKT_PC_INTERRUPT_RAW_STATUS);
+    for (unsigned poll = 1; d->gen->polled && !(raw & RKT_IRQ_DPU_BITS) && poll < RKT_POLLS_PER_TIMEOUT; poll++)
+        raw = rkt_npu_mmio_read(npu, RKT_PC_INTERRUPT_RAW_STATUS);
+    rkt_npu_mmio_write(npu, RKT_PC_OPERATION_ENABLE, 0);
+    rkt_npu_mmio_write(npu, RKT_PC_INTERRUPT_CLEAR, 0x1FFFF);
+    return raw & RKT_IRQ_DPU_BITS ? 0 : -ETIMEDOUT;
 }
 
 static int sim_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon_submit_stats *stats, char *err,
@@ -221,14 +196,14 @@ static int sim_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon
 {
     struct sim_dev *d = impl;
     uint64_t macs0 = 0;
-    for (int c = 0; c < d->soc->ncores; c++)
-        macs0 += sim_npu_macs(d->npu[c]);
+    for (unsigned c = 0; c < d->ncores; c++)
+        macs0 += rkt_npu_macs(d->npu[c]);
     stats->tasks = 0;
     stats->macs = 0;
     for (uint32_t ji = 0; ji < njobs; ji++) {
         const teflon_job *j = &jobs[ji];
         if (j->ntasks == 0) {
-            set_err(err, errlen, "job %u has no tasks", ji);
+            teflon_errf(err, errlen, "job %u has no tasks", ji);
             return -EINVAL;
         }
         int rc = check_bo_lists(d, j, ji, err, errlen);
@@ -236,21 +211,19 @@ static int sim_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon
             return rc;
         /* the scheduler may pick any core: round robin, and the job starts from a clean core state */
         const unsigned core = d->next_core;
-        d->next_core = (d->next_core + 1) % (unsigned)d->soc->ncores;
-        sim_npu *npu = d->npu[core];
-        sim_npu_job_begin(npu);
+        d->next_core = (d->next_core + 1) % d->ncores;
+        rkt_npu *npu = d->npu[core];
+        rkt_npu_job_begin(npu);
         for (uint32_t ti = 0; ti < j->ntasks; ti++) {
-            const teflon_task *t = &j->tasks[ti];
-            if (t->regcmd_count == 0 || t->regcmd_iova > UINT32_MAX) {
-                set_err(err, errlen, "job %u task %u: regcmd 0x%llx count %u not accepted by the kernel", ji, ti,
-                        (unsigned long long)t->regcmd_iova, t->regcmd_count);
-                return -EINVAL;
-            }
-            rc = kick(d, npu, core, t);
+            struct rkt_regcmd task;
+            rc = rkt_task_regcmd(&j->tasks[ti], ji, ti, &task, err, errlen);
+            if (rc)
+                return rc;
+            rc = kick(d, npu, core, task);
             if (rc) {
-                const char *m = sim_npu_error(npu);
-                set_err(err, errlen, "job %u task %u: %s", ji, ti,
-                        rc == -ETIMEDOUT && !*m ? d->soc->polled
+                const char *m = rkt_npu_error(npu);
+                teflon_errf(err, errlen, "job %u task %u: %s", ji, ti,
+                        rc == -ETIMEDOUT && !*m ? d->gen->polled
                             ? "timeout: INTERRUPT_RAW_STATUS showed no DPU bit within the job timeout (polled)"
                             : "timeout: no DPU interrupt"
                         : m);
@@ -260,8 +233,8 @@ static int sim_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon
         }
     }
     uint64_t macs1 = 0;
-    for (int c = 0; c < d->soc->ncores; c++)
-        macs1 += sim_npu_macs(d->npu[c]);
+    for (unsigned c = 0; c < d->ncores; c++)
+        macs1 += rkt_npu_macs(d->npu[c]);
     stats->macs = macs1 - macs0;
     return 0;
 }
@@ -272,8 +245,8 @@ static void sim_close(void *impl)
     for (size_t i = 0; i < d->nbos; i++)
         free(d->bos[i].mem);
     free(d->bos);
-    for (int c = 0; c < SIM_MAX_CORES; c++)
-        sim_npu_destroy(d->npu[c]);
+    for (unsigned c = 0; c < RKT_MAX_CORES; c++)
+        rkt_npu_destroy(d->npu[c]);
     free(d);
 }
 
@@ -288,24 +261,25 @@ static const struct teflon_backend sim_ops = {
     .close = sim_close,
 };
 
-int rocket_sim_open(const char *soc, void **impl, const struct teflon_backend **ops, char *err, size_t errlen)
+int rkt_sim_open(const teflon_target *t, void **impl, const struct teflon_backend **ops, char *err, size_t errlen)
 {
-    const struct sim_kernel_soc *ks = sim_kernel_soc(soc);
-    if (!ks) {
-        set_err(err, errlen, "no rocket simulator for %s (only rk3588, rk3576)", soc);
+    const struct rkt_gen *gen = rkt_gen_of(t);
+    if (!gen || t->cores < 1 || t->cores > RKT_MAX_CORES) {
+        teflon_errf(err, errlen, "no rocket simulator for %s (generation %s, %u cores)", t->name, t->generation, t->cores);
         return -ENOTSUP;
     }
     struct sim_dev *d = calloc(1, sizeof(*d));
     int ok = d != NULL;
     if (ok) {
-        d->soc = ks;
-        for (int c = 0; c < ks->ncores && ok; c++)
-            ok = (d->npu[c] = sim_npu_create(soc, lookup, d)) != NULL;
+        d->gen = gen;
+        d->ncores = t->cores;
+        for (unsigned c = 0; c < d->ncores && ok; c++)
+            ok = (d->npu[c] = rkt_npu_create(gen, lookup, d)) != NULL;
     }
     if (!ok) {
         if (d)
             sim_close(d);
-        set_err(err, errlen, "out of memory creating the rocket simulator");
+        teflon_errf(err, errlen, "out of memory creating the rocket simulator");
         return -ENOMEM;
     }
     *impl = d;

@@ -22,7 +22,7 @@
 
 #include "sim_npu_priv.h"
 
-int sim_unit_of(uint32_t offset)
+int rkt_unit_of(uint32_t offset)
 {
     switch (offset >> 12) {
     case 0x0: return U_PC;
@@ -36,14 +36,14 @@ int sim_unit_of(uint32_t offset)
     }
 }
 
-const char *sim_reg_name(const sim_npu *n, uint32_t offset)
+const char *rkt_reg_name(const rkt_npu *n, uint32_t offset)
 {
     if (offset >= 0x8000 || (offset & 3) || n->desc[offset / 4] < 0)
         return "?";
     return n->soc->regs[n->desc[offset / 4]].name;
 }
 
-int sim_fail(sim_npu *n, const char *fmt, ...)
+int rkt_fail(rkt_npu *n, const char *fmt, ...)
 {
     if (!n->bad) {
         int k = n->in_stream ? snprintf(n->err, sizeof(n->err), "regcmd word %u: ", n->word) : 0;
@@ -56,38 +56,35 @@ int sim_fail(sim_npu *n, const char *fmt, ...)
     return -EINVAL;
 }
 
-sim_npu *sim_npu_create(const char *soc, sim_mem_lookup lookup, void *ctx)
+rkt_npu *rkt_npu_create(const struct rkt_gen *gen, rkt_mem_lookup lookup, void *ctx)
 {
-    const struct sim_soc *s = NULL;
-    if (strcmp(soc, "rk3588") == 0)
-        s = &sim_soc_rk3588;
-    else if (strcmp(soc, "rk3576") == 0)
-        s = &sim_soc_rk3576;
-    else
+    if (!gen)
         return NULL;
-    sim_npu *n = calloc(1, sizeof(*n));
+    const struct rkt_soc *s = gen->soc;
+    rkt_npu *n = calloc(1, sizeof(*n));
     if (!n)
         return NULL;
-    n->conv = sim_conv_create();
+    n->conv = rkt_conv_create();
     if (!n->conv) {
         free(n);
         return NULL;
     }
+    n->gen = gen;
     n->soc = s;
     n->lookup = lookup;
     n->ctx = ctx;
-    for (int i = 0; i < SIM_NSLOTS; i++)
+    for (int i = 0; i < RKT_NSLOTS; i++)
         n->desc[i] = -1;
     for (int i = 0; i < s->nregs; i++)
         n->desc[s->regs[i].offset / 4] = (int16_t)i;
     return n;
 }
 
-void sim_npu_destroy(sim_npu *n)
+void rkt_npu_destroy(rkt_npu *n)
 {
     if (!n)
         return;
-    sim_conv_destroy(n->conv);
+    rkt_conv_destroy(n->conv);
     free(n->ring.data);
     free(n->ring.tag);
     free(n->bias);
@@ -97,7 +94,7 @@ void sim_npu_destroy(sim_npu *n)
     free(n);
 }
 
-void sim_npu_job_begin(sim_npu *n)
+void rkt_npu_job_begin(rkt_npu *n)
 {
     memset(n->written, 0, sizeof(n->written));
     memset(n->dirty, 0, sizeof(n->dirty));
@@ -106,51 +103,51 @@ void sim_npu_job_begin(sim_npu *n)
         memset(n->ring.tag, 0, (size_t)n->ring.granules * sizeof(*n->ring.tag));
 }
 
-const char *sim_npu_error(const sim_npu *n)
+const char *rkt_npu_error(const rkt_npu *n)
 {
     return n->err;
 }
 
-uint64_t sim_npu_macs(const sim_npu *n)
+uint64_t rkt_npu_macs(const rkt_npu *n)
 {
     return n->macs;
 }
 
 /* ---- register file -------------------------------------------------------------------------- */
 
-uint32_t sim_rd(sim_npu *n, uint32_t off)
+uint32_t rkt_rd(rkt_npu *n, uint32_t off)
 {
-    const int u = sim_unit_of(off);
+    const int u = rkt_unit_of(off);
     if (u < 0 || off >= 0x8000) {
-        sim_fail(n, "internal: 0x%04x is not a ping-ponged unit register", off);
+        rkt_fail(n, "internal: 0x%04x is not a ping-ponged unit register", off);
         return 0;
     }
     const int g = n->exe[u];
     n->consumed[off / 4] = 1;
     if (!n->written[g][off / 4]) {
-        sim_fail(n, "%s (0x%04x) is needed by the task but was never written in this job", sim_reg_name(n, off), off);
+        rkt_fail(n, "%s (0x%04x) is needed by the task but was never written in this job", rkt_reg_name(n, off), off);
         return 0;
     }
     return n->regs[g][off / 4];
 }
 
 /* The regcmd word that wrote a register of the executing group (for messages). */
-static unsigned written_by(const sim_npu *n, uint32_t off)
+static unsigned written_by(const rkt_npu *n, uint32_t off)
 {
-    const int u = sim_unit_of(off);
+    const int u = rkt_unit_of(off);
     return u >= 0 && off < 0x8000 ? n->word_at[n->exe[u]][off / 4] : 0;
 }
 
-uint32_t sim_want(sim_npu *n, uint32_t off, uint32_t expect, const char *why)
+uint32_t rkt_want(rkt_npu *n, uint32_t off, uint32_t expect, const char *why)
 {
-    const uint32_t v = sim_rd(n, off);
+    const uint32_t v = rkt_rd(n, off);
     if (!n->bad && v != expect)
-        sim_fail(n, "%s = 0x%08x not understood (only 0x%08x: %s) [regcmd word %u]", sim_reg_name(n, off), v, expect,
+        rkt_fail(n, "%s = 0x%08x not understood (only 0x%08x: %s) [regcmd word %u]", rkt_reg_name(n, off), v, expect,
                  why, written_by(n, off));
     return v;
 }
 
-void sim_check(sim_npu *n, int ok, uint32_t off, uint32_t v, const char *fmt, ...)
+void rkt_check(rkt_npu *n, int ok, uint32_t off, uint32_t v, const char *fmt, ...)
 {
     if (ok || n->bad)
         return;
@@ -159,43 +156,43 @@ void sim_check(sim_npu *n, int ok, uint32_t off, uint32_t v, const char *fmt, ..
     va_start(ap, fmt);
     vsnprintf(why, sizeof(why), fmt, ap);
     va_end(ap);
-    sim_fail(n, "%s = 0x%08x: %s [regcmd word %u]", sim_reg_name(n, off), v, why, written_by(n, off));
+    rkt_fail(n, "%s = 0x%08x: %s [regcmd word %u]", rkt_reg_name(n, off), v, why, written_by(n, off));
 }
 
-uint8_t *sim_mem(sim_npu *n, const char *what, uint32_t iova, uint64_t len)
+uint8_t *rkt_mem(rkt_npu *n, const char *what, uint32_t iova, uint64_t len)
 {
     uint8_t *p = n->lookup(n->ctx, iova, len);
     if (!p)
-        sim_fail(n, "DMA fault: %s [0x%08x, +0x%llx) is not inside one buffer object", what, iova,
+        rkt_fail(n, "DMA fault: %s [0x%08x, +0x%llx) is not inside one buffer object", what, iova,
                  (unsigned long long)len);
     return p;
 }
 
-int sim_check_all_consumed(sim_npu *n)
+int rkt_check_all_consumed(rkt_npu *n)
 {
     for (int r = 0; r < n->soc->nregs; r++) {
         const uint32_t off = n->soc->regs[r].offset, i = off / 4;
-        const int u = sim_unit_of(off);
+        const int u = rkt_unit_of(off);
         if (u < 0 || !n->dirty[n->exe[u]][i])
             continue;
         if (!n->consumed[i])
-            return sim_fail(n, "%s (0x%04x) = 0x%08x was written but is not used by a conv task (not simulated)",
+            return rkt_fail(n, "%s (0x%04x) = 0x%08x was written but is not used by a conv task (not simulated)",
                             n->soc->regs[r].name, off, n->regs[n->exe[u]][i]);
         n->dirty[n->exe[u]][i] = 0;
     }
     return 0;
 }
 
-int sim_run_conv(sim_npu *n, const struct sim_conv_task *t)
+int rkt_run_conv(rkt_npu *n, const struct rkt_conv_task *t)
 {
-    const struct sim_conv_geom *g = &t->g;
-    if (sim_conv_run(n->conv, t, n->err, sizeof(n->err)))
+    const struct rkt_conv_geom *g = &t->g;
+    if (rkt_conv_run(n->conv, t, n->err, sizeof(n->err)))
         return n->bad = 1, -ENOMEM;
     n->macs += (uint64_t)t->out_w * t->out_h * g->kw * g->kh * g->ic * (g->depthwise ? 1 : (uint64_t)g->kernels);
     return 0;
 }
 
-int sim_tables_reserve(sim_npu *n, size_t entries)
+int rkt_tables_reserve(rkt_npu *n, size_t entries)
 {
     if (entries <= n->table_cap)
         return 0;
@@ -209,7 +206,7 @@ int sim_tables_reserve(sim_npu *n, size_t entries)
     if (m)
         n->mul = m;
     if (!b || !o || !m) {
-        sim_fail(n, "simulator out of memory for the per-channel tables");
+        rkt_fail(n, "simulator out of memory for the per-channel tables");
         n->bad = 1;
         return -ENOMEM;
     }
@@ -217,12 +214,12 @@ int sim_tables_reserve(sim_npu *n, size_t entries)
     return 0;
 }
 
-static int spointer_write(sim_npu *n, int u, uint32_t v, int from_kernel)
+static int spointer_write(rkt_npu *n, int u, uint32_t v, int from_kernel)
 {
-    const uint32_t core_bits = v & SIM_SPOINTER_CORE_SELECT;
-    if ((v & ~core_bits) != SIM_SPOINTER_PP || (core_bits && !from_kernel))
-        return sim_fail(n, "S_POINTER value 0x%08x for unit %d not understood (only 0x%x: ping-pong pointer and "
-                        "executer toggling per task%s)", v, u, SIM_SPOINTER_PP, from_kernel ? " + core select" : "");
+    const uint32_t core_bits = v & RKT_SPOINTER_CORE_SELECT;
+    if ((v & ~core_bits) != RKT_SPOINTER_PP || (core_bits && !from_kernel))
+        return rkt_fail(n, "S_POINTER value 0x%08x for unit %d not understood (only 0x%x: ping-pong pointer and "
+                        "executer toggling per task%s)", v, u, RKT_SPOINTER_PP, from_kernel ? " + core select" : "");
     /* the mode only: writing the same mode again does not move the pointer or the executer [INFERRED] */
     n->spointer[u] = v;
     return 0;
@@ -230,41 +227,41 @@ static int spointer_write(sim_npu *n, int u, uint32_t v, int from_kernel)
 
 /* ---- the PC ---------------------------------------------------------------------------------- */
 
-static int stream_write(sim_npu *n, uint16_t target, uint32_t off, uint32_t val)
+static int stream_write(rkt_npu *n, uint16_t target, uint32_t off, uint32_t val)
 {
     if (off >= 0x8000 || (off & 3) || n->desc[off / 4] < 0)
-        return sim_fail(n, "unknown register 0x%04x (target 0x%04x, value 0x%08x)", off, target, val);
+        return rkt_fail(n, "unknown register 0x%04x (target 0x%04x, value 0x%08x)", off, target, val);
     const struct rocket_reg_desc *d = &n->soc->regs[n->desc[off / 4]];
     if (d->target != target)
-        return sim_fail(n, "%s written with target 0x%04x (its unit's target is 0x%04x)", d->name, target, d->target);
+        return rkt_fail(n, "%s written with target 0x%04x (its unit's target is 0x%04x)", d->name, target, d->target);
     if (val & ~d->defined_mask)
-        return sim_fail(n, "%s = 0x%08x sets bits 0x%08x outside its defined fields", d->name, val, val & ~d->defined_mask);
+        return rkt_fail(n, "%s = 0x%08x sets bits 0x%08x outside its defined fields", d->name, val, val & ~d->defined_mask);
 
-    const int u = sim_unit_of(off);
+    const int u = rkt_unit_of(off);
     switch (off) {
-    case SIM_PC_BASE_ADDRESS:
+    case RKT_PC_BASE_ADDRESS:
         if (val & 1u) /* PC_SEL */
-            return sim_fail(n, "PC_BASE_ADDRESS = 0x%08x: PC_SEL is not writable from a stream", val);
+            return rkt_fail(n, "PC_BASE_ADDRESS = 0x%08x: PC_SEL is not writable from a stream", val);
         n->chain_base = val;
         return 0;
-    case SIM_PC_REGISTER_AMOUNTS:
+    case RKT_PC_REGISTER_AMOUNTS:
         n->chain_amount = val;
         return 0;
-    case SIM_DPU_S_POINTER:
-    case SIM_DPU_RDMA_S_POINTER:
+    case RKT_DPU_S_POINTER:
+    case RKT_DPU_RDMA_S_POINTER:
         return spointer_write(n, u, val, 0);
-    case SIM_CNA_S_POINTER:
-    case SIM_CORE_S_POINTER:
+    case RKT_CNA_S_POINTER:
+    case RKT_CORE_S_POINTER:
         if (n->soc->stream_core_spointers)
             return spointer_write(n, u, val, 0);
-        return sim_fail(n, "%s written from a regcmd stream: the kernel owns it (it needs the per-core bit)", d->name);
+        return rkt_fail(n, "%s written from a regcmd stream: the kernel owns it (it needs the per-core bit)", d->name);
     default:
         break;
     }
     if (u == U_PC)
-        return sim_fail(n, "%s is not writable from a regcmd stream", d->name);
+        return rkt_fail(n, "%s is not writable from a regcmd stream", d->name);
     if ((off & 0xFFF) == 0x008)
-        return sim_fail(n, "%s written from a regcmd stream: units are enabled by the op-enable word", d->name);
+        return rkt_fail(n, "%s written from a regcmd stream: units are enabled by the op-enable word", d->name);
     const int grp = n->ptr[u];
     n->word_at[grp][off / 4] = (uint16_t)n->word;
     n->regs[grp][off / 4] = val;
@@ -273,10 +270,10 @@ static int stream_write(sim_npu *n, uint16_t target, uint32_t off, uint32_t val)
     return 0;
 }
 
-static void task_done(sim_npu *n)
+static void task_done(rkt_npu *n)
 {
     const int dpu_group = n->exe[U_DPU];
-    n->int_raw |= 1u << (SIM_IRQ_DPU_0 + dpu_group);
+    n->int_raw |= 1u << (RKT_IRQ_DPU_0 + dpu_group);
     for (int u = 0; u < U_COUNT; u++) {
         if (n->spointer[u] & 2u) /* POINTER_PP_EN */
             n->ptr[u] ^= 1;
@@ -285,18 +282,18 @@ static void task_done(sim_npu *n)
     }
 }
 
-static int pc_run(sim_npu *n)
+static int pc_run(rkt_npu *n)
 {
     const uint32_t ntask = n->task_con & n->soc->task_number_mask;
     if (ntask != 1)
-        return sim_fail(n, "PC_TASK_CON = 0x%08x asks for %u tasks: only TASK_NUMBER 1 (one kick per task, as accel/rocket "
+        return rkt_fail(n, "PC_TASK_CON = 0x%08x asks for %u tasks: only TASK_NUMBER 1 (one kick per task, as accel/rocket "
                         "does) is simulated%s", n->task_con, ntask, n->soc->task_con_hint);
     if (n->task_dma_base)
-        return sim_fail(n, "PC_TASK_DMA_BASE_ADDR = 0x%08x: descriptor-array dispatch is not simulated", n->task_dma_base);
+        return rkt_fail(n, "PC_TASK_DMA_BASE_ADDR = 0x%08x: descriptor-array dispatch is not simulated", n->task_dma_base);
     if (n->pc_base & 0xF)
-        return sim_fail(n, "PC_BASE_ADDRESS = 0x%08x: the regcmd address must be 16-byte aligned with PC_SEL 0", n->pc_base);
+        return rkt_fail(n, "PC_BASE_ADDRESS = 0x%08x: the regcmd address must be 16-byte aligned with PC_SEL 0", n->pc_base);
     const uint32_t nwords = 2 * ((n->pc_amount & 0xFFFFu) + 1); /* PC_DATA_AMOUNT */
-    const uint8_t *src = sim_mem(n, "regcmd fetch (PC_BASE_ADDRESS/REGISTER_AMOUNTS)", n->pc_base, (uint64_t)nwords * 8);
+    const uint8_t *src = rkt_mem(n, "regcmd fetch (PC_BASE_ADDRESS/REGISTER_AMOUNTS)", n->pc_base, (uint64_t)nwords * 8);
     if (!src)
         return -EINVAL;
     n->chain_base = n->chain_amount = 0;
@@ -314,31 +311,31 @@ static int pc_run(sim_npu *n)
             prev_sync = 0;
             continue;
         }
-        if (target == SIM_TARGET_SYNC) {
+        if (target == RKT_TARGET_SYNC) {
             if (off != 0 || val != 0)
-                return sim_fail(n, "regcmd word %u: SYNC word 0x%016llx must have offset and value 0", i, (unsigned long long)w);
+                return rkt_fail(n, "regcmd word %u: SYNC word 0x%016llx must have offset and value 0", i, (unsigned long long)w);
             prev_sync = 1;
             continue;
         }
-        if (target == SIM_TARGET_OP_ENABLE) {
-            if (off != SIM_OFFSET_OP_ENABLE || val != SIM_OPEN_CONV_BITMAP)
-                return sim_fail(n, "regcmd word %u: op-enable 0x%016llx not understood (only offset 0x%04x value 0x%x = CNA+CORE+DPU+DPU_RDMA)",
-                            i, (unsigned long long)w, SIM_OFFSET_OP_ENABLE, SIM_OPEN_CONV_BITMAP);
+        if (target == RKT_TARGET_OP_ENABLE) {
+            if (off != RKT_OFFSET_OP_ENABLE || val != RKT_OPEN_CONV_BITMAP)
+                return rkt_fail(n, "regcmd word %u: op-enable 0x%016llx not understood (only offset 0x%04x value 0x%x = CNA+CORE+DPU+DPU_RDMA)",
+                            i, (unsigned long long)w, RKT_OFFSET_OP_ENABLE, RKT_OPEN_CONV_BITMAP);
             if (!prev_sync)
-                return sim_fail(n, "regcmd word %u: op-enable not immediately preceded by the SYNC word", i);
+                return rkt_fail(n, "regcmd word %u: op-enable not immediately preceded by the SYNC word", i);
             for (uint32_t j = i + 1; j < nwords; j++) {
                 uint64_t z;
                 memcpy(&z, src + 8 * (size_t)j, 8);
                 if (z)
-                    return sim_fail(n, "regcmd word %u: 0x%016llx fetched after the op-enable", j, (unsigned long long)z);
+                    return rkt_fail(n, "regcmd word %u: 0x%016llx fetched after the op-enable", j, (unsigned long long)z);
             }
             if (n->chain_base) {
                 const uint64_t len = 16 * ((uint64_t)(n->chain_amount & 0xFFFFu) + 1);
                 if (!n->lookup(n->ctx, n->chain_base, len))
-                    return sim_fail(n, "PC_BASE_ADDRESS/REGISTER_AMOUNTS chain 0x%08x/0x%08x does not point at a regcmd buffer",
+                    return rkt_fail(n, "PC_BASE_ADDRESS/REGISTER_AMOUNTS chain 0x%08x/0x%08x does not point at a regcmd buffer",
                                 n->chain_base, n->chain_amount);
             } else if (n->chain_amount) {
-                return sim_fail(n, "PC_REGISTER_AMOUNTS = 0x%08x with a zero next-task address", n->chain_amount);
+                return rkt_fail(n, "PC_REGISTER_AMOUNTS = 0x%08x with a zero next-task address", n->chain_amount);
             }
             memset(n->consumed, 0, sizeof(n->consumed));
             rc = n->soc->execute(n);
@@ -354,42 +351,42 @@ static int pc_run(sim_npu *n)
         if (rc)
             return rc;
     }
-    return sim_fail(n, "the PC fetched %u words without an op-enable word", nwords);
+    return rkt_fail(n, "the PC fetched %u words without an op-enable word", nwords);
 }
 
-int sim_npu_mmio_write(sim_npu *n, uint32_t offset, uint32_t value)
+int rkt_npu_mmio_write(rkt_npu *n, uint32_t offset, uint32_t value)
 {
     n->bad = 0;
     n->err[0] = 0;
     if (offset < 0x8000 && !(offset & 3) && n->desc[offset / 4] >= 0) {
         const struct rocket_reg_desc *d = &n->soc->regs[n->desc[offset / 4]];
         if (value & ~d->defined_mask)
-            return sim_fail(n, "MMIO write %s = 0x%08x sets bits 0x%08x outside its defined fields (%s)", d->name, value,
-                            value & ~d->defined_mask, n->soc->name);
+            return rkt_fail(n, "MMIO write %s = 0x%08x sets bits 0x%08x outside its defined fields (%s)", d->name, value,
+                            value & ~d->defined_mask, n->gen->generation);
     }
     switch (offset) {
-    case SIM_PC_BASE_ADDRESS: n->pc_base = value; return 0;
-    case SIM_PC_REGISTER_AMOUNTS: n->pc_amount = value; return 0;
-    case SIM_PC_INTERRUPT_MASK: n->int_mask = value; return 0;
-    case SIM_PC_INTERRUPT_CLEAR: n->int_raw &= ~value; return 0;
-    case SIM_PC_TASK_CON: n->task_con = value; return 0;
-    case SIM_PC_TASK_DMA_BASE_ADDR: n->task_dma_base = value; return 0;
-    case SIM_CNA_S_POINTER: return spointer_write(n, U_CNA, value, 1);
-    case SIM_CORE_S_POINTER: return spointer_write(n, U_CORE, value, 1);
-    case SIM_PC_OPERATION_ENABLE:
+    case RKT_PC_BASE_ADDRESS: n->pc_base = value; return 0;
+    case RKT_PC_REGISTER_AMOUNTS: n->pc_amount = value; return 0;
+    case RKT_PC_INTERRUPT_MASK: n->int_mask = value; return 0;
+    case RKT_PC_INTERRUPT_CLEAR: n->int_raw &= ~value; return 0;
+    case RKT_PC_TASK_CON: n->task_con = value; return 0;
+    case RKT_PC_TASK_DMA_BASE_ADDR: n->task_dma_base = value; return 0;
+    case RKT_CNA_S_POINTER: return spointer_write(n, U_CNA, value, 1);
+    case RKT_CORE_S_POINTER: return spointer_write(n, U_CORE, value, 1);
+    case RKT_PC_OPERATION_ENABLE:
         return value & 1 ? pc_run(n) : 0;
     default:
-        return sim_fail(n, "MMIO write of 0x%08x to 0x%04x is not simulated", value, offset);
+        return rkt_fail(n, "MMIO write of 0x%08x to 0x%04x is not simulated", value, offset);
     }
 }
 
-uint32_t sim_npu_mmio_read(const sim_npu *n, uint32_t offset)
+uint32_t rkt_npu_mmio_read(const rkt_npu *n, uint32_t offset)
 {
     switch (offset) {
-    case SIM_PC_INTERRUPT_RAW_STATUS: return n->int_raw;
-    case SIM_PC_INTERRUPT_STATUS: return n->int_raw & n->int_mask;
-    case SIM_PC_INTERRUPT_MASK: return n->int_mask;
-    case SIM_PC_TASK_CON: return n->task_con;
+    case RKT_PC_INTERRUPT_RAW_STATUS: return n->int_raw;
+    case RKT_PC_INTERRUPT_STATUS: return n->int_raw & n->int_mask;
+    case RKT_PC_INTERRUPT_MASK: return n->int_mask;
+    case RKT_PC_TASK_CON: return n->task_con;
     default: return 0;
     }
 }

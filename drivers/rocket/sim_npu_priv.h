@@ -2,8 +2,8 @@
  * file (sim_npu.c) and the per-SoC register semantics (sim_rk3588.c, sim_rk3576.c).
  *
  * A SoC provides its generated register table, the width of PC_TASK_CON.TASK_NUMBER and an `execute`
- * that reads the executing register groups (sim_rd / sim_want / sim_check), validates them, reaches
- * device memory through sim_mem and runs the shared datapath (sim_conv.h).
+ * that reads the executing register groups (rkt_rd / rkt_want / rkt_check), validates them, reaches
+ * device memory through rkt_mem and runs the shared datapath (sim_conv.h).
  */
 #ifndef TEFLON_SIM_NPU_PRIV_H
 #define TEFLON_SIM_NPU_PRIV_H
@@ -25,79 +25,66 @@ struct rocket_reg_desc {
 };
 #endif
 
-#define SIM_NSLOTS (0x8000 / 4) /* register slots: offsets 0x0000..0x7ffc */
-#define SIM_SXT(v, bits) ((int32_t)((uint32_t)(v) << (32 - (bits))) >> (32 - (bits)))
+#define RKT_NSLOTS (0x8000 / 4) /* register slots: offsets 0x0000..0x7ffc */
+#define RKT_SXT(v, bits) ((int32_t)((uint32_t)(v) << (32 - (bits))) >> (32 - (bits)))
 
-/* PC block and special words: identical offsets on RK3588 and RK3576 (checked at compile time in the
- * SoC files against their generated tables). */
-#define SIM_PC_OPERATION_ENABLE 0x0008u
-#define SIM_PC_BASE_ADDRESS 0x0010u
-#define SIM_PC_REGISTER_AMOUNTS 0x0014u
-#define SIM_PC_INTERRUPT_MASK 0x0020u
-#define SIM_PC_INTERRUPT_CLEAR 0x0024u
-#define SIM_PC_INTERRUPT_STATUS 0x0028u
-#define SIM_PC_INTERRUPT_RAW_STATUS 0x002Cu
-#define SIM_PC_TASK_CON 0x0030u
-#define SIM_PC_TASK_DMA_BASE_ADDR 0x0034u
-#define SIM_CNA_S_POINTER 0x1004u
-#define SIM_CORE_S_POINTER 0x3004u
-#define SIM_DPU_S_POINTER 0x4004u
-#define SIM_DPU_RDMA_S_POINTER 0x5004u
-#define SIM_TARGET_SYNC 0x0041u
-#define SIM_TARGET_OP_ENABLE 0x0081u
-#define SIM_OFFSET_OP_ENABLE 0x0008u
-#define SIM_IRQ_DPU_0 8      /* INTERRUPT_*: DPU_0 / DPU_1 = bits 8 / 9 (ping-pong group of the DPU) */
-#define SIM_SPOINTER_PP 0xEu /* POINTER_PP_EN | EXECUTER_PP_EN | POINTER_PP_MODE */
-#define SIM_SPOINTER_CORE_SELECT 0x30000000u /* bits 28..29, written by the kernel only */
-#define SIM_OPEN_CONV_BITMAP 0x1Du           /* CNA | CORE | DPU | DPU_RDMA */
+/* Special words and the DPU S_POINTERs (the PC block and CNA/CORE S_POINTER are in sim_npu.h): identical
+ * on RK3588 and RK3576, checked at compile time in the generation files against their generated tables. */
+#define RKT_DPU_S_POINTER 0x4004u
+#define RKT_DPU_RDMA_S_POINTER 0x5004u
+#define RKT_TARGET_SYNC 0x0041u
+#define RKT_TARGET_OP_ENABLE 0x0081u
+#define RKT_OFFSET_OP_ENABLE 0x0008u
+#define RKT_OPEN_CONV_BITMAP 0x1Du           /* CNA | CORE | DPU | DPU_RDMA */
 
 /* Each SoC file checks that its generated table agrees with the constants above. */
-#define SIM_ASSERT_PC_LAYOUT(SOC)                                                                               \
-    _Static_assert(SOC##_PC_BASE_ADDRESS == SIM_PC_BASE_ADDRESS && SOC##_PC_REGISTER_AMOUNTS == SIM_PC_REGISTER_AMOUNTS && \
-                       SOC##_PC_TASK_CON == SIM_PC_TASK_CON && SOC##_PC_INTERRUPT_RAW_STATUS == SIM_PC_INTERRUPT_RAW_STATUS && \
-                       SOC##_PC_OPERATION_ENABLE == SIM_PC_OPERATION_ENABLE && SOC##_CNA_S_POINTER == SIM_CNA_S_POINTER && \
-                       SOC##_CORE_S_POINTER == SIM_CORE_S_POINTER && SOC##_DPU_S_POINTER == SIM_DPU_S_POINTER &&   \
-                       SOC##_DPU_RDMA_S_POINTER == SIM_DPU_RDMA_S_POINTER && SOC##_TARGET_SYNC == SIM_TARGET_SYNC && \
-                       SOC##_TARGET_OP_ENABLE == SIM_TARGET_OP_ENABLE &&                                          \
-                       SOC##_PC_INTERRUPT_RAW_STATUS__DPU_0__SHIFT == SIM_IRQ_DPU_0 &&                            \
+#define RKT_ASSERT_PC_LAYOUT(SOC)                                                                               \
+    _Static_assert(SOC##_PC_BASE_ADDRESS == RKT_PC_BASE_ADDRESS && SOC##_PC_REGISTER_AMOUNTS == RKT_PC_REGISTER_AMOUNTS && \
+                       SOC##_PC_TASK_CON == RKT_PC_TASK_CON && SOC##_PC_INTERRUPT_RAW_STATUS == RKT_PC_INTERRUPT_RAW_STATUS && \
+                       SOC##_PC_OPERATION_ENABLE == RKT_PC_OPERATION_ENABLE && SOC##_CNA_S_POINTER == RKT_CNA_S_POINTER && \
+                       SOC##_CORE_S_POINTER == RKT_CORE_S_POINTER && SOC##_DPU_S_POINTER == RKT_DPU_S_POINTER &&   \
+                       SOC##_DPU_RDMA_S_POINTER == RKT_DPU_RDMA_S_POINTER && SOC##_TARGET_SYNC == RKT_TARGET_SYNC && \
+                       SOC##_TARGET_OP_ENABLE == RKT_TARGET_OP_ENABLE &&                                          \
+                       SOC##_PC_INTERRUPT_RAW_STATUS__DPU_0__SHIFT == RKT_IRQ_DPU_0 &&                            \
                        SOC##_PC_TASK_CON__TASK_NUMBER__SHIFT == 0,                                                \
                    "the generic PC assumes these " #SOC " offsets")
 
-enum sim_unit { U_CNA, U_CORE, U_DPU, U_RDMA, U_PPU, U_PPU_RDMA, U_COUNT, U_PC = -1, U_NONE = -2 };
+enum rkt_unit { U_CNA, U_CORE, U_DPU, U_RDMA, U_PPU, U_PPU_RDMA, U_COUNT, U_PC = -1, U_NONE = -2 };
 
-struct sim_soc {
-    const char *name;
+struct rkt_soc {
     const struct rocket_reg_desc *regs;
     int nregs;
     uint32_t task_number_mask;      /* PC_TASK_CON.TASK_NUMBER, from bit 0 */
     const char *task_con_hint;      /* appended to the TASK_NUMBER error */
-    int stream_core_spointers;      /* CNA/CORE S_POINTER may be written (with SIM_SPOINTER_PP) from a stream */
-    int (*execute)(sim_npu *n);
+    int stream_core_spointers;      /* CNA/CORE S_POINTER may be written (with RKT_SPOINTER_PP) from a stream */
+    int (*execute)(rkt_npu *n);
 };
 
-extern const struct sim_soc sim_soc_rk3588;
-extern const struct sim_soc sim_soc_rk3576;
+/* The generations' semantics, for the per-generation table (rkt_family.c). */
+extern const struct rkt_soc rkt_soc_rk3588;
+extern const struct rkt_soc rkt_soc_rk3576;
 
 /* Weights left in the CBUF by an earlier task of the same job, for reuse. */
-struct sim_resident_weights {
+struct rkt_resident_weights {
     int valid;
     uint32_t iova;
     uint32_t bytes;
     int data_bank, weight_bank; /* RK3588 bank split (RK3576: 0) */
-    struct sim_conv_geom g;
+    struct rkt_conv_geom g;
 };
 
 /* RK3576 CBUF data ring: 64-byte granules, each tagged with the row format that last filled it in this
  * job (0: not filled). */
-struct sim_cbuf_ring {
+struct rkt_cbuf_ring {
     uint8_t *data;
     uint32_t *tag;
     uint32_t granules; /* capacity allocated */
 };
 
-struct sim_npu {
-    const struct sim_soc *soc;
-    sim_mem_lookup lookup;
+struct rkt_npu {
+    const struct rkt_gen *gen;
+    const struct rkt_soc *soc; /* gen->soc */
+    rkt_mem_lookup lookup;
     void *ctx;
 
     /* PC block (not ping-ponged) */
@@ -108,16 +95,16 @@ struct sim_npu {
     uint32_t spointer[U_COUNT];
     int ptr[U_COUNT], exe[U_COUNT];
 
-    uint32_t regs[2][SIM_NSLOTS];
-    uint8_t written[2][SIM_NSLOTS];
-    uint8_t dirty[2][SIM_NSLOTS];
-    uint16_t word_at[2][SIM_NSLOTS]; /* index of the regcmd word that last wrote the register */
-    uint8_t consumed[SIM_NSLOTS];
-    int16_t desc[SIM_NSLOTS]; /* slot -> index in soc->regs, -1 unknown */
+    uint32_t regs[2][RKT_NSLOTS];
+    uint8_t written[2][RKT_NSLOTS];
+    uint8_t dirty[2][RKT_NSLOTS];
+    uint16_t word_at[2][RKT_NSLOTS]; /* index of the regcmd word that last wrote the register */
+    uint8_t consumed[RKT_NSLOTS];
+    int16_t desc[RKT_NSLOTS]; /* slot -> index in soc->regs, -1 unknown */
 
-    struct sim_resident_weights cbuf;
-    struct sim_cbuf_ring ring;
-    sim_conv *conv;
+    struct rkt_resident_weights cbuf;
+    struct rkt_cbuf_ring ring;
+    rkt_conv *conv;
 
     /* per-task host copies of what the DPU reads from tables (bias / coefficients), and the RK3576 CBUF
      * window handed to the datapath */
@@ -134,24 +121,24 @@ struct sim_npu {
     char err[512];
 };
 
-int sim_unit_of(uint32_t offset);
-const char *sim_reg_name(const sim_npu *n, uint32_t offset);
+int rkt_unit_of(uint32_t offset);
+const char *rkt_reg_name(const rkt_npu *n, uint32_t offset);
 
 /* Record the first error (later ones are dropped); returns -EINVAL. */
-int sim_fail(sim_npu *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int rkt_fail(rkt_npu *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Read a register of the executing group: marks it consumed; never written in this job is an error. */
-uint32_t sim_rd(sim_npu *n, uint32_t off);
+uint32_t rkt_rd(rkt_npu *n, uint32_t off);
 /* The register must hold exactly `expect` (the only value the simulator understands). */
-uint32_t sim_want(sim_npu *n, uint32_t off, uint32_t expect, const char *why);
+uint32_t rkt_want(rkt_npu *n, uint32_t off, uint32_t expect, const char *why);
 /* Fail naming register and value unless `ok`. */
-void sim_check(sim_npu *n, int ok, uint32_t off, uint32_t v, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void rkt_check(rkt_npu *n, int ok, uint32_t off, uint32_t v, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Host pointer for a device range inside one BO, else a "DMA fault" error naming `what`. */
-uint8_t *sim_mem(sim_npu *n, const char *what, uint32_t iova, uint64_t len);
+uint8_t *rkt_mem(rkt_npu *n, const char *what, uint32_t iova, uint64_t len);
 /* Every register written since the executing groups last ran must have been consumed by this task. */
-int sim_check_all_consumed(sim_npu *n);
+int rkt_check_all_consumed(rkt_npu *n);
 /* Run a validated task on the datapath and count its MACs. */
-int sim_run_conv(sim_npu *n, const struct sim_conv_task *t);
+int rkt_run_conv(rkt_npu *n, const struct rkt_conv_task *t);
 /* Grow the per-task table arrays to n entries each. */
-int sim_tables_reserve(sim_npu *n, size_t entries);
+int rkt_tables_reserve(rkt_npu *n, size_t entries);
 
 #endif

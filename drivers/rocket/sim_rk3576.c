@@ -25,7 +25,7 @@
 #define COEF_GROUP_BYTES 64u       /* direct: A int32 x 8, B int16 x 8, C int16 x 8 */
 #define COEF_GROUP_BYTES_DW 48u    /* depthwise: A int32 x 8, C int16 x 8 */
 
-SIM_ASSERT_PC_LAYOUT(RK3576);
+RKT_ASSERT_PC_LAYOUT(RK3576);
 
 static uint32_t round_up(uint32_t v, uint32_t a)
 {
@@ -43,7 +43,7 @@ static int16_t le16(const uint8_t *p)
 }
 
 /* Registers the vendor always writes with one value whose meaning is not known: only that value. */
-static void want_vendor_constants(sim_npu *n, int depthwise)
+static void want_vendor_constants(rkt_npu *n, int depthwise)
 {
     static const struct { uint32_t off, val; } fixed[] = {
         {RK3576_CNA_UNDOC_1010, 0xFFF},
@@ -133,12 +133,12 @@ static void want_vendor_constants(sim_npu *n, int depthwise)
         {RK3576_DPU_RDMA_UNDOC_507C, 0},
     };
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-        sim_want(n, fixed[i].off, fixed[i].val, "the only value the vendor writes on the int8 conv paths");
-    sim_want(n, RK3576_CNA_CONV_CON1, depthwise ? 1 : 0, "CONV_MODE as the task's mode, int8, no ARGB input");
-    sim_want(n, RK3576_CORE_MISC_CFG, depthwise ? 0x1000000A : 0x10000001, "the vendor's int8 direct / depthwise word");
-    sim_want(n, RK3576_DPU_FEATURE_MODE_CFG, depthwise ? 0x4000000C : 0x40000004, "output to memory, CONV_MODE as CNA");
-    sim_want(n, RK3576_DPU_UNDOC_4038, depthwise ? 0x100092 : 0x120080, "the vendor's int8 direct / depthwise word");
-    sim_want(n, RK3576_DPU_RDMA_FEATURE_MODE_CFG, depthwise ? 0x40000012 : 0x40000010, "MRDMA off, CONV_MODE as CNA");
+        rkt_want(n, fixed[i].off, fixed[i].val, "the only value the vendor writes on the int8 conv paths");
+    rkt_want(n, RK3576_CNA_CONV_CON1, depthwise ? 1 : 0, "CONV_MODE as the task's mode, int8, no ARGB input");
+    rkt_want(n, RK3576_CORE_MISC_CFG, depthwise ? 0x1000000A : 0x10000001, "the vendor's int8 direct / depthwise word");
+    rkt_want(n, RK3576_DPU_FEATURE_MODE_CFG, depthwise ? 0x4000000C : 0x40000004, "output to memory, CONV_MODE as CNA");
+    rkt_want(n, RK3576_DPU_UNDOC_4038, depthwise ? 0x100092 : 0x120080, "the vendor's int8 direct / depthwise word");
+    rkt_want(n, RK3576_DPU_RDMA_FEATURE_MODE_CFG, depthwise ? 0x40000012 : 0x40000010, "MRDMA off, CONV_MODE as CNA");
 }
 
 /* The CBUF data ring [INFERRED from the vendor's row windows, docs/hardware/rocket-rk3576-sim.md]:
@@ -151,7 +151,7 @@ static uint32_t ring_tag(uint32_t iw, uint32_t c16, uint32_t limit)
 }
 
 /* Copy between host bytes and the ring, from byte `at` of the ring, wrapping at `limit` granules. */
-static void ring_write(struct sim_cbuf_ring *r, uint32_t limit, uint64_t at, const uint8_t *src, size_t len)
+static void ring_write(struct rkt_cbuf_ring *r, uint32_t limit, uint64_t at, const uint8_t *src, size_t len)
 {
     const uint64_t size = (uint64_t)limit * GRANULE;
     for (size_t done = 0, chunk; done < len; done += chunk) {
@@ -161,7 +161,7 @@ static void ring_write(struct sim_cbuf_ring *r, uint32_t limit, uint64_t at, con
     }
 }
 
-static void ring_read(const struct sim_cbuf_ring *r, uint32_t limit, uint64_t at, uint8_t *dst, size_t len)
+static void ring_read(const struct rkt_cbuf_ring *r, uint32_t limit, uint64_t at, uint8_t *dst, size_t len)
 {
     const uint64_t size = (uint64_t)limit * GRANULE;
     for (size_t done = 0, chunk; done < len; done += chunk) {
@@ -171,7 +171,7 @@ static void ring_read(const struct sim_cbuf_ring *r, uint32_t limit, uint64_t at
     }
 }
 
-static int ring_reserve(sim_npu *n)
+static int ring_reserve(rkt_npu *n)
 {
     if (n->ring.data)
         return 0;
@@ -182,342 +182,427 @@ static int ring_reserve(sim_npu *n)
         free(n->ring.tag);
         n->ring.data = NULL;
         n->ring.tag = NULL;
-        return sim_fail(n, "simulator out of memory for the CBUF");
+        return rkt_fail(n, "simulator out of memory for the CBUF");
     }
     n->ring.granules = RING_MAX_GRANULES;
     return 0;
 }
 
-static int rk3576_execute(sim_npu *n)
+/* One task as the decode steps hand it on: the datapath task, and the register values the later steps
+ * (checks across units, memory, the CBUF ring) still need. The steps run in the order of the original single
+ * pass, which is also the order of the first error a broken stream reports. */
+struct rk3576_task {
+    struct rkt_conv_task t;
+    int dw, kernels_m1, c, weight_reuse, pad_bottom, pad_right, nsurf, spg;
+    uint32_t ws2, c16, ds0, iw, win_rows, fetched, entries, cb2, read_origin, limit, write_origin;
+    uint32_t ws0, ws1, ds2, u1038, w_iova, pad0, in_iova, ss, ts, surf, cd0;
+    uint32_t out_iova, surf_stride, jump, coef_iova, shift_iova, planes;
+    size_t row_pitch, plane_pitch; /* of the input planes in device memory */
+    const uint8_t *in; /* the input planes in device memory */
+};
+
+/* Conv mode, vendor constants, strides, kernel size. */
+static void conv_mode(rkt_npu *n, struct rk3576_task *st)
 {
-    struct sim_conv_task t;
-    memset(&t, 0, sizeof(t));
-    struct sim_conv_geom *g = &t.g;
-
-    /* ---------------- mode, kernel, strides ---------------- */
-    const uint32_t con1 = sim_rd(n, RK3576_CNA_CONV_CON1);
-    sim_check(n, con1 == 0 || con1 == 1, RK3576_CNA_CONV_CON1, con1,
+    struct rkt_conv_task *t = &st->t;
+    struct rkt_conv_geom *g = &st->t.g;
+    const uint32_t con1 = rkt_rd(n, RK3576_CNA_CONV_CON1);
+    rkt_check(n, con1 == 0 || con1 == 1, RK3576_CNA_CONV_CON1, con1,
               "only int8 direct (0) or depthwise (1): the ARGB first-conv and fp16 paths are not simulated");
-    const int dw = con1 == 1;
-    g->depthwise = dw;
-    g->dw_byte_pairs = dw;
-    want_vendor_constants(n, dw);
+    st->dw = con1 == 1;
+    g->depthwise = st->dw;
+    g->dw_byte_pairs = st->dw;
+    want_vendor_constants(n, st->dw);
 
-    const uint32_t con3 = sim_rd(n, RK3576_CNA_CONV_CON3);
-    t.sx = (int)F(con3, CNA_CONV_CON3, CONV_X_STRIDE);
-    t.sy = (int)F(con3, CNA_CONV_CON3, CONV_Y_STRIDE);
-    sim_check(n, t.sx >= 1 && t.sy >= 1, RK3576_CNA_CONV_CON3, con3, "strides must be >= 1");
+    const uint32_t con3 = rkt_rd(n, RK3576_CNA_CONV_CON3);
+    t->sx = (int)F(con3, CNA_CONV_CON3, CONV_X_STRIDE);
+    t->sy = (int)F(con3, CNA_CONV_CON3, CONV_Y_STRIDE);
+    rkt_check(n, t->sx >= 1 && t->sy >= 1, RK3576_CNA_CONV_CON3, con3, "strides must be >= 1");
 
-    const uint32_t ws2 = sim_rd(n, RK3576_CNA_WEIGHT_SIZE2);
-    g->kw = (int)F(ws2, CNA_WEIGHT_SIZE2, WEIGHT_WIDTH_M1) + 1;
-    g->kh = (int)F(ws2, CNA_WEIGHT_SIZE2, WEIGHT_HEIGHT_M1) + 1;
-    const int kernels_m1 = (int)F(ws2, CNA_WEIGHT_SIZE2, WEIGHT_KERNELS_M1);
+    st->ws2 = rkt_rd(n, RK3576_CNA_WEIGHT_SIZE2);
+    g->kw = (int)F(st->ws2, CNA_WEIGHT_SIZE2, WEIGHT_WIDTH_M1) + 1;
+    g->kh = (int)F(st->ws2, CNA_WEIGHT_SIZE2, WEIGHT_HEIGHT_M1) + 1;
+    st->kernels_m1 = (int)F(st->ws2, CNA_WEIGHT_SIZE2, WEIGHT_KERNELS_M1);
+}
 
-    /* ---------------- channels and the input window ---------------- */
-    const uint32_t ds1 = sim_rd(n, RK3576_CNA_DATA_SIZE1);
-    const int c = (int)F(ds1, CNA_DATA_SIZE1, DATAIN_CHANNEL_M1) + 1;
-    const uint32_t dsz1 = sim_rd(n, RK3576_CNA_DMA_SIZE1);
-    sim_check(n, F(dsz1, CNA_DMA_SIZE1, DMA_CHANNEL_M1) + 1 == (uint32_t)c, RK3576_CNA_DMA_SIZE1, dsz1,
-              "DMA channels must equal CNA_DATA_SIZE1 channels (%d)", c);
+/* CNA: channels, the input window, its rows in CBUF granules. */
+static void input_window(rkt_npu *n, struct rk3576_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    struct rkt_conv_geom *g = &st->t.g;
+    const uint32_t ds1 = rkt_rd(n, RK3576_CNA_DATA_SIZE1);
+    st->c = (int)F(ds1, CNA_DATA_SIZE1, DATAIN_CHANNEL_M1) + 1;
+    const uint32_t dsz1 = rkt_rd(n, RK3576_CNA_DMA_SIZE1);
+    rkt_check(n, F(dsz1, CNA_DMA_SIZE1, DMA_CHANNEL_M1) + 1 == (uint32_t)st->c, RK3576_CNA_DMA_SIZE1, dsz1,
+              "DMA channels must equal CNA_DATA_SIZE1 channels (%d)", st->c);
     /* channels >= C of the last 16-channel plane are not read (they count as 0 in the MAC and the window
      * sum); the weight cube still holds round16(C) channels [INFERRED for direct: the vendor's direct
      * programs all have C a multiple of 16; its depthwise ones size the cube with round16(C)] */
-    const uint32_t c16 = round_up((uint32_t)c, 16); /* channels in the 16-channel planes of memory */
-    g->ic = (int)c16;
-    t.ic_real = c;
+    st->c16 = round_up((uint32_t)st->c, 16); /* channels in the 16-channel planes of memory */
+    g->ic = (int)st->c16;
+    t->ic_real = st->c;
     /* CBUF row: the 16-channel groups, one more when their count is 3 mod 4 [R76-VENDOR 490/490] */
-    const uint32_t groups = c16 / 16 + (c16 / 16 % 4 == 3);
+    const uint32_t groups = st->c16 / 16 + (st->c16 / 16 % 4 == 3);
 
-    const uint32_t ds0 = sim_rd(n, RK3576_CNA_DATA_SIZE0);
-    const uint32_t iw = F(ds0, CNA_DATA_SIZE0, DATAIN_WIDTH_M1) + 1;
-    const uint32_t win_rows = F(ds0, CNA_DATA_SIZE0, DATAIN_HEIGHT_M1) + 1;
-    const uint32_t dsz0 = sim_rd(n, RK3576_CNA_DMA_SIZE0);
-    const uint32_t fetched = F(dsz0, CNA_DMA_SIZE0, DMA_HEIGHT_M1) + 1;
-    sim_check(n, F(dsz0, CNA_DMA_SIZE0, DMA_WIDTH_M1) + 1 == iw && fetched <= win_rows, RK3576_CNA_DMA_SIZE0, dsz0,
-              "DMA width must equal the window width (%u) and the fetched rows at most the window's %u rows", iw,
-              win_rows);
-    const uint32_t entries = (iw * groups * 16 + GRANULE - 1) / GRANULE; /* granules per row */
-    const uint32_t cb1 = sim_rd(n, RK3576_CNA_CBUF_CON1);
-    sim_check(n, F(cb1, CNA_CBUF_CON1, DATA_ENTRIES) == entries && F(cb1, CNA_CBUF_CON1, DATAIN_WIDTH) == iw,
+    st->ds0 = rkt_rd(n, RK3576_CNA_DATA_SIZE0);
+    st->iw = F(st->ds0, CNA_DATA_SIZE0, DATAIN_WIDTH_M1) + 1;
+    st->win_rows = F(st->ds0, CNA_DATA_SIZE0, DATAIN_HEIGHT_M1) + 1;
+    const uint32_t dsz0 = rkt_rd(n, RK3576_CNA_DMA_SIZE0);
+    st->fetched = F(dsz0, CNA_DMA_SIZE0, DMA_HEIGHT_M1) + 1;
+    rkt_check(n, F(dsz0, CNA_DMA_SIZE0, DMA_WIDTH_M1) + 1 == st->iw && st->fetched <= st->win_rows, RK3576_CNA_DMA_SIZE0, dsz0,
+              "DMA width must equal the window width (%u) and the fetched rows at most the window's %u rows", st->iw,
+              st->win_rows);
+    st->entries = (st->iw * groups * 16 + GRANULE - 1) / GRANULE; /* granules per row */
+    const uint32_t cb1 = rkt_rd(n, RK3576_CNA_CBUF_CON1);
+    rkt_check(n, F(cb1, CNA_CBUF_CON1, DATA_ENTRIES) == st->entries && F(cb1, CNA_CBUF_CON1, DATAIN_WIDTH) == st->iw,
               RK3576_CNA_CBUF_CON1, cb1, "must be width %u and %u CBUF granules per row (ceil(width x %u channels / 64))",
-              iw, entries, groups * 16);
-    const uint32_t cb2 = sim_rd(n, RK3576_CNA_CBUF_CON2);
-    const uint32_t read_origin = F(cb2, CNA_CBUF_CON2, READ_ORIGIN);
-    sim_check(n, F(cb2, CNA_CBUF_CON2, DATA_ENTRIES) == entries, RK3576_CNA_CBUF_CON2, cb2,
-              "DATA_ENTRIES must be %u granules per row", entries);
-    sim_check(n, F(ds1, CNA_DATA_SIZE1, WINDOW_ENTRIES) == fetched * entries, RK3576_CNA_DATA_SIZE1, ds1,
-              "WINDOW_ENTRIES must be the %u fetched rows x %u granules", fetched, entries);
-    const uint32_t u118c = sim_rd(n, RK3576_CNA_UNDOC_118C);
-    sim_check(n, u118c == (iw - 1) * 0x10001u, RK3576_CNA_UNDOC_118C, u118c,
+              st->iw, st->entries, groups * 16);
+    st->cb2 = rkt_rd(n, RK3576_CNA_CBUF_CON2);
+    st->read_origin = F(st->cb2, CNA_CBUF_CON2, READ_ORIGIN);
+    rkt_check(n, F(st->cb2, CNA_CBUF_CON2, DATA_ENTRIES) == st->entries, RK3576_CNA_CBUF_CON2, st->cb2,
+              "DATA_ENTRIES must be %u granules per row", st->entries);
+    rkt_check(n, F(ds1, CNA_DATA_SIZE1, WINDOW_ENTRIES) == st->fetched * st->entries, RK3576_CNA_DATA_SIZE1, ds1,
+              "WINDOW_ENTRIES must be the %u fetched rows x %u granules", st->fetched, st->entries);
+    const uint32_t u118c = rkt_rd(n, RK3576_CNA_UNDOC_118C);
+    rkt_check(n, u118c == (st->iw - 1) * 0x10001u, RK3576_CNA_UNDOC_118C, u118c,
               "only (width - 1) in both halves (the vendor's value)");
+}
 
-    /* ---------------- CBUF data ring ---------------- */
-    const uint32_t cb0 = sim_rd(n, RK3576_CNA_CBUF_CON0);
-    const uint32_t limit = F(cb0, CNA_CBUF_CON0, DATA_LIMIT);
-    const uint32_t write_origin = F(cb0, CNA_CBUF_CON0, WRITE_ORIGIN);
-    sim_check(n, limit == 4096 || limit == 5120, RK3576_CNA_CBUF_CON0, cb0,
+/* CNA: the CBUF data ring the window goes through. */
+static int cbuf_ring(rkt_npu *n, struct rk3576_task *st)
+{
+    const uint32_t cb0 = rkt_rd(n, RK3576_CNA_CBUF_CON0);
+    st->limit = F(cb0, CNA_CBUF_CON0, DATA_LIMIT);
+    st->write_origin = F(cb0, CNA_CBUF_CON0, WRITE_ORIGIN);
+    rkt_check(n, st->limit == 4096 || st->limit == 5120, RK3576_CNA_CBUF_CON0, cb0,
               "data ring of %u granules not understood (only the vendor's core-0 rings of 4096 or 5120 from granule 0)",
-              limit);
-    const uint32_t u1018 = sim_rd(n, RK3576_CNA_UNDOC_1018);
+              st->limit);
+    const uint32_t u1018 = rkt_rd(n, RK3576_CNA_UNDOC_1018);
     const int retain_flag = (int)F(u1018, CNA_UNDOC_1018, CBUF_RETAIN);
-    sim_check(n, (u1018 & 0x7FFFFFFFu) == (0x40000000u | (limit / 1024) * 0x101u), RK3576_CNA_UNDOC_1018, u1018,
-              "bits 0..3 and 8..11 must be the data ring in 1024-granule units (%u) and bit 30 set (vendor)", limit / 1024);
-    const uint32_t kept = win_rows - fetched;
-    sim_check(n, retain_flag == (kept > 0), RK3576_CNA_UNDOC_1018, u1018,
+    rkt_check(n, (u1018 & 0x7FFFFFFFu) == (0x40000000u | (st->limit / 1024) * 0x101u), RK3576_CNA_UNDOC_1018, u1018,
+              "bits 0..3 and 8..11 must be the data ring in 1024-granule units (%u) and bit 30 set (vendor)", st->limit / 1024);
+    const uint32_t kept = st->win_rows - st->fetched;
+    rkt_check(n, retain_flag == (kept > 0), RK3576_CNA_UNDOC_1018, u1018,
               "CBUF_RETAIN must be set exactly when the window keeps rows from the previous task (%u kept)", kept);
-    if (!n->bad && (read_origin >= limit || write_origin >= limit))
-        return sim_fail(n, "CNA_CBUF_CON2 = 0x%08x / CNA_CBUF_CON0 = 0x%08x: read origin %u or write origin %u outside "
-                        "the %u-granule data ring", cb2, cb0, read_origin, write_origin, limit);
-    if (!n->bad && (uint64_t)win_rows * entries > limit)
-        return sim_fail(n, "CNA_DATA_SIZE0 = 0x%08x: a window of %u rows x %u granules exceeds the CBUF data ring of %u "
-                        "granules (CNA_CBUF_CON0 = 0x%08x): its rows would overwrite each other", ds0, win_rows, entries,
-                        limit, cb0);
-    if (!n->bad && write_origin != (read_origin + kept * entries) % limit)
-        return sim_fail(n, "CNA_CBUF_CON0 = 0x%08x: fetched rows written from granule %u, but the window starts at granule "
+    if (!n->bad && (st->read_origin >= st->limit || st->write_origin >= st->limit))
+        return rkt_fail(n, "CNA_CBUF_CON2 = 0x%08x / CNA_CBUF_CON0 = 0x%08x: read origin %u or write origin %u outside "
+                        "the %u-granule data ring", st->cb2, cb0, st->read_origin, st->write_origin, st->limit);
+    if (!n->bad && (uint64_t)st->win_rows * st->entries > st->limit)
+        return rkt_fail(n, "CNA_DATA_SIZE0 = 0x%08x: a window of %u rows x %u granules exceeds the CBUF data ring of %u "
+                        "granules (CNA_CBUF_CON0 = 0x%08x): its rows would overwrite each other", st->ds0, st->win_rows, st->entries,
+                        st->limit, cb0);
+    if (!n->bad && st->write_origin != (st->read_origin + kept * st->entries) % st->limit)
+        return rkt_fail(n, "CNA_CBUF_CON0 = 0x%08x: fetched rows written from granule %u, but the window starts at granule "
                         "%u with %u kept rows of %u granules (they must follow the kept rows: granule %u)", cb0,
-                        write_origin, read_origin, kept, entries, (read_origin + kept * entries) % limit);
+                        st->write_origin, st->read_origin, kept, st->entries, (st->read_origin + kept * st->entries) % st->limit);
+    return 0;
+}
 
-    /* ---------------- weights ---------------- */
-    const uint32_t ws0 = sim_rd(n, RK3576_CNA_WEIGHT_SIZE0);
-    const uint32_t ws1 = sim_rd(n, RK3576_CNA_WEIGHT_SIZE1);
-    const uint32_t ds2 = sim_rd(n, RK3576_CNA_DATA_SIZE2);
-    const uint32_t u1038 = sim_rd(n, RK3576_CNA_UNDOC_1038);
-    const int weight_reuse = (int)F(u1038, CNA_UNDOC_1038, NOT_FIRST_TASK);
-    sim_check(n, F(u1038, CNA_UNDOC_1038, LOW) == 7, RK3576_CNA_UNDOC_1038, u1038, "low bits: only 7 (the vendor's value)");
-    const uint32_t w_iova = sim_rd(n, RK3576_CNA_DCOMP_ADDR0);
+/* CNA: weight sizes, reuse, address. */
+static void weight_regs(rkt_npu *n, struct rk3576_task *st)
+{
+    st->ws0 = rkt_rd(n, RK3576_CNA_WEIGHT_SIZE0);
+    st->ws1 = rkt_rd(n, RK3576_CNA_WEIGHT_SIZE1);
+    st->ds2 = rkt_rd(n, RK3576_CNA_DATA_SIZE2);
+    st->u1038 = rkt_rd(n, RK3576_CNA_UNDOC_1038);
+    st->weight_reuse = (int)F(st->u1038, CNA_UNDOC_1038, NOT_FIRST_TASK);
+    rkt_check(n, F(st->u1038, CNA_UNDOC_1038, LOW) == 7, RK3576_CNA_UNDOC_1038, st->u1038, "low bits: only 7 (the vendor's value)");
+    st->w_iova = rkt_rd(n, RK3576_CNA_DCOMP_ADDR0);
+}
 
-    /* ---------------- padding, input addressing ---------------- */
-    const uint32_t pad0 = sim_rd(n, RK3576_CNA_PAD_CON0);
-    t.pad_top = (int)F(pad0, CNA_PAD_CON0, PAD_TOP);
-    t.pad_left = (int)F(pad0, CNA_PAD_CON0, PAD_LEFT);
-    const int pad_bottom = (int)F(pad0, CNA_PAD_CON0, PAD_BOTTOM), pad_right = (int)F(pad0, CNA_PAD_CON0, PAD_RIGHT);
-    const uint32_t pad1 = sim_rd(n, RK3576_CNA_PAD_CON1);
-    sim_check(n, (int32_t)pad1 >= -128 && (int32_t)pad1 <= 127, RK3576_CNA_PAD_CON1, pad1,
+/* CNA: padding and input addressing. */
+static void padding_input(rkt_npu *n, struct rk3576_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    st->pad0 = rkt_rd(n, RK3576_CNA_PAD_CON0);
+    t->pad_top = (int)F(st->pad0, CNA_PAD_CON0, PAD_TOP);
+    t->pad_left = (int)F(st->pad0, CNA_PAD_CON0, PAD_LEFT);
+    st->pad_bottom = (int)F(st->pad0, CNA_PAD_CON0, PAD_BOTTOM);
+    st->pad_right = (int)F(st->pad0, CNA_PAD_CON0, PAD_RIGHT);
+    const uint32_t pad1 = rkt_rd(n, RK3576_CNA_PAD_CON1);
+    rkt_check(n, (int32_t)pad1 >= -128 && (int32_t)pad1 <= 127, RK3576_CNA_PAD_CON1, pad1,
               "the pad value must be an int8 sign-extended to 32 bits (the input zero point as stored)");
-    t.pad_value = (int32_t)pad1;
-    const uint32_t in_iova = sim_rd(n, RK3576_CNA_FEATURE_DATA_ADDR);
-    const uint32_t ls = sim_rd(n, RK3576_CNA_DMA_CON1);
-    const uint32_t ss = sim_rd(n, RK3576_CNA_DMA_CON2);
-    const uint32_t ts = sim_rd(n, RK3576_CNA_DMA_CON3);
-    sim_check(n, ls == 4 * iw, RK3576_CNA_DMA_CON1, ls,
-              "line stride must be 4 x width = %u (rows of width x 16 bytes back to back, the vendor's value)", 4 * iw);
-    const uint32_t surf = iw * fetched;
-    sim_check(n, ts == round_up(surf, 4) || (surf == 1 && ts == 1), RK3576_CNA_DMA_CON3, ts,
-              "task surface must be round4(width x fetched rows) = %u 16-byte units", round_up(surf, 4));
+    t->pad_value = (int32_t)pad1;
+    st->in_iova = rkt_rd(n, RK3576_CNA_FEATURE_DATA_ADDR);
+    const uint32_t ls = rkt_rd(n, RK3576_CNA_DMA_CON1);
+    st->ss = rkt_rd(n, RK3576_CNA_DMA_CON2);
+    st->ts = rkt_rd(n, RK3576_CNA_DMA_CON3);
+    rkt_check(n, ls == 4 * st->iw, RK3576_CNA_DMA_CON1, ls,
+              "line stride must be 4 x width = %u (rows of width x 16 bytes back to back, the vendor's value)", 4 * st->iw);
+    st->surf = st->iw * st->fetched;
+    rkt_check(n, st->ts == round_up(st->surf, 4) || (st->surf == 1 && st->ts == 1), RK3576_CNA_DMA_CON3, st->ts,
+              "task surface must be round4(width x fetched rows) = %u 16-byte units", round_up(st->surf, 4));
+}
 
-    /* ---------------- output cube ---------------- */
-    const uint32_t cd0 = sim_rd(n, RK3576_CORE_DATAOUT_SIZE_0);
-    t.out_w = (int)F(cd0, CORE_DATAOUT_SIZE_0, DATAOUT_WIDTH_M1) + 1;
-    t.out_h = (int)F(cd0, CORE_DATAOUT_SIZE_0, DATAOUT_HEIGHT_M1) + 1;
-    const uint32_t cd1 = sim_rd(n, RK3576_CORE_DATAOUT_SIZE_1);
-    t.oc_real = (int)F(cd1, CORE_DATAOUT_SIZE_1, DATAOUT_CHANNEL_M1) + 1;
-    sim_check(n, !dw || t.oc_real == c, RK3576_CORE_DATAOUT_SIZE_1, cd1, "depthwise: output channels must equal the %d input channels", c);
-    t.group_channels = dw ? 64 : 32;
-    t.oc = (int)round_up((uint32_t)t.oc_real, (uint32_t)t.group_channels);
-    const uint32_t oc_m1 = (uint32_t)t.oc_real - 1, ow_m1 = (uint32_t)t.out_w - 1, oh_m1 = (uint32_t)t.out_h - 1;
-    sim_check(n, F(ds2, CNA_DATA_SIZE2, DATAOUT_WIDTH_M1) == ow_m1, RK3576_CNA_DATA_SIZE2, ds2, "output width - 1 must be %u", ow_m1);
-    const uint32_t ds3 = sim_rd(n, RK3576_CNA_DATA_SIZE3);
-    sim_check(n, ds3 == (uint32_t)(t.out_w * t.out_h) - 1, RK3576_CNA_DATA_SIZE3, ds3, "must be output width x height - 1 = %d",
-              t.out_w * t.out_h - 1);
-    sim_want(n, RK3576_DPU_DATA_CUBE_WIDTH, ow_m1, "output width - 1 (CORE_DATAOUT_SIZE_0)");
-    sim_want(n, RK3576_DPU_DATA_CUBE_HEIGHT, oh_m1, "output height - 1 (CORE_DATAOUT_SIZE_0)");
-    sim_want(n, RK3576_DPU_WDMA_SIZE_1, oh_m1 << 16 | ow_m1, "output height - 1 / width - 1 (CORE_DATAOUT_SIZE_0)");
-    sim_want(n, RK3576_DPU_DATA_CUBE_CHANNEL, oc_m1, "output channels - 1 (CORE_DATAOUT_SIZE_1)");
-    sim_want(n, RK3576_DPU_UNDOC_4030, oc_m1 << 16 | (dw ? 0x310u : 0x710u), "output channels - 1 over the vendor's 0x710 / 0x310");
-    sim_want(n, RK3576_DPU_RDMA_DATA_CUBE_WIDTH, ow_m1, "output width - 1 (CORE_DATAOUT_SIZE_0)");
-    sim_want(n, RK3576_DPU_RDMA_DATA_CUBE_HEIGHT, oh_m1, "output height - 1 (CORE_DATAOUT_SIZE_0)");
-    sim_want(n, RK3576_DPU_RDMA_DATA_CUBE_CHANNEL, oc_m1, "output channels - 1 (CORE_DATAOUT_SIZE_1)");
+/* CORE, DPU, DPU_RDMA: the output cube in every unit. */
+static void output_cube(rkt_npu *n, struct rk3576_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    st->cd0 = rkt_rd(n, RK3576_CORE_DATAOUT_SIZE_0);
+    t->out_w = (int)F(st->cd0, CORE_DATAOUT_SIZE_0, DATAOUT_WIDTH_M1) + 1;
+    t->out_h = (int)F(st->cd0, CORE_DATAOUT_SIZE_0, DATAOUT_HEIGHT_M1) + 1;
+    const uint32_t cd1 = rkt_rd(n, RK3576_CORE_DATAOUT_SIZE_1);
+    t->oc_real = (int)F(cd1, CORE_DATAOUT_SIZE_1, DATAOUT_CHANNEL_M1) + 1;
+    rkt_check(n, !st->dw || t->oc_real == st->c, RK3576_CORE_DATAOUT_SIZE_1, cd1, "depthwise: output channels must equal the %d input channels", st->c);
+    t->group_channels = st->dw ? 64 : 32;
+    t->oc = (int)round_up((uint32_t)t->oc_real, (uint32_t)t->group_channels);
+    const uint32_t oc_m1 = (uint32_t)t->oc_real - 1, ow_m1 = (uint32_t)t->out_w - 1, oh_m1 = (uint32_t)t->out_h - 1;
+    rkt_check(n, F(st->ds2, CNA_DATA_SIZE2, DATAOUT_WIDTH_M1) == ow_m1, RK3576_CNA_DATA_SIZE2, st->ds2, "output width - 1 must be %u", ow_m1);
+    const uint32_t ds3 = rkt_rd(n, RK3576_CNA_DATA_SIZE3);
+    rkt_check(n, ds3 == (uint32_t)(t->out_w * t->out_h) - 1, RK3576_CNA_DATA_SIZE3, ds3, "must be output width x height - 1 = %d",
+              t->out_w * t->out_h - 1);
+    rkt_want(n, RK3576_DPU_DATA_CUBE_WIDTH, ow_m1, "output width - 1 (CORE_DATAOUT_SIZE_0)");
+    rkt_want(n, RK3576_DPU_DATA_CUBE_HEIGHT, oh_m1, "output height - 1 (CORE_DATAOUT_SIZE_0)");
+    rkt_want(n, RK3576_DPU_WDMA_SIZE_1, oh_m1 << 16 | ow_m1, "output height - 1 / width - 1 (CORE_DATAOUT_SIZE_0)");
+    rkt_want(n, RK3576_DPU_DATA_CUBE_CHANNEL, oc_m1, "output channels - 1 (CORE_DATAOUT_SIZE_1)");
+    rkt_want(n, RK3576_DPU_UNDOC_4030, oc_m1 << 16 | (st->dw ? 0x310u : 0x710u), "output channels - 1 over the vendor's 0x710 / 0x310");
+    rkt_want(n, RK3576_DPU_RDMA_DATA_CUBE_WIDTH, ow_m1, "output width - 1 (CORE_DATAOUT_SIZE_0)");
+    rkt_want(n, RK3576_DPU_RDMA_DATA_CUBE_HEIGHT, oh_m1, "output height - 1 (CORE_DATAOUT_SIZE_0)");
+    rkt_want(n, RK3576_DPU_RDMA_DATA_CUBE_CHANNEL, oc_m1, "output channels - 1 (CORE_DATAOUT_SIZE_1)");
+}
 
-    /* ---------------- weight geometry ---------------- */
+/* CNA: the weight cube for the task's mode. */
+static void weight_geometry(rkt_npu *n, struct rk3576_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    struct rkt_conv_geom *g = &st->t.g;
     const uint32_t taps = (uint32_t)(g->kw * g->kh);
-    if (dw) {
+    if (st->dw) {
         g->kernels = 1;
-        sim_check(n, kernels_m1 == 1, RK3576_CNA_WEIGHT_SIZE2, ws2, "depthwise: the kernel field must be 1 (the vendor's value)");
-        sim_check(n, ws1 == c16 * taps, RK3576_CNA_WEIGHT_SIZE1, ws1, "depthwise: must be round16(C) x kh x kw = %u", c16 * taps);
-        sim_check(n, ws0 == c16 * taps * 2, RK3576_CNA_WEIGHT_SIZE0, ws0,
-                  "depthwise: must be round16(C) x kh x kw x 2 = %u (2 bytes per channel per tap)", c16 * taps * 2);
-        sim_check(n, F(ds2, CNA_DATA_SIZE2, KERNEL_FETCH) == ws0 / 16, RK3576_CNA_DATA_SIZE2, ds2,
-                  "depthwise: KERNEL_FETCH must be the weight bytes / 16 = %u", ws0 / 16);
+        rkt_check(n, st->kernels_m1 == 1, RK3576_CNA_WEIGHT_SIZE2, st->ws2, "depthwise: the kernel field must be 1 (the vendor's value)");
+        rkt_check(n, st->ws1 == st->c16 * taps, RK3576_CNA_WEIGHT_SIZE1, st->ws1, "depthwise: must be round16(C) x kh x kw = %u", st->c16 * taps);
+        rkt_check(n, st->ws0 == st->c16 * taps * 2, RK3576_CNA_WEIGHT_SIZE0, st->ws0,
+                  "depthwise: must be round16(C) x kh x kw x 2 = %u (2 bytes per channel per tap)", st->c16 * taps * 2);
+        rkt_check(n, F(st->ds2, CNA_DATA_SIZE2, KERNEL_FETCH) == st->ws0 / 16, RK3576_CNA_DATA_SIZE2, st->ds2,
+                  "depthwise: KERNEL_FETCH must be the weight bytes / 16 = %u", st->ws0 / 16);
     } else {
-        g->kernels = kernels_m1 + 1;
-        const uint32_t kernels = round_up((uint32_t)t.oc_real, 2);
-        sim_check(n, (uint32_t)g->kernels == kernels, RK3576_CNA_WEIGHT_SIZE2, ws2,
+        g->kernels = st->kernels_m1 + 1;
+        const uint32_t kernels = round_up((uint32_t)t->oc_real, 2);
+        rkt_check(n, (uint32_t)g->kernels == kernels, RK3576_CNA_WEIGHT_SIZE2, st->ws2,
                   "must hold the output channels rounded up to even (%u kernels) - 1", kernels);
-        sim_check(n, ws1 == c16 * taps, RK3576_CNA_WEIGHT_SIZE1, ws1, "must be round16(C) x kh x kw = %u", c16 * taps);
-        sim_check(n, ws0 == c16 * taps * kernels, RK3576_CNA_WEIGHT_SIZE0, ws0,
-                  "must be round16(C) x kh x kw x kernels = %u", c16 * taps * kernels);
-        sim_check(n, F(ds2, CNA_DATA_SIZE2, KERNEL_FETCH) == c16 * taps * 2, RK3576_CNA_DATA_SIZE2, ds2,
-                  "KERNEL_FETCH must be round16(C) x kh x kw x 2 = %u", c16 * taps * 2);
+        rkt_check(n, st->ws1 == st->c16 * taps, RK3576_CNA_WEIGHT_SIZE1, st->ws1, "must be round16(C) x kh x kw = %u", st->c16 * taps);
+        rkt_check(n, st->ws0 == st->c16 * taps * kernels, RK3576_CNA_WEIGHT_SIZE0, st->ws0,
+                  "must be round16(C) x kh x kw x kernels = %u", st->c16 * taps * kernels);
+        rkt_check(n, F(st->ds2, CNA_DATA_SIZE2, KERNEL_FETCH) == st->c16 * taps * 2, RK3576_CNA_DATA_SIZE2, st->ds2,
+                  "KERNEL_FETCH must be round16(C) x kh x kw x 2 = %u", st->c16 * taps * 2);
     }
+}
 
-    /* ---------------- DPU: bias / coefficient stage, requantization, output ---------------- */
-    const uint32_t bs_cfg = sim_rd(n, RK3576_DPU_BS_CFG);
-    const uint32_t ow_cfg = sim_rd(n, RK3576_DPU_BS_OW_CFG);
-    const uint32_t brdma = sim_rd(n, RK3576_DPU_RDMA_BRDMA_CFG);
-    const int nsurf = (t.oc_real + 15) / 16, spg = t.group_channels / 16;
-    const uint32_t phase = (uint32_t)((nsurf - 1) % spg) << RK3576_DPU_BS_OW_CFG__GROUP_PHASE__SHIFT;
-    if (dw) {
-        sim_check(n, bs_cfg == 0 && brdma == 0x510, RK3576_DPU_BS_CFG, bs_cfg,
+/* DPU: bias / coefficient stage, requantization, output. */
+static void dpu(rkt_npu *n, struct rk3576_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    const uint32_t bs_cfg = rkt_rd(n, RK3576_DPU_BS_CFG);
+    const uint32_t ow_cfg = rkt_rd(n, RK3576_DPU_BS_OW_CFG);
+    const uint32_t brdma = rkt_rd(n, RK3576_DPU_RDMA_BRDMA_CFG);
+    st->nsurf = (t->oc_real + 15) / 16;
+    st->spg = t->group_channels / 16;
+    const uint32_t phase = (uint32_t)((st->nsurf - 1) % st->spg) << RK3576_DPU_BS_OW_CFG__GROUP_PHASE__SHIFT;
+    if (st->dw) {
+        rkt_check(n, bs_cfg == 0 && brdma == 0x510, RK3576_DPU_BS_CFG, bs_cfg,
                   "depthwise: only BS_CFG 0 with DPU_RDMA_BRDMA_CFG 0x510 (now 0x%08x): coefficient A and C, no B", brdma);
-        sim_check(n, ow_cfg == (0x00013033u | phase), RK3576_DPU_BS_OW_CFG, ow_cfg,
+        rkt_check(n, ow_cfg == (0x00013033u | phase), RK3576_DPU_BS_OW_CFG, ow_cfg,
                   "depthwise: only 0x13x33 with GROUP_PHASE = (surfaces - 1) mod 4 (0x%08x)", 0x00013033u | phase);
     } else {
-        sim_check(n, bs_cfg == 1 && brdma == 0x710, RK3576_DPU_BS_CFG, bs_cfg,
+        rkt_check(n, bs_cfg == 1 && brdma == 0x710, RK3576_DPU_BS_CFG, bs_cfg,
                   "direct: only BS_CFG 1 with DPU_RDMA_BRDMA_CFG 0x710 (now 0x%08x), the form of the vendor's live "
                   "capture (coefficients A, B and C); the 0 / 0x114 form is not understood", brdma);
-        sim_check(n, ow_cfg == (0x80011011u | phase), RK3576_DPU_BS_OW_CFG, ow_cfg,
+        rkt_check(n, ow_cfg == (0x80011011u | phase), RK3576_DPU_BS_OW_CFG, ow_cfg,
                   "direct: only 0x8001x011 with GROUP_PHASE = (surfaces - 1) mod 2 (0x%08x)", 0x80011011u | phase);
     }
-    t.out_offset = (int32_t)sim_rd(n, RK3576_DPU_OUT_CVT_OFFSET);
-    const uint32_t osc = sim_rd(n, RK3576_DPU_OUT_CVT_SCALE);
-    sim_check(n, F(osc, DPU_OUT_CVT_SCALE, FP32TOFP16_EN) == 0, RK3576_DPU_OUT_CVT_SCALE, osc, "no fp16 output");
-    t.out_scale = F(osc, DPU_OUT_CVT_SCALE, OUT_CVT_SCALE);
-    const uint32_t osh = sim_rd(n, RK3576_DPU_OUT_CVT_SHIFT);
-    t.out_shift = (int)F(osh, DPU_OUT_CVT_SHIFT, OUT_CVT_SHIFT);
-    const uint32_t out_iova = sim_rd(n, RK3576_DPU_DST_BASE_ADDR);
-    const uint32_t surf_stride = sim_rd(n, RK3576_DPU_DST_SURF_STRIDE);
-    const uint32_t jump = sim_rd(n, RK3576_DPU_SURFACE_ADD);
-    const uint32_t coef_iova = sim_rd(n, RK3576_DPU_RDMA_BS_BASE_ADDR);
-    const uint32_t shift_iova = sim_rd(n, RK3576_DPU_RDMA_BS_SHIFT_ADDR);
-    if (n->bad)
-        return -EINVAL;
+    t->out_offset = (int32_t)rkt_rd(n, RK3576_DPU_OUT_CVT_OFFSET);
+    const uint32_t osc = rkt_rd(n, RK3576_DPU_OUT_CVT_SCALE);
+    rkt_check(n, F(osc, DPU_OUT_CVT_SCALE, FP32TOFP16_EN) == 0, RK3576_DPU_OUT_CVT_SCALE, osc, "no fp16 output");
+    t->out_scale = F(osc, DPU_OUT_CVT_SCALE, OUT_CVT_SCALE);
+    const uint32_t osh = rkt_rd(n, RK3576_DPU_OUT_CVT_SHIFT);
+    t->out_shift = (int)F(osh, DPU_OUT_CVT_SHIFT, OUT_CVT_SHIFT);
+    st->out_iova = rkt_rd(n, RK3576_DPU_DST_BASE_ADDR);
+    st->surf_stride = rkt_rd(n, RK3576_DPU_DST_SURF_STRIDE);
+    st->jump = rkt_rd(n, RK3576_DPU_SURFACE_ADD);
+    st->coef_iova = rkt_rd(n, RK3576_DPU_RDMA_BS_BASE_ADDR);
+    st->shift_iova = rkt_rd(n, RK3576_DPU_RDMA_BS_SHIFT_ADDR);
+}
 
-    /* ---------------- geometry ---------------- */
-    const int span_w = (int)iw + t.pad_left + pad_right - g->kw, span_h = (int)win_rows + t.pad_top + pad_bottom - g->kh;
+/* Across units: the window, pads, kernel and stride give exactly the output cube. */
+static int check_geometry(rkt_npu *n, struct rk3576_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    struct rkt_conv_geom *g = &st->t.g;
+    const int span_w = (int)st->iw + t->pad_left + st->pad_right - g->kw, span_h = (int)st->win_rows + t->pad_top + st->pad_bottom - g->kh;
     /* the window is always the whole row (LINE_STRIDE = 4 x width), so without a right pad up to stride - 1 trailing
      * columns may stay unread (a VALID stride-2 layer with width - kernel odd), as on RK3588 [INFERRED]; a right pad
      * must be consumed */
-    if (span_w < 0 || (span_w % t.sx && pad_right) || span_w / t.sx + 1 != t.out_w)
-        return sim_fail(n, "CNA_PAD_CON0 = 0x%08x / CORE_DATAOUT_SIZE_0 = 0x%08x: width %u with pads %d+%d, kernel %d, "
-                        "stride %d does not give exactly %d output columns (trailing pads are the pads consumed)", pad0,
-                        cd0, iw, t.pad_left, pad_right, g->kw, t.sx, t.out_w);
-    if (span_h < 0 || span_h % t.sy || span_h / t.sy + 1 != t.out_h)
-        return sim_fail(n, "CNA_PAD_CON0 = 0x%08x / CORE_DATAOUT_SIZE_0 = 0x%08x: window of %u rows with pads %d+%d, "
+    if (span_w < 0 || (span_w % t->sx && st->pad_right) || span_w / t->sx + 1 != t->out_w)
+        return rkt_fail(n, "CNA_PAD_CON0 = 0x%08x / CORE_DATAOUT_SIZE_0 = 0x%08x: width %u with pads %d+%d, kernel %d, "
+                        "stride %d does not give exactly %d output columns (trailing pads are the pads consumed)", st->pad0,
+                        st->cd0, st->iw, t->pad_left, st->pad_right, g->kw, t->sx, t->out_w);
+    if (span_h < 0 || span_h % t->sy || span_h / t->sy + 1 != t->out_h)
+        return rkt_fail(n, "CNA_PAD_CON0 = 0x%08x / CORE_DATAOUT_SIZE_0 = 0x%08x: window of %u rows with pads %d+%d, "
                         "kernel %d, stride %d does not give exactly %d output rows (trailing pads are the pads consumed)",
-                        pad0, cd0, win_rows, t.pad_top, pad_bottom, g->kh, t.sy, t.out_h);
-    if (t.pad_left >= g->kw || pad_right >= g->kw || t.pad_top >= g->kh || pad_bottom >= g->kh)
-        return sim_fail(n, "CNA_PAD_CON0 = 0x%08x: a pad of at least the kernel size (%dx%d) puts a window entirely in "
-                        "padding", pad0, g->kh, g->kw);
-    t.in_w = (int)iw;
-    t.in_h = (int)win_rows;
+                        st->pad0, st->cd0, st->win_rows, t->pad_top, st->pad_bottom, g->kh, t->sy, t->out_h);
+    if (t->pad_left >= g->kw || st->pad_right >= g->kw || t->pad_top >= g->kh || st->pad_bottom >= g->kh)
+        return rkt_fail(n, "CNA_PAD_CON0 = 0x%08x: a pad of at least the kernel size (%dx%d) puts a window entirely in "
+                        "padding", st->pad0, g->kh, g->kw);
+    t->in_w = (int)st->iw;
+    t->in_h = (int)st->win_rows;
+    return 0;
+}
 
-    /* input planes in memory: 16 channels each, rows of width x 16 bytes; the CNA reads TASK_SURF x 16
-     * bytes of each plane */
-    const uint32_t planes = c16 / 16;
-    const size_t row_pitch = 16 * (size_t)iw, plane_pitch = 16 * (size_t)ss;
-    if (planes > 1 && ss < surf)
-        return sim_fail(n, "CNA_DMA_CON2 = 0x%08x: 16-channel planes of %u fetched rows x %u overlap (plane stride in "
-                        "16-byte units)", ss, fetched, iw);
-    const uint8_t *in = sim_mem(n, "input (CNA_FEATURE_DATA_ADDR, DMA_CON2/3)", in_iova,
-                                (uint64_t)(planes - 1) * plane_pitch + 16 * (uint64_t)ts);
+static int map_input(rkt_npu *n, struct rk3576_task *st)
+{
+    st->planes = st->c16 / 16;
+    st->row_pitch = 16 * (size_t)st->iw;
+    st->plane_pitch = 16 * (size_t)st->ss;
+    if (st->planes > 1 && st->ss < st->surf)
+        return rkt_fail(n, "CNA_DMA_CON2 = 0x%08x: 16-channel planes of %u fetched rows x %u overlap (plane stride in "
+                        "16-byte units)", st->ss, st->fetched, st->iw);
+    st->in = rkt_mem(n, "input (CNA_FEATURE_DATA_ADDR, DMA_CON2/3)", st->in_iova,
+                                (uint64_t)(st->planes - 1) * st->plane_pitch + 16 * (uint64_t)st->ts);
+    return 0;
+}
 
-    /* output: surface s at DST + (s / G) * group pitch + (s % G) * 16 * DST_SURF_STRIDE; a group's first
-     * surface ends width x task rows atoms in, and SURFACE_ADD jumps from there to the next group */
-    const size_t cube = (size_t)t.out_w * t.out_h * 16;
-    t.out_surf_pitch = 16 * (size_t)surf_stride;
-    t.out_group_pitch = cube + 16 * (size_t)jump;
-    if (nsurf > 1 && t.out_surf_pitch < cube)
-        return sim_fail(n, "DPU_DST_SURF_STRIDE = 0x%08x: surfaces of %dx%d atoms overlap (16-byte units)", surf_stride,
-                        t.out_w, t.out_h);
-    if (nsurf > spg && t.out_group_pitch < (size_t)spg * t.out_surf_pitch)
-        return sim_fail(n, "DPU_SURFACE_ADD = 0x%08x: the next group of %d channels would start inside this one (jump in "
-                        "16-byte units from the end of the group's first surface)", jump, t.group_channels);
-    const int last = nsurf - 1;
-    t.out = sim_mem(n, "output (DPU_DST_BASE_ADDR)", out_iova,
-                    (uint64_t)(last / spg) * t.out_group_pitch + (uint64_t)(last % spg) * t.out_surf_pitch + cube);
+static int map_output(rkt_npu *n, struct rk3576_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    const size_t cube = (size_t)t->out_w * t->out_h * 16;
+    t->out_surf_pitch = 16 * (size_t)st->surf_stride;
+    t->out_group_pitch = cube + 16 * (size_t)st->jump;
+    if (st->nsurf > 1 && t->out_surf_pitch < cube)
+        return rkt_fail(n, "DPU_DST_SURF_STRIDE = 0x%08x: surfaces of %dx%d atoms overlap (16-byte units)", st->surf_stride,
+                        t->out_w, t->out_h);
+    if (st->nsurf > st->spg && t->out_group_pitch < (size_t)st->spg * t->out_surf_pitch)
+        return rkt_fail(n, "DPU_SURFACE_ADD = 0x%08x: the next group of %d channels would start inside this one (jump in "
+                        "16-byte units from the end of the group's first surface)", st->jump, t->group_channels);
+    const int last = st->nsurf - 1;
+    t->out = rkt_mem(n, "output (DPU_DST_BASE_ADDR)", st->out_iova,
+                    (uint64_t)(last / st->spg) * t->out_group_pitch + (uint64_t)(last % st->spg) * t->out_surf_pitch + cube);
+    return 0;
+}
 
-    /* coefficient table: groups of 8 channels; A int32 at 4k, B int16 at 32 + 2k (direct only), C int16 at
-     * 32 + 2k (depthwise) or 48 + 2k (direct) */
-    const uint32_t gbytes = dw ? COEF_GROUP_BYTES_DW : COEF_GROUP_BYTES;
-    const uint8_t *coef = sim_mem(n, "coefficient table (DPU_RDMA_BS_BASE_ADDR)", coef_iova,
-                                  (uint64_t)((t.oc_real + COEF_GROUP - 1) / COEF_GROUP) * gbytes);
-    const uint8_t *shiftw = sim_mem(n, "shift word (DPU_RDMA_BS_SHIFT_ADDR)", shift_iova, 4);
+static int coefficients(rkt_npu *n, struct rk3576_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    const uint32_t gbytes = st->dw ? COEF_GROUP_BYTES_DW : COEF_GROUP_BYTES;
+    const uint8_t *coef = rkt_mem(n, "coefficient table (DPU_RDMA_BS_BASE_ADDR)", st->coef_iova,
+                                  (uint64_t)((t->oc_real + COEF_GROUP - 1) / COEF_GROUP) * gbytes);
+    const uint8_t *shiftw = rkt_mem(n, "shift word (DPU_RDMA_BS_SHIFT_ADDR)", st->shift_iova, 4);
     if (n->bad)
         return -EINVAL;
     const uint32_t shift_word = (uint32_t)le32(shiftw);
     if (shift_word & ~0x3F3Fu)
-        return sim_fail(n, "shift word 0x%08x at 0x%08x (DPU_RDMA_BS_SHIFT_ADDR): only bits 0..5 (shift of values >= 0) "
-                        "and 8..13 (shift of values < 0) are understood", shift_word, shift_iova);
-    t.bs_shift_pos = (int)(shift_word & 0x3F);
-    t.bs_shift_neg = (int)(shift_word >> 8 & 0x3F);
-    if (sim_tables_reserve(n, (size_t)t.oc_real))
+        return rkt_fail(n, "shift word 0x%08x at 0x%08x (DPU_RDMA_BS_SHIFT_ADDR): only bits 0..5 (shift of values >= 0) "
+                        "and 8..13 (shift of values < 0) are understood", shift_word, st->shift_iova);
+    t->bs_shift_pos = (int)(shift_word & 0x3F);
+    t->bs_shift_neg = (int)(shift_word >> 8 & 0x3F);
+    if (rkt_tables_reserve(n, (size_t)t->oc_real))
         return -ENOMEM;
-    for (int k = 0; k < t.oc_real; k++) {
+    for (int k = 0; k < t->oc_real; k++) {
         const uint8_t *grp = coef + (size_t)(k / COEF_GROUP) * gbytes;
         const int j = k % COEF_GROUP;
         n->bias[k] = le32(grp + 4 * j);
-        n->ow[k] = dw ? 0 : le16(grp + 32 + 2 * j);
-        n->mul[k] = le16(grp + (dw ? 32 : 48) + 2 * j);
+        n->ow[k] = st->dw ? 0 : le16(grp + 32 + 2 * j);
+        n->mul[k] = le16(grp + (st->dw ? 32 : 48) + 2 * j);
         if (n->mul[k] <= 0)
-            return sim_fail(n, "coefficient table at 0x%08x (DPU_RDMA_BS_BASE_ADDR): channel %d has multiplier C = %d; a "
+            return rkt_fail(n, "coefficient table at 0x%08x (DPU_RDMA_BS_BASE_ADDR): channel %d has multiplier C = %d; a "
                             "zero multiplier leaves the surface empty on silicon and negative ones are not understood",
-                            coef_iova, k, n->mul[k]);
+                            st->coef_iova, k, n->mul[k]);
     }
-    t.bias = n->bias;
-    t.ow = n->ow;
-    t.bs_mul = n->mul;
+    t->bias = n->bias;
+    t->ow = n->ow;
+    t->bs_mul = n->mul;
+    return 0;
+}
 
-    /* weights: resident from an earlier task of this job when NOT_FIRST_TASK [INFERRED], else loaded */
-    if (weight_reuse) {
-        const struct sim_resident_weights *r = &n->cbuf;
-        if (!r->valid || r->iova != w_iova || r->bytes != ws0 || memcmp(&r->g, g, sizeof(*g)) != 0)
-            return sim_fail(n, "CNA_UNDOC_1038 = 0x%08x: NOT_FIRST_TASK set but the CBUF does not hold these weights (%s)",
-                            u1038, !r->valid ? "no earlier task in this job" : "different weights or geometry");
+/* Weights: resident from an earlier task of this job when NOT_FIRST_TASK [INFERRED], else loaded. */
+static int load_weights(rkt_npu *n, struct rk3576_task *st)
+{
+    struct rkt_conv_geom *g = &st->t.g;
+    if (st->weight_reuse) {
+        const struct rkt_resident_weights *r = &n->cbuf;
+        if (!r->valid || r->iova != st->w_iova || r->bytes != st->ws0 || memcmp(&r->g, g, sizeof(*g)) != 0)
+            return rkt_fail(n, "CNA_UNDOC_1038 = 0x%08x: NOT_FIRST_TASK set but the CBUF does not hold these weights (%s)",
+                            st->u1038, !r->valid ? "no earlier task in this job" : "different weights or geometry");
     } else {
-        const int8_t *wp = (const int8_t *)sim_mem(n, "weights (CNA_DCOMP_ADDR0)", w_iova, ws0);
+        const int8_t *wp = (const int8_t *)rkt_mem(n, "weights (CNA_DCOMP_ADDR0)", st->w_iova, st->ws0);
         if (!wp)
             return -EINVAL;
         n->cbuf.valid = 0;
-        if (sim_conv_load_weights(n->conv, g, wp, n->err, sizeof(n->err)))
+        if (rkt_conv_load_weights(n->conv, g, wp, n->err, sizeof(n->err)))
             return n->bad = 1, -EINVAL;
-        n->cbuf = (struct sim_resident_weights){.valid = 1, .iova = w_iova, .bytes = ws0, .g = *g};
+        n->cbuf = (struct rkt_resident_weights){.valid = 1, .iova = st->w_iova, .bytes = st->ws0, .g = *g};
     }
+    return 0;
+}
 
-    /* everything written since this group last executed must have been consumed */
-    if (sim_check_all_consumed(n))
-        return -EINVAL;
-
-    /* CNA: fetched rows -> CBUF ring -> the window, as [plane][row][x][16] for the datapath */
+/* CNA: fetched rows -> CBUF ring -> the window, as [plane][row][x][16] for the datapath. */
+static int fill_window(rkt_npu *n, struct rk3576_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
     if (ring_reserve(n))
         return -ENOMEM;
-    const uint32_t tag = ring_tag(iw, c16, limit);
-    const size_t row_bytes = (size_t)planes * row_pitch;
-    for (uint32_t r = 0; r < fetched; r++) {
-        const uint32_t g0 = (write_origin + r * entries) % limit;
-        for (uint32_t p = 0; p < planes; p++)
-            ring_write(&n->ring, limit, (uint64_t)g0 * GRANULE + p * row_pitch, in + p * plane_pitch + r * row_pitch,
-                       row_pitch);
-        for (uint32_t e = 0; e < entries; e++)
-            n->ring.tag[(g0 + e) % limit] = tag;
+    const uint32_t tag = ring_tag(st->iw, st->c16, st->limit);
+    const size_t row_bytes = (size_t)st->planes * st->row_pitch;
+    for (uint32_t r = 0; r < st->fetched; r++) {
+        const uint32_t g0 = (st->write_origin + r * st->entries) % st->limit;
+        for (uint32_t p = 0; p < st->planes; p++)
+            ring_write(&n->ring, st->limit, (uint64_t)g0 * GRANULE + p * st->row_pitch, st->in + p * st->plane_pitch + r * st->row_pitch,
+                       st->row_pitch);
+        for (uint32_t e = 0; e < st->entries; e++)
+            n->ring.tag[(g0 + e) % st->limit] = tag;
     }
-    const size_t wbytes = row_bytes * win_rows;
+    const size_t wbytes = row_bytes * st->win_rows;
     if (wbytes > n->window_cap) {
         uint8_t *w = realloc(n->window, wbytes);
         if (!w)
-            return sim_fail(n, "simulator out of memory for the CBUF window");
+            return rkt_fail(n, "simulator out of memory for the CBUF window");
         n->window = w;
         n->window_cap = wbytes;
     }
-    for (uint32_t r = 0; r < win_rows; r++) {
-        const uint32_t g0 = (read_origin + r * entries) % limit;
-        for (uint32_t e = 0; e < entries; e++)
-            if (n->ring.tag[(g0 + e) % limit] != tag)
-                return sim_fail(n, "CNA_CBUF_CON2 = 0x%08x: window row %u (CBUF granule %u) %s", cb2, r, (g0 + e) % limit,
-                                n->ring.tag[(g0 + e) % limit] ? "was filled with rows of another width or channel count"
+    for (uint32_t r = 0; r < st->win_rows; r++) {
+        const uint32_t g0 = (st->read_origin + r * st->entries) % st->limit;
+        for (uint32_t e = 0; e < st->entries; e++)
+            if (n->ring.tag[(g0 + e) % st->limit] != tag)
+                return rkt_fail(n, "CNA_CBUF_CON2 = 0x%08x: window row %u (CBUF granule %u) %s", st->cb2, r, (g0 + e) % st->limit,
+                                n->ring.tag[(g0 + e) % st->limit] ? "was filled with rows of another width or channel count"
                                                                : "was never filled in this job");
-        for (uint32_t p = 0; p < planes; p++)
-            ring_read(&n->ring, limit, (uint64_t)g0 * GRANULE + p * row_pitch,
-                      n->window + p * win_rows * row_pitch + r * row_pitch, row_pitch);
+        for (uint32_t p = 0; p < st->planes; p++)
+            ring_read(&n->ring, st->limit, (uint64_t)g0 * GRANULE + p * st->row_pitch,
+                      n->window + p * st->win_rows * st->row_pitch + r * st->row_pitch, st->row_pitch);
     }
-    t.in = n->window;
-    t.in_row_pitch = row_pitch;
-    t.in_plane_pitch = win_rows * row_pitch;
-
-    return sim_run_conv(n, &t);
+    t->in = n->window;
+    t->in_row_pitch = st->row_pitch;
+    t->in_plane_pitch = st->win_rows * st->row_pitch;
+    return 0;
 }
 
-const struct sim_soc sim_soc_rk3576 = {
-    .name = "rk3576",
+static int rk3576_execute(rkt_npu *n)
+{
+    struct rk3576_task st;
+    memset(&st, 0, sizeof(st));
+    int rc;
+    conv_mode(n, &st);
+    input_window(n, &st);
+    if ((rc = cbuf_ring(n, &st)))
+        return rc;
+    weight_regs(n, &st);
+    padding_input(n, &st);
+    output_cube(n, &st);
+    weight_geometry(n, &st);
+    dpu(n, &st);
+    if (n->bad)
+        return -EINVAL;
+    if ((rc = check_geometry(n, &st)) || (rc = map_input(n, &st)) || (rc = map_output(n, &st)) ||
+        (rc = coefficients(n, &st)) || (rc = load_weights(n, &st)))
+        return rc;
+    /* everything written since this group last executed must have been consumed */
+    if (rkt_check_all_consumed(n))
+        return -EINVAL;
+    if ((rc = fill_window(n, &st)))
+        return rc;
+    return rkt_run_conv(n, &st.t);
+}
+
+const struct rkt_soc rkt_soc_rk3576 = {
     .regs = rk3576_regs,
     .nregs = RK3576_NUM_REGS,
     .task_number_mask = RK3576_PC_TASK_CON__TASK_NUMBER__MASK,

@@ -14,332 +14,437 @@
 #define CBUF_BANKS 12
 #define CBUF_BANK_BYTES 32768u
 
-SIM_ASSERT_PC_LAYOUT(RK3588);
+RKT_ASSERT_PC_LAYOUT(RK3588);
 
 /* PAD_CON1: the stored int8 pad value. Mesa emits it sign-extended from 8 bits, or with the low
  * byte repeated in bits 8..15 and bits 16..31 the sign of bit 15 (0xFFFF8080, 0x0B0B). */
-static int decode_pad(sim_npu *n, uint32_t v)
+static int decode_pad(rkt_npu *n, uint32_t v)
 {
     const uint32_t lo = v & 0xFF, b1 = (v >> 8) & 0xFF, hi = v >> 16;
     const uint32_t sx8 = (lo & 0x80) ? 0xFF : 0x00, sx16 = (b1 & 0x80) ? 0xFFFF : 0x0000;
-    sim_check(n, (b1 == sx8 || b1 == lo) && hi == sx16, RK3588_CNA_PAD_CON1, v,
+    rkt_check(n, (b1 == sx8 || b1 == lo) && hi == sx16, RK3588_CNA_PAD_CON1, v,
           "pad value must be an int8 sign-extended to 32 bits, or repeated in bits 8..15 and sign-extended");
-    return SIM_SXT(lo, 8);
+    return RKT_SXT(lo, 8);
 }
 
-static int rk3588_execute(sim_npu *n)
-{
-    struct sim_conv_task t;
-    memset(&t, 0, sizeof(t));
-    struct sim_conv_geom *g = &t.g;
+/* One task as the decode steps hand it on: the datapath task, and the registers the address, padding and
+ * weight steps still need. Steps run in a fixed order (CNA, CORE, DPU, DPU_RDMA, then checks across units),
+ * which is also the order of the first error a broken stream reports. */
+struct rk3588_task {
+    struct rkt_conv_task t;
+    uint32_t ds2, pc0, cd0, cd1; /* CNA_DATA_SIZE2, CNA_PAD_CON0, CORE_DATAOUT_SIZE_0/1: named in messages */
+    uint32_t ls, ss;             /* CNA_DMA_CON1 / CON2: input addressing */
+    uint32_t ws0, cb0;           /* weight bytes, CBUF banks */
+    int data_bank, weight_bank, weight_reuse;
+    uint32_t in_iova, w_iova, out_iova, bias_iova;
+    uint64_t in_len, out_len;    /* device bytes the input and output span */
+};
 
-    /* ---------------- CNA ---------------- */
-    const uint32_t con1 = sim_rd(n, RK3588_CNA_CONV_CON1);
+/* CNA: conv mode and input format, strides, feature grains. */
+static void cna_conv(rkt_npu *n, struct rk3588_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    struct rkt_conv_geom *g = &st->t.g;
+    const uint32_t con1 = rkt_rd(n, RK3588_CNA_CONV_CON1);
     const uint32_t conv_mode = FLD(con1, CNA_CONV_CON1, CONV_MODE);
-    sim_check(n, conv_mode == 0 || conv_mode == 3, RK3588_CNA_CONV_CON1, con1, "CONV_MODE %u (only 0 direct, 3 depthwise)", conv_mode);
+    rkt_check(n, conv_mode == 0 || conv_mode == 3, RK3588_CNA_CONV_CON1, con1, "CONV_MODE %u (only 0 direct, 3 depthwise)", conv_mode);
     g->depthwise = conv_mode == 3;
-    sim_check(n, FLD(con1, CNA_CONV_CON1, IN_PRECISION) == 0 && FLD(con1, CNA_CONV_CON1, PROC_PRECISION) == 0 &&
+    rkt_check(n, FLD(con1, CNA_CONV_CON1, IN_PRECISION) == 0 && FLD(con1, CNA_CONV_CON1, PROC_PRECISION) == 0 &&
           FLD(con1, CNA_CONV_CON1, DECONV) == 0, RK3588_CNA_CONV_CON1, con1, "only int8, no deconvolution");
     const uint32_t argb_bits = con1 & ~RK3588_CNA_CONV_CON1__CONV_MODE__MASK;
     const uint32_t argb_form = (8u << RK3588_CNA_CONV_CON1__ARGB_IN__SHIFT) | (1u << RK3588_CNA_CONV_CON1__NONALIGN_DMA__SHIFT) |
                                (1u << RK3588_CNA_CONV_CON1__GROUP_LINE_OFF__SHIFT);
-    t.argb = argb_bits == argb_form;
-    sim_check(n, argb_bits == 0 || (t.argb && !g->depthwise), RK3588_CNA_CONV_CON1, con1,
+    t->argb = argb_bits == argb_form;
+    rkt_check(n, argb_bits == 0 || (t->argb && !g->depthwise), RK3588_CNA_CONV_CON1, con1,
           "input format: only NC1HWC2 int8 (0) or the single-channel raw path ARGB_IN 8 + NONALIGN_DMA + GROUP_LINE_OFF");
 
-    const uint32_t con3 = sim_rd(n, RK3588_CNA_CONV_CON3);
-    t.sx = (int)FLD(con3, CNA_CONV_CON3, CONV_X_STRIDE);
-    t.sy = (int)FLD(con3, CNA_CONV_CON3, CONV_Y_STRIDE);
-    sim_check(n, t.sx >= 1 && t.sy >= 1 && con3 == (uint32_t)(t.sx | t.sy << 3), RK3588_CNA_CONV_CON3, con3,
+    const uint32_t con3 = rkt_rd(n, RK3588_CNA_CONV_CON3);
+    t->sx = (int)FLD(con3, CNA_CONV_CON3, CONV_X_STRIDE);
+    t->sy = (int)FLD(con3, CNA_CONV_CON3, CONV_Y_STRIDE);
+    rkt_check(n, t->sx >= 1 && t->sy >= 1 && con3 == (uint32_t)(t->sx | t->sy << 3), RK3588_CNA_CONV_CON3, con3,
           "strides must be >= 1; dilation, deconvolution strides and NN_MODE must be 0");
 
-    const uint32_t con2 = sim_rd(n, RK3588_CNA_CONV_CON2);
-    sim_check(n, con2 == (uint32_t)(51 + t.sy) << RK3588_CNA_CONV_CON2__FEATURE_GRAINS__SHIFT, RK3588_CNA_CONV_CON2, con2,
+    const uint32_t con2 = rkt_rd(n, RK3588_CNA_CONV_CON2);
+    rkt_check(n, con2 == (uint32_t)(51 + t->sy) << RK3588_CNA_CONV_CON2__FEATURE_GRAINS__SHIFT, RK3588_CNA_CONV_CON2, con2,
           "only FEATURE_GRAINS = 51 + stride (Mesa's silicon-proven value) and KERNEL_GROUP/CSC bits 0");
+}
 
-    const uint32_t ds0 = sim_rd(n, RK3588_CNA_DATA_SIZE0);
-    t.in_w = (int)FLD(ds0, CNA_DATA_SIZE0, DATAIN_WIDTH);
-    t.in_h = (int)FLD(ds0, CNA_DATA_SIZE0, DATAIN_HEIGHT);
-    sim_check(n, t.in_w >= 1 && t.in_h >= 1, RK3588_CNA_DATA_SIZE0, ds0, "empty input");
-    const uint32_t ds1 = sim_rd(n, RK3588_CNA_DATA_SIZE1);
+/* CNA: input and output cube sizes. */
+static void cna_data_size(rkt_npu *n, struct rk3588_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    struct rkt_conv_geom *g = &st->t.g;
+    const uint32_t ds0 = rkt_rd(n, RK3588_CNA_DATA_SIZE0);
+    t->in_w = (int)FLD(ds0, CNA_DATA_SIZE0, DATAIN_WIDTH);
+    t->in_h = (int)FLD(ds0, CNA_DATA_SIZE0, DATAIN_HEIGHT);
+    rkt_check(n, t->in_w >= 1 && t->in_h >= 1, RK3588_CNA_DATA_SIZE0, ds0, "empty input");
+    const uint32_t ds1 = rkt_rd(n, RK3588_CNA_DATA_SIZE1);
     g->ic = (int)FLD(ds1, CNA_DATA_SIZE1, DATAIN_CHANNEL);
-    t.ic_real = (int)FLD(ds1, CNA_DATA_SIZE1, DATAIN_CHANNEL_REAL) + 1;
-    sim_check(n, g->ic >= 16 && g->ic % 16 == 0 && g->ic <= 4096 && t.ic_real <= g->ic && t.ic_real > g->ic - 16,
+    t->ic_real = (int)FLD(ds1, CNA_DATA_SIZE1, DATAIN_CHANNEL_REAL) + 1;
+    rkt_check(n, g->ic >= 16 && g->ic % 16 == 0 && g->ic <= 4096 && t->ic_real <= g->ic && t->ic_real > g->ic - 16,
           RK3588_CNA_DATA_SIZE1, ds1, "DATAIN_CHANNEL must be a multiple of 16 (<= 4096) whose last 16-group holds real channels");
-    sim_check(n, !t.argb || (g->ic == 16 && t.ic_real == 1), RK3588_CNA_DATA_SIZE1, ds1, "the raw single-channel path needs 1 real of 16 channels");
-    const uint32_t ds2 = sim_rd(n, RK3588_CNA_DATA_SIZE2);
-    t.out_w = (int)FLD(ds2, CNA_DATA_SIZE2, DATAOUT_WIDTH);
+    rkt_check(n, !t->argb || (g->ic == 16 && t->ic_real == 1), RK3588_CNA_DATA_SIZE1, ds1, "the raw single-channel path needs 1 real of 16 channels");
+    st->ds2 = rkt_rd(n, RK3588_CNA_DATA_SIZE2);
+    t->out_w = (int)FLD(st->ds2, CNA_DATA_SIZE2, DATAOUT_WIDTH);
+}
 
-    const uint32_t ws0 = sim_rd(n, RK3588_CNA_WEIGHT_SIZE0);
-    const uint32_t ws1 = sim_rd(n, RK3588_CNA_WEIGHT_SIZE1);
-    const uint32_t ws2 = sim_rd(n, RK3588_CNA_WEIGHT_SIZE2);
+/* CNA: kernel geometry and weight byte counts. */
+static void cna_weight_size(rkt_npu *n, struct rk3588_task *st)
+{
+    struct rkt_conv_geom *g = &st->t.g;
+    st->ws0 = rkt_rd(n, RK3588_CNA_WEIGHT_SIZE0);
+    const uint32_t ws1 = rkt_rd(n, RK3588_CNA_WEIGHT_SIZE1);
+    const uint32_t ws2 = rkt_rd(n, RK3588_CNA_WEIGHT_SIZE2);
     g->kw = (int)FLD(ws2, CNA_WEIGHT_SIZE2, WEIGHT_WIDTH);
     g->kh = (int)FLD(ws2, CNA_WEIGHT_SIZE2, WEIGHT_HEIGHT);
     g->kernels = (int)FLD(ws2, CNA_WEIGHT_SIZE2, WEIGHT_KERNELS);
-    sim_check(n, g->kw >= 1 && g->kh >= 1 && g->kernels >= 1 && (!g->depthwise || g->kernels == 1), RK3588_CNA_WEIGHT_SIZE2, ws2,
+    rkt_check(n, g->kw >= 1 && g->kh >= 1 && g->kernels >= 1 && (!g->depthwise || g->kernels == 1), RK3588_CNA_WEIGHT_SIZE2, ws2,
           "kernel size and count must be >= 1 (depthwise: exactly 1 kernel)");
     const uint64_t bpk = (uint64_t)g->kw * g->kh * g->ic;
-    sim_check(n, ws1 == bpk, RK3588_CNA_WEIGHT_SIZE1, ws1, "WEIGHT_BYTES_PER_KERNEL must be KW*KH*DATAIN_CHANNEL = %llu", (unsigned long long)bpk);
-    sim_check(n, ws0 == bpk * g->kernels, RK3588_CNA_WEIGHT_SIZE0, ws0, "WEIGHT_BYTES must be bytes per kernel x kernels = %llu",
+    rkt_check(n, ws1 == bpk, RK3588_CNA_WEIGHT_SIZE1, ws1, "WEIGHT_BYTES_PER_KERNEL must be KW*KH*DATAIN_CHANNEL = %llu", (unsigned long long)bpk);
+    rkt_check(n, st->ws0 == bpk * g->kernels, RK3588_CNA_WEIGHT_SIZE0, st->ws0, "WEIGHT_BYTES must be bytes per kernel x kernels = %llu",
           (unsigned long long)(bpk * g->kernels));
+}
 
-    const uint32_t cb0 = sim_rd(n, RK3588_CNA_CBUF_CON0);
-    const int data_bank = (int)FLD(cb0, CNA_CBUF_CON0, DATA_BANK);
-    const int weight_bank = (int)FLD(cb0, CNA_CBUF_CON0, WEIGHT_BANK);
-    const int weight_reuse = (int)FLD(cb0, CNA_CBUF_CON0, WEIGHT_REUSE);
-    sim_check(n, FLD(cb0, CNA_CBUF_CON0, DATA_REUSE) == 0 && FLD(cb0, CNA_CBUF_CON0, FC_DATA_BANK) == 0, RK3588_CNA_CBUF_CON0, cb0,
+/* CNA: CBUF bank split and the input rows it holds. */
+static void cna_cbuf(rkt_npu *n, struct rk3588_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    struct rkt_conv_geom *g = &st->t.g;
+    st->cb0 = rkt_rd(n, RK3588_CNA_CBUF_CON0);
+    st->data_bank = (int)FLD(st->cb0, CNA_CBUF_CON0, DATA_BANK);
+    st->weight_bank = (int)FLD(st->cb0, CNA_CBUF_CON0, WEIGHT_BANK);
+    st->weight_reuse = (int)FLD(st->cb0, CNA_CBUF_CON0, WEIGHT_REUSE);
+    rkt_check(n, FLD(st->cb0, CNA_CBUF_CON0, DATA_REUSE) == 0 && FLD(st->cb0, CNA_CBUF_CON0, FC_DATA_BANK) == 0, RK3588_CNA_CBUF_CON0, st->cb0,
           "DATA_REUSE and FC_DATA_BANK are not simulated (must be 0)");
-    sim_check(n, data_bank >= 1 && weight_bank >= 1 && data_bank + weight_bank <= CBUF_BANKS, RK3588_CNA_CBUF_CON0, cb0,
+    rkt_check(n, st->data_bank >= 1 && st->weight_bank >= 1 && st->data_bank + st->weight_bank <= CBUF_BANKS, RK3588_CNA_CBUF_CON0, st->cb0,
           "needs >= 1 data and weight bank and at most %d banks in total", CBUF_BANKS);
 
-    const uint32_t cb1 = sim_rd(n, RK3588_CNA_CBUF_CON1);
+    const uint32_t cb1 = rkt_rd(n, RK3588_CNA_CBUF_CON1);
     const uint32_t entries = FLD(cb1, CNA_CBUF_CON1, DATA_ENTRIES);
-    if (t.argb) {
-        sim_check(n, entries == (uint32_t)(t.in_w * t.in_h), RK3588_CNA_CBUF_CON1, cb1, "raw path: DATA_ENTRIES must be width x height = %d",
-              t.in_w * t.in_h);
-        sim_check(n, (uint64_t)entries * 16 <= (uint64_t)data_bank * CBUF_BANK_BYTES, RK3588_CNA_CBUF_CON1, cb1,
-              "converted input (16 B per pixel) does not fit in %d data banks", data_bank);
+    if (t->argb) {
+        rkt_check(n, entries == (uint32_t)(t->in_w * t->in_h), RK3588_CNA_CBUF_CON1, cb1, "raw path: DATA_ENTRIES must be width x height = %d",
+              t->in_w * t->in_h);
+        rkt_check(n, (uint64_t)entries * 16 <= (uint64_t)st->data_bank * CBUF_BANK_BYTES, RK3588_CNA_CBUF_CON1, cb1,
+              "converted input (16 B per pixel) does not fit in %d data banks", st->data_bank);
     } else {
         const int c1 = g->ic / 16;
-        const uint32_t need = (uint32_t)(t.in_w * c1 + 3) / 4, alt = (uint32_t)(t.in_w * (c1 + 1) + 3) / 4;
-        sim_check(n, entries == need || (c1 % 4 == 3 && entries == alt), RK3588_CNA_CBUF_CON1, cb1,
+        const uint32_t need = (uint32_t)(t->in_w * c1 + 3) / 4, alt = (uint32_t)(t->in_w * (c1 + 1) + 3) / 4;
+        rkt_check(n, entries == need || (c1 % 4 == 3 && entries == alt), RK3588_CNA_CBUF_CON1, cb1,
               "DATA_ENTRIES must be ceil(width x 16-channel groups / 4) = %u (64-byte CBUF granules per row)", need);
-        sim_check(n, (uint64_t)entries * t.in_h <= (uint64_t)data_bank * (CBUF_BANK_BYTES / 64), RK3588_CNA_CBUF_CON1, cb1,
-              "%d input rows of %u entries do not fit in %d data banks", t.in_h, entries, data_bank);
+        rkt_check(n, (uint64_t)entries * t->in_h <= (uint64_t)st->data_bank * (CBUF_BANK_BYTES / 64), RK3588_CNA_CBUF_CON1, cb1,
+              "%d input rows of %u entries do not fit in %d data banks", t->in_h, entries, st->data_bank);
     }
+}
 
-    const uint32_t cvt0 = sim_rd(n, RK3588_CNA_CVT_CON0);
-    const uint32_t cvt[4] = {sim_rd(n, RK3588_CNA_CVT_CON1), sim_rd(n, RK3588_CNA_CVT_CON2), sim_rd(n, RK3588_CNA_CVT_CON3),
-                             sim_rd(n, RK3588_CNA_CVT_CON4)};
-    const uint32_t cvt5 = sim_rd(n, RK3588_CNA_CVT_CON5);
-    if (!t.argb) {
-        sim_check(n, cvt0 == 0x0B, RK3588_CNA_CVT_CON0, cvt0, "NC1HWC2 int8 input: only CVT bypass (0x0B)");
+/* CNA: input conversion (bypassed on NC1HWC2, the raw single-channel path's CVT) and FC. */
+static void cna_cvt(rkt_npu *n, struct rk3588_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    const uint32_t cvt0 = rkt_rd(n, RK3588_CNA_CVT_CON0);
+    const uint32_t cvt[4] = {rkt_rd(n, RK3588_CNA_CVT_CON1), rkt_rd(n, RK3588_CNA_CVT_CON2), rkt_rd(n, RK3588_CNA_CVT_CON3),
+                             rkt_rd(n, RK3588_CNA_CVT_CON4)};
+    const uint32_t cvt5 = rkt_rd(n, RK3588_CNA_CVT_CON5);
+    if (!t->argb) {
+        rkt_check(n, cvt0 == 0x0B, RK3588_CNA_CVT_CON0, cvt0, "NC1HWC2 int8 input: only CVT bypass (0x0B)");
         for (int i = 0; i < 4; i++)
-            sim_check(n, cvt[i] == 0x00010000, RK3588_CNA_CVT_CON1 + 4 * i, cvt[i], "with CVT bypassed only scale 1 offset 0 (0x00010000)");
-        sim_check(n, cvt5 == 0, RK3588_CNA_CVT_CON5, cvt5, "per-channel CVT is off on the NC1HWC2 path");
+            rkt_check(n, cvt[i] == 0x00010000, RK3588_CNA_CVT_CON1 + 4 * i, cvt[i], "with CVT bypassed only scale 1 offset 0 (0x00010000)");
+        rkt_check(n, cvt5 == 0, RK3588_CNA_CVT_CON5, cvt5, "per-channel CVT is off on the NC1HWC2 path");
     } else {
         const uint32_t tr = FLD(cvt0, CNA_CVT_CON0, CVT_TRUNCATE_0);
-        sim_check(n, (cvt0 & 0xF) == 0 && FLD(cvt0, CNA_CVT_CON0, CVT_TRUNCATE_1) == tr && FLD(cvt0, CNA_CVT_CON0, CVT_TRUNCATE_2) == tr &&
+        rkt_check(n, (cvt0 & 0xF) == 0 && FLD(cvt0, CNA_CVT_CON0, CVT_TRUNCATE_1) == tr && FLD(cvt0, CNA_CVT_CON0, CVT_TRUNCATE_2) == tr &&
               FLD(cvt0, CNA_CVT_CON0, CVT_TRUNCATE_3) == tr && tr <= 31, RK3588_CNA_CVT_CON0, cvt0,
               "raw path: CVT on (bypass/type/round/sign 0) with one truncate (<= 31) for all four lanes");
         for (int i = 1; i < 4; i++)
-            sim_check(n, cvt[i] == cvt[0], RK3588_CNA_CVT_CON1 + 4 * i, cvt[i], "raw path: all four CVT lanes must match lane 0 (0x%08x)", cvt[0]);
-        sim_check(n, cvt5 == 0xFFFF, RK3588_CNA_CVT_CON5, cvt5, "raw path: only PER_CHANNEL_CVT_EN = 0xFFFF");
-        t.cvt_shift = (int)tr;
-        t.cvt_scale = (int)FLD(cvt[0], CNA_CVT_CON1, CVT_SCALE0);
-        t.cvt_offset = SIM_SXT(FLD(cvt[0], CNA_CVT_CON1, CVT_OFFSET0), 16);
+            rkt_check(n, cvt[i] == cvt[0], RK3588_CNA_CVT_CON1 + 4 * i, cvt[i], "raw path: all four CVT lanes must match lane 0 (0x%08x)", cvt[0]);
+        rkt_check(n, cvt5 == 0xFFFF, RK3588_CNA_CVT_CON5, cvt5, "raw path: only PER_CHANNEL_CVT_EN = 0xFFFF");
+        t->cvt_shift = (int)tr;
+        t->cvt_scale = (int)FLD(cvt[0], CNA_CVT_CON1, CVT_SCALE0);
+        t->cvt_offset = RKT_SXT(FLD(cvt[0], CNA_CVT_CON1, CVT_OFFSET0), 16);
     }
-    sim_want(n, RK3588_CNA_FC_CON0, 0, "no FC skipping");
-    sim_want(n, RK3588_CNA_FC_CON1, 0, "no FC data offset");
-    sim_want(n, RK3588_CNA_FC_CON2, 0, "no FC weight offset");
+    rkt_want(n, RK3588_CNA_FC_CON0, 0, "no FC skipping");
+    rkt_want(n, RK3588_CNA_FC_CON1, 0, "no FC data offset");
+    rkt_want(n, RK3588_CNA_FC_CON2, 0, "no FC weight offset");
+}
 
-    const uint32_t pc0 = sim_rd(n, RK3588_CNA_PAD_CON0);
-    t.pad_top = (int)FLD(pc0, CNA_PAD_CON0, PAD_TOP);
-    t.pad_left = (int)FLD(pc0, CNA_PAD_CON0, PAD_LEFT);
-    t.pad_value = decode_pad(n, sim_rd(n, RK3588_CNA_PAD_CON1));
+/* CNA: padding, input fetch (DMA) and weight fetch (no decompression). */
+static void cna_fetch(rkt_npu *n, struct rk3588_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    struct rkt_conv_geom *g = &st->t.g;
+    st->pc0 = rkt_rd(n, RK3588_CNA_PAD_CON0);
+    t->pad_top = (int)FLD(st->pc0, CNA_PAD_CON0, PAD_TOP);
+    t->pad_left = (int)FLD(st->pc0, CNA_PAD_CON0, PAD_LEFT);
+    t->pad_value = decode_pad(n, rkt_rd(n, RK3588_CNA_PAD_CON1));
 
-    const uint32_t in_iova = sim_rd(n, RK3588_CNA_FEATURE_DATA_ADDR);
-    sim_want(n, RK3588_CNA_DMA_CON0, 0x000F000F, "burst lengths 15/15 (Mesa's value)");
-    const uint32_t ls = sim_rd(n, RK3588_CNA_DMA_CON1);
-    const uint32_t ss = sim_rd(n, RK3588_CNA_DMA_CON2);
-    const uint32_t fds0 = sim_rd(n, RK3588_CNA_FC_DATA_SIZE0);
-    t.dma_w = (int)FLD(fds0, CNA_FC_DATA_SIZE0, DMA_WIDTH);
-    if (t.argb)
-        sim_check(n, t.dma_w >= 1 && t.dma_w <= t.in_w && FLD(fds0, CNA_FC_DATA_SIZE0, DMA_HEIGHT) == (uint32_t)t.in_h,
+    st->in_iova = rkt_rd(n, RK3588_CNA_FEATURE_DATA_ADDR);
+    rkt_want(n, RK3588_CNA_DMA_CON0, 0x000F000F, "burst lengths 15/15 (Mesa's value)");
+    st->ls = rkt_rd(n, RK3588_CNA_DMA_CON1);
+    st->ss = rkt_rd(n, RK3588_CNA_DMA_CON2);
+    const uint32_t fds0 = rkt_rd(n, RK3588_CNA_FC_DATA_SIZE0);
+    t->dma_w = (int)FLD(fds0, CNA_FC_DATA_SIZE0, DMA_WIDTH);
+    if (t->argb)
+        rkt_check(n, t->dma_w >= 1 && t->dma_w <= t->in_w && FLD(fds0, CNA_FC_DATA_SIZE0, DMA_HEIGHT) == (uint32_t)t->in_h,
               RK3588_CNA_FC_DATA_SIZE0, fds0, "raw path: DMA width must be 1..DATAIN_WIDTH (%d) and DMA height DATAIN_HEIGHT (%d)",
-              t.in_w, t.in_h);
+              t->in_w, t->in_h);
     else
-        sim_check(n, t.dma_w == t.in_w && FLD(fds0, CNA_FC_DATA_SIZE0, DMA_HEIGHT) == (uint32_t)t.in_h, RK3588_CNA_FC_DATA_SIZE0,
-              fds0, "DMA width/height must equal DATAIN width/height (%dx%d)", t.in_w, t.in_h);
-    const uint32_t fds1 = sim_rd(n, RK3588_CNA_FC_DATA_SIZE1);
-    sim_check(n, fds1 == (uint32_t)g->ic, RK3588_CNA_FC_DATA_SIZE1, fds1, "DMA_CHANNEL must equal DATAIN_CHANNEL (%d)", g->ic);
+        rkt_check(n, t->dma_w == t->in_w && FLD(fds0, CNA_FC_DATA_SIZE0, DMA_HEIGHT) == (uint32_t)t->in_h, RK3588_CNA_FC_DATA_SIZE0,
+              fds0, "DMA width/height must equal DATAIN width/height (%dx%d)", t->in_w, t->in_h);
+    const uint32_t fds1 = rkt_rd(n, RK3588_CNA_FC_DATA_SIZE1);
+    rkt_check(n, fds1 == (uint32_t)g->ic, RK3588_CNA_FC_DATA_SIZE1, fds1, "DMA_CHANNEL must equal DATAIN_CHANNEL (%d)", g->ic);
 
-    sim_want(n, RK3588_CNA_DCOMP_CTRL, 0, "no weight decompression");
-    sim_want(n, RK3588_CNA_DCOMP_REGNUM, 0, "no weight decompression");
+    rkt_want(n, RK3588_CNA_DCOMP_CTRL, 0, "no weight decompression");
+    rkt_want(n, RK3588_CNA_DCOMP_REGNUM, 0, "no weight decompression");
     for (uint32_t off = RK3588_CNA_DCOMP_AMOUNT0; off <= RK3588_CNA_DCOMP_AMOUNT15; off += 4)
-        sim_want(n, off, 0, "no weight decompression");
-    const uint32_t w_iova = sim_rd(n, RK3588_CNA_DCOMP_ADDR0);
+        rkt_want(n, off, 0, "no weight decompression");
+    st->w_iova = rkt_rd(n, RK3588_CNA_DCOMP_ADDR0);
+}
 
-    /* ---------------- CORE ---------------- */
-    sim_want(n, RK3588_CORE_MISC_CFG, 1u | (uint32_t)g->depthwise << RK3588_CORE_MISC_CFG__DW_EN__SHIFT,
+/* CORE: MAC mode, output cube, truncation. */
+static void core(rkt_npu *n, struct rk3588_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    struct rkt_conv_geom *g = &st->t.g;
+    rkt_want(n, RK3588_CORE_MISC_CFG, 1u | (uint32_t)g->depthwise << RK3588_CORE_MISC_CFG__DW_EN__SHIFT,
          "QD_EN = 1 and DW_EN matching CNA CONV_MODE, int8");
-    const uint32_t cd0 = sim_rd(n, RK3588_CORE_DATAOUT_SIZE_0);
-    t.out_h = (int)FLD(cd0, CORE_DATAOUT_SIZE_0, DATAOUT_HEIGHT) + 1;
-    sim_check(n, (int)FLD(cd0, CORE_DATAOUT_SIZE_0, DATAOUT_WIDTH) + 1 == t.out_w && t.out_w >= 1, RK3588_CORE_DATAOUT_SIZE_0, cd0,
-          "DATAOUT_WIDTH + 1 must equal CNA DATAOUT_WIDTH (%d)", t.out_w);
-    const uint32_t ds3 = sim_rd(n, RK3588_CNA_DATA_SIZE3);
-    sim_check(n, ds3 == (uint32_t)(t.out_w * t.out_h), RK3588_CNA_DATA_SIZE3, ds3, "DATAOUT_ATOMICS must be width x height = %d (SURF_MODE 0)",
-          t.out_w * t.out_h);
-    const uint32_t cd1 = sim_rd(n, RK3588_CORE_DATAOUT_SIZE_1);
-    const uint32_t ctr = sim_rd(n, RK3588_CORE_CLIP_TRUNCATE);
-    t.clip_truncate = (int)FLD(ctr, CORE_CLIP_TRUNCATE, CLIP_TRUNCATE);
-    sim_check(n, FLD(ctr, CORE_CLIP_TRUNCATE, ROUND_TYPE) == 0 && t.clip_truncate <= 16, RK3588_CORE_CLIP_TRUNCATE, ctr,
+    st->cd0 = rkt_rd(n, RK3588_CORE_DATAOUT_SIZE_0);
+    t->out_h = (int)FLD(st->cd0, CORE_DATAOUT_SIZE_0, DATAOUT_HEIGHT) + 1;
+    rkt_check(n, (int)FLD(st->cd0, CORE_DATAOUT_SIZE_0, DATAOUT_WIDTH) + 1 == t->out_w && t->out_w >= 1, RK3588_CORE_DATAOUT_SIZE_0, st->cd0,
+          "DATAOUT_WIDTH + 1 must equal CNA DATAOUT_WIDTH (%d)", t->out_w);
+    const uint32_t ds3 = rkt_rd(n, RK3588_CNA_DATA_SIZE3);
+    rkt_check(n, ds3 == (uint32_t)(t->out_w * t->out_h), RK3588_CNA_DATA_SIZE3, ds3, "DATAOUT_ATOMICS must be width x height = %d (SURF_MODE 0)",
+          t->out_w * t->out_h);
+    st->cd1 = rkt_rd(n, RK3588_CORE_DATAOUT_SIZE_1);
+    const uint32_t ctr = rkt_rd(n, RK3588_CORE_CLIP_TRUNCATE);
+    t->clip_truncate = (int)FLD(ctr, CORE_CLIP_TRUNCATE, CLIP_TRUNCATE);
+    rkt_check(n, FLD(ctr, CORE_CLIP_TRUNCATE, ROUND_TYPE) == 0 && t->clip_truncate <= 16, RK3588_CORE_CLIP_TRUNCATE, ctr,
           "ROUND_TYPE must be 0 and the truncation at most 16 bits");
-    sim_want(n, RK3588_CORE_UNDOC_3030, 0, "undocumented register, only 0");
+    rkt_want(n, RK3588_CORE_UNDOC_3030, 0, "undocumented register, only 0");
+}
 
-    /* ---------------- DPU ---------------- */
-    sim_want(n, RK3588_DPU_FEATURE_MODE_CFG, 0x1E4u | (g->depthwise ? 3u << RK3588_DPU_FEATURE_MODE_CFG__CONV_MODE__SHIFT : 0),
+/* DPU: mode, destination and output cube / channels. */
+static void dpu_cube(rkt_npu *n, struct rk3588_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    struct rkt_conv_geom *g = &st->t.g;
+    rkt_want(n, RK3588_DPU_FEATURE_MODE_CFG, 0x1E4u | (g->depthwise ? 3u << RK3588_DPU_FEATURE_MODE_CFG__CONV_MODE__SHIFT : 0),
          "burst 15, output to memory, CONV_MODE matching CNA");
-    sim_want(n, RK3588_DPU_DATA_FORMAT, 0, "int8 in/out/processing");
-    sim_want(n, RK3588_DPU_OFFSET_PEND, 0, "no pending offset");
-    const uint32_t out_iova = sim_rd(n, RK3588_DPU_DST_BASE_ADDR);
-    t.out_surf_pitch = sim_rd(n, RK3588_DPU_DST_SURF_STRIDE);
-    const uint32_t cw = sim_rd(n, RK3588_DPU_DATA_CUBE_WIDTH), chh = sim_rd(n, RK3588_DPU_DATA_CUBE_HEIGHT);
-    sim_check(n, cw == (uint32_t)t.out_w - 1, RK3588_DPU_DATA_CUBE_WIDTH, cw, "must be output width - 1 = %d", t.out_w - 1);
-    sim_check(n, chh == (uint32_t)t.out_h - 1, RK3588_DPU_DATA_CUBE_HEIGHT, chh, "must be output height - 1 = %d (MINMAX_CTL 0)", t.out_h - 1);
-    sim_want(n, RK3588_DPU_DATA_CUBE_NOTCH_ADDR, 0, "no notch");
-    const uint32_t cch = sim_rd(n, RK3588_DPU_DATA_CUBE_CHANNEL);
-    t.oc = (int)FLD(cch, DPU_DATA_CUBE_CHANNEL, CHANNEL) + 1;
-    t.oc_real = (int)FLD(cch, DPU_DATA_CUBE_CHANNEL, ORIG_CHANNEL) + 1;
-    t.group_channels = g->depthwise ? 64 : 32;
-    sim_check(n, t.oc == (t.oc_real + t.group_channels - 1) / t.group_channels * t.group_channels, RK3588_DPU_DATA_CUBE_CHANNEL, cch,
-          "CHANNEL + 1 must be ORIG_CHANNEL + 1 rounded up to %d", t.group_channels);
-    sim_check(n, g->depthwise ? t.oc_real == t.ic_real : t.oc_real <= g->kernels, RK3588_DPU_DATA_CUBE_CHANNEL, cch,
+    rkt_want(n, RK3588_DPU_DATA_FORMAT, 0, "int8 in/out/processing");
+    rkt_want(n, RK3588_DPU_OFFSET_PEND, 0, "no pending offset");
+    st->out_iova = rkt_rd(n, RK3588_DPU_DST_BASE_ADDR);
+    t->out_surf_pitch = rkt_rd(n, RK3588_DPU_DST_SURF_STRIDE);
+    const uint32_t cw = rkt_rd(n, RK3588_DPU_DATA_CUBE_WIDTH), chh = rkt_rd(n, RK3588_DPU_DATA_CUBE_HEIGHT);
+    rkt_check(n, cw == (uint32_t)t->out_w - 1, RK3588_DPU_DATA_CUBE_WIDTH, cw, "must be output width - 1 = %d", t->out_w - 1);
+    rkt_check(n, chh == (uint32_t)t->out_h - 1, RK3588_DPU_DATA_CUBE_HEIGHT, chh, "must be output height - 1 = %d (MINMAX_CTL 0)", t->out_h - 1);
+    rkt_want(n, RK3588_DPU_DATA_CUBE_NOTCH_ADDR, 0, "no notch");
+    const uint32_t cch = rkt_rd(n, RK3588_DPU_DATA_CUBE_CHANNEL);
+    t->oc = (int)FLD(cch, DPU_DATA_CUBE_CHANNEL, CHANNEL) + 1;
+    t->oc_real = (int)FLD(cch, DPU_DATA_CUBE_CHANNEL, ORIG_CHANNEL) + 1;
+    t->group_channels = g->depthwise ? 64 : 32;
+    rkt_check(n, t->oc == (t->oc_real + t->group_channels - 1) / t->group_channels * t->group_channels, RK3588_DPU_DATA_CUBE_CHANNEL, cch,
+          "CHANNEL + 1 must be ORIG_CHANNEL + 1 rounded up to %d", t->group_channels);
+    rkt_check(n, g->depthwise ? t->oc_real == t->ic_real : t->oc_real <= g->kernels, RK3588_DPU_DATA_CUBE_CHANNEL, cch,
           g->depthwise ? "depthwise output channels must equal the real input channels" : "more output channels than weight kernels");
-    sim_check(n, cd1 == (uint32_t)t.oc - 1, RK3588_CORE_DATAOUT_SIZE_1, cd1, "DATAOUT_CHANNEL must be DPU CHANNEL (%d)", t.oc - 1);
-    sim_want(n, RK3588_DPU_BS_CFG, 0x00020150, "BS: ALU add with the bias table from memory, MUL and ReLU bypassed");
-    sim_want(n, RK3588_DPU_BS_ALU_CFG, 0, "ALU operand comes from memory");
-    sim_want(n, RK3588_DPU_BS_MUL_CFG, 0, "BS MUL bypassed");
-    sim_want(n, RK3588_DPU_BS_RELUX_CMP_VALUE, 0, "BS ReLU bypassed");
-    sim_want(n, RK3588_DPU_BS_OW_CFG, g->depthwise ? 0x36C : 0x124, "OW window from the conv mode, operand from BS_OW_OP");
-    t.ow_op = SIM_SXT(FLD(sim_rd(n, RK3588_DPU_BS_OW_OP), DPU_BS_OW_OP, OW_OP), 16);
-    sim_want(n, RK3588_DPU_WDMA_SIZE_0, (uint32_t)t.oc - 1, "CHANNEL_WDMA must be DPU CHANNEL");
-    sim_want(n, RK3588_DPU_WDMA_SIZE_1, (uint32_t)(t.out_h - 1) << 16 | (uint32_t)(t.out_w - 1), "WDMA height/width must match the cube");
-    sim_want(n, RK3588_DPU_BN_CFG, 0x53, "BN stage bypassed");
-    sim_want(n, RK3588_DPU_BN_ALU_CFG, 0, "BN stage bypassed");
-    sim_want(n, RK3588_DPU_BN_MUL_CFG, 0, "BN stage bypassed");
-    sim_want(n, RK3588_DPU_BN_RELUX_CMP_VALUE, 0, "BN stage bypassed");
-    const uint32_t ew = sim_rd(n, RK3588_DPU_EW_CFG);
-    sim_check(n, ew == 0x383, RK3588_DPU_EW_CFG, ew, "only the EW bypass (0x383): the fused-ADD elementwise path is not simulated yet");
-    sim_want(n, RK3588_DPU_EW_CVT_OFFSET_VALUE, 0, "EW bypassed");
-    sim_want(n, RK3588_DPU_EW_CVT_SCALE_VALUE, 1, "EW bypassed");
-    sim_want(n, RK3588_DPU_EW_RELUX_CMP_VALUE, 0, "EW bypassed");
+    rkt_check(n, st->cd1 == (uint32_t)t->oc - 1, RK3588_CORE_DATAOUT_SIZE_1, st->cd1, "DATAOUT_CHANNEL must be DPU CHANNEL (%d)", t->oc - 1);
+}
+
+/* DPU: the BS (bias), BN, EW and OUT_CVT stages and the unused LUT. */
+static void dpu_stages(rkt_npu *n, struct rk3588_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    struct rkt_conv_geom *g = &st->t.g;
+    rkt_want(n, RK3588_DPU_BS_CFG, 0x00020150, "BS: ALU add with the bias table from memory, MUL and ReLU bypassed");
+    rkt_want(n, RK3588_DPU_BS_ALU_CFG, 0, "ALU operand comes from memory");
+    rkt_want(n, RK3588_DPU_BS_MUL_CFG, 0, "BS MUL bypassed");
+    rkt_want(n, RK3588_DPU_BS_RELUX_CMP_VALUE, 0, "BS ReLU bypassed");
+    rkt_want(n, RK3588_DPU_BS_OW_CFG, g->depthwise ? 0x36C : 0x124, "OW window from the conv mode, operand from BS_OW_OP");
+    t->ow_op = RKT_SXT(FLD(rkt_rd(n, RK3588_DPU_BS_OW_OP), DPU_BS_OW_OP, OW_OP), 16);
+    rkt_want(n, RK3588_DPU_WDMA_SIZE_0, (uint32_t)t->oc - 1, "CHANNEL_WDMA must be DPU CHANNEL");
+    rkt_want(n, RK3588_DPU_WDMA_SIZE_1, (uint32_t)(t->out_h - 1) << 16 | (uint32_t)(t->out_w - 1), "WDMA height/width must match the cube");
+    rkt_want(n, RK3588_DPU_BN_CFG, 0x53, "BN stage bypassed");
+    rkt_want(n, RK3588_DPU_BN_ALU_CFG, 0, "BN stage bypassed");
+    rkt_want(n, RK3588_DPU_BN_MUL_CFG, 0, "BN stage bypassed");
+    rkt_want(n, RK3588_DPU_BN_RELUX_CMP_VALUE, 0, "BN stage bypassed");
+    const uint32_t ew = rkt_rd(n, RK3588_DPU_EW_CFG);
+    rkt_check(n, ew == 0x383, RK3588_DPU_EW_CFG, ew, "only the EW bypass (0x383): the fused-ADD elementwise path is not simulated yet");
+    rkt_want(n, RK3588_DPU_EW_CVT_OFFSET_VALUE, 0, "EW bypassed");
+    rkt_want(n, RK3588_DPU_EW_CVT_SCALE_VALUE, 1, "EW bypassed");
+    rkt_want(n, RK3588_DPU_EW_RELUX_CMP_VALUE, 0, "EW bypassed");
     for (uint32_t off = RK3588_DPU_EW_OP_VALUE_0; off <= RK3588_DPU_EW_OP_VALUE_7; off += 4)
-        sim_want(n, off, 0, "EW bypassed");
-    t.out_offset = (int32_t)sim_rd(n, RK3588_DPU_OUT_CVT_OFFSET);
-    const uint32_t osc = sim_rd(n, RK3588_DPU_OUT_CVT_SCALE);
-    sim_check(n, FLD(osc, DPU_OUT_CVT_SCALE, FP32TOFP16_EN) == 0, RK3588_DPU_OUT_CVT_SCALE, osc, "no fp16 output");
-    t.out_scale = FLD(osc, DPU_OUT_CVT_SCALE, OUT_CVT_SCALE);
-    const uint32_t osh = sim_rd(n, RK3588_DPU_OUT_CVT_SHIFT);
-    t.out_shift = (int)FLD(osh, DPU_OUT_CVT_SHIFT, OUT_CVT_SHIFT);
-    sim_check(n, osh == (uint32_t)t.out_shift && t.out_shift <= 47, RK3588_DPU_OUT_CVT_SHIFT, osh,
+        rkt_want(n, off, 0, "EW bypassed");
+    t->out_offset = (int32_t)rkt_rd(n, RK3588_DPU_OUT_CVT_OFFSET);
+    const uint32_t osc = rkt_rd(n, RK3588_DPU_OUT_CVT_SCALE);
+    rkt_check(n, FLD(osc, DPU_OUT_CVT_SCALE, FP32TOFP16_EN) == 0, RK3588_DPU_OUT_CVT_SCALE, osc, "no fp16 output");
+    t->out_scale = FLD(osc, DPU_OUT_CVT_SCALE, OUT_CVT_SCALE);
+    const uint32_t osh = rkt_rd(n, RK3588_DPU_OUT_CVT_SHIFT);
+    t->out_shift = (int)FLD(osh, DPU_OUT_CVT_SHIFT, OUT_CVT_SHIFT);
+    rkt_check(n, osh == (uint32_t)t->out_shift && t->out_shift <= 47, RK3588_DPU_OUT_CVT_SHIFT, osh,
           "only OUT_CVT_SHIFT <= 47 with MINUS_EXP, CVT_ROUND and CVT_TYPE 0");
-    t.out_group_pitch = sim_rd(n, RK3588_DPU_SURFACE_ADD);
-    sim_want(n, RK3588_DPU_UNDOC_40C4, 0, "undocumented register, only 0");
+    t->out_group_pitch = rkt_rd(n, RK3588_DPU_SURFACE_ADD);
+    rkt_want(n, RK3588_DPU_UNDOC_40C4, 0, "undocumented register, only 0");
     for (uint32_t off = RK3588_DPU_LUT_ACCESS_CFG; off <= RK3588_DPU_LUT_LO_SLOPE_SHIFT; off += 4)
-        sim_want(n, off, 0, "LUT unused (EW bypassed)");
+        rkt_want(n, off, 0, "LUT unused (EW bypassed)");
+}
 
-    /* ---------------- DPU_RDMA ---------------- */
-    sim_want(n, RK3588_DPU_RDMA_DATA_CUBE_WIDTH, (uint32_t)t.out_w - 1, "must match the DPU cube width");
-    sim_want(n, RK3588_DPU_RDMA_DATA_CUBE_HEIGHT, (uint32_t)t.out_h - 1, "must match the DPU cube height (EW_LINE_NOTCH_ADDR 0)");
-    sim_want(n, RK3588_DPU_RDMA_DATA_CUBE_CHANNEL, (uint32_t)t.oc - 1, "must match the DPU CHANNEL");
-    sim_want(n, RK3588_DPU_RDMA_SRC_BASE_ADDR, 0, "MRDMA disabled");
-    sim_want(n, RK3588_DPU_RDMA_BRDMA_CFG, 0x2, "bias stream used (BRDMA_DATA_USE 1)");
-    const uint32_t bias_iova = sim_rd(n, RK3588_DPU_RDMA_BS_BASE_ADDR);
-    sim_want(n, RK3588_DPU_RDMA_NRDMA_CFG, 0, "BN stream unused");
-    sim_want(n, RK3588_DPU_RDMA_BN_BASE_ADDR, 0, "BN stream unused");
-    sim_want(n, RK3588_DPU_RDMA_ERDMA_CFG, 0x1, "EW stream disabled");
-    sim_want(n, RK3588_DPU_RDMA_EW_BASE_ADDR, 0, "EW stream disabled");
-    sim_want(n, RK3588_DPU_RDMA_EW_SURF_STRIDE, 0, "EW stream disabled");
-    sim_want(n, RK3588_DPU_RDMA_FEATURE_MODE_CFG, 0x7810u | (g->depthwise ? 3u << RK3588_DPU_RDMA_FEATURE_MODE_CFG__CONV_MODE__SHIFT : 0),
+/* DPU_RDMA: only the bias stream is read. */
+static void dpu_rdma(rkt_npu *n, struct rk3588_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    struct rkt_conv_geom *g = &st->t.g;
+    rkt_want(n, RK3588_DPU_RDMA_DATA_CUBE_WIDTH, (uint32_t)t->out_w - 1, "must match the DPU cube width");
+    rkt_want(n, RK3588_DPU_RDMA_DATA_CUBE_HEIGHT, (uint32_t)t->out_h - 1, "must match the DPU cube height (EW_LINE_NOTCH_ADDR 0)");
+    rkt_want(n, RK3588_DPU_RDMA_DATA_CUBE_CHANNEL, (uint32_t)t->oc - 1, "must match the DPU CHANNEL");
+    rkt_want(n, RK3588_DPU_RDMA_SRC_BASE_ADDR, 0, "MRDMA disabled");
+    rkt_want(n, RK3588_DPU_RDMA_BRDMA_CFG, 0x2, "bias stream used (BRDMA_DATA_USE 1)");
+    st->bias_iova = rkt_rd(n, RK3588_DPU_RDMA_BS_BASE_ADDR);
+    rkt_want(n, RK3588_DPU_RDMA_NRDMA_CFG, 0, "BN stream unused");
+    rkt_want(n, RK3588_DPU_RDMA_BN_BASE_ADDR, 0, "BN stream unused");
+    rkt_want(n, RK3588_DPU_RDMA_ERDMA_CFG, 0x1, "EW stream disabled");
+    rkt_want(n, RK3588_DPU_RDMA_EW_BASE_ADDR, 0, "EW stream disabled");
+    rkt_want(n, RK3588_DPU_RDMA_EW_SURF_STRIDE, 0, "EW stream disabled");
+    rkt_want(n, RK3588_DPU_RDMA_FEATURE_MODE_CFG, 0x7810u | (g->depthwise ? 3u << RK3588_DPU_RDMA_FEATURE_MODE_CFG__CONV_MODE__SHIFT : 0),
          "burst 15, MRDMA disabled, CONV_MODE matching CNA");
-    sim_want(n, RK3588_DPU_RDMA_SRC_DMA_CFG, 0, "no pooling");
-    sim_want(n, RK3588_DPU_RDMA_SURF_NOTCH, 0, "EW stream disabled");
-    sim_want(n, RK3588_DPU_RDMA_PAD_CFG, 0, "no RDMA padding");
-    sim_want(n, RK3588_DPU_RDMA_WEIGHT, 0x01010101, "equal arbitration weights (Mesa's value)");
-    sim_want(n, RK3588_DPU_RDMA_EW_SURF_NOTCH, 0, "EW stream disabled");
-    if (n->bad)
-        return -EINVAL;
+    rkt_want(n, RK3588_DPU_RDMA_SRC_DMA_CFG, 0, "no pooling");
+    rkt_want(n, RK3588_DPU_RDMA_SURF_NOTCH, 0, "EW stream disabled");
+    rkt_want(n, RK3588_DPU_RDMA_PAD_CFG, 0, "no RDMA padding");
+    rkt_want(n, RK3588_DPU_RDMA_WEIGHT, 0x01010101, "equal arbitration weights (Mesa's value)");
+    rkt_want(n, RK3588_DPU_RDMA_EW_SURF_NOTCH, 0, "EW stream disabled");
+}
 
-    /* ---------------- geometry ---------------- */
-    const int right = (t.out_w - 1) * t.sx + g->kw - t.pad_left - t.in_w;
-    const int bottom = (t.out_h - 1) * t.sy + g->kh - t.pad_top - t.in_h;
-    if (t.pad_left >= g->kw || right >= g->kw)
-        return sim_fail(n, "CNA_PAD_CON0 = 0x%08x / CNA_DATA_SIZE2 = 0x%08x: left pad %d, implied right pad %d: a window lies "
-                    "entirely in padding (kernel width %d)", pc0, ds2, t.pad_left, right, g->kw);
-    if (t.pad_top >= g->kh || bottom >= g->kh)
-        return sim_fail(n, "CNA_PAD_CON0 = 0x%08x / CORE_DATAOUT_SIZE_0 = 0x%08x: top pad %d, implied bottom pad %d: a window lies "
-                    "entirely in padding (kernel height %d)", pc0, cd0, t.pad_top, bottom, g->kh);
+/* Across units: no output window may lie entirely in padding. */
+static int check_padding(rkt_npu *n, struct rk3588_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    struct rkt_conv_geom *g = &st->t.g;
+    const int right = (t->out_w - 1) * t->sx + g->kw - t->pad_left - t->in_w;
+    const int bottom = (t->out_h - 1) * t->sy + g->kh - t->pad_top - t->in_h;
+    if (t->pad_left >= g->kw || right >= g->kw)
+        return rkt_fail(n, "CNA_PAD_CON0 = 0x%08x / CNA_DATA_SIZE2 = 0x%08x: left pad %d, implied right pad %d: a window lies "
+                    "entirely in padding (kernel width %d)", st->pc0, st->ds2, t->pad_left, right, g->kw);
+    if (t->pad_top >= g->kh || bottom >= g->kh)
+        return rkt_fail(n, "CNA_PAD_CON0 = 0x%08x / CORE_DATAOUT_SIZE_0 = 0x%08x: top pad %d, implied bottom pad %d: a window lies "
+                    "entirely in padding (kernel height %d)", st->pc0, st->cd0, t->pad_top, bottom, g->kh);
+    return 0;
+}
 
-    /* input addressing [INFERRED]: row pitch = 4 x LINE_STRIDE bytes, plane pitch =
-     * 16 x (SURF_STRIDE + LINE_STRIDE) bytes; raw path: row pitch = LINE_STRIDE bytes */
+/* Input addressing [INFERRED]: row pitch = 4 x LINE_STRIDE bytes, plane pitch = 16 x (SURF_STRIDE +
+ * LINE_STRIDE) bytes; raw path: row pitch = LINE_STRIDE bytes. */
+static int input_extent(rkt_npu *n, struct rk3588_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    struct rkt_conv_geom *g = &st->t.g;
     const int planes = g->ic / 16;
-    uint64_t in_len;
-    if (t.argb) {
-        t.in_row_pitch = FLD(ls, CNA_DMA_CON1, LINE_STRIDE);
-        if (t.in_row_pitch < (size_t)t.dma_w)
-            return sim_fail(n, "CNA_DMA_CON1 = 0x%08x: raw rows of %d bytes overlap", ls, t.dma_w);
-        in_len = (uint64_t)(t.in_h - 1) * t.in_row_pitch + t.dma_w;
+    if (t->argb) {
+        t->in_row_pitch = FLD(st->ls, CNA_DMA_CON1, LINE_STRIDE);
+        if (t->in_row_pitch < (size_t)t->dma_w)
+            return rkt_fail(n, "CNA_DMA_CON1 = 0x%08x: raw rows of %d bytes overlap", st->ls, t->dma_w);
+        st->in_len = (uint64_t)(t->in_h - 1) * t->in_row_pitch + t->dma_w;
     } else {
-        t.in_row_pitch = 4 * (size_t)FLD(ls, CNA_DMA_CON1, LINE_STRIDE);
+        t->in_row_pitch = 4 * (size_t)FLD(st->ls, CNA_DMA_CON1, LINE_STRIDE);
         /* the sum wraps at the 28-bit field width: Mesa's W*(H-4) is negative below four rows and
          * still addresses whole planes on silicon [INFERRED] */
-        t.in_plane_pitch = 16 * (((size_t)FLD(ss, CNA_DMA_CON2, SURF_STRIDE) + FLD(ls, CNA_DMA_CON1, LINE_STRIDE)) &
+        t->in_plane_pitch = 16 * (((size_t)FLD(st->ss, CNA_DMA_CON2, SURF_STRIDE) + FLD(st->ls, CNA_DMA_CON1, LINE_STRIDE)) &
                                  RK3588_CNA_DMA_CON2__SURF_STRIDE__MASK);
-        if (t.in_row_pitch < (size_t)t.in_w * 16)
-            return sim_fail(n, "CNA_DMA_CON1 = 0x%08x: rows of %d pixels x 16 bytes overlap (line stride counts 4-byte units)", ls, t.in_w);
-        if (planes > 1 && t.in_plane_pitch < (size_t)t.in_h * t.in_row_pitch)
-            return sim_fail(n, "CNA_DMA_CON2 = 0x%08x: 16-channel planes of %d rows overlap (plane pitch 16 x (SURF_STRIDE + LINE_STRIDE) = %zu bytes)",
-                        ss, t.in_h, t.in_plane_pitch);
-        in_len = (uint64_t)(planes - 1) * t.in_plane_pitch + (uint64_t)(t.in_h - 1) * t.in_row_pitch + (uint64_t)t.in_w * 16;
+        if (t->in_row_pitch < (size_t)t->in_w * 16)
+            return rkt_fail(n, "CNA_DMA_CON1 = 0x%08x: rows of %d pixels x 16 bytes overlap (line stride counts 4-byte units)", st->ls, t->in_w);
+        if (planes > 1 && t->in_plane_pitch < (size_t)t->in_h * t->in_row_pitch)
+            return rkt_fail(n, "CNA_DMA_CON2 = 0x%08x: 16-channel planes of %d rows overlap (plane pitch 16 x (SURF_STRIDE + LINE_STRIDE) = %zu bytes)",
+                        st->ss, t->in_h, t->in_plane_pitch);
+        st->in_len = (uint64_t)(planes - 1) * t->in_plane_pitch + (uint64_t)(t->in_h - 1) * t->in_row_pitch + (uint64_t)t->in_w * 16;
     }
+    return 0;
+}
 
-    /* output addressing: surface s (16 channels) of group s / (G/16) */
-    const int spg = t.group_channels / 16, nsurf = (t.oc_real + 15) / 16;
-    const size_t cube = (size_t)t.out_w * t.out_h * 16;
-    if (t.out_surf_pitch < cube)
-        return sim_fail(n, "DPU_DST_SURF_STRIDE = 0x%08x: surfaces of %dx%d atoms (%zu bytes) overlap", (uint32_t)t.out_surf_pitch,
-                    t.out_w, t.out_h, cube);
-    if (nsurf > spg && t.out_group_pitch < (size_t)spg * t.out_surf_pitch)
-        return sim_fail(n, "DPU_SURFACE_ADD = 0x%08x: groups of %d surfaces (%zu bytes) overlap", (uint32_t)t.out_group_pitch, spg,
-                    (size_t)spg * t.out_surf_pitch);
+/* Output addressing: surface s (16 channels) of group s / (G/16). */
+static int output_extent(rkt_npu *n, struct rk3588_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    const int spg = t->group_channels / 16, nsurf = (t->oc_real + 15) / 16;
+    const size_t cube = (size_t)t->out_w * t->out_h * 16;
+    if (t->out_surf_pitch < cube)
+        return rkt_fail(n, "DPU_DST_SURF_STRIDE = 0x%08x: surfaces of %dx%d atoms (%zu bytes) overlap", (uint32_t)t->out_surf_pitch,
+                    t->out_w, t->out_h, cube);
+    if (nsurf > spg && t->out_group_pitch < (size_t)spg * t->out_surf_pitch)
+        return rkt_fail(n, "DPU_SURFACE_ADD = 0x%08x: groups of %d surfaces (%zu bytes) overlap", (uint32_t)t->out_group_pitch, spg,
+                    (size_t)spg * t->out_surf_pitch);
     const int last = nsurf - 1;
-    const uint64_t out_len = (uint64_t)(last / spg) * t.out_group_pitch + (uint64_t)(last % spg) * t.out_surf_pitch + cube;
+    st->out_len = (uint64_t)(last / spg) * t->out_group_pitch + (uint64_t)(last % spg) * t->out_surf_pitch + cube;
+    return 0;
+}
 
-    /* CBUF weight residency */
-    const uint64_t wbytes = ws0;
-    if (weight_reuse) {
-        const struct sim_resident_weights *r = &n->cbuf;
-        if (!r->valid || r->iova != w_iova || r->bytes != ws0 || r->data_bank != data_bank || r->weight_bank != weight_bank ||
+/* CBUF weight residency: reuse what an earlier task of the job left, or load. */
+static int load_weights(rkt_npu *n, struct rk3588_task *st)
+{
+    struct rkt_conv_geom *g = &st->t.g;
+    const uint64_t wbytes = st->ws0;
+    if (st->weight_reuse) {
+        const struct rkt_resident_weights *r = &n->cbuf;
+        if (!r->valid || r->iova != st->w_iova || r->bytes != st->ws0 || r->data_bank != st->data_bank || r->weight_bank != st->weight_bank ||
             memcmp(&r->g, g, sizeof(*g)) != 0)
-            return sim_fail(n, "CNA_CBUF_CON0 = 0x%08x: WEIGHT_REUSE set but the CBUF does not hold these weights (%s)", cb0,
+            return rkt_fail(n, "CNA_CBUF_CON0 = 0x%08x: WEIGHT_REUSE set but the CBUF does not hold these weights (%s)", st->cb0,
                         !r->valid ? "nothing resident in this job" : "different weights, geometry or bank split");
     } else {
-        const int8_t *wp = (const int8_t *)sim_mem(n, "weights (CNA_DCOMP_ADDR0)", w_iova, wbytes);
+        const int8_t *wp = (const int8_t *)rkt_mem(n, "weights (CNA_DCOMP_ADDR0)", st->w_iova, wbytes);
         if (!wp)
             return -EINVAL;
-        if (sim_conv_load_weights(n->conv, g, wp, n->err, sizeof(n->err)))
+        if (rkt_conv_load_weights(n->conv, g, wp, n->err, sizeof(n->err)))
             return n->bad = 1, -ENOMEM;
-        n->cbuf.valid = wbytes <= (uint64_t)weight_bank * CBUF_BANK_BYTES;
-        n->cbuf.iova = w_iova;
-        n->cbuf.bytes = ws0;
-        n->cbuf.data_bank = data_bank;
-        n->cbuf.weight_bank = weight_bank;
+        n->cbuf.valid = wbytes <= (uint64_t)st->weight_bank * CBUF_BANK_BYTES;
+        n->cbuf.iova = st->w_iova;
+        n->cbuf.bytes = st->ws0;
+        n->cbuf.data_bank = st->data_bank;
+        n->cbuf.weight_bank = st->weight_bank;
         n->cbuf.g = *g;
     }
+    return 0;
+}
 
-    t.in = sim_mem(n, "input (CNA_FEATURE_DATA_ADDR)", in_iova, in_len);
-    const uint8_t *bias = sim_mem(n, "bias table (DPU_RDMA_BS_BASE_ADDR)", bias_iova, 4 * (uint64_t)t.oc_real);
-    t.out = sim_mem(n, "output (DPU_DST_BASE_ADDR)", out_iova, out_len);
+/* Device memory of the input, bias table and output; the bias table into host order. */
+static int map_memory(rkt_npu *n, struct rk3588_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    t->in = rkt_mem(n, "input (CNA_FEATURE_DATA_ADDR)", st->in_iova, st->in_len);
+    const uint8_t *bias = rkt_mem(n, "bias table (DPU_RDMA_BS_BASE_ADDR)", st->bias_iova, 4 * (uint64_t)t->oc_real);
+    t->out = rkt_mem(n, "output (DPU_DST_BASE_ADDR)", st->out_iova, st->out_len);
     if (n->bad)
         return -EINVAL;
-    if (sim_tables_reserve(n, (size_t)t.oc_real))
+    if (rkt_tables_reserve(n, (size_t)t->oc_real))
         return -ENOMEM;
-    for (int k = 0; k < t.oc_real; k++) {
+    for (int k = 0; k < t->oc_real; k++) {
         const uint8_t *b = bias + 4 * (size_t)k;
         n->bias[k] = (int32_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
     }
-    t.bias = n->bias;
-
-    /* everything written since this group last executed must have been consumed */
-    if (sim_check_all_consumed(n))
-        return -EINVAL;
-
-    return sim_run_conv(n, &t);
+    t->bias = n->bias;
+    return 0;
 }
 
-const struct sim_soc sim_soc_rk3588 = {
-    .name = "rk3588",
+static int rk3588_execute(rkt_npu *n)
+{
+    struct rk3588_task st;
+    memset(&st, 0, sizeof(st));
+    cna_conv(n, &st);
+    cna_data_size(n, &st);
+    cna_weight_size(n, &st);
+    cna_cbuf(n, &st);
+    cna_cvt(n, &st);
+    cna_fetch(n, &st);
+    core(n, &st);
+    dpu_cube(n, &st);
+    dpu_stages(n, &st);
+    dpu_rdma(n, &st);
+    if (n->bad)
+        return -EINVAL;
+    int rc;
+    if ((rc = check_padding(n, &st)) || (rc = input_extent(n, &st)) || (rc = output_extent(n, &st)) ||
+        (rc = load_weights(n, &st)) || (rc = map_memory(n, &st)))
+        return rc;
+    /* everything written since this group last executed must have been consumed */
+    if (rkt_check_all_consumed(n))
+        return -EINVAL;
+    return rkt_run_conv(n, &st.t);
+}
+
+const struct rkt_soc rkt_soc_rk3588 = {
     .regs = rk3588_regs,
     .nregs = RK3588_NUM_REGS,
     .task_number_mask = RK3588_PC_TASK_CON__TASK_NUMBER__MASK,
