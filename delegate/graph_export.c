@@ -146,6 +146,11 @@ static void decode_options(int code, const void *data, teflon_node *out)
         o[0] = p->activation;
         break;
     }
+    case TFL_BUILTIN_FULLY_CONNECTED: {
+        const tfl_fully_connected_params *p = data;
+        o[0] = p->activation; o[1] = p->weights_format; o[2] = p->keep_num_dims;
+        break;
+    }
     case TFL_BUILTIN_AVERAGE_POOL_2D: case TFL_BUILTIN_MAX_POOL_2D: {
         const tfl_pool_params *p = data;
         o[0] = p->padding; o[1] = p->stride_width; o[2] = p->stride_height; o[3] = p->filter_width;

@@ -64,7 +64,7 @@ static uint64_t io_extent(const tp_io *io)
             return 0;
         return io->offset + (h - 1) * io->row_pitch + io->row_pitch;
     }
-    if (io->layout != TP_LAYOUT_NC1HWC2 || io->c2 == 0 || io->c2 > 64 || io->row_pitch < w * io->c2)
+    if (io->layout != TP_LAYOUT_NC1HWC2 || io->c2 == 0 || io->c2 > 65536 || io->row_pitch < w * io->c2)
         return 0;
     const uint64_t planes = (c + io->c2 - 1) / io->c2;
     if (planes > 1 && io->plane_pitch < h * io->row_pitch)

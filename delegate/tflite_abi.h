@@ -62,6 +62,7 @@ enum {
     TFL_BUILTIN_AVERAGE_POOL_2D = 1,
     TFL_BUILTIN_CONV_2D = 3,
     TFL_BUILTIN_DEPTHWISE_CONV_2D = 4,
+    TFL_BUILTIN_FULLY_CONNECTED = 9,
     TFL_BUILTIN_MAX_POOL_2D = 17,
     TFL_BUILTIN_MUL = 18,
     TFL_BUILTIN_SUB = 41,
@@ -223,6 +224,13 @@ typedef struct tfl_depthwise_conv_params {
 typedef struct tfl_activation_params { /* TfLiteAddParams / TfLiteSubParams / TfLiteMulParams start */
     int activation;
 } tfl_activation_params;
+
+typedef struct tfl_fully_connected_params { /* TfLiteFullyConnectedParams (builtin_op_data.h), leading fields */
+    int activation;
+    int weights_format; /* 0 default, 1 shuffled4x16int8 */
+    _Bool keep_num_dims;
+    _Bool asymmetric_quantize_inputs;
+} tfl_fully_connected_params;
 
 typedef struct tfl_pool_params {
     int padding;

@@ -3,16 +3,14 @@
  * this machine has. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <dirent.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "backend.h"
 #include "driver.h"
 #include "errmsg.h"
+#include "etnaviv/etna.h"
 #include "rocket/rocket.h"
 #include "targets.h"
 
@@ -26,13 +24,10 @@ struct teflon_dev {
     char err[ERRLEN];
 };
 
-static int detect_render_node(const struct teflon_family *f, const char *root, char *out, size_t len);
-
 /* Every family this build knows. Adding one: its subdir() in drivers/meson.build and its row here. */
 static const struct teflon_family families[] = {
     {"rocket", rkt_kernel_open, rkt_sim_open, rkt_detect},
-    /* No driver in this build yet: recognised on a board only, so device=auto can say what it found. */
-    {"etnaviv", NULL, NULL, detect_render_node},
+    {"etnaviv", etna_kernel_open, etna_simulated_open, etna_detect},
 };
 
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))
@@ -118,34 +113,6 @@ const char *teflon_dev_error(const teflon_dev *dev)
 
 /* ---- which NPU this machine has ------------------------------------------------------------------ */
 
-/* 1 when the device behind <root>/sys/class/<cls>/<name> is bound to the kernel driver `driver`. */
-static int bound_to(const char *root, const char *cls, const char *name, const char *driver)
-{
-    char path[PATH_MAX], target[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/sys/class/%s/%s/device/driver", root, cls, name);
-    const ssize_t n = readlink(path, target, sizeof(target) - 1);
-    if (n <= 0)
-        return 0;
-    target[n] = '\0';
-    const char *base = strrchr(target, '/');
-    return strcmp(base ? base + 1 : target, driver) == 0;
-}
-
-/* 1 when a device of class `cls` (accel, drm) whose name starts with `prefix` is bound to `driver`. */
-static int driver_present(const char *root, const char *cls, const char *prefix, const char *driver)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/sys/class/%s", root, cls);
-    DIR *dir = opendir(path);
-    int found = 0;
-    if (!dir)
-        return 0;
-    for (struct dirent *e; !found && (e = readdir(dir));)
-        found = strncmp(e->d_name, prefix, strlen(prefix)) == 0 && bound_to(root, cls, e->d_name, driver);
-    closedir(dir);
-    return found;
-}
-
 size_t teflon_read_compatible(const char *path, char *buf, size_t len)
 {
     FILE *f = len ? fopen(path, "rb") : NULL;
@@ -158,38 +125,6 @@ size_t teflon_read_compatible(const char *path, char *buf, size_t len)
     fclose(f);
     buf[n] = '\0';
     return n;
-}
-
-/* 1 when the devicetree root compatible list has an entry starting with `prefix`. */
-static int soc_compatible(const char *root, const char *prefix)
-{
-    char buf[1024], path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/proc/device-tree/compatible", root);
-    const size_t n = teflon_read_compatible(path, buf, sizeof(buf));
-    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
-        if (strncmp(buf + i, prefix, strlen(prefix)) == 0)
-            return 1;
-    return 0;
-}
-
-/* A family whose NPU is a DRM render node bound to the kernel driver of the family's name (etnaviv): the
- * SoC is the row of that family whose compatibles name the devicetree root. Only such SoCs count, since
- * the same driver also runs GPUs. */
-static int detect_render_node(const struct teflon_family *f, const char *root, char *out, size_t len)
-{
-    if (!driver_present(root, "drm", "renderD", f->name))
-        return -ENODEV;
-    for (size_t i = 0; i < TEFLON_NUM_TARGETS; i++) {
-        const teflon_target *t = teflon_target_at(i);
-        if (strcmp(t->family, f->name) != 0)
-            continue;
-        for (const char *const *c = t->compatibles; *c; c++)
-            if (soc_compatible(root, *c)) {
-                snprintf(out, len, "%s", t->name);
-                return 0;
-            }
-    }
-    return -ENODEV;
 }
 
 int teflon_detect_soc(char *out, size_t len)

@@ -45,3 +45,13 @@ void teflon_target_list(char *out, size_t len, int drivable_only)
         snprintf(out + used, len - used, "%s%s", n++ ? ", " : "", teflon_targets[i].name);
     }
 }
+
+int teflon_target_param_get(const teflon_target *t, const char *name, uint32_t *value)
+{
+    for (const teflon_target_param *p = t->params; p && p->name; p++)
+        if (strcmp(p->name, name) == 0) {
+            *value = p->value;
+            return 0;
+        }
+    return -1;
+}

@@ -19,4 +19,7 @@ const teflon_target *teflon_target_default(void);
 /* "a, b, c": the names of every row (drivable_only = 0) or of the drivable ones, for messages. */
 void teflon_target_list(char *out, size_t len, int drivable_only);
 
+/* A generation-specific chip parameter of the row (targets.py `params`): 0 with *value set, -1 when absent. */
+int teflon_target_param_get(const teflon_target *t, const char *name, uint32_t *value);
+
 #endif

@@ -22,7 +22,7 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from teflon.modelgen import AddCase, ConvCase, PoolCase
+from teflon.modelgen import AddCase, ConvCase, ElementwiseCase, FcCase, PoolCase
 
 SIZES = (3, 5, 8, 14, 28, 56, 112)
 CHANNELS = (1, 3, 16, 32, 64, 120, 256)
@@ -416,8 +416,12 @@ def rk3576_known_cpu(case: ConvCase | AddCase | PoolCase) -> str | None:
     return None
 
 
-def _convs(case: ConvCase | AddCase | PoolCase) -> list[ConvCase]:
-    return [case] if isinstance(case, ConvCase) else [case.conv] if case.macs else []
+def _convs(case: Any) -> list[ConvCase]:
+    if isinstance(case, ConvCase):
+        return [case]
+    if isinstance(case, (AddCase, PoolCase)) and case.macs:
+        return [case.conv]
+    return []
 
 
 def known_cpu(case: ConvCase | AddCase | PoolCase, device: str) -> str | None:
@@ -461,10 +465,8 @@ def known_requant_limit(name: str, device: str) -> str | None:
     rk3576 runs per-tensor layers through the very same arithmetic as rk3588 (coefficient stage C = 2^14 >> 14
     as an identity, the same OUT_CVT scale, shift and rounding, no CORE truncation): the same cases hit the same
     limits, and in each the simulator's output equals the exact integer model of the programmed DPU
-    (tests/rk3576_contract.py). Per-channel cases have no entry: all of them pass."""
-    if device not in ("rk3588", "rk3576"):
-        return None
-    return KNOWN_REQUANT_LIMIT.get(name)
+    (an earlier numpy model of the contract). Per-channel cases have no entry: all of them pass."""
+    return {"rk3588": KNOWN_REQUANT_LIMIT, "rk3576": KNOWN_REQUANT_LIMIT}.get(device, {}).get(name)
 
 
 # Per device: why its backend leaves a case's convolutions on the CPU today (None: it must delegate them).
@@ -472,3 +474,42 @@ KNOWN_CPU: dict[str, Callable[[ConvCase | AddCase | PoolCase], str | None]] = {
     "rk3588": rk3588_known_cpu,
     "rk3576": rk3576_known_cpu,
 }
+
+
+def etnaviv_known_cpu(case: Any) -> str | None:
+    """Why the etnaviv backends leave a case on the CPU today (teflon.etnaviv.lower.support), or None."""
+    for applies, reason in ETNAVIV_KNOWN_CPU:
+        if applies(case):
+            return reason
+    return None
+
+
+# (case predicate, reason) pairs for a311d and imx8mp (docs/hardware/etnaviv-nn.md): measured refusals
+ETNAVIV_KNOWN_CPU: list[tuple[Callable[[Any], bool], str]] = []
+KNOWN_CPU["a311d"] = etnaviv_known_cpu
+KNOWN_CPU["imx8mp"] = etnaviv_known_cpu
+
+# ---------------------------------------------------------------------------------------------------------------
+# etnaviv: beyond convolutions (FULLY_CONNECTED, ADD/SUB, PAD, RELU, LOGISTIC) and non-square convolutions
+# ---------------------------------------------------------------------------------------------------------------
+
+ETNAVIV_DEFAULT_FC: list[FcCase] = [
+    FcCase(64, 10), FcCase(120, 16, dtype="int8"), FcCase(256, 100), FcCase(1000, 128, activation="relu"),
+    FcCase(1024, 32, dtype="int8"),
+]
+ETNAVIV_DEFAULT_ADD: list[AddCase] = [
+    AddCase(8, 8, 16), AddCase(14, 14, 32), AddCase(28, 28, 24, dtype="int8"), AddCase(7, 7, 96),
+    AddCase(5, 5, 20, dtype="int8"), AddCase(14, 14, 48, op="sub"), AddCase(9, 9, 16, op="sub", dtype="int8"),
+]
+ETNAVIV_DEFAULT_ELEMENTWISE: list[ElementwiseCase] = [
+    ElementwiseCase("relu", 28, 28, 32), ElementwiseCase("relu", 4, 4, 8, "int8"),
+    ElementwiseCase("relu", 14, 14, 16, requant=True), ElementwiseCase("logistic", 8, 8, 16),
+    ElementwiseCase("logistic", 14, 14, 32, "int8"), ElementwiseCase("pad", 28, 28, 16),
+    ElementwiseCase("pad", 14, 14, 8, "int8", pads=(0, 2, 2, 0, 0, 0)), ElementwiseCase("pad", 7, 7, 3, pads=(1, 1, 1, 1, 0, 1)),
+]
+ETNAVIV_NON_SQUARE: list[ConvCase] = [
+    ConvCase("conv2d", 96, 160, 16, 32, kernel=3), ConvCase("conv2d", 96, 160, 16, 32, kernel=5, kernel_w=3),
+    ConvCase("conv2d", 96, 160, 8, 16, kernel=3, stride=2, dtype="int8"),
+    ConvCase("dwconv", 96, 160, 16, kernel=3), ConvCase("conv2d", 96, 160, 16, 16, kernel=5, kernel_w=3,
+                                                         padding="valid", dtype="int8"),
+]

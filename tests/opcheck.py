@@ -15,7 +15,16 @@ import numpy as np
 import pytest
 
 from opcases import known_cpu, known_requant_limit
-from teflon.modelgen import AddCase, ConvCase, PoolCase, operators, random_inputs, tensor_scales
+from teflon.modelgen import (
+    AddCase,
+    ConvCase,
+    ElementwiseCase,
+    FcCase,
+    PoolCase,
+    operators,
+    random_inputs,
+    tensor_scales,
+)
 from teflon.reference import Comparison, DelegateRun, compare, run_cpu, run_delegate
 
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
@@ -25,7 +34,7 @@ MIN_EXACT = 0.995
 CHAINED_MIN_EXACT = 1 - 2 * (1 - MIN_EXACT)
 
 Recorder = Callable[[str, object], None]
-Case = ConvCase | AddCase | PoolCase
+Case = ConvCase | AddCase | PoolCase | FcCase | ElementwiseCase
 
 
 def run_case(case: Case, options: dict[str, str], record_property: Recorder,
@@ -57,11 +66,11 @@ def mismatch_hint(ref: list[np.ndarray], out: list[np.ndarray]) -> str:
 
 def check_delegated_conv(case: Case, options: dict[str, str], record_property: Recorder,
                          min_exact: float = MIN_EXACT, cpu_kinds: tuple[str, ...] = (), runtime: str | None = None,
-                         max_diff: int = MAX_DIFF) -> None:
-    """Every convolution delegated (and nothing of `cpu_kinds`), output within tolerance of the CPU's."""
+                         max_diff: int = MAX_DIFF, kinds: tuple[str, ...] = CONV_KINDS) -> None:
+    """Every node of `kinds` delegated (and nothing of `cpu_kinds`), output within tolerance of the CPU's."""
     device = options["device"]
     run, ref, cmp = run_case(case, options, record_property, runtime)
-    missing = run.undelegated(*CONV_KINDS)
+    missing = run.undelegated(*kinds)
     known = known_cpu(case, device)
     if missing and known:
         assert cmp.max_abs_diff == 0, f"{case.name}: CPU fallback differs from the CPU reference: {cmp}"
@@ -76,6 +85,12 @@ def check_delegated_conv(case: Case, options: dict[str, str], record_property: R
     if not cmp.within(max_diff, min_exact):
         pytest.fail(f"{case.name}: {cmp} (allowed {max_diff} LSB, >= {100 * min_exact:.1f}% exact); "
                     + mismatch_hint(ref, run.outputs), pytrace=False)
+
+
+def check_delegated_op(case: Case, options: dict[str, str], record_property: Recorder, kinds: tuple[str, ...],
+                       runtime: str | None = None) -> None:
+    """A single-op model whose op (one of `kinds`) must be delegated, within 1 LSB and >= 99.5 % exact."""
+    check_delegated_conv(case, options, record_property, runtime=runtime, kinds=kinds)
 
 
 def check_cpu_fallback(case: Case, options: dict[str, str], record_property: Recorder, kinds: tuple[str, ...],

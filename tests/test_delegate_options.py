@@ -49,8 +49,6 @@ def _run(model: bytes, runtime: str, options: dict[str, str] | None) -> np.ndarr
         ({"device": "foo"}, "foo"),
         ({"sim": "2"}, "sim"),
         ({"debug": "yes"}, "debug"),
-        ({"device": "a311d"}, "a311d"),
-        ({"device": "imx8mp"}, "imx8mp"),
     ],
     ids=lambda v: "-".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else None,
 )
@@ -70,8 +68,9 @@ def test_sim0_without_device_node_is_refused(runtime: str) -> None:
         teflon.load_delegate(runtime=runtime, device="rk3588", sim="0")
 
 
-@pytest.mark.parametrize("options", [{}, {"device": "auto"}, {"device": "rk3588", "sim": "1"}, {"debug": True}],
-                         ids=["defaults", "auto", "rk3588-sim1", "debug"])
+@pytest.mark.parametrize("options", [{}, {"device": "auto"}, {"device": "rk3588", "sim": "1"}, {"debug": True},
+                                     {"device": "a311d", "sim": "1"}, {"device": "imx8mp", "sim": "1"}],
+                         ids=["defaults", "auto", "rk3588-sim1", "debug", "a311d-sim1", "imx8mp-sim1"])
 def test_good_options_load(runtime: str, options: dict[str, object]) -> None:
     import teflon
 

@@ -234,10 +234,13 @@ static int etna_v7_decode(etna_sim *sim, struct etna_nn_job *j, const uint8_t *c
     const int64_t nsb = (kpc + kpsb - 1) / kpsb;
     const int64_t plane_taps = j->kx * j->ky;
     enum etna_v7_order order;
-    if (j->fc)
-        order = ETNA_V7_FLAT;
-    else if (j->kx == 1 && j->ky == 1 && j->oc > 8)
+    /* 1x1 kernels with more than 8 kernels are read in blocks of six input channels whatever the input size
+     * (Mesa's writer for a pointwise convolution, also over a 1x1 map as MobileNet's classifier runs on A311D);
+     * the compiler refuses fully-connected layers whose factorisation would give that same descriptor. */
+    if (j->kx == 1 && j->ky == 1 && j->oc > 8)
         order = ETNA_V7_BLOCK6;
+    else if (j->fc)
+        order = ETNA_V7_FLAT;
     else if (j->kz > 1)
         order = ETNA_V7_INTERLEAVED;
     else

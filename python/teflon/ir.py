@@ -127,6 +127,8 @@ def decode_options(kind: str, raw: list[int]) -> dict[str, object]:
         names = ["padding", "stride_w", "stride_h", "depth_multiplier", "activation", "dilation_w", "dilation_h"]
     elif kind in ("ADD", "SUB", "MUL"):
         names = ["activation"]
+    elif kind == "FULLY_CONNECTED":
+        names = ["activation", "weights_format", "keep_num_dims"]
     elif kind in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
         names = ["padding", "stride_w", "stride_h", "filter_w", "filter_h", "activation"]
     else:

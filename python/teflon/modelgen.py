@@ -407,6 +407,7 @@ class ConvCase:
     output_scale: float | None = None
     scale_spread: float | None = None
     seed: int = 0
+    kernel_w: int | None = None  # kernel columns when not square (`kernel` is then the kernel rows)
 
     def __post_init__(self) -> None:
         if self.op not in ("conv2d", "dwconv"):
@@ -429,7 +430,7 @@ class ConvCase:
         for zp in (self.weight_zp, self.input_zp, self.output_zp):
             if zp is not None and not qmin <= zp <= qmax:
                 raise ValueError(f"zero point {zp} outside the {self.dtype} range")
-        if min(self.in_h, self.in_w, self.in_c, self.kernel, self.stride, self.channels_out) < 1:
+        if min(self.in_h, self.in_w, self.in_c, self.kernel, self.kw, self.stride, self.channels_out) < 1:
             raise ValueError("sizes, kernel and stride must be positive")
 
     # -- geometry ----------------------------------------------------------------------------------------------
@@ -442,8 +443,13 @@ class ConvCase:
         return out_size(self.in_h, self.kernel, self.stride, self.padding)
 
     @property
+    def kw(self) -> int:
+        """Kernel columns."""
+        return self.kernel if self.kernel_w is None else self.kernel_w
+
+    @property
     def out_w(self) -> int:
-        return out_size(self.in_w, self.kernel, self.stride, self.padding)
+        return out_size(self.in_w, self.kw, self.stride, self.padding)
 
     @property
     def valid(self) -> bool:
@@ -452,7 +458,7 @@ class ConvCase:
 
     @property
     def macs(self) -> int:
-        per_output = self.kernel * self.kernel * (1 if self.op == "dwconv" else self.in_c)
+        per_output = self.kernel * self.kw * (1 if self.op == "dwconv" else self.in_c)
         return self.out_h * self.out_w * self.channels_out * per_output
 
     @property
@@ -468,7 +474,8 @@ class ConvCase:
         parts = [self.op, f"in{self.in_h}x{self.in_w}x{self.in_c}"]
         if self.op == "conv2d":
             parts.append(f"oc{self.channels_out}")
-        parts += [f"k{self.kernel}", f"s{self.stride}", self.padding, DTYPE_TOKEN[self.dtype] + (
+        kernel = f"k{self.kernel}" if self.kernel_w is None else f"k{self.kernel}x{self.kernel_w}"
+        parts += [kernel, f"s{self.stride}", self.padding, DTYPE_TOKEN[self.dtype] + (
             "pc" if self.per_channel else "")]
         if self.activation != "none":
             parts.append(self.activation)
@@ -550,14 +557,15 @@ def conv_params(case: ConvCase, rng: np.random.Generator, input_quant: QParams |
         w_scale = np.array([case.weight_scale if case.weight_scale is not None
                             else _log_uniform(rng, 0.002, 0.02)], dtype=np.float32)
 
-    w_shape = (1, k, k, oc) if case.op == "dwconv" else (oc, k, k, case.in_c)
+    kw = case.kw
+    w_shape = (1, k, kw, oc) if case.op == "dwconv" else (oc, k, kw, case.in_c)
     np_dtype = np.uint8 if case.dtype == "uint8" else np.int8
     weights = rng.integers(qmin, qmax + 1, size=w_shape, dtype=np_dtype)
 
     # Expected accumulator sum((x - x_zp) * (w - w_zp)) per output channel over uniformly random inputs.
     w_centered = weights.astype(np.int64) - w_zp
     per_channel_taps = w_centered.reshape(-1, oc) if case.op == "dwconv" else w_centered.reshape(oc, -1).T
-    inside = _tap_fraction(case.in_h, k, case.stride, case.padding) * _tap_fraction(case.in_w, k, case.stride,
+    inside = _tap_fraction(case.in_h, k, case.stride, case.padding) * _tap_fraction(case.in_w, kw, case.stride,
                                                                                   case.padding)
     x_mean = (qmin + qmax) / 2 - in_zp
     x_var = ((qmax - qmin + 1) ** 2 - 1) / 12
@@ -685,8 +693,11 @@ class AddCase:
     activation: ActivationName = "none"
     dtype: DType = "uint8"
     seed: int = 0
+    op: Literal["add", "sub"] = "add"
 
     def __post_init__(self) -> None:
+        if self.op not in ("add", "sub"):
+            raise ValueError(f"op must be add or sub, not {self.op!r}")
         if self.producers not in ("inputs", "conv", "conv2"):
             raise ValueError(f"producers must be inputs, conv or conv2, not {self.producers!r}")
         if self.producers == "inputs" and self.out_c not in (None, self.in_c):
@@ -700,7 +711,7 @@ class AddCase:
 
     @property
     def name(self) -> str:
-        head = {"inputs": "add", "conv": "conv-add", "conv2": "conv2-add"}[self.producers]
+        head = {"inputs": self.op, "conv": f"conv-{self.op}", "conv2": f"conv2-{self.op}"}[self.producers]
         parts = [head, f"in{self.in_h}x{self.in_w}x{self.in_c}"]
         if self.producers != "inputs":
             parts += [f"oc{self.channels_out}", f"k{self.kernel}"]
@@ -756,12 +767,23 @@ class AddCase:
         y = g.tensor("output", shape, self.dtype, _add_output_quant(qa, qb, self.activation, self.dtype))
         act = _ACTIVATION[self.activation]
 
-        def options(fb: flatbuffers.Builder) -> int:
+        if self.op == "sub":
+            def options(fb: flatbuffers.Builder) -> int:
+                tflite.SubOptionsStart(fb)
+                tflite.SubOptionsAddFusedActivationFunction(fb, act)
+                return tflite.SubOptionsEnd(fb)
+
+            g.op(BuiltinOperator.SUB, 2 if self.dtype == "int8" else 1, [a, b], [y], BuiltinOptions.SubOptions,
+                 options)
+            return g.build(inputs, [y])
+
+        def add_options(fb: flatbuffers.Builder) -> int:
             tflite.AddOptionsStart(fb)
             tflite.AddOptionsAddFusedActivationFunction(fb, act)
             return tflite.AddOptionsEnd(fb)
 
-        g.op(BuiltinOperator.ADD, 2 if self.dtype == "int8" else 1, [a, b], [y], BuiltinOptions.AddOptions, options)
+        g.op(BuiltinOperator.ADD, 2 if self.dtype == "int8" else 1, [a, b], [y], BuiltinOptions.AddOptions,
+             add_options)
         return g.build(inputs, [y])
 
 
@@ -839,3 +861,127 @@ class PoolCase:
         g.op(BuiltinOperator.AVERAGE_POOL_2D, 2 if self.dtype == "int8" else 1, [src], [y],
              BuiltinOptions.Pool2DOptions, options)
         return g.build([x], [y])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# FULLY_CONNECTED, and single-tensor ops: RELU, LOGISTIC, PAD
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FcCase:
+    """FULLY_CONNECTED of a (1, N) input to (1, OUT) with per-tensor weights and an int32 bias; output scale from
+    the expected accumulator spread (as ConvCase does)."""
+
+    in_n: int
+    out_n: int
+    activation: ActivationName = "none"
+    dtype: DType = "uint8"
+    seed: int = 0
+
+    @property
+    def name(self) -> str:
+        parts = ["fc", f"in{self.in_n}", f"out{self.out_n}", DTYPE_TOKEN[self.dtype]]
+        if self.activation != "none":
+            parts.append(self.activation)
+        if self.seed:
+            parts.append(f"seed{self.seed}")
+        return "-".join(parts)
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def macs(self) -> int:
+        return self.in_n * self.out_n
+
+    def build(self) -> bytes:
+        rng = np.random.default_rng([self.seed, zlib.crc32(self.name.encode())])
+        # the conv generator already draws weights, bias and quantization for a 1x1 convolution of N channels
+        conv = ConvCase("conv2d", 1, 1, self.in_n, self.out_n, 1, 1, "valid", self.activation, self.dtype,
+                        seed=self.seed)
+        p = conv_params(conv, rng)
+        g = GraphBuilder(f"teflon.modelgen {self.name}")
+        x = g.tensor("input", (1, self.in_n), self.dtype, p.input_quant)
+        w = g.constant("weights", p.weights.reshape(self.out_n, self.in_n), p.weight_quant)
+        b = g.constant("bias", p.bias, p.bias_quant)
+        y = g.tensor("output", (1, self.out_n), self.dtype, p.output_quant)
+        act = _ACTIVATION[self.activation]
+
+        def options(fb: flatbuffers.Builder) -> int:
+            tflite.FullyConnectedOptionsStart(fb)
+            tflite.FullyConnectedOptionsAddFusedActivationFunction(fb, act)
+            return tflite.FullyConnectedOptionsEnd(fb)
+
+        g.op(BuiltinOperator.FULLY_CONNECTED, 4 if self.dtype == "int8" else 1, [x, w, b], [y],
+             BuiltinOptions.FullyConnectedOptions, options)
+        return g.build([x], [y])
+
+
+@dataclass(frozen=True)
+class ElementwiseCase:
+    """One RELU, LOGISTIC or PAD of an (1, H, W, C) tensor. LOGISTIC's output is quantized as TFLite requires
+    (scale 1/256, zero point qmin); RELU keeps the input quantization unless `requant` draws another output scale;
+    PAD keeps it and pads with `pads` = (top, bottom, left, right, front, back) in H, W, C."""
+
+    op: Literal["relu", "logistic", "pad"]
+    in_h: int
+    in_w: int
+    in_c: int
+    dtype: DType = "uint8"
+    pads: tuple[int, int, int, int, int, int] = (1, 1, 1, 1, 0, 0)
+    requant: bool = False
+    seed: int = 0
+
+    @property
+    def name(self) -> str:
+        parts = [self.op, f"in{self.in_h}x{self.in_w}x{self.in_c}"]
+        if self.op == "pad":
+            parts.append("p" + "".join(str(p) for p in self.pads))
+        if self.requant:
+            parts.append("rq")
+        parts.append(DTYPE_TOKEN[self.dtype])
+        if self.seed:
+            parts.append(f"seed{self.seed}")
+        return "-".join(parts)
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def macs(self) -> int:
+        return 0
+
+    @property
+    def output_shape(self) -> tuple[int, int, int, int]:
+        if self.op != "pad":
+            return (1, self.in_h, self.in_w, self.in_c)
+        t, b, left, r, f, k = self.pads
+        return (1, self.in_h + t + b, self.in_w + left + r, self.in_c + f + k)
+
+    def build(self) -> bytes:
+        rng = np.random.default_rng([self.seed, zlib.crc32(self.name.encode())])
+        qmin, qmax = QRANGE[self.dtype]
+        xq = QParams.make(float(_log_uniform(rng, 0.01, 0.1)), int(rng.integers(qmin + 20, qmax - 20)))
+        g = GraphBuilder(f"teflon.modelgen {self.name}")
+        x = g.tensor("input", (1, self.in_h, self.in_w, self.in_c), self.dtype, xq)
+        if self.op == "logistic":
+            y = g.tensor("output", self.output_shape, self.dtype, QParams.make(1 / 256, qmin))
+            g.op(BuiltinOperator.LOGISTIC, 2 if self.dtype == "int8" else 1, [x], [y])
+        elif self.op == "relu":
+            yq = xq
+            if self.requant:
+                yq = QParams.make(float(xq.scale[0]) * float(rng.uniform(0.5, 2.0)), int(rng.integers(qmin, qmin + 40)))
+            y = g.tensor("output", self.output_shape, self.dtype, yq)
+            g.op(BuiltinOperator.RELU, 2 if self.dtype == "int8" else 1, [x], [y])
+        else:
+            pads = g.constant("paddings", np.array([[0, 0], self.pads[0:2], self.pads[2:4], self.pads[4:6]], np.int32))
+            y = g.tensor("output", self.output_shape, self.dtype, xq)
+            g.op(BuiltinOperator.PAD, 2 if self.dtype == "int8" else 1, [x, pads], [y], BuiltinOptions.PadOptions,
+                 _pad_options)
+        return g.build([x], [y])
+
+
+def _pad_options(fb: flatbuffers.Builder) -> int:
+    tflite.PadOptionsStart(fb)
+    return tflite.PadOptionsEnd(fb)

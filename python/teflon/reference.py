@@ -217,11 +217,16 @@ def run_delegate(model: bytes, inputs: Sequence[np.ndarray], *, runtime: str | N
 # --------------------------------------------------------------------------------------------------------------
 
 
+MODEL_LSB = 6  # whole models: the share of output elements within this many LSB (Mesa's own model tolerance)
+
+
 @dataclass(frozen=True)
 class Comparison:
     max_abs_diff: int
     exact_fraction: float
     n: int
+    mean_abs_diff: float = 0.0
+    within_model_lsb: float = 1.0  # fraction of elements within MODEL_LSB
 
     @property
     def mismatches(self) -> int:
@@ -242,8 +247,9 @@ class Comparison:
         return binomial_tail(self.mismatches, self.n, 1.0 - min_exact_fraction) >= confidence
 
     def __str__(self) -> str:
-        return (f"max |diff| {self.max_abs_diff} LSB, exact {100.0 * self.exact_fraction:.2f}% of {self.n} "
-                f"({self.mismatches} differ)")
+        return (f"max |diff| {self.max_abs_diff} LSB, mean {self.mean_abs_diff:.4f}, exact "
+                f"{100.0 * self.exact_fraction:.2f}% of {self.n} ({self.mismatches} differ), "
+                f"{100.0 * self.within_model_lsb:.2f}% within {MODEL_LSB} LSB")
 
 
 def binomial_tail(k: int, n: int, p: float) -> float:
@@ -275,4 +281,5 @@ def compare(ref: np.ndarray | Sequence[np.ndarray], out: np.ndarray | Sequence[n
     diff = np.concatenate([np.abs(r.astype(np.int64) - o.astype(np.int64)).ravel() for r, o in pairs])
     if diff.size == 0:
         return Comparison(0, 1.0, 0)
-    return Comparison(int(diff.max()), float(np.count_nonzero(diff == 0) / diff.size), int(diff.size))
+    return Comparison(int(diff.max()), float(np.count_nonzero(diff == 0) / diff.size), int(diff.size),
+                      float(diff.mean()), float(np.count_nonzero(diff <= MODEL_LSB) / diff.size))

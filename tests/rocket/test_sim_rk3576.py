@@ -528,12 +528,20 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
                        check=True)
     subprocess.run([sys.executable, str(REPO / "python/teflon/targets.py"), "--c-header", str(out / "teflon_targets.h")],
                    check=True)
+    # driver.c's family table also names the etnaviv family: its sources (minus the LD_PRELOAD shim) and
+    # descriptor headers link in too
+    for table in ("NN_V7", "NN_V8", "TP"):
+        subprocess.run([sys.executable, str(REPO / "python/teflon/hw/gen_c_header.py"), "--table",
+                        f"teflon.etnaviv.desc:{table}", "--prefix", f"ETNA_{table}", "-o",
+                        str(out / f"etna_{table.lower()}_desc.h")], check=True)
     drivers = REPO / "drivers"
-    sources = [*sorted(drivers.glob("*.c")), *sorted((drivers / "rocket").glob("*.c"))]
+    etnaviv = [p for p in sorted((drivers / "etnaviv").glob("*.c")) if p.name != "etna_shim.c"]
+    sources = [*sorted(drivers.glob("*.c")), *sorted((drivers / "rocket").glob("*.c")), *etnaviv]
     exe = out / "test_rocket_sim"
     cmd = [cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-fsanitize=address,undefined",
-           "-fno-sanitize-recover=all", f"-I{drivers}", f"-I{drivers / 'rocket'}", f"-I{out}",
-           str(REPO / "tests/c/test_rocket_sim.c"), *map(str, sources), "-o", str(exe), "-lpthread"]
+           "-fno-sanitize-recover=all", f"-I{drivers}", f"-I{drivers / 'rocket'}", f"-I{drivers / 'etnaviv'}",
+           f"-I{out}", str(REPO / "tests/c/test_rocket_sim.c"), *map(str, sources), "-o", str(exe), "-lpthread",
+           "-lm"]
     r = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if r.returncode != 0 and "sanitize" in r.stderr:
         pytest.skip(f"no ASan/UBSan runtime: {r.stderr[-300:]}")

@@ -9,6 +9,7 @@ import platform
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -68,11 +69,29 @@ def cpu_time(model: str, runtime: str, reference: bool, runs: int) -> float | No
     return time_invoke(make_interpreter(model, reference=reference, runtime=runtime), runs)
 
 
+def program_counters(session: Any) -> dict[str, int]:
+    """Tasks (rocket regcmd tasks, etnaviv NN/TP jobs), submits and weight bytes per inference, summed over the
+    partitions, and the weight bytes of the same partitions compiled as Mesa would (`--mesa-compat`)."""
+    from teflon.cli.regcmd import mesa_compat
+    from teflon.compiler import target
+
+    total = {"tasks": 0, "submits": 0, "weight_bytes": 0, "mesa_weight_bytes": 0}
+    graph = session.capture.support[0][0] if session.capture.support else None
+    for nodes, prog in session.capture.programs:
+        t = target(prog.device)
+        for k, v in t.counters(prog).items():
+            total[k] += v
+        if graph is not None:
+            total["mesa_weight_bytes"] += t.counters(mesa_compat(graph, nodes, prog))["weight_bytes"]
+    return total
+
+
 def run(args: argparse.Namespace) -> int:
     opts = delegate_options(args)
     first = open_interpreter(args.model, opts, runtime=args.runtime)
     warm = open_interpreter(args.model, opts, runtime=args.runtime)
-    tasks = sum(len(op.tasks) for _, prog in warm.capture.programs for op in prog.operations)
+    counts = program_counters(warm)
+    tasks = counts["tasks"]
     partitions = len(warm.capture.programs)
     npu_ms = time_invoke(warm.interpreter, args.runs)
     builtin_ms = cpu_time(args.model, "tflite_runtime", True, args.runs)
@@ -83,7 +102,10 @@ def run(args: argparse.Namespace) -> int:
 
     ratio = f"{npu_ms / builtin_ms:.2f}" if builtin_ms else "n/a"
     print(f"model: {args.model}")
-    print(f"device: {args.device} (sim={args.sim}), {partitions} partition(s), {tasks} tasks per inference")
+    print(f"device: {args.device} (sim={args.sim}), {partitions} partition(s), {tasks} tasks (jobs) and "
+          f"{counts['submits']} submits per inference")
+    weights = f"weights {counts['weight_bytes']} B (mesa-compat {counts['mesa_weight_bytes']} B)"
+    print(weights)
     print(f"compile: {first.compile_ms:.1f} ms first (incl. imports), {warm.compile_ms:.1f} ms warm")
     print(f"NPU invoke: {npu_ms:.1f} ms (median of {args.runs})")
     print(f"CPU tflite_runtime builtin: {fmt(builtin_ms)} ms; ai_edge_litert default: {fmt(default_ms)} ms")
@@ -96,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
         row = (
             f"| {datetime.date.today().isoformat()} | {machine()} | {Path(args.model).name} | {args.device} | "
             f"{first.compile_ms:.0f} / {warm.compile_ms:.0f} | {npu_ms:.1f} | {tasks} | {fmt(builtin_ms)} | "
-            f"{fmt(default_ms)} | {ratio} | {args.note} |\n"
+            f"{fmt(default_ms)} | {ratio} | {partitions} partition(s), {counts['submits']} submit(s); {weights}"
+            f"{'; ' + args.note if args.note else ''} |\n"
         )
         with path.open("a") as f:
             f.write(row)

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..ir import Graph, Operation, Tensor
 from .chips import Chip
-from .nn import IMAGE_SIZE_MAX, DescriptorError, nn_geometry
+from .nn import IMAGE_SIZE_MAX, DescriptorError, fc_factors, nn_geometry
 from .ops import KIND_NN, KIND_TP, TP_TYPES, EtnaOp
 from .requant import RequantError, conv_scale, post_scale
 from .tiling import TilingError
@@ -415,6 +415,8 @@ def _lower_fc(st: _Lowering, op: Operation) -> None:
         raise LoweringError("unexpected number of inputs/outputs")
     if "activation" not in op.options:
         raise LoweringError("FULLY_CONNECTED options (fused activation) not decoded")
+    if op.options.get("weights_format", 0) != 0:
+        raise LoweringError("FULLY_CONNECTED with shuffled weights not supported")
     x = _act(g.tensors[op.inputs[0]], "input")
     y = _act(g.tensors[op.outputs[0]], "output")
     wt = g.tensors[op.inputs[1]]
@@ -427,6 +429,10 @@ def _lower_fc(st: _Lowering, op: Operation) -> None:
         raise LoweringError("FULLY_CONNECTED over a spatial input (planar order differs from TFLite's flatten)")
     if y.size != y.c or y.h * y.w != 1:
         raise LoweringError(f"FULLY_CONNECTED output {y.h}x{y.w}x{y.c} not supported (1-D only)")
+    if fc_factors(n)[:2] == (1, 1) and y.c > 8 and st.chip.version == 7:
+        # the descriptor would equal a pointwise convolution's, whose coefficients the v7 core reads in blocks
+        # of six input channels; this FC's stream is sequential (docs/hardware/etnaviv-nn.md)
+        raise LoweringError(f"FULLY_CONNECTED of {n} inputs (no factor 2..15) with more than 8 outputs on v7")
     w, wzp, wscale = _stored_weights(wt)
     if w.size != n * y.c:
         raise LoweringError(f"weights of {w.size} values for {n} inputs and {y.c} outputs")

@@ -201,9 +201,12 @@ def nn_fields(op: EtnaOp, chip: Chip, coef_cache_size: int, coef_address: int, i
         "further4": 0x7F800000,
         "further5": 0xFF800000,
     }
-    scale = conv_scale(op.input_scale, op.weight_scale, op.output_scale)
     negative = g.offset_x < 0 or g.offset_y < 0
-    return mod.version_fields(fields, float(scale), op.depthwise, negative)
+    if mesa_compat:
+        scale = float(conv_scale(op.input_scale, op.weight_scale, op.output_scale))
+    else:  # as TFLite derives its multiplier: in double from the float32 scales
+        scale = float(op.input_scale) * float(op.weight_scale) / float(op.output_scale)
+    return mod.version_fields(fields, scale, op.depthwise, negative, nearest=not mesa_compat)
 
 
 def nn_descriptor(op: EtnaOp, chip: Chip, coef_cache_size: int, coef_address: int, in_address: int,

@@ -16,9 +16,10 @@ TABLE = NN_V7
 VERSION = 7
 
 
-def version_fields(fields: dict[str, Any], scale: float, depthwise: bool, negative_offset: bool) -> dict[str, Any]:
+def version_fields(fields: dict[str, Any], scale: float, depthwise: bool, negative_offset: bool,
+                   nearest: bool = False) -> dict[str, Any]:
     """Complete the shared fields with the v7 ones (caching fields are kept as computed)."""
-    ps = post_scale(scale, VERSION)
+    ps = post_scale(scale, VERSION, nearest)
     out = dict(fields)
     out.update(no_z_offset=0, no_flush=0, post_multiplier=ps.multiplier, post_shift=ps.shift)
     return out

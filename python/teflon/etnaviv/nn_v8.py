@@ -17,9 +17,10 @@ TABLE = NN_V8
 VERSION = 8
 
 
-def version_fields(fields: dict[str, Any], scale: float, depthwise: bool, negative_offset: bool) -> dict[str, Any]:
+def version_fields(fields: dict[str, Any], scale: float, depthwise: bool, negative_offset: bool,
+                   nearest: bool = False) -> dict[str, Any]:
     """Complete the shared fields with the v8 ones."""
-    ps = post_scale(scale, VERSION)
+    ps = post_scale(scale, VERSION, nearest)
     out = dict(fields)
     out.update(no_z_offset=1, no_flush=1, post_multiplier=ps.multiplier, post_shift=ps.shift,
                depthwise=int(depthwise), image_caching_mode=0, kernel_caching_mode=0,

@@ -7,6 +7,7 @@ S = input_scale * weight_scale / output_scale. v7 keeps 15 fraction bits (trunca
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,17 +36,30 @@ def conv_scale(input_scale: float, weight_scale: float, output_scale: float) -> 
         return np.float32(np.float32(np.float32(input_scale) * np.float32(weight_scale)) / np.float32(output_scale))
 
 
-def post_scale(scale: float, version: int) -> PostScale:
-    """post_multiplier / post_shift of an NN descriptor for the real multiplier `scale` (etnaviv.md §4)."""
-    bits = f32_bits(float(np.float32(scale)))
-    if bits >> 31 or not 0 < (bits >> 23) < 255:
-        raise RequantError(f"requantization scale {float(scale)!r} is not a positive normal float")
-    exp = bits >> 23
-    mant = bits & 0x7FFFFF
-    if version == 7:
-        shift, mult = 142 - exp, mant >> 8
+def post_scale(scale: float, version: int, nearest: bool = False) -> PostScale:
+    """post_multiplier / post_shift of an NN descriptor for the real multiplier `scale` (etnaviv.md §4).
+
+    nearest=False is Mesa's: the float32 pattern of `scale`, v7 keeping the top 15 mantissa bits (truncated).
+    nearest=True (teflon's default): `scale` as given (a double, computed like TFLite's multiplier) rounded to the
+    nearest 15 (v7) / 23 (v8) fraction bits; truncation biases every v7 output down by up to 2^-15 relative,
+    which on a 255-step output range turns into systematic 1-LSB differences (docs/hardware/etnaviv-nn.md)."""
+    frac_bits = 15 if version == 7 else 23
+    if nearest:
+        if not scale > 0 or not math.isfinite(scale):
+            raise RequantError(f"requantization scale {scale!r} is not positive and finite")
+        m, e = math.frexp(scale)  # scale = m * 2^e, m in [0.5, 1): float32 exponent field e + 126
+        mant = round((2 * m - 1) * (1 << frac_bits))
+        exp = e + 126
+        if mant == 1 << frac_bits:  # rounded up to the next power of two
+            mant, exp = 0, exp + 1
+        shift, mult = (142 if version == 7 else 127) - exp, mant
     else:
-        shift, mult = 127 - exp, mant
+        bits = f32_bits(float(np.float32(scale)))
+        if bits >> 31 or not 0 < (bits >> 23) < 255:
+            raise RequantError(f"requantization scale {float(scale)!r} is not a positive normal float")
+        exp = bits >> 23
+        mant = bits & 0x7FFFFF
+        shift, mult = (142 - exp, mant >> 8) if version == 7 else (127 - exp, mant)
     # S >= 1 (v8) or >= 2^15 (v7) would need a negative shift; Mesa does not guard it, we refuse.
     if not 0 <= shift < 128:
         raise RequantError(f"requantization scale {float(scale)!r} needs post_shift {shift} (outside 0..127)")

@@ -6,6 +6,7 @@ Family interface (docs/architecture.md, "Adding a family"): `target(name)` retur
     compile(graph, nodes, inputs, outputs, *, mesa_compat=False) -> teflon.program.Program
     disassemble(program) -> str               every task's regcmd words by register and field
     to_json(program) -> dict                  the `regcmd --json` form
+    counters(program) -> dict                 tasks / submits / weight bytes per inference (bench)
 Each hardware generation is a subpackage (rk3588/, rk3576/: registers, split, weights, coefficients, streams,
 encoder, support) over the shared modules here (lower, geometry, cube, requant, stream, assemble, disasm); a
 target row names its generation.
@@ -56,6 +57,11 @@ class RocketTarget:
         from .disasm import to_json
 
         return to_json(program)
+
+    def counters(self, program: Program) -> dict[str, int]:
+        """Per inference: regcmd tasks, submitted jobs, and the bytes of packed weights."""
+        return {"tasks": sum(len(op.tasks) for op in program.operations), "submits": len(program.jobs),
+                "weight_bytes": sum(len(b.data or b"") for b in program.buffers if b.name.endswith(".weights"))}
 
 
 @cache

@@ -1,0 +1,195 @@
+/* Simulated etnaviv kernel: BOs softpinned at VAs this backend allocates (as the real client does, from the
+ * kernel's softpin start), synchronous submits of each task's command stream on the simulated NPU
+ * (etna_sim.h, docs/hardware/etnaviv-sim.md). The simulator owns BO memory; its mapping is the CPU mapping,
+ * so cpu_prep/cpu_fini have nothing to sync (execution is synchronous and memory coherent).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../errmsg.h"
+#include "etna.h"
+#include "etna_family.h"
+#include "etna_sim.h"
+
+struct etna_sbo {
+    uint32_t handle;
+    uint32_t va;
+    uint64_t size;
+    void *map;
+};
+
+struct etna_sdev {
+    etna_sim *sim;
+    struct etna_vas vas;
+    struct etna_sbo *bos;
+    size_t nbos, cap;
+    uint32_t next_handle;
+};
+
+static struct etna_sbo *etna_sdev_bo(struct etna_sdev *d, uint32_t handle)
+{
+    for (size_t i = 0; i < d->nbos; i++)
+        if (d->bos[i].handle == handle)
+            return &d->bos[i];
+    return NULL;
+}
+
+static int etna_sdev_bo_create(void *impl, uint64_t size, teflon_bo *out, char *err, size_t errlen)
+{
+    struct etna_sdev *d = impl;
+    if (d->nbos == d->cap) {
+        const size_t cap = d->cap ? 2 * d->cap : 64;
+        struct etna_sbo *n = realloc(d->bos, cap * sizeof(*n));
+        if (!n) {
+            teflon_errf(err, errlen, "out of host memory for the simulated BO table");
+            return -ENOMEM;
+        }
+        d->bos = n;
+        d->cap = cap;
+    }
+    uint64_t va;
+    int rc = etna_vas_alloc(&d->vas, size, &va);
+    if (rc) {
+        teflon_errf(err, errlen, "no room for a BO of %llu bytes in the NPU's 32-bit address space",
+                    (unsigned long long)size);
+        return rc;
+    }
+    void *map;
+    char msg[256];
+    if (etna_sim_bo_create_at(d->sim, (uint32_t)va, size, &map, msg, sizeof(msg))) {
+        etna_vas_free(&d->vas, va);
+        teflon_errf(err, errlen, "simulated BO of %llu bytes: %s", (unsigned long long)size, msg);
+        return -ENOMEM;
+    }
+    const struct etna_sbo b = {++d->next_handle, (uint32_t)va, size, map};
+    d->bos[d->nbos++] = b;
+    *out = (teflon_bo){.handle = b.handle, .iova = b.va, .size = size, .map = map};
+    return 0;
+}
+
+static void etna_sdev_bo_destroy(void *impl, teflon_bo *bo)
+{
+    struct etna_sdev *d = impl;
+    struct etna_sbo *b = etna_sdev_bo(d, bo->handle);
+    if (!b)
+        return;
+    etna_sim_bo_destroy(d->sim, b->va);
+    etna_vas_free(&d->vas, b->va);
+    *b = d->bos[--d->nbos];
+    bo->map = NULL;
+}
+
+static int etna_sdev_sync(void *impl, teflon_bo *bo, char *err, size_t errlen)
+{
+    if (!etna_sdev_bo(impl, bo->handle)) {
+        teflon_errf(err, errlen, "unknown BO handle %u", bo->handle);
+        return -ENOENT;
+    }
+    return 0;
+}
+
+/* Every BO the job names must exist (the kernel refuses an unknown handle with -ENOENT). */
+static int etna_sdev_check_bos(struct etna_sdev *d, const teflon_job *j, uint32_t ji, char *err, size_t errlen)
+{
+    for (uint32_t a = 0; a < j->nin + j->nout; a++) {
+        const uint32_t h = a < j->nin ? j->in_bos[a] : j->out_bos[a - j->nin];
+        if (!etna_sdev_bo(d, h)) {
+            teflon_errf(err, errlen, "job %u: unknown BO handle %u", ji, h);
+            return -ENOENT;
+        }
+    }
+    return 0;
+}
+
+static int etna_sdev_run_task(struct etna_sdev *d, const teflon_task *t, uint32_t ji, uint32_t ti, char *err,
+                              size_t errlen)
+{
+    const struct etna_sbo *b = etna_sdev_bo(d, t->bo);
+    if (!b) {
+        teflon_errf(err, errlen, "job %u task %u: unknown command stream BO handle %u", ji, ti, t->bo);
+        return -ENOENT;
+    }
+    const uint32_t *words;
+    uint32_t n;
+    int rc = etna_task_words(t, b->map, b->size, ji, ti, &words, &n, err, errlen);
+    if (rc)
+        return rc;
+    char msg[512];
+    if (etna_sim_submit(d->sim, words, n, msg, sizeof(msg))) {
+        teflon_errf(err, errlen, "job %u task %u: %s", ji, ti, msg);
+        return -EIO;
+    }
+    return 0;
+}
+
+static int etna_sdev_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon_submit_stats *stats, char *err,
+                            size_t errlen)
+{
+    struct etna_sdev *d = impl;
+    struct etna_sim_stats s0, s1;
+    etna_sim_get_stats(d->sim, &s0);
+    stats->tasks = 0;
+    stats->macs = 0;
+    int rc = 0;
+    for (uint32_t ji = 0; ji < njobs && !rc; ji++) {
+        const teflon_job *j = &jobs[ji];
+        if (j->ntasks == 0) {
+            teflon_errf(err, errlen, "job %u has no tasks", ji);
+            return -EINVAL;
+        }
+        rc = etna_sdev_check_bos(d, j, ji, err, errlen);
+        for (uint32_t ti = 0; ti < j->ntasks && !rc; ti++) {
+            rc = etna_sdev_run_task(d, &j->tasks[ti], ji, ti, err, errlen);
+            stats->tasks += !rc;
+        }
+    }
+    etna_sim_get_stats(d->sim, &s1);
+    stats->macs = s1.macs - s0.macs;
+    return rc;
+}
+
+static void etna_sdev_close(void *impl)
+{
+    struct etna_sdev *d = impl;
+    etna_sim_destroy(d->sim); /* frees every BO's memory */
+    etna_vas_fini(&d->vas);
+    free(d->bos);
+    free(d);
+}
+
+static const struct teflon_backend etna_sdev_ops = {
+    .name = "etnaviv-sim",
+    .is_sim = 1,
+    .bo_create = etna_sdev_bo_create,
+    .bo_destroy = etna_sdev_bo_destroy,
+    .cpu_prep = etna_sdev_sync,
+    .cpu_fini = etna_sdev_sync,
+    .submit = etna_sdev_submit,
+    .close = etna_sdev_close,
+};
+
+int etna_simulated_open(const teflon_target *t, void **impl, const struct teflon_backend **ops, char *err,
+                        size_t errlen)
+{
+    struct etna_chip chip;
+    int rc = etna_chip_of(t, &chip, err, errlen);
+    if (rc)
+        return rc;
+    struct etna_sdev *d = calloc(1, sizeof(*d));
+    if (!d) {
+        teflon_errf(err, errlen, "out of memory creating the etnaviv simulator");
+        return -ENOMEM;
+    }
+    char msg[256];
+    d->sim = etna_sim_create(&chip, msg, sizeof(msg));
+    if (!d->sim) {
+        free(d);
+        teflon_errf(err, errlen, "etnaviv simulator for %s: %s", t->name, msg);
+        return -EINVAL;
+    }
+    etna_vas_init(&d->vas, ETNA_SOFTPIN_START, ETNA_VA_END);
+    *impl = d;
+    *ops = &etna_sdev_ops;
+    return 0;
+}
