@@ -140,7 +140,7 @@ def test_npu_found_behind_a_gpu_core(preload_works: Path, tmp_path: Path) -> Non
     np.testing.assert_array_equal(res["real"], res["sim"])
     text = log.read_text()
     assert "GET_PARAM pipe=0 param=0x1 = 0x7000" in text and "GET_PARAM pipe=1 param=0x2 = 0x8002" in text
-    assert re.search(r"^GEM_SUBMIT pipe=1 ", text, re.M) and not re.search(r"^GEM_SUBMIT pipe=0 ", text, re.M)
+    assert re.search(r"^GEM_SUBMIT pipe=1 ", text, re.MULTILINE) and not re.search(r"^GEM_SUBMIT pipe=0 ", text, re.MULTILINE)
 
 
 def test_without_softpin_real_device_is_refused(preload_works: Path, tmp_path: Path) -> None:
