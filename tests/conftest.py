@@ -12,6 +12,7 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +30,17 @@ if importlib.util.find_spec("teflon") is None:
 def sim_options(device: str) -> dict[str, str]:
     """Delegate options for the simulated NPU of `device`."""
     return {"device": device, "sim": "1"}
+
+
+def device_cases(devices: list[str], cases: Any) -> list[Any]:
+    """(device, case) parameters with ids `<device>-<case>`; `cases` is a list or a function of the device."""
+    return [pytest.param(d, c, id=f"{d}-{c}") for d in devices for c in (cases(d) if callable(cases) else cases)]
+
+
+@pytest.fixture
+def options(device: str, delegate_library: None) -> dict[str, str]:
+    """The delegate options of the test's `device` parameter (its simulated NPU)."""
+    return sim_options(device)
 
 
 

@@ -96,3 +96,33 @@ def test_bad_model_path_is_a_clear_error(tmp_path: Path) -> None:
     r = teflon_cli("inspect", "--model", str(tmp_path / "missing.tflite"), "--device", "rk3588", "--sim", "1")
     assert r.returncode != 0
     assert "error" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("device", ["a311d", "imx8mp"])
+def test_regcmd_etnaviv_json_and_mesa_compat(model: Path, tmp_path: Path, device: str) -> None:
+    """The etnaviv `regcmd --json` form (jobs, descriptors with relocations, coefficient/LUT references) and
+    `--mesa-compat`, which recompiles the same partitions as Mesa encodes them."""
+    docs = {}
+    for flag in ("", "--mesa-compat"):
+        out = tmp_path / f"program{flag}.json"
+        r = teflon_cli("regcmd", "--model", str(model), "--device", device, "--sim", "1", "--json", str(out),
+                       *([flag] if flag else []))
+        assert r.returncode == 0, r.stderr
+        docs[flag] = doc = json.loads(out.read_text())
+        assert doc["device"] == device
+        kinds = [j["kind"] for j in doc["jobs"]]
+        assert kinds.count("NN") == 28, kinds  # every convolution of MobileNetV1 is one NN job
+        for job in doc["jobs"]:
+            for d in job["descriptors"]:
+                assert len(d["words"]) == (34 if job["kind"] == "NN" else 31)
+                assert all(r_["buffer"] in doc["buffers"] or r_["buffer"].split("/")[-1].startswith("t")
+                           for r_ in d["relocs"])
+            if job["kind"] == "NN":
+                coef = job["coefficients"]
+                assert len(base64.b64decode(doc["buffers"][coef["buffer"]])) >= coef["size"] > 0
+    # same jobs; the default mode's requant multipliers are rounded, Mesa's truncated, so words may differ
+    assert [j["kind"] for j in docs[""]["jobs"]] == [j["kind"] for j in docs["--mesa-compat"]["jobs"]]
+
+    r = teflon_cli("regcmd", "--model", str(model), "--device", device, "--sim", "1")
+    assert r.returncode == 0, r.stderr
+    assert "kernels_per_core=" in r.stdout and "post_multiplier=" in r.stdout

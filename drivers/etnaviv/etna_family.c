@@ -112,3 +112,16 @@ int etna_task_words(const teflon_task *task, const void *map, uint64_t bo_size, 
     *nwords = task->bytes / 4;
     return 0;
 }
+
+int etna_grow(void **items, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return 0;
+    const size_t ncap = *cap ? 2 * *cap : 64;
+    void *p = realloc(*items, ncap * elem);
+    if (!p)
+        return -ENOMEM;
+    *items = p;
+    *cap = ncap;
+    return 0;
+}

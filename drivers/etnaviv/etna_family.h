@@ -44,4 +44,7 @@ void etna_vas_fini(struct etna_vas *v);
 int etna_task_words(const teflon_task *task, const void *map, uint64_t bo_size, uint32_t ji, uint32_t ti,
                     const uint32_t **words, uint32_t *nwords, char *err, size_t errlen);
 
+/* Makes room for one more element in a growable array (*items of *cap elements, n used): 0, or -ENOMEM. */
+int etna_grow(void **items, size_t *cap, size_t n, size_t elem);
+
 #endif

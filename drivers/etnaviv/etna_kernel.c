@@ -108,15 +108,9 @@ static int etna_gem_new(struct etna_kdev *d, uint64_t size, struct etna_kbo *b, 
 static int etna_kbo_create(void *impl, uint64_t size, teflon_bo *out, char *err, size_t errlen)
 {
     struct etna_kdev *d = impl;
-    if (d->nbos == d->cap) {
-        const size_t cap = d->cap ? 2 * d->cap : 64;
-        struct etna_kbo *n = realloc(d->bos, cap * sizeof(*n));
-        if (!n) {
-            teflon_errf(err, errlen, "out of memory for the BO table");
-            return -ENOMEM;
-        }
-        d->bos = n;
-        d->cap = cap;
+    if (etna_grow((void **)&d->bos, &d->cap, d->nbos, sizeof(*d->bos))) {
+        teflon_errf(err, errlen, "out of memory for the BO table");
+        return -ENOMEM;
     }
     uint64_t va;
     int rc = etna_vas_alloc(&d->vas, size, &va);

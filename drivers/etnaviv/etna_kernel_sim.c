@@ -38,15 +38,9 @@ static struct etna_sbo *etna_sdev_bo(struct etna_sdev *d, uint32_t handle)
 static int etna_sdev_bo_create(void *impl, uint64_t size, teflon_bo *out, char *err, size_t errlen)
 {
     struct etna_sdev *d = impl;
-    if (d->nbos == d->cap) {
-        const size_t cap = d->cap ? 2 * d->cap : 64;
-        struct etna_sbo *n = realloc(d->bos, cap * sizeof(*n));
-        if (!n) {
-            teflon_errf(err, errlen, "out of host memory for the simulated BO table");
-            return -ENOMEM;
-        }
-        d->bos = n;
-        d->cap = cap;
+    if (etna_grow((void **)&d->bos, &d->cap, d->nbos, sizeof(*d->bos))) {
+        teflon_errf(err, errlen, "out of host memory for the simulated BO table");
+        return -ENOMEM;
     }
     uint64_t va;
     int rc = etna_vas_alloc(&d->vas, size, &va);

@@ -11,11 +11,9 @@ device's known CPU fallbacks and requantization limits), the checks in opcheck.p
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from conftest import sim_options
+from conftest import device_cases
 from opcases import (
     DEFAULT_ADD,
     DEFAULT_CONV,
@@ -41,14 +39,6 @@ def _per_channel(device: str, slow: bool) -> list[ConvCase]:
     return SLOW_PER_CHANNEL if slow else DEFAULT_PER_CHANNEL
 
 
-def _params(cases: Any) -> list[Any]:
-    """(device, case) pairs; `cases` is a list, or a function of the device."""
-    return [pytest.param(d, c, id=f"{d}-{c}") for d in DEVICES for c in (cases(d) if callable(cases) else cases)]
-
-
-@pytest.fixture
-def options(device: str, delegate_library: None) -> dict[str, str]:
-    return sim_options(device)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -56,13 +46,13 @@ def options(device: str, delegate_library: None) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("device", "case"), _params(DEFAULT_CONV))
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_CONV))
 def test_conv(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
     check_delegated_conv(case, options, record_property)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("device", "case"), _params(SLOW_CONV))
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, SLOW_CONV))
 def test_conv_slow(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
     check_delegated_conv(case, options, record_property)
 
@@ -80,13 +70,13 @@ def _check_per_channel(device: str, case: ConvCase, options: dict[str, str], rec
         check_cpu_fallback(case, options, record_property, CONV_KINDS, runtime=runtime)
 
 
-@pytest.mark.parametrize(("device", "case"), _params(lambda d: _per_channel(d, slow=False)))
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, lambda d: _per_channel(d, slow=False)))
 def test_per_channel(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
     _check_per_channel(device, case, options, record_property)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("device", "case"), _params(lambda d: _per_channel(d, slow=True)))
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, lambda d: _per_channel(d, slow=True)))
 def test_per_channel_slow(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
     _check_per_channel(device, case, options, record_property)
 
@@ -96,18 +86,18 @@ def test_per_channel_slow(device: str, case: ConvCase, options: dict[str, str], 
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("device", "case"), _params(DEFAULT_ADD))
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_ADD))
 def test_add(device: str, case: AddCase, options: dict[str, str], record_property: Recorder) -> None:
     check_add(case, options, record_property)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("device", "case"), _params(SLOW_ADD))
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, SLOW_ADD))
 def test_add_slow(device: str, case: AddCase, options: dict[str, str], record_property: Recorder) -> None:
     check_add(case, options, record_property)
 
 
-@pytest.mark.parametrize(("device", "case"), _params(DEFAULT_POOL))
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_POOL))
 def test_unsupported_op_falls_back(device: str, case: PoolCase, options: dict[str, str],
                                    record_property: Recorder) -> None:
     check_pool(case, options, record_property)
@@ -118,7 +108,7 @@ def test_unsupported_op_falls_back(device: str, case: PoolCase, options: dict[st
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("device", "case"), _params(LITERT_CASES))
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, LITERT_CASES))
 def test_ai_edge_litert(device: str, case: ConvCase | AddCase, options: dict[str, str],
                         record_property: Recorder) -> None:
     from teflon.runtime import interpreter_module
