@@ -18,6 +18,7 @@ identical test ids.
 from __future__ import annotations
 
 import itertools
+import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -484,9 +485,36 @@ def etnaviv_known_cpu(case: Any) -> str | None:
     return None
 
 
+def etnaviv_v7_known_cpu(case: Any) -> str | None:
+    """etnaviv_known_cpu plus the refusals of the v7 (A311D) path only."""
+    for applies, reason in ETNAVIV_V7_KNOWN_CPU:
+        if applies(case):
+            return reason
+    return etnaviv_known_cpu(case)
+
+
 # (case predicate, reason) pairs for a311d and imx8mp (docs/hardware/etnaviv-nn.md): measured refusals
-ETNAVIV_KNOWN_CPU: list[tuple[Callable[[Any], bool], str]] = []
-KNOWN_CPU["a311d"] = etnaviv_known_cpu
+def _relu6_wider_than_6(case: Any) -> bool:
+    """A fused RELU6 whose output quantization reaches past 6 (TFLite's clamp top zp + round(6/scale) below the
+    type's maximum). The generator's default RELU6 output scale is 6/255, which does not."""
+    if not isinstance(case, ConvCase) or case.activation != "relu6" or case.output_scale is None:
+        return False
+    qmin, qmax = (0, 255) if case.dtype == "uint8" else (-128, 127)
+    zp = qmin if case.output_zp is None else case.output_zp
+    return zp + math.floor(6.0 / case.output_scale + 0.5) < qmax
+
+
+ETNAVIV_KNOWN_CPU: list[tuple[Callable[[Any], bool], str]] = [
+    (_relu6_wider_than_6, ("fused RELU6 only when the output quantization range already ends at <= 6 (the NN "
+                           "engine's relu bit clamps at the zero point only)")),
+]
+# ... and for a311d (v7) only
+ETNAVIV_V7_KNOWN_CPU: list[tuple[Callable[[Any], bool], str]] = [
+    (lambda c: isinstance(c, AddCase) and c.op == "sub",
+     ("SUB on the v7 path not supported (Mesa lowers it as an ADD; a difference needs a negative addition_offset "
+      "word, which Mesa never programs: unverified)")),
+]
+KNOWN_CPU["a311d"] = etnaviv_v7_known_cpu
 KNOWN_CPU["imx8mp"] = etnaviv_known_cpu
 
 # ---------------------------------------------------------------------------------------------------------------

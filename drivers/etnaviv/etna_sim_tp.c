@@ -196,8 +196,13 @@ int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
         }
     }
 
-    /* ALU output scale: (1 + multiplier / 2^15) / 2^postshift (etnaviv.md §4 "TP requant"). */
-    const int64_t mult = f[ETNA_TPF_ALU_OUTPUT_POST_MULTIPLIER], pshift = f[ETNA_TPF_ALU_OUTPUT_POSTSHIFT];
+    /* ALU output scale: (1 + multiplier / 2^15) / 2^postshift (etnaviv.md §4 "TP requant"). postshift is
+     * 127 - exponent of the float scale, stored in 7 bits: LOGISTIC's scale 1/output_scale (256 for the usual
+     * 1/256) gives -8, written 0x78, so the field is read as signed 7-bit [INFERRED: the only reading under
+     * which Mesa's LOGISTIC jobs produce sigmoid values]. */
+    const int64_t mult = f[ETNA_TPF_ALU_OUTPUT_POST_MULTIPLIER];
+    const int64_t pshift7 = f[ETNA_TPF_ALU_OUTPUT_POSTSHIFT] & 0x7F;
+    const int64_t pshift = pshift7 >= 64 ? pshift7 - 128 : pshift7;
     const double scale = ldexp(32768.0 + (double)mult, -15 - (int)pshift);
     const int identity = !pwl && mult == 0 && pshift == 0;
     const int32_t in_zp = (int32_t)f[ETNA_TPF_IN_ZP], out_zp = (int32_t)f[ETNA_TPF_OUT_ZP];

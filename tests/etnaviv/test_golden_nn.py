@@ -35,7 +35,8 @@ TABLES = {7: NN_V7, 8: NN_V8}
 # ADD/SUB views are not square (e.g. 3584x1 on v8), so tiling on the hardware x axis differs from Mesa's.
 _REQUANT = {"post_multiplier", "post_shift"}
 _TILES = {"out_image_tile_x_size", "out_image_tile_y_size"}
-DEFAULT_MODE_DIFFS = {"add": _REQUANT | _TILES, "sub": _REQUANT | _TILES}
+# ADD/SUB: the default mode picks p/q weights (lower.add_ratio), so the v8 SUB weight zero point moves too
+DEFAULT_MODE_DIFFS = {"add": _REQUANT | _TILES, "sub": _REQUANT | _TILES | {"coef_zero_point"}}
 
 
 def _cases() -> list:

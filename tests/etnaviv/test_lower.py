@@ -76,9 +76,26 @@ def test_lowering_default_mode(version: int, path: Path) -> None:
         if job.get("tp_type") == "RESHUFFLE":
             assert diff <= {"output_tensor_size"}
             assert got["output_tensor_size"] == op.output_width * op.output_height * op.output_channels
-        elif version == 8 and d["kind"] in ("add", "sub"):
-            assert diff == {"weight_width", "weight_height"}
-            assert (got["weight_width"], got["weight_height"]) == (want["weight_height"], want["weight_width"])
+        elif d["kind"] in ("add", "sub"):
+            # default mode: weights q, p with p / q the best approximation of s_b / s_a (lower.add_ratio)
+            numbers = {"weight_scale", "weight_scale_bits", "weight_zero_point", "addition_offset"}
+            if version == 8:
+                assert diff - numbers == {"weight_width", "weight_height"}
+                assert (got["weight_width"], got["weight_height"]) == (want["weight_height"], want["weight_width"])
+            else:
+                assert diff <= numbers, diff
+            q = round(1 / op.weight_scale)
+            p = got["addition_offset"] if version == 7 else None
+            if p is None:
+                w = np.asarray(op.weights).reshape(op.output_channels, -1).astype(int) - op.weight_zero_point
+                assert w[0, 0] == q
+                p = abs(int(w[0, op.output_channels]))
+            node = next(o for o in g.operations if o.kind in ("ADD", "SUB"))
+            sa, sb = (float(g.tensors[i].quant.scale) for i in node.inputs[:2])
+            assert 1 <= p <= 255 and 1 <= q <= 255
+            assert abs(p / q - sb / sa) <= abs(want["addition_offset"] / 255 - sb / sa) or version == 8
+            assert abs(p / q - sb / sa) < 1 / 255
+            continue
         else:
             assert not diff, diff
         if op.type == KIND_NN:

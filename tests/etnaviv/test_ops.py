@@ -8,11 +8,9 @@ device's known CPU fallbacks (opcases.KNOWN_CPU) must come back unchanged. Ids s
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from conftest import sim_options
+from conftest import device_cases
 from opcases import (
     DEFAULT_CONV,
     ETNAVIV_DEFAULT_ADD,
@@ -28,42 +26,35 @@ from teflon.modelgen import AddCase, ConvCase, ElementwiseCase, FcCase
 DEVICES = [t.name for t in targets.of_family("etnaviv")]
 
 
-def _params(cases: list[Any]) -> list[Any]:
-    return [pytest.param(d, c, id=f"{d}-{c}") for d in DEVICES for c in cases]
 
 
-@pytest.fixture
-def options(device: str, delegate_library: None) -> dict[str, str]:
-    return sim_options(device)
-
-
-@pytest.mark.parametrize(("device", "case"), _params(DEFAULT_CONV))
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_CONV))
 def test_conv(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
     check_delegated_conv(case, options, record_property)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("device", "case"), _params(SLOW_CONV))
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, SLOW_CONV))
 def test_conv_slow(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
     check_delegated_conv(case, options, record_property)
 
 
-@pytest.mark.parametrize(("device", "case"), _params(ETNAVIV_NON_SQUARE))
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_NON_SQUARE))
 def test_non_square(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
     """96x160 inputs with 3x3 and 5x3 kernels: right on the NPU, or on the CPU with the compiler's reason."""
     check_delegated_conv(case, options, record_property)
 
 
-@pytest.mark.parametrize(("device", "case"), _params(ETNAVIV_DEFAULT_FC))
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_DEFAULT_FC))
 def test_fully_connected(device: str, case: FcCase, options: dict[str, str], record_property: Recorder) -> None:
     check_delegated_op(case, options, record_property, ("FULLY_CONNECTED",))
 
 
-@pytest.mark.parametrize(("device", "case"), _params(ETNAVIV_DEFAULT_ADD))
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_DEFAULT_ADD))
 def test_add_sub(device: str, case: AddCase, options: dict[str, str], record_property: Recorder) -> None:
     check_delegated_op(case, options, record_property, ("ADD", "SUB"))
 
 
-@pytest.mark.parametrize(("device", "case"), _params(ETNAVIV_DEFAULT_ELEMENTWISE))
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_DEFAULT_ELEMENTWISE))
 def test_elementwise(device: str, case: ElementwiseCase, options: dict[str, str], record_property: Recorder) -> None:
     check_delegated_op(case, options, record_property, ("RELU", "LOGISTIC", "PAD"))

@@ -129,7 +129,7 @@ class _Builder:
         return [d], {"coefficients": {"buffer": name, "offset": 0, "size": len(coefs)}}
 
     def tp(self, j: int, op: EtnaOp) -> tuple[list[int], dict[str, object]]:
-        lut = pwl_lut(op)
+        lut = pwl_lut(op, self.mesa_compat)
         info: dict[str, object] = {}
         relocs = [(TP_WORD_IN, self.buf(op.input_tensor), 0), (TP_WORD_OUT, self.buf(op.output_tensor), 0)]
         if lut is not None:

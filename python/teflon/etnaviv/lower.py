@@ -19,7 +19,7 @@ for square tensors and refuses what it cannot be sure of; docs/hardware/etnaviv-
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -138,10 +138,15 @@ def _relu(activation: object, out: _Act) -> bool:
     if activation == "RELU":
         return True
     if activation == "RELU6":
+        # TFLite's clamp top is zp + round(6 / scale) (CalculateActivationRangeQuantized); when it reaches the
+        # top of the stored range the clamp is a no-op and the relu bit (clamp at the zero point) is all there is.
+        # (Mesa's float test (255 - zp) * scale <= 6 says the same up to rounding: a 6/255 float32 scale gives
+        # 6.0000001 in double precision.) The NN engine has no upper clamp.
         qmax = 255  # stored domain
-        if (qmax - out.zp) * out.scale <= 6.0:
+        if out.zp + int(np.floor(np.float32(6.0) / np.float32(out.scale) + np.float32(0.5))) >= qmax:
             return True
-        raise LoweringError("fused RELU6 only when the output quantization range already ends at <= 6")
+        raise LoweringError("fused RELU6 only when the output quantization range already ends at <= 6 (the NN "
+                            "engine's relu bit clamps at the zero point only)")
     raise LoweringError(f"fused activation {activation} not supported")
 
 
@@ -357,9 +362,64 @@ def _stride2_plan(c: _Conv, chip: Chip, mesa_compat: bool) -> tuple[bool, bool]:
     return pool, reshuffle
 
 
+def _covers_input(c: _Conv) -> bool:
+    """A single output pixel whose window lies inside the input (no padding): an FC over the whole input."""
+    return c.y.h == 1 and c.y.w == 1 and not any(c.pads) and c.x.h * c.x.w > 1
+
+
+def _lower_conv_as_fc(st: _Lowering, c: _Conv) -> None:
+    """v7: a convolution with one output pixel and no padding, lowered as Mesa's FULLY_CONNECTED over the planar
+    input (weights [OC][C][H][W], the zero point where the window does not reach). The v7 coefficient order of a
+    descriptor whose kernel covers the whole input with a 1x1 output is Mesa's FC order (input memory order,
+    golden fc-* files); Mesa's conv writers would interleave planes for the same descriptor, which one reader
+    cannot both follow (docs/hardware/etnaviv-nn.md §1)."""
+    if c.depthwise:
+        w = depthwise_dense(c.w, c.wzp)
+    else:
+        w = conv_weights(c.w)
+    oc, ic = w.shape[0], w.shape[1]
+    full = np.full((oc, ic, c.x.h, c.x.w), c.wzp, np.uint8)
+    full[:, :, : c.kh, : c.kw] = w
+    n = ic * c.x.h * c.x.w
+    xin = st.planar_input(c.x)
+    out_index, detr = st.output_for(c.y, PLANAR)
+    job = EtnaOp(type=KIND_NN, fully_connected=True, relu=c.relu, stride=1, input_tensor=xin.index,
+                 input_count=1, output_tensor=out_index, input_width=n, input_height=1, input_channels=1,
+                 input_zero_point=c.x.zp, input_scale=c.x.scale, output_width=1, output_height=1,
+                 output_channels=c.y.c, output_zero_point=c.y.zp, output_scale=c.y.scale, weight_width=n,
+                 weight_height=1, weight_zero_point=c.wzp, weight_scale=c.wscale, weight_tensor_size=full.size,
+                 bias_tensor_size=4 * c.y.c, input_tensor_sizes=(n, 0), output_tensor_size=c.y.size,
+                 weights=full.reshape(oc, n), bias=c.bias)
+    _check_nn(job, st.chip, st.mesa_compat)
+    st.jobs.append(job)
+    if detr:
+        st.detranspose(c.y, out_index)
+
+
+def _dense_depthwise(c: _Conv) -> _Conv:
+    """A depthwise convolution as the equivalent dense one (TFLite OHWI weights, zero point off the diagonal)."""
+    _, kh, kw, ch = c.w.shape
+    w = np.full((ch, kh, kw, ch), c.wzp, np.uint8)
+    idx = np.arange(ch)
+    w[idx, :, :, idx] = c.w[0].transpose(2, 0, 1)
+    return replace(c, w=w, depthwise=False)
+
+
 def _lower_conv(st: _Lowering, op: Operation) -> None:
     chip, v = st.chip, st.chip.version
     c = _read_conv(st.graph, op, chip, st.mesa_compat)
+    if not st.mesa_compat and v == 7 and _covers_input(c):
+        _lower_conv_as_fc(st, c)
+        return
+    if not st.mesa_compat and v == 8 and c.depthwise and 1 < c.x.c < chip.nn_core_count:
+        # Mesa's v8 depthwise channel map (etnaviv.md §3.1) folds below channel 0 when C < the core count (an
+        # out-of-bounds read; no golden has it); the dense form uses the contiguous map every v8 conv has
+        c = _dense_depthwise(c)
+    if not st.mesa_compat and v == 7 and c.depthwise and c.x.c == 1 and c.kw > 3:
+        # v7 has no depthwise bit: Mesa's single-channel writer splits the columns of a depthwise kernel wider
+        # than 3 but not those of a conv on an input of <= 64 rows, for the same descriptor. A 1-channel
+        # depthwise conv is that conv (same TFLite weight bytes): write it as one.
+        c = replace(c, depthwise=False)
     pointwise = c.kh == 1 and c.kw == 1
     padded = any(c.pads)
     pool = reshuffle = False
@@ -476,11 +536,9 @@ def _lower_add(st: _Lowering, op: Operation) -> None:
         raise LoweringError(f"fused {act} on {op.kind} not supported (Mesa never programs it)")
     sub = op.kind == "SUB"
     v7 = st.chip.version == 7
-    if v7 and not st.mesa_compat:
-        if sub:
-            raise LoweringError("SUB on the v7 path not supported (Mesa lowers it as an ADD)")
-        if a.dtype != "uint8":
-            raise LoweringError("int8 ADD on the v7 path not supported (its bias formula mixes zero points)")
+    if v7 and sub and not st.mesa_compat:
+        raise LoweringError("SUB on the v7 path not supported (Mesa lowers it as an ADD; a difference needs a "
+                            "negative addition_offset word, which Mesa never programs: unverified)")
 
     ca, la = st.current(a)
     cb, lb = st.current(b)
@@ -494,26 +552,51 @@ def _lower_add(st: _Lowering, op: Operation) -> None:
               "output_zero_point": y.zp, "output_scale": y.scale, "input_tensor_sizes": (a.size, b.size),
               "output_tensor_size": y.size}
     if v7:
-        wscale = _f32(max(ratio, _f32(1.0)) / _f32(255.0))
-        weight = int(np.round(_f32(1.0) / wscale))
-        offset = int(np.round(ratio / wscale))
-        # v7 uses the unshifted zero points here (uint8 only, see above)
-        bias = int(np.round(_f32(a.zp - b.zp) * sb / (wscale * sa))) - offset * a.zp
+        if st.mesa_compat:
+            wscale = _f32(max(ratio, _f32(1.0)) / _f32(255.0))
+            weight = int(np.round(_f32(1.0) / wscale))
+            offset = int(np.round(ratio / wscale))
+            # Mesa's bias ~ -offset * zp_b (the writer subtracts weight * zp_a); uint8 zero points only
+            bias = int(np.round(_f32(a.zp - b.zp) * sb / (wscale * sa))) - offset * a.zp
+            wscale_out: float = float(wscale)
+        else:
+            # acc = q * (A - zp_a) + p * (B - zp_b) with p / q the best approximation of s_b / s_a (q <= 255
+            # the stream weight, p the 32-bit addition_offset); weight scale 1 / q makes the output scale
+            # exact. The coefficient writer subtracts q * zp_a; the bias carries -p * zp_b (stored zero points).
+            weight, offset = add_ratio(float(sb) / float(sa), 255, 255)
+            bias = -offset * b.zp
+            wscale_out = 1.0 / weight
         w = np.zeros(8, np.uint8)
         w[0] = min(weight, 255)
         job = EtnaOp(addition=True, input_width=a.h, input_height=a.w, input_channels=a.c, output_width=y.h,
                      output_height=y.w, output_channels=y.c, weight_width=2, weight_height=2, weight_zero_point=0,
-                     weight_scale=float(wscale), weight_tensor_size=8, bias_tensor_size=4, addition_offset=offset,
+                     weight_scale=wscale_out, weight_tensor_size=8, bias_tensor_size=4, addition_offset=offset,
                      weights=w, bias=np.array([bias], np.int32), **common)
     else:
-        job = _v8_add(a, b.zp, ratio, sub, st.mesa_compat, common)
+        job = _v8_add(a, b.zp, ratio, float(sb) / float(sa), sub, st.mesa_compat, common)
     _check_nn(job, st.chip, st.mesa_compat)
     st.jobs.append(job)
     if detr:
         st.detranspose(y, out_index)
 
 
-def _v8_add(a: _Act, b_zp: int, ratio: np.float32, sub: bool, mesa_compat: bool, common: dict) -> EtnaOp:
+def add_ratio(ratio: float, q_max: int, p_max: int, sum_max: int | None = None) -> tuple[int, int]:
+    """(q, p): the integers 1 <= q <= q_max, 1 <= p <= p_max (p + q <= sum_max when given) whose p / q is
+    nearest `ratio`, the smallest q on ties. ADD/SUB multiply input A by q and input B by p."""
+    qs = np.arange(1, q_max + 1, dtype=np.int64)
+    ps = np.clip(np.rint(qs * ratio), 1, p_max).astype(np.int64)
+    if sum_max is not None:
+        ps = np.minimum(ps, sum_max - qs)
+    ok = ps >= 1
+    if not ok.any():
+        raise LoweringError(f"input scale ratio {ratio:.6g} outside what the weights express")
+    err = np.where(ok, np.abs(ps / qs - ratio), np.inf)
+    i = int(np.argmin(err))
+    return int(qs[i]), int(ps[i])
+
+
+def _v8_add(a: _Act, b_zp: int, ratio: np.float32, ratio_d: float, sub: bool, mesa_compat: bool,
+            common: dict) -> EtnaOp:
     """v8 element-wise add/sub as a chunk-selecting convolution over both inputs back to back (§1.3)."""
     h, w, c = a.h, a.w, a.c
     if h % 2 == 0 and w * c <= IMAGE_SIZE_MAX:  # view A: rows of W*C bytes, 4 rows per plane
@@ -525,14 +608,25 @@ def _v8_add(a: _Act, b_zp: int, ratio: np.float32, sub: bool, mesa_compat: bool,
     else:  # view C: the tensors as they are, 2C channels
         rows, cols, in_z, out_z, k = h, w, 2 * c, c, 1
         out_rows, out_cols = h, w
-    mn = -ratio if sub else ratio
-    hi, lo = (max(_f32(1.0), mn), min(_f32(1.0), mn))
-    scale = _f32((hi - min(lo, _f32(0.0))) / _f32(255.0))
-    zp = int(np.clip(np.round(-min(lo, _f32(0.0)) / scale), 0, 255))
-    wa = int(np.clip(zp + np.round(_f32(1.0) / scale), 0, 255))
-    wb = int(np.clip(zp + np.round(mn / scale), 0, 255))
-    factor = int(np.round(ratio / scale))  # == round(sB / (sA * scale))
-    bias_v = (a.zp - b_zp) * (-factor if sub else factor)  # shifted zero points
+    if mesa_compat:
+        mn = -ratio if sub else ratio
+        hi, lo = (max(_f32(1.0), mn), min(_f32(1.0), mn))
+        scale = _f32((hi - min(lo, _f32(0.0))) / _f32(255.0))
+        zp = int(np.clip(np.round(-min(lo, _f32(0.0)) / scale), 0, 255))
+        wa = int(np.clip(zp + np.round(_f32(1.0) / scale), 0, 255))
+        wb = int(np.clip(zp + np.round(mn / scale), 0, 255))
+        factor = int(np.round(ratio / scale))  # == round(sB / (sA * scale))
+        bias_v = (a.zp - b_zp) * (-factor if sub else factor)  # shifted zero points
+        wscale: float = float(scale)
+    else:
+        # acc = q * (A - zp_a) +/- p * (B - zp_b), p / q the best approximation of s_b / s_a with weights
+        # zp + q and zp - p (SUB) or q and p (ADD, zp 0) inside 0..255; weight scale 1 / q (exact output
+        # scale). The MAC subtracts zp_a from both inputs; the bias restores B's own zero point.
+        q, p = add_ratio(ratio_d, 255, 255, 255 if sub else None)
+        zp = p if sub else 0
+        wa, wb = zp + q, zp - p if sub else p
+        bias_v = (a.zp - b_zp) * (-p if sub else p)
+        wscale = 1.0 / q
     kk = k * in_z  # flattened kernel length == 2 * out_z
     wts = np.full((out_z, kk), zp, np.uint8)
     idx = np.arange(out_z)
@@ -543,7 +637,7 @@ def _v8_add(a: _Act, b_zp: int, ratio: np.float32, sub: bool, mesa_compat: bool,
     ww, wh = (1, k) if mesa_compat else (k, 1)
     return EtnaOp(input_width=rows, input_height=cols, input_channels=in_z, output_width=out_rows,
                   output_height=out_cols, output_channels=out_z, weight_width=ww, weight_height=wh,
-                  weight_zero_point=zp, weight_scale=float(scale), weight_tensor_size=wts.size,
+                  weight_zero_point=zp, weight_scale=wscale, weight_tensor_size=wts.size,
                   bias_tensor_size=4 * out_z, weights=wts, bias=np.full(out_z, bias_v, np.int32), **common)
 
 

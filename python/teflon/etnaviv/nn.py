@@ -155,7 +155,7 @@ def nn_fields(op: EtnaOp, chip: Chip, coef_cache_size: int, coef_address: int, i
     if coef_address % 64:
         raise DescriptorError(f"coefficient address {coef_address:#x} is not 64-byte aligned")
     f = 2 if g.pool else 1
-    cache = sram_cache(chip, coef_cache_size, g.image_cache_size, g.out_z)
+    cache = sram_cache(chip, coef_cache_size, g.image_cache_size, g.out_z, mesa_compat)
     fields: dict[str, int] = {
         "layer_type": 0,
         "kernel_xy_size": g.kernel_xy_size,

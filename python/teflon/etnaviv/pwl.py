@@ -102,8 +102,65 @@ def logistic_lut(input_scale: float) -> np.ndarray:
     return lut
 
 
-def pwl_lut(op: EtnaOp) -> np.ndarray | None:
-    """The 1024 u32 LUT words of a RELU/ABSOLUTE/LOGISTIC TP job; None for other jobs (no LUT)."""
+def _entry(v: int) -> int:
+    """LUT index of the integer input v: the top 10 bits of its fp21 pattern (sign, exponent, 4 mantissa bits)."""
+    a = abs(v)
+    e = a.bit_length() - 1
+    pattern = ((e + 15) << 15) | (((a - (1 << e)) << 15) >> e)
+    return (pattern >> 11) + (HALF if v < 0 else 0)
+
+
+def _logistic_targets(op: EtnaOp, v: np.ndarray) -> np.ndarray:
+    """TFLite's quantized sigmoid of the integer inputs v (relative to the input zero point), as stored uint8:
+    round(sigmoid(input_scale * v) / output_scale) + output zero point, clamped (its lookup-table kernel)."""
+    x = (np.float32(op.input_scale) * v.astype(np.float32)).astype(np.float32)
+    y = _sigmoid_f32(x).astype(np.float64) * float(np.float32(np.float32(1.0) / np.float32(op.output_scale)))
+    q = np.floor(np.abs(y) + 0.5) * np.sign(y)  # std::round: half away from zero
+    return np.clip(q + op.output_zero_point, 0, 255)
+
+
+def logistic_lut_fitted(op: EtnaOp) -> np.ndarray:
+    """Default mode: Mesa's LOGISTIC layout, with the entries the stored inputs v (|v| <= 255) interpolate
+    between chosen so the interpolated value, scaled by the job's output multiplier, rounds to TFLite's result.
+
+    Between entries the engine interpolates linearly on the low 11 mantissa bits (the reading under which the
+    identity RELU/ABS tables are exact; [INFERRED]); above |v| = 32 the entries lie 2, 4, 8 inputs apart, so
+    entries sampled from the sigmoid itself leave up to ~0.5 LSB of chord error between them (~1.5 % of the
+    outputs off by one). Walking outwards from |v| = 32 (entries below are exact inputs), each next entry is
+    the sigmoid value moved into the interval that keeps every integer input of its segment inside its rounding
+    interval (left as is when the interval is empty)."""
+    lut = logistic_lut(op.input_scale)
+    mult, shift = tp_requant(op)
+    shift = shift - 128 if shift >= 64 else shift
+    m = (1.0 + mult / 2.0**15) * 2.0**-shift  # output = round(lut value * m) + out_zp
+    if not m > 0:
+        return lut
+    for sign in (1, -1):
+        y_prev = float(fp21_value(lut[_entry(sign * 32)]))  # entries below |v| = 32 are exact inputs
+        for v0 in range(32, 256):
+            h = 1 << (v0.bit_length() - 5)  # entry spacing: 2, 4, 8 in [32, 64), [64, 128), [128, 256)
+            if v0 % h:
+                continue
+            v1 = v0 + h
+            idx = _entry(sign * v1)
+            vs = np.arange(v0 + 1, v1 + 1)
+            t = (vs - v0) / h
+            tgt = _logistic_targets(op, sign * vs) - op.output_zero_point
+            lo = np.where(tgt + op.output_zero_point <= 0, -np.inf, (tgt - 0.5 + 1e-3) / m)
+            hi = np.where(tgt + op.output_zero_point >= 255, np.inf, (tgt + 0.5 - 1e-3) / m)
+            y_lo = float(np.max((lo - (1 - t) * y_prev) / t))
+            y_hi = float(np.min((hi - (1 - t) * y_prev) / t))
+            y = float(fp21_value(lut[idx]))
+            if y_lo <= y_hi:
+                y = float(np.clip(y, y_lo, y_hi))
+            lut[idx] = f32_to_fp21(np.float32(y))
+            y_prev = float(fp21_value(lut[idx]))
+    return lut
+
+
+def pwl_lut(op: EtnaOp, mesa_compat: bool = True) -> np.ndarray | None:
+    """The 1024 u32 LUT words of a RELU/ABSOLUTE/LOGISTIC TP job; None for other jobs (no LUT).
+    mesa_compat=False fits the LOGISTIC entries to TFLite's rounding (`logistic_lut_fitted`)."""
     if op.type != KIND_TP:
         return None
     name = TP_TYPES[op.tp_type]
@@ -112,7 +169,7 @@ def pwl_lut(op: EtnaOp) -> np.ndarray | None:
     if name == "ABSOLUTE":
         return abs_lut()
     if name == "LOGISTIC":
-        return logistic_lut(op.input_scale)
+        return logistic_lut(op.input_scale) if mesa_compat else logistic_lut_fitted(op)
     return None
 
 

@@ -126,9 +126,12 @@ def image_cache_size(superblocks: int, tile_x: int, tile_y: int, k_x: int, k_y: 
     return _align(_align((tile_x + k_x - 1) * (tile_y + k_y - 1), 16) * in_channels, 128)
 
 
-def sram_cache(chip: Chip, coef_cache_size: int, image_size: int, out_channels: int) -> SramCache:
+def sram_cache(chip: Chip, coef_cache_size: int, image_size: int, out_channels: int,
+               mesa_compat: bool = True) -> SramCache:
     """Kernel / image caching fields. `coef_cache_size`: the coefficient bytes the tiler counts (v7: largest
-    per-core stream, 64-aligned, times the cores used; v8: the whole used coefficient buffer)."""
+    per-core stream, 64-aligned, times the cores used; v8: the whole used coefficient buffer).
+    `mesa_compat=False` replaces Mesa's kernel cache end of 0 (image cache larger than the SRAM) by the SRAM
+    end, the value of the other branch that disables the image cache (docs/hardware/etnaviv-nn.md §3.2)."""
     sram = chip.on_chip_sram_size
     start = SRAM_RESERVED
     msb = low = high = 0
@@ -141,7 +144,8 @@ def sram_cache(chip: Chip, coef_cache_size: int, image_size: int, out_channels: 
         if start + coef_cache_size >= sram:
             kend, image_size = sram, 0
         elif image_size > sram:
-            kend, image_size = 0, 0  # Mesa leaves the kernel end at 0 here (looks like a bug; kept)
+            # Mesa leaves the kernel end at 0 here (an empty range 0x800..0; kept with mesa_compat)
+            kend, image_size = (0 if mesa_compat else sram), 0
         else:
             kend = sram - image_size
     if image_size == 0:

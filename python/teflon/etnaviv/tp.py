@@ -123,6 +123,10 @@ def _reshuffle_split_dim(ox: int, oy: int, c: int) -> str:
     return "y"
 
 
+def _empty_input(f: dict[str, int]) -> bool:
+    return min(f["in_image_x_size"], f["in_image_y_size"], f["in_image_z_size"]) < 1
+
+
 def _reshuffle(op: EtnaOp, ncores: int, mesa_compat: bool) -> list[_Core]:
     h, w, c = op.input_width, op.input_height, op.input_channels
     oy, ox = op.output_width, op.output_height  # reshuffled rows (from H) and columns (from W)
@@ -311,6 +315,11 @@ def tp_descriptors(op: EtnaOp, tp_core_count: int, in_addr: int, out_addr: int, 
         cores = _detranspose(op, mesa_compat)
     elif name == "RESHUFFLE":
         cores = _reshuffle(op, n, mesa_compat)
+        while not mesa_compat and n > 1 and any(_empty_input(c.fields) for c in cores):
+            # the last core's share is only SAME padding past the image (e.g. 8x8 or 5x5 on 4 cores): Mesa gives
+            # it an input of 0 or -1 columns; use fewer cores so every one reads part of the image
+            n -= 1
+            cores = _reshuffle(op, n, mesa_compat)
     elif name == "PAD":
         cores = _pad(op, n, mesa_compat, in_planar)
     elif name in PWL_TYPES:
