@@ -370,6 +370,12 @@ def _log_uniform(rng: np.random.Generator, lo: float, hi: float, size: int | Non
     return np.exp(rng.uniform(math.log(lo), math.log(hi), size=size))
 
 
+def case_name(parts: list[str], dtype: str, activation: str = "none", seed: int = 0) -> str:
+    """`<parts>-<u8|i8>[-<activation>][-seed<n>]`: how the single-op cases name themselves (test ids)."""
+    tail = [DTYPE_TOKEN[dtype]] + ([activation] if activation != "none" else []) + ([f"seed{seed}"] if seed else [])
+    return "-".join([*parts, *tail])
+
+
 def _fmt(v: float) -> str:
     return f"{v:.4g}"
 
@@ -715,12 +721,7 @@ class AddCase:
         parts = [head, f"in{self.in_h}x{self.in_w}x{self.in_c}"]
         if self.producers != "inputs":
             parts += [f"oc{self.channels_out}", f"k{self.kernel}"]
-        parts.append(DTYPE_TOKEN[self.dtype])
-        if self.activation != "none":
-            parts.append(self.activation)
-        if self.seed:
-            parts.append(f"seed{self.seed}")
-        return "-".join(parts)
+        return case_name(parts, self.dtype, self.activation, self.seed)
 
     def __str__(self) -> str:
         return self.name
@@ -881,12 +882,7 @@ class FcCase:
 
     @property
     def name(self) -> str:
-        parts = ["fc", f"in{self.in_n}", f"out{self.out_n}", DTYPE_TOKEN[self.dtype]]
-        if self.activation != "none":
-            parts.append(self.activation)
-        if self.seed:
-            parts.append(f"seed{self.seed}")
-        return "-".join(parts)
+        return case_name(["fc", f"in{self.in_n}", f"out{self.out_n}"], self.dtype, self.activation, self.seed)
 
     def __str__(self) -> str:
         return self.name
@@ -940,10 +936,7 @@ class ElementwiseCase:
             parts.append("p" + "".join(str(p) for p in self.pads))
         if self.requant:
             parts.append("rq")
-        parts.append(DTYPE_TOKEN[self.dtype])
-        if self.seed:
-            parts.append(f"seed{self.seed}")
-        return "-".join(parts)
+        return case_name(parts, self.dtype, "none", self.seed)
 
     def __str__(self) -> str:
         return self.name

@@ -1,5 +1,5 @@
 """Single-op sweeps on every simulated etnaviv NPU (the target registry's etnaviv rows) against TFLite's builtin CPU
-kernels: the same case ids and tolerance rules as the rocket sweeps (tests/rocket/test_ops.py, opcheck.py): a
+kernels: the same case ids and tolerance rules as every sweep (the common convolution sweep is tests/test_ops.py): a
 claimed op within 1 LSB of the CPU with >= 99.5 % of the elements exact (judged as a rate). Beyond convolutions
 the etnaviv compiler claims FULLY_CONNECTED, ADD/SUB (two-input NN jobs), PAD, RELU and LOGISTIC (TP jobs); the
 device's known CPU fallbacks (opcases.KNOWN_CPU) must come back unchanged. Ids start with the device:
@@ -12,31 +12,16 @@ import pytest
 
 from conftest import device_cases
 from opcases import (
-    DEFAULT_CONV,
     ETNAVIV_DEFAULT_ADD,
     ETNAVIV_DEFAULT_ELEMENTWISE,
     ETNAVIV_DEFAULT_FC,
     ETNAVIV_NON_SQUARE,
-    SLOW_CONV,
 )
 from opcheck import Recorder, check_delegated_conv, check_delegated_op
 from teflon import targets
 from teflon.modelgen import AddCase, ConvCase, ElementwiseCase, FcCase
 
 DEVICES = [t.name for t in targets.of_family("etnaviv")]
-
-
-
-
-@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_CONV))
-def test_conv(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
-    check_delegated_conv(case, options, record_property)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, SLOW_CONV))
-def test_conv_slow(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
-    check_delegated_conv(case, options, record_property)
 
 
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_NON_SQUARE))

@@ -1,8 +1,7 @@
 """Single-op sweeps on every simulated rocket NPU (the target registry's rocket rows) against TFLite's builtin CPU
 kernels.
 
-Per-tensor CONV_2D / DEPTHWISE_CONV_2D must be delegated and match the CPU within 1 LSB with >= 99.5 % of the
-elements exact. int8 per-channel weights are delegated with the same tolerance by targets with the `per_channel`
+The per-tensor convolution sweep common to every target is tests/test_ops.py. int8 per-channel weights are delegated with the same tolerance by targets with the `per_channel`
 capability (then also with the weight-scale spreads of real post-training-quantized models) and must come back
 unchanged from the CPU on the others. ADD and AVERAGE_POOL_2D stay on the CPU. Cases live in opcases.py (with each
 device's known CPU fallbacks and requantization limits), the checks in opcheck.py; the `slow` variants run with
@@ -16,12 +15,10 @@ import pytest
 from conftest import device_cases
 from opcases import (
     DEFAULT_ADD,
-    DEFAULT_CONV,
     DEFAULT_PER_CHANNEL,
     DEFAULT_POOL,
     LITERT_CASES,
     SLOW_ADD,
-    SLOW_CONV,
     SLOW_PER_CHANNEL,
     SPREAD_DEFAULT_PER_CHANNEL,
     SPREAD_SLOW_PER_CHANNEL,
@@ -39,22 +36,6 @@ def _per_channel(device: str, slow: bool) -> list[ConvCase]:
     return SLOW_PER_CHANNEL if slow else DEFAULT_PER_CHANNEL
 
 
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# CONV_2D / DEPTHWISE_CONV_2D, per-tensor: delegated, within 1 LSB
-# ---------------------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_CONV))
-def test_conv(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
-    check_delegated_conv(case, options, record_property)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, SLOW_CONV))
-def test_conv_slow(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
-    check_delegated_conv(case, options, record_property)
 
 
 # ---------------------------------------------------------------------------------------------------------------
