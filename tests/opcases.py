@@ -467,7 +467,23 @@ def known_requant_limit(name: str, device: str) -> str | None:
     as an identity, the same OUT_CVT scale, shift and rounding, no CORE truncation): the same cases hit the same
     limits, and in each the simulator's output equals the exact integer model of the programmed DPU
     (an earlier numpy model of the contract). Per-channel cases have no entry: all of them pass."""
-    return {"rk3588": KNOWN_REQUANT_LIMIT, "rk3576": KNOWN_REQUANT_LIMIT}.get(device, {}).get(name)
+    limits = {"rk3588": KNOWN_REQUANT_LIMIT, "rk3576": KNOWN_REQUANT_LIMIT, "a311d": ETNAVIV_REQUANT_LIMIT,
+              "imx8mp": ETNAVIV_REQUANT_LIMIT}
+    return limits.get(device, {}).get(name)
+
+
+# etnaviv: the NN engine multiplies the accumulator once and rounds once. In these fan-in-1 cases (1x1 kernels on
+# one channel, large multipliers) TFLite's two roundings land on the other side of a tie for a few % of the
+# elements; the simulator's output equals the exactly rounded result of every element
+# (tests/etnaviv/test_ops.py::test_single_rounding_limit checks that, as the rocket model did for the DPU).
+_ETNAVIV_DOUBLE_ROUNDING = _DOUBLE_ROUNDING + (
+    "conv2d-in56x56x1-oc1-k1-s1-valid-i8", "conv2d-in112x112x1-oc1-k1-s1-same-i8", "conv2d-in112x112x1-oc1-k1-s2-same-i8",
+    "dwconv-in112x112x16-k1-s1-valid-i8-relu", "dwconv-in28x28x3-k1-s1-valid-i8-relu6",
+)
+ETNAVIV_REQUANT_LIMIT: dict[str, str] = {
+    n: "TFLite's double rounding vs the NN engine's single rounding (fan-in 1, large multiplier)"
+    for n in _ETNAVIV_DOUBLE_ROUNDING
+}
 
 
 # Per device: why its backend leaves a case's convolutions on the CPU today (None: it must delegate them).
@@ -514,8 +530,25 @@ ETNAVIV_V7_KNOWN_CPU: list[tuple[Callable[[Any], bool], str]] = [
      ("SUB on the v7 path not supported (Mesa lowers it as an ADD; a difference needs a negative addition_offset "
       "word, which Mesa never programs: unverified)")),
 ]
+# ... and for imx8mp (v8) only: cases whose requantization scale is >= 1 (the v8 post shift, 127 - exponent, would
+# be negative; the 7-bit field has no sign, etnaviv.md §4; v7's form, 142 - exponent, still reaches them)
+_V8_SCALE_ABOVE_ONE = ("dwconv-in3x3x1-k1-s1-same-u8",)
+ETNAVIV_V8_KNOWN_CPU: list[tuple[Callable[[Any], bool], str]] = [
+    (lambda c: getattr(c, "name", "") in _V8_SCALE_ABOVE_ONE,
+     "requantization scale >= 1 needs a negative post_shift, which the v8 NN descriptor cannot encode"),
+]
+
+
+def etnaviv_v8_known_cpu(case: Any) -> str | None:
+    """etnaviv_known_cpu plus the refusals of the v8 (i.MX8M Plus) path only."""
+    for applies, reason in ETNAVIV_V8_KNOWN_CPU:
+        if applies(case):
+            return reason
+    return etnaviv_known_cpu(case)
+
+
 KNOWN_CPU["a311d"] = etnaviv_v7_known_cpu
-KNOWN_CPU["imx8mp"] = etnaviv_known_cpu
+KNOWN_CPU["imx8mp"] = etnaviv_v8_known_cpu
 
 # ---------------------------------------------------------------------------------------------------------------
 # etnaviv: beyond convolutions (FULLY_CONNECTED, ADD/SUB, PAD, RELU, LOGISTIC) and non-square convolutions

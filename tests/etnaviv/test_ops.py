@@ -43,3 +43,30 @@ def test_add_sub(device: str, case: AddCase, options: dict[str, str], record_pro
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_DEFAULT_ELEMENTWISE))
 def test_elementwise(device: str, case: ElementwiseCase, options: dict[str, str], record_property: Recorder) -> None:
     check_delegated_op(case, options, record_property, ("RELU", "LOGISTIC", "PAD"))
+
+
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, [
+    ConvCase("conv2d", 28, 28, 1, 1, kernel=1), ConvCase("dwconv", 56, 56, 1, kernel=1, padding="valid", weight_zp=74),
+    ConvCase("dwconv", 56, 56, 1, kernel=1, stride=2, dtype="int8"),
+]))
+def test_single_rounding_limit(device: str, case: ConvCase, options: dict[str, str]) -> None:
+    """The evidence behind opcases.ETNAVIV_REQUANT_LIMIT: on these fan-in-1 cases the NPU's output equals the exactly
+    rounded real result round(S * acc) + zp on every element; where it differs from TFLite, TFLite's two roundings
+    are what moved the element."""
+    import numpy as np
+
+    from teflon.modelgen import conv_params, random_inputs
+    from teflon.reference import compare, run_cpu, run_delegate
+
+    model = case.build()
+    x = random_inputs(model)[0]
+    p = conv_params(case, case.rng())
+    xs = x[0, ::case.stride, ::case.stride, 0].astype(np.int64) - int(p.input_quant.zero_point[0])
+    acc = xs * (int(p.weights.reshape(-1)[0]) - int(p.weight_quant.zero_point[0])) + int(p.bias.reshape(-1)[0])
+    s = float(p.input_quant.scale[0]) * float(p.weight_quant.scale[0]) / float(p.output_quant.scale[0])
+    lo, hi = (0, 255) if case.dtype == "uint8" else (-128, 127)
+    exact = np.clip(np.floor(acc * s + 0.5) + int(p.output_quant.zero_point[0]), lo, hi)
+    npu = run_delegate(model, [x], **options).outputs[0][0, :, :, 0]
+    cpu = run_cpu(model, [x])[0][0, :, :, 0]
+    assert compare(exact.astype(npu.dtype), npu).mismatches == 0
+    print(f"{case.name} on {device}: NPU == exact rounding; TFLite differs on {compare(cpu, npu).mismatches} elements")
