@@ -623,6 +623,11 @@ def _v8_add(a: _Act, b_zp: int, ratio: np.float32, ratio_d: float, sub: bool, me
         # zp + q and zp - p (SUB) or q and p (ADD, zp 0) inside 0..255; weight scale 1 / q (exact output
         # scale). The MAC subtracts zp_a from both inputs; the bias restores B's own zero point.
         q, p = add_ratio(ratio_d, 255, 255, 255 if sub else None)
+        # The same ratio with the largest weights that fit: the v8 stream codes a weight by its distance from the
+        # zero point read as an int8, so weights near 255 code short (measured: MobileNetV2's first ADD 944
+        # instead of 1200 bytes); the accumulator only gains precision.
+        up = 255 // (p + q) if sub else 255 // max(p, q)
+        q, p = up * q, up * p
         zp = p if sub else 0
         wa, wb = zp + q, zp - p if sub else p
         bias_v = (a.zp - b_zp) * (-p if sub else p)
