@@ -117,6 +117,13 @@ def choose_symbol_map(weights: np.ndarray) -> tuple[int, ...]:
     return tuple(m)
 
 
+def coded_symbol_map(weights: np.ndarray, job: CoefJob) -> tuple[int, ...]:
+    """The same sort over the bit-length classes of the bytes the stream actually codes (the zero-point deltas),
+    so the most frequent coded classes get the shortest codes; Mesa's histogram of the raw bytes only matches it
+    when the weight zero point is 0 (docs/hardware/etnaviv-coefficients.md)."""
+    return choose_symbol_map(_coded_array(weights, job, False))
+
+
 def pack_symbol_map(symbol_map: tuple[int, ...]) -> int:
     return sum(n << (4 * i) for i, n in enumerate(symbol_map))
 
