@@ -46,15 +46,6 @@ struct etna_kdev {
     int stuck; /* a fence wait timed out: the job may still use its BOs and VAs */
 };
 
-static int etna_xioctl(int fd, unsigned long req, void *arg)
-{
-    int rc;
-    do {
-        rc = ioctl(fd, req, arg);
-    } while (rc == -1 && (errno == EINTR || errno == EAGAIN));
-    return rc == -1 ? -errno : 0;
-}
-
 /* Absolute CLOCK_MONOTONIC deadline ETNA_WAIT_SEC from now (the UAPI's timeouts are absolute). */
 static struct etna_drm_timespec etna_deadline(void)
 {
@@ -73,21 +64,21 @@ static struct etna_kbo *etna_kdev_bo(struct etna_kdev *d, uint32_t handle)
 
 static void etna_gem_close(int fd, uint32_t handle)
 {
-    struct etna_drm_gem_close c = {.handle = handle};
-    etna_xioctl(fd, ETNA_DRM_IOCTL_GEM_CLOSE, &c);
+    struct teflon_drm_gem_close c = {.handle = handle};
+    teflon_drm_ioctl(fd, TEFLON_DRM_IOCTL_GEM_CLOSE, &c);
 }
 
 /* GEM_NEW + GEM_INFO + mmap: a write-combined BO and its CPU mapping. */
 static int etna_gem_new(struct etna_kdev *d, uint64_t size, struct etna_kbo *b, char *err, size_t errlen)
 {
     struct etna_drm_gem_new n = {.size = size, .flags = ETNA_BO_WC};
-    int rc = etna_xioctl(d->fd, ETNA_IOCTL_GEM_NEW, &n);
+    int rc = teflon_drm_ioctl(d->fd, ETNA_IOCTL_GEM_NEW, &n);
     if (rc) {
         teflon_errf(err, errlen, "DRM_IOCTL_ETNAVIV_GEM_NEW(%llu bytes): %s", (unsigned long long)size, strerror(-rc));
         return rc;
     }
     struct etna_drm_gem_info info = {.handle = n.handle};
-    rc = etna_xioctl(d->fd, ETNA_IOCTL_GEM_INFO, &info);
+    rc = teflon_drm_ioctl(d->fd, ETNA_IOCTL_GEM_INFO, &info);
     if (rc) {
         teflon_errf(err, errlen, "DRM_IOCTL_ETNAVIV_GEM_INFO(handle %u): %s", n.handle, strerror(-rc));
         etna_gem_close(d->fd, n.handle);
@@ -149,7 +140,7 @@ static int etna_kbo_prep(void *impl, teflon_bo *bo, char *err, size_t errlen)
 {
     struct etna_kdev *d = impl;
     struct etna_drm_gem_cpu_prep p = {.handle = bo->handle, .op = ETNA_PREP_READ, .timeout = etna_deadline()};
-    int rc = etna_xioctl(d->fd, ETNA_IOCTL_GEM_CPU_PREP, &p);
+    int rc = teflon_drm_ioctl(d->fd, ETNA_IOCTL_GEM_CPU_PREP, &p);
     if (rc)
         teflon_errf(err, errlen, "DRM_IOCTL_ETNAVIV_GEM_CPU_PREP(handle %u, %d s): %s", bo->handle, ETNA_WAIT_SEC,
                     rc == -ETIMEDOUT || rc == -EBUSY ? "the NPU did not finish in time" : strerror(-rc));
@@ -160,7 +151,7 @@ static int etna_kbo_fini(void *impl, teflon_bo *bo, char *err, size_t errlen)
 {
     struct etna_kdev *d = impl;
     struct etna_drm_gem_cpu_fini f = {.handle = bo->handle};
-    int rc = etna_xioctl(d->fd, ETNA_IOCTL_GEM_CPU_FINI, &f);
+    int rc = teflon_drm_ioctl(d->fd, ETNA_IOCTL_GEM_CPU_FINI, &f);
     if (rc)
         teflon_errf(err, errlen, "DRM_IOCTL_ETNAVIV_GEM_CPU_FINI(handle %u): %s", bo->handle, strerror(-rc));
     return rc;
@@ -207,7 +198,7 @@ static int etna_submit_task(struct etna_kdev *d, const teflon_task *t, uint32_t 
         .pipe = d->pipe, .exec_state = ETNA_PIPE_3D, .nr_bos = nsb, .stream_size = nwords * 4u,
         .bos = (uint64_t)(uintptr_t)sb, .stream = (uint64_t)(uintptr_t)words, .flags = ETNA_SUBMIT_SOFTPIN,
     };
-    rc = etna_xioctl(d->fd, ETNA_IOCTL_GEM_SUBMIT, &s);
+    rc = teflon_drm_ioctl(d->fd, ETNA_IOCTL_GEM_SUBMIT, &s);
     if (rc) {
         teflon_errf(err, errlen, "job %u task %u: DRM_IOCTL_ETNAVIV_GEM_SUBMIT(pipe %u, %u BOs, %u bytes): %s", ji, ti,
                     d->pipe, nsb, nwords * 4u, strerror(-rc));
@@ -220,7 +211,7 @@ static int etna_submit_task(struct etna_kdev *d, const teflon_task *t, uint32_t 
 static int etna_wait(struct etna_kdev *d, uint32_t fence, char *err, size_t errlen)
 {
     struct etna_drm_wait_fence w = {.pipe = d->pipe, .fence = fence, .timeout = etna_deadline()};
-    int rc = etna_xioctl(d->fd, ETNA_IOCTL_WAIT_FENCE, &w);
+    int rc = teflon_drm_ioctl(d->fd, ETNA_IOCTL_WAIT_FENCE, &w);
     if (rc == -ETIMEDOUT || rc == -EBUSY) {
         d->stuck = 1;
         teflon_errf(err, errlen, "DRM_IOCTL_ETNAVIV_WAIT_FENCE(fence %u): the NPU did not finish within %d s", fence,
@@ -304,14 +295,14 @@ static const struct teflon_backend etna_kdev_ops = {
 static int etna_is_etnaviv(int fd)
 {
     char name[32] = {0};
-    struct etna_drm_version v = {.name_len = sizeof(name) - 1, .name = (uint64_t)(uintptr_t)name};
-    return etna_xioctl(fd, ETNA_DRM_IOCTL_VERSION, &v) == 0 && strcmp(name, "etnaviv") == 0;
+    struct teflon_drm_version v = {.name_len = sizeof(name) - 1, .name = (uint64_t)(uintptr_t)name};
+    return teflon_drm_ioctl(fd, TEFLON_DRM_IOCTL_VERSION, &v) == 0 && strcmp(name, "etnaviv") == 0;
 }
 
 static int etna_get_param(int fd, uint32_t pipe, uint32_t param, uint64_t *value)
 {
     struct etna_drm_param p = {.pipe = pipe, .param = param};
-    const int rc = etna_xioctl(fd, ETNA_IOCTL_GET_PARAM, &p);
+    const int rc = teflon_drm_ioctl(fd, ETNA_IOCTL_GET_PARAM, &p);
     *value = p.value;
     return rc;
 }

@@ -146,7 +146,7 @@ static void etna_shim_bo_drop(struct etna_shim_file *f, struct etna_shim_bo *b)
 
 /* ---- the ioctls ----------------------------------------------------------------------------------------- */
 
-static int etna_shim_version(struct etna_drm_version *v)
+static int etna_shim_version(struct teflon_drm_version *v)
 {
     static const char name[] = "etnaviv";
     if (v->name && v->name_len)
@@ -240,7 +240,7 @@ static int etna_shim_cpu_fini(struct etna_shim_file *f, const struct etna_drm_ge
     return rc;
 }
 
-static int etna_shim_gem_close(struct etna_shim_file *f, const struct etna_drm_gem_close *c)
+static int etna_shim_gem_close(struct etna_shim_file *f, const struct teflon_drm_gem_close *c)
 {
     struct etna_shim_bo *b = etna_shim_bo_of(f, c->handle);
     etna_shim_log("GEM_CLOSE handle=%u%s", c->handle, b ? "" : " = error");
@@ -370,7 +370,7 @@ static int etna_shim_wait_fence(struct etna_shim_file *f, const struct etna_drm_
 static int etna_shim_ioctl(struct etna_shim_file *f, unsigned long req, void *arg)
 {
     switch (req) {
-    case ETNA_DRM_IOCTL_VERSION:
+    case TEFLON_DRM_IOCTL_VERSION:
         return etna_shim_version(arg);
     case ETNA_IOCTL_GET_PARAM:
         return etna_shim_get_param(f, arg);
@@ -386,7 +386,7 @@ static int etna_shim_ioctl(struct etna_shim_file *f, unsigned long req, void *ar
         return etna_shim_submit(f, arg);
     case ETNA_IOCTL_WAIT_FENCE:
         return etna_shim_wait_fence(f, arg);
-    case ETNA_DRM_IOCTL_GEM_CLOSE:
+    case TEFLON_DRM_IOCTL_GEM_CLOSE:
         return etna_shim_gem_close(f, arg);
     default:
         etna_shim_log("UNKNOWN ioctl 0x%lx = error ENOTTY", req);

@@ -12,29 +12,7 @@
 #include <stdint.h>
 #include <sys/ioctl.h>
 
-#define ETNA_DRM_IOCTL_BASE 'd'
-#define ETNA_DRM_COMMAND_BASE 0x40
-
-/* ---- generic DRM (drm.h) ---- */
-struct etna_drm_version {
-    int32_t version_major;
-    int32_t version_minor;
-    int32_t version_patchlevel;
-    uint64_t name_len; /* size_t in the kernel header: this client is 64-bit only */
-    uint64_t name;     /* char * */
-    uint64_t date_len;
-    uint64_t date;
-    uint64_t desc_len;
-    uint64_t desc;
-};
-
-struct etna_drm_gem_close {
-    uint32_t handle;
-    uint32_t pad;
-};
-
-#define ETNA_DRM_IOCTL_VERSION _IOWR(ETNA_DRM_IOCTL_BASE, 0x00, struct etna_drm_version)
-#define ETNA_DRM_IOCTL_GEM_CLOSE _IOW(ETNA_DRM_IOCTL_BASE, 0x09, struct etna_drm_gem_close)
+#include "../drm_uapi.h"
 
 /* ---- etnaviv (etnaviv_drm.h) ---- */
 struct etna_drm_timespec { /* absolute CLOCK_MONOTONIC */
@@ -129,18 +107,15 @@ struct etna_drm_wait_fence {
     struct etna_drm_timespec timeout;
 };
 
-#define ETNA_DRM_IOWR(nr, type) _IOWR(ETNA_DRM_IOCTL_BASE, ETNA_DRM_COMMAND_BASE + (nr), type)
-#define ETNA_DRM_IOW(nr, type) _IOW(ETNA_DRM_IOCTL_BASE, ETNA_DRM_COMMAND_BASE + (nr), type)
-#define ETNA_IOCTL_GET_PARAM ETNA_DRM_IOWR(0x00, struct etna_drm_param)
-#define ETNA_IOCTL_GEM_NEW ETNA_DRM_IOWR(0x02, struct etna_drm_gem_new)
-#define ETNA_IOCTL_GEM_INFO ETNA_DRM_IOWR(0x03, struct etna_drm_gem_info)
-#define ETNA_IOCTL_GEM_CPU_PREP ETNA_DRM_IOW(0x04, struct etna_drm_gem_cpu_prep)
-#define ETNA_IOCTL_GEM_CPU_FINI ETNA_DRM_IOW(0x05, struct etna_drm_gem_cpu_fini)
-#define ETNA_IOCTL_GEM_SUBMIT ETNA_DRM_IOWR(0x06, struct etna_drm_gem_submit)
-#define ETNA_IOCTL_WAIT_FENCE ETNA_DRM_IOW(0x07, struct etna_drm_wait_fence)
+#define ETNA_IOCTL_GET_PARAM TEFLON_DRM_IOWR(0x00, struct etna_drm_param)
+#define ETNA_IOCTL_GEM_NEW TEFLON_DRM_IOWR(0x02, struct etna_drm_gem_new)
+#define ETNA_IOCTL_GEM_INFO TEFLON_DRM_IOWR(0x03, struct etna_drm_gem_info)
+#define ETNA_IOCTL_GEM_CPU_PREP TEFLON_DRM_IOW(0x04, struct etna_drm_gem_cpu_prep)
+#define ETNA_IOCTL_GEM_CPU_FINI TEFLON_DRM_IOW(0x05, struct etna_drm_gem_cpu_fini)
+#define ETNA_IOCTL_GEM_SUBMIT TEFLON_DRM_IOWR(0x06, struct etna_drm_gem_submit)
+#define ETNA_IOCTL_WAIT_FENCE TEFLON_DRM_IOW(0x07, struct etna_drm_wait_fence)
 
 /* The layouts the kernel expects (sizes from the kernel header's field list). */
-_Static_assert(sizeof(struct etna_drm_version) == 64, "drm_version layout");
 _Static_assert(sizeof(struct etna_drm_param) == 16, "drm_etnaviv_param layout");
 _Static_assert(sizeof(struct etna_drm_gem_new) == 16, "drm_etnaviv_gem_new layout");
 _Static_assert(sizeof(struct etna_drm_gem_info) == 16, "drm_etnaviv_gem_info layout");

@@ -27,23 +27,14 @@ struct rk_dev {
     int fd;
 };
 
-static int xioctl(int fd, unsigned long req, void *arg)
-{
-    int rc;
-    do {
-        rc = ioctl(fd, req, arg);
-    } while (rc == -1 && (errno == EINTR || errno == EAGAIN));
-    return rc == -1 ? -errno : 0;
-}
-
 static int is_rocket(int fd)
 {
     char name[32] = {0};
-    struct rocket_drm_version v;
+    struct teflon_drm_version v;
     memset(&v, 0, sizeof(v));
     v.name_len = sizeof(name) - 1;
     v.name = (uint64_t)(uintptr_t)name;
-    if (xioctl(fd, ROCKET_DRM_IOCTL_VERSION, &v))
+    if (teflon_drm_ioctl(fd, TEFLON_DRM_IOCTL_VERSION, &v))
         return 0;
     return strcmp(name, "rocket") == 0;
 }
@@ -56,7 +47,7 @@ static int rk_bo_create(void *impl, uint64_t size, teflon_bo *out, char *err, si
         return -EINVAL;
     }
     struct drm_rocket_create_bo c = {.size = (uint32_t)size};
-    int rc = xioctl(d->fd, DRM_IOCTL_ROCKET_CREATE_BO, &c);
+    int rc = teflon_drm_ioctl(d->fd, DRM_IOCTL_ROCKET_CREATE_BO, &c);
     if (rc) {
         teflon_errf(err, errlen, "DRM_IOCTL_ROCKET_CREATE_BO(%llu bytes): %s", (unsigned long long)size, strerror(-rc));
         return rc;
@@ -64,8 +55,8 @@ static int rk_bo_create(void *impl, uint64_t size, teflon_bo *out, char *err, si
     void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, d->fd, (off_t)c.offset);
     if (map == MAP_FAILED) {
         rc = -errno;
-        struct rocket_drm_gem_close gc = {.handle = c.handle};
-        xioctl(d->fd, ROCKET_DRM_IOCTL_GEM_CLOSE, &gc);
+        struct teflon_drm_gem_close gc = {.handle = c.handle};
+        teflon_drm_ioctl(d->fd, TEFLON_DRM_IOCTL_GEM_CLOSE, &gc);
         teflon_errf(err, errlen, "mmap of rocket BO (%llu bytes): %s", (unsigned long long)size, strerror(-rc));
         return rc;
     }
@@ -78,8 +69,8 @@ static void rk_bo_destroy(void *impl, teflon_bo *bo)
     struct rk_dev *d = impl;
     if (bo->map)
         munmap(bo->map, bo->size);
-    struct rocket_drm_gem_close gc = {.handle = bo->handle};
-    xioctl(d->fd, ROCKET_DRM_IOCTL_GEM_CLOSE, &gc);
+    struct teflon_drm_gem_close gc = {.handle = bo->handle};
+    teflon_drm_ioctl(d->fd, TEFLON_DRM_IOCTL_GEM_CLOSE, &gc);
     bo->map = NULL;
 }
 
@@ -87,7 +78,7 @@ static int rk_cpu_prep(void *impl, teflon_bo *bo, char *err, size_t errlen)
 {
     struct rk_dev *d = impl;
     struct drm_rocket_prep_bo p = {.handle = bo->handle, .timeout_ns = INT64_MAX};
-    int rc = xioctl(d->fd, DRM_IOCTL_ROCKET_PREP_BO, &p);
+    int rc = teflon_drm_ioctl(d->fd, DRM_IOCTL_ROCKET_PREP_BO, &p);
     if (rc)
         teflon_errf(err, errlen, "DRM_IOCTL_ROCKET_PREP_BO(handle %u): %s", bo->handle, strerror(-rc));
     return rc;
@@ -97,7 +88,7 @@ static int rk_cpu_fini(void *impl, teflon_bo *bo, char *err, size_t errlen)
 {
     struct rk_dev *d = impl;
     struct drm_rocket_fini_bo f = {.handle = bo->handle};
-    int rc = xioctl(d->fd, DRM_IOCTL_ROCKET_FINI_BO, &f);
+    int rc = teflon_drm_ioctl(d->fd, DRM_IOCTL_ROCKET_FINI_BO, &f);
     if (rc)
         teflon_errf(err, errlen, "DRM_IOCTL_ROCKET_FINI_BO(handle %u): %s", bo->handle, strerror(-rc));
     return rc;
@@ -139,7 +130,7 @@ static int rk_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon_
     }
     struct drm_rocket_submit s = {.jobs = (uint64_t)(uintptr_t)kj, .job_count = njobs,
                                   .job_struct_size = sizeof(struct drm_rocket_job)};
-    rc = xioctl(d->fd, DRM_IOCTL_ROCKET_SUBMIT, &s);
+    rc = teflon_drm_ioctl(d->fd, DRM_IOCTL_ROCKET_SUBMIT, &s);
     if (rc)
         teflon_errf(err, errlen, "DRM_IOCTL_ROCKET_SUBMIT(%u jobs): %s", njobs, strerror(-rc));
     stats->tasks = rc ? 0 : ntasks;

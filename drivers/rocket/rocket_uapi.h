@@ -7,29 +7,7 @@
 #include <stdint.h>
 #include <sys/ioctl.h>
 
-#define ROCKET_DRM_IOCTL_BASE 'd'
-#define ROCKET_DRM_COMMAND_BASE 0x40
-
-/* generic DRM */
-struct rocket_drm_version {
-    int32_t version_major;
-    int32_t version_minor;
-    int32_t version_patchlevel;
-    uint64_t name_len; /* size_t in the kernel header: this client is 64-bit only */
-    uint64_t name;     /* char * */
-    uint64_t date_len;
-    uint64_t date;
-    uint64_t desc_len;
-    uint64_t desc;
-};
-
-struct rocket_drm_gem_close {
-    uint32_t handle;
-    uint32_t pad;
-};
-
-#define ROCKET_DRM_IOCTL_VERSION _IOWR(ROCKET_DRM_IOCTL_BASE, 0x00, struct rocket_drm_version)
-#define ROCKET_DRM_IOCTL_GEM_CLOSE _IOW(ROCKET_DRM_IOCTL_BASE, 0x09, struct rocket_drm_gem_close)
+#include "../drm_uapi.h"
 
 /* accel/rocket */
 struct drm_rocket_create_bo {
@@ -85,12 +63,12 @@ _Static_assert(sizeof(struct drm_rocket_submit) == 24, "drm_rocket_submit layout
 #define DRM_ROCKET_FINI_BO 0x03
 
 #define DRM_IOCTL_ROCKET_CREATE_BO \
-    _IOWR(ROCKET_DRM_IOCTL_BASE, ROCKET_DRM_COMMAND_BASE + DRM_ROCKET_CREATE_BO, struct drm_rocket_create_bo)
+    TEFLON_DRM_IOWR(DRM_ROCKET_CREATE_BO, struct drm_rocket_create_bo)
 #define DRM_IOCTL_ROCKET_SUBMIT \
-    _IOW(ROCKET_DRM_IOCTL_BASE, ROCKET_DRM_COMMAND_BASE + DRM_ROCKET_SUBMIT, struct drm_rocket_submit)
+    TEFLON_DRM_IOW(DRM_ROCKET_SUBMIT, struct drm_rocket_submit)
 #define DRM_IOCTL_ROCKET_PREP_BO \
-    _IOW(ROCKET_DRM_IOCTL_BASE, ROCKET_DRM_COMMAND_BASE + DRM_ROCKET_PREP_BO, struct drm_rocket_prep_bo)
+    TEFLON_DRM_IOW(DRM_ROCKET_PREP_BO, struct drm_rocket_prep_bo)
 #define DRM_IOCTL_ROCKET_FINI_BO \
-    _IOW(ROCKET_DRM_IOCTL_BASE, ROCKET_DRM_COMMAND_BASE + DRM_ROCKET_FINI_BO, struct drm_rocket_fini_bo)
+    TEFLON_DRM_IOW(DRM_ROCKET_FINI_BO, struct drm_rocket_fini_bo)
 
 #endif
