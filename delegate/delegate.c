@@ -6,6 +6,8 @@
  *   3. PreviewDelegatePartitioning tells how TFLite will group those nodes; every partition is
  *      compiled (Python) and loaded (runner) right here, and a partition that fails is dropped, its
  *      nodes left to the CPU, and the rest re-partitioned, until every partition has a program;
+ *      with the program cache on (cache.h), steps 2 and 3 first look for their result on disk, and
+ *      Python is started only for what is not there;
  *   4. ReplaceNodeSubsetsWithDelegateKernels; kernel Init adopts the loaded partitions (kernel.c).
  * Any failure before step 4 leaves the whole graph on the CPU with a message; nothing here aborts.
  */
@@ -13,14 +15,18 @@
 
 #include "delegate.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <dlfcn.h>
+#include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "cache.h"
 #include "graph_export.h"
 #include "kernel.h"
 #include "pybridge.h"
@@ -83,21 +89,27 @@ __attribute__((constructor)) static void promote_libpython(void)
 /* ---------------------------------------------------------------------------------------------- */
 /* Options and device selection                                                                  */
 
-typedef void (*report_fn)(const char *);
-
-static void report(report_fn report_error, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void report(report_fn report_error, const char *fmt, ...)
+/* Messages about refused options go to the host exactly once: through its report_error callback when it
+ * gave one (a Python host puts the text in the ValueError it raises), else on stderr. */
+static void report_once(void (*report_error)(const char *), const char *err)
 {
     char msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = snprintf(msg, sizeof(msg), "teflon: ");
-    vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "%s\n", msg);
+    snprintf(msg, sizeof(msg), "teflon: %s", err);
     if (report_error)
         report_error(msg);
+    else
+        fprintf(stderr, "%s\n", msg);
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
 }
 
 /* The target this machine's NPU is (a registry row), or NULL when there is none (drivers/driver.h:
@@ -113,29 +125,81 @@ static const teflon_target *detect_device(char *unknown, size_t len)
     return NULL;
 }
 
+#define CACHE_MAX_MB_DEFAULT 256.0
+#define CACHE_MAX_MB_LIMIT 1048576.0    /* 1 TiB: anything above is a typo */
+
 typedef struct options {
     char device[16];
     int sim;
     int debug;
+    char cache_dir[PATH_MAX];   /* "" = no program cache */
+    double cache_max_mb;
 } options;
 
-static int parse_options(char **keys, char **values, size_t n, report_fn report_error, options *o)
+/* TEFLON_DEBUG flags. A comma-separated list of words, case-insensitive; -1 when a word is not understood. */
+enum { DEBUG_ON = 1 };
+
+static int word_is(const char *word, size_t len, const char *const *list)
+{
+    for (; *list; list++)
+        if (strlen(*list) == len && strncasecmp(word, *list, len) == 0)
+            return 1;
+    return 0;
+}
+
+static int debug_flags(const char *value)
+{
+    static const char *const on[] = {"1", "true", "yes", "on", "verbose", "debug", NULL};
+    static const char *const off[] = {"0", "false", "no", "off", "", NULL};
+    int flags = 0;
+    for (const char *w = value;;) {
+        while (isspace((unsigned char)*w))
+            w++;
+        size_t len = strcspn(w, ",");
+        while (len > 0 && isspace((unsigned char)w[len - 1]))
+            len--;
+        if (word_is(w, len, on))
+            flags |= DEBUG_ON;
+        else if (!word_is(w, len, off))
+            return -1;
+        w += strcspn(w, ",");
+        if (!*w)
+            return flags;
+        w++;
+    }
+}
+
+static int parse_cache_max_mb(const char *v, double *mb)
+{
+    char *end = NULL;
+    errno = 0;
+    const double x = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(x) || x <= 0 || x > CACHE_MAX_MB_LIMIT)
+        return -1;
+    *mb = x;
+    return 0;
+}
+
+/* The options as given, plus what the environment adds (TEFLON_DEBUG, TEFLON_CACHE_DIR). -1 with a
+ * one-line message naming the option in err. `warn`: print a warning for a TEFLON_DEBUG value that is
+ * not understood (off when only checking options, so the later real load prints it once). */
+static int parse_options(const char *const *keys, const char *const *values, size_t n, options *o, int warn,
+                         char *err, size_t errlen)
 {
     char list[128];
+    int cache_given = 0;
+    memset(o, 0, sizeof(*o));
     snprintf(o->device, sizeof(o->device), "auto");
     o->sim = -1;
-    o->debug = 0;
+    o->cache_max_mb = CACHE_MAX_MB_DEFAULT;
     for (size_t i = 0; i < n; i++) {
         const char *k = keys ? keys[i] : NULL, *v = values ? values[i] : NULL;
-        if (!k || !v) {
-            report(report_error, "option %zu has no %s", i, k ? "value" : "key");
-            return -1;
-        }
+        if (!k || !v)
+            return fail(err, errlen, "option %zu has no %s", i, k ? "value" : "key");
         if (strcmp(k, "device") == 0) {
             if (strcmp(v, "auto") != 0 && !teflon_target_named(v)) {
                 teflon_target_list(list, sizeof(list), 0);
-                report(report_error, "invalid value '%s' for option 'device' (expected auto, %s)", v, list);
-                return -1;
+                return fail(err, errlen, "invalid value '%s' for option 'device' (expected auto, %s)", v, list);
             }
             snprintf(o->device, sizeof(o->device), "%s", v);
         } else if (strcmp(k, "sim") == 0) {
@@ -143,48 +207,57 @@ static int parse_options(char **keys, char **values, size_t n, report_fn report_
                 o->sim = -1;
             else if (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)
                 o->sim = v[0] - '0';
-            else {
-                report(report_error, "invalid value '%s' for option 'sim' (expected auto, 0 or 1)", v);
-                return -1;
-            }
+            else
+                return fail(err, errlen, "invalid value '%s' for option 'sim' (expected auto, 0 or 1)", v);
         } else if (strcmp(k, "debug") == 0) {
-            if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
-                report(report_error, "invalid value '%s' for option 'debug' (expected 0 or 1)", v);
-                return -1;
-            }
+            if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+                return fail(err, errlen, "invalid value '%s' for option 'debug' (expected 0 or 1)", v);
             o->debug = v[0] - '0';
+        } else if (strcmp(k, "cache_dir") == 0) {
+            if (strlen(v) >= sizeof(o->cache_dir) - 80)
+                return fail(err, errlen, "option 'cache_dir' is too long (%zu characters)", strlen(v));
+            snprintf(o->cache_dir, sizeof(o->cache_dir), "%s", v);
+            cache_given = 1;
+        } else if (strcmp(k, "cache_max_mb") == 0) {
+            if (parse_cache_max_mb(v, &o->cache_max_mb))
+                return fail(err, errlen, "invalid value '%s' for option 'cache_max_mb' (expected a positive number "
+                            "of MiB, at most %.0f)", v, CACHE_MAX_MB_LIMIT);
         } else {
-            report(report_error, "unknown option '%s' (known options: device, sim, debug)", k);
-            return -1;
+            return fail(err, errlen, "unknown option '%s' (known options: device, sim, debug, cache_dir, "
+                        "cache_max_mb)", k);
         }
     }
     const char *env = getenv("TEFLON_DEBUG");
-    if (env && strstr(env, "verbose"))
+    const int flags = env ? debug_flags(env) : 0;
+    if (flags < 0 && warn)
+        fprintf(stderr, "teflon: TEFLON_DEBUG=%s is not understood (1, true, yes, on, verbose or debug turn debug "
+                "output on; 0, false, no or off leave it off); debug stays off\n", env);
+    if (flags > 0 && (flags & DEBUG_ON))
         o->debug = 1;
+    const char *cache_env = getenv("TEFLON_CACHE_DIR");
+    if (!cache_given && cache_env && cache_env[0]) {
+        if (strlen(cache_env) >= sizeof(o->cache_dir) - 80)
+            return fail(err, errlen, "TEFLON_CACHE_DIR is too long (%zu characters)", strlen(cache_env));
+        snprintf(o->cache_dir, sizeof(o->cache_dir), "%s/programs", cache_env);
+    }
     return 0;
 }
 
 /* device=auto: the NPU found here, or the first drivable target (its simulator) when there is none. */
-static int resolve_auto(options *o, report_fn report_error, const char *drivable)
+static int resolve_auto(options *o, const char *drivable, char *err, size_t errlen)
 {
     const teflon_target *fallback = teflon_target_default();
-    if (!fallback) {
-        report(report_error, "this build cannot drive any device (no drivable row in the target registry)");
-        return -1;
-    }
+    if (!fallback)
+        return fail(err, errlen, "this build cannot drive any device (no drivable row in the target registry)");
     char unknown[64] = "";
     const teflon_target *found = detect_device(unknown, sizeof(unknown));
-    if (unknown[0]) {
-        report(report_error, "device=auto found an NPU this build does not know (%s); pass the device explicitly "
-               "(drivable: %s)", unknown, drivable);
-        return -1;
-    }
-    if (found && !found->drivable) {
-        report(report_error, "device=auto found an %s NPU (%s family), which this build cannot drive yet (drivable: "
-               "%s); pass device=%s sim=1 to use the simulator instead", found->name, found->family, drivable,
-               fallback->name);
-        return -1;
-    }
+    if (unknown[0])
+        return fail(err, errlen, "device=auto found an NPU this build does not know (%s); pass the device explicitly "
+                    "(drivable: %s)", unknown, drivable);
+    if (found && !found->drivable)
+        return fail(err, errlen, "device=auto found an %s NPU (%s family), which this build cannot drive yet "
+                    "(drivable: %s); pass device=%s sim=1 to use the simulator instead", found->name, found->family,
+                    drivable, fallback->name);
     if (!found && o->debug)
         fprintf(stderr, "teflon: no NPU device node found; device=auto uses %s\n", fallback->name);
     snprintf(o->device, sizeof(o->device), "%s", found ? found->name : fallback->name);
@@ -192,23 +265,99 @@ static int resolve_auto(options *o, report_fn report_error, const char *drivable
 }
 
 /* Turns device=auto into a target name and checks this build can drive it. */
-static int resolve_device(options *o, report_fn report_error)
+static int resolve_device(options *o, char *err, size_t errlen)
 {
     char list[128];
     teflon_target_list(list, sizeof(list), 1);
     if (strcmp(o->device, "auto") == 0)
-        return resolve_auto(o, report_error, list);
+        return resolve_auto(o, list, err, errlen);
     const teflon_target *t = teflon_target_named(o->device);
-    if (!t->drivable) {
-        report(report_error, "device=%s (%s family) is not supported by this build yet (drivable devices: %s)",
-               o->device, t->family, list);
-        return -1;
-    }
+    if (!t->drivable)
+        return fail(err, errlen, "device=%s (%s family) is not supported by this build yet (drivable devices: %s)",
+                    o->device, t->family, list);
     return 0;
 }
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Prepare                                                                                       */
+
+/* Python starts (or attaches) only when something is not in the program cache. */
+static int python_ready(char *err, size_t errlen)
+{
+    char why[512];
+    if (teflon_python_ready(why, sizeof(why)) == 0)
+        return 0;
+    snprintf(err, errlen, "%s", why);
+    return -1;
+}
+
+/* Support payload: i32 nnodes, i32 supported[nnodes], then the debug table's text. */
+static int support_from_cache(teflon_delegate *d, const teflon_graph *g, const uint8_t key[TEFLON_SHA256_BYTES],
+                              int32_t *supported)
+{
+    uint8_t *payload;
+    size_t len;
+    int32_t n;
+    if (teflon_cache_load(&d->cache, TEFLON_CACHE_SUPPORT, key, &payload, &len))
+        return -1;
+    const size_t table_at = sizeof(int32_t) * ((size_t)g->nnodes + 1);
+    if (len >= table_at)
+        memcpy(&n, payload, sizeof(n));
+    if (len < table_at || n != g->nnodes) {
+        /* Only a key collision could get here: the checksum held. Decide afresh. */
+        free(payload);
+        return -1;
+    }
+    memcpy(supported, payload + sizeof(int32_t), sizeof(int32_t) * (size_t)n);
+    if (d->debug)
+        fprintf(stderr, "teflon: support decisions from cache\n%s", (const char *)payload + table_at);
+    free(payload);
+    return 0;
+}
+
+static void support_to_cache(teflon_delegate *d, const teflon_graph *g, const uint8_t key[TEFLON_SHA256_BYTES],
+                             const int32_t *supported, const char *table)
+{
+    const size_t table_at = sizeof(int32_t) * ((size_t)g->nnodes + 1), tlen = table ? strlen(table) : 0;
+    uint8_t *payload = malloc(table_at + tlen + 1);
+    if (!payload)
+        return;
+    memcpy(payload, &g->nnodes, sizeof(int32_t));
+    memcpy(payload + sizeof(int32_t), supported, sizeof(int32_t) * (size_t)g->nnodes);
+    memcpy(payload + table_at, table ? table : "", tlen + 1);
+    (void)teflon_cache_store(&d->cache, TEFLON_CACHE_SUPPORT, key, payload, table_at + tlen);
+    free(payload);
+}
+
+/* supported[] from the cache, else from Python (then stored). -1 when nothing could decide. */
+static int decide_support(teflon_delegate *d, const teflon_graph *g, int32_t *supported)
+{
+    uint8_t key[TEFLON_SHA256_BYTES];
+    char err[512];
+    char *table = NULL;
+    if (d->keys) {
+        teflon_key_graph(d->keys, key);
+        if (support_from_cache(d, g, key, supported) == 0)
+            return 0;
+    }
+    if (python_ready(err, sizeof(err))) {
+        fprintf(stderr, "teflon: %s; running the whole graph on the CPU\n", err);
+        return -1;
+    }
+    /* cffi returns 0 without running anything when the Python side failed to start: the -1s tell. */
+    int rc = teflon_py_support(g, d->device, d->debug, supported, &table);
+    for (int i = 0; i < g->nnodes && rc == 0; i++)
+        rc = supported[i] == 0 || supported[i] == 1 ? 0 : -1;
+    if (rc != 0)
+        fprintf(stderr, "teflon: the Python compiler could not decide which nodes to run (see the messages above); "
+                "running the whole graph on the CPU\n");
+    else if (d->debug && table)
+        fprintf(stderr, "%s", table);
+    if (rc == 0 && d->keys)
+        support_to_cache(d, g, key, supported, table);
+    free(table);
+    return rc;
+}
 
 /* Node indices Python claimed, minus those C must refuse. Returns NULL when nothing is claimed. */
 static tfl_int_array *claimed_nodes(teflon_delegate *d, tfl_context *context, const teflon_graph *g)
@@ -221,15 +370,10 @@ static tfl_int_array *claimed_nodes(teflon_delegate *d, tfl_context *context, co
     }
     for (int i = 0; i < g->nnodes; i++)
         supported[i] = -1;
-    /* cffi returns 0 without running anything when the Python side failed to start: the -1s tell. */
-    int rc = teflon_py_support(g, d->device, d->debug, supported);
+    if (decide_support(d, g, supported))
+        goto none;
     list->size = 0;
     for (int i = 0; i < g->nnodes; i++) {
-        if (rc != 0 || (supported[i] != 0 && supported[i] != 1)) {
-            fprintf(stderr, "teflon: the Python compiler could not decide which nodes to run (see the messages "
-                    "above); running the whole graph on the CPU\n");
-            goto none;
-        }
         if (!supported[i])
             continue;
         if (teflon_node_has_dynamic_tensor(context, &g->nodes[i])) {
@@ -250,6 +394,42 @@ none:
     free(supported);
     free(list);
     return NULL;
+}
+
+int teflon_program_for(teflon_delegate *d, const teflon_graph *g, const int32_t *nodes, int nnodes,
+                       const int32_t *inputs, int ninputs, const int32_t *outputs, int noutputs, uint8_t **blob,
+                       uint64_t *blob_len, const char **source, char *err, size_t errlen)
+{
+    uint8_t key[TEFLON_SHA256_BYTES];
+    *blob = NULL;
+    *blob_len = 0;
+    *source = "compiled";
+    if (d->keys) {
+        size_t len;
+        teflon_key_partition(d->keys, nodes, nnodes, inputs, ninputs, outputs, noutputs, key);
+        if (teflon_cache_load(&d->cache, TEFLON_CACHE_PROGRAM, key, blob, &len) == 0 && len > 0) {
+            *blob_len = len;
+            *source = "read from the cache";
+            return 0;
+        }
+        free(*blob);
+        *blob = NULL;
+    }
+    if (python_ready(err, errlen))
+        return -1;
+    int rc = teflon_py_compile(g, d->device, d->debug, nodes, nnodes, inputs, ninputs, outputs, noutputs, blob,
+                               blob_len, err, (int32_t)errlen);
+    err[errlen - 1] = '\0';
+    if (rc != 0 || *blob == NULL || *blob_len == 0) {
+        if (!err[0])
+            snprintf(err, errlen, "the Python compiler returned no program (see the messages above)");
+        free(*blob);
+        *blob = NULL;
+        return -1;
+    }
+    if (d->keys && teflon_cache_store(&d->cache, TEFLON_CACHE_PROGRAM, key, *blob, (size_t)*blob_len) == 0)
+        *source = "compiled and stored in the cache";
+    return 0;
 }
 
 static void remove_nodes(tfl_int_array *list, const tfl_int_array *drop)
@@ -337,16 +517,20 @@ static tfl_status delegate_prepare(tfl_context *context, tfl_delegate *base)
 {
     teflon_delegate *d = (teflon_delegate *)base;
     teflon_export ex;
+    teflon_keyer keys;
     char err[512];
     tfl_status status = TFL_OK;
 
-    if (teflon_python_ready(err, sizeof(err))) {
-        fprintf(stderr, "teflon: %s; running the whole graph on the CPU\n", err);
-        return TFL_OK;
-    }
     if (teflon_graph_export(context, &ex, err, sizeof(err))) {
         fprintf(stderr, "teflon: %s; running the whole graph on the CPU\n", err);
         return TFL_OK;
+    }
+    d->keys = NULL;
+    if (d->cache.dir) {
+        if (teflon_keyer_init(&keys, &ex.graph, d->settings) == 0)
+            d->keys = &keys;
+        else if (d->debug)
+            fprintf(stderr, "teflon: out of memory for the program cache's keys; compiling without it\n");
     }
     tfl_int_array *list = claimed_nodes(d, context, &ex.graph);
     if (list)
@@ -359,12 +543,38 @@ static tfl_status delegate_prepare(tfl_context *context, tfl_delegate *base)
     free_partitions(d->ready);  /* Init adopted every partition it was given; anything left is unused */
     d->ready = NULL;
     free(list);
+    if (d->keys)
+        teflon_keyer_free(d->keys);
+    d->keys = NULL;
     teflon_graph_export_free(&ex);
     return status;
 }
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Entry points                                                                                  */
+
+/* The options as they are checked in tflite_plugin_create_delegate, without opening the device. */
+static int check_options(const char *const *keys, const char *const *values, size_t n, options *o, int warn,
+                         char *err, size_t errlen)
+{
+    err[0] = '\0';
+    return parse_options(keys, values, n, o, warn, err, errlen) || resolve_device(o, err, errlen) ? -1 : 0;
+}
+
+TEFLON_EXPORT int teflon_check_options(const char *const *keys, const char *const *values, size_t n, char *err,
+                                       size_t errlen)
+{
+    options o;
+    char msg[512];
+    if (check_options(keys, values, n, &o, 0, msg, sizeof(msg)) == 0) {
+        if (err && errlen)
+            err[0] = '\0';
+        return 0;
+    }
+    if (err && errlen)
+        snprintf(err, errlen, "teflon: %s", msg);
+    return -1;
+}
 
 TEFLON_EXPORT tfl_delegate *tflite_plugin_create_delegate(char **keys, char **values, size_t n,
                                                           void (*report_error)(const char *))
@@ -373,21 +583,27 @@ TEFLON_EXPORT tfl_delegate *tflite_plugin_create_delegate(char **keys, char **va
     char err[512] = "";
     teflon_dev *dev = NULL;
 
-    if (parse_options(keys, values, n, report_error, &o) || resolve_device(&o, report_error))
+    if (check_options((const char *const *)keys, (const char *const *)values, n, &o, 1, err, sizeof(err))) {
+        report_once(report_error, err);
         return NULL;
+    }
     int rc = teflon_dev_open(o.device, o.sim, &dev, err, sizeof(err));
     if (rc != 0 || !dev) {
-        report(report_error, "cannot open the %s NPU (sim=%s): %s", o.device,
-               o.sim < 0 ? "auto" : o.sim ? "1" : "0", err[0] ? err : "unknown error");
+        char msg[640];
+        snprintf(msg, sizeof(msg), "cannot open the %s NPU (sim=%s): %s", o.device,
+                 o.sim < 0 ? "auto" : o.sim ? "1" : "0", err[0] ? err : "unknown error");
+        report_once(report_error, msg);
         return NULL;
     }
     teflon_delegate *d = calloc(1, sizeof(*d));
     teflon_devref *ref = calloc(1, sizeof(*ref));
-    if (!d || !ref) {
+    char *cache_dir = o.cache_dir[0] ? strdup(o.cache_dir) : NULL;
+    if (!d || !ref || (o.cache_dir[0] && !cache_dir)) {
         free(d);
         free(ref);
+        free(cache_dir);
         teflon_dev_close(dev);
-        report(report_error, "out of memory");
+        report_once(report_error, "out of memory");
         return NULL;
     }
     atomic_init(&ref->refs, 1);
@@ -397,12 +613,21 @@ TEFLON_EXPORT tfl_delegate *tflite_plugin_create_delegate(char **keys, char **va
     snprintf(d->device, sizeof(d->device), "%s", o.device);
     d->sim = o.sim;
     d->debug = o.debug;
+    /* Everything of the options that changes a compiled program (sim and debug do not). */
+    snprintf(d->settings, sizeof(d->settings), "device=%s", o.device);
+    d->cache.dir = cache_dir;
+    d->cache.max_bytes = (uint64_t)(o.cache_max_mb * 1024.0 * 1024.0);
+    d->cache.debug = o.debug;
     d->base.data_ = d;
     d->base.Prepare = delegate_prepare;
     d->base.flags = TFL_DELEGATE_REQUIRE_PROPAGATED_SHAPES;
-    if (d->debug)
+    if (d->debug) {
         fprintf(stderr, "teflon: delegate created for %s (%s)\n", d->device,
                 teflon_dev_is_sim(dev) ? "simulated NPU" : "NPU device node");
+        if (cache_dir)
+            fprintf(stderr, "teflon: program cache in %s (limit %g MiB, build %s)\n", cache_dir, o.cache_max_mb,
+                    teflon_cache_build_id());
+    }
     return &d->base;
 }
 
@@ -413,5 +638,6 @@ TEFLON_EXPORT void tflite_plugin_destroy_delegate(tfl_delegate *base)
         return;
     free_partitions(d->ready);
     teflon_devref_put(d->devref);
+    free(d->cache.dir);
     free(d);
 }

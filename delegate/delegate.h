@@ -4,8 +4,12 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 
+#include "cache.h"
 #include "driver.h"
+#include "teflon_graph.h"
 #include "tflite_abi.h"
 
 struct teflon_partition;
@@ -28,10 +32,25 @@ typedef struct teflon_delegate {
     tfl_delegate base;              /* first member: TFLite hands back &base */
     char device[16];                /* target name (a row of the registry, drivers/targets.h) */
     int sim;                        /* as asked: -1 auto, 0 real, 1 simulator */
-    int debug;                      /* option debug=1 or TEFLON_DEBUG=verbose */
+    int debug;                      /* option debug=1 or TEFLON_DEBUG=1/verbose/... */
+    char settings[64];              /* the options that change a compiled program, as the cache keys them */
+    teflon_cache cache;             /* program cache (cache.dir NULL: off) */
+    teflon_keyer *keys;             /* during Prepare with the cache on: the graph's key derivation */
     teflon_devref *devref;
     struct teflon_partition *ready; /* compiled in Prepare, adopted by kernel Init */
     int partitions_compiled;        /* running count, numbers the debug messages */
 } teflon_delegate;
+
+/* The program blob of one partition: from the program cache when it holds it, else compiled by Python (and
+ * then stored). *blob is malloc'd (free() it); *source says which ("read from the cache", "compiled and
+ * stored in the cache", "compiled") for debug output. -1 with a message in err. Prepare's thread only. */
+int teflon_program_for(teflon_delegate *d, const teflon_graph *g, const int32_t *nodes, int nnodes,
+                       const int32_t *inputs, int ninputs, const int32_t *outputs, int noutputs, uint8_t **blob,
+                       uint64_t *blob_len, const char **source, char *err, size_t errlen);
+
+/* Exported: the options checks of tflite_plugin_create_delegate without creating a delegate or opening the
+ * device (Python's teflon.load_delegate raises ValueError with the message before the runtime loads us).
+ * 0, or -1 with a one-line message naming the option in err ("teflon: ..."). */
+int teflon_check_options(const char *const *keys, const char *const *values, size_t n, char *err, size_t errlen);
 
 #endif

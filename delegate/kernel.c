@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pybridge.h"
 #include "runner.h"
 
 static int cmp_i32(const void *a, const void *b)
@@ -96,14 +95,10 @@ teflon_partition *teflon_partition_compile(teflon_delegate *d, tfl_context *cont
     if (!p->inputs || !p->outputs)
         goto oom;
 
-    int rc = teflon_py_compile(g, d->device, d->debug, p->nodes, p->nnodes, p->inputs, p->ninputs, p->outputs,
-                               p->noutputs, &blob, &blob_len, err, (int32_t)errlen);
-    err[errlen - 1] = '\0';
-    if (rc != 0 || blob == NULL || blob_len == 0) {
-        if (!err[0])
-            snprintf(err, errlen, "the Python compiler returned no program (see the messages above)");
+    const char *source = "compiled";
+    if (teflon_program_for(d, g, p->nodes, p->nnodes, p->inputs, p->ninputs, p->outputs, p->noutputs, &blob,
+                           &blob_len, &source, err, errlen))
         goto fail;
-    }
     double t1 = teflon_now_ms();
 
     p->devref = teflon_devref_get(d->devref);
@@ -119,8 +114,8 @@ teflon_partition *teflon_partition_compile(teflon_delegate *d, tfl_context *cont
     free(blob);
     qsort(p->nodes, (size_t)p->nnodes, sizeof(int32_t), cmp_i32);
     if (p->debug)
-        fprintf(stderr, "teflon: compiled partition %d (%d nodes) in %.1f ms, loaded in %.1f ms\n", p->id, p->nnodes,
-                t1 - t0, teflon_now_ms() - t1);
+        fprintf(stderr, "teflon: partition %d (%d nodes): program %s in %.1f ms, loaded in %.1f ms\n", p->id,
+                p->nnodes, source, t1 - t0, teflon_now_ms() - t1);
     return p;
 
 oom:

@@ -23,8 +23,9 @@
 
 #include "teflon_graph.h"
 
-/* supported[i] := 1 when g->nodes[i] is claimed, else 0. With debug, prints the per-node table. */
-int teflon_py_support(const teflon_graph *g, const char *device, int32_t debug, int32_t *supported);
+/* supported[i] := 1 when g->nodes[i] is claimed, else 0. *table := the per-node table (node, op, delegated,
+ * reason) as malloc'd text (free() it), which C prints with debug and keeps in the program cache. */
+int teflon_py_support(const teflon_graph *g, const char *device, int32_t debug, int32_t *supported, char **table);
 
 /* Compile the partition `nodes` (node indices) with its non-constant inputs and its outputs.
  * On success *blob is a malloc'd program blob (free() it) of *blob_len bytes. On failure err holds

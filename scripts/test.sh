@@ -5,7 +5,7 @@
 #   bash scripts/test.sh -m slow         # the long sweeps
 #   bash scripts/test.sh -k conv2d -n 0  # any pytest arguments pass through
 #
-# Environment: TEFLON_CACHE_DIR (CPU reference cache, default ~/.cache/teflon/reference),
+# Environment: TEFLON_REFERENCE_CACHE (CPU reference cache, default ~/.cache/teflon/reference),
 # TEFLON_SHARED (models and images, default ../shared), TEFLON_REQUIRE_DELEGATE (default 1: a delegate
 # that failed to build fails the run instead of skipping the delegate tests).
 set -euo pipefail

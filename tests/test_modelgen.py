@@ -193,7 +193,7 @@ def test_graph_inspection() -> None:
 
 
 def test_reference_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TEFLON_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TEFLON_REFERENCE_CACHE", str(tmp_path))
     model = ConvCase("conv2d", 8, 8, 16, 16, 3, 1, "same").build()
     x = random_inputs(model)
     first = reference.run_cpu(model, x)

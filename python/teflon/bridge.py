@@ -152,7 +152,17 @@ def _graph_for(g: Any) -> Graph:
     return _current[1]
 
 
-def _support(g: Any, device: Any, debug: int, supported: Any) -> int:
+def _malloc_text(text: str) -> Any:
+    """A NUL-terminated copy of `text` in C memory (C frees it)."""
+    data = text.encode(errors="replace") + b"\0"
+    mem = _lib.malloc(len(data))
+    if mem == _ffi.NULL:
+        raise MemoryError(f"cannot allocate {len(data)} bytes")
+    _ffi.memmove(mem, data, len(data))
+    return _ffi.cast("char *", mem)
+
+
+def _support(g: Any, device: Any, debug: int, supported: Any, table: Any) -> int:
     global _current
     try:
         dev = _ffi.string(device).decode()
@@ -161,8 +171,8 @@ def _support(g: Any, device: Any, debug: int, supported: Any) -> int:
         decisions = compiler.supported(graph, dev)
         for i, op in enumerate(graph.operations):
             supported[i] = 1 if decisions[op.index][0] else 0
-        if debug:
-            _print(format_table(graph, decisions))
+        # Always made, printed by C with debug: the program cache keeps it for runs that skip Python.
+        table[0] = _malloc_text(format_table(graph, decisions) + "\n")
         for cap in _captures:
             cap.support.append((graph, decisions))
         return 0

@@ -1,7 +1,7 @@
 """The correctness reference: TFLite's builtin CPU kernels, a cache of their outputs, and the delegated run.
 
 - `run_cpu(model, inputs)` runs TFLite's own builtin kernels (BUILTIN_WITHOUT_DEFAULT_DELEGATES: no XNNPACK) and
-  caches the outputs as .npz under $TEFLON_CACHE_DIR (default ~/.cache/teflon/reference/), keyed by the sha256
+  caches the outputs as .npz under $TEFLON_REFERENCE_CACHE (default ~/.cache/teflon/reference/), keyed by the sha256
   of the model and input bytes. Writes go through a temporary file and a rename, so parallel pytest-xdist
   workers can share the cache.
 - `run_delegate(model, inputs, **options)` runs the same model with `teflon.load_delegate(**options)` and reports
@@ -62,7 +62,7 @@ def _runtime_tag(runtime: str | None) -> str:
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("TEFLON_CACHE_DIR")
+    env = os.environ.get("TEFLON_REFERENCE_CACHE")
     return Path(env) if env else Path.home() / ".cache" / "teflon" / "reference"
 
 
