@@ -198,6 +198,44 @@ def test_verbose_table(runtime: str, capfd: pytest.CaptureFixture[str], monkeypa
     assert "AVERAGE_POOL_2D" in err and "0 of 1 nodes claimed" in err
 
 
+@pytest.mark.parametrize(("value", "debug"), [("1", True), ("true", True), ("YES", True), ("On", True),
+                                              ("verbose", True), ("debug", True), ("0", False), ("false", False),
+                                              ("no", False), ("OFF", False), ("", False), ("banana", False)],
+                         ids=lambda v: f"TEFLON_DEBUG={v or 'empty'}" if isinstance(v, str) else None)
+def test_teflon_debug_spellings(value: str, debug: bool, capfd: pytest.CaptureFixture[str],
+                                monkeypatch: pytest.MonkeyPatch, delegate_library: None) -> None:
+    import teflon
+
+    monkeypatch.setenv("TEFLON_DEBUG", value)
+    teflon.load_delegate(device="rk3588", sim="1")
+    err = capfd.readouterr().err
+    assert ("delegate created for rk3588" in err) == debug, err
+    warnings = [line for line in err.splitlines() if "TEFLON_DEBUG" in line]
+    assert len(warnings) == (1 if value == "banana" else 0), err
+    assert all("not understood" in w and "banana" in w for w in warnings)
+
+
+_REFUSAL_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import teflon
+
+    try:
+        teflon.load_delegate(runtime=sys.argv[1], colour="blue")
+    except ValueError as exc:
+        print("REFUSED", str(exc).replace(chr(10), " | "))
+    """
+)
+
+
+def test_refused_option_is_reported_once(runtime: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TEFLON_DEBUG"}
+    r = subprocess.run([sys.executable, "-c", _REFUSAL_SCRIPT, runtime], check=False, capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert r.returncode == 0 and "REFUSED" in r.stdout, r.stdout + r.stderr
+    assert (r.stdout + r.stderr).count("unknown option 'colour'") == 1, r.stdout + r.stderr
+
+
 # ---- what the compiler receives -----------------------------------------------------------------
 
 

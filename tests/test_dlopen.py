@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-ALLOWED_EXPORTS = {"tflite_plugin_create_delegate", "tflite_plugin_destroy_delegate"}
+ALLOWED_EXPORTS = {"tflite_plugin_create_delegate", "tflite_plugin_destroy_delegate", "teflon_check_options"}
 
 
 def _library() -> str:

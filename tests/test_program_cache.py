@@ -49,7 +49,9 @@ _SCRIPT = textwrap.dedent(
         digest = hashlib.sha256()
         for detail in interp.get_output_details():
             digest.update(interp.get_tensor(detail["index"]).tobytes())
-        print("RESULT", json.dumps({"model": path, "ms": ms, "out": digest.hexdigest()}), flush=True)
+        compiler = "teflon.compiler" in sys.modules  # a full hit never imports (or starts) the Python compiler
+        print("RESULT", json.dumps({"model": path, "ms": ms, "out": digest.hexdigest(), "compiler": compiler}),
+              flush=True)
     """
 )
 
@@ -117,6 +119,7 @@ def test_mobilenet_v2_second_process_hits_every_partition(device: str, tmp_path:
     assert len(warm_parts) == len(cold_parts) and all("read from the cache" in line for line in warm_parts), warm_err
     assert "support decisions from cache" in warm_err and "nodes claimed for the NPU" in warm_err
     assert warm["out"] == cold["out"]
+    assert cold["compiler"] and not warm["compiler"]
     assert cache.verify(tmp_path / "programs") == []
 
 
@@ -127,6 +130,7 @@ def test_modelgen_second_process_hits_and_environment_is_keyed(conv_models: list
     parts = _partition_lines(err)
     assert len(parts) == len(conv_models) and all("read from the cache" in line for line in parts), err
     assert [r["out"] for r in warm] == [r["out"] for r in cold]
+    assert not any(r["compiler"] for r in warm)
     # A compiler switch in the environment changes programs, so it is part of the key.
     _, err = _run(conv_models[:1], options, _env(TEFLON_ROCKET_FUSE_ADD="1"))
     assert all("compiled and stored" in line for line in _partition_lines(err)), err
@@ -165,7 +169,7 @@ def test_corrupt_entry_is_detected_and_rebuilt(damage: str, conv_models: list[Pa
     assert all("compiled and stored in the cache" in line for line in _partition_lines(err)), err
     assert again["out"] == cold["out"]
     assert cache.verify(tmp_path) == []
-    (third,), err = _run(conv_models[:1], options)
+    _, err = _run(conv_models[:1], options)
     assert all("read from the cache" in line for line in _partition_lines(err)), err
 
 

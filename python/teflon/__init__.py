@@ -5,7 +5,8 @@
     it = Interpreter("model.tflite", experimental_delegates=[teflon.load_delegate(device="rk3588")])
 
 Delegate options (all strings on the C side): device = auto | rk3588 | rk3576 | a311d | imx8mp,
-sim = auto | 0 | 1, debug = 0 | 1 (or TEFLON_DEBUG=verbose).
+sim = auto | 0 | 1, debug = 0 | 1 (or TEFLON_DEBUG=1), cache_dir = program cache directory (or
+TEFLON_CACHE_DIR; teflon.cache), cache_max_mb = its size limit.
 
 Kept light on purpose: libteflon.so imports this package from inside the interpreter's Prepare, so
 nothing heavy (numpy, the compiler) is imported here.
