@@ -54,6 +54,23 @@ def test_broken_python_install_falls_back_instead_of_aborting(test_binary: Path)
     assert "embedded Python could not start" in r.stderr and "on the CPU" in r.stderr, r.stderr
 
 
+def test_cached_decisions_need_no_python_in_a_c_host(test_binary: Path, tmp_path: Path) -> None:
+    # The first run stores the support decisions; the second finds them and never starts Python, so even a
+    # broken Python installation does not matter (it would otherwise leave the graph on the CPU with a message).
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+               TEFLON_CACHE_DIR=str(tmp_path))
+    env.pop("TEFLON_DEBUG", None)
+    first = subprocess.run([str(test_binary), _library()], check=False, capture_output=True, text=True, env=env,
+                           timeout=120)
+    assert first.returncode == 0 and "all checks passed" in first.stdout, first.stdout + first.stderr
+    env["PYTHONHOME"] = "/nonexistent"
+    second = subprocess.run([str(test_binary), _library()], check=False, capture_output=True, text=True, env=env,
+                            timeout=120)
+    assert second.returncode == 0 and "all checks passed" in second.stdout, second.stdout + second.stderr
+    assert "support decisions from cache" in second.stderr and "0 of 1 nodes claimed" in second.stderr, second.stderr
+    assert "embedded Python could not start" not in second.stderr, second.stderr
+
+
 def test_only_delegate_and_runner_symbols_exported(delegate_library: None) -> None:
     nm = shutil.which("nm")
     if nm is None:
