@@ -23,8 +23,9 @@ the CPU, and their rows say "not observable" instead of figures. The isolated co
 it compiles each node as its own one-node partition through `teflon.compiler` and runs it with the same runner
 the delegate uses (`teflon.native`); a node that does not compile alone is "not observable" there.
 
-The CPU side is TFLite's builtin kernels (`make_interpreter(..., reference=True)`) with
-`experimental_preserve_all_tensors`, so every intermediate tensor stays readable after invoke.
+The CPU side is TFLite's builtin kernels (`make_interpreter(..., reference=True)`) on the same rewritten model, with
+`experimental_preserve_all_tensors`: the rewrite is needed there too, because tflite_runtime 2.14 lets an ADD
+overwrite its input in place even with that flag (see `cpu_tensors`).
 
 With `--random N` the figures are the worst over the N inputs: the largest max and mean |diff|, the smallest exact
 fraction.
@@ -154,8 +155,16 @@ def random_input_sets(model: bytes, n: int, seed: int = 0) -> list[list[np.ndarr
 
 def cpu_tensors(model: bytes, inputs: Sequence[np.ndarray], tensors: Sequence[int],
                 runtime: str | None = None) -> dict[int, np.ndarray]:
-    """Values of `tensors` after one run on TFLite's builtin kernels (every intermediate kept)."""
-    interp = make_interpreter(model, reference=True, runtime=runtime, preserve_all_tensors=True)
+    """Values of `tensors` after one run on TFLite's builtin kernels.
+
+    `experimental_preserve_all_tensors` alone is not enough: tflite_runtime 2.14 still lets ADD write its result
+    over an input it consumes last (MobileNetV2's projection convolutions then read back as the residual sum;
+    ai_edge_litert 2.3 keeps them). A graph output is never overwritten, so the tensors are made outputs of the
+    model the CPU runs, as on the NPU side.
+    """
+    produced = {t for op in operators(model) for t in op.outputs}
+    cpu_model = fbedit.with_outputs(model, [t for t in tensors if t in produced])
+    interp = make_interpreter(cpu_model, reference=True, runtime=runtime, preserve_all_tensors=True)
     invoke(interp, inputs)
     return {t: np.array(interp.get_tensor(t)) for t in tensors}
 
