@@ -125,9 +125,9 @@ def run(args: argparse.Namespace) -> int:
     for graph, decisions in cap.support:
         groups = cpu_reasons(graph, decisions, failed)
         if groups:
-            print("\nleft on the CPU (nodes, reason, ops):")
-        for count, why, kinds in groups:
-            print(f"{count:>4}  {why}  [{', '.join(f'{k} {n}' for k, n in kinds.most_common())}]")
+            print("\nleft on the CPU (nodes, reason, [ops]):")
+        for count, why, kinds in groups:  # '*' first: a summary line never reads as a node row
+            print(f"  * {count:>3}  {why}  [{', '.join(f'{k} {n}' for k, n in kinds.most_common())}]")
     if args.dot:
         graph, decisions = cap.support[0]
         Path(args.dot).write_text(to_dot(graph, decisions, [nodes for nodes, _ in cap.programs], failed,
