@@ -254,3 +254,25 @@ def test_cpu_tensors_survive_in_place_add(runtime: str, shared_dir: Path) -> Non
         again = invoke(make_interpreter(_single_add(model, i), reference=True, runtime=runtime),
                        [values[a], values[b]])[0]
         assert np.array_equal(again, values[ops[i].outputs[0]]), f"ADD node {i}"
+
+
+def test_compare_reports_not_observable(delegate_library: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A compiler refusing the extra outputs leaves that partition on the CPU: rows say so, nothing crashes."""
+    real = compiler.compile
+
+    def single_output_only(graph: object, nodes: list[int], inputs: list[int], outputs: list[int], *a: object,
+                           **kw: object) -> object:
+        if len(outputs) > 1:
+            raise ValueError("test: one output per partition")
+        return real(graph, nodes, inputs, outputs, *a, **kw)
+
+    monkeypatch.setattr(compiler, "compile", single_output_only)
+    path = tmp_path / "chain.tflite"
+    path.write_bytes(chain_model())
+    doc, text = run_compare(path, "rk3588", tmp_path=tmp_path, capsys=capsys)
+    assert len(doc["layers"]) == 3
+    for layer in doc["layers"]:
+        assert layer["accumulated"] is None and layer["isolated"] is not None
+        assert "accumulated not observable" in layer["notes"][0] and "one output per partition" in layer["notes"][0]
+    assert doc["first_differing"] is None and "no observed layer differs (3 of 3 not observable)" in text

@@ -327,8 +327,12 @@ def format_report(report: Report, isolated: bool = True) -> str:
         lines.extend(f"      ({note})" for note in layer.notes)
     lines.append("")
     first = report.first_differing()
-    lines.append(f"first layer whose output differs: {_named(first, 'accumulated')}" if first else
-                 "no layer differs")
+    hidden = sum(layer.accumulated is None for layer in report.layers)
+    if first is not None:
+        lines.append(f"first layer whose output differs: {_named(first, 'accumulated')}")
+    else:
+        lines.append("no layer differs" if not hidden else
+                     f"no observed layer differs ({hidden} of {len(report.layers)} not observable)")
     beyond = report.first_differing(1)
     if beyond is not None and beyond is not first:
         lines.append(f"first layer beyond 1 LSB: {_named(beyond, 'accumulated')}")
@@ -348,7 +352,7 @@ def run(args: argparse.Namespace) -> int:
         input_sets = [image_inputs(model, args.image)]
         source = f"image {args.image}"
     else:
-        n = args.random or 1
+        n = 1 if args.random is None else args.random
         if n < 1:
             raise ValueError("--random needs at least one input")
         input_sets = random_input_sets(model, n, args.seed)
