@@ -37,11 +37,13 @@ def make_interpreter(
     reference: bool = False,
     runtime: str | None = None,
     num_threads: int = 1,
+    preserve_all_tensors: bool = False,
 ) -> Any:
     """An allocated Interpreter for a model path or flatbuffer bytes.
 
     reference=True selects TFLite's own builtin kernels without default delegates (no XNNPACK):
-    the correctness reference of this project.
+    the correctness reference of this project. preserve_all_tensors=True keeps every intermediate tensor readable
+    after invoke (no buffer reuse), for per-layer comparisons.
     """
     mod = interpreter_module(runtime)
     kwargs: dict[str, Any] = {"num_threads": num_threads}
@@ -53,6 +55,8 @@ def make_interpreter(
         kwargs["experimental_delegates"] = delegates
     if reference:
         kwargs["experimental_op_resolver_type"] = mod.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+    if preserve_all_tensors:
+        kwargs["experimental_preserve_all_tensors"] = True
     interp = mod.Interpreter(**kwargs)
     interp.allocate_tensors()
     return interp

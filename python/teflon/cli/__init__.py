@@ -6,9 +6,9 @@ import argparse
 import sys
 
 from teflon import targets
-from teflon.cli import bench, classify, inspect, regcmd
+from teflon.cli import bench, classify, compare, inspect, regcmd
 
-COMMANDS = {"classify": classify, "inspect": inspect, "regcmd": regcmd, "bench": bench}
+COMMANDS = {"classify": classify, "inspect": inspect, "regcmd": regcmd, "bench": bench, "compare": compare}
 
 
 def add_device_args(p: argparse.ArgumentParser) -> None:

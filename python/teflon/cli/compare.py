@@ -1,0 +1,375 @@
+"""Per-layer accuracy: every delegated node's output on the NPU next to TFLite's CPU kernels for the same input.
+
+Two columns per layer, as RKNN's accuracy analysis reports them:
+
+- accumulated: the whole model runs with the delegate; each delegated node's output is compared with the CPU's
+  output of the same node. Errors of earlier layers propagate, so this is what the model's outputs inherit.
+- isolated: the node alone is compiled for the NPU and fed the CPU's values of its inputs; this is the node's own
+  error (the per-op contract: at most 1 LSB, >= 99.5 % exact).
+
+How the NPU's intermediate tensors are obtained (accumulated): a delegate partition only writes its outputs, and
+TFLite never materialises tensors inside a partition. So the model is rewritten (`teflon.fbedit.with_outputs`:
+the first subgraph's output list is appended, every other byte stays) so that every tensor a delegated node
+produces is also a graph output. TFLite then makes each of them an output of its partition, the delegate's
+compiler binds it as a program output, and the runtime hands it back after invoke. Nothing on the C side changes
+and the numbers come from the real delegate path (Prepare, partitioning, compile, the runner).
+
+What the rewrite changes and how that is checked on every run: the model is first run unmodified (which nodes are
+delegated, and the model's own outputs), then rewritten. Partitioning does not change (TFLite groups claimed
+nodes; extra outputs only add partition outputs; MobileNetV1/V2 keep their partition count on rk3588 and a311d,
+see docs/tools.md), and the model's own outputs must stay byte-identical ("rewrite check" line). A compiler that
+cannot take some tensor as a partition output makes its partition fail; the delegate then leaves those nodes on
+the CPU, and their rows say "not observable" instead of figures. The isolated column does not need the rewrite:
+it compiles each node as its own one-node partition through `teflon.compiler` and runs it with the same runner
+the delegate uses (`teflon.native`); a node that does not compile alone is "not observable" there.
+
+The CPU side is TFLite's builtin kernels (`make_interpreter(..., reference=True)`) on the same rewritten model, with
+`experimental_preserve_all_tensors`: the rewrite is needed there too, because tflite_runtime 2.14 lets an ADD
+overwrite its input in place even with that flag (see `cpu_tensors`).
+
+With `--random N` the figures are the worst over the N inputs: the largest max and mean |diff|, the smallest exact
+fraction.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tflite
+
+import teflon
+from teflon import bridge, compiler, fbedit
+from teflon.cli.session import delegate_options
+from teflon.images import load_image
+from teflon.ir import Graph
+from teflon.modelgen import graph_inputs, operators, random_inputs
+from teflon.native import Device, Runner
+from teflon.reference import compare, delegated_nodes, invoke
+from teflon.runtime import make_interpreter
+
+HELP = "per-layer NPU vs CPU figures (max/mean |diff|, exact fraction) and the first layer whose output differs"
+
+
+def add_args(p: argparse.ArgumentParser) -> None:
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--image", help="input image (resized like classify); default --random 1")
+    source.add_argument("--random", type=int, metavar="N", help="N random inputs (fixed seed), worst figures over N")
+    p.add_argument("--seed", type=int, default=0, help="seed of the first random input (default 0)")
+    p.add_argument("--no-isolated", action="store_true", help="skip the isolated (one node at a time) column")
+    p.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+
+
+# ---- figures --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Difference of one tensor against the CPU's, in LSB of the tensor's own quantization."""
+
+    max_abs_diff: int
+    mean_abs_diff: float
+    exact_fraction: float
+
+    @classmethod
+    def of(cls, ref: np.ndarray, out: np.ndarray) -> Figures:
+        c = compare(ref, out.reshape(ref.shape))
+        return cls(c.max_abs_diff, c.mean_abs_diff, c.exact_fraction)
+
+    def worst(self, other: Figures | None) -> Figures:
+        if other is None:
+            return self
+        return Figures(max(self.max_abs_diff, other.max_abs_diff), max(self.mean_abs_diff, other.mean_abs_diff),
+                       min(self.exact_fraction, other.exact_fraction))
+
+
+@dataclass
+class Layer:
+    """One output tensor of one delegated node."""
+
+    node: int
+    op: str
+    tensor: int
+    name: str
+    shape: tuple[int, ...]
+    accumulated: Figures | None = None
+    isolated: Figures | None = None
+    notes: list[str] = field(default_factory=list)  # why a column is missing ("not observable: ...")
+
+
+@dataclass
+class Report:
+    device: str
+    partitions: int
+    inputs: int
+    layers: list[Layer]
+    rewrite_check: str  # how the model's own outputs compare with and without the extra outputs
+
+    def first_differing(self, above: int = 0, column: str = "accumulated") -> Layer | None:
+        """The first layer (execution order) whose `column` max |diff| exceeds `above` LSB."""
+        for layer in self.layers:
+            fig = getattr(layer, column)
+            if fig is not None and fig.max_abs_diff > above:
+                return layer
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        def name(layer: Layer | None) -> dict[str, Any] | None:
+            return None if layer is None else {"node": layer.node, "op": layer.op, "tensor": layer.name}
+
+        return {"device": self.device, "partitions": self.partitions, "inputs": self.inputs,
+                "rewrite_check": self.rewrite_check, "layers": [asdict(layer) for layer in self.layers],
+                "first_differing": name(self.first_differing()),
+                "first_beyond_1_lsb": name(self.first_differing(1))}
+
+
+# ---- inputs ---------------------------------------------------------------------------------------------------
+
+
+def image_inputs(model: bytes, image: str | Path) -> list[np.ndarray]:
+    """The model's single image input from a file: resized RGB, shifted by 128 for an int8 input (as classify)."""
+    infos = graph_inputs(model)
+    if len(infos) != 1 or len(infos[0].shape) != 4:
+        raise ValueError(f"--image needs a model with one NHWC input, this one has {len(infos)} input(s)")
+    info = infos[0]
+    _, h, w, _ = info.shape
+    pixels = load_image(image, h, w)
+    if info.dtype == "int8":
+        pixels = (pixels.astype(np.int16) - 128).astype(np.int8)
+    elif info.dtype != "uint8":
+        raise ValueError(f"--image needs a uint8 or int8 input, this one is {info.dtype}")
+    return [pixels.reshape(info.shape)]
+
+
+def random_input_sets(model: bytes, n: int, seed: int = 0) -> list[list[np.ndarray]]:
+    return [random_inputs(model, seed + i) for i in range(n)]
+
+
+# ---- the two runs ---------------------------------------------------------------------------------------------
+
+
+def cpu_tensors(model: bytes, inputs: Sequence[np.ndarray], tensors: Sequence[int],
+                runtime: str | None = None) -> dict[int, np.ndarray]:
+    """Values of `tensors` after one run on TFLite's builtin kernels.
+
+    `experimental_preserve_all_tensors` alone is not enough: tflite_runtime 2.14 still lets ADD write its result
+    over an input it consumes last (MobileNetV2's projection convolutions then read back as the residual sum;
+    ai_edge_litert 2.3 keeps them). A graph output is never overwritten, so the tensors are made outputs of the
+    model the CPU runs, as on the NPU side.
+    """
+    produced = {t for op in operators(model) for t in op.outputs}
+    cpu_model = fbedit.with_outputs(model, [t for t in tensors if t in produced])
+    interp = make_interpreter(cpu_model, reference=True, runtime=runtime, preserve_all_tensors=True)
+    invoke(interp, inputs)
+    return {t: np.array(interp.get_tensor(t)) for t in tensors}
+
+
+@dataclass
+class _DelegatedModel:
+    interpreter: Any
+    taken: frozenset[int]
+    partitions: int
+    capture: bridge.Capture
+
+
+def _delegated(model: bytes, options: dict[str, str], runtime: str | None) -> _DelegatedModel:
+    with bridge.capture() as cap:
+        delegate = teflon.load_delegate(runtime=runtime, **options)
+        interp = make_interpreter(model, [delegate], reference=True, runtime=runtime)
+    taken, partitions = delegated_nodes(interp, len(operators(model)))
+    return _DelegatedModel(interp, taken, partitions, cap)
+
+
+def _invoke_tensors(interp: Any, inputs: Sequence[np.ndarray], tensors: Sequence[int]) -> dict[int, np.ndarray]:
+    invoke(interp, inputs)
+    return {t: np.array(interp.get_tensor(t)) for t in tensors}
+
+
+def _device_name(run: _DelegatedModel, requested: str) -> str:
+    devices = sorted({program.device for _, program in run.capture.programs})
+    return devices[0] if devices else requested
+
+
+class _Isolated:
+    """Each delegated node compiled alone and run by the delegate's runner, fed the CPU's inputs."""
+
+    def __init__(self, graph: Graph, device: str, sim: str) -> None:
+        self.ops = {op.index: op for op in graph.operations}
+        self.graph = graph
+        self.device = device
+        self._dev = Device(device, sim={"1": True, "0": False}.get(sim))
+        self._runners: dict[int, Runner | str] = {}
+
+    def inputs_of(self, node: int) -> list[int]:
+        """The node's non-constant inputs: what a one-node partition takes from the host."""
+        return [t for t in self.ops[node].inputs if t >= 0 and self.graph.tensors[t].data is None]
+
+    def runner(self, node: int) -> Runner | str:
+        """The node's runner, or why it cannot run alone."""
+        if node not in self._runners:
+            try:
+                program = compiler.compile(self.graph, [node], self.inputs_of(node), list(self.ops[node].outputs),
+                                           self.device)
+                self._runners[node] = Runner(self._dev, program)
+            except Exception as exc:  # noqa: BLE001 -- any compiler or loader refusal is reported per layer
+                self._runners[node] = f"{type(exc).__name__}: {exc}"
+        return self._runners[node]
+
+    def figures(self, layer: Layer, ref: dict[int, np.ndarray]) -> None:
+        runner = self.runner(layer.node)
+        if isinstance(runner, str):
+            note = f"isolated not observable: {runner}"
+            if note not in layer.notes:
+                layer.notes.append(note)
+            return
+        out = runner.run({t: ref[t] for t in self.inputs_of(layer.node)})
+        layer.isolated = Figures.of(ref[layer.tensor], out[layer.tensor]).worst(layer.isolated)
+
+    def close(self) -> None:
+        for r in self._runners.values():
+            if isinstance(r, Runner):
+                r.close()
+        self._dev.close()
+
+
+def layer_report(model: bytes, input_sets: Sequence[Sequence[np.ndarray]], options: dict[str, str], *,
+                 runtime: str | None = None, isolated: bool = True) -> Report:
+    """Per delegated node output: accumulated (and isolated) figures, worst over `input_sets`."""
+    ops = operators(model)
+    original = _delegated(model, options, runtime)
+    device = _device_name(original, options.get("device", "auto"))
+    own_outputs = fbedit.graph_outputs(model)
+    names = _tensor_names(model)
+    layers = [Layer(node, ops[node].name, t, names[t], shape)
+              for node in sorted(original.taken) for t, shape in zip(ops[node].outputs, ops[node].output_shapes,
+                                                                     strict=True)]
+    watched = [layer.tensor for layer in layers]
+    rewritten = _delegated(fbedit.with_outputs(model, watched), options, runtime) if layers else original
+    lost = original.taken - rewritten.taken
+    for layer in layers:
+        if layer.node in lost:
+            failures = "; ".join(msg for nodes, msg in rewritten.capture.failures if layer.node in nodes)
+            layer.notes.append("accumulated not observable: its partition did not compile with the extra outputs"
+                               + (f" ({failures})" if failures else ""))
+    iso = None
+    if isolated and layers and original.capture.support:
+        iso = _Isolated(original.capture.support[0][0], device, options.get("sim", "auto"))
+    needed = list(dict.fromkeys(watched + own_outputs + [t for layer in layers if iso is not None
+                                                         for t in iso.inputs_of(layer.node)]))
+    worst_own = 0
+    try:
+        for inputs in input_sets:
+            ref = cpu_tensors(model, inputs, needed, runtime)
+            plain = _invoke_tensors(original.interpreter, inputs, own_outputs)
+            npu = _invoke_tensors(rewritten.interpreter, inputs, watched + own_outputs)
+            for t in own_outputs:
+                worst_own = max(worst_own, Figures.of(plain[t], npu[t]).max_abs_diff)
+            for layer in layers:
+                if layer.node not in lost:
+                    layer.accumulated = Figures.of(ref[layer.tensor], npu[layer.tensor]).worst(layer.accumulated)
+                if iso is not None:
+                    iso.figures(layer, ref)
+    finally:
+        if iso is not None:
+            iso.close()
+    check = ("the model's own outputs are identical with and without the extra outputs" if worst_own == 0 else
+             f"the extra outputs changed the model's own outputs (max |diff| {worst_own} LSB): accumulated figures "
+             "describe the rewritten model")
+    return Report(device, original.partitions, len(input_sets), layers, check)
+
+
+def _tensor_names(model: bytes) -> dict[int, str]:
+    import tflite
+
+    sg = tflite.Model.GetRootAs(model, 0).Subgraphs(0)
+    return {i: sg.Tensors(i).Name().decode(errors="replace") for i in range(sg.TensorsLength())}
+
+
+def _tensor_names(model: bytes) -> dict[int, str]:
+    sg = tflite.Model.GetRootAs(model, 0).Subgraphs(0)
+    return {i: sg.Tensors(i).Name().decode(errors="replace") for i in range(sg.TensorsLength())}
+
+
+# ---- printing -------------------------------------------------------------------------------------------------
+
+
+def _cells(fig: Figures | None) -> str:
+    if fig is None:
+        return f"{'-':>7} {'-':>9} {'-':>8}"
+    return f"{fig.max_abs_diff:>7} {fig.mean_abs_diff:>9.4f} {100.0 * fig.exact_fraction:>7.2f}%"
+
+
+def short_name(name: str) -> str:
+    """The first of the names the converter joins with ';' for a fused tensor (the full one is in --json)."""
+    return name.split(";", 1)[0]
+
+
+def _named(layer: Layer, column: str) -> str:
+    fig = getattr(layer, column)
+    return f"node {layer.node} ({layer.op}, {short_name(layer.name)}): max |diff| {fig.max_abs_diff}"
+
+
+def format_report(report: Report, isolated: bool = True) -> str:
+    head = f"{'node':>4}  {'op':<18} {'shape':<16} {'acc max':>7} {'acc mean':>9} {'acc exact':>8}"
+    if isolated:
+        head += f"  {'iso max':>7} {'iso mean':>9} {'iso exact':>8}"
+    lines = [head + "  tensor"]
+    for layer in report.layers:
+        row = f"{layer.node:>4}  {layer.op:<18} {'x'.join(map(str, layer.shape)):<16} {_cells(layer.accumulated)}"
+        if isolated:
+            row += f"  {_cells(layer.isolated)}"
+        lines.append(f"{row}  {short_name(layer.name)}")
+        lines.extend(f"      ({note})" for note in layer.notes)
+    lines.append("")
+    first = report.first_differing()
+    hidden = sum(layer.accumulated is None for layer in report.layers)
+    if first is not None:
+        lines.append(f"first layer whose output differs: {_named(first, 'accumulated')}")
+    else:
+        lines.append("no layer differs" if not hidden else
+                     f"no observed layer differs ({hidden} of {len(report.layers)} not observable)")
+    beyond = report.first_differing(1)
+    if beyond is not None and beyond is not first:
+        lines.append(f"first layer beyond 1 LSB: {_named(beyond, 'accumulated')}")
+    if isolated:
+        measured = [layer.isolated.max_abs_diff for layer in report.layers if layer.isolated is not None]
+        worst = report.first_differing(max(measured) - 1, "isolated") if measured else None
+        if worst is not None:
+            lines.append(f"isolated, the worst layer: {_named(worst, 'isolated')}")
+        elif measured:
+            lines.append("isolated: no layer differs")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    model = Path(args.model).read_bytes()
+    if args.image:
+        input_sets = [image_inputs(model, args.image)]
+        source = f"image {args.image}"
+    else:
+        n = 1 if args.random is None else args.random
+        if n < 1:
+            raise ValueError("--random needs at least one input")
+        input_sets = random_input_sets(model, n, args.seed)
+        source = f"{n} random input(s), seeds {args.seed}..{args.seed + n - 1}" + (", worst over them" if n > 1 else "")
+    isolated = not args.no_isolated
+    report = layer_report(model, input_sets, delegate_options(args), runtime=args.runtime, isolated=isolated)
+    print(f"model: {args.model}")
+    print(f"device: {report.device}, {len({layer.node for layer in report.layers})} delegated node(s) in "
+          f"{report.partitions} partition(s)")
+    print(f"input: {source}")
+    if not report.layers:
+        print("no node is delegated: nothing to compare")
+    else:
+        print(f"rewrite check: {report.rewrite_check}")
+        print("acc = the whole model on the NPU; iso = the node alone on the NPU, fed the CPU's inputs; "
+              "|diff| in LSB of each tensor\n")
+        print(format_report(report, isolated))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_json(), indent=1) + "\n")
+    return 0
