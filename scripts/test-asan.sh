@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The C parts under AddressSanitizer + UBSan: an instrumented libteflon.so (build-asan/), the C-only dlopen
 # test with leak checking, and the simulator/delegate test files through Python with leak checking off
-# (CPython itself does not free everything at exit).
+# (CPython itself does not free everything at exit); tests/test_faults.py turns leak checking back on for its
+# Python-free C host (tests/c/test_fault_leaks.c).
 #
 #   bash scripts/test-asan.sh            # after scripts/setup.sh
 set -euo pipefail
@@ -22,4 +23,5 @@ python -m pytest -n auto -q -p no:cacheprovider -m "not slow" \
     tests/test_dlopen.py tests/test_delegate_options.py tests/rocket/test_sim_rk3588.py \
     tests/rocket/test_sim_mutation.py tests/rocket/test_split_rk3588.py tests/rocket/test_ops.py \
     tests/rocket/test_sim_rk3576.py tests/test_ops.py tests/etnaviv/test_ops.py tests/etnaviv/test_kernel_shim.py \
+    tests/test_faults.py \
     -k "not ai_edge_litert" "$@"

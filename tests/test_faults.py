@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -28,6 +29,7 @@ KINDS = ("timeout", "dma_read", "dma_write", "iommu", "lost_irq")
 # one rocket generation with an interrupt completion, one with a polled completion, one etnaviv SoC
 DEVICES = ("rk3588", "rk3576", "a311d")
 INVOKES = 3
+REPO = Path(__file__).resolve().parent.parent
 
 # What the simulated kernels say for each kind (after "job J of N, task T of M: ").
 SIM_WORDS = {
@@ -166,3 +168,35 @@ def test_real_etnaviv_client_maps_kernel_errors(preload_works: Path, tmp_path: P
     assert re.search(r"^WAIT_FENCE pipe=0 fence=1 timeout=[\d.]+s = error$", log, re.MULTILINE), log
     calls = [line.split()[0] for line in log.splitlines()]
     assert calls.count("GEM_NEW") == calls.count("GEM_CLOSE"), calls
+
+
+@pytest.fixture(scope="module")
+def fault_leaks_binary(delegate_library: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    out = tmp_path_factory.mktemp("faults") / "test_fault_leaks"
+    subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", str(REPO / "tests" / "c" / "test_fault_leaks.c"),
+                    "-o", str(out), "-ldl"], check=True)
+    return out
+
+
+@pytest.mark.parametrize("device", ["rk3588", "a311d"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_fault_frees_everything_from_c(fault_leaks_binary: Path, tmp_path: Path, device: str, kind: str) -> None:
+    """No Python in the process: under the ASan stage (libasan preloaded) leak detection is turned on here."""
+    import teflon
+    from teflon import compiler
+
+    from rocket.graphs import conv_graph
+
+    case = ConvCase("conv2d", 8, 8, 8, 8, kernel=3)
+    blob = tmp_path / "program.blob"
+    blob.write_bytes(compiler.compile(conv_graph(case), [0], [0], [3], device).to_blob())
+    env = {**os.environ, "TEFLON_SIM_FAULT": kind}
+    if "libasan" in env.get("LD_PRELOAD", ""):
+        env["ASAN_OPTIONS"] = "detect_leaks=1"
+    size = int(np.prod(case.input_shape)), int(np.prod(case.output_shape))
+    r = subprocess.run([str(fault_leaks_binary), teflon.delegate_path(), device, str(blob), "0", str(size[0]), "3",
+                        str(size[1]), kind], check=False, capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0 and "all checks passed" in r.stdout, r.stdout + r.stderr
