@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -20,8 +19,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import teflon
+from conftest import build_c_test
 from etnaviv.test_kernel_shim import _env as shim_env
 from etnaviv.test_kernel_shim import preload_works, shim  # noqa: F401  (fixtures)
+from rocket.graphs import conv_graph
+from teflon import compiler
 from teflon.modelgen import ConvCase, GraphBuilder, add_conv, conv_params, random_inputs
 from teflon.reference import compare, run_cpu
 
@@ -29,7 +32,6 @@ KINDS = ("timeout", "dma_read", "dma_write", "iommu", "lost_irq")
 # one rocket generation with an interrupt completion, one with a polled completion, one etnaviv SoC
 DEVICES = ("rk3588", "rk3576", "a311d")
 INVOKES = 3
-REPO = Path(__file__).resolve().parent.parent
 
 # What the simulated kernels say for each kind (after "job J of N, task T of M: ").
 SIM_WORDS = {
@@ -172,24 +174,13 @@ def test_real_etnaviv_client_maps_kernel_errors(preload_works: Path, tmp_path: P
 
 @pytest.fixture(scope="module")
 def fault_leaks_binary(delegate_library: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler")
-    out = tmp_path_factory.mktemp("faults") / "test_fault_leaks"
-    subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", str(REPO / "tests" / "c" / "test_fault_leaks.c"),
-                    "-o", str(out), "-ldl"], check=True)
-    return out
+    return build_c_test("test_fault_leaks", tmp_path_factory.mktemp("faults"))
 
 
 @pytest.mark.parametrize("device", ["rk3588", "a311d"])
 @pytest.mark.parametrize("kind", KINDS)
 def test_fault_frees_everything_from_c(fault_leaks_binary: Path, tmp_path: Path, device: str, kind: str) -> None:
     """No Python in the process: under the ASan stage (libasan preloaded) leak detection is turned on here."""
-    import teflon
-    from teflon import compiler
-
-    from rocket.graphs import conv_graph
-
     case = ConvCase("conv2d", 8, 8, 8, 8, kernel=3)
     blob = tmp_path / "program.blob"
     blob.write_bytes(compiler.compile(conv_graph(case), [0], [0], [3], device).to_blob())
