@@ -203,8 +203,8 @@ static tfl_status kernel_prepare(tfl_context *context, tfl_node *node)
 static tfl_status kernel_invoke(tfl_context *context, tfl_node *node)
 {
     teflon_partition *p = node->user_data;
-    char msg[512];
-    char err[384] = "";
+    char msg[768];
+    char err[512] = "";
     double t0 = p->debug ? teflon_now_ms() : 0.0;
     int failed_tensor = -1;
 
@@ -224,8 +224,10 @@ static tfl_status kernel_invoke(tfl_context *context, tfl_node *node)
     pthread_mutex_unlock(&p->devref->lock);
 
     if (failed_tensor >= 0 || rc != 0) {
+        /* nothing was copied back: the output tensors keep what they held, never a failed job's bytes */
         if (rc != 0)
-            snprintf(msg, sizeof(msg), "partition %d: the NPU job failed: %s", p->id, err[0] ? err : "no detail");
+            snprintf(msg, sizeof(msg), "partition %d (%d nodes, %d-%d): the NPU job failed: %s", p->id, p->nnodes,
+                     p->nodes[0], p->nodes[p->nnodes - 1], err[0] ? err : "no detail");
         else
             snprintf(msg, sizeof(msg), "partition %d: tensor %d has no buffer or no binding in the program", p->id,
                      failed_tensor);

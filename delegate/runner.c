@@ -190,6 +190,16 @@ int teflon_runner_set_input(teflon_runner *r, int32_t tensor, const void *host, 
     return 0;
 }
 
+/* The last job that lists BO `handle` among its outputs, or njobs. */
+static uint32_t writer_of(const teflon_runner *r, uint32_t handle)
+{
+    for (uint32_t j = r->prog->njobs; j-- > 0;)
+        for (uint32_t k = 0; k < r->jobs[j].nout; k++)
+            if (r->jobs[j].out_bos[k] == handle)
+                return j;
+    return r->prog->njobs;
+}
+
 int teflon_runner_run(teflon_runner *r, char *err, size_t errlen)
 {
     const teflon_program *p = r->prog;
@@ -202,7 +212,13 @@ int teflon_runner_run(teflon_runner *r, char *err, size_t errlen)
     teflon_dev_last_stats(r->dev, &r->last);
     for (uint32_t i = 0; i < p->nbuffers; i++)
         if (r->out_bufs[i] && (rc = teflon_bo_cpu_prep(r->dev, &r->bos[i]))) {
-            teflon_errf(err, errlen, "%s", teflon_dev_error(r->dev));
+            /* a real kernel reports a job's failure when the output is waited for: name the job writing it */
+            const uint32_t j = writer_of(r, r->bos[i].handle);
+            if (j < p->njobs)
+                teflon_errf(err, errlen, "job %u of %u (writes %s): %s", j + 1, p->njobs, p->buffers[i].name,
+                            teflon_dev_error(r->dev));
+            else
+                teflon_errf(err, errlen, "%s: %s", p->buffers[i].name, teflon_dev_error(r->dev));
             return rc;
         }
     return 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The C parts under AddressSanitizer + UBSan: an instrumented libteflon.so (build-asan/), the C-only dlopen
 # test with leak checking, and the simulator/delegate test files through Python with leak checking off
-# (CPython itself does not free everything at exit).
+# (CPython itself does not free everything at exit); tests/test_faults.py turns leak checking back on for its
+# Python-free C host (tests/c/test_fault_leaks.c).
 #
 #   bash scripts/test-asan.sh            # after scripts/setup.sh
 set -euo pipefail
@@ -24,4 +25,5 @@ python -m pytest -n auto -q -p no:cacheprovider -m "not slow" \
     tests/rocket/test_sim_rk3576.py tests/test_ops.py tests/etnaviv/test_ops.py tests/etnaviv/test_kernel_shim.py \
     tests/test_program_cache.py \
     tests/test_compare.py \
+    tests/test_faults.py \
     -k "not ai_edge_litert" "$@"

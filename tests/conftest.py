@@ -32,6 +32,20 @@ def sim_options(device: str) -> dict[str, str]:
     return {"device": device, "sim": "1"}
 
 
+def build_c_test(source: str, out_dir: Path, *flags: str) -> Path:
+    """tests/c/<source>.c compiled warning-free (C11, -ldl) into out_dir; skips without a C compiler."""
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    out = out_dir / source
+    subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", *flags, str(TESTS / "c" / f"{source}.c"), "-o",
+                    str(out), "-ldl"], check=True)
+    return out
+
+
 def device_cases(devices: list[str], cases: Any) -> list[Any]:
     """(device, case) parameters with ids `<device>-<case>`; `cases` is a list or a function of the device."""
     return [pytest.param(d, c, id=f"{d}-{c}") for d in devices for c in (cases(d) if callable(cases) else cases)]

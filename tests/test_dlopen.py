@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import build_c_test
+
 REPO = Path(__file__).resolve().parent.parent
 ALLOWED_EXPORTS = {"tflite_plugin_create_delegate", "tflite_plugin_destroy_delegate", "teflon_check_options"}
 
@@ -22,14 +24,7 @@ def _library() -> str:
 
 @pytest.fixture(scope="module")
 def test_binary(delegate_library: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler")
-    out = tmp_path_factory.mktemp("dlopen") / "test_dlopen"
-    cmd = [cc, "-std=c11", "-Wall", "-Wextra", "-Werror", f"-I{REPO / 'delegate'}",
-           str(REPO / "tests" / "c" / "test_dlopen.c"), "-o", str(out), "-ldl"]
-    subprocess.run(cmd, check=True)
-    return out
+    return build_c_test("test_dlopen", tmp_path_factory.mktemp("dlopen"), f"-I{REPO / 'delegate'}")
 
 
 def test_dlopen_create_destroy_and_prepare(test_binary: Path) -> None:

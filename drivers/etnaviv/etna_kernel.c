@@ -4,8 +4,9 @@
  * with ETNA_SUBMIT_SOFTPIN, so relocations are resolved by the runner before submission and the kernel never
  * patches the stream. BOs: GEM_NEW (write-combined) + GEM_INFO + mmap, GEM_CLOSE to free; CPU access bracketed
  * by GEM_CPU_PREP / GEM_CPU_FINI. One GEM_SUBMIT per task (the stream is read from user memory: the task's
- * bytes in the command stream BO's mapping), then WAIT_FENCE on the last fence, so a submit has retired when
- * teflon_submit returns and a freed BO's VA can be handed out again (etnaviv.md §7.1).
+ * bytes in the command stream BO's mapping), then WAIT_FENCE on each task's fence in order (a failed wait names
+ * its job and task, docs/faults.md), so a submit has retired when teflon_submit returns and a freed BO's VA can
+ * be handed out again (etnaviv.md §7.1).
  * Written against the UAPI only (etna_uapi.h); facts in ../shared/docs/etnaviv.md §7 and
  * docs/hardware/etnaviv-kernel.md.
  */
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "../errmsg.h"
+#include "../fault.h"
 #include "etna.h"
 #include "etna_family.h"
 #include "etna_uapi.h"
@@ -43,7 +45,8 @@ struct etna_kdev {
     struct etna_vas vas;
     struct etna_kbo *bos;
     size_t nbos, cap;
-    int stuck; /* a fence wait timed out: the job may still use its BOs and VAs */
+    int stuck;            /* a fence wait timed out: the job may still use its BOs and VAs */
+    uint32_t stuck_fence; /* the last fence of that submit */
 };
 
 /* Absolute CLOCK_MONOTONIC deadline ETNA_WAIT_SEC from now (the UAPI's timeouts are absolute). */
@@ -200,24 +203,68 @@ static int etna_submit_task(struct etna_kdev *d, const teflon_task *t, uint32_t 
     };
     rc = teflon_drm_ioctl(d->fd, ETNA_IOCTL_GEM_SUBMIT, &s);
     if (rc) {
-        teflon_errf(err, errlen, "job %u task %u: DRM_IOCTL_ETNAVIV_GEM_SUBMIT(pipe %u, %u BOs, %u bytes): %s", ji, ti,
-                    d->pipe, nsb, nwords * 4u, strerror(-rc));
+        teflon_errf(err, errlen, "job %u task %u: %s (DRM_IOCTL_ETNAVIV_GEM_SUBMIT(pipe %u, %u BOs, %u bytes): %s)",
+                    ji, ti, teflon_fault_errno_text(rc), d->pipe, nsb, nwords * 4u, strerror(-rc));
         return rc;
     }
     *fence = s.fence;
     return 0;
 }
 
-static int etna_wait(struct etna_kdev *d, uint32_t fence, char *err, size_t errlen)
+static int etna_wait(struct etna_kdev *d, uint32_t fence, struct etna_drm_timespec deadline, char *err, size_t errlen)
 {
-    struct etna_drm_wait_fence w = {.pipe = d->pipe, .fence = fence, .timeout = etna_deadline()};
+    struct etna_drm_wait_fence w = {.pipe = d->pipe, .fence = fence, .timeout = deadline};
     int rc = teflon_drm_ioctl(d->fd, ETNA_IOCTL_WAIT_FENCE, &w);
+    if (rc == -ETIMEDOUT || rc == -EBUSY)
+        teflon_errf(err, errlen, "%s: fence %u did not signal within %d s (DRM_IOCTL_ETNAVIV_WAIT_FENCE)",
+                    teflon_fault_errno_text(rc), fence, ETNA_WAIT_SEC);
+    else if (rc)
+        teflon_errf(err, errlen, "%s (DRM_IOCTL_ETNAVIV_WAIT_FENCE, fence %u: %s)", teflon_fault_errno_text(rc), fence,
+                    strerror(-rc));
+    return rc;
+}
+
+/* A submit left behind by a timed-out wait: the kernel recovers a hung core after its own job timeout
+ * (etnaviv_sched.c), so once that fence has signalled the NPU and the BOs are free again. */
+static int etna_unstick(struct etna_kdev *d, char *err, size_t errlen)
+{
+    char werr[256];
+    const int rc = d->stuck ? etna_wait(d, d->stuck_fence, etna_deadline(), werr, sizeof(werr)) : 0;
+    if (rc == -ETIMEDOUT || rc == -EBUSY) {
+        teflon_errf(err, errlen, "an earlier etnaviv job still has not finished (%s); reopen the device", werr);
+        return -EIO;
+    }
+    d->stuck = 0;
+    return 0;
+}
+
+/* Which job and task each submitted fence belongs to, so a failed wait names them. */
+struct etna_fence_of {
+    uint32_t fence, job, task;
+};
+
+/* Waits for every submitted task in order (one deadline for all): the first that fails names its job and task;
+ * everything queued is still waited for, since its BOs' VAs must not be reused before it retires. */
+static int etna_wait_all(struct etna_kdev *d, const struct etna_fence_of *f, uint32_t n, const teflon_job *jobs,
+                         uint32_t njobs, char *err, size_t errlen)
+{
+    const struct etna_drm_timespec deadline = etna_deadline();
+    char werr[256];
+    int rc = 0;
+    for (uint32_t i = 0; i < n && !rc; i++) {
+        rc = etna_wait(d, f[i].fence, deadline, werr, sizeof(werr));
+        if (rc)
+            teflon_errf(err, errlen, "job %u of %u, task %u of %u: %s", f[i].job + 1, njobs, f[i].task + 1,
+                        jobs[f[i].job].ntasks, werr);
+    }
+    if (rc && rc != -ETIMEDOUT && rc != -EBUSY) {
+        const int drain = etna_wait(d, f[n - 1].fence, deadline, werr, sizeof(werr));
+        if (drain == -ETIMEDOUT || drain == -EBUSY)
+            rc = -ETIMEDOUT;
+    }
     if (rc == -ETIMEDOUT || rc == -EBUSY) {
         d->stuck = 1;
-        teflon_errf(err, errlen, "DRM_IOCTL_ETNAVIV_WAIT_FENCE(fence %u): the NPU did not finish within %d s", fence,
-                    ETNA_WAIT_SEC);
-    } else if (rc) {
-        teflon_errf(err, errlen, "DRM_IOCTL_ETNAVIV_WAIT_FENCE(fence %u): %s", fence, strerror(-rc));
+        d->stuck_fence = f[n - 1].fence;
     }
     return rc;
 }
@@ -228,16 +275,19 @@ static int etna_kdev_submit(void *impl, const teflon_job *jobs, uint32_t njobs, 
     struct etna_kdev *d = impl;
     stats->tasks = 0;
     stats->macs = 0;
-    if (d->stuck) {
-        teflon_errf(err, errlen, "an earlier etnaviv job did not finish; reopen the device");
-        return -EIO;
-    }
-    uint32_t maxbos = 0, fence = 0;
-    int rc = 0, submitted = 0;
-    for (uint32_t ji = 0; ji < njobs; ji++)
+    int rc = etna_unstick(d, err, errlen);
+    if (rc)
+        return rc;
+    uint32_t maxbos = 0, ntasks = 0, submitted = 0;
+    for (uint32_t ji = 0; ji < njobs; ji++) {
         maxbos = jobs[ji].nin + jobs[ji].nout > maxbos ? jobs[ji].nin + jobs[ji].nout : maxbos;
+        ntasks += jobs[ji].ntasks;
+    }
     struct etna_drm_gem_submit_bo *sb = calloc(maxbos ? maxbos : 1, sizeof(*sb));
-    if (!sb) {
+    struct etna_fence_of *fences = calloc(ntasks ? ntasks : 1, sizeof(*fences));
+    if (!sb || !fences) {
+        free(sb);
+        free(fences);
         teflon_errf(err, errlen, "out of memory building the submit");
         return -ENOMEM;
     }
@@ -249,20 +299,22 @@ static int etna_kdev_submit(void *impl, const teflon_job *jobs, uint32_t njobs, 
             rc = -EINVAL;
         }
         for (uint32_t ti = 0; ti < jobs[ji].ntasks && !rc; ti++) {
+            uint32_t fence;
             rc = etna_submit_task(d, &jobs[ji].tasks[ti], ji, ti, sb, nsb, &fence, err, errlen);
-            submitted |= !rc;
-            stats->tasks += !rc;
+            if (!rc)
+                fences[submitted++] = (struct etna_fence_of){fence, ji, ti};
         }
     }
     free(sb);
-    /* wait even after a failed submit: what was queued must retire before its BOs' VAs are reused */
     if (submitted) {
-        char werr[256];
-        const int wrc = etna_wait(d, fence, werr, sizeof(werr));
+        char werr[512];
+        const int wrc = etna_wait_all(d, fences, submitted, jobs, njobs, werr, sizeof(werr));
         if (wrc && !rc)
             teflon_errf(err, errlen, "%s", werr);
         rc = rc ? rc : wrc;
     }
+    stats->tasks = rc ? 0 : submitted;
+    free(fences);
     return rc;
 }
 

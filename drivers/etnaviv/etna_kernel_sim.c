@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../errmsg.h"
+#include "../fault.h"
 #include "etna.h"
 #include "etna_family.h"
 #include "etna_sim.h"
@@ -25,7 +26,11 @@ struct etna_sdev {
     struct etna_sbo *bos;
     size_t nbos, cap;
     uint32_t next_handle;
+    struct teflon_sim_fault fault; /* $TEFLON_SIM_FAULT, read at open */
 };
+
+/* The etnaviv scheduler's job timeout (etnaviv_sched.c: 500 ms, extended while the front end makes progress). */
+#define ETNA_JOB_TIMEOUT_MS 500u
 
 static struct etna_sbo *etna_sdev_bo(struct etna_sdev *d, uint32_t handle)
 {
@@ -117,6 +122,52 @@ static int etna_sdev_run_task(struct etna_sdev *d, const teflon_task *t, uint32_
     return 0;
 }
 
+/* The first device address past every BO: unmapped in the NPU's MMU context. */
+static uint64_t etna_sdev_unmapped_va(const struct etna_sdev *d)
+{
+    uint64_t end = ETNA_SOFTPIN_START;
+    for (size_t i = 0; i < d->nbos; i++) {
+        const uint64_t e = d->bos[i].va + (d->bos[i].size + ETNA_VA_PAGE - 1) / ETNA_VA_PAGE * ETNA_VA_PAGE;
+        end = e > end ? e : end;
+    }
+    return end;
+}
+
+/* An injected fault on one task, as the kernel meets it (docs/faults.md): the stream hangs, completes without its
+ * event interrupt, or trips an AXI bus error or an MMU exception; the job ends in error and the kernel recovers
+ * the core (etnaviv_gpu_recover_hang), so the next submit runs normally. Returns the errno; `what` says why. */
+static int etna_sdev_inject(struct etna_sdev *d, const teflon_task *t, uint32_t ji, uint32_t ti,
+                            enum teflon_fault_kind k, char *what, size_t len)
+{
+    char ignored[512];
+    switch (k) {
+    case TEFLON_FAULT_TIMEOUT:
+        teflon_errf(what, len, "NPU job timed out: no completion and no front-end progress within the kernel's %u ms "
+                    "job timeout; core recovered", ETNA_JOB_TIMEOUT_MS);
+        break;
+    case TEFLON_FAULT_LOST_IRQ:
+        /* the NPU finishes (its writes land) but the event interrupt never signals the fence */
+        (void)etna_sdev_run_task(d, t, ji, ti, ignored, sizeof(ignored));
+        teflon_errf(what, len, "NPU job timed out: the stream completed but its event interrupt never came within "
+                    "the kernel's %u ms job timeout; core recovered", ETNA_JOB_TIMEOUT_MS);
+        break;
+    case TEFLON_FAULT_DMA_READ:
+        teflon_errf(what, len, "DMA read error (AXI bus error interrupt); the job did not complete, core recovered");
+        break;
+    case TEFLON_FAULT_DMA_WRITE:
+        (void)etna_sdev_run_task(d, t, ji, ti, ignored, sizeof(ignored));
+        teflon_errf(what, len, "DMA write error (AXI bus error interrupt); the output is not valid, core recovered");
+        break;
+    case TEFLON_FAULT_IOMMU:
+        teflon_errf(what, len, "IOMMU page fault at 0x%08llx (MMU exception); core recovered",
+                    (unsigned long long)etna_sdev_unmapped_va(d));
+        break;
+    default:
+        return 0;
+    }
+    return teflon_fault_errno(k);
+}
+
 static int etna_sdev_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon_submit_stats *stats, char *err,
                             size_t errlen)
 {
@@ -126,6 +177,8 @@ static int etna_sdev_submit(void *impl, const teflon_job *jobs, uint32_t njobs, 
     stats->tasks = 0;
     stats->macs = 0;
     int rc = 0;
+    /* an injected fault hits the first task of the middle job, so jobs before it ran and jobs after it do not */
+    const enum teflon_fault_kind fault = njobs ? teflon_sim_fault_tick(&d->fault) : TEFLON_FAULT_NONE;
     for (uint32_t ji = 0; ji < njobs && !rc; ji++) {
         const teflon_job *j = &jobs[ji];
         if (j->ntasks == 0) {
@@ -133,6 +186,13 @@ static int etna_sdev_submit(void *impl, const teflon_job *jobs, uint32_t njobs, 
             return -EINVAL;
         }
         rc = etna_sdev_check_bos(d, j, ji, err, errlen);
+        if (!rc && fault && ji == njobs / 2) {
+            char what[256];
+            rc = etna_sdev_inject(d, &j->tasks[0], ji, 0, fault, what, sizeof(what));
+            teflon_errf(err, errlen, "job %u of %u, task 1 of %u: %s (simulated fault '%s')", ji + 1, njobs,
+                        j->ntasks, what, teflon_fault_name(fault));
+            break;
+        }
         for (uint32_t ti = 0; ti < j->ntasks && !rc; ti++) {
             rc = etna_sdev_run_task(d, &j->tasks[ti], ji, ti, err, errlen);
             stats->tasks += !rc;
@@ -167,7 +227,10 @@ int etna_simulated_open(const teflon_target *t, void **impl, const struct teflon
                         size_t errlen)
 {
     struct etna_chip chip;
+    struct teflon_sim_fault fault;
     int rc = etna_chip_of(t, &chip, err, errlen);
+    if (!rc)
+        rc = teflon_sim_fault_from_env(&fault, err, errlen);
     if (rc)
         return rc;
     struct etna_sdev *d = calloc(1, sizeof(*d));
@@ -183,6 +246,7 @@ int etna_simulated_open(const teflon_target *t, void **impl, const struct teflon
         return -EINVAL;
     }
     etna_vas_init(&d->vas, ETNA_SOFTPIN_START, ETNA_VA_END);
+    d->fault = fault;
     *impl = d;
     *ops = &etna_sdev_ops;
     return 0;

@@ -8,6 +8,10 @@
  *   TEFLON_ETNA_SHIM_GPU=1   put a GPU core on pipe 0 and the NPU on pipe 1 (one etnaviv device holding the
  *                            3D core and the NPU, as on i.MX8MP); the GPU's IDs are illustrative
  *   TEFLON_ETNA_SHIM_NO_SOFTPIN=1  GET_PARAM SOFTPIN_START_ADDR answers ~0 (an MMUv1 kernel)
+ *   TEFLON_SIM_FAULT         kind[@N] (docs/faults.md), read when the node is opened: the Nth GEM_SUBMIT of the file
+ *                            (counted from 1, one per task) faults, and the WAIT_FENCE covering it fails once with
+ *                            the errno the client maps (ETIMEDOUT at once, standing for the client's deadline
+ *                            passing; EIO for a DMA error; EFAULT for an IOMMU fault); a malformed value fails the open
  *
  * The UAPI semantics modelled (docs/hardware/etnaviv-kernel.md, sources there): DRM_IOCTL_VERSION "etnaviv";
  * GET_PARAM (-ENXIO for a pipe without a core, -EINVAL for an unknown param); GEM_NEW / GEM_INFO / mmap of the
@@ -38,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../fault.h"
 #include "../targets.h"
 #include "etna_family.h"
 #include "etna_sim.h"
@@ -71,6 +76,9 @@ struct etna_shim_file {
     uint32_t next_handle;
     uint32_t fence;      /* last fence handed out */
     uint32_t hang_fence; /* first fence whose stream the simulator refused (0: none) */
+    struct teflon_sim_fault fault;
+    uint32_t fault_fence; /* the fence of an injected fault not yet reported by a WAIT_FENCE (0: none) */
+    int fault_rc;
     struct etna_shim_file *next;
 };
 
@@ -338,9 +346,18 @@ static int etna_shim_submit(struct etna_shim_file *f, struct etna_drm_gem_submit
         return -ENOMEM;
     memcpy(stream, (const void *)(uintptr_t)s->stream, s->stream_size);
     char msg[512];
-    const int rc = etna_shim_run(f, sb, s->nr_bos, stream, s->stream_size / 4, msg, sizeof(msg));
+    /* an injected fault: a hang or a bus/MMU error never runs the stream; a lost interrupt or a failed write
+     * does (the NPU ran, the kernel never learnt it or the output is bad) */
+    const enum teflon_fault_kind fault = teflon_sim_fault_tick(&f->fault);
+    const int runs = fault == TEFLON_FAULT_NONE || fault == TEFLON_FAULT_LOST_IRQ || fault == TEFLON_FAULT_DMA_WRITE;
+    const int rc = runs ? etna_shim_run(f, sb, s->nr_bos, stream, s->stream_size / 4, msg, sizeof(msg)) : 0;
     free(stream);
     s->fence = ++f->fence;
+    if (fault) {
+        f->fault_fence = s->fence;
+        f->fault_rc = teflon_fault_errno(fault);
+        etna_shim_log("FAULT %s on fence %u", teflon_fault_name(fault), s->fence);
+    }
     if (rc) {
         if (!f->hang_fence)
             f->hang_fence = s->fence;
@@ -358,7 +375,10 @@ static int etna_shim_wait_fence(struct etna_shim_file *f, const struct etna_drm_
         rc = -EINVAL;
     else if ((int32_t)(w->fence - f->fence) > 0)
         rc = -EINVAL; /* the kernel: "waiting on invalid fence" */
-    else if (f->hang_fence && (int32_t)(w->fence - f->hang_fence) >= 0)
+    else if (f->fault_fence && (int32_t)(w->fence - f->fault_fence) >= 0) {
+        rc = f->fault_rc; /* reported once: the kernel recovered the core, later fences signal normally */
+        f->fault_fence = 0;
+    } else if (f->hang_fence && (int32_t)(w->fence - f->hang_fence) >= 0)
         rc = -EIO; /* shim choice: make the hang visible */
     etna_shim_log("WAIT_FENCE pipe=%u fence=%u timeout=%.1fs%s", w->pipe, w->fence, etna_shim_secs_to(w->timeout),
                   rc ? " = error" : "");
@@ -405,9 +425,15 @@ static struct etna_shim_file *etna_shim_file_new(int fd, const teflon_target *t)
         fprintf(stderr, "[etna-shim] %s\n", msg);
         return NULL;
     }
+    struct teflon_sim_fault fault;
+    if (teflon_sim_fault_from_env(&fault, msg, sizeof(msg))) {
+        fprintf(stderr, "[etna-shim] %s\n", msg);
+        return NULL;
+    }
     struct etna_shim_file *f = calloc(1, sizeof(*f));
     if (!f)
         return NULL;
+    f->fault = fault;
     f->sim = etna_sim_create(&chip, msg, sizeof(msg));
     if (!f->sim) {
         fprintf(stderr, "[etna-shim] %s\n", msg);

@@ -13,15 +13,21 @@
 #include <dirent.h>
 #include <limits.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../errmsg.h"
+#include "../fault.h"
 #include "../targets.h"
 #include "rkt_family.h"
 #include "rocket.h"
 #include "rocket_uapi.h"
 
 #define MAX_ACCEL_NODES 16
+/* How long PREP_BO waits for the NPU's writers. The kernel itself times a job out after 500 ms and resets the
+ * core (rocket_job.c); this bound only keeps a wedged kernel from blocking the caller forever (Mesa passes
+ * INT64_MAX). */
+#define RKT_WAIT_SEC 5
 
 struct rk_dev {
     int fd;
@@ -77,10 +83,18 @@ static void rk_bo_destroy(void *impl, teflon_bo *bo)
 static int rk_cpu_prep(void *impl, teflon_bo *bo, char *err, size_t errlen)
 {
     struct rk_dev *d = impl;
-    struct drm_rocket_prep_bo p = {.handle = bo->handle, .timeout_ns = INT64_MAX};
+    /* timeout_ns is absolute, CLOCK_MONOTONIC (drm_timeout_abs_to_jiffies) */
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const int64_t deadline = ((int64_t)now.tv_sec + RKT_WAIT_SEC) * 1000000000 + now.tv_nsec;
+    struct drm_rocket_prep_bo p = {.handle = bo->handle, .timeout_ns = deadline};
     int rc = teflon_drm_ioctl(d->fd, DRM_IOCTL_ROCKET_PREP_BO, &p);
-    if (rc)
-        teflon_errf(err, errlen, "DRM_IOCTL_ROCKET_PREP_BO(handle %u): %s", bo->handle, strerror(-rc));
+    if (rc == -ETIMEDOUT || rc == -EBUSY)
+        teflon_errf(err, errlen, "%s: no completion within %d s (DRM_IOCTL_ROCKET_PREP_BO, handle %u)",
+                    teflon_fault_errno_text(rc), RKT_WAIT_SEC, bo->handle);
+    else if (rc)
+        teflon_errf(err, errlen, "%s (DRM_IOCTL_ROCKET_PREP_BO, handle %u: %s)", teflon_fault_errno_text(rc),
+                    bo->handle, strerror(-rc));
     return rc;
 }
 
@@ -132,7 +146,8 @@ static int rk_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon_
                                   .job_struct_size = sizeof(struct drm_rocket_job)};
     rc = teflon_drm_ioctl(d->fd, DRM_IOCTL_ROCKET_SUBMIT, &s);
     if (rc)
-        teflon_errf(err, errlen, "DRM_IOCTL_ROCKET_SUBMIT(%u jobs): %s", njobs, strerror(-rc));
+        teflon_errf(err, errlen, "jobs 1-%u of %u: %s (DRM_IOCTL_ROCKET_SUBMIT: %s)", njobs, njobs,
+                    teflon_fault_errno_text(rc), strerror(-rc));
     stats->tasks = rc ? 0 : ntasks;
     stats->macs = 0;
 out:

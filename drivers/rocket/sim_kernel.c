@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../errmsg.h"
+#include "../fault.h"
 #include "rocket.h"
 #include "sim_kernel.h"
 #include "sim_npu.h"
@@ -37,6 +38,7 @@ struct sim_dev {
     uint32_t next_handle;
     rkt_npu *npu[RKT_MAX_CORES];
     unsigned next_core;  /* the scheduler's pick for the next job */
+    struct teflon_sim_fault fault; /* $TEFLON_SIM_FAULT, read at open */
 };
 
 int rkt_kick_sequence(const struct rkt_gen *gen, unsigned core, struct rkt_regcmd task,
@@ -173,11 +175,13 @@ static int check_bo_lists(struct sim_dev *d, const teflon_job *j, uint32_t ji, c
 
 /* Kick one task the way rocket_job_hw_submit does, then take the completion: the interrupt (RK3588) or
  * a poll of INTERRUPT_RAW_STATUS until a DPU bit shows, up to the job timeout (RK3576). The simulated
- * NPU runs the task synchronously inside the OPERATION_ENABLE write. */
-static int kick(struct sim_dev *d, rkt_npu *npu, unsigned core, struct rkt_regcmd task)
+ * NPU runs the task synchronously inside the OPERATION_ENABLE write; `hang` leaves that write out (an injected
+ * job that never completes), so the completion is looked for in vain: RKT_POLLS_PER_TIMEOUT polls of simulated
+ * time, no real waiting. */
+static int kick(struct sim_dev *d, rkt_npu *npu, unsigned core, struct rkt_regcmd task, int hang)
 {
     struct rkt_mmio seq[RKT_KICK_WRITES];
-    const int n = rkt_kick_sequence(d->gen, core, task, seq);
+    const int n = rkt_kick_sequence(d->gen, core, task, seq) - (hang ? 1 : 0);
     for (int i = 0; i < n; i++) {
         int rc = rkt_npu_mmio_write(npu, seq[i].off, seq[i].val);
         if (rc)
@@ -191,6 +195,51 @@ static int kick(struct sim_dev *d, rkt_npu *npu, unsigned core, struct rkt_regcm
     return raw & RKT_IRQ_DPU_BITS ? 0 : -ETIMEDOUT;
 }
 
+/* The first device address past every BO: unmapped in the file's IOMMU domain. */
+static uint64_t unmapped_iova(const struct sim_dev *d)
+{
+    return d->nbos ? d->bos[d->nbos - 1].iova + d->bos[d->nbos - 1].span : 0;
+}
+
+/* An injected fault on one task, as the kernel meets it (docs/faults.md): the task hangs, completes without its
+ * interrupt, or fails on a bus error or an IOMMU page fault; in every case the job ends in error and the kernel
+ * resets the core (rocket_reset), so the next job starts from a clean core. Returns the errno; `what` says why. */
+static int inject(struct sim_dev *d, rkt_npu *npu, unsigned core, struct rkt_regcmd task, enum teflon_fault_kind k,
+                  char *what, size_t len)
+{
+    /* whatever the simulated NPU makes of the task, the fault decides the outcome */
+    switch (k) {
+    case TEFLON_FAULT_TIMEOUT:
+        (void)kick(d, npu, core, task, 1);
+        teflon_errf(what, len, "NPU job timed out: no DPU completion within the kernel's %u ms job timeout; core "
+                    "reset", RKT_JOB_TIMEOUT_MS);
+        break;
+    case TEFLON_FAULT_LOST_IRQ:
+        /* the NPU finishes (its writes land) but the kernel never learns it */
+        (void)kick(d, npu, core, task, 0);
+        teflon_errf(what, len, "NPU job timed out: the task completed but its %s never came within the kernel's %u "
+                    "ms job timeout; core reset", d->gen->polled ? "completion (polled)" : "DPU interrupt",
+                    RKT_JOB_TIMEOUT_MS);
+        break;
+    case TEFLON_FAULT_DMA_READ:
+        teflon_errf(what, len, "DMA read error (INTERRUPT_RAW_STATUS DMA_READ_ERROR); no DPU completion, core reset");
+        break;
+    case TEFLON_FAULT_DMA_WRITE:
+        (void)kick(d, npu, core, task, 0);
+        teflon_errf(what, len, "DMA write error (INTERRUPT_RAW_STATUS DMA_WRITE_ERROR); the output is not valid, "
+                    "core reset");
+        break;
+    case TEFLON_FAULT_IOMMU:
+        teflon_errf(what, len, "IOMMU page fault at 0x%08llx; core and IOMMU reset",
+                    (unsigned long long)unmapped_iova(d));
+        break;
+    default:
+        return 0;
+    }
+    rkt_npu_job_begin(npu);
+    return teflon_fault_errno(k);
+}
+
 static int sim_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon_submit_stats *stats, char *err,
                       size_t errlen)
 {
@@ -200,6 +249,8 @@ static int sim_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon
         macs0 += rkt_npu_macs(d->npu[c]);
     stats->tasks = 0;
     stats->macs = 0;
+    /* an injected fault hits the first task of the middle job, so jobs before it ran and jobs after it do not */
+    const enum teflon_fault_kind fault = njobs ? teflon_sim_fault_tick(&d->fault) : TEFLON_FAULT_NONE;
     for (uint32_t ji = 0; ji < njobs; ji++) {
         const teflon_job *j = &jobs[ji];
         if (j->ntasks == 0) {
@@ -219,7 +270,14 @@ static int sim_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon
             rc = rkt_task_regcmd(&j->tasks[ti], ji, ti, &task, err, errlen);
             if (rc)
                 return rc;
-            rc = kick(d, npu, core, task);
+            if (fault && ji == njobs / 2 && ti == 0) {
+                char what[256];
+                rc = inject(d, npu, core, task, fault, what, sizeof(what));
+                teflon_errf(err, errlen, "job %u of %u, task %u of %u: %s (simulated fault '%s')", ji + 1, njobs,
+                            ti + 1, j->ntasks, what, teflon_fault_name(fault));
+                return rc;
+            }
+            rc = kick(d, npu, core, task, 0);
             if (rc) {
                 const char *m = rkt_npu_error(npu);
                 teflon_errf(err, errlen, "job %u task %u: %s", ji, ti,
@@ -268,11 +326,16 @@ int rkt_sim_open(const teflon_target *t, void **impl, const struct teflon_backen
         teflon_errf(err, errlen, "no rocket simulator for %s (generation %s, %u cores)", t->name, t->generation, t->cores);
         return -ENOTSUP;
     }
+    struct teflon_sim_fault fault;
+    int rc = teflon_sim_fault_from_env(&fault, err, errlen);
+    if (rc)
+        return rc;
     struct sim_dev *d = calloc(1, sizeof(*d));
     int ok = d != NULL;
     if (ok) {
         d->gen = gen;
         d->ncores = t->cores;
+        d->fault = fault;
         for (unsigned c = 0; c < d->ncores && ok; c++)
             ok = (d->npu[c] = rkt_npu_create(gen, lookup, d)) != NULL;
     }

@@ -8,8 +8,10 @@
 #include "rkt_family.h"
 
 #define RKT_KICK_WRITES 10
-/* 500 ms job timeout over a 50 us completion poll (rocket.md §5.3, §6.3) */
-#define RKT_POLLS_PER_TIMEOUT 10000u
+/* 500 ms job timeout (JOB_TIMEOUT_MS of accel/rocket's rocket_job.c) over a 50 us completion poll (rocket.md
+ * §5.3, §6.3) */
+#define RKT_JOB_TIMEOUT_MS 500u
+#define RKT_POLLS_PER_TIMEOUT (RKT_JOB_TIMEOUT_MS * 20u)
 
 struct rkt_mmio {
     uint32_t off, val;
