@@ -169,3 +169,15 @@ def test_device_auto_finds_the_npu(preload_works: Shim, tmp_path: Path, soc: str
     assert r.stdout.startswith(expect), r.stdout + r.stderr
     served = log.read_text() if log.is_file() else ""
     assert ("OPEN /dev/dri/renderD128 (a311d)" in served) == (expect == "LOADED"), served
+
+
+@pytest.mark.parametrize("soc", ["a311d", "imx8mp"])
+def test_device_auto_through_the_shims_devicetree(preload_works: Shim, tmp_path: Path, soc: str) -> None:
+    """Without a fake tree of the test's own, the shim shows the render node bound to etnaviv and the row's SoC
+    compatible (drivers/shim_core.c): device=auto with sim=0 opens that SoC's NPU through it."""
+    log = tmp_path / "calls.log"
+    env = {k: v for k, v in preload_works.env(log, soc).items() if k != "TEFLON_SYSFS_ROOT"}
+    r = run_python("import teflon\nteflon.load_delegate(device='auto', sim='0', debug='1')\n", env)
+    assert r.returncode == 0, r.stderr
+    assert f"delegate created for {soc} (NPU device node)" in r.stderr, r.stderr
+    assert f"OPEN /dev/dri/renderD128 ({soc})" in log.read_text()
