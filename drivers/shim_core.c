@@ -357,14 +357,8 @@ SHIM_EXPORT int open(const char *path, int flags, ...)
     return shim_do_open(path, flags, mode);
 }
 
-SHIM_EXPORT int open64(const char *path, int flags, ...)
-{
-    va_list ap;
-    va_start(ap, flags);
-    const mode_t mode = shim_mode(flags, ap);
-    va_end(ap);
-    return shim_do_open(path, flags, mode);
-}
+/* the large-file names: the same calls on 64-bit targets */
+SHIM_EXPORT int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 
 /* glibc's fortified open() without a mode */
 SHIM_EXPORT int __open_2(const char *path, int flags)
@@ -372,10 +366,7 @@ SHIM_EXPORT int __open_2(const char *path, int flags)
     return shim_do_open(path, flags, 0);
 }
 
-SHIM_EXPORT int __open64_2(const char *path, int flags)
-{
-    return shim_do_open(path, flags, 0);
-}
+SHIM_EXPORT int __open64_2(const char *path, int flags) __attribute__((alias("__open_2")));
 
 SHIM_EXPORT int close(int fd)
 {
@@ -438,10 +429,7 @@ SHIM_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_
     return f ? p : shim.mmap(addr, len, prot, flags, fd, off);
 }
 
-SHIM_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
-{
-    return mmap(addr, len, prot, flags, fd, off);
-}
+SHIM_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off) __attribute__((alias("mmap")));
 
 /* 1 when `addr` is a BO mapping the shim handed out (then unmapped, and released if already closed). */
 static int shim_unmap(void *addr)
@@ -475,10 +463,7 @@ SHIM_EXPORT FILE *fopen(const char *path, const char *mode)
     return shim.fopen(p, mode);
 }
 
-SHIM_EXPORT FILE *fopen64(const char *path, const char *mode)
-{
-    return fopen(path, mode);
-}
+SHIM_EXPORT FILE *fopen64(const char *path, const char *mode) __attribute__((alias("fopen")));
 
 SHIM_EXPORT DIR *opendir(const char *path)
 {

@@ -57,7 +57,8 @@ def run_python(code: str, env: dict[str, str], *args: str, timeout: float = 300)
                           timeout=timeout, env=env)
 
 
-def run_sweep(env: dict[str, str], selection: str, *paths: str, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
+def run_sweep(env: dict[str, str], selection: str, *paths: str,
+              timeout: float = 1200) -> subprocess.CompletedProcess[str]:
     """The default (not slow) selection `-k selection` of the op sweeps `paths` in a pytest subprocess whose fixtures
     ask for the real device (TEFLON_TEST_SIM=0, tests/conftest.py), failing instead of skipping without a delegate.
     Inside an xdist worker the sweep runs in one process (the parent's workers already use the cores), else on
