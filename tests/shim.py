@@ -26,7 +26,6 @@ class Shim:
 
     path: Path
     prefix: str
-    node: str  # the fake node's default path
 
     def env(self, log: Path, target: str, **extra: str) -> dict[str, str]:
         """This environment plus the shim preloaded, impersonating `target`, logging to `log`."""
@@ -45,7 +44,7 @@ def find_shim(family: str, name: str, prefix: str, node: str, log: Path, target:
     path = lib.parent.parent / "drivers" / family / name
     if not path.is_file():
         pytest.skip(f"{name} is not built next to {lib}")
-    shim = Shim(path, prefix, node)
+    shim = Shim(path, prefix)
     r = run_python(f"import os; os.close(os.open({node!r}, os.O_RDWR))", shim.env(log, target))
     if r.returncode != 0 or not log.is_file() or "OPEN" not in log.read_text():
         pytest.skip(f"LD_PRELOAD of {name} is not honoured here (rc {r.returncode}): {r.stderr[-300:]}")
