@@ -28,8 +28,9 @@ if importlib.util.find_spec("teflon") is None:
 
 
 def sim_options(device: str) -> dict[str, str]:
-    """Delegate options for the simulated NPU of `device`."""
-    return {"device": device, "sim": "1"}
+    """Delegate options for the simulated NPU of `device`; TEFLON_TEST_SIM=0 asks for the real device instead (the
+    op sweeps through an ioctl shim, tests/shim.py)."""
+    return {"device": device, "sim": os.environ.get("TEFLON_TEST_SIM", "1")}
 
 
 def build_c_test(source: str, out_dir: Path, *flags: str) -> Path:

@@ -5,8 +5,7 @@ every call it serves, so the tests check both the numbers (equal to the simulato
 and the ioctl sequence (VERSION, GET_PARAM, GEM_NEW/GEM_INFO/mmap, GEM_SUBMIT, WAIT_FENCE, GEM_CPU_PREP, ...).
 
 Skipped, with the reason, when the shim is not built next to libteflon.so or the loader does not honour
-LD_PRELOAD for this interpreter (a setuid or statically linked python, or a platform without ELF preloading):
-then nothing can interpose open/ioctl/mmap and the client would only see the machine's real nodes.
+LD_PRELOAD for this interpreter (tests/shim.py, shared with the rocket shim's tests).
 """
 
 from __future__ import annotations
@@ -14,15 +13,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-SHIM_NAME = "libteflon_etna_shim.so"
+from shim import Shim, calls, find_shim, run_python, squash
 
 # Runs in the preloaded subprocess: one conv with sim=0 (the kernel client through the shim), sim=1 (the
 # simulator behind the simulated kernel) and on the CPU; the outputs go to an .npz for the test to compare.
@@ -59,52 +56,16 @@ _OPEN = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def shim(delegate_library: None) -> Path:
-    import teflon
-
-    lib = Path(teflon.delegate_path()).resolve()
-    path = lib.parent.parent / "drivers" / "etnaviv" / SHIM_NAME
-    if not path.is_file():
-        pytest.skip(f"{SHIM_NAME} is not built next to {lib} (meson target etna_shim)")
-    return path
-
-
-def _env(shim: Path, log: Path, target: str, **extra: str) -> dict[str, str]:
-    # a sanitizer runtime already in LD_PRELOAD must stay first (scripts/test-asan.sh)
-    preload = " ".join(p for p in (os.environ.get("LD_PRELOAD", ""), str(shim)) if p)
-    return {**os.environ, "LD_PRELOAD": preload, "TEFLON_ETNA_SHIM_TARGET": target,
-            "TEFLON_ETNA_SHIM_LOG": str(log), **extra}
-
-
-def _python(code: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", code, *args], check=False, capture_output=True, text=True,
-                          timeout=300, env=env)
-
-
-@pytest.fixture(scope="module")
-def preload_works(shim: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The shim is honoured by this interpreter: opening the fake node is served (logged) by the shim."""
+def preload_works(delegate_library: None, tmp_path_factory: pytest.TempPathFactory) -> Shim:
+    """The etnaviv shim, honoured by this interpreter (skips otherwise)."""
     log = tmp_path_factory.mktemp("shim") / "probe.log"
-    code = "import os; os.close(os.open('/dev/dri/renderD128', os.O_RDWR))"
-    r = _python(code, _env(shim, log, "a311d"))
-    if r.returncode != 0 or not log.is_file() or "OPEN" not in log.read_text():
-        pytest.skip(f"LD_PRELOAD of {shim.name} is not honoured here (rc {r.returncode}): {r.stderr[-300:]}")
-    return shim
-
-
-def _calls(log: Path) -> list[str]:
-    return [line.split()[0] for line in log.read_text().splitlines()]
-
-
-def _squash(calls: list[str]) -> list[str]:
-    """Runs of the same call collapsed to one entry."""
-    return [c for i, c in enumerate(calls) if i == 0 or calls[i - 1] != c]
+    return find_shim("etnaviv", "libteflon_etna_shim.so", "TEFLON_ETNA_SHIM", "/dev/dri/renderD128", log, "a311d")
 
 
 @pytest.mark.parametrize("device", ["a311d", "imx8mp"])
-def test_conv_through_shim_equals_simulator(preload_works: Path, tmp_path: Path, device: str) -> None:
+def test_conv_through_shim_equals_simulator(preload_works: Shim, tmp_path: Path, device: str) -> None:
     log, out = tmp_path / "calls.log", tmp_path / "out.npz"
-    r = _python(_RUN, _env(preload_works, log, device), device, str(out))
+    r = run_python(_RUN, preload_works.env(log, device), device, str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     assert json.loads(r.stdout.strip().splitlines()[-1])["delegated"] == [0], r.stdout + r.stderr
     res = np.load(out)
@@ -112,9 +73,9 @@ def test_conv_through_shim_equals_simulator(preload_works: Path, tmp_path: Path,
     assert np.abs(res["real"].astype(int) - res["cpu"].astype(int)).max() <= 1
 
     text = log.read_text()
-    calls = _calls(log)
+    seen = calls(log)
     # the order of a device's life: find the node and the NPU core, create BOs, run, read back, free
-    seq = _squash(calls)
+    seq = squash(seen)
     first = {c: seq.index(c) for c in ("OPEN", "VERSION", "GET_PARAM", "GEM_NEW", "GEM_INFO", "MMAP", "GEM_SUBMIT",
                                        "WAIT_FENCE", "GEM_CPU_PREP", "GEM_CLOSE", "CLOSE")}
     assert first["OPEN"] < first["VERSION"] < first["GET_PARAM"] < first["GEM_NEW"] < first["GEM_INFO"] \
@@ -128,13 +89,13 @@ def test_conv_through_shim_equals_simulator(preload_works: Path, tmp_path: Path,
     assert waits and all(3.0 < w <= 5.0 for w in waits), text
     assert all(" = error" not in line for line in text.splitlines()), text
     # every BO created is closed, every file opened is closed
-    assert calls.count("GEM_NEW") == calls.count("GEM_CLOSE") and calls.count("OPEN") == calls.count("CLOSE"), calls
+    assert seen.count("GEM_NEW") == seen.count("GEM_CLOSE") and seen.count("OPEN") == seen.count("CLOSE"), seen
 
 
-def test_npu_found_behind_a_gpu_core(preload_works: Path, tmp_path: Path) -> None:
+def test_npu_found_behind_a_gpu_core(preload_works: Shim, tmp_path: Path) -> None:
     """One etnaviv device holding a GPU (pipe 0) and the NPU (pipe 1): the client submits to pipe 1."""
     log, out = tmp_path / "calls.log", tmp_path / "out.npz"
-    r = _python(_RUN, _env(preload_works, log, "imx8mp", TEFLON_ETNA_SHIM_GPU="1"), "imx8mp", str(out))
+    r = run_python(_RUN, preload_works.env(log, "imx8mp", TEFLON_ETNA_SHIM_GPU="1"), "imx8mp", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     res = np.load(out)
     np.testing.assert_array_equal(res["real"], res["sim"])
@@ -143,18 +104,18 @@ def test_npu_found_behind_a_gpu_core(preload_works: Path, tmp_path: Path) -> Non
     assert re.search(r"^GEM_SUBMIT pipe=1 ", text, re.MULTILINE) and not re.search(r"^GEM_SUBMIT pipe=0 ", text, re.MULTILINE)
 
 
-def test_without_softpin_real_device_is_refused(preload_works: Path, tmp_path: Path) -> None:
+def test_without_softpin_real_device_is_refused(preload_works: Shim, tmp_path: Path) -> None:
     """An MMUv1 kernel (SOFTPIN_START_ADDR = ~0): sim=0 is refused naming softpin; auto falls back."""
-    r = _python(_OPEN, _env(preload_works, tmp_path / "calls.log", "a311d", TEFLON_ETNA_SHIM_NO_SOFTPIN="1"), "a311d")
+    r = run_python(_OPEN, preload_works.env(tmp_path / "calls.log", "a311d", TEFLON_ETNA_SHIM_NO_SOFTPIN="1"), "a311d")
     assert r.returncode == 0, r.stderr
     assert "REFUSED" in r.stdout and "softpin" in r.stdout, r.stdout
     assert "AUTO sim True" in r.stdout
 
 
-def test_other_chip_is_not_taken(preload_works: Path, tmp_path: Path) -> None:
+def test_other_chip_is_not_taken(preload_works: Shim, tmp_path: Path) -> None:
     """The node holds the A311D's NPU: asking for the i.MX8MP's is refused, naming the core it saw."""
     log = tmp_path / "calls.log"
-    r = _python(_OPEN, _env(preload_works, log, "a311d"), "imx8mp")
+    r = run_python(_OPEN, preload_works.env(log, "a311d"), "imx8mp")
     assert r.returncode == 0, r.stderr
     assert "REFUSED" in r.stdout and "0x8000/0x7120" in r.stdout, r.stdout
     assert "AUTO sim True" in r.stdout
@@ -164,7 +125,7 @@ def test_other_chip_is_not_taken(preload_works: Path, tmp_path: Path) -> None:
 def test_sim0_without_node_is_refused(delegate_library: None) -> None:
     if any(Path("/dev/dri").glob("renderD*")):
         pytest.skip("this machine has DRM render nodes")
-    r = _python(_OPEN, {k: v for k, v in os.environ.items() if not k.startswith("TEFLON_ETNA_SHIM")}, "a311d")
+    r = run_python(_OPEN, {k: v for k, v in os.environ.items() if not k.startswith("TEFLON_ETNA_SHIM")}, "a311d")
     assert r.returncode == 0, r.stderr
     assert "REFUSED" in r.stdout and "etnaviv" in r.stdout, r.stdout
     assert "AUTO sim True" in r.stdout
@@ -198,13 +159,25 @@ _AUTO = textwrap.dedent(
 
 @pytest.mark.parametrize(("soc", "expect"), [("radxa,zero2;amlogic,a311d;amlogic,g12b", "LOADED"),
                                              ("fsl,imx6q", "REFUSED")], ids=["a311d", "gpu-only-soc"])
-def test_device_auto_finds_the_npu(preload_works: Path, tmp_path: Path, soc: str, expect: str) -> None:
+def test_device_auto_finds_the_npu(preload_works: Shim, tmp_path: Path, soc: str, expect: str) -> None:
     """device=auto: an etnaviv render node counts only on an SoC a row names (the driver also runs GPUs); found,
     the real client (sim=0) opens it through the shim."""
     root = _fake_etnaviv_sysfs(tmp_path / "root", soc)
     log = tmp_path / "calls.log"
-    r = _python(_AUTO, _env(preload_works, log, "a311d", TEFLON_SYSFS_ROOT=str(root)))
+    r = run_python(_AUTO, preload_works.env(log, "a311d", TEFLON_SYSFS_ROOT=str(root)))
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(expect), r.stdout + r.stderr
     served = log.read_text() if log.is_file() else ""
     assert ("OPEN /dev/dri/renderD128 (a311d)" in served) == (expect == "LOADED"), served
+
+
+@pytest.mark.parametrize("soc", ["a311d", "imx8mp"])
+def test_device_auto_through_the_shims_devicetree(preload_works: Shim, tmp_path: Path, soc: str) -> None:
+    """Without a fake tree of the test's own, the shim shows the render node bound to etnaviv and the row's SoC
+    compatible (drivers/shim_core.c): device=auto with sim=0 opens that SoC's NPU through it."""
+    log = tmp_path / "calls.log"
+    env = {k: v for k, v in preload_works.env(log, soc).items() if k != "TEFLON_SYSFS_ROOT"}
+    r = run_python("import teflon\nteflon.load_delegate(device='auto', sim='0', debug='1')\n", env)
+    assert r.returncode == 0, r.stderr
+    assert f"delegate created for {soc} (NPU device node)" in r.stderr, r.stderr
+    assert f"OPEN /dev/dri/renderD128 ({soc})" in log.read_text()
