@@ -21,9 +21,9 @@ import pytest
 
 import teflon
 from conftest import build_c_test
-from etnaviv.test_kernel_shim import _env as shim_env
-from etnaviv.test_kernel_shim import preload_works, shim  # noqa: F401  (fixtures)
+from etnaviv.test_kernel_shim import preload_works  # noqa: F401  (fixture)
 from rocket.graphs import conv_graph
+from shim import Shim
 from teflon import compiler
 from teflon.modelgen import ConvCase, GraphBuilder, add_conv, conv_params, random_inputs
 from teflon.reference import compare, run_cpu
@@ -159,9 +159,9 @@ def test_malformed_fault_refused_at_open(delegate_library: None, monkeypatch: py
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_real_etnaviv_client_maps_kernel_errors(preload_works: Path, tmp_path: Path, kind: str) -> None:  # noqa: F811
+def test_real_etnaviv_client_maps_kernel_errors(preload_works: Shim, tmp_path: Path, kind: str) -> None:  # noqa: F811
     """sim=0: the real client over the shim; the shim's Nth GEM_SUBMIT faults (one per task)."""
-    env = shim_env(preload_works, tmp_path / "calls.log", "a311d", TEFLON_SIM_FAULT=kind)
+    env = preload_works.env(tmp_path / "calls.log", "a311d", TEFLON_SIM_FAULT=kind)
     env.pop("TEFLON_DEBUG", None)
     report, outputs, ref = _run(tmp_path, "a311d", "0", env)
     _check(report, outputs, ref, 1, CLIENT_WORDS[kind])
