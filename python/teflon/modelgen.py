@@ -131,6 +131,9 @@ class GraphBuilder:
     def quant(self, tensor: int) -> QParams | None:
         return self._tensors[tensor].quant
 
+    def dtype(self, tensor: int) -> str:
+        return self._tensors[tensor].dtype
+
     def op(self, code: int, version: int, inputs: Sequence[int], outputs: Sequence[int],
            options_type: int = BuiltinOptions.NONE, options: OptionsWriter | None = None) -> int:
         key = (code, version)
@@ -763,29 +766,36 @@ class AddCase:
                 inputs.append(b)
             else:
                 b = add_conv(g, conv, x, conv_params(conv, rng, x_quant), "conv_b")
-        qa, qb = g.quant(a), g.quant(b)
-        assert qa is not None and qb is not None
-        y = g.tensor("output", shape, self.dtype, _add_output_quant(qa, qb, self.activation, self.dtype))
-        act = _ACTIVATION[self.activation]
-
-        if self.op == "sub":
-            def options(fb: flatbuffers.Builder) -> int:
-                tflite.SubOptionsStart(fb)
-                tflite.SubOptionsAddFusedActivationFunction(fb, act)
-                return tflite.SubOptionsEnd(fb)
-
-            g.op(BuiltinOperator.SUB, 2 if self.dtype == "int8" else 1, [a, b], [y], BuiltinOptions.SubOptions,
-                 options)
-            return g.build(inputs, [y])
-
-        def add_options(fb: flatbuffers.Builder) -> int:
-            tflite.AddOptionsStart(fb)
-            tflite.AddOptionsAddFusedActivationFunction(fb, act)
-            return tflite.AddOptionsEnd(fb)
-
-        g.op(BuiltinOperator.ADD, 2 if self.dtype == "int8" else 1, [a, b], [y], BuiltinOptions.AddOptions,
-             add_options)
+        y = add_add(g, a, b, self.activation, self.op)
         return g.build(inputs, [y])
+
+
+def add_add(g: GraphBuilder, a: int, b: int, activation: ActivationName = "none", op: Literal["add", "sub"] = "add",
+            out_name: str = "output") -> int:
+    """Append an ADD (or SUB) of the equal-shaped tensors `a` and `b`, its output quantized to hold the sum's range
+    (`_add_output_quant`); returns the output tensor."""
+    qa, qb = g.quant(a), g.quant(b)
+    assert qa is not None and qb is not None
+    dtype = g.dtype(a)
+    y = g.tensor(out_name, g.shape(a), dtype, _add_output_quant(qa, qb, activation, dtype))
+    act = _ACTIVATION[activation]
+    version = 2 if dtype == "int8" else 1
+    if op == "sub":
+        def sub_options(fb: flatbuffers.Builder) -> int:
+            tflite.SubOptionsStart(fb)
+            tflite.SubOptionsAddFusedActivationFunction(fb, act)
+            return tflite.SubOptionsEnd(fb)
+
+        g.op(BuiltinOperator.SUB, version, [a, b], [y], BuiltinOptions.SubOptions, sub_options)
+        return y
+
+    def add_options(fb: flatbuffers.Builder) -> int:
+        tflite.AddOptionsStart(fb)
+        tflite.AddOptionsAddFusedActivationFunction(fb, act)
+        return tflite.AddOptionsEnd(fb)
+
+    g.op(BuiltinOperator.ADD, version, [a, b], [y], BuiltinOptions.AddOptions, add_options)
+    return y
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -968,11 +978,21 @@ class ElementwiseCase:
             y = g.tensor("output", self.output_shape, self.dtype, yq)
             g.op(BuiltinOperator.RELU, 2 if self.dtype == "int8" else 1, [x], [y])
         else:
-            pads = g.constant("paddings", np.array([[0, 0], self.pads[0:2], self.pads[2:4], self.pads[4:6]], np.int32))
-            y = g.tensor("output", self.output_shape, self.dtype, xq)
-            g.op(BuiltinOperator.PAD, 2 if self.dtype == "int8" else 1, [x, pads], [y], BuiltinOptions.PadOptions,
-                 _pad_options)
+            y = add_pad(g, x, self.pads)
         return g.build([x], [y])
+
+
+def add_pad(g: GraphBuilder, x: int, pads: Sequence[int], out_name: str = "output") -> int:
+    """Append a PAD of the (1, H, W, C) tensor `x` by `pads` = (top, bottom, left, right, front, back) in H, W, C,
+    keeping its quantization (TFLite pads with the zero point); returns the output tensor."""
+    _, h, w, c = g.shape(x)
+    t, b, left, r, f, k = (int(p) for p in pads)
+    prefix = "" if out_name == "output" else out_name + "/"  # a single-op model keeps its constant's name
+    paddings = g.constant(prefix + "paddings", np.array([[0, 0], [t, b], [left, r], [f, k]], np.int32))
+    y = g.tensor(out_name, (1, h + t + b, w + left + r, c + f + k), g.dtype(x), g.quant(x))
+    g.op(BuiltinOperator.PAD, 2 if g.dtype(x) == "int8" else 1, [x, paddings], [y], BuiltinOptions.PadOptions,
+         _pad_options)
+    return y
 
 
 def _pad_options(fb: flatbuffers.Builder) -> int:
