@@ -284,3 +284,19 @@ def test_float_input_is_normalised_with_mean_and_std() -> None:
     assert x.dtype == np.float32 and np.allclose(x, (pixels - 127.5) / 127.5)
     assert model_input(pixels, np.dtype(np.int8), 0, 1).tolist() == [[[-128, -1, 127]]]
     assert model_input(pixels, np.dtype(np.uint8), 0, 1) is pixels
+
+
+def test_bench_times_a_compile_from_cache_when_the_delegate_has_cache_dir(small_model: Path, tmp_path: Path,
+                                                                          delegate_library: None) -> None:
+    import teflon
+
+    try:
+        teflon.load_delegate(device="rk3588", sim="1", cache_dir=str(tmp_path))
+    except ValueError:
+        pytest.skip("this libteflon.so has no cache_dir option yet")
+    perf = tmp_path / "PERFORMANCE.md"
+    r = teflon_cli("bench", "--model", str(small_model), "--device", "rk3588", "--sim", "1", "--runs", "1",
+                   "--record", "--perf-file", str(perf))
+    assert r.returncode == 0, r.stderr
+    assert "ms cold (fresh cache)" in r.stdout and "ms from cache" in r.stdout, r.stdout
+    assert "from cache" in perf.read_text().splitlines()[-1]
