@@ -79,14 +79,18 @@ def test_regcmd_pretty_prints_register_names(model: Path) -> None:
     r = teflon_cli("regcmd", "--model", str(model), "--device", "rk3588", "--sim", "1")
     assert r.returncode == 0, r.stderr
     assert "CNA_CBUF_CON0" in r.stdout and "DATA_BANK=" in r.stdout and "DPU_OUT_CVT_SCALE" in r.stdout
+    # relocated address registers show their target, not the zero placeholder the word holds
+    assert "FEATURE_BASE_ADDR=<t0>+0x0" in r.stdout and "DECOMPRESS_ADDR0=<op0.weights>+0x0" in r.stdout
+    assert not [line for line in r.stdout.splitlines() if "_ADDR " in line and line.rstrip().endswith(" 0")
+                and ("FEATURE_DATA_ADDR" in line or "DST_BASE_ADDR" in line)], r.stdout
 
 
-def test_bench_appends_a_dated_row(model: Path, tmp_path: Path) -> None:
+def test_bench_record_appends_a_dated_row(model: Path, tmp_path: Path) -> None:
     perf = tmp_path / "PERFORMANCE.md"
     r = teflon_cli("bench", "--model", str(model), "--device", "rk3588", "--sim", "1", "--runs", "2",
-                   "--perf-file", str(perf))
+                   "--perf-file", str(perf), "--record")
     assert r.returncode == 0, r.stderr
-    for label in ("compile:", "NPU invoke:", "CPU tflite_runtime builtin:", "NPU invoke / CPU builtin:"):
+    for label in ("compile:", "NPU invoke:", "CPU tflite_runtime", "builtin kernels:", "NPU invoke / CPU builtin:"):
         assert label in r.stdout, r.stdout
     rows = [line for line in perf.read_text().splitlines() if line.startswith("| 20")]
     assert len(rows) == 1 and MODEL in rows[0]
@@ -126,3 +130,4 @@ def test_regcmd_etnaviv_json_and_mesa_compat(model: Path, tmp_path: Path, device
     r = teflon_cli("regcmd", "--model", str(model), "--device", device, "--sim", "1")
     assert r.returncode == 0, r.stderr
     assert "kernels_per_core=" in r.stdout and "post_multiplier=" in r.stdout
+    assert "in_image_address=<t" in r.stdout and ".coefficients>+0x" in r.stdout

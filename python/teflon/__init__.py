@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["delegate_path", "load_delegate"]
+__all__ = ["delegate_path", "load_delegate", "verify_model"]
 __version__ = "0.1.0"
 
 
@@ -45,9 +45,26 @@ def load_delegate(*, runtime: str | None = None, **options: object) -> Any:
 
     `runtime` picks the TFLite Python runtime ("tflite_runtime" or "ai_edge_litert"; default: the
     first installed). Options are passed as strings (booleans as "1"/"0"). Raises ValueError with the
-    delegate's own message when it refuses the options or cannot open the device.
+    delegate's own one-line message, naming the option, when it refuses the options (checked before the runtime
+    loads the library) or cannot open the device.
     """
+    from teflon.native import check_options
     from teflon.runtime import interpreter_module
 
     module = interpreter_module(runtime)
-    return module.load_delegate(delegate_path(), {k: _option_string(v) for k, v in options.items()})
+    strings = {k: _option_string(v) for k, v in options.items()}
+    check_options(strings)
+    try:
+        return module.load_delegate(delegate_path(), strings)
+    except ValueError as exc:
+        # The runtimes prefix the delegate's message with "Failed to load delegate from <path>\n".
+        raise ValueError(str(exc).splitlines()[-1]) from None
+
+
+def verify_model(model: str | os.PathLike[str] | bytes) -> None:
+    """Raise ValueError("not a valid .tflite model: ...") unless `model` (a path or the flatbuffer) is a .tflite
+    model the runtimes can read safely. tflite_runtime 2.14 does not verify models itself and crashes on a
+    truncated one: call this before `Interpreter(model_path=...)` when the file may be damaged."""
+    from teflon.modelcheck import verify_model as verify
+
+    verify(model)

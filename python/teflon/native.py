@@ -32,6 +32,7 @@ int   teflon_native_set_input(void *runner, int32_t tensor, const void *host, ui
 int   teflon_native_run(void *runner, char *err, size_t errlen);
 int   teflon_native_get_output(void *runner, int32_t tensor, void *host, uint64_t bytes);
 int   teflon_native_stats(void *runner, uint64_t *tasks, uint64_t *macs);
+int   teflon_check_options(const char *const *keys, const char *const *values, size_t n, char *err, size_t errlen);
 """
 
 ERRLEN = 1024
@@ -53,6 +54,22 @@ def _load(path: str) -> Any:
 def library() -> Any:
     """The runner API of the library at teflon.delegate_path()."""
     return _load(delegate_path())
+
+
+def check_options(options: dict[str, str]) -> None:
+    """Raise ValueError with the delegate's message (naming the option) when it would refuse `options`, before a
+    runtime loads the library (which reports the refusal more than once and wraps it). A library without
+    teflon_check_options leaves the check to the runtime's load."""
+    lib = library()
+    try:
+        check = lib.teflon_check_options
+    except AttributeError:
+        return
+    keys = [_ffi.new("char[]", k.encode()) for k in options]
+    values = [_ffi.new("char[]", v.encode()) for v in options.values()]
+    err = _ffi.new("char[]", ERRLEN)
+    if check(_ffi.new("char *[]", keys), _ffi.new("char *[]", values), len(keys), err, ERRLEN):
+        raise ValueError(_ffi.string(err).decode(errors="replace"))
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,20 @@ def reloc_fields(r: Reloc) -> tuple[int, int, int, int]:
     return (r.container, r.pos, r.width, r.shift)
 
 
+@dataclass(frozen=True)
+class PatchedField:
+    """A relocated field as a tool shows it: bits [pos, pos + width) of its word hold `offset` (in bytes) inside
+    `target`; the runner adds the target's device address."""
+
+    pos: int
+    width: int
+    target: str
+    offset: int
+
+    def __str__(self) -> str:
+        return f"<{self.target}>+0x{self.offset:x}"
+
+
 @dataclass
 class Buffer:
     name: str
@@ -139,6 +153,20 @@ class Program:
             if b.name == name:
                 return b
         raise KeyError(name)
+
+    def patched_fields(self, buffer: str, start: int, nbytes: int, word_bytes: int) -> dict[int, PatchedField]:
+        """The relocated fields inside bytes [start, start + nbytes) of `buffer`, by index of the `word_bytes`
+        word holding them: for tools that print a buffer's words (regcmd streams, descriptors)."""
+        data = self.buffer(buffer).data or b""
+        out = {}
+        for r in self.relocs:
+            if r.buffer != buffer or not start <= r.offset < start + nbytes:
+                continue
+            container, pos, width, shift = reloc_fields(r)
+            word = int.from_bytes(data[r.offset:r.offset + container // 8], "little")
+            value = (word >> pos) & ((1 << width) - 1)
+            out[(r.offset - start) // word_bytes] = PatchedField(pos, width, r.target, value << shift)
+        return out
 
     def add_buffer(self, buf: Buffer) -> Buffer:
         if any(b.name == buf.name for b in self.buffers):

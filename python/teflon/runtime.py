@@ -9,6 +9,8 @@ import importlib
 from types import ModuleType
 from typing import Any
 
+from teflon.modelcheck import verify_model
+
 RUNTIMES = {"tflite_runtime": "tflite_runtime.interpreter", "ai_edge_litert": "ai_edge_litert.interpreter"}
 
 
@@ -30,6 +32,22 @@ def runtime_name(module: ModuleType) -> str:
     return module.__name__.split(".")[0]
 
 
+def runtime_label(runtime: str | None = None) -> str:
+    """"tflite_runtime 2.14.0": the runtime `runtime` resolves to, with its version."""
+    name = runtime_name(interpreter_module(runtime))
+    return f"{name} {getattr(importlib.import_module(name), '__version__', '?')}"
+
+
+def cpu_kernels_label(interp: Any, runtime: str | None = None, npu_partitions: int = 0) -> str:
+    """What ran the CPU nodes of `interp`: the runtime's builtin kernels alone, or XNNPACK (a default delegate
+    the runtime applies unless BUILTIN_WITHOUT_DEFAULT_DELEGATES is asked for) in front of them. Read from the
+    execution plan: each delegate's partition is one DELEGATE node, `npu_partitions` of them teflon's."""
+    ops = interp._get_ops_details() if hasattr(interp, "_get_ops_details") else []
+    delegate_nodes = sum(1 for d in ops if d.get("op_name") == "DELEGATE")
+    kernels = "XNNPACK and builtin kernels" if delegate_nodes > npu_partitions else "builtin kernels"
+    return f"{runtime_label(runtime)}, {kernels}"
+
+
 def make_interpreter(
     model: str | bytes,
     delegates: list[Any] | None = None,
@@ -43,8 +61,10 @@ def make_interpreter(
 
     reference=True selects TFLite's own builtin kernels without default delegates (no XNNPACK):
     the correctness reference of this project. preserve_all_tensors=True keeps every intermediate tensor readable
-    after invoke (no buffer reuse), for per-layer comparisons.
+    after invoke (no buffer reuse), for per-layer comparisons. The model is verified first (teflon.modelcheck): a
+    file the runtime would read out of bounds raises ValueError("not a valid .tflite model: ...") instead.
     """
+    verify_model(model)
     mod = interpreter_module(runtime)
     kwargs: dict[str, Any] = {"num_threads": num_threads}
     if isinstance(model, (bytes, bytearray)):

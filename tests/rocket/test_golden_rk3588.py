@@ -417,7 +417,7 @@ def test_support_add_and_device() -> None:
     g = _conv_graph(8, 8, 16, 16, 1, 1)
     g.operations.append(Operation(1, "ADD", [3, 3], [4], {"activation": "NONE"}))
     sup = compiler.supported(g, "rk3588")
-    assert sup[1] == (False, "ADD runs on the CPU (fusion into the producing convolution not implemented yet)")
+    assert sup[1] == (False, "ADD runs on the CPU: the rocket encoder does not emit the DPU element-wise path yet")
     assert compiler.supported(g, "rk3576")[0][0]  # the RK3576 encoder claims it as well
     assert compiler.supported(g, "rk3576")[1][0] is False
     with pytest.raises(ValueError, match="unknown device"):
@@ -454,37 +454,6 @@ def test_two_op_partition_shares_tensor_buffer() -> None:
     assert [j.in_buffers for j in prog.jobs] == [["t0"], ["t3"]]
     assert [j.out_buffers for j in prog.jobs] == [["t3"], ["t6"]]
     assert [io.tensor for io in prog.io] == [0, 6]
-
-
-def test_fused_add_behind_flag(rm: RegMap) -> None:
-    from teflon.rocket import lower
-    from teflon.rocket.rk3588 import encoder, support
-
-    g1 = _conv_graph(20, 20, 32, 32, 1, 1)
-    g2 = _conv_graph(20, 20, 32, 32, 3, 1)
-    t = dict(g1.tensors)
-    for i in (1, 2, 3):
-        x = g2.tensors[i]
-        t[i + 3] = Tensor(i + 3, x.dtype, x.shape, x.quant, x.data)
-    t[7] = Tensor(7, "uint8", t[3].shape, Quant(np.array([0.2], np.float32), np.array([110], np.int32)))
-    ops = [g1.operations[0], Operation(1, "CONV_2D", [0, 4, 5], [6], dict(g2.operations[0].options)),
-           Operation(2, "ADD", [3, 6], [7], {"activation": "NONE"})]
-    g = Graph(t, ops)
-    assert not compiler.supported(g, "rk3588")[2][0]  # off by default
-    sup = support.supported(g, rm, fuse=True)
-    assert sup[2] == (True, "fused into node 0")
-    convs = lower.lower_partition(g, [0, 1, 2], [7], fuse=True)
-    assert [c.all_nodes for c in convs] == [[1], [0, 2]]  # the fused op runs at the ADD's position
-    prog = encoder.compile_ops(rm, "rk3588", convs, [0], [7])
-    assert [o.kind for o in prog.operations] == ["CONV_2D", "CONV_2D+ADD"]
-    assert prog.jobs[1].in_buffers == ["t0", "t6"] and prog.jobs[1].out_buffers == ["t7"]
-    f = _fields(rm, prog, 1)
-    assert f["DPU_EW_CFG"]["EW_BYPASS"] == 0 and f["DPU_EW_CFG"]["EW_ALU_ALGO"] == 2
-    assert f["DPU_EW_CVT_OFFSET_VALUE"]["EW_OP_CVT_OFFSET"] == -(3 - 128)  # minus the operand's stored zp
-    assert f["DPU_RDMA_EW_SURF_STRIDE"]["EW_SURF_STRIDE"] == 400
-    assert f["DPU_OUT_CVT_OFFSET"]["OUT_CVT_OFFSET"] == 110 - 128  # the ADD's output quantization
-    targets = {r.target for r in prog.relocs if r.buffer == "op1.regcmd"}
-    assert "t6" in targets and "t3" not in {b.name for b in prog.buffers}
 
 
 def test_gen_c_header_script(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Benchmark: compile time, simulated NPU invoke time, TFLite CPU time; append a row to docs/PERFORMANCE.md."""
+"""Benchmark: compile time, NPU invoke time, TFLite CPU time; with --record, a row in docs/PERFORMANCE.md."""
 
 from __future__ import annotations
 
@@ -7,16 +7,20 @@ import datetime
 import os
 import platform
 import statistics
+import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from teflon.cli.session import delegate_options, open_interpreter
-from teflon.runtime import interpreter_module, make_interpreter
+from teflon.cli.session import delegate_options, open_interpreter, positive_int
+from teflon.runtime import cpu_kernels_label, interpreter_module, make_interpreter
 
-HELP = "time compile, simulated invoke and TFLite CPU invoke; append a row to docs/PERFORMANCE.md"
+HELP = ("time compile, NPU invoke and TFLite CPU invoke; with --record, append a row to docs/PERFORMANCE.md")
 # The repository's record when run from a checkout (editable install), else ./docs/PERFORMANCE.md.
 _CHECKOUT = Path(__file__).resolve().parents[3]
 PERF_FILE = (_CHECKOUT if (_CHECKOUT / "meson.build").is_file() else Path.cwd()) / "docs" / "PERFORMANCE.md"
@@ -25,12 +29,14 @@ HEADER = (
     "CPU builtin ms (tflite_runtime) | CPU default ms (ai_edge_litert) | invoke / builtin | notes |\n"
     "|---|---|---|---|---|---|---|---|---|---|---|\n"
 )
+NOTHING_DELEGATED = "nothing delegated: the whole model runs on the CPU"
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--runs", type=int, default=10, help="timed invocations per configuration (median reported)")
-    p.add_argument("--no-record", action="store_true", help="do not append to docs/PERFORMANCE.md")
-    p.add_argument("--perf-file", default=str(PERF_FILE))
+    p.add_argument("--runs", type=positive_int, default=10,
+                   help="timed invocations per configuration, at least 1 (median reported)")
+    p.add_argument("--record", action="store_true", help="append a row to --perf-file (docs/PERFORMANCE.md)")
+    p.add_argument("--perf-file", default=str(PERF_FILE), help=f"where --record appends (default {PERF_FILE})")
     p.add_argument("--note", default="", help="free text for the notes column")
 
 
@@ -61,12 +67,48 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} cores"
 
 
-def cpu_time(model: str, runtime: str, reference: bool, runs: int) -> float | None:
+def cpu_time(model: str, runtime: str, reference: bool, runs: int) -> tuple[float, str] | None:
+    """Median invoke time on the CPU and what ran it, or None when `runtime` is not installed."""
     try:
         interpreter_module(runtime)
     except ImportError:
         return None
-    return time_invoke(make_interpreter(model, reference=reference, runtime=runtime), runs)
+    interp = make_interpreter(model, reference=reference, runtime=runtime)
+    return time_invoke(interp, runs), cpu_kernels_label(interp, runtime)
+
+
+@contextmanager
+def _stderr_silenced() -> Iterator[None]:
+    """fd 2 to /dev/null: a library without teflon_check_options reports a refused option there (twice)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def cache_compile_ms(model: str, opts: dict[str, str], runtime: str | None) -> tuple[float, float] | None:
+    """(compile ms with a fresh, empty cache_dir, compile ms of the next instance reading that cache), or None
+    when this library does not accept the `cache_dir` option (found out by trying)."""
+    import teflon
+
+    with tempfile.TemporaryDirectory(prefix="teflon-bench-cache-") as cache:
+        cached = {**opts, "cache_dir": cache}
+        try:
+            with _stderr_silenced():
+                teflon.load_delegate(runtime=runtime, **cached)
+        except ValueError as exc:
+            if "cache_dir" in str(exc):
+                return None
+            raise
+        cold = open_interpreter(model, cached, runtime=runtime)
+        hot = open_interpreter(model, cached, runtime=runtime)
+        return cold.compile_ms, hot.compile_ms
 
 
 def program_counters(session: Any) -> dict[str, int]:
@@ -86,40 +128,59 @@ def program_counters(session: Any) -> dict[str, int]:
     return total
 
 
+def fmt(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.1f}"
+
+
 def run(args: argparse.Namespace) -> int:
     opts = delegate_options(args)
     first = open_interpreter(args.model, opts, runtime=args.runtime)
     warm = open_interpreter(args.model, opts, runtime=args.runtime)
-    counts = program_counters(warm)
-    tasks = counts["tasks"]
-    partitions = len(warm.capture.programs)
-    npu_ms = time_invoke(warm.interpreter, args.runs)
-    builtin_ms = cpu_time(args.model, "tflite_runtime", True, args.runs)
-    default_ms = cpu_time(args.model, "ai_edge_litert", False, args.runs)
-
-    def fmt(v: float | None) -> str:
-        return "n/a" if v is None else f"{v:.1f}"
-
-    ratio = f"{npu_ms / builtin_ms:.2f}" if builtin_ms else "n/a"
+    partitions = warm.partitions
+    builtin = cpu_time(args.model, "tflite_runtime", True, args.runs)
+    default = cpu_time(args.model, "ai_edge_litert", False, args.runs)
+    builtin_ms = builtin[0] if builtin else None
+    default_ms = default[0] if default else None
     print(f"model: {args.model}")
-    print(f"device: {args.device} (sim={args.sim}), {partitions} partition(s), {tasks} tasks (jobs) and "
-          f"{counts['submits']} submits per inference")
-    weights = f"weights {counts['weight_bytes']} B (mesa-compat {counts['mesa_weight_bytes']} B)"
-    print(weights)
-    print(f"compile: {first.compile_ms:.1f} ms first (incl. imports), {warm.compile_ms:.1f} ms warm")
-    print(f"NPU invoke: {npu_ms:.1f} ms (median of {args.runs})")
-    print(f"CPU tflite_runtime builtin: {fmt(builtin_ms)} ms; ai_edge_litert default: {fmt(default_ms)} ms")
-    print(f"NPU invoke / CPU builtin: {ratio}")
-    if not args.no_record:
+    notes: list[str] = []
+    if partitions:
+        counts = program_counters(warm)
+        tasks = str(counts["tasks"])
+        devices = ", ".join(sorted({prog.device for _, prog in warm.capture.programs}))
+        npu_ms: float | None = time_invoke(warm.interpreter, args.runs)
+        cache = cache_compile_ms(args.model, opts, args.runtime)
+        weights = f"weights {counts['weight_bytes']} B (mesa-compat {counts['mesa_weight_bytes']} B)"
+        print(f"device: {devices} ({warm.npu_kind()} NPU), {partitions} partition(s), {tasks} tasks (jobs) and "
+              f"{counts['submits']} submits per inference")
+        print(weights)
+        print(f"compile: {first.compile_ms:.1f} ms first (incl. imports), {warm.compile_ms:.1f} ms warm")
+        if cache is not None:
+            print(f"compile: {cache[0]:.1f} ms cold (fresh cache), {cache[1]:.1f} ms from cache")
+        print(f"NPU invoke: {npu_ms:.1f} ms (median of {args.runs}; CPU nodes on {warm.cpu_kernels()})")
+        notes.append(f"{partitions} partition(s), {counts['submits']} submit(s); {weights}")
+        if cache is not None:
+            notes.append(f"compile {cache[0]:.0f} ms cold (fresh cache), {cache[1]:.0f} ms from cache")
+    else:
+        devices, tasks, npu_ms = args.device, "0", None
+        print(NOTHING_DELEGATED)
+        notes.append(NOTHING_DELEGATED)
+    ratio = f"{npu_ms / builtin_ms:.2f}" if npu_ms is not None and builtin_ms else "n/a"
+    for result, runtime in ((builtin, "tflite_runtime"), (default, "ai_edge_litert")):
+        print(f"CPU {result[1]}: {result[0]:.1f} ms" if result else f"CPU {runtime}: not installed")
+    if npu_ms is not None:
+        print(f"NPU invoke / CPU builtin: {ratio}")
+    if args.record:
         path = Path(args.perf_file)
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists():
-            path.write_text("# Performance\n\nRows appended by `python -m teflon bench`.\n\n" + HEADER)
+            path.write_text("# Performance\n\nRows appended by `python -m teflon bench --record`.\n\n" + HEADER)
+        if args.note:
+            notes.append(args.note)
+        compile_ms = f"{first.compile_ms:.0f} / {warm.compile_ms:.0f}"
         row = (
-            f"| {datetime.date.today().isoformat()} | {machine()} | {Path(args.model).name} | {args.device} | "
-            f"{first.compile_ms:.0f} / {warm.compile_ms:.0f} | {npu_ms:.1f} | {tasks} | {fmt(builtin_ms)} | "
-            f"{fmt(default_ms)} | {ratio} | {partitions} partition(s), {counts['submits']} submit(s); {weights}"
-            f"{'; ' + args.note if args.note else ''} |\n"
+            f"| {datetime.date.today().isoformat()} | {machine()} | {Path(args.model).name} | {devices} | "
+            f"{compile_ms} | {fmt(npu_ms)} | {tasks} | {fmt(builtin_ms)} | {fmt(default_ms)} | {ratio} | "
+            f"{'; '.join(notes)} |\n"
         )
         with path.open("a") as f:
             f.write(row)

@@ -9,11 +9,31 @@ from typing import Any
 
 import teflon
 from teflon import bridge
-from teflon.runtime import make_interpreter
+from teflon.runtime import cpu_kernels_label, make_interpreter
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """argparse type of -o/--option: key=value."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    return key, value
 
 
 def delegate_options(args: argparse.Namespace) -> dict[str, str]:
-    return {"device": args.device, "sim": args.sim}
+    """--device, --sim and every -o key=value (which wins), as load_delegate takes them."""
+    return {"device": args.device, "sim": args.sim, **dict(getattr(args, "option", None) or [])}
 
 
 @dataclass
@@ -23,14 +43,26 @@ class Session:
     options: dict[str, str] | None
     capture: Any = None
     notes: list[str] = field(default_factory=list)
+    runtime: str | None = None
+
+    @property
+    def partitions(self) -> int:
+        return len(self.capture.programs) if self.capture is not None else 0
+
+    def cpu_kernels(self) -> str:
+        """What runs the nodes left on the CPU ("tflite_runtime 2.14.0, builtin kernels", ...)."""
+        return cpu_kernels_label(self.interpreter, self.runtime, self.partitions)
 
     def describe(self) -> str:
         if self.options is None:
-            return "CPU (TFLite builtin kernels)"
+            return f"CPU ({self.cpu_kernels()})"
         programs = self.capture.programs if self.capture is not None else []
+        if not programs:
+            return f"CPU ({self.cpu_kernels()}): nothing delegated"
         nodes = sum(len(nodes) for nodes, _ in programs)
-        devices = {prog.device for _, prog in programs} or {self.options["device"]}
-        return f"teflon {', '.join(sorted(devices))} ({self.npu_kind()} NPU), {nodes} nodes in {len(programs)} partition(s)"
+        devices = {prog.device for _, prog in programs}
+        return (f"teflon {', '.join(sorted(devices))} ({self.npu_kind()} NPU), {nodes} nodes in {len(programs)} "
+                f"partition(s); CPU nodes on {self.cpu_kernels()}")
 
     def npu_kind(self) -> str:
         """'simulated' or 'real', as the driver's own auto-selection decides (no second implementation)."""
@@ -50,13 +82,13 @@ class Session:
 
 
 def open_interpreter(model: str | bytes, options: dict[str, str] | None, *, runtime: str | None = None,
-                     reference: bool = False) -> Session:
+                     reference: bool = False, num_threads: int = 1) -> Session:
     """Build and allocate an interpreter; with `options`, load the delegate and capture its decisions."""
     t0 = time.perf_counter()
     if options is None:
-        interp = make_interpreter(model, reference=reference, runtime=runtime)
-        return Session(interp, (time.perf_counter() - t0) * 1e3, None)
+        interp = make_interpreter(model, reference=reference, runtime=runtime, num_threads=num_threads)
+        return Session(interp, (time.perf_counter() - t0) * 1e3, None, runtime=runtime)
     with bridge.capture() as cap:
         delegate = teflon.load_delegate(runtime=runtime, **options)
-        interp = make_interpreter(model, [delegate], runtime=runtime)
-    return Session(interp, (time.perf_counter() - t0) * 1e3, options, cap)
+        interp = make_interpreter(model, [delegate], reference=reference, runtime=runtime, num_threads=num_threads)
+    return Session(interp, (time.perf_counter() - t0) * 1e3, options, cap, runtime=runtime)

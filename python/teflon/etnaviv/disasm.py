@@ -28,13 +28,8 @@ def _words(prog: Program, offset: int, n: int) -> list[int]:
 
 
 def _relocs(prog: Program, offset: int, n: int) -> list[dict[str, object]]:
-    out = []
-    for r in prog.relocs:
-        if r.buffer == "descriptors" and offset <= r.offset < offset + 4 * n:
-            word = (r.offset - offset) // 4
-            field = (_words(prog, r.offset, 1)[0] >> r.pos) & ((1 << r.width) - 1)
-            out.append({"word": word, "buffer": r.target, "offset": field << r.shift})
-    return out
+    return [{"word": i, "buffer": f.target, "offset": f.offset}
+            for i, f in sorted(prog.patched_fields("descriptors", offset, 4 * n, 4).items())]
 
 
 def _jobs(prog: Program) -> list[dict[str, object]]:
@@ -61,11 +56,11 @@ def to_json(prog: Program) -> dict[str, object]:
 def pretty(prog: Program, chip: Chip) -> str:
     nn_table = version_module(chip).TABLE
     lines = []
-    for j, job in enumerate(_jobs(prog)):
-        lines.append(f"# job {j}: {job['kind']}" + (f" {job['tp_type']}" if job["tp_type"] else ""))
-        for c, d in enumerate(job["descriptors"]):  # type: ignore[union-attr]
-            words = [int(w, 16) for w in d["words"]]
-            targets = {r["word"]: f"{r['buffer']}+0x{r['offset']:x}" for r in d["relocs"]}
+    for j, op in enumerate(prog.operations):
+        nn = op.kind == "NN"
+        table, n = (nn_table, NN_WORDS) if nn else (TP, TP_WORDS)
+        lines.append(f"# job {j}: {'NN' if nn else 'TP ' + op.kind[3:]}")
+        for c, offset in enumerate(op.info["descriptors"]):  # type: ignore[arg-type]
             lines.append(f"## descriptor {c}")
-            lines.append((nn_table if job["kind"] == "NN" else TP).format(words, targets))
+            lines.append(table.format(_words(prog, offset, n), prog.patched_fields("descriptors", offset, 4 * n, 4)))
     return "\n".join(lines)

@@ -15,6 +15,7 @@ Kept free of numpy and of the `teflon` package's heavy modules: the C header gen
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class DescError(ValueError):
@@ -134,8 +135,10 @@ class DescTable:
         self.check(words)
         return {f.name: self.get(words, f.name) for f in self.fields}
 
-    def format(self, words: list[int] | tuple[int, ...], relocated: dict[int, str] | None = None) -> str:
-        """One line per word: index, raw value, non-zero fields. `relocated` names a word's address target."""
+    def format(self, words: list[int] | tuple[int, ...], patched: dict[int, Any] | None = None) -> str:
+        """One line per word: index, raw value, non-zero fields. `patched` maps a word index to its relocated field
+        (a teflon.program.PatchedField, bits pos..pos+width-1): the widest field it covers shows
+        <target>+0xoffset instead of the offset placeholder the word holds."""
         try:
             self.check(words)
             bad = ""
@@ -147,11 +150,16 @@ class DescTable:
         lines = []
         for i, w in enumerate(words):
             parts = []
-            for f in sorted(by_word.get(i, []), key=lambda f: f.parts[0][1]):
+            fields = sorted(by_word.get(i, []), key=lambda f: f.parts[0][1])
+            p = (patched or {}).get(i)
+            covered = [f for f in fields if p is not None and f.parts[0][1] <= p.pos + p.width - 1
+                       and p.pos <= f.parts[0][2]]
+            widest = max(covered, key=lambda f: f.width) if covered else None
+            for f in fields:
                 v = self.get(words, f.name)
-                if relocated and i in relocated and f.width >= 26:
-                    parts.append(f"{f.name}=<{relocated[i]}>")
-                elif v:
+                if f is widest:
+                    parts.append(f"{f.name}={p}")
+                elif v and f not in covered:
                     parts.append(f"{f.name}={v:#x}" if abs(v) > 9 else f"{f.name}={v}")
             lines.append(f"{i:3d}  {w:08x}  {' '.join(parts)}".rstrip())
         return "\n".join(lines) + bad

@@ -15,6 +15,7 @@ op-enable) are listed per SoC in `specials`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 WORD_VALUE_SHIFT = 16
 WORD_TARGET_SHIFT = 48
@@ -251,19 +252,31 @@ class RegMap:
         self.check_value(reg.full_name, value)
         return (reg.unit, reg.full_name, self._unpack(reg, value))
 
-    def format_word(self, word: int) -> str:
+    def format_word(self, word: int, patched: Any = None) -> str:
+        """`patched` (a teflon.program.PatchedField: word bits pos..pos+width-1, printed as <target>+0xoffset)
+        replaces the fields a relocation fills in, which hold only the offset inside their target."""
         unit, name, fields = self.decode(word)
-        body = " ".join(f"{k}={v:#x}" if abs(v) > 9 else f"{k}={v}" for k, v in fields.items() if v)
+        if patched is not None and name in self._by_name:
+            # the whole patched value goes under the widest field it covers (PC_SOURCE_ADDR, not PC_SEL)
+            lo, hi = patched.pos - WORD_VALUE_SHIFT, patched.pos - WORD_VALUE_SHIFT + patched.width - 1
+            covered = [f for f in self._by_name[name].fields if f.lo <= hi and lo <= f.hi]
+            if covered:
+                widest = max(covered, key=lambda f: f.width).name
+                fields = {k: v for k, v in fields.items() if k == widest or all(k != f.name for f in covered)}
+                fields[widest] = patched
+        body = " ".join(f"{k}={v}" if not isinstance(v, int) else f"{k}={v:#x}" if abs(v) > 9 else f"{k}={v}"
+                        for k, v in fields.items() if not isinstance(v, int) or v)
         if not body and name != "NOP":
             body = "0"
         return f"{unit or '-':8s} {name:32s} {body}".rstrip()
 
-    def format_stream(self, words: list[int] | tuple[int, ...]) -> str:
-        """One line per word: index, raw word, unit, register name, non-zero fields."""
+    def format_stream(self, words: list[int] | tuple[int, ...], patched: dict[int, Any] | None = None) -> str:
+        """One line per word: index, raw word, unit, register name, non-zero fields; `patched` maps word indices
+        to their relocated field (see format_word)."""
         lines = []
         for i, w in enumerate(words):
             try:
-                text = self.format_word(w)
+                text = self.format_word(w, (patched or {}).get(i))
             except RegMapError as e:
                 text = f"?? {e}"
             lines.append(f"{i:4d}  {w:016x}  {text}")

@@ -14,7 +14,7 @@ from ..hw.regmap import WORD_VALUE_SHIFT
 from ..program import LAYOUT_NC1HWC2, Buffer, IOBinding, Job, OpRecord, Program, Reloc, Task
 from .geometry import FEATURE_ATOM
 from .lower import RocketConv
-from .stream import ROLE_ADD, ROLE_BIAS, ROLE_INPUT, ROLE_OUTPUT, ROLE_REGCMD, ROLE_WEIGHTS, EncodeError, Stream
+from .stream import ROLE_BIAS, ROLE_INPUT, ROLE_OUTPUT, ROLE_REGCMD, ROLE_WEIGHTS, EncodeError, Stream
 
 
 @dataclass(frozen=True)
@@ -26,13 +26,11 @@ class TensorInfo:
 
 
 def tensors(convs: list[RocketConv]) -> dict[int, TensorInfo]:
-    """Every feature map the operations read or write, in first-use order (input, output, ADD operand)."""
+    """Every feature map the operations read or write, in first-use order (input, output)."""
     out: dict[int, TensorInfo] = {}
     for c in convs:
         out.setdefault(c.input_tensor, TensorInfo(c.in_h, c.in_w, c.in_c, c.dtype))
         out.setdefault(c.output_tensor, TensorInfo(c.out_h, c.out_w, c.out_c, c.dtype))
-        if c.add is not None:
-            out.setdefault(c.add.tensor, TensorInfo(c.out_h, c.out_w, c.out_c, c.dtype))
     return out
 
 
@@ -41,8 +39,6 @@ def reader_zero_points(convs: list[RocketConv]) -> dict[int, int]:
     zps: dict[int, int] = {}
     for c in convs:
         zps.setdefault(c.input_tensor, c.in_zp)
-        if c.add is not None:
-            zps.setdefault(c.add.tensor, c.add.zp)
     return zps
 
 
@@ -54,7 +50,6 @@ def xor(dtype: str) -> int:
 def buffer_names(k: int, c: RocketConv) -> dict[str, str]:
     """Relocation role -> buffer name for operation k."""
     return {
-        ROLE_ADD: f"t{c.add.tensor}" if c.add is not None else "",
         ROLE_INPUT: f"t{c.input_tensor}",
         ROLE_OUTPUT: f"t{c.output_tensor}",
         ROLE_WEIGHTS: f"op{k}.weights",
@@ -88,8 +83,6 @@ def add_operation(prog: Program, names: dict[str, str], weights: tuple[int, byte
     prog.add_buffer(Buffer(names[ROLE_REGCMD], len(regcmd), regcmd))
     tasks = add_tasks(prog, names, streams, offsets)
     ins, outs = [names[ROLE_INPUT]], [names[ROLE_OUTPUT]]
-    if names[ROLE_ADD] and names[ROLE_ADD] not in ins:
-        ins.append(names[ROLE_ADD])
     if one_job:
         prog.jobs.append(Job(tasks, ins, outs))
     else:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import base64
 import struct
 
-from ..hw.regmap import WORD_VALUE_SHIFT, RegMap
-from ..program import Program, Task
+from ..hw.regmap import RegMap
+from ..program import PatchedField, Program, Task
 
 
 def task_words(prog: Program, t: Task) -> list[int]:
@@ -15,10 +15,9 @@ def task_words(prog: Program, t: Task) -> list[int]:
     return list(struct.unpack_from(f"<{t.nbytes // 8}Q", data, t.offset))
 
 
-def _relocated(prog: Program, t: Task) -> dict[int, str]:
-    """Word index -> target buffer of the address registers of one task."""
-    return {(r.offset - t.offset) // 8: r.target for r in prog.relocs
-            if r.buffer == t.buffer and t.offset <= r.offset < t.offset + t.nbytes}
+def _patched(prog: Program, t: Task) -> dict[int, PatchedField]:
+    """Word index -> relocated address field of one task's stream."""
+    return prog.patched_fields(t.buffer, t.offset, t.nbytes, 8)
 
 
 def pretty(prog: Program, regmap: RegMap) -> str:
@@ -28,11 +27,7 @@ def pretty(prog: Program, regmap: RegMap) -> str:
         for ti, t in enumerate(op.tasks):
             words = task_words(prog, t)
             lines.append(f"## task {ti}: {len(words)} words at {t.buffer}+0x{t.offset:x}")
-            text = regmap.format_stream(words).splitlines()
-            for i, target in _relocated(prog, t).items():
-                offset = (words[i] >> WORD_VALUE_SHIFT) & 0xFFFFFFFF
-                text[i] += f"  -> <{target}>+0x{offset:x}"
-            lines.extend(text)
+            lines.append(regmap.format_stream(words, _patched(prog, t)))
     return "\n".join(lines)
 
 
@@ -41,10 +36,8 @@ def to_json(prog: Program) -> dict[str, object]:
     for op in prog.operations:
         tasks = []
         for t in op.tasks:
-            words = task_words(prog, t)
-            relocs = [{"index": i, "buffer": target, "offset": (words[i] >> WORD_VALUE_SHIFT) & 0xFFFFFFFF}
-                      for i, target in sorted(_relocated(prog, t).items())]
-            tasks.append({"regcmd": [f"0x{w:016x}" for w in words], "relocs": relocs})
+            relocs = [{"index": i, "buffer": f.target, "offset": f.offset} for i, f in sorted(_patched(prog, t).items())]
+            tasks.append({"regcmd": [f"0x{w:016x}" for w in task_words(prog, t)], "relocs": relocs})
         ops.append({"nodes": op.nodes, "kind": op.kind, "tasks": tasks, **op.info})
     return {
         "device": prog.device,

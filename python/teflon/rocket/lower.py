@@ -8,22 +8,14 @@ width = the contiguous TFLite W (dims[2]), rows = TFLite H (dims[1]); see docs/h
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..ir import Graph, Operation, Tensor
 
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
-ADD_REASON = "ADD runs on the CPU (fusion into the producing convolution not implemented yet)"
-FUSE_ADD_ENV = "TEFLON_ROCKET_FUSE_ADD"
-
-
-def fuse_add_enabled() -> bool:
-    """ADD fusion (rocket.md §1.2/§3.5) is experimental: it needs the simulator's DPU element-wise path and
-    skips TFLite's intermediate requantization of the convolution output. Off unless the env var is 1."""
-    return os.environ.get(FUSE_ADD_ENV, "0") == "1"
+ADD_REASON = "ADD runs on the CPU: the rocket encoder does not emit the DPU element-wise path yet"
 
 
 class LoweringError(ValueError):
@@ -37,15 +29,6 @@ def stored_offset(dtype: str) -> int:
     if dtype == "int8":
         return 0
     raise LoweringError(f"tensor type {dtype} not supported (uint8 or int8 only)")
-
-
-@dataclass(frozen=True)
-class AddOperand:
-    """The other input of an ADD fused into a convolution, streamed in by DPU_RDMA's element-wise path."""
-
-    tensor: int
-    zp: int  # stored zero point
-    scale: np.float32
 
 
 @dataclass
@@ -82,17 +65,11 @@ class RocketConv:
     bias: np.ndarray  # int32, out_c entries (zeros when the model has no bias)
     activation: str = "NONE"  # the conv's own fused activation (already checked to be a no-op)
     w_scales: np.ndarray | None = None  # per-output-channel weight scales (rk3576 only); None = per-tensor
-    add: AddOperand | None = None  # fused ADD: output_tensor/out_zp/out_scale are then the ADD's
-    fused_nodes: list[int] = field(default_factory=list)
 
     @property
     def single_channel_input(self) -> bool:
         """ICr == 1: Mesa's "ARGB-like" path (raw rows, CNA converts)."""
         return self.in_c == 1
-
-    @property
-    def all_nodes(self) -> list[int]:
-        return self.nodes + self.fused_nodes
 
     @property
     def w_zp_q(self) -> int:
@@ -249,83 +226,18 @@ def _check_activation(act: str, dtype: str, sy: np.float32, zy: int) -> None:
     raise LoweringError(f"fused activation {act} not supported")
 
 
-def add_fusion_target(graph: Graph, add: Operation, convs: dict[int, RocketConv],
-                      outputs: set[int] | None = None) -> tuple[RocketConv, int]:
-    """(conv whose output feeds the ADD, the other ADD input) or LoweringError(reason).
-
-    `convs` maps output tensor -> lowered conv for the convolutions that would run on the NPU."""
-    if len(add.inputs) != 2 or len(add.outputs) != 1:
-        raise LoweringError("ADD with unexpected inputs/outputs")
-    if add.options.get("activation", "NONE") != "NONE":
-        raise LoweringError(f"ADD with fused {add.options.get('activation')} not supported")
-    a, b = (graph.tensors[t] for t in add.inputs)
-    y = graph.tensors[add.outputs[0]]
-    if a.is_constant or b.is_constant:
-        raise LoweringError("ADD with a constant input runs on the CPU")
-    if not (a.shape == b.shape == y.shape):
-        raise LoweringError(f"broadcasting ADD {a.shape} + {b.shape} not supported")
-    why = "no convolution on the NPU produces either ADD input"
-    for first, other in ((a, b), (b, a)):
-        conv = convs.get(first.index)
-        if conv is None:
-            continue
-        consumers = graph.consumers(first.index)
-        if conv.add is not None:
-            why = f"node {conv.nodes[0]} already has a fused ADD"
-        elif len(consumers) != 1 or (outputs is not None and first.index in outputs):
-            why = f"tensor {first.index} is also used outside the ADD"
-        elif conv.activation != "NONE":
-            why = f"the convolution feeding the ADD has a fused {conv.activation} (lost when fused)"
-        elif conv.single_channel_input or conv.in_w == 8:
-            why = "Mesa's fused-ADD special cases (single-channel or 8-wide input) are not reproduced"
-        elif conv.out_h * conv.out_w < 12:
-            why = "output plane smaller than the element-wise reader's minimum stride (12 atoms)"
-        elif other.dtype != conv.dtype or y.dtype != conv.dtype:
-            why = "ADD with mixed types"
-        else:
-            for t, what in ((other, "input"), (y, "output")):
-                _quant(t, f"ADD {what}")
-            return conv, other.index
-    raise LoweringError(why)
-
-
-def fuse_add(graph: Graph, add: Operation, conv: RocketConv, other: int) -> None:
-    """Redirect `conv` to compute conv + ADD operand, requantized to the ADD's output."""
-    b = graph.tensors[other]
-    y = graph.tensors[add.outputs[0]]
-    sb, zb = _quant(b, "ADD input")
-    sy, zy = _quant(y, "ADD output")
-    off = stored_offset(conv.dtype)
-    conv.add = AddOperand(other, zb - off, sb)
-    conv.output_tensor = y.index
-    conv.out_zp, conv.out_scale = zy - off, sy
-    conv.fused_nodes.append(add.index)
-
-
-def lower_partition(graph: Graph, nodes: list[int], outputs: list[int] | None = None,
-                    fuse: bool | None = None, per_channel: bool = False) -> list[RocketConv]:
-    """Lower the partition's nodes (in execution order) into rocket convolutions, fusing ADDs into the
-    convolution producing one of their inputs when enabled. A fused op runs at its ADD's position, so the
-    ADD's other input is ready whatever the order of its producers."""
-    fuse = fuse_add_enabled() if fuse is None else fuse
+def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False) -> list[RocketConv]:
+    """Lower the partition's nodes into rocket convolutions, in graph execution order."""
     by_index = {op.index: op for op in graph.operations}
     order = {op.index: i for i, op in enumerate(graph.operations)}
-    by_output: dict[int, RocketConv] = {}
     ops: list[RocketConv] = []
     for n in nodes:
         op = by_index[n]
         if op.kind in CONV_KINDS:
-            conv = lower_conv(graph, op, per_channel)
-            ops.append(conv)
-            by_output[conv.output_tensor] = conv
+            ops.append(lower_conv(graph, op, per_channel))
         elif op.kind == "ADD":
-            if not fuse:
-                raise LoweringError(ADD_REASON)
-            conv, other = add_fusion_target(graph, op, by_output, set(outputs or ()))
-            del by_output[conv.output_tensor]
-            fuse_add(graph, op, conv, other)
-            by_output[conv.output_tensor] = conv
+            raise LoweringError(ADD_REASON)
         else:
             raise LoweringError(f"{op.kind} (node {n}) is not supported by the rocket backend")
-    ops.sort(key=lambda c: order[(c.fused_nodes or c.nodes)[-1]])
+    ops.sort(key=lambda c: order[c.nodes[-1]])
     return ops

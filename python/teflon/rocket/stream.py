@@ -22,7 +22,6 @@ ROLE_OUTPUT = "output"
 ROLE_WEIGHTS = "weights"
 ROLE_BIAS = "bias"
 ROLE_REGCMD = "regcmd"
-ROLE_ADD = "add"
 
 class EncodeError(ValueError):
     pass

@@ -132,8 +132,6 @@ def tensor_bytes(c: int, plane: int) -> int:
 
 def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[int], outputs: list[int]) -> Program:
     prog = Program(device=device)
-    if any(c.add is not None for c in convs):
-        raise EncodeError("fused ADD is not implemented on rk3576")
     produced = {c.output_tensor for c in convs}
     shapes = assemble.tensors(convs)
     zps = assemble.reader_zero_points(convs)
@@ -147,7 +145,7 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[i
         # one job per operation: its row windows share CBUF rows, so they run back to back on one core
         assemble.add_operation(prog, assemble.buffer_names(k, c), (len(enc.weights), enc.weights), enc.coefs,
                                regcmd_bytes(enc.streams, enc.offsets), enc.streams, enc.offsets, True,
-                               OpRecord(c.all_nodes, c.kind, [], _op_info(enc)))
+                               OpRecord(c.nodes, c.kind, [], _op_info(enc)))
 
     for t in inputs:
         if t in shapes:

@@ -1,6 +1,5 @@
 """RK3588 generation of the rocket family (Mesa's rocket driver's target; rocket.md): the register table
-(regs), CBUF banks and row splitting (split), weight packing (weights), CLIP_TRUNCATE and the fused-ADD
-conversion (coefs), 130-word task streams (stream), the encoder (encoder) and its claims (support).
+(regs), CBUF banks and row splitting (split), weight packing (weights), CLIP_TRUNCATE (coefs), 130-word task streams (stream), the encoder (encoder) and its claims (support).
 
 Generation interface (used by teflon.rocket only): `supported(graph, regmap)` and
 `compile(regmap, device, graph, nodes, inputs, outputs, mesa_compat)`.
@@ -25,5 +24,5 @@ def compile(regmap: RegMap, device: str, graph: Graph, nodes: list[int], inputs:
     from ..lower import lower_partition
     from .encoder import compile_ops
 
-    return compile_ops(regmap, device, lower_partition(graph, nodes, outputs), inputs, outputs,
+    return compile_ops(regmap, device, lower_partition(graph, nodes), inputs, outputs,
                        mesa_compat=mesa_compat)

@@ -1,5 +1,5 @@
-"""RK3588-only coefficient values: CORE_CLIP_TRUNCATE and the fused-ADD operand conversion (rocket.md §3.4,
-§3.5). The bias table and OUT_CVT both generations share are in ..requant.
+"""RK3588-only coefficient values: CORE_CLIP_TRUNCATE (rocket.md §3.4). The bias table and OUT_CVT both
+generations share are in ..requant.
 """
 
 from __future__ import annotations
@@ -32,17 +32,3 @@ def truncate_bits(w_scale: np.float32, weights: np.ndarray, depthwise: bool) -> 
     bound = int(per_oc.max(initial=0)) * 128
     need = max(bound.bit_length() + 1 - ACC_BITS, 0)  # +1: sign bit
     return max(t, need)
-
-
-def ew_cvt(add_scale: np.float32, in_scale: np.float32, w_scale: np.float32) -> tuple[int, int]:
-    """(EW_OP_CVT_SCALE, EW_OP_CVT_SHIFT) bringing a fused-ADD operand into the conv's accumulator
-    domain: A = s_operand / (sx*sw), Q1.14 mantissa (no +1, unlike OUT_CVT), shift = 141 - E."""
-    a = np.float32(add_scale) / np.float32(np.float32(in_scale) * np.float32(w_scale))
-    b = f32_bits(a)
-    if b >> 31 or not 0 < (b >> 23) < 0xFF:
-        raise ValueError(f"add scale {float(a)} not representable")
-    scale = (1 << 14) | ((b >> 9) & 0x3FFF)
-    shift = 141 - (b >> 23)
-    if not 0 <= shift < 64:
-        raise ValueError(f"add scale {float(a)} out of range (shift {shift})")
-    return scale, shift

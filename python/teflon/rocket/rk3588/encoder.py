@@ -19,7 +19,7 @@ from ..requant import bias_table, out_cvt
 from ..stream import EncodeError, Stream, regcmd_bytes
 from . import coefs, weights
 from .split import Split, split
-from .stream import FusedAdd, OpParams, link, task_stream
+from .stream import OpParams, link, task_stream
 
 
 @dataclass
@@ -46,14 +46,9 @@ def op_params(c: RocketConv, mesa_compat: bool = False) -> OpParams:
         sp = split(geometry(c))
         trunc = coefs.truncate_bits(c.w_scale, c.weights, c.depthwise)
         scale, shift = out_cvt(c.in_scale, c.w_scale, c.out_scale, trunc, mesa_rounding=mesa_compat)
-        add = None
-        if c.add is not None:
-            ew_scale, ew_shift = coefs.ew_cvt(c.add.scale, c.in_scale, c.w_scale)
-            # the operand joins the accumulator after CLIP_TRUNCATE: scale it down alike [INFERRED]
-            add = FusedAdd(-c.add.zp, ew_scale, ew_shift + trunc)
     except (SplitError, ValueError) as e:
         raise EncodeError(str(e)) from e
-    return OpParams(c, sp, trunc, scale, shift, add)
+    return OpParams(c, sp, trunc, scale, shift)
 
 
 def build_streams(rm: RegMap, p: OpParams) -> tuple[list[Stream], list[int]]:
@@ -93,10 +88,9 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[i
 
     for k, c in enumerate(convs):
         enc = encode_op(rm, c, mesa_compat)
-        kind = c.kind + ("+ADD" if c.add is not None else "")
         assemble.add_operation(prog, assemble.buffer_names(k, c), (enc.weights_alloc, enc.weights), enc.bias,
                                regcmd_bytes(enc.streams, enc.offsets), enc.streams, enc.offsets,
-                               enc.split.reuse_weights, OpRecord(c.all_nodes, kind, [], _op_info(enc)))
+                               enc.split.reuse_weights, OpRecord(c.nodes, c.kind, [], _op_info(enc)))
 
     for t in inputs:
         if t not in shapes:
@@ -122,7 +116,6 @@ def _op_info(enc: EncodedOp) -> dict[str, object]:
         "reuse_weights": p.split.reuse_weights,
         "truncate_bits": p.truncate_bits,
         "out_cvt": [p.cvt_scale, p.cvt_shift],
-        "add_tensor": c.add.tensor if c.add is not None else -1,
         "input_tensor": c.input_tensor,
         "output_tensor": c.output_tensor,
         "macs": c.macs,

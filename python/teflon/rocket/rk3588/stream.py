@@ -14,27 +14,16 @@ from ...hw.regmap import RegMap
 from ..cube import kernels, packed_input_channels
 from ..geometry import FEATURE_ATOM
 from ..lower import RocketConv
-from ..stream import ROLE_ADD, ROLE_BIAS, ROLE_INPUT, ROLE_OUTPUT, ROLE_WEIGHTS, TRAILER_WORDS, Emitter, Stream, chain
+from ..stream import ROLE_BIAS, ROLE_INPUT, ROLE_OUTPUT, ROLE_WEIGHTS, TRAILER_WORDS, Emitter, Stream, chain
 from .split import Split, Task
 
 # Mesa's single-channel ("ARGB-like") input conversion: out = ((raw + offset) * scale) >> truncate.
 ARGB_CVT_TRUNCATE = 14
 ARGB_CVT_SCALE = 1 << 14
 ARGB_CVT_OFFSET = -128
-ARGB_CVT_TRUNCATE_ADD = 15  # Mesa's empirical values when the op takes part in a fused ADD
-ARGB_CVT_SCALE_ADD = 32388
 
 
 SURF_STRIDE_MASK = (1 << 28) - 1  # CNA_DMA_CON2.SURF_STRIDE is bits 0..27
-
-
-@dataclass(frozen=True)
-class FusedAdd:
-    """Fused ADD operand brought in through DPU_RDMA's element-wise path (rocket.md §3.5)."""
-
-    offset: int  # EW_CVT_OFFSET: minus the operand's stored zero point
-    scale: int  # EW_OP_CVT_SCALE
-    shift: int  # EW_OP_CVT_SHIFT (register value)
 
 
 @dataclass(frozen=True)
@@ -46,8 +35,6 @@ class OpParams:
     truncate_bits: int
     cvt_scale: int
     cvt_shift: int
-    add: FusedAdd | None = None
-    addition_input: bool = False  # this op's output is the operand of a fused ADD elsewhere
 
     @property
     def in_ch(self) -> int:
@@ -65,10 +52,6 @@ class OpParams:
         return oc
 
     @property
-    def in_ew(self) -> bool:
-        return self.add is not None or self.addition_input
-
-    @property
     def argb(self) -> bool:
         return self.conv.single_channel_input
 
@@ -77,8 +60,6 @@ class OpParams:
         w = self.conv.in_w
         if self.argb:
             w = max(w, FEATURE_ATOM)
-        elif w == 8 and self.in_ew:  # Mesa's fused-ADD hack for 8-wide maps
-            w *= 2
         return w
 
     @property
@@ -86,18 +67,13 @@ class OpParams:
         c = self.conv
         if self.argb:  # raw bytes, rows padded to 16
             return max(c.in_w, FEATURE_ATOM)
-        ls = c.in_w * FEATURE_ATOM // 4
-        if c.in_w == 8 and self.in_ew:
-            ls //= 2
-        return ls
+        return c.in_w * FEATURE_ATOM // 4
 
     @property
     def surface_stride(self) -> int:
         c = self.conv
         if self.argb:
             return self.line_stride * (c.in_h - 1)
-        if c.in_w == 8 and self.in_ew:
-            return 112
         # Mesa: line_stride * (IH/4 - 1) = IW * (IH - 4); the plane pitch minus four rows, in 16 B units.
         # Below four rows Mesa's signed value wraps into the 28-bit field (how its MobileNet classifier
         # conv on a 1x1 map runs on silicon); the DMA adds SURF_STRIDE + LINE_STRIDE modulo 2^28
@@ -183,11 +159,10 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
     e("CNA_CBUF_CON0", **cbuf)
     e("CNA_CBUF_CON1", DATA_ENTRIES=p.data_entries)
     if p.argb:
-        trunc = ARGB_CVT_TRUNCATE_ADD if p.in_ew else ARGB_CVT_TRUNCATE
-        scale = ARGB_CVT_SCALE_ADD if p.in_ew else ARGB_CVT_SCALE
+        trunc = ARGB_CVT_TRUNCATE
         e("CNA_CVT_CON0", CVT_TRUNCATE_0=trunc, CVT_TRUNCATE_1=trunc, CVT_TRUNCATE_2=trunc, CVT_TRUNCATE_3=trunc)
         for i in range(4):
-            e(f"CNA_CVT_CON{i + 1}", **{f"CVT_SCALE{i}": scale, f"CVT_OFFSET{i}": ARGB_CVT_OFFSET})
+            e(f"CNA_CVT_CON{i + 1}", **{f"CVT_SCALE{i}": ARGB_CVT_SCALE, f"CVT_OFFSET{i}": ARGB_CVT_OFFSET})
     else:
         e("CNA_CVT_CON0", DATA_SIGN=1, CVT_TYPE=1, CVT_BYPASS=1)
         for i in range(4):
@@ -238,15 +213,9 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
     e("DPU_BN_ALU_CFG")
     e("DPU_BN_MUL_CFG")
     e("DPU_BN_RELUX_CMP_VALUE")
-    if p.add is not None:
-        e("DPU_EW_CFG", EW_CVT_TYPE=1, EW_DATA_MODE=1, EDATA_SIZE=1, EW_ALU_ALGO=2, EW_RELU_BYPASS=1,
-          EW_LUT_BYPASS=1, EW_OP_SRC=1)
-        e("DPU_EW_CVT_OFFSET_VALUE", EW_OP_CVT_OFFSET=p.add.offset)
-        e("DPU_EW_CVT_SCALE_VALUE", EW_OP_CVT_SHIFT=p.add.shift, EW_OP_CVT_SCALE=p.add.scale)
-    else:
-        e("DPU_EW_CFG", EW_RELU_BYPASS=1, EW_OP_CVT_BYPASS=1, EW_LUT_BYPASS=1, EW_OP_BYPASS=1, EW_BYPASS=1)
-        e("DPU_EW_CVT_OFFSET_VALUE")
-        e("DPU_EW_CVT_SCALE_VALUE", EW_OP_CVT_SCALE=1)
+    e("DPU_EW_CFG", EW_RELU_BYPASS=1, EW_OP_CVT_BYPASS=1, EW_LUT_BYPASS=1, EW_OP_BYPASS=1, EW_BYPASS=1)
+    e("DPU_EW_CVT_OFFSET_VALUE")
+    e("DPU_EW_CVT_SCALE_VALUE", EW_OP_CVT_SCALE=1)
     e("DPU_EW_RELUX_CMP_VALUE")
     e("DPU_OUT_CVT_OFFSET", OUT_CVT_OFFSET=c.out_zp)
     e("DPU_OUT_CVT_SCALE", OUT_CVT_SCALE=p.cvt_scale)
@@ -262,31 +231,20 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
     e("DPU_RDMA_DATA_CUBE_WIDTH", WIDTH=tw - 1)
     e("DPU_RDMA_DATA_CUBE_HEIGHT", HEIGHT=th - 1)
     e("DPU_RDMA_DATA_CUBE_CHANNEL", CHANNEL=oc - 1)
-    if p.add is not None:
-        e.addr("DPU_RDMA_SRC_BASE_ADDR", ROLE_ADD, task.output_offset)
-    else:
-        e("DPU_RDMA_SRC_BASE_ADDR")
+    e("DPU_RDMA_SRC_BASE_ADDR")
     e("DPU_RDMA_BRDMA_CFG", BRDMA_DATA_USE=1)
     e.addr("DPU_RDMA_BS_BASE_ADDR", ROLE_BIAS, 0)
     e("DPU_RDMA_NRDMA_CFG")
     e("DPU_RDMA_BN_BASE_ADDR")
-    ew_stride = max(plane, 12)
-    surf_notch = 15 if c.in_w == 3 else ew_stride + tw * (c.out_h - th)
-    if p.add is not None:
-        e("DPU_RDMA_ERDMA_CFG", ERDMA_DATA_MODE=1, ERDMA_DATA_SIZE=1)
-        e.addr("DPU_RDMA_EW_BASE_ADDR", ROLE_ADD, task.output_offset + plane * FEATURE_ATOM)
-        e("DPU_RDMA_EW_SURF_STRIDE", EW_SURF_STRIDE=ew_stride)
-        e("DPU_RDMA_FEATURE_MODE_CFG", BURST_LEN=15, COMB_USE=5, CONV_MODE=3 * dw)
-    else:
-        e("DPU_RDMA_ERDMA_CFG", ERDMA_DISABLE=1)
-        e("DPU_RDMA_EW_BASE_ADDR")
-        e("DPU_RDMA_EW_SURF_STRIDE")
-        e("DPU_RDMA_FEATURE_MODE_CFG", BURST_LEN=15, MRDMA_DISABLE=1, CONV_MODE=3 * dw)
+    e("DPU_RDMA_ERDMA_CFG", ERDMA_DISABLE=1)
+    e("DPU_RDMA_EW_BASE_ADDR")
+    e("DPU_RDMA_EW_SURF_STRIDE")
+    e("DPU_RDMA_FEATURE_MODE_CFG", BURST_LEN=15, MRDMA_DISABLE=1, CONV_MODE=3 * dw)
     e("DPU_RDMA_SRC_DMA_CFG")
-    e("DPU_RDMA_SURF_NOTCH", SURF_NOTCH_ADDR=surf_notch if p.add is not None else 0)
+    e("DPU_RDMA_SURF_NOTCH")
     e("DPU_RDMA_PAD_CFG")
     e("DPU_RDMA_WEIGHT", E_WEIGHT=1, N_WEIGHT=1, B_WEIGHT=1, M_WEIGHT=1)
-    e("DPU_RDMA_EW_SURF_NOTCH", EW_SURF_NOTCH=surf_notch if p.add is not None else 0)
+    e("DPU_RDMA_EW_SURF_NOTCH")
 
     # Trailer: [next stream address][next fetch amount][SYNC][op-enable]; link() fills in the first two.
     # A multi-task op's last task keeps a PC_BASE_ADDRESS of 0 where a single task has a bare 0 word.

@@ -4,16 +4,7 @@ from __future__ import annotations
 
 from ...hw.regmap import RegMap
 from ...ir import Graph
-from ..lower import (
-    ADD_REASON,
-    CONV_KINDS,
-    LoweringError,
-    RocketConv,
-    add_fusion_target,
-    fuse_add,
-    fuse_add_enabled,
-    lower_conv,
-)
+from ..lower import ADD_REASON, CONV_KINDS, LoweringError, RocketConv, lower_conv
 from ..stream import EncodeError
 from .encoder import build_streams, op_params
 from .stream import OpParams
@@ -31,28 +22,13 @@ def _describe(conv: RocketConv, params: OpParams) -> str:
     return f"{what} {conv.kh}x{conv.kw} s{conv.stride}, {n} task{'s' * (n > 1)}"
 
 
-def supported(graph: Graph, regmap: RegMap, fuse: bool | None = None) -> dict[int, tuple[bool, str]]:
+def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     """{node index: (claimed, reason)} for every operation of the graph on rk3588."""
     out: dict[int, tuple[bool, str]] = {}
-    fuse = fuse_add_enabled() if fuse is None else fuse
-    by_output: dict[int, RocketConv] = {}  # claimed convolutions by (current) output tensor
     single_channel: dict[int, int] = {}  # node -> its input tensor, for ops on the raw-rows input path
     for op in graph.operations:
         if op.kind == "ADD":
-            if not fuse:
-                out[op.index] = (False, ADD_REASON)
-                continue
-            try:
-                conv, other = add_fusion_target(graph, op, by_output)
-                fused = lower_conv(graph, next(o for o in graph.operations if o.index == conv.nodes[0]))
-                fuse_add(graph, op, fused, other)
-                _check(regmap, fused)
-            except (LoweringError, EncodeError) as e:
-                out[op.index] = (False, f"ADD not fused: {e}")
-                continue
-            del by_output[conv.output_tensor]
-            by_output[fused.output_tensor] = fused
-            out[op.index] = (True, f"fused into node {conv.nodes[0]}")
+            out[op.index] = (False, ADD_REASON)
             continue
         if op.kind not in CONV_KINDS:
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
@@ -64,7 +40,6 @@ def supported(graph: Graph, regmap: RegMap, fuse: bool | None = None) -> dict[in
             out[op.index] = (False, str(e))
             continue
         out[op.index] = (True, _describe(conv, params))
-        by_output[conv.output_tensor] = conv
         if conv.single_channel_input:
             single_channel[op.index] = conv.input_tensor
 
