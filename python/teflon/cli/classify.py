@@ -23,6 +23,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mean", type=float, default=127.5, help="float inputs: (pixel - mean) / std (default 127.5)")
     p.add_argument("--std", type=float, default=127.5, help="float inputs: (pixel - mean) / std (default 127.5)")
     p.add_argument("--cpu", action="store_true", help="run on TFLite's CPU kernels instead of the delegate")
+    p.add_argument("--no-cache", action="store_true",
+                   help="compile every partition again instead of reading the program cache (default: the cache "
+                        "under $XDG_CACHE_HOME/teflon/programs; -o cache_dir=DIR picks another)")
 
 
 def top_k(scores: np.ndarray, k: int) -> list[int]:
@@ -52,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--std must not be 0")
     labels = load_labels(args.labels) if args.labels else []
     opts = None if args.cpu else delegate_options(args)
+    if opts is not None and not args.no_cache:
+        from teflon.cache import default_dir
+
+        opts.setdefault("cache_dir", str(default_dir()))
     session = open_interpreter(args.model, opts, runtime=args.runtime, num_threads=args.threads)
     interp = session.interpreter
     inp = interp.get_input_details()[0]

@@ -9,7 +9,7 @@ from typing import Any
 
 import teflon
 from teflon import bridge
-from teflon.runtime import cpu_kernels_label, make_interpreter
+from teflon.runtime import cpu_kernels_label, make_interpreter, runtime_label
 
 
 def positive_int(text: str) -> int:
@@ -57,6 +57,11 @@ class Session:
         if self.options is None:
             return f"CPU ({self.cpu_kernels()})"
         programs = self.capture.programs if self.capture is not None else []
+        if not programs and self.options.get("cache_dir") and not (self.capture and self.capture.support):
+            # a full cache hit: the delegate never called the compiler, so there is nothing captured to count
+            # (and no partition count to tell teflon's DELEGATE nodes from XNNPACK's: the runtime is named alone)
+            return (f"teflon device={self.options.get('device', 'auto')} ({self.npu_kind()} NPU), programs read "
+                    f"from the cache {self.options['cache_dir']}; CPU nodes on {runtime_label(self.runtime)}")
         if not programs:
             return f"CPU ({self.cpu_kernels()}): nothing delegated"
         nodes = sum(len(nodes) for nodes, _ in programs)
