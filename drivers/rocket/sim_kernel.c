@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "../errmsg.h"
 #include "../fault.h"
@@ -117,10 +118,11 @@ static int sim_bo_create(void *impl, uint64_t size, teflon_bo *out, char *err, s
         d->bos = n;
         d->cap = ncap;
     }
-    uint8_t *mem = aligned_alloc(PAGE, span);
-    if (!mem)
+    /* Anonymous pages arrive zeroed, as the kernel's shmem BOs do, and cost nothing until touched: a program's
+     * activation buffers are not faulted in at load (a cached program then loads in a few ms). */
+    uint8_t *mem = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
         goto oom;
-    memset(mem, 0, span);
     memmove(&d->bos[pos + 1], &d->bos[pos], (d->nbos - pos) * sizeof(*d->bos));
     d->bos[pos] = (struct sim_bo){.handle = ++d->next_handle, .iova = at, .span = span, .size = size, .mem = mem};
     d->nbos++;
@@ -137,7 +139,7 @@ static void sim_bo_destroy(void *impl, teflon_bo *bo)
     struct sim_bo *b = find_handle(d, bo->handle);
     if (!b)
         return;
-    free(b->mem);
+    munmap(b->mem, b->span);
     size_t i = (size_t)(b - d->bos);
     memmove(&d->bos[i], &d->bos[i + 1], (d->nbos - i - 1) * sizeof(*d->bos));
     d->nbos--;
@@ -301,7 +303,7 @@ static void sim_close(void *impl)
 {
     struct sim_dev *d = impl;
     for (size_t i = 0; i < d->nbos; i++)
-        free(d->bos[i].mem);
+        munmap(d->bos[i].mem, d->bos[i].span);
     free(d->bos);
     for (unsigned c = 0; c < RKT_MAX_CORES; c++)
         rkt_npu_destroy(d->npu[c]);
