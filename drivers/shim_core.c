@@ -50,6 +50,22 @@ static struct {
     struct teflon_shim_file *files;
 } shim = {.lock = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT};
 
+/* Set while this thread holds the lock: the backend's own mmap/munmap (the simulated kernel maps its BOs'
+ * memory) then go straight to libc instead of re-entering the interposed entry points and the lock. */
+static _Thread_local int shim_locked;
+
+static void shim_lock(void)
+{
+    pthread_mutex_lock(&shim.lock);
+    shim_locked = 1;
+}
+
+static void shim_unlock(void)
+{
+    shim_locked = 0;
+    pthread_mutex_unlock(&shim.lock);
+}
+
 static const char *shim_env(const char *suffix)
 {
     char name[96];
@@ -196,11 +212,11 @@ static const char *shim_redirect(const char *path, char *buf, size_t len)
     }
     if (!p || !*p)
         return path;
-    pthread_mutex_lock(&shim.lock);
+    shim_lock();
     if (shim.tree_state == 0)
         shim_tree_build();
     const int ok = shim.tree_state == 1;
-    pthread_mutex_unlock(&shim.lock);
+    shim_unlock();
     if (!ok)
         return path;
     snprintf(buf, len, "%s%s", shim.tree.dir, path);
@@ -310,7 +326,7 @@ static int shim_open_node(const char *path, int flags)
 {
     char msg[256] = "out of memory";
     struct teflon_shim_file *f = calloc(1, sizeof(*f));
-    pthread_mutex_lock(&shim.lock);
+    shim_lock();
     void *dev = f ? teflon_shim_family.open(shim.t, msg, sizeof(msg)) : NULL;
     const int fd = dev ? shim.open("/dev/null", O_RDWR | (flags & O_CLOEXEC)) : -1;
     if (fd >= 0) {
@@ -318,7 +334,7 @@ static int shim_open_node(const char *path, int flags)
         shim.files = f;
         teflon_shim_log("OPEN %s (%s)", path, shim.t->name);
     }
-    pthread_mutex_unlock(&shim.lock);
+    shim_unlock();
     if (fd >= 0)
         return fd;
     const int err = dev ? errno : ENOMEM;
@@ -371,7 +387,7 @@ SHIM_EXPORT int __open64_2(const char *path, int flags) __attribute__((alias("__
 SHIM_EXPORT int close(int fd)
 {
     shim_init();
-    pthread_mutex_lock(&shim.lock);
+    shim_lock();
     for (struct teflon_shim_file **p = &shim.files; *p; p = &(*p)->next)
         if ((*p)->fd == fd) {
             struct teflon_shim_file *f = *p;
@@ -380,7 +396,7 @@ SHIM_EXPORT int close(int fd)
             teflon_shim_log("CLOSE");
             break;
         }
-    pthread_mutex_unlock(&shim.lock);
+    shim_unlock();
     return shim.close(fd);
 }
 
@@ -391,10 +407,10 @@ SHIM_EXPORT int ioctl(int fd, unsigned long req, ...)
     void *arg = va_arg(ap, void *);
     va_end(ap);
     shim_init();
-    pthread_mutex_lock(&shim.lock);
+    shim_lock();
     struct teflon_shim_file *f = shim_file_of(fd);
     const int rc = f ? shim_dispatch(f, req, arg) : 0;
-    pthread_mutex_unlock(&shim.lock);
+    shim_unlock();
     if (!f)
         return shim.ioctl(fd, req, arg);
     if (rc) {
@@ -422,10 +438,12 @@ static void *shim_map(struct teflon_shim_file *f, size_t len, off_t off)
 SHIM_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     shim_init();
-    pthread_mutex_lock(&shim.lock);
+    if (shim_locked)
+        return shim.mmap(addr, len, prot, flags, fd, off);
+    shim_lock();
     struct teflon_shim_file *f = shim_file_of(fd);
     void *p = f ? shim_map(f, len, off) : NULL;
-    pthread_mutex_unlock(&shim.lock);
+    shim_unlock();
     return f ? p : shim.mmap(addr, len, prot, flags, fd, off);
 }
 
@@ -448,9 +466,11 @@ static int shim_unmap(void *addr)
 SHIM_EXPORT int munmap(void *addr, size_t len)
 {
     shim_init();
-    pthread_mutex_lock(&shim.lock);
+    if (shim_locked)
+        return shim.munmap(addr, len);
+    shim_lock();
     const int mine = shim_unmap(addr);
-    pthread_mutex_unlock(&shim.lock);
+    shim_unlock();
     return mine ? 0 : shim.munmap(addr, len);
 }
 
