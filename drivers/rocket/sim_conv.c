@@ -546,11 +546,12 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
     if (grow((void **)&f->x, &f->xcap, (size_t)rows_p * xrow) ||
         grow((void **)&f->acc, &f->acccap, ((size_t)opad * kpad + (size_t)opad) * sizeof(int32_t)) ||
         grow((void **)&f->corr, &f->corrcap, (size_t)nq * sizeof(int64_t)) ||
-        grow((void **)&f->tab, &f->tabcap, (size_t)nq * 3 * sizeof(int32_t)) ||
+        grow((void **)&f->tab, &f->tabcap, (size_t)nq * 4 * sizeof(int32_t)) ||
         grow((void **)&f->dst, &f->dstcap, (size_t)nsurf * sizeof(uint8_t *)))
         return -ENOMEM;
-    int32_t *ow = f->tab, *bias = f->tab + nq, *mul = f->tab + 2 * nq;
+    int32_t *ow = f->tab, *bias = f->tab + nq, *mul = f->tab + 2 * nq, *corr32 = f->tab + 3 * nq;
     int need_sums = 0;
+    int64_t acc_max;
     for (int k = 0; k < nq; k++) {
         const int live = k < t->oc_real;
         ow[k] = live ? (t->ow ? t->ow[k] : t->ow_op) : 0;
@@ -566,39 +567,46 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
             return -ENOMEM;
         for (int k = 0; k < nq; k++)
             f->corr[k] = 0;
-        for (size_t i = 0; i < n; i++) {
-            const int ch = (int)(i % (size_t)ic);
-            const int32_t w = c->w[i] + (ch < nq ? ow[ch] : 0);
-            if (w < INT16_MIN || w > INT16_MAX)
-                return 1;
-            f->dw[i] = (int16_t)w;
-            if (ch < nq)
-                f->corr[ch] -= 128 * (int64_t)w;
-        }
+        int32_t wmax = 0;
+        for (size_t i = 0; i < n; i += (size_t)ic)
+            for (int ch = 0; ch < ic; ch++) {
+                const int32_t w = c->w[i + ch] + (ch < nq ? ow[ch] : 0);
+                if (w < INT16_MIN || w > INT16_MAX)
+                    return 1;
+                f->dw[i + ch] = (int16_t)w;
+                wmax = w > wmax ? w : -w > wmax ? -w : wmax;
+                if (ch < nq)
+                    f->corr[ch] -= 128 * (int64_t)w;
+            }
         for (int k = 0; k < nq; k++)
             ow[k] = 0;
         need_sums = 0;
+        acc_max = 255 * (int64_t)wmax * taps;
     } else {
         /* sum x * w + ow * sum x with x = (x + 128) - 128 over N = taps x ic inputs */
         const int64_t n = (int64_t)taps * ic;
         for (int k = 0; k < nq; k++)
             f->corr[k] = k < t->oc_real ? -128 * (int64_t)f->wsum[k] - 128 * n * ow[k] : 0;
+        acc_max = 255 * 128 * n;
+    }
+    /* int32 suffices for the stages up to the bias add when the largest possible CORE value, rounded,
+     * truncated and biased, stays inside int32 (sums of x + 128 in [0, 255] times weights) */
+    const struct post p = post_of(t);
+    const int64_t sum_max = need_sums ? 255 * (int64_t)taps * ic : 0;
+    int fits32 = 1;
+    for (int k = 0; k < nq; k++) {
+        const int64_t b = acc_max + llabs(f->corr[k]) + llabs(ow[k]) * sum_max + p.tround;
+        fits32 &= b <= INT32_MAX && (b >> p.trunc) + 1 + llabs(bias[k]) <= INT32_MAX;
+        corr32[k] = (int32_t)(f->corr[k] + p.tround);
     }
     fast_input(f, t, rows_p, cols);
     if (need_sums) {
         if (grow((void **)&f->psum, &f->pcap, (size_t)rows_p * cols * sizeof(int32_t)))
             return -ENOMEM;
-        for (size_t i = 0; i < (size_t)rows_p * cols; i++) {
-            const uint8_t *px = f->x + i * ic;
-            int32_t sum = 0;
-            for (int ch = 0; ch < ic; ch++)
-                sum += px[ch];
-            f->psum[i] = sum;
-        }
+        c->ops->pixsum(f->x, ic, (size_t)rows_p * cols, f->psum);
     }
 
-    const struct post p = post_of(t);
-    const struct rkt_requant q = {.n = t->oc_real, .corr = f->corr, .ow = ow, .bias = bias,
+    const struct rkt_requant q = {.n = t->oc_real, .corr = f->corr, .corr32 = fits32 ? corr32 : NULL, .ow = ow, .bias = bias,
                                   .mul = t->bs_mul ? mul : NULL, .trunc = p.trunc, .shift = p.shift,
                                   .mul_shift_pos = p.mul_shift_pos, .mul_shift_neg = p.mul_shift_neg,
                                   .tround = p.tround, .pre = p.pre, .post = p.post, .scale = p.scale};

@@ -29,6 +29,8 @@
 struct rkt_requant {
     int n;
     const int64_t *corr;
+    const int32_t *corr32;   /* corr + the CLIP_TRUNCATE rounding as int32 when the task's bound shows that
+                                acc + corr32 + ow * S and (that >> trunc) + bias never leave int32, else NULL */
     const int32_t *ow;
     const int32_t *bias;
     const int32_t *mul;      /* NULL: no BS multiplier (RK3588) */
@@ -80,6 +82,8 @@ struct rkt_dot_ops {
      * for p < npix */
     void (*depthwise)(const uint8_t *x, size_t xstep, size_t xrow, const int16_t *w, int kh, int kw, int ic,
                       int npix, int32_t *acc);
+    /* sum[i] = sum of the ic bytes of pixel i, for i < npix (window sums of the OW term) */
+    void (*pixsum)(const uint8_t *x, int ic, size_t npix, int32_t *sum);
     /* One output row: pixel p's 16-channel surface s (16 bytes) to dst[s] + 16 p; channels >= q->n are 0.
      * s: window sums per pixel, or NULL (all 0). */
     void (*requant)(const struct rkt_requant *q, const int32_t *acc, size_t astride, const int32_t *s, int npix,

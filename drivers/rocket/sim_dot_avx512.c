@@ -33,80 +33,173 @@ static void direct_avx512(const uint8_t *x, size_t xstep, size_t xrow, const int
     }
 }
 
+/* vpsadbw against 0: eight 64-bit sums of 8 bytes each, 16 channels (one plane) at a time. */
+static void pixsum_avx512(const uint8_t *x, int ic, size_t npix, int32_t *sum)
+{
+    for (size_t i = 0; i < npix; i++, x += ic) {
+        __m128i v = _mm_setzero_si128();
+        for (int ch = 0; ch < ic; ch += 16)
+            v = _mm_add_epi64(v, _mm_sad_epu8(_mm_loadu_si128((const __m128i *)(x + ch)), _mm_setzero_si128()));
+        sum[i] = (int32_t)(_mm_cvtsi128_si64(v) + _mm_extract_epi64(v, 1));
+    }
+}
+
 /* vpmaddwd over pairs of taps: (x_t, x_t+1) . (w_t, w_t+1) per channel, 32 channels per step; the unpacks
- * leave the channels of each 128-bit lane split over lo (0..3) and hi (4..7), undone before the store. */
+ * leave the channels of each 128-bit lane split over lo (0..3) and hi (4..7), undone before the store. The
+ * interleaved weight pairs of a channel block are built once for all pixels (up to DW_PAIRS pairs at a time). */
+#define DW_PAIRS 16
 static void depthwise_avx512(const uint8_t *x, size_t xstep, size_t xrow, const int16_t *w, int kh, int kw, int ic,
                              int npix, int32_t *acc)
 {
     const int taps = kh * kw;
     const __m512i first = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
     const __m512i second = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
-    for (int p = 0; p < npix; p++)
-        for (int cb = 0; cb < ic; cb += 32) {
-            const __mmask32 m = ic - cb >= 32 ? 0xFFFFFFFFu : 0xFFFFu; /* ic is a multiple of 16 */
-            __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
-            for (int t = 0; t < taps; t += 2) {
-                const size_t xa = (size_t)(t / kw) * xrow + (size_t)(t % kw) * ic + (size_t)p * xstep + cb;
-                const __m512i x0 = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(m, x + xa));
+    for (int cb = 0; cb < ic; cb += 32) {
+        const __mmask32 m = ic - cb >= 32 ? 0xFFFFFFFFu : 0xFFFFu; /* ic is a multiple of 16 */
+        for (int t0 = 0; t0 < taps; t0 += 2 * DW_PAIRS) {
+            const int t1 = t0 + 2 * DW_PAIRS < taps ? t0 + 2 * DW_PAIRS : taps;
+            __m512i wlo[DW_PAIRS], whi[DW_PAIRS];
+            size_t off[2 * DW_PAIRS];
+            for (int t = t0; t < t1; t += 2) {
                 const __m512i w0 = _mm512_maskz_loadu_epi16(m, w + (size_t)t * ic + cb);
-                __m512i x1 = _mm512_setzero_si512(), w1 = _mm512_setzero_si512();
-                if (t + 1 < taps) {
-                    const size_t xb = (size_t)((t + 1) / kw) * xrow + (size_t)((t + 1) % kw) * ic + (size_t)p * xstep + cb;
-                    x1 = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(m, x + xb));
-                    w1 = _mm512_maskz_loadu_epi16(m, w + (size_t)(t + 1) * ic + cb);
-                }
-                lo = _mm512_add_epi32(lo, _mm512_madd_epi16(_mm512_unpacklo_epi16(x0, x1), _mm512_unpacklo_epi16(w0, w1)));
-                hi = _mm512_add_epi32(hi, _mm512_madd_epi16(_mm512_unpackhi_epi16(x0, x1), _mm512_unpackhi_epi16(w0, w1)));
+                const __m512i w1 = t + 1 < t1 ? _mm512_maskz_loadu_epi16(m, w + (size_t)(t + 1) * ic + cb) : _mm512_setzero_si512();
+                wlo[(t - t0) / 2] = _mm512_unpacklo_epi16(w0, w1);
+                whi[(t - t0) / 2] = _mm512_unpackhi_epi16(w0, w1);
             }
-            int32_t *a = acc + (size_t)p * ic + cb;
-            _mm512_storeu_si512(a, _mm512_permutex2var_epi32(lo, first, hi));
-            if (m == 0xFFFFFFFFu)
-                _mm512_storeu_si512(a + 16, _mm512_permutex2var_epi32(lo, second, hi));
+            for (int t = t0; t < t1 + (t1 - t0) % 2; t++) /* an odd last tap pairs with tap t0 times weight 0 */
+                off[t - t0] = t < t1 ? (size_t)(t / kw) * xrow + (size_t)(t % kw) * ic + cb : off[0];
+            for (int p = 0; p < npix; p++) {
+                const uint8_t *xp = x + (size_t)p * xstep;
+                int32_t *a = acc + (size_t)p * ic + cb;
+                __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+                if (t0) {
+                    const __m512i s0 = _mm512_loadu_si512(a);
+                    const __m512i s1 = m == 0xFFFFFFFFu ? _mm512_loadu_si512(a + 16) : _mm512_setzero_si512();
+                    /* back to the lo/hi lane order */
+                    lo = _mm512_permutex2var_epi32(s0, _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27), s1);
+                    hi = _mm512_permutex2var_epi32(s0, _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31), s1);
+                }
+                for (int j = 0; j < (t1 - t0 + 1) / 2; j++) {
+                    const __m512i x0 = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(m, xp + off[2 * j]));
+                    const __m512i x1 = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(m, xp + off[2 * j + 1]));
+                    lo = _mm512_add_epi32(lo, _mm512_madd_epi16(_mm512_unpacklo_epi16(x0, x1), wlo[j]));
+                    hi = _mm512_add_epi32(hi, _mm512_madd_epi16(_mm512_unpackhi_epi16(x0, x1), whi[j]));
+                }
+                _mm512_storeu_si512(a, _mm512_permutex2var_epi32(lo, first, hi));
+                if (m == 0xFFFFFFFFu)
+                    _mm512_storeu_si512(a + 16, _mm512_permutex2var_epi32(lo, second, hi));
+            }
         }
+    }
 }
 
-/* 8 channels in int64 lanes: rkt_requantize, lane by lane. */
-static inline __m128i requant8(const struct rkt_requant *q, const int32_t *a, int k, __m512i sum)
+/* The task's constants of rkt_requantize as vectors, loaded once: the output stores may alias anything, so
+ * nothing would stay in registers if read through `q` inside the loops. */
+struct rq {
+    __m512i tround, scale, pre, post, lo32, hi32, lo8, hi8, shp, shn, rndp, rndn;
+    __m128i trunc, shift;
+};
+
+/* The stages after the bias (RK3576 multiplier, OUT_CVT, saturation) on 8 int64 lanes holding int32 values:
+ * rkt_requantize, lane by lane; 8 bytes out. */
+static inline __m128i requant_tail(const struct rq *r, __m512i v, __m512i mul, int with_mul)
 {
-    const __m512i lo32 = _mm512_set1_epi64(INT32_MIN), hi32 = _mm512_set1_epi64(INT32_MAX);
-    __m512i core = _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm256_loadu_si256((const __m256i *)(a + k))),
-                                    _mm512_loadu_si512(q->corr + k));
-    core = _mm512_add_epi64(core, _mm512_mul_epi32(_mm512_cvtepi32_epi64(_mm256_loadu_si256((const __m256i *)(q->ow + k))), sum));
-    __m512i v = _mm512_sra_epi64(_mm512_add_epi64(core, _mm512_set1_epi64(q->tround)), _mm_cvtsi32_si128(q->trunc));
-    v = _mm512_add_epi64(v, _mm512_cvtepi32_epi64(_mm256_loadu_si256((const __m256i *)(q->bias + k))));
-    v = _mm512_max_epi64(_mm512_min_epi64(v, hi32), lo32);
-    if (q->mul) {
+    if (with_mul) {
         const __mmask8 neg = _mm512_cmplt_epi64_mask(v, _mm512_setzero_si512());
-        const int sp = q->mul_shift_pos, sn = q->mul_shift_neg;
-        const __m512i sh = _mm512_mask_blend_epi64(neg, _mm512_set1_epi64(sp), _mm512_set1_epi64(sn));
-        const __m512i rnd = _mm512_mask_blend_epi64(neg, _mm512_set1_epi64(sp ? (int64_t)1 << (sp - 1) : 0),
-                                                    _mm512_set1_epi64(sn ? (int64_t)1 << (sn - 1) : 0));
-        const __m512i m = _mm512_mul_epi32(v, _mm512_cvtepi32_epi64(_mm256_loadu_si256((const __m256i *)(q->mul + k))));
-        v = _mm512_srav_epi64(_mm512_add_epi64(m, rnd), sh);
-        v = _mm512_max_epi64(_mm512_min_epi64(v, hi32), lo32);
+        const __m512i m = _mm512_mul_epi32(v, mul);
+        v = _mm512_srav_epi64(_mm512_add_epi64(m, _mm512_mask_blend_epi64(neg, r->rndp, r->rndn)),
+                              _mm512_mask_blend_epi64(neg, r->shp, r->shn));
+        v = _mm512_max_epi64(_mm512_min_epi64(v, r->hi32), r->lo32);
     }
     /* |v| < 2^31 and scale < 2^16: the signed 32 x 32 -> 64 product is exact */
-    __m512i o = _mm512_mul_epi32(v, _mm512_set1_epi64(q->scale));
-    o = _mm512_sra_epi64(_mm512_add_epi64(o, _mm512_set1_epi64(q->pre)), _mm_cvtsi32_si128(q->shift));
-    o = _mm512_add_epi64(o, _mm512_set1_epi64(q->post));
-    o = _mm512_max_epi64(_mm512_min_epi64(o, _mm512_set1_epi64(127)), _mm512_set1_epi64(-128));
-    return _mm512_cvtepi64_epi8(o);
+    __m512i o = _mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(v, r->scale), r->pre), r->shift);
+    o = _mm512_add_epi64(o, r->post);
+    return _mm512_cvtepi64_epi8(_mm512_max_epi64(_mm512_min_epi64(o, r->hi8), r->lo8));
+}
+
+static inline __m512i load8_64(const int32_t *p)
+{
+    return _mm512_cvtepi32_epi64(_mm256_loadu_si256((const __m256i *)p));
+}
+
+/* 16 channels from k, the general case: the CORE value and the bias in int64 lanes with saturation. */
+static inline __m128i requant16_64(const struct rq *r, const struct rkt_requant *q, const int32_t *a, int k, __m512i sum,
+                                   int with_sum, int with_mul)
+{
+    __m128i out[2];
+    for (int h = 0; h < 2; h++) {
+        const int j = k + 8 * h;
+        __m512i core = _mm512_add_epi64(load8_64(a + j), _mm512_loadu_si512(q->corr + j));
+        if (with_sum) /* |ow| <= 2^16, 0 <= sum < 2^31: the 32 x 32 -> 64 product is exact */
+            core = _mm512_add_epi64(core, _mm512_mul_epi32(load8_64(q->ow + j), sum));
+        __m512i v = _mm512_sra_epi64(_mm512_add_epi64(core, r->tround), r->trunc);
+        v = _mm512_add_epi64(v, load8_64(q->bias + j));
+        v = _mm512_max_epi64(_mm512_min_epi64(v, r->hi32), r->lo32);
+        out[h] = requant_tail(r, v, with_mul ? load8_64(q->mul + j) : v, with_mul);
+    }
+    return _mm_unpacklo_epi64(out[0], out[1]);
+}
+
+/* 16 channels from k when the task's bound (q->fits32) shows every CORE value, its rounding and the bias add
+ * stay inside int32: 16 int32 lanes, then the tail on the even and the odd lanes. */
+static inline __m128i requant16_32(const struct rq *r, const struct rkt_requant *q, const int32_t *a, int k, __m512i sum,
+                                   int with_sum, int with_mul)
+{
+    __m512i v = _mm512_add_epi32(_mm512_loadu_si512(a + k), _mm512_loadu_si512(q->corr32 + k));
+    if (with_sum)
+        v = _mm512_add_epi32(v, _mm512_mullo_epi32(_mm512_loadu_si512(q->ow + k), sum));
+    v = _mm512_add_epi32(_mm512_sra_epi32(v, r->trunc), _mm512_loadu_si512(q->bias + k));
+    const __m512i even = _mm512_srai_epi64(_mm512_slli_epi64(v, 32), 32), odd = _mm512_srai_epi64(v, 32);
+    __m512i me = even, mo = odd;
+    if (with_mul) {
+        const __m512i mul = _mm512_loadu_si512(q->mul + k);
+        me = mul;
+        mo = _mm512_srli_epi64(mul, 32);
+    }
+    return _mm_unpacklo_epi8(requant_tail(r, even, me, with_mul), requant_tail(r, odd, mo, with_mul));
+}
+
+static inline void requant_rows(const struct rkt_requant *q, const int32_t *acc, size_t astride, const int32_t *s,
+                                int npix, int nsurf, uint8_t *const *dst, int with_sum, int with_mul)
+{
+    const int sp = q->mul_shift_pos, sn = q->mul_shift_neg, n = q->n, fits32 = q->corr32 != NULL;
+    const struct rq r = {
+        .tround = _mm512_set1_epi64(q->tround), .scale = _mm512_set1_epi64(q->scale), .pre = _mm512_set1_epi64(q->pre),
+        .post = _mm512_set1_epi64(q->post), .lo32 = _mm512_set1_epi64(INT32_MIN), .hi32 = _mm512_set1_epi64(INT32_MAX),
+        .lo8 = _mm512_set1_epi64(-128), .hi8 = _mm512_set1_epi64(127), .shp = _mm512_set1_epi64(sp),
+        .shn = _mm512_set1_epi64(sn), .rndp = _mm512_set1_epi64(sp ? (int64_t)1 << (sp - 1) : 0),
+        .rndn = _mm512_set1_epi64(sn ? (int64_t)1 << (sn - 1) : 0), .trunc = _mm_cvtsi32_si128(q->trunc),
+        .shift = _mm_cvtsi32_si128(q->shift)};
+    /* channels past the computed ones are 0 [INFERRED] */
+    const __mmask16 last = (__mmask16)(n % 16 ? (1u << (n % 16)) - 1 : 0xFFFFu);
+    for (int sf = 0; sf < nsurf; sf++) {
+        const int k = sf * 16;
+        const __mmask16 m = sf == nsurf - 1 ? last : 0xFFFFu;
+        uint8_t *d = dst[sf];
+        for (int p = 0; p < npix; p++) {
+            const int32_t *a = acc + (size_t)p * astride;
+            __m128i o;
+            if (fits32)
+                o = requant16_32(&r, q, a, k, _mm512_set1_epi32(with_sum ? s[p] : 0), with_sum, with_mul);
+            else
+                o = requant16_64(&r, q, a, k, _mm512_set1_epi64(with_sum ? s[p] : 0), with_sum, with_mul);
+            _mm_storeu_si128((__m128i *)(d + (size_t)p * 16), _mm_maskz_mov_epi8(m, o));
+        }
+    }
 }
 
 static void requant_avx512(const struct rkt_requant *q, const int32_t *acc, size_t astride, const int32_t *s, int npix,
                            int nsurf, uint8_t *const *dst)
 {
-    for (int p = 0; p < npix; p++) {
-        const int32_t *a = acc + (size_t)p * astride;
-        const __m512i sum = _mm512_set1_epi64(s ? s[p] : 0);
-        for (int sf = 0; sf < nsurf; sf++) {
-            const int k = sf * 16;
-            __m128i o = _mm_unpacklo_epi64(requant8(q, a, k, sum), requant8(q, a, k + 8, sum));
-            if (k + 16 > q->n) /* channels past the computed ones are 0 [INFERRED] */
-                o = _mm_maskz_mov_epi8((__mmask16)((1u << (q->n - k)) - 1), o);
-            _mm_storeu_si128((__m128i *)(dst[sf] + (size_t)p * 16), o);
-        }
-    }
+    /* one specialized loop per stage combination */
+    if (s && q->mul)
+        requant_rows(q, acc, astride, s, npix, nsurf, dst, 1, 1);
+    else if (s)
+        requant_rows(q, acc, astride, s, npix, nsurf, dst, 1, 0);
+    else if (q->mul)
+        requant_rows(q, acc, astride, s, npix, nsurf, dst, 0, 1);
+    else
+        requant_rows(q, acc, astride, s, npix, nsurf, dst, 0, 0);
 }
 
-const struct rkt_dot_ops rkt_dot_avx512 = {"avx512", direct_avx512, depthwise_avx512, requant_avx512};
+const struct rkt_dot_ops rkt_dot_avx512 = {"avx512", direct_avx512, depthwise_avx512, pixsum_avx512, requant_avx512};

@@ -64,3 +64,14 @@ static void RKT_DOT_FN(requant_)(const struct rkt_requant *q, const int32_t *acc
         }
     }
 }
+
+static void RKT_DOT_FN(pixsum_)(const uint8_t *x, int ic, size_t npix, int32_t *sum)
+{
+    for (size_t i = 0; i < npix; i++) {
+        const uint8_t *px = x + i * (size_t)ic;
+        int32_t v = 0;
+        for (int ch = 0; ch < ic; ch++)
+            v += px[ch];
+        sum[i] = v;
+    }
+}
