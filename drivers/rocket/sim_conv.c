@@ -27,6 +27,8 @@ struct rkt_fast {
     size_t wcap;
     int32_t *wsum;       /* direct: sum of each kernel's weights */
     size_t wsumcap;
+    int32_t *wsum_live;  /* the same over the channels a task reads (ic_real < ic) */
+    size_t wsum_livecap;
     int16_t *dw;         /* depthwise: weights + OW factor */
     size_t dwcap;
     uint8_t *x;          /* input window, x + 128 */
@@ -105,6 +107,7 @@ void rkt_conv_destroy(rkt_conv *c)
     struct rkt_fast *f = &c->fast;
     free(f->w);
     free(f->wsum);
+    free(f->wsum_live);
     free(f->dw);
     free(f->x);
     free(f->psum);
@@ -137,14 +140,8 @@ static int fast_load_direct(rkt_conv *c, const struct rkt_conv_geom *g, const in
             const int wi = ic - ig < 32 ? ic - ig : 32;
             for (int tap = 0; tap < kh * kw; tap++) {
                 int8_t *d = b + ((size_t)tap * ic + ig) * RKT_DOT_KB;
-                for (int k2 = 0; k2 < nk; k2++, pos += (size_t)wi) {
-                    int32_t sum = 0;
-                    for (int i = 0; i < wi; i += 4) {
-                        memcpy(d + (size_t)i * RKT_DOT_KB + 4 * k2, src + pos + i, 4);
-                        sum += src[pos + i] + src[pos + i + 1] + src[pos + i + 2] + src[pos + i + 3];
-                    }
-                    f->wsum[og + k2] += sum;
-                }
+                c->ops->pack(src + pos, nk, wi, d, f->wsum + og);
+                pos += (size_t)nk * wi;
             }
         }
     }
@@ -542,6 +539,7 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
     const int cols = (opad - 1) * t->sx + kw;
     const size_t xrow = (size_t)cols * ic, xstep = (size_t)t->sx * ic;
     const int nsurf = (t->oc_real + 15) / 16, nq = nsurf * 16, spg = t->group_channels / 16;
+    const int icl = (t->ic_real + 3) / 4 * 4; /* channels that can be non-zero */
 
     if (grow((void **)&f->x, &f->xcap, (size_t)rows_p * xrow) ||
         grow((void **)&f->acc, &f->acccap, ((size_t)opad * kpad + (size_t)opad) * sizeof(int32_t)) ||
@@ -585,8 +583,24 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
     } else {
         /* sum x * w + ow * sum x with x = (x + 128) - 128 over N = taps x ic inputs */
         const int64_t n = (int64_t)taps * ic;
+        const int32_t *wsum = f->wsum;
+        if (icl < ic) {
+            /* channels >= ic_real read as 0 whatever their weights: leave them out of the MACs and of
+             * the weight sums (S and n still count them: x + 128 - 128 = 0 there) */
+            if (grow((void **)&f->wsum_live, &f->wsum_livecap, (size_t)kpad * sizeof(int32_t)))
+                return -ENOMEM;
+            for (int k = 0; k < kpad; k++) {
+                const int8_t *wk = f->w + (size_t)(k / RKT_DOT_KB) * taps * ic * RKT_DOT_KB + 4 * (k % RKT_DOT_KB);
+                int32_t sum = 0;
+                for (int tap = 0; tap < taps; tap++)
+                    for (int ch = 0; ch < icl; ch++)
+                        sum += wk[((size_t)tap * ic + ch / 4 * 4) * RKT_DOT_KB + ch % 4];
+                f->wsum_live[k] = sum;
+            }
+            wsum = f->wsum_live;
+        }
         for (int k = 0; k < nq; k++)
-            f->corr[k] = k < t->oc_real ? -128 * (int64_t)f->wsum[k] - 128 * n * ow[k] : 0;
+            f->corr[k] = k < t->oc_real ? -128 * (int64_t)wsum[k] - 128 * n * ow[k] : 0;
         acc_max = 255 * 128 * n;
     }
     /* int32 suffices for the stages up to the bias add when the largest possible CORE value, rounded,
@@ -619,10 +633,13 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
         } else {
             for (int kb = 0; kb < kpad / RKT_DOT_KB; kb++)
                 for (int ox = 0; ox < opad; ox += RKT_DOT_P)
-                    c->ops->direct(xr + (size_t)ox * xstep, xstep, xrow, f->w + (size_t)kb * blk, kh, kw, ic,
+                    c->ops->direct(xr + (size_t)ox * xstep, xstep, xrow, f->w + (size_t)kb * blk, kh, kw, ic, icl,
                                    f->acc + (size_t)ox * kpad + (size_t)kb * RKT_DOT_KB, (size_t)kpad);
         }
-        for (int ox = 0; ox < t->out_w && need_sums; ox++) {
+        if (need_sums && taps == 1)
+            for (int ox = 0; ox < t->out_w; ox++)
+                sums[ox] = f->psum[(size_t)oy * t->sy * cols + (size_t)ox * t->sx];
+        for (int ox = 0; ox < t->out_w && need_sums && taps > 1; ox++) {
             int32_t sum = 0;
             for (int ky = 0; ky < kh; ky++) {
                 const int32_t *ps = f->psum + (size_t)(oy * t->sy + ky) * cols + (size_t)ox * t->sx;

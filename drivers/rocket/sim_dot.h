@@ -74,14 +74,19 @@ static inline int8_t rkt_requantize(int trunc, int64_t tround, int32_t bias, int
 
 struct rkt_dot_ops {
     const char *name;
-    /* acc[p * astride + k] = sum over ky, kx, c of x[ky * xrow + p * xstep + kx * ic + c] * w(k, ky, kx, c) for
-     * p < RKT_DOT_P, k < RKT_DOT_KB: one direct weight block against RKT_DOT_P output pixels */
-    void (*direct)(const uint8_t *x, size_t xstep, size_t xrow, const int8_t *w, int kh, int kw, int ic,
+    /* acc[p * astride + k] = sum over ky, kx, c < icl of x[ky * xrow + p * xstep + kx * ic + c] * w(k, ky, kx, c)
+     * for p < RKT_DOT_P, k < RKT_DOT_KB: one direct weight block against RKT_DOT_P output pixels (icl: the
+     * channels that can be non-zero, a multiple of 4) */
+    void (*direct)(const uint8_t *x, size_t xstep, size_t xrow, const int8_t *w, int kh, int kw, int ic, int icl,
                    int32_t *acc, size_t astride);
     /* acc[p * ic + c] = sum over ky, kx of x[ky * xrow + p * xstep + kx * ic + c] * w[(ky * kw + kx) * ic + c]
      * for p < npix */
     void (*depthwise)(const uint8_t *x, size_t xstep, size_t xrow, const int16_t *w, int kh, int kw, int ic,
                       int npix, int32_t *acc);
+    /* One block of the hardware's direct weight layout, nk kernels x wi channels (wi a multiple of 4),
+     * to dst[(c / 4) * 4 * RKT_DOT_KB + 4 * k + c % 4] for k < nk (the other kernels are left alone), adding
+     * each kernel's weights to wsum[k] */
+    void (*pack)(const int8_t *src, int nk, int wi, int8_t *dst, int32_t *wsum);
     /* sum[i] = sum of the ic bytes of pixel i, for i < npix (window sums of the OW term) */
     void (*pixsum)(const uint8_t *x, int ic, size_t npix, int32_t *sum);
     /* One output row: pixel p's 16-channel surface s (16 bytes) to dst[s] + 16 p; channels >= q->n are 0.

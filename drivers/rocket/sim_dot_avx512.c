@@ -7,8 +7,8 @@
 
 /* vpdpbusd: each int32 lane accumulates four uint8 (x + 128) x int8 (weight) products, exactly (no
  * saturation). 8 pixels x 32 kernels = 16 accumulators. */
-static void direct_avx512(const uint8_t *x, size_t xstep, size_t xrow, const int8_t *w, int kh, int kw, int ic,
-                          int32_t *acc, size_t astride)
+static void direct_avx512(const uint8_t *x, size_t xstep, size_t xrow, const int8_t *wb, int kh, int kw, int ic,
+                          int icl, int32_t *acc, size_t astride)
 {
     __m512i a[RKT_DOT_P][2];
     for (int p = 0; p < RKT_DOT_P; p++)
@@ -16,7 +16,8 @@ static void direct_avx512(const uint8_t *x, size_t xstep, size_t xrow, const int
     for (int ky = 0; ky < kh; ky++)
         for (int kx = 0; kx < kw; kx++) {
             const uint8_t *xp = x + (size_t)ky * xrow + (size_t)kx * ic;
-            for (int c = 0; c < ic; c += 4, w += 4 * RKT_DOT_KB) {
+            const int8_t *w = wb + ((size_t)ky * kw + kx) * ic * RKT_DOT_KB;
+            for (int c = 0; c < icl; c += 4, w += 4 * RKT_DOT_KB) {
                 const __m512i w0 = _mm512_loadu_si512(w), w1 = _mm512_loadu_si512(w + 64);
                 for (int p = 0; p < RKT_DOT_P; p++) {
                     int32_t v;
@@ -30,6 +31,26 @@ static void direct_avx512(const uint8_t *x, size_t xstep, size_t xrow, const int
     for (int p = 0; p < RKT_DOT_P; p++) {
         _mm512_storeu_si512(acc + (size_t)p * astride, a[p][0]);
         _mm512_storeu_si512(acc + (size_t)p * astride + 16, a[p][1]);
+    }
+}
+
+/* The block is nk rows of wi / 4 dwords: gather one dword column (16 kernels) per step; the weight sums
+ * come from vpdpbusd with ones. */
+static void pack_avx512(const int8_t *src, int nk, int wi, int8_t *dst, int32_t *wsum)
+{
+    const __m512i ones = _mm512_set1_epi8(1), lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int h = 0; h < 2 && 16 * h < nk; h++) {
+        const int n = nk - 16 * h < 16 ? nk - 16 * h : 16;
+        const __mmask16 m = (__mmask16)((1u << n) - 1);
+        const __m512i idx = _mm512_mullo_epi32(lane, _mm512_set1_epi32(wi / 4));
+        const int8_t *s = src + (size_t)16 * h * wi;
+        __m512i sum = _mm512_setzero_si512();
+        for (int c = 0; c < wi / 4; c++) {
+            const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, s + 4 * c, 4);
+            sum = _mm512_dpbusd_epi32(sum, ones, v);
+            _mm512_mask_storeu_epi32(dst + (size_t)c * 4 * RKT_DOT_KB + 64 * h, m, v);
+        }
+        _mm512_mask_storeu_epi32(wsum + 16 * h, m, _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, wsum + 16 * h), sum));
     }
 }
 
@@ -202,4 +223,4 @@ static void requant_avx512(const struct rkt_requant *q, const int32_t *acc, size
         requant_rows(q, acc, astride, s, npix, nsurf, dst, 0, 0);
 }
 
-const struct rkt_dot_ops rkt_dot_avx512 = {"avx512", direct_avx512, depthwise_avx512, pixsum_avx512, requant_avx512};
+const struct rkt_dot_ops rkt_dot_avx512 = {"avx512", direct_avx512, depthwise_avx512, pack_avx512, pixsum_avx512, requant_avx512};

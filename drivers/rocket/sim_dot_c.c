@@ -7,7 +7,7 @@
 #define RKT_DOT_SFX c
 #include "sim_dot_generic.h"
 
-const struct rkt_dot_ops rkt_dot_c = {"c", direct_c, depthwise_c, pixsum_c, requant_c};
+const struct rkt_dot_ops rkt_dot_c = {"c", direct_c, depthwise_c, pack_c, pixsum_c, requant_c};
 
 static int runs(const struct rkt_dot_ops *ops)
 {

@@ -8,15 +8,16 @@
 #define RKT_DOT_CAT(a, b) RKT_DOT_CAT2(a, b)
 #define RKT_DOT_FN(name) RKT_DOT_CAT(name, RKT_DOT_SFX)
 
-static void RKT_DOT_FN(direct_)(const uint8_t *x, size_t xstep, size_t xrow, const int8_t *w, int kh, int kw,
-                                int ic, int32_t *acc, size_t astride)
+static void RKT_DOT_FN(direct_)(const uint8_t *x, size_t xstep, size_t xrow, const int8_t *wb, int kh, int kw,
+                                int ic, int icl, int32_t *acc, size_t astride)
 {
     int32_t a[RKT_DOT_P][RKT_DOT_KB];
     memset(a, 0, sizeof(a));
     for (int ky = 0; ky < kh; ky++)
         for (int kx = 0; kx < kw; kx++) {
             const uint8_t *xp = x + (size_t)ky * xrow + (size_t)kx * ic;
-            for (int c = 0; c < ic; c += 4, w += 4 * RKT_DOT_KB)
+            const int8_t *w = wb + ((size_t)ky * kw + kx) * ic * RKT_DOT_KB;
+            for (int c = 0; c < icl; c += 4, w += 4 * RKT_DOT_KB)
                 for (int p = 0; p < RKT_DOT_P; p++) {
                     const uint8_t *xq = xp + (size_t)p * xstep + c;
                     const int32_t x0 = xq[0], x1 = xq[1], x2 = xq[2], x3 = xq[3];
@@ -73,5 +74,17 @@ static void RKT_DOT_FN(pixsum_)(const uint8_t *x, int ic, size_t npix, int32_t *
         for (int ch = 0; ch < ic; ch++)
             v += px[ch];
         sum[i] = v;
+    }
+}
+
+static void RKT_DOT_FN(pack_)(const int8_t *src, int nk, int wi, int8_t *dst, int32_t *wsum)
+{
+    for (int k = 0; k < nk; k++, src += wi) {
+        int32_t sum = 0;
+        for (int i = 0; i < wi; i++)
+            sum += src[i];
+        wsum[k] += sum;
+        for (int i = 0; i < wi; i += 4)
+            memcpy(dst + (size_t)i * RKT_DOT_KB + 4 * k, src + i, 4);
     }
 }
