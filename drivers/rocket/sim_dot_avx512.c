@@ -118,7 +118,8 @@ static void depthwise_avx512(const uint8_t *x, size_t xstep, size_t xrow, const 
  * nothing would stay in registers if read through `q` inside the loops. */
 struct rq {
     __m512i tround, scale, pre, post, lo32, hi32, lo8, hi8, shp, shn, rndp, rndn;
-    __m128i trunc, shift;
+    __m128i trunc, shift, mshift;
+    int one_shift;
 };
 
 /* The stages after the bias (RK3576 multiplier, OUT_CVT, saturation) on 8 int64 lanes holding int32 values:
@@ -126,10 +127,14 @@ struct rq {
 static inline __m128i requant_tail(const struct rq *r, __m512i v, __m512i mul, int with_mul)
 {
     if (with_mul) {
-        const __mmask8 neg = _mm512_cmplt_epi64_mask(v, _mm512_setzero_si512());
         const __m512i m = _mm512_mul_epi32(v, mul);
-        v = _mm512_srav_epi64(_mm512_add_epi64(m, _mm512_mask_blend_epi64(neg, r->rndp, r->rndn)),
-                              _mm512_mask_blend_epi64(neg, r->shp, r->shn));
+        if (r->one_shift) { /* one shift for both signs: the encoders' case */
+            v = _mm512_sra_epi64(_mm512_add_epi64(m, r->rndp), r->mshift);
+        } else {
+            const __mmask8 neg = _mm512_cmplt_epi64_mask(v, _mm512_setzero_si512());
+            v = _mm512_srav_epi64(_mm512_add_epi64(m, _mm512_mask_blend_epi64(neg, r->rndp, r->rndn)),
+                                  _mm512_mask_blend_epi64(neg, r->shp, r->shn));
+        }
         v = _mm512_max_epi64(_mm512_min_epi64(v, r->hi32), r->lo32);
     }
     /* |v| < 2^31 and scale < 2^16: the signed 32 x 32 -> 64 product is exact */
@@ -190,7 +195,7 @@ static inline void requant_rows(const struct rkt_requant *q, const int32_t *acc,
         .lo8 = _mm512_set1_epi64(-128), .hi8 = _mm512_set1_epi64(127), .shp = _mm512_set1_epi64(sp),
         .shn = _mm512_set1_epi64(sn), .rndp = _mm512_set1_epi64(sp ? (int64_t)1 << (sp - 1) : 0),
         .rndn = _mm512_set1_epi64(sn ? (int64_t)1 << (sn - 1) : 0), .trunc = _mm_cvtsi32_si128(q->trunc),
-        .shift = _mm_cvtsi32_si128(q->shift)};
+        .shift = _mm_cvtsi32_si128(q->shift), .mshift = _mm_cvtsi32_si128(sp), .one_shift = sp == sn};
     /* channels past the computed ones are 0 [INFERRED] */
     const __mmask16 last = (__mmask16)(n % 16 ? (1u << (n % 16)) - 1 : 0xFFFFu);
     for (int sf = 0; sf < nsurf; sf++) {
