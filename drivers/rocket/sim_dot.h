@@ -95,6 +95,12 @@ struct rkt_dot_ops {
                     int nsurf, uint8_t *const *dst);
 };
 
+/* x86 with GCC or clang: the AVX2 and AVX-512 units are built (each enables its instruction set for its own
+ * functions, so no build flags are needed) and chosen at run time. */
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define RKT_DOT_X86 1
+#endif
+
 /* The implementations (sim_dot_c.c; sim_dot_avx2.c and sim_dot_avx512.c on x86). */
 extern const struct rkt_dot_ops rkt_dot_c;
 extern const struct rkt_dot_ops rkt_dot_avx2;

@@ -1,9 +1,15 @@
-/* The kernels of sim_dot.h with AVX-512 VNNI (built with -mavx512f -mavx512bw -mavx512vl -mavx512dq
- * -mavx512vnni; only called when the CPU has all of them, rkt_dot_select). */
+/* The kernels of sim_dot.h with AVX-512 F/BW/VL/DQ and VNNI (only called when the CPU has all of them,
+ * rkt_dot_select). */
+#include "sim_dot.h"
+#if RKT_DOT_X86
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni"))), apply_to = function)
+#else
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
+#endif
 #include <immintrin.h>
 #include <string.h>
 
-#include "sim_dot.h"
 
 /* vpdpbusd: each int32 lane accumulates four uint8 (x + 128) x int8 (weight) products, exactly (no
  * saturation). 8 pixels x 32 kernels = 16 accumulators. */
@@ -229,3 +235,8 @@ static void requant_avx512(const struct rkt_requant *q, const int32_t *acc, size
 }
 
 const struct rkt_dot_ops rkt_dot_avx512 = {"avx512", direct_avx512, depthwise_avx512, pack_avx512, pixsum_avx512, requant_avx512};
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
+#endif
