@@ -490,7 +490,9 @@ static void fast_input(struct rkt_fast *f, const struct rkt_conv_task *t, int ro
     uint8_t pad[4096];
     for (int ch = 0; ch < ic; ch++)
         pad[ch] = (uint8_t)((ch < icr ? t->pad_value : 0) + 128);
-    const int x0 = t->pad_left, x1 = t->pad_left + (t->argb ? t->dma_w : t->in_w); /* columns read from memory */
+    /* the columns read from memory: a stride may leave trailing input columns unread */
+    const int x0 = t->pad_left < cols ? t->pad_left : cols;
+    const int x1 = t->pad_left + (t->argb ? t->dma_w : t->in_w) < cols ? t->pad_left + (t->argb ? t->dma_w : t->in_w) : cols;
     for (int rp = 0; rp < rows_p; rp++) {
         const int r = rp - t->pad_top;
         uint8_t *row = f->x + (size_t)rp * cols * ic;
