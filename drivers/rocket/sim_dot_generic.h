@@ -1,5 +1,7 @@
 /* The portable kernels of sim_dot.h, written for the vectorizer: compiled once per instruction set
- * (sim_dot_c.c for the baseline, sim_dot_avx2.c with AVX2) as static functions named with RKT_DOT_SFX. */
+ * (sim_dot_c.c for the baseline, sim_dot_avx2.c with AVX2) as static functions named with RKT_DOT_SFX. A unit
+ * with its own direct kernel or requantization defines RKT_DOT_OWN_DIRECT / RKT_DOT_OWN_REQUANT (its
+ * requantization may still call the portable one, requant_generic<sfx>). */
 #include <string.h>
 
 #include "sim_dot.h"
@@ -8,6 +10,7 @@
 #define RKT_DOT_CAT(a, b) RKT_DOT_CAT2(a, b)
 #define RKT_DOT_FN(name) RKT_DOT_CAT(name, RKT_DOT_SFX)
 
+#ifndef RKT_DOT_OWN_DIRECT
 static void RKT_DOT_FN(direct_)(const uint8_t *x, size_t xstep, size_t xrow, const int8_t *wb, int kh, int kw,
                                 int ic, int icl, int32_t *acc, size_t astride)
 {
@@ -28,6 +31,7 @@ static void RKT_DOT_FN(direct_)(const uint8_t *x, size_t xstep, size_t xrow, con
     for (int p = 0; p < RKT_DOT_P; p++)
         memcpy(acc + (size_t)p * astride, a[p], sizeof(a[p]));
 }
+#endif
 
 static void RKT_DOT_FN(depthwise_)(const uint8_t *x, size_t xstep, size_t xrow, const int16_t *w, int kh, int kw,
                                    int ic, int npix, int32_t *acc)
@@ -45,7 +49,12 @@ static void RKT_DOT_FN(depthwise_)(const uint8_t *x, size_t xstep, size_t xrow, 
     }
 }
 
-static void RKT_DOT_FN(requant_)(const struct rkt_requant *q, const int32_t *acc, size_t astride, const int32_t *s,
+#ifdef RKT_DOT_OWN_REQUANT
+#define RKT_DOT_REQUANT_NAME RKT_DOT_FN(requant_generic_)
+#else
+#define RKT_DOT_REQUANT_NAME RKT_DOT_FN(requant_)
+#endif
+static void RKT_DOT_REQUANT_NAME(const struct rkt_requant *q, const int32_t *acc, size_t astride, const int32_t *s,
                                  int npix, int nsurf, uint8_t *const *dst)
 {
     const int has_mul = q->mul != NULL;
