@@ -40,10 +40,53 @@ static void direct_avx512(const uint8_t *x, size_t xstep, size_t xrow, const int
     }
 }
 
-/* The block is nk rows of wi / 4 dwords: gather one dword column (16 kernels) per step; the weight sums
- * come from vpdpbusd with ones. */
+/* A full block (32 kernels x 32 channels, 16 kernels per half): the 16 x 8 dword matrix of a half, 2 kernels per
+ * register, transposed to 8 registers of one channel quad each. Element (kernel k, quad c) sits in register
+ * k / 2 at position (k % 2) * 8 + c; three stages each swap a register-number bit with a position bit
+ * (k1 <-> c0, k2 <-> c1, k3 <-> c2), leaving quad c in register c at position (k % 2) * 8 + k / 2, which a last
+ * in-register permutation puts at position k. */
+static void pack_full_avx512(const int8_t *src, int8_t *dst, int32_t *wsum)
+{
+    const __m512i ones = _mm512_set1_epi8(1), lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int h = 0; h < 2; h++) {
+        __m512i r[8];
+        for (int i = 0; i < 8; i++)
+            r[i] = _mm512_loadu_si512(src + (size_t)(16 * h + 2 * i) * 32);
+        for (int j = 0; j < 3; j++) {
+            const __m512i bit = _mm512_set1_epi32(1 << j), from_b = _mm512_set1_epi32(16);
+            /* new register with bit j clear: position p from (p's bit j ? b : a)[p without bit j]; set: [p with it] */
+            const __mmask16 take_b = _mm512_test_epi32_mask(lane, bit);
+            const __m512i lo = _mm512_mask_add_epi32(_mm512_andnot_si512(bit, lane), take_b, _mm512_andnot_si512(bit, lane), from_b);
+            const __m512i hi = _mm512_mask_add_epi32(_mm512_or_si512(bit, lane), take_b, _mm512_or_si512(bit, lane), from_b);
+            for (int a = 0; a < 8; a++) {
+                if (a & (1 << j))
+                    continue;
+                const int b = a | 1 << j;
+                const __m512i na = _mm512_permutex2var_epi32(r[a], lo, r[b]);
+                const __m512i nb = _mm512_permutex2var_epi32(r[a], hi, r[b]);
+                r[a] = na;
+                r[b] = nb;
+            }
+        }
+        const __m512i order = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+        __m512i sum = _mm512_setzero_si512();
+        for (int c = 0; c < 8; c++) {
+            const __m512i v = _mm512_permutexvar_epi32(order, r[c]);
+            sum = _mm512_dpbusd_epi32(sum, ones, v);
+            _mm512_storeu_si512(dst + (size_t)c * 4 * RKT_DOT_KB + 64 * h, v);
+        }
+        _mm512_storeu_si512(wsum + 16 * h, _mm512_add_epi32(_mm512_loadu_si512(wsum + 16 * h), sum));
+    }
+}
+
+/* The block is nk rows of wi / 4 dwords: full blocks are transposed in registers, others gather one dword
+ * column (16 kernels) per step; the weight sums come from vpdpbusd with ones. */
 static void pack_avx512(const int8_t *src, int nk, int wi, int8_t *dst, int32_t *wsum)
 {
+    if (nk == 32 && wi == 32) {
+        pack_full_avx512(src, dst, wsum);
+        return;
+    }
     const __m512i ones = _mm512_set1_epi8(1), lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     for (int h = 0; h < 2 && 16 * h < nk; h++) {
         const int n = nk - 16 * h < 16 ? nk - 16 * h : 16;
