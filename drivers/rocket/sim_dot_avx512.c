@@ -215,23 +215,22 @@ static inline __m128i requant16_64(const struct rq *r, const struct rkt_requant 
     return _mm_unpacklo_epi64(out[0], out[1]);
 }
 
-/* 16 channels from k when the task's bound (q->fits32) shows every CORE value, its rounding and the bias add
- * stay inside int32: 16 int32 lanes, then the tail on the even and the odd lanes. */
-static inline __m128i requant16_32(const struct rq *r, const struct rkt_requant *q, const int32_t *a, int k, __m512i sum,
+/* The per-channel tables of 16 channels, loaded once per surface (the stores may alias them). */
+struct rq16 {
+    __m512i corr32, ow, bias, mul_even, mul_odd;
+};
+
+/* 16 channels when the task's bound (q->corr32) shows every CORE value, its rounding and the bias add stay inside
+ * int32: 16 int32 lanes, then the tail on the even and the odd lanes. */
+static inline __m128i requant16_32(const struct rq *r, const struct rq16 *c, const int32_t *a, __m512i sum,
                                    int with_sum, int with_mul)
 {
-    __m512i v = _mm512_add_epi32(_mm512_loadu_si512(a + k), _mm512_loadu_si512(q->corr32 + k));
+    __m512i v = _mm512_add_epi32(_mm512_loadu_si512(a), c->corr32);
     if (with_sum)
-        v = _mm512_add_epi32(v, _mm512_mullo_epi32(_mm512_loadu_si512(q->ow + k), sum));
-    v = _mm512_add_epi32(_mm512_sra_epi32(v, r->trunc), _mm512_loadu_si512(q->bias + k));
+        v = _mm512_add_epi32(v, _mm512_mullo_epi32(c->ow, sum));
+    v = _mm512_add_epi32(_mm512_sra_epi32(v, r->trunc), c->bias);
     const __m512i even = _mm512_srai_epi64(_mm512_slli_epi64(v, 32), 32), odd = _mm512_srai_epi64(v, 32);
-    __m512i me = even, mo = odd;
-    if (with_mul) {
-        const __m512i mul = _mm512_loadu_si512(q->mul + k);
-        me = mul;
-        mo = _mm512_srli_epi64(mul, 32);
-    }
-    return _mm_unpacklo_epi8(requant_tail(r, even, me, with_mul), requant_tail(r, odd, mo, with_mul));
+    return _mm_unpacklo_epi8(requant_tail(r, even, c->mul_even, with_mul), requant_tail(r, odd, c->mul_odd, with_mul));
 }
 
 static inline void requant_rows(const struct rkt_requant *q, const int32_t *acc, size_t astride, const int32_t *s,
@@ -251,11 +250,21 @@ static inline void requant_rows(const struct rkt_requant *q, const int32_t *acc,
         const int k = sf * 16;
         const __mmask16 m = sf == nsurf - 1 ? last : 0xFFFFu;
         uint8_t *d = dst[sf];
+        struct rq16 c = {0};
+        if (fits32) {
+            c.corr32 = _mm512_loadu_si512(q->corr32 + k);
+            c.ow = _mm512_loadu_si512(q->ow + k);
+            c.bias = _mm512_loadu_si512(q->bias + k);
+            if (with_mul) {
+                c.mul_even = _mm512_loadu_si512(q->mul + k);
+                c.mul_odd = _mm512_srli_epi64(c.mul_even, 32);
+            }
+        }
         for (int p = 0; p < npix; p++) {
             const int32_t *a = acc + (size_t)p * astride;
             __m128i o;
             if (fits32)
-                o = requant16_32(&r, q, a, k, _mm512_set1_epi32(with_sum ? s[p] : 0), with_sum, with_mul);
+                o = requant16_32(&r, &c, a + k, _mm512_set1_epi32(with_sum ? s[p] : 0), with_sum, with_mul);
             else
                 o = requant16_64(&r, q, a, k, _mm512_set1_epi64(with_sum ? s[p] : 0), with_sum, with_mul);
             _mm_storeu_si128((__m128i *)(d + (size_t)p * 16), _mm_maskz_mov_epi8(m, o));
