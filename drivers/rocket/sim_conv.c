@@ -14,12 +14,42 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../errmsg.h"
+#include "sim_dot.h"
 
 #define BLK 16      /* elements per vectorized block; IC is always a multiple of 16 */
 #define KBLK 4      /* kernels computed together (register blocking) */
 #define DW_TILE 8   /* depthwise output pixels whose accumulators stay in L1 */
 
+/* The fast datapath's CBUF contents and scratch (layouts in sim_dot.h). */
+struct rkt_fast {
+    int direct_loaded;   /* the direct weights are in `w` (else in the reference form: the task runs there) */
+    int8_t *w;           /* direct: blocks of RKT_DOT_KB kernels */
+    size_t wcap;
+    int32_t *wsum;       /* direct: sum of each kernel's weights */
+    size_t wsumcap;
+    int32_t *wsum_live;  /* the same over the channels a task reads (ic_real < ic) */
+    size_t wsum_livecap;
+    int16_t *dw;         /* depthwise: weights + OW factor */
+    size_t dwcap;
+    uint8_t *x;          /* input window, x + 128 */
+    size_t xcap;
+    int32_t *psum;       /* per input pixel: sum of x + 128 over the channels */
+    size_t pcap;
+    int32_t *acc;        /* one output row of accumulators, then its window sums */
+    size_t acccap;
+    int64_t *corr;       /* per-channel tables of struct rkt_requant */
+    size_t corrcap;
+    int32_t *tab;
+    size_t tabcap;
+    uint8_t **dst;       /* per output surface: the current row */
+    size_t dstcap;
+};
+
 struct rkt_conv {
+    /* the fast datapath's kernels, or NULL: the reference datapath only */
+    const struct rkt_dot_ops *ops;
+    struct rkt_fast fast;
+
     /* the simulated CBUF weight contents */
     struct rkt_conv_geom wg;
     int wloaded;
@@ -56,9 +86,12 @@ static int grow(void **p, size_t *cap, size_t bytes)
     return 0;
 }
 
-rkt_conv *rkt_conv_create(void)
+rkt_conv *rkt_conv_create(const struct rkt_dot_ops *ops)
 {
-    return calloc(1, sizeof(rkt_conv));
+    rkt_conv *c = calloc(1, sizeof(rkt_conv));
+    if (c)
+        c->ops = ops;
+    return c;
 }
 
 void rkt_conv_destroy(rkt_conv *c)
@@ -71,7 +104,48 @@ void rkt_conv_destroy(rkt_conv *c)
     free(c->x);
     free(c->psum);
     free(c->padpix);
+    struct rkt_fast *f = &c->fast;
+    free(f->w);
+    free(f->wsum);
+    free(f->wsum_live);
+    free(f->dw);
+    free(f->x);
+    free(f->psum);
+    free(f->acc);
+    free(f->corr);
+    free(f->tab);
+    free(f->dst);
     free(c);
+}
+
+/* Direct weights from the hardware layout (rkt_conv_load_weights) into blocks of RKT_DOT_KB kernels,
+ * [ky][kx][channel / 4][kernel][channel % 4], kernels past the last zero, and each kernel's weight sum. */
+static int fast_load_direct(rkt_conv *c, const struct rkt_conv_geom *g, const int8_t *src)
+{
+    struct rkt_fast *f = &c->fast;
+    const int ic = g->ic, kw = g->kw, kh = g->kh, k = g->kernels;
+    const int kpad = (k + RKT_DOT_KB - 1) / RKT_DOT_KB * RKT_DOT_KB;
+    const size_t blk = (size_t)kh * kw * ic * RKT_DOT_KB;
+    if (grow((void **)&f->w, &f->wcap, blk * (size_t)(kpad / RKT_DOT_KB)) ||
+        grow((void **)&f->wsum, &f->wsumcap, (size_t)kpad * sizeof(int32_t)))
+        return -ENOMEM;
+    memset(f->wsum, 0, (size_t)kpad * sizeof(int32_t));
+    if (kpad > k)
+        memset(f->w + blk * (size_t)(k / RKT_DOT_KB), 0, blk);
+    size_t pos = 0;
+    for (int og = 0; og < k; og += 32) {
+        const int nk = k - og < 32 ? k - og : 32;
+        int8_t *b = f->w + blk * (size_t)(og / RKT_DOT_KB);
+        for (int ig = 0; ig < ic; ig += 32) {
+            const int wi = ic - ig < 32 ? ic - ig : 32;
+            for (int tap = 0; tap < kh * kw; tap++) {
+                int8_t *d = b + ((size_t)tap * ic + ig) * RKT_DOT_KB;
+                c->ops->pack(src + pos, nk, wi, d, f->wsum + og);
+                pos += (size_t)nk * wi;
+            }
+        }
+    }
+    return 0;
 }
 
 int rkt_conv_load_weights(rkt_conv *c, const struct rkt_conv_geom *g, const int8_t *src,
@@ -81,7 +155,13 @@ int rkt_conv_load_weights(rkt_conv *c, const struct rkt_conv_geom *g, const int8
     size_t pos = 0;
 
     c->wloaded = 0;
-    if (g->depthwise) {
+    c->fast.direct_loaded = 0;
+    /* the fast direct path, while its int32 sums of (x + 128) x w cannot overflow */
+    if (c->ops && !g->depthwise && (uint64_t)g->kw * g->kh * g->ic * 255 * 128 <= INT32_MAX) {
+        if (fast_load_direct(c, g, src))
+            goto oom;
+        c->fast.direct_loaded = 1;
+    } else if (g->depthwise) {
         size_t n = (size_t)kh * kw * ic;
         if (grow((void **)&c->w, &c->wcap, n * sizeof(int16_t)))
             goto oom;
@@ -231,32 +311,6 @@ static inline void dot2x4(const int16_t *restrict x0, const int16_t *restrict x1
     r[7] += a13;
 }
 
-static inline int64_t min64(int64_t a, int64_t b)
-{
-    return a < b ? a : b;
-}
-
-static inline int64_t max64(int64_t a, int64_t b)
-{
-    return a > b ? a : b;
-}
-
-static inline int64_t sat32(int64_t v)
-{
-    return max64(min64(v, INT32_MAX), INT32_MIN);
-}
-
-/* RK3576 BS multiplier (coefficient C) and shift word: the bias-added value times the channel's
- * multiplier, shifted right by the shift selected by the value's sign, rounding half up, saturated to
- * 32 bits. The operands and the sign selection are [R76-GREG]; the rounding, the saturation and taking
- * the sign before the multiplication are [INFERRED] (docs/hardware/rocket-rk3576-sim.md). */
-static inline int64_t bs_multiply_shift(int64_t v, int64_t mul, int shift_pos, int shift_neg)
-{
-    const int shift = v >= 0 ? shift_pos : shift_neg;
-    const int64_t m = v * mul;
-    return sat32(shift ? (m + ((int64_t)1 << (shift - 1))) >> shift : m);
-}
-
 /* The per-output constants of post_row (copied to locals: the int8 output stores may alias anything). */
 struct post {
     int trunc, shift, mul_shift_pos, mul_shift_neg;
@@ -268,14 +322,23 @@ struct post {
     const int16_t *mul;
 };
 
-/* CLIP_TRUNCATE -> DPU BS bias (-> RK3576 multiplier) -> OUT_CVT of one channel's CORE value (MAC sum +
- * OW term). |v * scale| < 2^47, so every shift up to 63 stays in int64. */
+static struct post post_of(const struct rkt_conv_task *t)
+{
+    struct post p = {.trunc = t->clip_truncate, .shift = t->out_shift, .scale = t->out_scale, .bias = t->bias,
+                     .mul = t->bs_mul, .mul_shift_pos = t->bs_shift_pos, .mul_shift_neg = t->bs_shift_neg};
+    p.tround = p.trunc ? (int64_t)1 << (p.trunc - 1) : 0;
+    p.pre = p.shift ? (int64_t)1 << (p.shift - 1) : 0;
+    if (p.shift <= 31)
+        p.pre += (int64_t)t->out_offset * ((int64_t)1 << p.shift);
+    else
+        p.post = t->out_offset;
+    return p;
+}
+
 static inline int8_t requantize(const struct post p, int64_t core, int k)
 {
-    int64_t v = sat32(((core + p.tround) >> p.trunc) + p.bias[k]);
-    if (p.mul)
-        v = bs_multiply_shift(v, p.mul[k], p.mul_shift_pos, p.mul_shift_neg);
-    return (int8_t)max64(min64(((v * p.scale + p.pre) >> p.shift) + p.post, 127), -128);
+    return rkt_requantize(p.trunc, p.tround, p.bias[k], p.mul != NULL, p.mul ? p.mul[k] : 0, p.mul_shift_pos,
+                          p.mul_shift_neg, p.scale, p.pre, p.shift, p.post, core);
 }
 
 /* CORE accumulator (MAC sum + OW term) -> requantize, for one output row: orow[ox][k] for k < oc_real, 0 up
@@ -286,14 +349,7 @@ static void post_row(const struct worker *wk, size_t astride, int per_channel_su
 {
     const struct rkt_conv_task *t = wk->t;
     const int n = t->oc_real;
-    struct post p = {.trunc = t->clip_truncate, .shift = t->out_shift, .scale = t->out_scale, .bias = t->bias,
-                     .mul = t->bs_mul, .mul_shift_pos = t->bs_shift_pos, .mul_shift_neg = t->bs_shift_neg};
-    p.tround = p.trunc ? (int64_t)1 << (p.trunc - 1) : 0;
-    p.pre = p.shift ? (int64_t)1 << (p.shift - 1) : 0;
-    if (p.shift <= 31)
-        p.pre += (int64_t)t->out_offset * ((int64_t)1 << p.shift);
-    else
-        p.post = t->out_offset;
+    const struct post p = post_of(t);
     const int32_t *restrict ow = wk->ow;
     for (int ox = 0; ox < t->out_w; ox++) {
         const int32_t *restrict a = wk->acc + (size_t)ox * astride;
@@ -424,12 +480,199 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* ---- the fast datapath (sim_dot.h) ------------------------------------------------------------- */
+
+/* CNA: the task input plus padding into f->x as x + 128, [rows_p][cols][ic] (cols >= the columns the padded
+ * output row reads; the extra ones hold the pad pixel). */
+static void fast_input(struct rkt_fast *f, const struct rkt_conv_task *t, int rows_p, int cols)
+{
+    const int ic = t->g.ic, icr = t->ic_real;
+    uint8_t pad[4096];
+    for (int ch = 0; ch < ic; ch++)
+        pad[ch] = (uint8_t)((ch < icr ? t->pad_value : 0) + 128);
+    /* the columns read from memory: a stride may leave trailing input columns unread */
+    const int x0 = t->pad_left < cols ? t->pad_left : cols;
+    const int x1 = t->pad_left + (t->argb ? t->dma_w : t->in_w) < cols ? t->pad_left + (t->argb ? t->dma_w : t->in_w) : cols;
+    for (int rp = 0; rp < rows_p; rp++) {
+        const int r = rp - t->pad_top;
+        uint8_t *row = f->x + (size_t)rp * cols * ic;
+        const int inside = r >= 0 && r < t->in_h;
+        for (int cp = 0; cp < cols; cp++)
+            if (!inside || cp < x0 || cp >= x1)
+                memcpy(row + (size_t)cp * ic, pad, (size_t)ic);
+        if (!inside)
+            continue;
+        if (t->argb) {
+            for (int cp = x0; cp < x1; cp++) {
+                const int64_t u = t->in[(size_t)r * t->in_row_pitch + (size_t)(cp - x0)];
+                int64_t v = (u + t->cvt_offset) * t->cvt_scale;
+                if (t->cvt_shift > 0)
+                    v = (v + ((int64_t)1 << (t->cvt_shift - 1))) >> t->cvt_shift;
+                uint8_t *d = row + (size_t)cp * ic;
+                memset(d, 128, (size_t)ic);
+                d[0] = (uint8_t)(sat8(v) + 128);
+            }
+            continue;
+        }
+        for (int p = 0; p < ic / 16; p++) {
+            const uint8_t *sp = t->in + (size_t)r * t->in_row_pitch + (size_t)p * t->in_plane_pitch;
+            uint8_t *d = row + (size_t)x0 * ic + (size_t)p * 16;
+            for (int xx = 0; xx < x1 - x0; xx++)
+                for (int j = 0; j < 16; j++)
+                    d[(size_t)xx * ic + j] = sp[(size_t)xx * 16 + j] ^ 0x80;
+        }
+        if (icr < ic)
+            for (int cp = x0; cp < x1; cp++)
+                memset(row + (size_t)cp * ic + icr, 128, (size_t)(ic - icr));
+    }
+}
+
+/* Runs the task on the fast datapath; 1: not covered (sums that could overflow), run the reference. */
+static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
+{
+    struct rkt_fast *f = &c->fast;
+    const struct rkt_conv_geom *g = &t->g;
+    const int ic = g->ic, kw = g->kw, kh = g->kh, taps = kw * kh, dw = g->depthwise;
+    if ((!dw && !f->direct_loaded) || (dw && (uint64_t)taps * 255 * 32767 > INT32_MAX))
+        return 1;
+    const int kpad = dw ? ic : (g->kernels + RKT_DOT_KB - 1) / RKT_DOT_KB * RKT_DOT_KB;
+    const int opad = (t->out_w + RKT_DOT_P - 1) / RKT_DOT_P * RKT_DOT_P;
+    const int rows_p = (t->out_h - 1) * t->sy + kh;
+    const int cols = (opad - 1) * t->sx + kw;
+    const size_t xrow = (size_t)cols * ic, xstep = (size_t)t->sx * ic;
+    const int nsurf = (t->oc_real + 15) / 16, nq = nsurf * 16, spg = t->group_channels / 16;
+    const int icl = (t->ic_real + 3) / 4 * 4; /* channels that can be non-zero */
+
+    if (grow((void **)&f->x, &f->xcap, (size_t)rows_p * xrow) ||
+        grow((void **)&f->acc, &f->acccap, ((size_t)opad * kpad + (size_t)opad) * sizeof(int32_t)) ||
+        grow((void **)&f->corr, &f->corrcap, (size_t)nq * sizeof(int64_t)) ||
+        grow((void **)&f->tab, &f->tabcap, (size_t)nq * 4 * sizeof(int32_t)) ||
+        grow((void **)&f->dst, &f->dstcap, (size_t)nsurf * sizeof(uint8_t *)))
+        return -ENOMEM;
+    int32_t *ow = f->tab, *bias = f->tab + nq, *mul = f->tab + 2 * nq, *corr32 = f->tab + 3 * nq;
+    int need_sums = 0;
+    int64_t acc_max;
+    for (int k = 0; k < nq; k++) {
+        const int live = k < t->oc_real;
+        ow[k] = live ? (t->ow ? t->ow[k] : t->ow_op) : 0;
+        bias[k] = live ? t->bias[k] : 0;
+        mul[k] = live && t->bs_mul ? t->bs_mul[k] : 0;
+        need_sums |= ow[k] != 0;
+    }
+    if (dw) {
+        /* fold the OW factor: sum x * w + ow * sum x == sum x * (w + ow); x + 128 in the kernels, so
+         * corr = -128 * sum (w + ow) */
+        const size_t n = (size_t)taps * ic;
+        if (grow((void **)&f->dw, &f->dwcap, n * sizeof(int16_t)))
+            return -ENOMEM;
+        for (int k = 0; k < nq; k++)
+            f->corr[k] = 0;
+        int32_t wmax = 0;
+        for (size_t i = 0; i < n; i += (size_t)ic)
+            for (int ch = 0; ch < ic; ch++) {
+                const int32_t w = c->w[i + ch] + (ch < nq ? ow[ch] : 0);
+                if (w < INT16_MIN || w > INT16_MAX)
+                    return 1;
+                f->dw[i + ch] = (int16_t)w;
+                wmax = w > wmax ? w : -w > wmax ? -w : wmax;
+                if (ch < nq)
+                    f->corr[ch] -= 128 * (int64_t)w;
+            }
+        for (int k = 0; k < nq; k++)
+            ow[k] = 0;
+        need_sums = 0;
+        acc_max = 255 * (int64_t)wmax * taps;
+    } else {
+        /* sum x * w + ow * sum x with x = (x + 128) - 128 over N = taps x ic inputs */
+        const int64_t n = (int64_t)taps * ic;
+        const int32_t *wsum = f->wsum;
+        if (icl < ic) {
+            /* channels >= ic_real read as 0 whatever their weights: leave them out of the MACs and of
+             * the weight sums (S and n still count them: x + 128 - 128 = 0 there) */
+            if (grow((void **)&f->wsum_live, &f->wsum_livecap, (size_t)kpad * sizeof(int32_t)))
+                return -ENOMEM;
+            for (int k = 0; k < kpad; k++) {
+                const int8_t *wk = f->w + (size_t)(k / RKT_DOT_KB) * taps * ic * RKT_DOT_KB + 4 * (k % RKT_DOT_KB);
+                int32_t sum = 0;
+                for (int tap = 0; tap < taps; tap++)
+                    for (int ch = 0; ch < icl; ch++)
+                        sum += wk[((size_t)tap * ic + ch / 4 * 4) * RKT_DOT_KB + ch % 4];
+                f->wsum_live[k] = sum;
+            }
+            wsum = f->wsum_live;
+        }
+        for (int k = 0; k < nq; k++)
+            f->corr[k] = k < t->oc_real ? -128 * (int64_t)wsum[k] - 128 * n * ow[k] : 0;
+        acc_max = 255 * 128 * n;
+    }
+    /* int32 suffices for the stages up to the bias add when the largest possible CORE value, rounded,
+     * truncated and biased, stays inside int32 (sums of x + 128 in [0, 255] times weights) */
+    const struct post p = post_of(t);
+    const int64_t sum_max = need_sums ? 255 * (int64_t)taps * ic : 0;
+    int fits32 = 1;
+    for (int k = 0; k < nq; k++) {
+        const int64_t b = acc_max + llabs(f->corr[k]) + llabs(ow[k]) * sum_max + p.tround;
+        fits32 &= b <= INT32_MAX && (b >> p.trunc) + 1 + llabs(bias[k]) <= INT32_MAX;
+        corr32[k] = (int32_t)(f->corr[k] + p.tround);
+    }
+    fast_input(f, t, rows_p, cols);
+    if (need_sums) {
+        if (grow((void **)&f->psum, &f->pcap, (size_t)rows_p * cols * sizeof(int32_t)))
+            return -ENOMEM;
+        c->ops->pixsum(f->x, ic, (size_t)rows_p * cols, f->psum);
+    }
+
+    const struct rkt_requant q = {.n = t->oc_real, .corr = f->corr, .corr32 = fits32 ? corr32 : NULL, .ow = ow, .bias = bias,
+                                  .mul = t->bs_mul ? mul : NULL, .trunc = p.trunc, .shift = p.shift,
+                                  .mul_shift_pos = p.mul_shift_pos, .mul_shift_neg = p.mul_shift_neg,
+                                  .tround = p.tround, .pre = p.pre, .post = p.post, .scale = p.scale};
+    const size_t blk = (size_t)taps * ic * RKT_DOT_KB;
+    int32_t *sums = f->acc + (size_t)opad * kpad;
+    for (int oy = 0; oy < t->out_h; oy++) {
+        const uint8_t *xr = f->x + (size_t)oy * t->sy * xrow;
+        if (dw) {
+            c->ops->depthwise(xr, xstep, xrow, f->dw, kh, kw, ic, t->out_w, f->acc);
+        } else {
+            for (int kb = 0; kb < kpad / RKT_DOT_KB; kb++)
+                for (int ox = 0; ox < opad; ox += RKT_DOT_P)
+                    c->ops->direct(xr + (size_t)ox * xstep, xstep, xrow, f->w + (size_t)kb * blk, kh, kw, ic, icl,
+                                   f->acc + (size_t)ox * kpad + (size_t)kb * RKT_DOT_KB, (size_t)kpad);
+        }
+        if (need_sums && taps == 1)
+            for (int ox = 0; ox < t->out_w; ox++)
+                sums[ox] = f->psum[(size_t)oy * t->sy * cols + (size_t)ox * t->sx];
+        for (int ox = 0; ox < t->out_w && need_sums && taps > 1; ox++) {
+            int32_t sum = 0;
+            for (int ky = 0; ky < kh; ky++) {
+                const int32_t *ps = f->psum + (size_t)(oy * t->sy + ky) * cols + (size_t)ox * t->sx;
+                for (int kx = 0; kx < kw; kx++)
+                    sum += ps[kx];
+            }
+            sums[ox] = sum;
+        }
+        /* DPU WDMA: 16-channel surface s of row oy at
+         * DST + (16s / G) * SURFACE_ADD + (16s % G / 16) * DST_SURF_STRIDE + oy * W * 16 */
+        for (int sf = 0; sf < nsurf; sf++)
+            f->dst[sf] = t->out + (size_t)(sf / spg) * t->out_group_pitch + (size_t)(sf % spg) * t->out_surf_pitch +
+                         (size_t)oy * t->out_w * 16;
+        c->ops->requant(&q, f->acc, (size_t)kpad, need_sums ? sums : NULL, t->out_w, nsurf, f->dst);
+    }
+    return 0;
+}
+
 int rkt_conv_run(rkt_conv *c, const struct rkt_conv_task *t, char *err, size_t errlen)
 {
     const struct rkt_conv_geom *g = &t->g;
     if (!c->wloaded || memcmp(&c->wg, g, sizeof(*g)) != 0) {
         teflon_errf(err, errlen, "CBUF weights do not match the task geometry");
         return -EINVAL;
+    }
+    if (c->ops) {
+        const int rc = fast_run(c, t);
+        if (rc < 0)
+            teflon_errf(err, errlen, "simulator out of memory for the fast datapath");
+        if (rc <= 0)
+            return rc;
     }
     const int rows_p = (t->out_h - 1) * t->sy + g->kh;
     const int cols_p = (t->out_w - 1) * t->sx + g->kw;

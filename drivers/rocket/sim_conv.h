@@ -71,7 +71,11 @@ struct rkt_conv_task {
 
 typedef struct rkt_conv rkt_conv;
 
-rkt_conv *rkt_conv_create(void);
+struct rkt_dot_ops;
+
+/* A datapath running the fast kernels `ops` (sim_dot.h), or only the reference datapath (NULL). Both give
+ * the same bytes; the reference stays as the plain statement of what the hardware computes. */
+rkt_conv *rkt_conv_create(const struct rkt_dot_ops *ops);
 void rkt_conv_destroy(rkt_conv *c);
 
 /* Load the packed weight bytes into the simulated CBUF. Layouts: direct (both SoCs) - kernel groups of

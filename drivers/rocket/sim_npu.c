@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim_dot.h"
 #include "sim_npu_priv.h"
 
 int rkt_unit_of(uint32_t offset)
@@ -64,7 +65,13 @@ rkt_npu *rkt_npu_create(const struct rkt_gen *gen, rkt_mem_lookup lookup, void *
     rkt_npu *n = calloc(1, sizeof(*n));
     if (!n)
         return NULL;
-    n->conv = rkt_conv_create();
+    /* the datapath is chosen when the device opens: TEFLON_SIM_REFERENCE=1 runs the reference datapath,
+     * TEFLON_SIM_KERNELS=c|avx2|avx512 forces the fast path's kernels (when the CPU runs them) */
+    const char *ref = getenv("TEFLON_SIM_REFERENCE");
+    const struct rkt_dot_ops *ops = NULL;
+    if (!(ref && strcmp(ref, "1") == 0) && !(ops = rkt_dot_select(getenv("TEFLON_SIM_KERNELS"))))
+        ops = rkt_dot_select(NULL);
+    n->conv = rkt_conv_create(ops);
     if (!n->conv) {
         free(n);
         return NULL;

@@ -547,8 +547,9 @@ static int fill_window(rkt_npu *n, struct rk3576_task *st)
         for (uint32_t p = 0; p < st->planes; p++)
             ring_write(&n->ring, st->limit, (uint64_t)g0 * GRANULE + p * st->row_pitch, st->in + p * st->plane_pitch + r * st->row_pitch,
                        st->row_pitch);
-        for (uint32_t e = 0; e < st->entries; e++)
-            n->ring.tag[(g0 + e) % st->limit] = tag;
+        /* granule indices wrap at the limit: stepped, not divided (this runs for every granule of every task) */
+        for (uint32_t e = 0, gi = g0; e < st->entries; e++, gi = gi + 1 == st->limit ? 0 : gi + 1)
+            n->ring.tag[gi] = tag;
     }
     const size_t wbytes = row_bytes * st->win_rows;
     if (wbytes > n->window_cap) {
@@ -560,11 +561,11 @@ static int fill_window(rkt_npu *n, struct rk3576_task *st)
     }
     for (uint32_t r = 0; r < st->win_rows; r++) {
         const uint32_t g0 = (st->read_origin + r * st->entries) % st->limit;
-        for (uint32_t e = 0; e < st->entries; e++)
-            if (n->ring.tag[(g0 + e) % st->limit] != tag)
-                return rkt_fail(n, "CNA_CBUF_CON2 = 0x%08x: window row %u (CBUF granule %u) %s", st->cb2, r, (g0 + e) % st->limit,
-                                n->ring.tag[(g0 + e) % st->limit] ? "was filled with rows of another width or channel count"
-                                                               : "was never filled in this job");
+        for (uint32_t e = 0, gi = g0; e < st->entries; e++, gi = gi + 1 == st->limit ? 0 : gi + 1)
+            if (n->ring.tag[gi] != tag)
+                return rkt_fail(n, "CNA_CBUF_CON2 = 0x%08x: window row %u (CBUF granule %u) %s", st->cb2, r, gi,
+                                n->ring.tag[gi] ? "was filled with rows of another width or channel count"
+                                                : "was never filled in this job");
         for (uint32_t p = 0; p < st->planes; p++)
             ring_read(&n->ring, st->limit, (uint64_t)g0 * GRANULE + p * st->row_pitch,
                       n->window + p * st->win_rows * st->row_pitch + r * st->row_pitch, st->row_pitch);

@@ -1,0 +1,113 @@
+/* The fast simulated datapath's integer kernels, one implementation per instruction set behind one table
+ * (docs/hardware/rocket-sim.md "Fast datapath").
+ *
+ * sim_conv.c gathers a task's input and weights from device memory into the layouts below and calls
+ * these kernels for the CORE accumulators and the DPU stages after them; the kernels see no registers and
+ * no device memory, only those buffers. Every kernel computes exactly what the reference datapath computes:
+ * integer sums without overflow, then the bit-exact requantization (rkt_requantize).
+ *
+ * Layouts:
+ * - input: the task's padded window as bytes x + 128 (uint8), [row][column][channel], `ic` channels per
+ *   pixel; the +128 lets unsigned x signed byte dot products (VNNI) run on signed features;
+ * - direct weights: blocks of RKT_DOT_KB kernels, [ky][kx][channel / 4][kernel][channel % 4] int8;
+ * - depthwise weights: [ky][kx][channel] int16 with the OW factor folded in;
+ * - accumulators: int32 [pixel][channel], the MAC sums of x + 128.
+ */
+#ifndef TEFLON_SIM_DOT_H
+#define TEFLON_SIM_DOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RKT_DOT_KB 32 /* kernels per direct weight block: the hardware's kernel group */
+#define RKT_DOT_P 8   /* output pixels per direct kernel call (rows are padded to a multiple) */
+
+/* The DPU stages after the accumulators of one task, per output channel k < n (arrays hold `n` rounded up
+ * to 16 entries, zero beyond n):
+ * core = acc + corr[k] + ow[k] * S (S: window sum of x + 128 of the pixel, 0 for depthwise),
+ * CLIP_TRUNCATE -> + bias -> (RK3576 multiplier and shift) -> OUT_CVT -> int8. */
+struct rkt_requant {
+    int n;
+    const int64_t *corr;
+    const int32_t *corr32;   /* corr + the CLIP_TRUNCATE rounding as int32 when the task's bound shows that
+                                acc + corr32 + ow * S and (that >> trunc) + bias never leave int32, else NULL */
+    const int32_t *ow;
+    const int32_t *bias;
+    const int32_t *mul;      /* NULL: no BS multiplier (RK3588) */
+    int trunc, shift, mul_shift_pos, mul_shift_neg;
+    int64_t tround, pre, post, scale;
+};
+
+static inline int64_t rkt_min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+static inline int64_t rkt_max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+static inline int64_t rkt_sat32(int64_t v)
+{
+    return rkt_max64(rkt_min64(v, INT32_MAX), INT32_MIN);
+}
+
+/* CLIP_TRUNCATE -> DPU BS bias -> RK3576 multiplier -> OUT_CVT of one channel's CORE value (MAC sum + OW term),
+ * shared by the reference and the fast datapath. The BS multiplier: the bias-added value times the channel's
+ * multiplier, shifted right by the shift selected by the value's sign, rounding half up, saturated to 32 bits;
+ * the operands and the sign selection are [R76-GREG]; the rounding, the saturation and taking the sign before
+ * the multiplication are [INFERRED] (docs/hardware/rocket-rk3576-sim.md). |v * scale| < 2^47, so every shift up
+ * to 63 stays in int64. */
+static inline int8_t rkt_requantize(int trunc, int64_t tround, int32_t bias, int has_mul, int64_t mul,
+                                    int mul_shift_pos, int mul_shift_neg, int64_t scale, int64_t pre, int shift,
+                                    int64_t post, int64_t core)
+{
+    int64_t v = rkt_sat32(((core + tround) >> trunc) + bias);
+    if (has_mul) {
+        const int s = v >= 0 ? mul_shift_pos : mul_shift_neg;
+        const int64_t m = v * mul;
+        v = rkt_sat32(s ? (m + ((int64_t)1 << (s - 1))) >> s : m);
+    }
+    return (int8_t)rkt_max64(rkt_min64(((v * scale + pre) >> shift) + post, 127), -128);
+}
+
+struct rkt_dot_ops {
+    const char *name;
+    /* acc[p * astride + k] = sum over ky, kx, c < icl of x[ky * xrow + p * xstep + kx * ic + c] * w(k, ky, kx, c)
+     * for p < RKT_DOT_P, k < RKT_DOT_KB: one direct weight block against RKT_DOT_P output pixels (icl: the
+     * channels that can be non-zero, a multiple of 4) */
+    void (*direct)(const uint8_t *x, size_t xstep, size_t xrow, const int8_t *w, int kh, int kw, int ic, int icl,
+                   int32_t *acc, size_t astride);
+    /* acc[p * ic + c] = sum over ky, kx of x[ky * xrow + p * xstep + kx * ic + c] * w[(ky * kw + kx) * ic + c]
+     * for p < npix */
+    void (*depthwise)(const uint8_t *x, size_t xstep, size_t xrow, const int16_t *w, int kh, int kw, int ic,
+                      int npix, int32_t *acc);
+    /* One block of the hardware's direct weight layout, nk kernels x wi channels (wi a multiple of 4),
+     * to dst[(c / 4) * 4 * RKT_DOT_KB + 4 * k + c % 4] for k < nk (the other kernels are left alone), adding
+     * each kernel's weights to wsum[k] */
+    void (*pack)(const int8_t *src, int nk, int wi, int8_t *dst, int32_t *wsum);
+    /* sum[i] = sum of the ic bytes of pixel i, for i < npix (window sums of the OW term) */
+    void (*pixsum)(const uint8_t *x, int ic, size_t npix, int32_t *sum);
+    /* One output row: pixel p's 16-channel surface s (16 bytes) to dst[s] + 16 p; channels >= q->n are 0.
+     * s: window sums per pixel, or NULL (all 0). */
+    void (*requant)(const struct rkt_requant *q, const int32_t *acc, size_t astride, const int32_t *s, int npix,
+                    int nsurf, uint8_t *const *dst);
+};
+
+/* x86 with GCC or clang: the AVX2 and AVX-512 units are built (each enables its instruction set for its own
+ * functions, so no build flags are needed) and chosen at run time. */
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define RKT_DOT_X86 1
+#endif
+
+/* The implementations (sim_dot_c.c; sim_dot_avx2.c and sim_dot_avx512.c on x86). */
+extern const struct rkt_dot_ops rkt_dot_c;
+extern const struct rkt_dot_ops rkt_dot_avx2;
+extern const struct rkt_dot_ops rkt_dot_avx512;
+
+/* The best implementation this CPU runs, or the one named by `force` ("c", "avx2", "avx512") when it runs
+ * here; NULL when `force` names one that does not. */
+const struct rkt_dot_ops *rkt_dot_select(const char *force);
+
+#endif

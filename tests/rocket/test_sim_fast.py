@@ -1,0 +1,95 @@
+"""The fast simulated datapath computes the same bytes as the reference datapath (docs/hardware/rocket-sim.md
+"Fast datapath").
+
+The simulator picks its datapath when the device opens: the fast one by default, the reference one with
+TEFLON_SIM_REFERENCE=1, and TEFLON_SIM_KERNELS=c|avx2|avx512 forces the fast path's kernels. Every case runs
+on the simulated rk3588 and rk3576 with each datapath and must give identical output bytes: the default
+convolution sweep (tests/opcases.py) with the best kernels the CPU runs, a named subset with every kernel set
+the CPU runs, and the shared models (skipped when ../shared is absent); the slow sweep is marked `slow`.
+Ids: `rk3588-conv2d-in112x112x32-oc64-k3-s2-same-u8-best`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import device_cases, shared_path
+from opcases import DEFAULT_CONV, SLOW_CONV
+from teflon.modelgen import ConvCase, random_inputs
+from teflon.reference import run_delegate
+
+pytestmark = pytest.mark.usefixtures("delegate_library")
+
+DEVICES = ["rk3588", "rk3576"]
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+_FLAGS = _cpu_flags()
+# kernel sets of sim_dot.h this CPU runs (the simulator would quietly pick another one for the rest)
+KERNELS = ["c"] + [name for name, need in (("avx2", {"avx2"}),
+                                           ("avx512", {"avx512f", "avx512bw", "avx512vl", "avx512dq",
+                                                       "avx512_vnni"}))
+                   if need <= _FLAGS]
+# every 19th case of the sweep: direct and depthwise, kernels 1/3/5, strides, padding, channel tails
+SUBSET = DEFAULT_CONV[::19]
+
+
+def _outputs(model: bytes, device: str, monkeypatch: pytest.MonkeyPatch, reference: bool, kernels: str) -> list:
+    monkeypatch.delenv("TEFLON_SIM_REFERENCE", raising=False)
+    monkeypatch.delenv("TEFLON_SIM_KERNELS", raising=False)
+    if reference:
+        monkeypatch.setenv("TEFLON_SIM_REFERENCE", "1")
+    elif kernels != "best":
+        monkeypatch.setenv("TEFLON_SIM_KERNELS", kernels)
+    inputs = random_inputs(model, seed=0)
+    return run_delegate(model, inputs, device=device, sim="1").outputs
+
+
+def _check_same(model: bytes, device: str, monkeypatch: pytest.MonkeyPatch, kernels: str, name: str) -> None:
+    ref = _outputs(model, device, monkeypatch, True, kernels)
+    fast = _outputs(model, device, monkeypatch, False, kernels)
+    assert len(ref) == len(fast)
+    for i, (r, f) in enumerate(zip(ref, fast, strict=True)):
+        diff = np.argwhere(r != f)
+        assert r.tobytes() == f.tobytes(), (f"{name} on {device} ({kernels} kernels), output {i}: {len(diff)} of {r.size} "
+                                            f"elements differ from the reference datapath, first at {diff[:4].tolist()}")
+
+
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_CONV))
+def test_sweep_best(device: str, case: ConvCase, monkeypatch: pytest.MonkeyPatch) -> None:
+    _check_same(case.build(), device, monkeypatch, "best", case.name)
+
+
+@pytest.mark.parametrize("kernels", KERNELS)
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, SUBSET))
+def test_subset_kernels(device: str, case: ConvCase, kernels: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _check_same(case.build(), device, monkeypatch, kernels, case.name)
+
+
+@pytest.mark.parametrize("model", ["mobilenet_v1_0.25_128_quant.tflite", "mobilenet_v1_0.75_192_quant.tflite",
+                                   "mobilenet_v2_1.0_224_quant.tflite", "tf2_mobilenet_v2_1.0_224_ptq.tflite"])
+@pytest.mark.parametrize("device", DEVICES)
+def test_model(device: str, model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    shared = shared_path()
+    path = shared / "models" / model if shared else Path(model)
+    if not path.is_file():
+        pytest.skip(f"{path} not present")
+    _check_same(path.read_bytes(), device, monkeypatch, "best", model)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, SLOW_CONV))
+def test_sweep_slow(device: str, case: ConvCase, monkeypatch: pytest.MonkeyPatch) -> None:
+    _check_same(case.build(), device, monkeypatch, "best", case.name)
