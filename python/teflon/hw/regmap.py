@@ -112,7 +112,7 @@ class _Layout:
     base: int  # the regcmd word without its value: write target << 48 | offset
     fields: dict[str, tuple[int, int, int]]  # field name -> (lo, unshifted mask, smallest accepted value)
     defined_mask: int
-    allowed: tuple[tuple[Field, frozenset[int]], ...]  # the restricted fields and their accepted values
+    allowed: tuple[tuple[Field, int, frozenset[int]], ...]  # restricted fields: (field, mask, accepted values)
 
 
 def _make_layout(reg: Register, write_target: int) -> _Layout:
@@ -120,7 +120,7 @@ def _make_layout(reg: Register, write_target: int) -> _Layout:
         base=(write_target << WORD_TARGET_SHIFT) | reg.offset,
         fields={f.name: (f.lo, f.mask, -(1 << (f.width - 1)) if f.signed else 0) for f in reg.fields},
         defined_mask=reg.defined_mask,
-        allowed=tuple((f, frozenset(a & f.mask for a in f.allowed)) for f in reg.fields if f.allowed),
+        allowed=tuple((f, f.mask, frozenset(a & f.mask for a in f.allowed)) for f in reg.fields if f.allowed),
     )
 
 
@@ -210,9 +210,9 @@ class RegMap:
 
     @staticmethod
     def _check_allowed(reg_name: str, lay: _Layout, value: int) -> None:
-        for f, accepted in lay.allowed:
-            if (value >> f.lo) & f.mask not in accepted:
-                raise RegMapError(f"{reg_name}.{f.name} = {(value >> f.lo) & f.mask:#x} is not one of the "
+        for f, mask, accepted in lay.allowed:
+            if (value >> f.lo) & mask not in accepted:
+                raise RegMapError(f"{reg_name}.{f.name} = {(value >> f.lo) & mask:#x} is not one of the "
                                   f"accepted values ({', '.join(hex(a) for a in f.allowed)})")
 
     def check_value(self, reg_name: str, value: int) -> int:

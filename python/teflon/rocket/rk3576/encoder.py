@@ -47,21 +47,25 @@ class Coefficients:
     shift: int  # the shift word's shift (both signs)
 
 
-def _per_oc(c: RocketConv) -> np.ndarray:
-    """Stored weights as (output channel, taps x input channels) int64 (depthwise (1, KH, KW, C), direct OHWI)."""
-    w = c.weights.astype(np.int64)
-    return w.reshape(-1, c.out_c).T if c.depthwise else w.reshape(c.out_c, -1)
+def _abs_weight_sums(c: RocketConv, zp: int) -> np.ndarray:
+    """Per output channel: the sum of |stored weight - zp| over its taps and input channels (int64; depthwise
+    weights (1, KH, KW, C), direct OHWI). int16 holds every difference of two int8 values."""
+    d = np.abs(c.weights.astype(np.int16) - np.int16(zp))
+    if c.depthwise:
+        return d.reshape(-1, c.out_c).sum(axis=0, dtype=np.int64)
+    return d.reshape(c.out_c, -1).sum(axis=1, dtype=np.int64)
 
 
-def accumulator_bounds(c: RocketConv, a: np.ndarray) -> tuple[np.ndarray, int]:
+def accumulator_bounds(c: RocketConv, a: np.ndarray, centered: np.ndarray) -> tuple[np.ndarray, int]:
     """(per channel: the largest |acc + A + B * sum_x|, the largest of every partial sum the DPU adds) over any
-    int8 input; the MAC reads stored bytes in -128..127 (padding taps included)."""
-    per_oc = _per_oc(c)
+    int8 input; the MAC reads stored bytes in -128..127 (padding taps included). `centered`: the per-channel
+    sums of |w - zw| (_abs_weight_sums)."""
     # acc + B * sum_x multiplies each input by w - zw (depthwise: the stored pair sums)
-    total = 128 * np.abs(per_oc - c.w_zp).sum(axis=1) + np.abs(a)
+    total = 128 * centered + np.abs(a)
     worst = int(total.max(initial=0))
     if not c.depthwise:  # the MAC sum and the B term separately
-        worst = max(worst, 128 * int(np.abs(per_oc).sum(axis=1).max(initial=0)), 128 * abs(c.w_zp) * per_oc.shape[1])
+        taps = c.weights[0].size
+        worst = max(worst, 128 * int(_abs_weight_sums(c, 0).max(initial=0)), 128 * abs(c.w_zp) * taps)
     return total, worst
 
 
@@ -74,14 +78,15 @@ def coefficients(c: RocketConv) -> Coefficients:
     m = coefs.multipliers(scales, per_channel)
     bias = np.asarray(c.bias, np.int64)
     a = coefs.adjusted_bias(bias, a_true - bias, scales, m)
-    v_max, worst = accumulator_bounds(c, a)
+    centered = _abs_weight_sums(c, c.w_zp)
+    v_max, worst = accumulator_bounds(c, a, centered)
     if worst >= 1 << coefs.INT32_BITS:
         raise EncodeError(f"accumulator, bias and zero-point terms can reach {worst}, beyond the DPU's int32")
     shift = coefs.SHIFT
     if per_channel:
         shift = coefs.bs_shift(int(v_max.max(initial=0)), m)
         # the true data sum: stored inputs in -128..127 minus the stored zero point (padding taps add 0)
-        data = max(127 - c.in_zp, 128 + c.in_zp) * np.abs(_per_oc(c) - c.w_zp).sum(axis=1)
+        data = max(127 - c.in_zp, 128 + c.in_zp) * centered
         err = coefs.multiplier_error(scales, m, float(c.in_scale), float(c.out_scale), data, bias, shift)
         if err > coefs.MAX_ERROR_LSB:
             raise EncodeError(f"per-channel weight scales too far apart for the 16-bit multiplier "
