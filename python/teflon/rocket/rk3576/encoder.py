@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...hw.regmap import RegMap, RegMapError
+from ...ir import Graph, memo
 from ...program import Buffer, OpRecord, Program
 from .. import assemble
 from ..geometry import FEATURE_ATOM, SplitError, geometry
@@ -95,26 +96,34 @@ def coefficients(c: RocketConv) -> Coefficients:
     return Coefficients(table, m, shift)
 
 
-def layer_params(c: RocketConv, in_plane: int) -> tuple[LayerParams, Coefficients]:
-    """Everything but the weight bytes; raises EncodeError."""
+def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None) -> tuple[LayerParams, Coefficients]:
+    """Everything but the weight bytes; raises EncodeError. `graph`: see encode_layer."""
     try:
         sp = split(geometry(c))
-        co = coefficients(c)
+        co = memo(graph, (__name__, "coefficients", tuple(c.all_nodes)), lambda: coefficients(c))
         scale, shift = coefs.out_cvt(float(c.in_scale), co.multipliers, float(c.out_scale), co.shift)
     except (SplitError, ValueError) as e:
         raise EncodeError(str(e)) from e
     return LayerParams(c, sp, in_plane, scale, shift, len(co.table), co.shift), co
 
 
-def encode_layer(rm: RegMap, c: RocketConv, in_plane: int) -> EncodedLayer:
-    p, co = layer_params(c, in_plane)
+def encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None = None) -> EncodedLayer:
+    """Raises EncodeError. With `graph` (the one `c` was lowered from) once per graph: the support decision
+    encodes every layer with the plane pitch of a host-written input, a partition's compile reuses that layer
+    where its input pitch is the same, and its coefficients and weight cubes in any case."""
+    return memo(graph, (__name__, "layer", tuple(c.all_nodes), in_plane), lambda: _encode_layer(rm, c, in_plane, graph))
+
+
+def _encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None) -> EncodedLayer:
+    p, co = layer_params(c, in_plane, graph)
     try:
         streams = [task_stream(rm, p, t) for t in p.split.tasks]
         offsets = link(rm, streams)
     except RegMapError as e:
         raise EncodeError(f"register limit: {e}") from e
     try:
-        packed = _packed_weights(c, p.split.oc_chunk)
+        packed = memo(graph, (__name__, "weights", tuple(c.all_nodes), p.split.oc_chunk),
+                      lambda: _packed_weights(c, p.split.oc_chunk))
     except ValueError as e:
         raise EncodeError(str(e)) from e
     return EncodedLayer(p, streams, offsets, packed, coefs.coefficient_buffer(co.table, co.shift))
@@ -135,7 +144,9 @@ def tensor_bytes(c: int, plane: int) -> int:
     return -(-groups // PLANE_GROUP) * PLANE_GROUP * plane * FEATURE_ATOM + CNA_READ_SLACK
 
 
-def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[int], outputs: list[int]) -> Program:
+def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[int], outputs: list[int],
+                graph: Graph | None = None) -> Program:
+    """The program of `convs`; `graph`, the graph they were lowered from, shares the support decision's work."""
     prog = Program(device=device)
     if any(c.add is not None for c in convs):
         raise EncodeError("fused ADD is not implemented on rk3576")
@@ -148,7 +159,7 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[i
         prog.add_buffer(Buffer(f"t{t}", tensor_bytes(s.c, plane[t]), tensor=True))
 
     for k, c in enumerate(convs):
-        enc = encode_layer(rm, c, plane[c.input_tensor])
+        enc = encode_layer(rm, c, plane[c.input_tensor], graph)
         # one job per operation: its row windows share CBUF rows, so they run back to back on one core
         assemble.add_operation(prog, assemble.buffer_names(k, c), (len(enc.weights), enc.weights), enc.coefs,
                                regcmd_bytes(enc.streams, enc.offsets), enc.streams, enc.offsets, True,

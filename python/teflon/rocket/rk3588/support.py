@@ -15,14 +15,12 @@ from ..lower import (
     lower_conv,
 )
 from ..stream import EncodeError
-from .encoder import build_streams, op_params
+from .encoder import checked_streams
 from .stream import OpParams
 
 
-def _check(regmap: RegMap, conv: RocketConv) -> OpParams:
-    params = op_params(conv)
-    build_streams(regmap, params)  # every register value must fit its field
-    return params
+def _check(regmap: RegMap, conv: RocketConv, graph: Graph) -> OpParams:
+    return checked_streams(regmap, conv, graph=graph)[0]  # every register value must fit its field
 
 
 def _describe(conv: RocketConv, params: OpParams) -> str:
@@ -46,7 +44,7 @@ def supported(graph: Graph, regmap: RegMap, fuse: bool | None = None) -> dict[in
                 conv, other = add_fusion_target(graph, op, by_output)
                 fused = lower_conv(graph, next(o for o in graph.operations if o.index == conv.nodes[0]))
                 fuse_add(graph, op, fused, other)
-                _check(regmap, fused)
+                _check(regmap, fused, graph)
             except (LoweringError, EncodeError) as e:
                 out[op.index] = (False, f"ADD not fused: {e}")
                 continue
@@ -59,7 +57,7 @@ def supported(graph: Graph, regmap: RegMap, fuse: bool | None = None) -> dict[in
             continue
         try:
             conv = lower_conv(graph, op)
-            params = _check(regmap, conv)
+            params = _check(regmap, conv, graph)
         except (LoweringError, EncodeError) as e:
             out[op.index] = (False, str(e))
             continue
