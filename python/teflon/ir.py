@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, TypeVar
 
 import numpy as np
@@ -67,11 +68,11 @@ class Quant:
     zero_points: np.ndarray  # int32, same length as scales (or 1)
     axis: int = 0
 
-    @property
+    @cached_property  # asked for every operand by every support check and lowering; the arrays never change
     def per_tensor(self) -> bool:
         s = self.scales
         z = self.zero_points
-        return bool(np.all(s == s[0]) and np.all(z == z[0]))
+        return bool((s == s[0]).all() and (z == z[0]).all())
 
     @property
     def scale(self) -> np.float32:
