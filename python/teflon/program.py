@@ -229,4 +229,4 @@ class Program:
             len(strings),
             data_offset,
         )
-        return header + bytes(body) + tail + bytes(data)
+        return b"".join((header, body, tail, data))  # one copy of the (weight-sized) data
