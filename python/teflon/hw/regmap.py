@@ -14,6 +14,7 @@ op-enable) are listed per SoC in `specials`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 WORD_VALUE_SHIFT = 16
@@ -191,7 +192,7 @@ class RegMap:
         except KeyError:
             raise RegMapError(f"unknown register {reg_name!r} on {self.soc}") from None
 
-    def _pack(self, reg_name: str, lay: _Layout, fields: dict[str, int]) -> int:
+    def _pack(self, reg_name: str, lay: _Layout, fields: Mapping[str, int]) -> int:
         v = 0
         for name, fv in fields.items():
             packing = lay.fields.get(name)
@@ -232,7 +233,13 @@ class RegMap:
 
     def word(self, reg_name: str, **fields: int) -> int:
         """Regcmd word (u64) for a normal register write."""
-        lay = self._layout(reg_name)
+        return self.word_of(reg_name, fields)
+
+    def word_of(self, reg_name: str, fields: Mapping[str, int]) -> int:
+        """word() with the field values as a mapping: the encoders' path, one call per regcmd word."""
+        lay = self._layouts.get(reg_name)
+        if lay is None:
+            raise RegMapError(f"unknown register {reg_name!r} on {self.soc}")
         value = self._pack(reg_name, lay, fields) if fields else 0  # in range and inside the fields by construction
         if lay.allowed:
             self._check_allowed(reg_name, lay, value)
