@@ -20,7 +20,7 @@ from ...program import Buffer, OpRecord, Program
 from .. import assemble
 from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..lower import RocketConv
-from ..requant import bias_table
+from ..requant import bias_table, channel_sums
 from ..stream import EncodeError, Stream, regcmd_bytes
 from . import coefs, weights
 from .split import Task, split
@@ -52,9 +52,7 @@ def _abs_weight_sums(c: RocketConv, zp: int) -> np.ndarray:
     """Per output channel: the sum of |stored weight - zp| over its taps and input channels (int64; depthwise
     weights (1, KH, KW, C), direct OHWI). int16 holds every difference of two int8 values."""
     d = np.abs(c.weights.astype(np.int16) - np.int16(zp))
-    if c.depthwise:
-        return d.reshape(-1, c.out_c).sum(axis=0, dtype=np.int64)
-    return d.reshape(c.out_c, -1).sum(axis=1, dtype=np.int64)
+    return channel_sums(d.reshape(-1, c.out_c), 0) if c.depthwise else channel_sums(d.reshape(c.out_c, -1), 1)
 
 
 def accumulator_bounds(c: RocketConv, a: np.ndarray, centered: np.ndarray) -> tuple[np.ndarray, int]:
