@@ -17,6 +17,7 @@ Tools observe what the delegate decided and compiled with `capture()`:
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 import traceback
 from collections.abc import Iterator
@@ -71,7 +72,7 @@ def tensor_from_c(ffi: Any, t: Any) -> Tensor:
     data = None
     if t.is_constant and t.data != ffi.NULL and t.type in TFLITE_TYPES:
         arr = np.frombuffer(ffi.buffer(t.data, t.bytes), dtype=np.dtype(dtype)).copy()
-        data = arr.reshape(shape) if arr.size == int(np.prod(shape, dtype=np.int64)) else arr
+        data = arr.reshape(shape) if arr.size == math.prod(shape) else arr
     quant = None
     if t.nscales > 0:
         scales = np.frombuffer(ffi.buffer(t.scales, 4 * t.nscales), dtype=np.float32).copy()

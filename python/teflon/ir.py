@@ -6,9 +6,14 @@ Everything downstream (support checks, lowering, encoders) reads only this.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
 
 # TfLiteType values -> numpy dtype names
 TFLITE_TYPES: dict[int, str] = {
@@ -63,11 +68,11 @@ class Quant:
     zero_points: np.ndarray  # int32, same length as scales (or 1)
     axis: int = 0
 
-    @property
+    @cached_property  # asked for every operand by every support check and lowering; the arrays never change
     def per_tensor(self) -> bool:
         s = self.scales
         z = self.zero_points
-        return bool(np.all(s == s[0]) and np.all(z == z[0]))
+        return bool((s == s[0]).all() and (z == z[0]).all())
 
     @property
     def scale(self) -> np.float32:
@@ -108,6 +113,8 @@ class Operation:
 class Graph:
     tensors: dict[int, Tensor]
     operations: list[Operation]
+    # What the compiler derived from this graph (see memo()); a graph is not changed once the compiler saw it.
+    derived: dict[Hashable, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def producer(self, tensor: int) -> Operation | None:
         for op in self.operations:
@@ -117,6 +124,18 @@ class Graph:
 
     def consumers(self, tensor: int) -> list[Operation]:
         return [op for op in self.operations if tensor in op.inputs]
+
+
+def memo(graph: Graph | None, key: Hashable, compute: Callable[[], T]) -> T:
+    """compute() once per graph and key (every time without a graph). The delegate's support decision and the
+    compile of each partition of one Prepare see the same Graph: what both derive from an operation (its
+    checked register streams, coefficient tables) is computed once. Keys start with the owning module's name
+    and hold everything else the value depends on; a value is shared, so it is never modified."""
+    if graph is None:
+        return compute()
+    if key not in graph.derived:
+        graph.derived[key] = compute()
+    return graph.derived[key]
 
 
 def decode_options(kind: str, raw: list[int]) -> dict[str, object]:

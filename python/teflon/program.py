@@ -147,6 +147,8 @@ class Program:
     jobs: list[Job] = field(default_factory=list)
     io: list[IOBinding] = field(default_factory=list)
     operations: list[OpRecord] = field(default_factory=list)
+    # names of `buffers`, so that add_buffer's duplicate check is not quadratic in the buffer count
+    _names: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
 
     def buffer(self, name: str) -> Buffer:
         for b in self.buffers:
@@ -169,9 +171,12 @@ class Program:
         return out
 
     def add_buffer(self, buf: Buffer) -> Buffer:
-        if any(b.name == buf.name for b in self.buffers):
+        if len(self._names) != len(self.buffers):  # `buffers` was built or edited directly
+            self._names = {b.name for b in self.buffers}
+        if buf.name in self._names:
             raise ValueError(f"duplicate buffer {buf.name}")
         self.buffers.append(buf)
+        self._names.add(buf.name)
         return buf
 
     # ---- binary form for delegate/program.c -------------------------------------------------
@@ -252,4 +257,4 @@ class Program:
             len(strings),
             data_offset,
         )
-        return header + bytes(body) + tail + bytes(data)
+        return b"".join((header, body, tail, data))  # one copy of the (weight-sized) data

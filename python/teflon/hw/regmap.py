@@ -14,6 +14,7 @@ op-enable) are listed per SoC in `specials`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,6 +106,26 @@ class SocTable:
     specials: tuple[Special, ...] = ()
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """One register's packing facts, computed once from the table: encoders write thousands of words per
+    model, so `word()` must not walk the field list or rebuild masks for each of them."""
+
+    base: int  # the regcmd word without its value: write target << 48 | offset
+    fields: dict[str, tuple[int, int, int]]  # field name -> (lo, unshifted mask, smallest accepted value)
+    defined_mask: int
+    allowed: tuple[tuple[Field, int, frozenset[int]], ...]  # restricted fields: (field, mask, accepted values)
+
+
+def _make_layout(reg: Register, write_target: int) -> _Layout:
+    return _Layout(
+        base=(write_target << WORD_TARGET_SHIFT) | reg.offset,
+        fields={f.name: (f.lo, f.mask, -(1 << (f.width - 1)) if f.signed else 0) for f in reg.fields},
+        defined_mask=reg.defined_mask,
+        allowed=tuple((f, f.mask, frozenset(a & f.mask for a in f.allowed)) for f in reg.fields if f.allowed),
+    )
+
+
 @dataclass
 class RegMap:
     table: SocTable
@@ -112,6 +133,7 @@ class RegMap:
     _by_key: dict[tuple[int, int], Register] = field(init=False, repr=False)
     _units: dict[str, Unit] = field(init=False, repr=False)
     _specials: dict[int, Special] = field(init=False, repr=False)
+    _layouts: dict[str, _Layout] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._units = {u.name: u for u in self.table.units}
@@ -134,6 +156,7 @@ class RegMap:
                 used |= f.mask << f.lo
             self._by_name[r.full_name] = r
             self._by_key[key] = r
+        self._layouts = {name: _make_layout(r, self._units[r.unit].write_target) for name, r in self._by_name.items()}
         self._specials = {s.target: s for s in self.table.specials}
         for s in self.table.specials:
             if s.register is not None and s.register not in self._by_name:
@@ -164,45 +187,64 @@ class RegMap:
         raise RegMapError(f"unknown special word {name!r} on {self.soc}")
 
     # ---- packing --------------------------------------------------------------------------
-    @staticmethod
-    def _pack_field(reg: Register, f: Field, v: int) -> int:
-        v = int(v)
-        lo_limit = -(1 << (f.width - 1)) if f.signed else 0
-        if not lo_limit <= v <= f.mask:
-            raise RegMapError(f"{reg.full_name}.{f.name} = {v} does not fit {f.width} bits")
-        return (v & f.mask) << f.lo
+    def _layout(self, reg_name: str) -> _Layout:
+        try:
+            return self._layouts[reg_name]
+        except KeyError:
+            raise RegMapError(f"unknown register {reg_name!r} on {self.soc}") from None
+
+    def _pack(self, reg_name: str, lay: _Layout, fields: Mapping[str, int]) -> int:
+        v = 0
+        for name, fv in fields.items():
+            packing = lay.fields.get(name)
+            if packing is None:
+                raise RegMapError(f"{reg_name} has no field {name!r} (fields: {', '.join(lay.fields)})")
+            lo, mask, lowest = packing
+            fv = int(fv)
+            if not lowest <= fv <= mask:
+                raise RegMapError(f"{reg_name}.{name} = {fv} does not fit {mask.bit_length()} bits")
+            v |= (fv & mask) << lo
+        return v
 
     def value(self, reg_name: str, **fields: int) -> int:
         """Pack a 32-bit register value from named field values (missing fields are 0)."""
-        reg = self.register(reg_name)
-        v = 0
-        for name, fv in fields.items():
-            v |= self._pack_field(reg, reg.field(name), fv)
-        return v
+        return self._pack(reg_name, self._layout(reg_name), fields)
+
+    @staticmethod
+    def _check_allowed(reg_name: str, lay: _Layout, value: int) -> None:
+        for f, mask, accepted in lay.allowed:
+            if (value >> f.lo) & mask not in accepted:
+                raise RegMapError(f"{reg_name}.{f.name} = {(value >> f.lo) & mask:#x} is not one of the "
+                                  f"accepted values ({', '.join(hex(a) for a in f.allowed)})")
 
     def check_value(self, reg_name: str, value: int) -> int:
         """Validate a raw 32-bit value: it may only set bits inside defined fields."""
-        reg = self.register(reg_name)
+        lay = self._layout(reg_name)
         if not 0 <= value <= 0xFFFFFFFF:
-            raise RegMapError(f"{reg.full_name}: value {value:#x} is not 32-bit")
-        if value & ~reg.defined_mask:
-            raise RegMapError(f"{reg.full_name}: value {value:#x} sets bits outside fields ({reg.defined_mask:#x})")
-        for f in reg.fields:
-            if f.allowed and (value >> f.lo) & f.mask not in {a & f.mask for a in f.allowed}:
-                raise RegMapError(f"{reg.full_name}.{f.name} = {(value >> f.lo) & f.mask:#x} is not one of the "
-                                  f"accepted values ({', '.join(hex(a) for a in f.allowed)})")
+            raise RegMapError(f"{reg_name}: value {value:#x} is not 32-bit")
+        if value & ~lay.defined_mask:
+            raise RegMapError(f"{reg_name}: value {value:#x} sets bits outside fields ({lay.defined_mask:#x})")
+        self._check_allowed(reg_name, lay, value)
         return value
 
     def word_raw(self, reg_name: str, value: int) -> int:
         """Regcmd word writing a raw (validated) value."""
-        reg = self.register(reg_name)
         self.check_value(reg_name, value)
-        target = self._units[reg.unit].write_target
-        return (target << WORD_TARGET_SHIFT) | (value << WORD_VALUE_SHIFT) | reg.offset
+        return self._layouts[reg_name].base | (value << WORD_VALUE_SHIFT)
 
     def word(self, reg_name: str, **fields: int) -> int:
         """Regcmd word (u64) for a normal register write."""
-        return self.word_raw(reg_name, self.value(reg_name, **fields))
+        return self.word_of(reg_name, fields)
+
+    def word_of(self, reg_name: str, fields: Mapping[str, int]) -> int:
+        """word() with the field values as a mapping: the encoders' path, one call per regcmd word."""
+        lay = self._layouts.get(reg_name)
+        if lay is None:
+            raise RegMapError(f"unknown register {reg_name!r} on {self.soc}")
+        value = self._pack(reg_name, lay, fields) if fields else 0  # in range and inside the fields by construction
+        if lay.allowed:
+            self._check_allowed(reg_name, lay, value)
+        return lay.base | (value << WORD_VALUE_SHIFT)
 
     def special_word(self, name: str, **fields: int) -> int:
         s = self.special(name)

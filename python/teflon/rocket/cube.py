@@ -6,7 +6,8 @@ then output channel, then input channel. Input channels are padded to IC = align
 stored weight zero point (a real zero weight), so the last input-channel block may be 16 wide; output channels
 are padded to an even count (pad kernels are 0) and the last output block is not padded to 32.
 
-Vectorized: pad to whole blocks, transpose into packing order, drop the entries that do not exist.
+Vectorized: pad the channels, then transpose the whole 32-wide blocks and the narrower last block of each axis
+into packing order separately (plain strided copies, no gather of the entries that exist).
 """
 
 from __future__ import annotations
@@ -28,20 +29,36 @@ def kernels(out_c: int, depthwise: bool) -> int:
     return 1 if depthwise else align(out_c, 2)
 
 
+def _block_rows(w: np.ndarray, rows: int) -> np.ndarray:
+    """Output-channel blocks of `rows` channels each (w: (blocks * rows, KH, KW, IC)) -> one row of packed bytes per
+    block: its whole 32-wide input-channel blocks, then the narrower last one; inside each, tap-major, then output
+    channel, then input channel."""
+    n, kh, kw, ic = w.shape
+    blocks = n // rows
+    whole = ic // WEIGHT_GROUP * WEIGHT_GROUP
+    parts = []
+    if whole:
+        cube = w[:, :, :, :whole].reshape(blocks, rows, kh, kw, whole // WEIGHT_GROUP, WEIGHT_GROUP)
+        parts.append(cube.transpose(0, 4, 2, 3, 1, 5).reshape(blocks, -1))
+    if ic > whole:
+        cube = w[:, :, :, whole:].reshape(blocks, rows, kh, kw, ic - whole)
+        parts.append(cube.transpose(0, 2, 3, 1, 4).reshape(blocks, -1))
+    return np.concatenate(parts, axis=1)
+
+
 def pack_conv(weights: np.ndarray, w_zp: int) -> np.ndarray:
     """Pack stored int8 OHWI weights; returns the packed int8 bytes (KH*KW*IC*align(OC,2))."""
     oc, kh, kw, ic = weights.shape
     ic_p = packed_input_channels(ic)
     oc_p = kernels(oc, False)
-    g_o = -(-oc_p // WEIGHT_GROUP)
-    g_i = -(-ic_p // WEIGHT_GROUP)
-    full = np.zeros((g_o * WEIGHT_GROUP, kh, kw, g_i * WEIGHT_GROUP), np.int8)
+    full = np.zeros((oc_p, kh, kw, ic_p), np.int8)
     full[:oc, :, :, :ic] = weights
-    full[:oc, :, :, ic:ic_p] = w_zp  # padded input channels hold a real zero weight
+    full[:oc, :, :, ic:] = w_zp  # padded input channels hold a real zero weight
     # pad kernels (oc..oc_p) stay 0: their output channel is never read back
-    blocks = full.reshape(g_o, WEIGHT_GROUP, kh, kw, g_i, WEIGHT_GROUP).transpose(0, 4, 2, 3, 1, 5)
-    keep_o = np.arange(g_o * WEIGHT_GROUP).reshape(g_o, WEIGHT_GROUP) < oc_p
-    keep_i = np.arange(g_i * WEIGHT_GROUP).reshape(g_i, WEIGHT_GROUP) < ic_p
-    mask = keep_o[:, None, None, None, :, None] & keep_i[None, :, None, None, None, :]
-    mask = np.broadcast_to(mask, blocks.shape)
-    return blocks[mask]
+    whole = oc_p // WEIGHT_GROUP * WEIGHT_GROUP
+    parts = []
+    if whole:
+        parts.append(_block_rows(full[:whole], WEIGHT_GROUP).reshape(-1))
+    if oc_p > whole:
+        parts.append(_block_rows(full[whole:], oc_p - whole).reshape(-1))
+    return np.concatenate(parts)

@@ -61,7 +61,7 @@ class RocketConv:
     out_scale: np.float32
     w_scale: np.float32
     weights: np.ndarray  # stored int8: OHWI (conv) or (1, KH, KW, C) (depthwise)
-    weights_q: np.ndarray  # the TFLite integer weights as int32, same shape (for w - zw sums)
+    weights_q: np.ndarray  # the TFLite integer weights (uint8 or int8, the model's), same shape (for w - zw sums)
     bias: np.ndarray  # int32, out_c entries (zeros when the model has no bias)
     activation: str = "NONE"  # the conv's own fused activation (already checked to be a no-op)
     w_scales: np.ndarray | None = None  # per-output-channel weight scales (rk3576 only); None = per-tensor
@@ -184,8 +184,9 @@ def lower_conv(graph: Graph, op: Operation, per_channel: bool = False) -> Rocket
     _check_activation(str(act), y.dtype, sy, zy)
 
     off = stored_offset(x.dtype)
-    wq = np.asarray(w.data).astype(np.int32).reshape(w.shape)
-    weights = (wq - off).astype(np.int8)
+    wq = np.asarray(w.data).reshape(w.shape)  # the graph's array: read, never written
+    # stored = q - off as int8: for uint8 that is q ^ 0x80 (q - 128 == q + 128 mod 256), for int8 q itself
+    weights = (wq ^ np.uint8(0x80)).view(np.int8) if off else wq.view(np.int8)
     if b is not None:
         bias = np.asarray(b.data).astype(np.int32).reshape(-1)
         if bias.size != oc:

@@ -19,14 +19,19 @@ def f32_bits(x: float | np.floating) -> int:
     return struct.unpack("<I", struct.pack("<f", float(np.float32(x))))[0]
 
 
+def channel_sums(values: np.ndarray, axis: int) -> np.ndarray:
+    """int64 sums along `axis` of values below 2^8 in magnitude (weights, |w - zw|): accumulated in int32, about
+    twice as fast over a large weight tensor, whenever the count keeps every sum below 2^31."""
+    acc = np.int32 if values.shape[axis] < 1 << 23 else np.int64
+    return values.sum(axis=axis, dtype=acc).astype(np.int64)
+
+
 def bias_table(bias: np.ndarray, weights_q: np.ndarray, w_zp_q: int, in_zp: int, depthwise: bool,
                trunc: int) -> np.ndarray:
     """int32 per real output channel: (bias - zxs * sum(w - zw)) / 2^trunc, rounded toward zero."""
-    centered = weights_q.astype(np.int64) - w_zp_q
-    if depthwise:
-        sums = centered.reshape(-1, centered.shape[-1]).sum(axis=0)
-    else:
-        sums = centered.reshape(centered.shape[0], -1).sum(axis=1)
+    per_oc = weights_q.reshape(-1, weights_q.shape[-1]) if depthwise else weights_q.reshape(weights_q.shape[0], -1)
+    axis = 0 if depthwise else 1
+    sums = channel_sums(per_oc, axis) - per_oc.shape[axis] * w_zp_q  # sum(w - zw) per output channel
     val = bias.astype(np.int64) - sums * in_zp
     div = 1 << trunc
     q = np.where(val >= 0, val // div, -((-val) // div))  # C integer division

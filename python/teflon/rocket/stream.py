@@ -41,7 +41,7 @@ class Emitter:
         self.s = Stream()
 
     def __call__(self, reg: str, **fields: int) -> None:
-        self.s.words.append(self.rm.word(reg, **fields))
+        self.s.words.append(self.rm.word_of(reg, fields))
 
     def addr(self, reg: str, role: str, offset: int) -> None:
         self.s.relocs.append((len(self.s.words), role))

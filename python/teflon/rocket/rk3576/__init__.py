@@ -27,4 +27,4 @@ def compile(regmap: RegMap, device: str, graph: Graph, nodes: list[int], inputs:
 
     del mesa_compat  # nothing to be compatible with
     return compile_ops(regmap, device, lower_partition(graph, nodes, per_channel=True),
-                       inputs, outputs)
+                       inputs, outputs, graph)

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...hw.regmap import RegMap, RegMapError
+from ...ir import Graph, memo
 from ...program import Buffer, OpRecord, Program
 from .. import assemble
 from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..lower import RocketConv
-from ..requant import bias_table
+from ..requant import bias_table, channel_sums
 from ..stream import EncodeError, Stream, regcmd_bytes
 from . import coefs, weights
 from .split import Task, split
@@ -47,21 +48,23 @@ class Coefficients:
     shift: int  # the shift word's shift (both signs)
 
 
-def _per_oc(c: RocketConv) -> np.ndarray:
-    """Stored weights as (output channel, taps x input channels) int64 (depthwise (1, KH, KW, C), direct OHWI)."""
-    w = c.weights.astype(np.int64)
-    return w.reshape(-1, c.out_c).T if c.depthwise else w.reshape(c.out_c, -1)
+def _abs_weight_sums(c: RocketConv, zp: int) -> np.ndarray:
+    """Per output channel: the sum of |stored weight - zp| over its taps and input channels (int64; depthwise
+    weights (1, KH, KW, C), direct OHWI). int16 holds every difference of two int8 values."""
+    d = np.abs(c.weights.astype(np.int16) - np.int16(zp))
+    return channel_sums(d.reshape(-1, c.out_c), 0) if c.depthwise else channel_sums(d.reshape(c.out_c, -1), 1)
 
 
-def accumulator_bounds(c: RocketConv, a: np.ndarray) -> tuple[np.ndarray, int]:
+def accumulator_bounds(c: RocketConv, a: np.ndarray, centered: np.ndarray) -> tuple[np.ndarray, int]:
     """(per channel: the largest |acc + A + B * sum_x|, the largest of every partial sum the DPU adds) over any
-    int8 input; the MAC reads stored bytes in -128..127 (padding taps included)."""
-    per_oc = _per_oc(c)
+    int8 input; the MAC reads stored bytes in -128..127 (padding taps included). `centered`: the per-channel
+    sums of |w - zw| (_abs_weight_sums)."""
     # acc + B * sum_x multiplies each input by w - zw (depthwise: the stored pair sums)
-    total = 128 * np.abs(per_oc - c.w_zp).sum(axis=1) + np.abs(a)
+    total = 128 * centered + np.abs(a)
     worst = int(total.max(initial=0))
     if not c.depthwise:  # the MAC sum and the B term separately
-        worst = max(worst, 128 * int(np.abs(per_oc).sum(axis=1).max(initial=0)), 128 * abs(c.w_zp) * per_oc.shape[1])
+        taps = c.weights[0].size
+        worst = max(worst, 128 * int(_abs_weight_sums(c, 0).max(initial=0)), 128 * abs(c.w_zp) * taps)
     return total, worst
 
 
@@ -74,14 +77,15 @@ def coefficients(c: RocketConv) -> Coefficients:
     m = coefs.multipliers(scales, per_channel)
     bias = np.asarray(c.bias, np.int64)
     a = coefs.adjusted_bias(bias, a_true - bias, scales, m)
-    v_max, worst = accumulator_bounds(c, a)
+    centered = _abs_weight_sums(c, c.w_zp)
+    v_max, worst = accumulator_bounds(c, a, centered)
     if worst >= 1 << coefs.INT32_BITS:
         raise EncodeError(f"accumulator, bias and zero-point terms can reach {worst}, beyond the DPU's int32")
     shift = coefs.SHIFT
     if per_channel:
         shift = coefs.bs_shift(int(v_max.max(initial=0)), m)
         # the true data sum: stored inputs in -128..127 minus the stored zero point (padding taps add 0)
-        data = max(127 - c.in_zp, 128 + c.in_zp) * np.abs(_per_oc(c) - c.w_zp).sum(axis=1)
+        data = max(127 - c.in_zp, 128 + c.in_zp) * centered
         err = coefs.multiplier_error(scales, m, float(c.in_scale), float(c.out_scale), data, bias, shift)
         if err > coefs.MAX_ERROR_LSB:
             raise EncodeError(f"per-channel weight scales too far apart for the 16-bit multiplier "
@@ -90,26 +94,34 @@ def coefficients(c: RocketConv) -> Coefficients:
     return Coefficients(table, m, shift)
 
 
-def layer_params(c: RocketConv, in_plane: int) -> tuple[LayerParams, Coefficients]:
-    """Everything but the weight bytes; raises EncodeError."""
+def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None) -> tuple[LayerParams, Coefficients]:
+    """Everything but the weight bytes; raises EncodeError. `graph`: see encode_layer."""
     try:
         sp = split(geometry(c))
-        co = coefficients(c)
+        co = memo(graph, (__name__, "coefficients", tuple(c.all_nodes)), lambda: coefficients(c))
         scale, shift = coefs.out_cvt(float(c.in_scale), co.multipliers, float(c.out_scale), co.shift)
     except (SplitError, ValueError) as e:
         raise EncodeError(str(e)) from e
     return LayerParams(c, sp, in_plane, scale, shift, len(co.table), co.shift), co
 
 
-def encode_layer(rm: RegMap, c: RocketConv, in_plane: int) -> EncodedLayer:
-    p, co = layer_params(c, in_plane)
+def encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None = None) -> EncodedLayer:
+    """Raises EncodeError. With `graph` (the one `c` was lowered from) once per graph: the support decision
+    encodes every layer with the plane pitch of a host-written input, a partition's compile reuses that layer
+    where its input pitch is the same, and its coefficients and weight cubes in any case."""
+    return memo(graph, (__name__, "layer", tuple(c.all_nodes), in_plane), lambda: _encode_layer(rm, c, in_plane, graph))
+
+
+def _encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None) -> EncodedLayer:
+    p, co = layer_params(c, in_plane, graph)
     try:
         streams = [task_stream(rm, p, t) for t in p.split.tasks]
         offsets = link(rm, streams)
     except RegMapError as e:
         raise EncodeError(f"register limit: {e}") from e
     try:
-        packed = _packed_weights(c, p.split.oc_chunk)
+        packed = memo(graph, (__name__, "weights", tuple(c.all_nodes), p.split.oc_chunk),
+                      lambda: _packed_weights(c, p.split.oc_chunk))
     except ValueError as e:
         raise EncodeError(str(e)) from e
     return EncodedLayer(p, streams, offsets, packed, coefs.coefficient_buffer(co.table, co.shift))
@@ -130,7 +142,9 @@ def tensor_bytes(c: int, plane: int) -> int:
     return -(-groups // PLANE_GROUP) * PLANE_GROUP * plane * FEATURE_ATOM + CNA_READ_SLACK
 
 
-def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[int], outputs: list[int]) -> Program:
+def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[int], outputs: list[int],
+                graph: Graph | None = None) -> Program:
+    """The program of `convs`; `graph`, the graph they were lowered from, shares the support decision's work."""
     prog = Program(device=device)
     produced = {c.output_tensor for c in convs}
     shapes = assemble.tensors(convs)
@@ -141,7 +155,7 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[i
         prog.add_buffer(Buffer(f"t{t}", tensor_bytes(s.c, plane[t]), tensor=True))
 
     for k, c in enumerate(convs):
-        enc = encode_layer(rm, c, plane[c.input_tensor])
+        enc = encode_layer(rm, c, plane[c.input_tensor], graph)
         # one job per operation: its row windows share CBUF rows, so they run back to back on one core
         assemble.add_operation(prog, assemble.buffer_names(k, c), (len(enc.weights), enc.weights), enc.coefs,
                                regcmd_bytes(enc.streams, enc.offsets), enc.streams, enc.offsets, True,

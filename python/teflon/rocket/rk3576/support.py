@@ -31,7 +31,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             conv = lower_conv(graph, op, per_channel=True)
             # every register value must fit its field: build the whole layer (the input plane pitch
             # does not change which values fit)
-            enc = encode_layer(regmap, conv, conv.in_h * conv.in_w)
+            enc = encode_layer(regmap, conv, conv.in_h * conv.in_w, graph)
         except (LoweringError, EncodeError) as e:
             out[op.index] = (False, str(e))
             continue

@@ -25,4 +25,4 @@ def compile(regmap: RegMap, device: str, graph: Graph, nodes: list[int], inputs:
     from .encoder import compile_ops
 
     return compile_ops(regmap, device, lower_partition(graph, nodes), inputs, outputs,
-                       mesa_compat=mesa_compat)
+                       mesa_compat=mesa_compat, graph=graph)

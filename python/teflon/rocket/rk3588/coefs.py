@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..requant import f32_bits
+from ..requant import channel_sums, f32_bits
 
 # Weight scales (float32 bit patterns) for which Mesa sets CLIP_TRUNCATE = 1 (rkt_coefs.c). Kept so
 # the encoder reproduces Mesa's streams for models that hit them; see truncate_bits().
@@ -27,8 +27,8 @@ def truncate_bits(w_scale: np.float32, weights: np.ndarray, depthwise: bool) -> 
     worst-case MAC result of stored int8 data (|xs| <= 128) inside ACC_BITS signed bits.
     """
     t = 1 if f32_bits(w_scale) in MESA_TRUNCATE_SCALES else 0
-    w = np.abs(weights.astype(np.int64))
-    per_oc = w.reshape(-1, w.shape[-1]).sum(axis=0) if depthwise else w.reshape(w.shape[0], -1).sum(axis=1)
+    w = np.abs(weights, dtype=np.int16)  # widened first: |-128| does not fit int8
+    per_oc = channel_sums(w.reshape(-1, w.shape[-1]), 0) if depthwise else channel_sums(w.reshape(w.shape[0], -1), 1)
     bound = int(per_oc.max(initial=0)) * 128
     need = max(bound.bit_length() + 1 - ACC_BITS, 0)  # +1: sign bit
     return max(t, need)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...hw.regmap import RegMap, RegMapError
+from ...ir import Graph, memo
 from ...program import LAYOUT_ROWS, Buffer, IOBinding, OpRecord, Program
 from .. import assemble
 from ..geometry import FEATURE_ATOM, SplitError, geometry
@@ -60,9 +61,20 @@ def build_streams(rm: RegMap, p: OpParams) -> tuple[list[Stream], list[int]]:
     return streams, offsets
 
 
-def encode_op(rm: RegMap, c: RocketConv, mesa_compat: bool = False) -> EncodedOp:
-    p = op_params(c, mesa_compat)
-    streams, offsets = build_streams(rm, p)
+def checked_streams(rm: RegMap, c: RocketConv, mesa_compat: bool = False,
+                    graph: Graph | None = None) -> tuple[OpParams, list[Stream], list[int]]:
+    """op_params and build_streams of `c` (raises EncodeError); once per graph when it is given (the support
+    decision checks every claimed operation this way, the partition's compile then reuses it)."""
+
+    def compute() -> tuple[OpParams, list[Stream], list[int]]:
+        p = op_params(c, mesa_compat)
+        return (p, *build_streams(rm, p))
+
+    return memo(graph, (__name__, tuple(c.all_nodes), mesa_compat), compute)
+
+
+def encode_op(rm: RegMap, c: RocketConv, mesa_compat: bool = False, graph: Graph | None = None) -> EncodedOp:
+    p, streams, offsets = checked_streams(rm, c, mesa_compat, graph)
     packed = weights.pack(c.weights, c.w_zp, c.depthwise)
     bias = bias_table(c.bias, c.weights_q, c.w_zp_q, c.in_zp, c.depthwise, p.truncate_bits)
     alloc = weights.alloc_size(c.kh, c.kw, c.in_c, c.out_c, c.depthwise)
@@ -74,7 +86,8 @@ def tensor_bytes(h: int, w: int, c: int) -> int:
 
 
 def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[int], outputs: list[int],
-                mesa_compat: bool = False) -> Program:
+                mesa_compat: bool = False, graph: Graph | None = None) -> Program:
+    """The program of `convs`; `graph`, the graph they were lowered from, shares the support decision's work."""
     prog = Program(device=device)
     produced = {c.output_tensor for c in convs}
     shapes = assemble.tensors(convs)
@@ -87,7 +100,7 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[i
         prog.add_buffer(Buffer(f"t{t}", tensor_bytes(s.h, s.w, s.c), tensor=True))
 
     for k, c in enumerate(convs):
-        enc = encode_op(rm, c, mesa_compat)
+        enc = encode_op(rm, c, mesa_compat, graph)
         assemble.add_operation(prog, assemble.buffer_names(k, c), (enc.weights_alloc, enc.weights), enc.bias,
                                regcmd_bytes(enc.streams, enc.offsets), enc.streams, enc.offsets,
                                enc.split.reuse_weights, OpRecord(c.nodes, c.kind, [], _op_info(enc)))

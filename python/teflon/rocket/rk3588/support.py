@@ -6,14 +6,12 @@ from ...hw.regmap import RegMap
 from ...ir import Graph
 from ..lower import ADD_REASON, CONV_KINDS, LoweringError, RocketConv, lower_conv
 from ..stream import EncodeError
-from .encoder import build_streams, op_params
+from .encoder import checked_streams
 from .stream import OpParams
 
 
-def _check(regmap: RegMap, conv: RocketConv) -> OpParams:
-    params = op_params(conv)
-    build_streams(regmap, params)  # every register value must fit its field
-    return params
+def _check(regmap: RegMap, conv: RocketConv, graph: Graph) -> OpParams:
+    return checked_streams(regmap, conv, graph=graph)[0]  # every register value must fit its field
 
 
 def _describe(conv: RocketConv, params: OpParams) -> str:
@@ -35,7 +33,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             continue
         try:
             conv = lower_conv(graph, op)
-            params = _check(regmap, conv)
+            params = _check(regmap, conv, graph)
         except (LoweringError, EncodeError) as e:
             out[op.index] = (False, str(e))
             continue
