@@ -191,3 +191,38 @@ def test_fault_frees_everything_from_c(fault_leaks_binary: Path, tmp_path: Path,
     r = subprocess.run([str(fault_leaks_binary), teflon.delegate_path(), device, str(blob), "0", str(size[0]), "3",
                         str(size[1]), kind], check=False, capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0 and "all checks passed" in r.stdout, r.stdout + r.stderr
+
+
+ROCKET_CLIENT_WORDS = {
+    "timeout": r"NPU job timed out: no completion within 5 s \(DRM_IOCTL_ROCKET_PREP_BO",
+    "lost_irq": r"NPU job timed out: no completion within 5 s \(DRM_IOCTL_ROCKET_PREP_BO",
+    "dma_read": r"NPU job failed with an I/O error .*\(DRM_IOCTL_ROCKET_PREP_BO",
+    "dma_write": r"NPU job failed with an I/O error .*\(DRM_IOCTL_ROCKET_PREP_BO",
+    "iommu": r"NPU job failed: bad device address \(IOMMU page fault\) \(DRM_IOCTL_ROCKET_PREP_BO",
+}
+
+
+@pytest.fixture(scope="module")
+def rocket_shim(delegate_library: None, tmp_path_factory: pytest.TempPathFactory) -> Shim:
+    from rocket.test_kernel_shim import NODE
+    from shim import find_shim
+
+    log = tmp_path_factory.mktemp("rshim") / "probe.log"
+    return find_shim("rocket", "libteflon_rocket_shim.so", "TEFLON_ROCKET_SHIM", NODE, log, "rk3588")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_real_rocket_client_maps_kernel_errors(rocket_shim: Shim, tmp_path: Path, kind: str) -> None:
+    """sim=0: the real rocket client over the rocket shim; the simulated kernel's fault reaches the client as the
+    errno of PREP_BO on the BO the failed job writes (ETIMEDOUT, EIO or EFAULT)."""
+    env = rocket_shim.env(tmp_path / "calls.log", "rk3588", TEFLON_SIM_FAULT=kind)
+    env.pop("TEFLON_DEBUG", None)
+    report, outputs, ref = _run(tmp_path, "rk3588", "0", env)
+    invokes = report["invokes"]
+    assert not invokes[0]["ok"], report["stderr"]
+    assert re.search(r"teflon: partition 0 \(3 nodes, 0-2\): the NPU job failed: job \d+ of \d+ \(writes t\d+\): "
+                     + ROCKET_CLIENT_WORDS[kind], invokes[0]["error"]), invokes[0]["error"]
+    for i, r in enumerate(invokes[1:], start=1):
+        assert r["ok"], r.get("error")
+        cmp = compare(ref, [outputs[f"out{i}"]])
+        assert cmp.max_abs_diff <= 1 and cmp.within(1, 0.995), f"invoke {i + 1}: {cmp}"

@@ -20,7 +20,8 @@
  * this file, and the jobs go to the simulated kernel's submit in one call, synchronously. Argument errors are
  * returned by the ioctl. A submit the simulated kernel refuses or that faults the NPU is, like a job timeout on
  * silicon, not an ioctl error: its message goes to stderr and the log, and — a shim choice, so that tests see
- * it — PREP_BO of a BO one of its jobs writes fails with -EIO until a later submit writes that BO.
+ * it — PREP_BO of a BO one of its jobs writes fails until a later submit writes that BO: with the injected
+ * fault's errno (ETIMEDOUT, EIO, EFAULT; TEFLON_SIM_FAULT, docs/faults.md), or EIO for a refused stream.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,44 +33,61 @@
 #include "rocket.h"
 #include "rocket_uapi.h"
 
+/* A BO whose last writing submit failed, and the errno PREP_BO then reports for it. */
+struct rkt_shim_failure {
+    uint32_t handle;
+    int rc;
+};
+
 /* The rocket device behind one open fake node: the simulated kernel's backend and the BOs whose last
  * writing submit failed. */
 struct rkt_shim_dev {
     void *impl;
     const struct teflon_backend *ops;
-    uint32_t *failed;
+    struct rkt_shim_failure *failed;
     size_t nfailed, cap;
     uint32_t submits;
 };
 
+/* 0, or the (negative) errno of the failed submit that last wrote `handle`. */
 static int rkt_shim_failed(const struct rkt_shim_dev *d, uint32_t handle)
 {
     for (size_t i = 0; i < d->nfailed; i++)
-        if (d->failed[i] == handle)
-            return 1;
+        if (d->failed[i].handle == handle)
+            return d->failed[i].rc;
     return 0;
 }
 
-/* Record (failed = 1) or clear the failure of the last submit writing `handle`. */
-static void rkt_shim_mark(struct rkt_shim_dev *d, uint32_t handle, int failed)
+/* The errno a waiter sees for a failed submit: an injected fault's own (ETIMEDOUT for a hang or a lost
+ * interrupt, EIO for a bus error, EFAULT for an IOMMU fault: drivers/fault.c); EIO for a stream the simulated
+ * NPU refused. */
+static int rkt_shim_wait_errno(int submit_rc)
+{
+    return submit_rc == -ETIMEDOUT || submit_rc == -EFAULT ? submit_rc : -EIO;
+}
+
+/* Record (rc < 0) or clear (rc = 0) the failure of the last submit writing `handle`. */
+static void rkt_shim_mark(struct rkt_shim_dev *d, uint32_t handle, int rc)
 {
     for (size_t i = 0; i < d->nfailed; i++)
-        if (d->failed[i] == handle) {
-            if (!failed)
+        if (d->failed[i].handle == handle) {
+            if (!rc)
                 d->failed[i] = d->failed[--d->nfailed];
+            else
+                d->failed[i].rc = rc;
             return;
         }
-    if (!failed)
+    if (!rc)
         return;
     if (d->nfailed == d->cap) {
         const size_t cap = d->cap ? 2 * d->cap : 16;
-        uint32_t *n = realloc(d->failed, cap * sizeof(*n));
+        struct rkt_shim_failure *n = realloc(d->failed, cap * sizeof(*n));
         if (!n)
             return; /* only the shim's diagnosis is lost */
         d->failed = n;
         d->cap = cap;
     }
-    d->failed[d->nfailed++] = handle;
+    d->failed[d->nfailed++] = (struct rkt_shim_failure){handle, rc};
 }
 
 /* ---- the ioctls ----------------------------------------------------------------------------------------- */
@@ -103,7 +121,7 @@ static int rkt_shim_sync(struct teflon_shim_file *f, uint32_t handle, uint32_t r
     if (!rc)
         rc = (prep ? d->ops->cpu_prep : d->ops->cpu_fini)(d->impl, &b->bo, msg, sizeof(msg));
     if (!rc && prep && rkt_shim_failed(d, handle)) {
-        rc = -EIO;
+        rc = rkt_shim_failed(d, handle);
         snprintf(msg, sizeof(msg), "the last submit writing it failed");
     }
     teflon_shim_log("%s handle=%u%s%s%s%s%s", prep ? "PREP_BO" : "FINI_BO", handle, rc ? " = error " : "",
@@ -207,7 +225,7 @@ static int rkt_shim_submit(struct teflon_shim_file *f, const struct drm_rocket_s
     const uint32_t n = ++d->submits;
     for (uint32_t i = 0; i < s->job_count; i++)
         for (uint32_t k = 0; k < jobs[i].nout; k++)
-            rkt_shim_mark(d, jobs[i].out_bos[k], failed != 0);
+            rkt_shim_mark(d, jobs[i].out_bos[k], failed ? rkt_shim_wait_errno(failed) : 0);
     if (failed)
         fprintf(stderr, "[rocket-shim] submit %u failed (%s): %s\n", n, strerror(-failed), msg);
     teflon_shim_log("SUBMIT jobs=%u tasks=%llu = %s%s", s->job_count, (unsigned long long)stats.tasks,
