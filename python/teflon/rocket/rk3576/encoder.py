@@ -50,9 +50,27 @@ class Coefficients:
 
 def _abs_weight_sums(c: RocketConv, zp: int) -> np.ndarray:
     """Per output channel: the sum of |stored weight - zp| over its taps and input channels (int64; depthwise
-    weights (1, KH, KW, C), direct OHWI). int16 holds every difference of two int8 values."""
-    d = np.abs(c.weights.astype(np.int16) - np.int16(zp))
+    weights (1, KH, KW, C), direct OHWI). int16 holds every difference of two int8 values; with zp 0 the int8
+    absolute value read as uint8 is exact (|-128| wraps to -128, i.e. 128) and saves two passes."""
+    d = np.abs(c.weights).view(np.uint8) if zp == 0 else np.abs(c.weights.astype(np.int16) - np.int16(zp))
     return channel_sums(d.reshape(-1, c.out_c), 0) if c.depthwise else channel_sums(d.reshape(c.out_c, -1), 1)
+
+
+def _taps(c: RocketConv) -> int:
+    """Weights per output channel (taps times input channels; depthwise: taps)."""
+    return c.kh * c.kw if c.depthwise else c.weights[0].size
+
+
+def _bounded_worst(c: RocketConv, a: np.ndarray) -> int:
+    """An upper bound of accumulator_bounds' worst from the weight count alone: every |w - zw| of a stored int8
+    weight is at most max(127 - zw, 128 + zw), every |w| at most 128. When it already fits int32, a per-tensor
+    layer needs neither sum of absolute weights (its shift is fixed)."""
+    taps = _taps(c)
+    reach = max(127 - c.w_zp, 128 + c.w_zp)
+    worst = 128 * reach * taps + int(np.abs(a).max(initial=0))
+    if not c.depthwise:
+        worst = max(worst, 128 * 128 * taps, 128 * abs(c.w_zp) * taps)
+    return worst
 
 
 def accumulator_bounds(c: RocketConv, a: np.ndarray, centered: np.ndarray) -> tuple[np.ndarray, int]:
@@ -63,7 +81,7 @@ def accumulator_bounds(c: RocketConv, a: np.ndarray, centered: np.ndarray) -> tu
     total = 128 * centered + np.abs(a)
     worst = int(total.max(initial=0))
     if not c.depthwise:  # the MAC sum and the B term separately
-        taps = c.weights[0].size
+        taps = _taps(c)
         worst = max(worst, 128 * int(_abs_weight_sums(c, 0).max(initial=0)), 128 * abs(c.w_zp) * taps)
     return total, worst
 
@@ -77,11 +95,12 @@ def coefficients(c: RocketConv) -> Coefficients:
     m = coefs.multipliers(scales, per_channel)
     bias = np.asarray(c.bias, np.int64)
     a = coefs.adjusted_bias(bias, a_true - bias, scales, m)
-    centered = _abs_weight_sums(c, c.w_zp)
-    v_max, worst = accumulator_bounds(c, a, centered)
-    if worst >= 1 << coefs.INT32_BITS:
-        raise EncodeError(f"accumulator, bias and zero-point terms can reach {worst}, beyond the DPU's int32")
     shift = coefs.SHIFT
+    if per_channel or _bounded_worst(c, a) >= 1 << coefs.INT32_BITS:
+        centered = _abs_weight_sums(c, c.w_zp)
+        v_max, worst = accumulator_bounds(c, a, centered)
+        if worst >= 1 << coefs.INT32_BITS:
+            raise EncodeError(f"accumulator, bias and zero-point terms can reach {worst}, beyond the DPU's int32")
     if per_channel:
         shift = coefs.bs_shift(int(v_max.max(initial=0)), m)
         # the true data sum: stored inputs in -128..127 minus the stored zero point (padding taps add 0)
