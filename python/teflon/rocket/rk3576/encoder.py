@@ -10,7 +10,7 @@ round4(W*H) when an NPU operation writes it (as the DPU writes planes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from ..requant import bias_table, channel_sums
 from ..stream import EncodeError, Stream, regcmd_bytes
 from . import coefs, weights
 from .split import Task, split
-from .stream import LayerParams, dpu_plane, link, task_stream
+from .stream import LayerParams, dpu_plane, link, task_stream, with_input_pitch
 
 PLANE_GROUP = 4  # tensor buffers hold whole 64-channel groups of planes (the DPU writes 32/64 at a time)
 # The CNA reads 16 x TASK_SURF = 16 x round4(IW x fetched rows) bytes of every plane from the first fetched row:
@@ -126,9 +126,24 @@ def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None) -> tu
 
 def encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None = None) -> EncodedLayer:
     """Raises EncodeError. With `graph` (the one `c` was lowered from) once per graph: the support decision
-    encodes every layer with the plane pitch of a host-written input, a partition's compile reuses that layer
-    where its input pitch is the same, and its coefficients and weight cubes in any case."""
-    return memo(graph, (__name__, "layer", tuple(c.nodes), in_plane), lambda: _encode_layer(rm, c, in_plane, graph))
+    encodes every layer with the plane pitch of a host-written input, and a partition's compile reuses that
+    layer, with the pitch word replaced where its input pitch differs."""
+    def compute() -> EncodedLayer:
+        host = c.in_h * c.in_w
+        done = graph.derived.get(_layer_key(c, host)) if graph is not None and in_plane != host else None
+        if done is None:
+            return _encode_layer(rm, c, in_plane, graph)
+        try:
+            streams = with_input_pitch(rm, done.streams, host, in_plane)
+        except RegMapError as e:
+            raise EncodeError(f"register limit: {e}") from e
+        return EncodedLayer(replace(done.params, in_plane=in_plane), streams, done.offsets, done.weights, done.coefs)
+
+    return memo(graph, _layer_key(c, in_plane), compute)
+
+
+def _layer_key(c: RocketConv, in_plane: int) -> tuple[object, ...]:
+    return (__name__, "layer", tuple(c.nodes), in_plane)
 
 
 def _encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None) -> EncodedLayer:
