@@ -384,3 +384,21 @@ def test_issue3_cli_regcmd(case: ConvCase, tmp_path: Path) -> None:
     for t in op["tasks"]:
         streams.append(_regs([int(w, 16) for w in t["regcmd"]]))
     check_section6_formulas(case, streams)
+
+
+@pytest.mark.parametrize("case", [ConvCase("dwconv", 112, 112, 32, dtype="int8"),
+                                  ConvCase("conv2d", 15, 15, 32, 40, dtype="uint8")], ids=str)
+def test_layer_reused_at_another_input_pitch(case: ConvCase) -> None:
+    """A partition whose input the DPU wrote (plane pitch round4(W*H)) reuses the layer the support decision
+    encoded for a host-written input (pitch W*H): it equals the layer encoded from scratch at that pitch."""
+    graph = conv_graph(case)
+    conv = lower_conv(graph, graph.operations[0], per_channel=True)
+    host = conv.in_h * conv.in_w
+    pitch = host + 3 if host % 4 == 0 else -(-host // 4) * 4
+    encode_layer(RM, conv, host, graph)
+    reused = encode_layer(RM, conv, pitch, graph)
+    fresh = encode_layer(RM, conv, pitch)
+    assert [s.words for s in reused.streams] == [s.words for s in fresh.streams]
+    assert [s.relocs for s in reused.streams] == [s.relocs for s in fresh.streams]
+    assert (reused.params, reused.offsets, reused.weights, reused.coefs) == \
+        (fresh.params, fresh.offsets, fresh.weights, fresh.coefs)

@@ -237,11 +237,22 @@ class RegMap:
         return self.word_of(reg_name, fields)
 
     def word_of(self, reg_name: str, fields: Mapping[str, int]) -> int:
-        """word() with the field values as a mapping: the encoders' path, one call per regcmd word."""
+        """word() with the field values as a mapping: the encoders' path, one call per regcmd word (an encoder
+        writes thousands per model, hence _pack inlined)."""
         lay = self._layouts.get(reg_name)
         if lay is None:
             raise RegMapError(f"unknown register {reg_name!r} on {self.soc}")
-        value = self._pack(reg_name, lay, fields) if fields else 0  # in range and inside the fields by construction
+        value = 0  # in range and inside the fields by construction
+        packings = lay.fields
+        for name, fv in fields.items():
+            packing = packings.get(name)
+            if packing is None:
+                return self._pack(reg_name, lay, fields)  # raises the unknown field
+            lo, mask, lowest = packing
+            fv = int(fv)
+            if not lowest <= fv <= mask:
+                return self._pack(reg_name, lay, fields)  # raises the out-of-range value
+            value |= (fv & mask) << lo
         if lay.allowed:
             self._check_allowed(reg_name, lay, value)
         return lay.base | (value << WORD_VALUE_SHIFT)

@@ -29,21 +29,29 @@ def kernels(out_c: int, depthwise: bool) -> int:
     return 1 if depthwise else align(out_c, 2)
 
 
-def _block_rows(w: np.ndarray, rows: int) -> np.ndarray:
-    """Output-channel blocks of `rows` channels each (w: (blocks * rows, KH, KW, IC)) -> one row of packed bytes per
-    block: its whole 32-wide input-channel blocks, then the narrower last one; inside each, tap-major, then output
-    channel, then input channel."""
+def _view(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """`a` reshaped without a copy (raises if that is impossible): the packers write through it."""
+    v = a.view()
+    v.shape = shape
+    return v
+
+
+def _pack_block_rows(w: np.ndarray, rows: int, out: np.ndarray) -> None:
+    """Output-channel blocks of `rows` channels each (w: (blocks * rows, KH, KW, IC)) -> `out`, one row of packed
+    bytes per block: its whole 32-wide input-channel blocks, then the narrower last one; inside each, tap-major,
+    then output channel, then input channel. One strided copy per part, straight into the packed buffer."""
     n, kh, kw, ic = w.shape
     blocks = n // rows
     whole = ic // WEIGHT_GROUP * WEIGHT_GROUP
-    parts = []
+    dst = _view(out, (blocks, rows * kh * kw * ic))
+    split = rows * kh * kw * whole
     if whole:
         cube = w[:, :, :, :whole].reshape(blocks, rows, kh, kw, whole // WEIGHT_GROUP, WEIGHT_GROUP)
-        parts.append(cube.transpose(0, 4, 2, 3, 1, 5).reshape(blocks, -1))
+        _view(dst[:, :split], (blocks, whole // WEIGHT_GROUP, kh, kw, rows, WEIGHT_GROUP))[...] = \
+            cube.transpose(0, 4, 2, 3, 1, 5)
     if ic > whole:
         cube = w[:, :, :, whole:].reshape(blocks, rows, kh, kw, ic - whole)
-        parts.append(cube.transpose(0, 2, 3, 1, 4).reshape(blocks, -1))
-    return np.concatenate(parts, axis=1)
+        _view(dst[:, split:], (blocks, kh, kw, rows, ic - whole))[...] = cube.transpose(0, 2, 3, 1, 4)
 
 
 def pack_conv(weights: np.ndarray, w_zp: int) -> np.ndarray:
@@ -51,14 +59,16 @@ def pack_conv(weights: np.ndarray, w_zp: int) -> np.ndarray:
     oc, kh, kw, ic = weights.shape
     ic_p = packed_input_channels(ic)
     oc_p = kernels(oc, False)
-    full = np.zeros((oc_p, kh, kw, ic_p), np.int8)
-    full[:oc, :, :, :ic] = weights
-    full[:oc, :, :, ic:] = w_zp  # padded input channels hold a real zero weight
-    # pad kernels (oc..oc_p) stay 0: their output channel is never read back
+    full = weights
+    if (oc_p, ic_p) != (oc, ic):
+        full = np.zeros((oc_p, kh, kw, ic_p), np.int8)
+        full[:oc, :, :, :ic] = weights
+        full[:oc, :, :, ic:] = w_zp  # padded input channels hold a real zero weight
+        # pad kernels (oc..oc_p) stay 0: their output channel is never read back
+    out = np.empty(oc_p * kh * kw * ic_p, np.int8)
     whole = oc_p // WEIGHT_GROUP * WEIGHT_GROUP
-    parts = []
     if whole:
-        parts.append(_block_rows(full[:whole], WEIGHT_GROUP).reshape(-1))
+        _pack_block_rows(full[:whole], WEIGHT_GROUP, out[:whole * kh * kw * ic_p])
     if oc_p > whole:
-        parts.append(_block_rows(full[whole:], oc_p - whole).reshape(-1))
-    return np.concatenate(parts)
+        _pack_block_rows(full[whole:], oc_p - whole, out[whole * kh * kw * ic_p:])
+    return out

@@ -33,9 +33,12 @@ def bias_table(bias: np.ndarray, weights_q: np.ndarray, w_zp_q: int, in_zp: int,
     axis = 0 if depthwise else 1
     sums = channel_sums(per_oc, axis) - per_oc.shape[axis] * w_zp_q  # sum(w - zw) per output channel
     val = bias.astype(np.int64) - sums * in_zp
-    div = 1 << trunc
-    q = np.where(val >= 0, val // div, -((-val) // div))  # C integer division
-    if np.any(q > np.iinfo(np.int32).max) or np.any(q < np.iinfo(np.int32).min):
+    if trunc:
+        div = 1 << trunc
+        q = np.where(val >= 0, val // div, -((-val) // div))  # C integer division
+    else:
+        q = val
+    if q.size and (q.max() > np.iinfo(np.int32).max or q.min() < np.iinfo(np.int32).min):
         raise ValueError("bias correction overflows int32")
     return q.astype("<i4")
 

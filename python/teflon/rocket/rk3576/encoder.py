@@ -10,7 +10,7 @@ round4(W*H) when an NPU operation writes it (as the DPU writes planes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from ..requant import bias_table, channel_sums
 from ..stream import EncodeError, Stream, regcmd_bytes
 from . import coefs, weights
 from .split import Task, split
-from .stream import LayerParams, dpu_plane, link, task_stream
+from .stream import LayerParams, dpu_plane, link, task_stream, with_input_pitch
 
 PLANE_GROUP = 4  # tensor buffers hold whole 64-channel groups of planes (the DPU writes 32/64 at a time)
 # The CNA reads 16 x TASK_SURF = 16 x round4(IW x fetched rows) bytes of every plane from the first fetched row:
@@ -50,9 +50,27 @@ class Coefficients:
 
 def _abs_weight_sums(c: RocketConv, zp: int) -> np.ndarray:
     """Per output channel: the sum of |stored weight - zp| over its taps and input channels (int64; depthwise
-    weights (1, KH, KW, C), direct OHWI). int16 holds every difference of two int8 values."""
-    d = np.abs(c.weights.astype(np.int16) - np.int16(zp))
+    weights (1, KH, KW, C), direct OHWI). int16 holds every difference of two int8 values; with zp 0 the int8
+    absolute value read as uint8 is exact (|-128| wraps to -128, i.e. 128) and saves two passes."""
+    d = np.abs(c.weights).view(np.uint8) if zp == 0 else np.abs(c.weights.astype(np.int16) - np.int16(zp))
     return channel_sums(d.reshape(-1, c.out_c), 0) if c.depthwise else channel_sums(d.reshape(c.out_c, -1), 1)
+
+
+def _taps(c: RocketConv) -> int:
+    """Weights per output channel (taps times input channels; depthwise: taps)."""
+    return c.kh * c.kw if c.depthwise else c.weights[0].size
+
+
+def _bounded_worst(c: RocketConv, a: np.ndarray) -> int:
+    """An upper bound of accumulator_bounds' worst from the weight count alone: every |w - zw| of a stored int8
+    weight is at most max(127 - zw, 128 + zw), every |w| at most 128. When it already fits int32, a per-tensor
+    layer needs neither sum of absolute weights (its shift is fixed)."""
+    taps = _taps(c)
+    reach = max(127 - c.w_zp, 128 + c.w_zp)
+    worst = 128 * reach * taps + int(np.abs(a).max(initial=0))
+    if not c.depthwise:
+        worst = max(worst, 128 * 128 * taps, 128 * abs(c.w_zp) * taps)
+    return worst
 
 
 def accumulator_bounds(c: RocketConv, a: np.ndarray, centered: np.ndarray) -> tuple[np.ndarray, int]:
@@ -63,7 +81,7 @@ def accumulator_bounds(c: RocketConv, a: np.ndarray, centered: np.ndarray) -> tu
     total = 128 * centered + np.abs(a)
     worst = int(total.max(initial=0))
     if not c.depthwise:  # the MAC sum and the B term separately
-        taps = c.weights[0].size
+        taps = _taps(c)
         worst = max(worst, 128 * int(_abs_weight_sums(c, 0).max(initial=0)), 128 * abs(c.w_zp) * taps)
     return total, worst
 
@@ -77,11 +95,12 @@ def coefficients(c: RocketConv) -> Coefficients:
     m = coefs.multipliers(scales, per_channel)
     bias = np.asarray(c.bias, np.int64)
     a = coefs.adjusted_bias(bias, a_true - bias, scales, m)
-    centered = _abs_weight_sums(c, c.w_zp)
-    v_max, worst = accumulator_bounds(c, a, centered)
-    if worst >= 1 << coefs.INT32_BITS:
-        raise EncodeError(f"accumulator, bias and zero-point terms can reach {worst}, beyond the DPU's int32")
     shift = coefs.SHIFT
+    if per_channel or _bounded_worst(c, a) >= 1 << coefs.INT32_BITS:
+        centered = _abs_weight_sums(c, c.w_zp)
+        v_max, worst = accumulator_bounds(c, a, centered)
+        if worst >= 1 << coefs.INT32_BITS:
+            raise EncodeError(f"accumulator, bias and zero-point terms can reach {worst}, beyond the DPU's int32")
     if per_channel:
         shift = coefs.bs_shift(int(v_max.max(initial=0)), m)
         # the true data sum: stored inputs in -128..127 minus the stored zero point (padding taps add 0)
@@ -107,9 +126,24 @@ def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None) -> tu
 
 def encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None = None) -> EncodedLayer:
     """Raises EncodeError. With `graph` (the one `c` was lowered from) once per graph: the support decision
-    encodes every layer with the plane pitch of a host-written input, a partition's compile reuses that layer
-    where its input pitch is the same, and its coefficients and weight cubes in any case."""
-    return memo(graph, (__name__, "layer", tuple(c.nodes), in_plane), lambda: _encode_layer(rm, c, in_plane, graph))
+    encodes every layer with the plane pitch of a host-written input, and a partition's compile reuses that
+    layer, with the pitch word replaced where its input pitch differs."""
+    def compute() -> EncodedLayer:
+        host = c.in_h * c.in_w
+        done = graph.derived.get(_layer_key(c, host)) if graph is not None and in_plane != host else None
+        if done is None:
+            return _encode_layer(rm, c, in_plane, graph)
+        try:
+            streams = with_input_pitch(rm, done.streams, host, in_plane)
+        except RegMapError as e:
+            raise EncodeError(f"register limit: {e}") from e
+        return EncodedLayer(replace(done.params, in_plane=in_plane), streams, done.offsets, done.weights, done.coefs)
+
+    return memo(graph, _layer_key(c, in_plane), compute)
+
+
+def _layer_key(c: RocketConv, in_plane: int) -> tuple[object, ...]:
+    return (__name__, "layer", tuple(c.nodes), in_plane)
 
 
 def _encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None) -> EncodedLayer:

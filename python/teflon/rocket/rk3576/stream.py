@@ -163,6 +163,15 @@ def _values(p: LayerParams, task: Task) -> dict[str, dict[str, int]]:
     }
 
 
+def with_input_pitch(rm: RegMap, streams: list[Stream], old_plane: int, new_plane: int) -> list[Stream]:
+    """The streams of a layer encoded for input plane pitch `old_plane`, for `new_plane` instead: the pitch
+    reaches only CNA_DMA_CON2.SURF_STRIDE (_values), so a partition whose input the DPU wrote reuses the
+    layer the support decision encoded for a host-written input. Raises RegMapError."""
+    old = rm.word_of("CNA_DMA_CON2", {"SURF_STRIDE": old_plane})
+    new = rm.word_of("CNA_DMA_CON2", {"SURF_STRIDE": new_plane})
+    return [Stream([new if w == old else w for w in s.words], list(s.relocs)) for s in streams]
+
+
 def _pad_right(c: RocketConv) -> int:
     """Right padding columns the outputs actually read (the vendor's 0x1080 holds consumed pads)."""
     return max((c.out_w - 1) * c.stride - c.pad_left + c.kw - c.in_w, 0)
@@ -189,11 +198,14 @@ def task_stream(rm: RegMap, p: LayerParams, t: Task) -> Stream:
     e = Emitter(rm)
     values = _values(p, t)
     addresses = _addresses(p, t)
+    words = e.s.words
+    word_of = rm.word_of
+    none: dict[str, int] = {}
     for name in STREAM_ORDER:
         if name in addresses:
             e.addr(name, *addresses[name])
-        else:
-            e(name, **values.get(name, {}))
+        else:  # Emitter.__call__ without its keyword packing: 139 words a task
+            words.append(word_of(name, values.get(name, none)))
     return e.s
 
 

@@ -31,12 +31,17 @@ def pack_depthwise(weights: np.ndarray, w_zp: int) -> np.ndarray:
     """Stored int8 depthwise weights (1, KH, KW, C) -> packed bytes, round16(C)*KH*KW*2 of them."""
     _, kh, kw, c = weights.shape
     c_p = align(c, FEATURE_ATOM)
-    g = -(-c_p // DW_GROUP)
-    pairs = np.zeros((kh, kw, g * DW_GROUP, 2), np.int8)
+    pairs = np.zeros((kh, kw, c_p, 2), np.int8)
     pairs[:, :, :c] = split_pairs(weights[0].astype(np.int16) - w_zp)
-    blocks = pairs.reshape(kh, kw, g, DW_GROUP, 2).transpose(2, 0, 1, 3, 4)
-    keep = np.arange(g * DW_GROUP).reshape(g, 1, 1, DW_GROUP, 1) < c_p
-    return blocks[np.broadcast_to(keep, blocks.shape)]
+    # the whole 64-channel groups, then the narrower last one (slices, not a gather of the entries that exist)
+    whole = c_p // DW_GROUP * DW_GROUP
+    parts = []
+    if whole:
+        blocks = pairs[:, :, :whole].reshape(kh, kw, whole // DW_GROUP, DW_GROUP, 2)
+        parts.append(blocks.transpose(2, 0, 1, 3, 4).reshape(-1))
+    if c_p > whole:
+        parts.append(pairs[:, :, whole:].reshape(-1))
+    return np.concatenate(parts)
 
 
 def pack(weights: np.ndarray, w_zp: int, depthwise: bool) -> bytes:
