@@ -98,7 +98,7 @@ def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None) -> tu
     """Everything but the weight bytes; raises EncodeError. `graph`: see encode_layer."""
     try:
         sp = split(geometry(c))
-        co = memo(graph, (__name__, "coefficients", tuple(c.all_nodes)), lambda: coefficients(c))
+        co = memo(graph, (__name__, "coefficients", tuple(c.nodes)), lambda: coefficients(c))
         scale, shift = coefs.out_cvt(float(c.in_scale), co.multipliers, float(c.out_scale), co.shift)
     except (SplitError, ValueError) as e:
         raise EncodeError(str(e)) from e
@@ -109,7 +109,7 @@ def encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None =
     """Raises EncodeError. With `graph` (the one `c` was lowered from) once per graph: the support decision
     encodes every layer with the plane pitch of a host-written input, a partition's compile reuses that layer
     where its input pitch is the same, and its coefficients and weight cubes in any case."""
-    return memo(graph, (__name__, "layer", tuple(c.all_nodes), in_plane), lambda: _encode_layer(rm, c, in_plane, graph))
+    return memo(graph, (__name__, "layer", tuple(c.nodes), in_plane), lambda: _encode_layer(rm, c, in_plane, graph))
 
 
 def _encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None) -> EncodedLayer:
@@ -120,7 +120,7 @@ def _encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None)
     except RegMapError as e:
         raise EncodeError(f"register limit: {e}") from e
     try:
-        packed = memo(graph, (__name__, "weights", tuple(c.all_nodes), p.split.oc_chunk),
+        packed = memo(graph, (__name__, "weights", tuple(c.nodes), p.split.oc_chunk),
                       lambda: _packed_weights(c, p.split.oc_chunk))
     except ValueError as e:
         raise EncodeError(str(e)) from e
