@@ -105,9 +105,10 @@ def _sim_mode(sim: str) -> bool | None:
     return None if sim == "auto" else sim == "1"
 
 
-def profile_program(graph: Graph, prog: Program, partition: int, sim: bool | None = True, seed: int = 0) -> Profile:
-    """Run `prog` once on random inputs through teflon.native and attribute each task's counters to its
-    operation."""
+def profile_program(graph: Graph, nodes: list[int], prog: Program, partition: int, sim: bool | None = True,
+                    seed: int = 0) -> Profile:
+    """Run `prog` (compiled for `nodes`) once on random inputs through teflon.native and attribute each task's
+    counters to its operation."""
     from teflon import compiler
     from teflon.native import Device, Runner
 
@@ -125,8 +126,19 @@ def profile_program(graph: Graph, prog: Program, partition: int, sim: bool | Non
     limit = fit_limit() if fit_limit else None
     out = Profile()
     named: set[int] = set()
-    for op in prog.operations:
-        ids = [index[id(t)] for t in op.tasks if id(t) in index]
+    if not any(op.nodes for op in prog.operations):
+        # the family's records name no graph nodes (etnaviv: one command stream for the whole partition): one
+        # line for the partition, its compulsory traffic summed node by node
+        need = [compulsory(graph, [n])[0] for n in nodes]
+        tasks = list(counters)
+        named.update(range(len(counters)))
+        moved = {k: sum(t[k] for t in tasks) for k in (*BYTES, "macs", "ns")}
+        total = {k: sum(n[k] for n in need) for k in ("weights", "input", "output")}
+        out.layers.append(Layer(partition, list(nodes), "partition", [], tasks, moved, total,
+                                sum(weight_bytes(prog, [t]) for t in order), None))
+    for op in prog.operations if any(op.nodes for op in prog.operations) else []:
+        # a task shared by several records counts once, for the first
+        ids = [index[id(t)] for t in op.tasks if id(t) in index and index[id(t)] not in named]
         named.update(ids)
         tasks = [counters[i] for i in ids]
         need, shape = compulsory(graph, op.nodes)
@@ -142,8 +154,8 @@ def profile_session(session: Session, sim: bool | None = True) -> Profile:
     """Every partition the delegate compiled for the session's model."""
     graph = session.capture.support[0][0]
     out = Profile()
-    for k, (_nodes, prog) in enumerate(session.capture.programs):
-        p = profile_program(graph, prog, k, sim)
+    for k, (nodes, prog) in enumerate(session.capture.programs):
+        p = profile_program(graph, nodes, prog, k, sim)
         out.layers += p.layers
         out.other += p.other
     return out
