@@ -132,12 +132,13 @@ typedef struct options {
     char device[16];
     int sim;
     int debug;
+    int perf;                   /* TEFLON_DEBUG=perf */
     char cache_dir[PATH_MAX];   /* "" = no program cache */
     double cache_max_mb;
 } options;
 
 /* TEFLON_DEBUG flags. A comma-separated list of words, case-insensitive; -1 when a word is not understood. */
-enum { DEBUG_ON = 1 };
+enum { DEBUG_ON = 1, DEBUG_PERF = 2 };
 
 static int word_is(const char *word, size_t len, const char *const *list)
 {
@@ -160,6 +161,8 @@ static int debug_flags(const char *value)
             len--;
         if (word_is(w, len, on))
             flags |= DEBUG_ON;
+        else if (len == 4 && strncasecmp(w, "perf", 4) == 0)
+            flags |= DEBUG_PERF; /* counters and time of every job at invoke, without the rest of the debug output */
         else if (!word_is(w, len, off))
             return -1;
         w += strcspn(w, ",");
@@ -231,9 +234,12 @@ static int parse_options(const char *const *keys, const char *const *values, siz
     const int flags = env ? debug_flags(env) : 0;
     if (flags < 0 && warn)
         fprintf(stderr, "teflon: TEFLON_DEBUG=%s is not understood (1, true, yes, on, verbose or debug turn debug "
-                "output on; 0, false, no or off leave it off); debug stays off\n", env);
+                "output on; perf prints each job's counters at invoke; 0, false, no or off leave it off); debug "
+                "stays off\n", env);
     if (flags > 0 && (flags & DEBUG_ON))
         o->debug = 1;
+    if (flags > 0 && (flags & DEBUG_PERF))
+        o->perf = 1;
     const char *cache_env = getenv("TEFLON_CACHE_DIR");
     if (!cache_given && cache_env && cache_env[0]) {
         if (strlen(cache_env) >= sizeof(o->cache_dir) - 80)
@@ -613,6 +619,7 @@ TEFLON_EXPORT tfl_delegate *tflite_plugin_create_delegate(char **keys, char **va
     snprintf(d->device, sizeof(d->device), "%s", o.device);
     d->sim = o.sim;
     d->debug = o.debug;
+    d->perf = o.perf;
     /* Everything of the options that changes a compiled program (sim and debug do not). */
     snprintf(d->settings, sizeof(d->settings), "device=%s", o.device);
     d->cache.dir = cache_dir;

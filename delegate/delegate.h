@@ -33,6 +33,7 @@ typedef struct teflon_delegate {
     char device[16];                /* target name (a row of the registry, drivers/targets.h) */
     int sim;                        /* as asked: -1 auto, 0 real, 1 simulator */
     int debug;                      /* option debug=1 or TEFLON_DEBUG=1/verbose/... */
+    int perf;                       /* TEFLON_DEBUG=perf: per-job counters at invoke */
     char settings[64];              /* the options that change a compiled program, as the cache keys them */
     teflon_cache cache;             /* program cache (cache.dir NULL: off) */
     teflon_keyer *keys;             /* during Prepare with the cache on: the graph's key derivation */

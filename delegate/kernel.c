@@ -85,6 +85,7 @@ teflon_partition *teflon_partition_compile(teflon_delegate *d, tfl_context *cont
         goto oom;
     p->id = d->partitions_compiled++;
     p->debug = d->debug;
+    p->perf = d->perf;
     p->nnodes = params->nodes_to_replace->size;
     p->nodes = malloc(sizeof(int32_t) * (size_t)(p->nnodes + 1));
     if (!p->nodes)
@@ -220,6 +221,11 @@ static tfl_status kernel_invoke(tfl_context *context, tfl_node *node)
         tfl_tensor *t = &context->tensors[p->outputs[i]];
         if (!t->data.raw || teflon_runner_get_output(p->runner, p->outputs[i], t->data.raw, p->output_bytes[i]) != 0)
             failed_tensor = p->outputs[i];
+    }
+    if (p->perf && rc == 0 && failed_tensor < 0) {
+        char who[48];
+        snprintf(who, sizeof(who), "teflon: partition %d", p->id);
+        teflon_runner_print_perf(p->runner, stderr, who);
     }
     pthread_mutex_unlock(&p->devref->lock);
 

@@ -14,6 +14,7 @@ typedef struct teflon_partition {
     struct teflon_partition *next;
     int id;                 /* numbering for debug output */
     int debug;
+    int perf;               /* TEFLON_DEBUG=perf */
     int32_t *nodes;         /* sorted node indices */
     int nnodes;
     int32_t *inputs;        /* non-constant partition inputs, in TFLite's order */

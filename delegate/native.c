@@ -1,6 +1,8 @@
 /* Exported runner API (native.h): thin wrappers over driver.h and runner.h. */
 #include "native.h"
 
+#include <string.h>
+
 #include "driver.h"
 #include "runner.h"
 
@@ -49,4 +51,16 @@ int teflon_native_stats(void *runner, uint64_t *tasks, uint64_t *macs)
 {
     teflon_runner_stats(runner, tasks, macs);
     return 0;
+}
+
+int teflon_native_task_counters(void *runner, uint64_t *out, uint32_t cap)
+{
+    uint32_t n = 0;
+    const teflon_task_counters *c = teflon_runner_task_counters(runner, &n);
+    for (uint32_t i = 0; i < n && i < cap; i++) {
+        const uint64_t w[TEFLON_NATIVE_COUNTERS] = {c[i].feature_rd, c[i].weight_rd, c[i].bias_rd, c[i].data_wr,
+                                                    c[i].macs, c[i].ns};
+        memcpy(out + (size_t)i * TEFLON_NATIVE_COUNTERS, w, sizeof(w));
+    }
+    return (int)n;
 }

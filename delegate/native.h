@@ -17,5 +17,10 @@ TEFLON_EXPORT int teflon_native_set_input(void *runner, int32_t tensor, const vo
 TEFLON_EXPORT int teflon_native_run(void *runner, char *err, size_t errlen);
 TEFLON_EXPORT int teflon_native_get_output(void *runner, int32_t tensor, void *host, uint64_t bytes);
 TEFLON_EXPORT int teflon_native_stats(void *runner, uint64_t *tasks, uint64_t *macs);
+/* The last run's counters of each program task, TEFLON_NATIVE_COUNTERS words per task (feature, weight and
+ * bias/EW bytes read, bytes written, MACs, nanoseconds) into out, which has room for `cap` tasks; returns the
+ * number of tasks. */
+#define TEFLON_NATIVE_COUNTERS 6
+TEFLON_EXPORT int teflon_native_task_counters(void *runner, uint64_t *out, uint32_t cap);
 
 #endif

@@ -19,6 +19,7 @@ struct teflon_runner {
     uint32_t *handles;       /* bolist as BO handles */
     uint8_t *out_bufs;       /* 1 for buffers bound to an output */
     teflon_submit_stats last;
+    teflon_task_counters *counters; /* one per program task, of the last run */
 };
 
 void teflon_runner_free(teflon_runner *r)
@@ -33,6 +34,7 @@ void teflon_runner_free(teflon_runner *r)
     free(r->jobs);
     free(r->handles);
     free(r->out_bufs);
+    free(r->counters);
     teflon_program_free(r->prog);
     free(r);
 }
@@ -107,7 +109,8 @@ teflon_runner *teflon_runner_load(teflon_dev *dev, const uint8_t *blob, uint64_t
     r->jobs = calloc(p->njobs ? p->njobs : 1, sizeof(*r->jobs));
     r->handles = calloc(p->nbolist ? p->nbolist : 1, sizeof(*r->handles));
     r->out_bufs = calloc(p->nbuffers ? p->nbuffers : 1, 1);
-    if (!r->bos || !r->tasks || !r->jobs || !r->handles || !r->out_bufs) {
+    r->counters = calloc(p->ntasks ? p->ntasks : 1, sizeof(*r->counters));
+    if (!r->bos || !r->tasks || !r->jobs || !r->handles || !r->out_bufs || !r->counters) {
         teflon_errf(err, errlen, "out of memory");
         goto fail;
     }
@@ -204,7 +207,8 @@ int teflon_runner_run(teflon_runner *r, char *err, size_t errlen)
 {
     const teflon_program *p = r->prog;
     memset(&r->last, 0, sizeof(r->last));
-    int rc = teflon_submit(r->dev, r->jobs, p->njobs);
+    memset(r->counters, 0, (p->ntasks ? p->ntasks : 1) * sizeof(*r->counters));
+    int rc = teflon_submit(r->dev, r->jobs, p->njobs, r->counters);
     if (rc) {
         teflon_errf(err, errlen, "%s", teflon_dev_error(r->dev));
         return rc;
@@ -240,4 +244,44 @@ void teflon_runner_stats(const teflon_runner *r, uint64_t *tasks, uint64_t *macs
 {
     *tasks = r->last.tasks;
     *macs = r->last.macs;
+}
+
+const teflon_task_counters *teflon_runner_task_counters(const teflon_runner *r, uint32_t *ntasks)
+{
+    *ntasks = r->prog->ntasks;
+    return r->counters;
+}
+
+static void add_counters(teflon_task_counters *sum, const teflon_task_counters *c)
+{
+    sum->feature_rd += c->feature_rd;
+    sum->weight_rd += c->weight_rd;
+    sum->bias_rd += c->bias_rd;
+    sum->data_wr += c->data_wr;
+    sum->macs += c->macs;
+    sum->ns += c->ns;
+}
+
+static void print_counters(FILE *f, const teflon_task_counters *c)
+{
+    fprintf(f, "feature_rd=%llu weight_rd=%llu bias_rd=%llu data_wr=%llu macs=%llu time=%.3fms\n",
+            (unsigned long long)c->feature_rd, (unsigned long long)c->weight_rd, (unsigned long long)c->bias_rd,
+            (unsigned long long)c->data_wr, (unsigned long long)c->macs, (double)c->ns / 1e6);
+}
+
+void teflon_runner_print_perf(const teflon_runner *r, FILE *f, const char *who)
+{
+    const teflon_program *p = r->prog;
+    for (uint32_t j = 0; j < p->njobs; j++) {
+        const tp_job *job = &p->jobs[j];
+        teflon_task_counters sum = {0};
+        for (uint32_t t = job->first_task; t < job->first_task + job->ntasks && t < p->ntasks; t++)
+            add_counters(&sum, &r->counters[t]);
+        fprintf(f, "%s: perf job %u/%u tasks=%u ", who, j + 1, p->njobs, job->ntasks);
+        print_counters(f, &sum);
+        for (uint32_t t = job->first_task; t < job->first_task + job->ntasks && t < p->ntasks; t++) {
+            fprintf(f, "%s: perf job %u task %u ", who, j + 1, t - job->first_task + 1);
+            print_counters(f, &r->counters[t]);
+        }
+    }
 }

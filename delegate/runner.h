@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "driver.h"
 
@@ -24,5 +25,10 @@ int teflon_runner_get_output(teflon_runner *r, int32_t tensor, void *host, uint6
 int teflon_runner_check_binding(const teflon_runner *r, int32_t tensor, int output, uint64_t bytes);
 /* Counters of the last run. */
 void teflon_runner_stats(const teflon_runner *r, uint64_t *tasks, uint64_t *macs);
+/* Each task's counters in the last run (program task order; zero for tasks that did not run), and how many. */
+const teflon_task_counters *teflon_runner_task_counters(const teflon_runner *r, uint32_t *ntasks);
+/* TEFLON_DEBUG=perf: one line per job of the last run (its tasks' counters summed, and its time), then one
+ * line per task, prefixed with `who`. */
+void teflon_runner_print_perf(const teflon_runner *r, FILE *f, const char *who);
 
 #endif

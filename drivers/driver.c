@@ -180,9 +180,10 @@ int teflon_bo_cpu_fini(teflon_dev *dev, teflon_bo *bo)
     return dev->ops->cpu_fini(dev->impl, bo, dev->err, sizeof(dev->err));
 }
 
-int teflon_submit(teflon_dev *dev, const teflon_job *jobs, uint32_t njobs)
+int teflon_submit(teflon_dev *dev, const teflon_job *jobs, uint32_t njobs, teflon_task_counters *per_task)
 {
     memset(&dev->stats, 0, sizeof(dev->stats));
+    dev->stats.per_task = per_task;
     return dev->ops->submit(dev->impl, jobs, njobs, &dev->stats, dev->err, sizeof(dev->err));
 }
 

@@ -73,12 +73,26 @@ int teflon_bo_cpu_prep(teflon_dev *dev, teflon_bo *bo);
 /* After the CPU wrote a BO the device will read: syncs caches for the device. */
 int teflon_bo_cpu_fini(teflon_dev *dev, teflon_bo *bo);
 
-/* Queue all jobs in one submission (ordering between jobs comes from their BO lists). */
-int teflon_submit(teflon_dev *dev, const teflon_job *jobs, uint32_t njobs);
+/* Performance counters of one task, as the simulator counts them where a unit reads or writes device memory
+ * (bytes; the rocket hardware's own counters report 16-byte units, docs/hardware/rocket-sim.md). A real device
+ * leaves the byte counters and MACs 0. */
+typedef struct teflon_task_counters {
+    uint64_t feature_rd; /* input features fetched (rocket CNA feature DMA) */
+    uint64_t weight_rd;  /* weights fetched (rocket CNA weight DMA; 0 when reused from the CBUF) */
+    uint64_t bias_rd;    /* per-channel operands: bias / BS / EW tables (rocket DPU_RDMA) */
+    uint64_t data_wr;    /* output written (rocket DPU WDMA) */
+    uint64_t macs;       /* multiply-accumulates of the programmed geometry */
+    uint64_t ns;         /* wall time of the task (simulator: simulation time) */
+} teflon_task_counters;
+
+/* Queue all jobs in one submission (ordering between jobs comes from their BO lists). `per_task`, when not
+ * NULL, has room for every task of every job and receives each task's counters in submission order. */
+int teflon_submit(teflon_dev *dev, const teflon_job *jobs, uint32_t njobs, teflon_task_counters *per_task);
 /* Counters of the last submission (simulator: exact; real device: tasks only). */
 typedef struct teflon_submit_stats {
     uint64_t tasks;
     uint64_t macs;
+    teflon_task_counters *per_task; /* the caller's array (teflon_submit), or NULL */
 } teflon_submit_stats;
 void teflon_dev_last_stats(const teflon_dev *dev, teflon_submit_stats *out);
 

@@ -88,12 +88,19 @@ def test_regcmd_pretty_prints_register_names(model: Path) -> None:
 def test_bench_record_appends_a_dated_row(model: Path, tmp_path: Path) -> None:
     perf = tmp_path / "PERFORMANCE.md"
     r = teflon_cli("bench", "--model", str(model), "--device", "rk3588", "--sim", "1", "--runs", "2",
-                   "--perf-file", str(perf), "--record")
+                   "--perf-file", str(perf), "--record", "--threads", "2")
     assert r.returncode == 0, r.stderr
-    for label in ("compile:", "NPU invoke:", "CPU tflite_runtime", "builtin kernels:", "NPU invoke / CPU builtin:"):
+    for label in ("compile:", "NPU invoke:", "CPU tflite_runtime", "builtin kernels:", "NPU invoke / CPU builtin:",
+                  "NPU traffic per inference:", "(2 thread(s))"):
         assert label in r.stdout, r.stdout
-    rows = [line for line in perf.read_text().splitlines() if line.startswith("| 20")]
+    lines = perf.read_text().splitlines()
+    rows = [line for line in lines if line.startswith("| 20")]
     assert len(rows) == 1 and MODEL in rows[0]
+    # the row lines up with the header: threads, bytes moved, compulsory, ratio before the notes
+    header = next(line for line in lines if line.startswith("| date |"))
+    assert rows[0].count(" | ") == header.count(" | ")
+    cells = dict(zip(header.strip("|").split(" | "), rows[0].strip("|").split(" | "), strict=True))
+    assert cells["CPU threads"].strip() == "2" and float(cells["traffic ratio"]) >= 1.0
 
 
 def test_bad_model_path_is_a_clear_error(tmp_path: Path) -> None:

@@ -220,7 +220,7 @@ static int rkt_shim_submit(struct teflon_shim_file *f, const struct drm_rocket_s
         free(jobs);
         return rc;
     }
-    teflon_submit_stats stats;
+    teflon_submit_stats stats = {0};
     const int failed = d->ops->submit(d->impl, jobs, s->job_count, &stats, msg, sizeof(msg));
     const uint32_t n = ++d->submits;
     for (uint32_t i = 0; i < s->job_count; i++)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "../errmsg.h"
 #include "../fault.h"
@@ -279,7 +280,10 @@ static int sim_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon
                             ti + 1, j->ntasks, what, teflon_fault_name(fault));
                 return rc;
             }
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
             rc = kick(d, npu, core, task, 0);
+            clock_gettime(CLOCK_MONOTONIC, &t1);
             if (rc) {
                 const char *m = rkt_npu_error(npu);
                 teflon_errf(err, errlen, "job %u task %u: %s", ji, ti,
@@ -288,6 +292,14 @@ static int sim_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon
                             : "timeout: no DPU interrupt"
                         : m);
                 return rc;
+            }
+            if (stats->per_task) {
+                struct rkt_npu_counters c;
+                rkt_npu_task_counters(npu, &c);
+                stats->per_task[stats->tasks] = (teflon_task_counters){
+                    .feature_rd = c.feature_rd, .weight_rd = c.weight_rd, .bias_rd = c.bias_rd, .data_wr = c.data_wr,
+                    .macs = c.macs,
+                    .ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec))};
             }
             stats->tasks++;
         }

@@ -120,6 +120,11 @@ uint64_t rkt_npu_macs(const rkt_npu *n)
     return n->macs;
 }
 
+void rkt_npu_task_counters(const rkt_npu *n, struct rkt_npu_counters *out)
+{
+    *out = n->task_ctr;
+}
+
 /* ---- register file -------------------------------------------------------------------------- */
 
 uint32_t rkt_rd(rkt_npu *n, uint32_t off)
@@ -166,12 +171,21 @@ void rkt_check(rkt_npu *n, int ok, uint32_t off, uint32_t v, const char *fmt, ..
     rkt_fail(n, "%s = 0x%08x: %s [regcmd word %u]", rkt_reg_name(n, off), v, why, written_by(n, off));
 }
 
-uint8_t *rkt_mem(rkt_npu *n, const char *what, uint32_t iova, uint64_t len)
+uint8_t *rkt_mem(rkt_npu *n, enum rkt_dma dma, const char *what, uint32_t iova, uint64_t len)
 {
     uint8_t *p = n->lookup(n->ctx, iova, len);
-    if (!p)
+    if (!p) {
         rkt_fail(n, "DMA fault: %s [0x%08x, +0x%llx) is not inside one buffer object", what, iova,
                  (unsigned long long)len);
+        return NULL;
+    }
+    switch (dma) {
+    case RKT_DMA_FEATURE: n->task_ctr.feature_rd += len; break;
+    case RKT_DMA_WEIGHT: n->task_ctr.weight_rd += len; break;
+    case RKT_DMA_BIAS: n->task_ctr.bias_rd += len; break;
+    case RKT_DMA_WRITE: n->task_ctr.data_wr += len; break;
+    case RKT_DMA_EXTENT: break;
+    }
     return p;
 }
 
@@ -195,7 +209,9 @@ int rkt_run_conv(rkt_npu *n, const struct rkt_conv_task *t)
     const struct rkt_conv_geom *g = &t->g;
     if (rkt_conv_run(n->conv, t, n->err, sizeof(n->err)))
         return n->bad = 1, -ENOMEM;
-    n->macs += (uint64_t)t->out_w * t->out_h * g->kw * g->kh * g->ic * (g->depthwise ? 1 : (uint64_t)g->kernels);
+    const uint64_t macs = (uint64_t)t->out_w * t->out_h * g->kw * g->kh * g->ic * (g->depthwise ? 1 : (uint64_t)g->kernels);
+    n->macs += macs;
+    n->task_ctr.macs += macs;
     return 0;
 }
 
@@ -300,7 +316,8 @@ static int pc_run(rkt_npu *n)
     if (n->pc_base & 0xF)
         return rkt_fail(n, "PC_BASE_ADDRESS = 0x%08x: the regcmd address must be 16-byte aligned with PC_SEL 0", n->pc_base);
     const uint32_t nwords = 2 * ((n->pc_amount & 0xFFFFu) + 1); /* PC_DATA_AMOUNT */
-    const uint8_t *src = rkt_mem(n, "regcmd fetch (PC_BASE_ADDRESS/REGISTER_AMOUNTS)", n->pc_base, (uint64_t)nwords * 8);
+    memset(&n->task_ctr, 0, sizeof(n->task_ctr));
+    const uint8_t *src = rkt_mem(n, RKT_DMA_EXTENT, "regcmd fetch (PC_BASE_ADDRESS/REGISTER_AMOUNTS)", n->pc_base, (uint64_t)nwords * 8);
     if (!src)
         return -EINVAL;
     n->chain_base = n->chain_amount = 0;

@@ -54,6 +54,17 @@ int rkt_npu_mmio_write(rkt_npu *n, uint32_t offset, uint32_t value);
 uint32_t rkt_npu_mmio_read(const rkt_npu *n, uint32_t offset);
 
 const char *rkt_npu_error(const rkt_npu *n);
+
+/* What the last task moved, counted where each unit reaches device memory (rkt_mem): bytes, not the
+ * hardware's 16-byte units. */
+struct rkt_npu_counters {
+    uint64_t feature_rd; /* CNA feature DMA */
+    uint64_t weight_rd;  /* CNA weight DMA (0 when the CBUF kept the weights) */
+    uint64_t bias_rd;    /* DPU_RDMA: bias / BS coefficient / shift tables */
+    uint64_t data_wr;    /* DPU WDMA */
+    uint64_t macs;
+};
+void rkt_npu_task_counters(const rkt_npu *n, struct rkt_npu_counters *out);
 /* MACs performed by the MAC array since creation (programmed geometry). */
 uint64_t rkt_npu_macs(const rkt_npu *n);
 

@@ -115,6 +115,7 @@ struct rkt_npu {
     size_t window_cap;
 
     uint64_t macs;
+    struct rkt_npu_counters task_ctr; /* the executing task's traffic (reset per task) */
     unsigned word;     /* index of the word being decoded */
     int in_stream;     /* errors name the word */
     int bad;
@@ -132,8 +133,12 @@ uint32_t rkt_rd(rkt_npu *n, uint32_t off);
 uint32_t rkt_want(rkt_npu *n, uint32_t off, uint32_t expect, const char *why);
 /* Fail naming register and value unless `ok`. */
 void rkt_check(rkt_npu *n, int ok, uint32_t off, uint32_t v, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-/* Host pointer for a device range inside one BO, else a "DMA fault" error naming `what`. */
-uint8_t *rkt_mem(rkt_npu *n, const char *what, uint32_t iova, uint64_t len);
+/* Which counter a device-memory access adds to (struct rkt_npu_counters); RKT_DMA_EXTENT only checks that a
+ * whole range the unit will reach lies inside one BO, its bytes are counted by the accesses themselves. */
+enum rkt_dma { RKT_DMA_EXTENT, RKT_DMA_FEATURE, RKT_DMA_WEIGHT, RKT_DMA_BIAS, RKT_DMA_WRITE };
+/* Host pointer for a device range inside one BO, else a "DMA fault" error naming `what`. Every byte a unit
+ * moves passes here once, as one access (a burst) of class `dma`, which counts its `len` bytes. */
+uint8_t *rkt_mem(rkt_npu *n, enum rkt_dma dma, const char *what, uint32_t iova, uint64_t len);
 /* Every register written since the executing groups last ran must have been consumed by this task. */
 int rkt_check_all_consumed(rkt_npu *n);
 /* Run a validated task on the datapath and count its MACs. */

@@ -456,7 +456,7 @@ static int map_input(rkt_npu *n, struct rk3576_task *st)
     if (st->planes > 1 && st->ss < st->surf)
         return rkt_fail(n, "CNA_DMA_CON2 = 0x%08x: 16-channel planes of %u fetched rows x %u overlap (plane stride in "
                         "16-byte units)", st->ss, st->fetched, st->iw);
-    st->in = rkt_mem(n, "input (CNA_FEATURE_DATA_ADDR, DMA_CON2/3)", st->in_iova,
+    st->in = rkt_mem(n, RKT_DMA_EXTENT, "input (CNA_FEATURE_DATA_ADDR, DMA_CON2/3)", st->in_iova,
                                 (uint64_t)(st->planes - 1) * st->plane_pitch + 16 * (uint64_t)st->ts);
     return 0;
 }
@@ -474,8 +474,12 @@ static int map_output(rkt_npu *n, struct rk3576_task *st)
         return rkt_fail(n, "DPU_SURFACE_ADD = 0x%08x: the next group of %d channels would start inside this one (jump in "
                         "16-byte units from the end of the group's first surface)", st->jump, t->group_channels);
     const int last = st->nsurf - 1;
-    t->out = rkt_mem(n, "output (DPU_DST_BASE_ADDR)", st->out_iova,
+    t->out = rkt_mem(n, RKT_DMA_EXTENT, "output (DPU_DST_BASE_ADDR)", st->out_iova,
                     (uint64_t)(last / st->spg) * t->out_group_pitch + (uint64_t)(last % st->spg) * t->out_surf_pitch + cube);
+    /* the DPU WDMA: one burst per 16-channel output surface */
+    for (int s = 0; s < st->nsurf && t->out; s++)
+        rkt_mem(n, RKT_DMA_WRITE, "output surface (DPU_DST_BASE_ADDR)",
+                st->out_iova + (uint32_t)((s / st->spg) * t->out_group_pitch + (s % st->spg) * t->out_surf_pitch), cube);
     return 0;
 }
 
@@ -483,9 +487,9 @@ static int coefficients(rkt_npu *n, struct rk3576_task *st)
 {
     struct rkt_conv_task *t = &st->t;
     const uint32_t gbytes = st->dw ? COEF_GROUP_BYTES_DW : COEF_GROUP_BYTES;
-    const uint8_t *coef = rkt_mem(n, "coefficient table (DPU_RDMA_BS_BASE_ADDR)", st->coef_iova,
+    const uint8_t *coef = rkt_mem(n, RKT_DMA_BIAS, "coefficient table (DPU_RDMA_BS_BASE_ADDR)", st->coef_iova,
                                   (uint64_t)((t->oc_real + COEF_GROUP - 1) / COEF_GROUP) * gbytes);
-    const uint8_t *shiftw = rkt_mem(n, "shift word (DPU_RDMA_BS_SHIFT_ADDR)", st->shift_iova, 4);
+    const uint8_t *shiftw = rkt_mem(n, RKT_DMA_BIAS, "shift word (DPU_RDMA_BS_SHIFT_ADDR)", st->shift_iova, 4);
     if (n->bad)
         return -EINVAL;
     const uint32_t shift_word = (uint32_t)le32(shiftw);
@@ -523,7 +527,7 @@ static int load_weights(rkt_npu *n, struct rk3576_task *st)
             return rkt_fail(n, "CNA_UNDOC_1038 = 0x%08x: NOT_FIRST_TASK set but the CBUF does not hold these weights (%s)",
                             st->u1038, !r->valid ? "no earlier task in this job" : "different weights or geometry");
     } else {
-        const int8_t *wp = (const int8_t *)rkt_mem(n, "weights (CNA_DCOMP_ADDR0)", st->w_iova, st->ws0);
+        const int8_t *wp = (const int8_t *)rkt_mem(n, RKT_DMA_WEIGHT, "weights (CNA_DCOMP_ADDR0)", st->w_iova, st->ws0);
         if (!wp)
             return -EINVAL;
         n->cbuf.valid = 0;
@@ -544,9 +548,14 @@ static int fill_window(rkt_npu *n, struct rk3576_task *st)
     const size_t row_bytes = (size_t)st->planes * st->row_pitch;
     for (uint32_t r = 0; r < st->fetched; r++) {
         const uint32_t g0 = (st->write_origin + r * st->entries) % st->limit;
-        for (uint32_t p = 0; p < st->planes; p++)
-            ring_write(&n->ring, st->limit, (uint64_t)g0 * GRANULE + p * st->row_pitch, st->in + p * st->plane_pitch + r * st->row_pitch,
-                       st->row_pitch);
+        /* the CNA feature DMA: one burst per fetched row of each 16-channel plane, into the ring */
+        for (uint32_t p = 0; p < st->planes; p++) {
+            const uint8_t *src = rkt_mem(n, RKT_DMA_FEATURE, "input row (CNA_FEATURE_DATA_ADDR)",
+                                         st->in_iova + (uint32_t)(p * st->plane_pitch + r * st->row_pitch), st->row_pitch);
+            if (!src)
+                return -EINVAL;
+            ring_write(&n->ring, st->limit, (uint64_t)g0 * GRANULE + p * st->row_pitch, src, st->row_pitch);
+        }
         /* granule indices wrap at the limit: stepped, not divided (this runs for every granule of every task) */
         for (uint32_t e = 0, gi = g0; e < st->entries; e++, gi = gi + 1 == st->limit ? 0 : gi + 1)
             n->ring.tag[gi] = tag;

@@ -384,7 +384,7 @@ static int load_weights(rkt_npu *n, struct rk3588_task *st)
             return rkt_fail(n, "CNA_CBUF_CON0 = 0x%08x: WEIGHT_REUSE set but the CBUF does not hold these weights (%s)", st->cb0,
                         !r->valid ? "nothing resident in this job" : "different weights, geometry or bank split");
     } else {
-        const int8_t *wp = (const int8_t *)rkt_mem(n, "weights (CNA_DCOMP_ADDR0)", st->w_iova, wbytes);
+        const int8_t *wp = (const int8_t *)rkt_mem(n, RKT_DMA_WEIGHT, "weights (CNA_DCOMP_ADDR0)", st->w_iova, wbytes);
         if (!wp)
             return -EINVAL;
         if (rkt_conv_load_weights(n->conv, g, wp, n->err, sizeof(n->err)))
@@ -399,15 +399,41 @@ static int load_weights(rkt_npu *n, struct rk3588_task *st)
     return 0;
 }
 
+/* The CNA feature DMA: one burst per row of each 16-channel plane (raw path: per row of DMA_WIDTH bytes); the
+ * gaps a longer line or surface stride leaves are not read. */
+static void fetch_input(rkt_npu *n, const struct rk3588_task *st)
+{
+    const struct rkt_conv_task *t = &st->t;
+    const int planes = t->argb ? 1 : t->g.ic / 16;
+    const uint64_t row = t->argb ? (uint64_t)t->dma_w : (uint64_t)t->in_w * 16;
+    for (int p = 0; p < planes; p++)
+        for (int r = 0; r < t->in_h; r++)
+            rkt_mem(n, RKT_DMA_FEATURE, "input row (CNA_FEATURE_DATA_ADDR)",
+                    st->in_iova + (uint32_t)(p * t->in_plane_pitch + r * t->in_row_pitch), row);
+}
+
+/* The DPU WDMA: one burst per 16-channel output surface the task computes. */
+static void write_output(rkt_npu *n, const struct rk3588_task *st)
+{
+    const struct rkt_conv_task *t = &st->t;
+    const int spg = t->group_channels / 16, nsurf = (t->oc_real + 15) / 16;
+    for (int s = 0; s < nsurf; s++)
+        rkt_mem(n, RKT_DMA_WRITE, "output surface (DPU_DST_BASE_ADDR)",
+                st->out_iova + (uint32_t)((s / spg) * t->out_group_pitch + (s % spg) * t->out_surf_pitch),
+                (uint64_t)t->out_w * t->out_h * 16);
+}
+
 /* Device memory of the input, bias table and output; the bias table into host order. */
 static int map_memory(rkt_npu *n, struct rk3588_task *st)
 {
     struct rkt_conv_task *t = &st->t;
-    t->in = rkt_mem(n, "input (CNA_FEATURE_DATA_ADDR)", st->in_iova, st->in_len);
-    const uint8_t *bias = rkt_mem(n, "bias table (DPU_RDMA_BS_BASE_ADDR)", st->bias_iova, 4 * (uint64_t)t->oc_real);
-    t->out = rkt_mem(n, "output (DPU_DST_BASE_ADDR)", st->out_iova, st->out_len);
+    t->in = rkt_mem(n, RKT_DMA_EXTENT, "input (CNA_FEATURE_DATA_ADDR)", st->in_iova, st->in_len);
+    const uint8_t *bias = rkt_mem(n, RKT_DMA_BIAS, "bias table (DPU_RDMA_BS_BASE_ADDR)", st->bias_iova, 4 * (uint64_t)t->oc_real);
+    t->out = rkt_mem(n, RKT_DMA_EXTENT, "output (DPU_DST_BASE_ADDR)", st->out_iova, st->out_len);
     if (n->bad)
         return -EINVAL;
+    fetch_input(n, st);
+    write_output(n, st);
     if (rkt_tables_reserve(n, (size_t)t->oc_real))
         return -ENOMEM;
     for (int k = 0; k < t->oc_real; k++) {

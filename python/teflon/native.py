@@ -4,7 +4,8 @@
     with Device("rk3588", sim=True) as dev:
         runner = Runner(dev, program)          # a teflon.program.Program or its blob
         outputs = runner.run({0: x})            # {tensor index: NHWC array}
-        print(runner.stats())                   # {"tasks": ..., "macs": ...} of the last run
+        print(runner.stats())                   # {"tasks": ..., "macs": ..., "feature_rd": ...} of the last run
+        print(runner.task_counters())           # one dict of counters per program task
 
 The library is `teflon.delegate_path()` ($TEFLON_LIBRARY overrides it). The same runner code serves
 the delegate's kernels; on a machine with a rocket device node `sim=None` picks the real NPU.
@@ -32,10 +33,13 @@ int   teflon_native_set_input(void *runner, int32_t tensor, const void *host, ui
 int   teflon_native_run(void *runner, char *err, size_t errlen);
 int   teflon_native_get_output(void *runner, int32_t tensor, void *host, uint64_t bytes);
 int   teflon_native_stats(void *runner, uint64_t *tasks, uint64_t *macs);
+int   teflon_native_task_counters(void *runner, uint64_t *out, uint32_t cap);
 int   teflon_check_options(const char *const *keys, const char *const *values, size_t n, char *err, size_t errlen);
 """
 
 ERRLEN = 1024
+# teflon_native_task_counters' words per task, in order (bytes read / written, MACs, nanoseconds)
+COUNTERS = ("feature_rd", "weight_rd", "bias_rd", "data_wr", "macs", "ns")
 DTYPES = {3: np.dtype(np.uint8), 9: np.dtype(np.int8)}
 
 _ffi = cffi.FFI()
@@ -181,11 +185,31 @@ class Runner:
         return outputs
 
     def stats(self) -> dict[str, int]:
-        """Tasks and MACs of the last run (MACs: simulator only)."""
+        """Tasks and MACs of the last run, and the byte counters summed over its tasks (MACs and bytes:
+        simulator only)."""
         tasks = _ffi.new("uint64_t *")
         macs = _ffi.new("uint64_t *")
         self._lib.teflon_native_stats(self._handle, tasks, macs)
-        return {"tasks": int(tasks[0]), "macs": int(macs[0])}
+        totals = self.task_counter_array().sum(axis=0)
+        return {"tasks": int(tasks[0]), "macs": int(macs[0]),
+                **{k: int(v) for k, v in zip(COUNTERS[:4], totals[:4], strict=True)}}
+
+    def task_counter_array(self) -> np.ndarray:
+        """The last run's counters, one row per program task (job order), columns COUNTERS."""
+        try:
+            fetch = self._lib.teflon_native_task_counters
+        except AttributeError:  # an older library without counters
+            return np.zeros((0, len(COUNTERS)), dtype=np.uint64)
+        n = fetch(self._handle, _ffi.NULL, 0)
+        out = np.zeros((n, len(COUNTERS)), dtype=np.uint64)
+        if n:
+            fetch(self._handle, _ffi.cast("uint64_t *", _ffi.from_buffer(out)), n)
+        return out
+
+    def task_counters(self) -> list[dict[str, int]]:
+        """The last run's counters of each program task (job order): bytes of features, weights and bias/EW
+        operands read, bytes written, MACs and nanoseconds, as the simulator counted them."""
+        return [dict(zip(COUNTERS, map(int, row), strict=True)) for row in self.task_counter_array()]
 
     def close(self) -> None:
         if self._handle is not None:

@@ -1,4 +1,4 @@
-"""Command line tools: `python -m teflon classify|inspect|regcmd|bench`."""
+"""Command line tools: `python -m teflon classify|inspect|regcmd|bench|compare|profile`."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import sys
 
 import teflon
 from teflon import targets
-from teflon.cli import bench, classify, compare, inspect, regcmd
+from teflon.cli import bench, classify, compare, inspect, profile, regcmd
 from teflon.cli.session import key_value
 
-COMMANDS = {"classify": classify, "inspect": inspect, "regcmd": regcmd, "bench": bench, "compare": compare}
+COMMANDS = {"classify": classify, "inspect": inspect, "regcmd": regcmd, "bench": bench, "compare": compare,
+            "profile": profile}
 
 
 def add_device_args(p: argparse.ArgumentParser) -> None:

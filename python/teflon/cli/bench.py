@@ -25,8 +25,9 @@ _CHECKOUT = Path(__file__).resolve().parents[3]
 PERF_FILE = (_CHECKOUT if (_CHECKOUT / "meson.build").is_file() else Path.cwd()) / "docs" / "PERFORMANCE.md"
 HEADER = (
     "| date | machine | model | device | compile ms (first / warm) | NPU invoke ms | tasks | "
-    "CPU builtin ms (tflite_runtime) | CPU default ms (ai_edge_litert) | invoke / builtin | notes |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|\n"
+    "CPU builtin ms (tflite_runtime) | CPU default ms (ai_edge_litert) | invoke / builtin | CPU threads | "
+    "NPU bytes moved | compulsory bytes | traffic ratio | notes |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
 )
 NOTHING_DELEGATED = "nothing delegated: the whole model runs on the CPU"
 
@@ -37,6 +38,8 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", action="store_true", help="append a row to --perf-file (docs/PERFORMANCE.md)")
     p.add_argument("--perf-file", default=str(PERF_FILE), help=f"where --record appends (default {PERF_FILE})")
     p.add_argument("--note", default="", help="free text for the notes column")
+    p.add_argument("--threads", type=positive_int, default=1,
+                   help="threads of the TFLite CPU runtimes (the CPU columns and the CPU nodes of the NPU run)")
 
 
 def time_invoke(interp, runs: int) -> float:
@@ -66,13 +69,13 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} cores"
 
 
-def cpu_time(model: str, runtime: str, reference: bool, runs: int) -> tuple[float, str] | None:
+def cpu_time(model: str, runtime: str, reference: bool, runs: int, threads: int = 1) -> tuple[float, str] | None:
     """Median invoke time on the CPU and what ran it, or None when `runtime` is not installed."""
     try:
         interpreter_module(runtime)
     except ImportError:
         return None
-    interp = make_interpreter(model, reference=reference, runtime=runtime)
+    interp = make_interpreter(model, reference=reference, runtime=runtime, num_threads=threads)
     return time_invoke(interp, runs), cpu_kernels_label(interp, runtime)
 
 
@@ -127,13 +130,36 @@ def fmt(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.1f}"
 
 
+def traffic(session: Any, sim: str) -> tuple[str, str, str]:
+    """(bytes moved, compulsory bytes, ratio) of one inference from the simulator's counters (teflon profile);
+    n/a where the device counts nothing (a real NPU, or a family without simulated counters)."""
+    from teflon.cli.profile import _sim_mode, profile_session
+
+    t = profile_session(session, _sim_mode(sim)).totals()
+    if not t["moved"]:
+        return "n/a", str(t["compulsory"]), "n/a"
+    return str(t["moved"]), str(t["compulsory"]), f"{t['moved'] / t['compulsory']:.3f}"
+
+
+def _append_row(path: Path, row: str) -> None:
+    """Append `row` under the current HEADER: a file whose last table has another header (older columns) gets a
+    new table, so every row lines up with its own header."""
+    if not path.exists():
+        path.write_text("# Performance\n\nRows appended by `python -m teflon bench --record`.\n\n" + HEADER)
+    headers = [line for line in path.read_text().splitlines() if line.startswith("| date |")]
+    with path.open("a") as f:
+        if not headers or headers[-1] + "\n" != HEADER.splitlines(keepends=True)[0]:
+            f.write("\n" + HEADER)
+        f.write(row)
+
+
 def run(args: argparse.Namespace) -> int:
     opts = delegate_options(args)
-    first = open_interpreter(args.model, opts, runtime=args.runtime)
-    warm = open_interpreter(args.model, opts, runtime=args.runtime)
+    first = open_interpreter(args.model, opts, runtime=args.runtime, num_threads=args.threads)
+    warm = open_interpreter(args.model, opts, runtime=args.runtime, num_threads=args.threads)
     partitions = warm.partitions
-    builtin = cpu_time(args.model, "tflite_runtime", True, args.runs)
-    default = cpu_time(args.model, "ai_edge_litert", False, args.runs)
+    builtin = cpu_time(args.model, "tflite_runtime", True, args.runs, args.threads)
+    default = cpu_time(args.model, "ai_edge_litert", False, args.runs, args.threads)
     builtin_ms = builtin[0] if builtin else None
     default_ms = default[0] if default else None
     print(f"model: {args.model}")
@@ -152,31 +178,32 @@ def run(args: argparse.Namespace) -> int:
         print(f"compile in a fresh process: {cache[0]:.1f} ms cold (empty cache), {cache[1]:.1f} ms from the cache "
               f"({100 * cache[1] / cache[0]:.0f} %)")
         print(f"NPU invoke: {npu_ms:.1f} ms (median of {args.runs}; CPU nodes on {warm.cpu_kernels()})")
+        moved, compulsory, traffic_ratio = traffic(warm, args.sim)
+        print(f"NPU traffic per inference: {moved} B moved, {compulsory} B compulsory, ratio {traffic_ratio}")
         notes.append(f"{partitions} partition(s), {counts['submits']} submit(s); {weights}")
         notes.append(f"fresh-process compile {cache[0]:.0f} ms cold, {cache[1]:.0f} ms from cache")
     else:
         devices, tasks, npu_ms = args.device, "0", None
+        moved, compulsory, traffic_ratio = "n/a", "n/a", "n/a"
         print(NOTHING_DELEGATED)
         notes.append(NOTHING_DELEGATED)
     ratio = f"{npu_ms / builtin_ms:.2f}" if npu_ms is not None and builtin_ms else "n/a"
     for result, runtime in ((builtin, "tflite_runtime"), (default, "ai_edge_litert")):
-        print(f"CPU {result[1]}: {result[0]:.1f} ms" if result else f"CPU {runtime}: not installed")
+        print(f"CPU {result[1]}: {result[0]:.1f} ms ({args.threads} thread(s))" if result
+              else f"CPU {runtime}: not installed")
     if npu_ms is not None:
         print(f"NPU invoke / CPU builtin: {ratio}")
     if args.record:
         path = Path(args.perf_file)
         path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists():
-            path.write_text("# Performance\n\nRows appended by `python -m teflon bench --record`.\n\n" + HEADER)
         if args.note:
             notes.append(args.note)
         compile_ms = f"{first.compile_ms:.0f} / {warm.compile_ms:.0f}"
         row = (
             f"| {datetime.date.today().isoformat()} | {machine()} | {Path(args.model).name} | {devices} | "
             f"{compile_ms} | {fmt(npu_ms)} | {tasks} | {fmt(builtin_ms)} | {fmt(default_ms)} | {ratio} | "
-            f"{'; '.join(notes)} |\n"
+            f"{args.threads} | {moved} | {compulsory} | {traffic_ratio} | {'; '.join(notes)} |\n"
         )
-        with path.open("a") as f:
-            f.write(row)
+        _append_row(path, row)
         print(f"recorded in {path}")
     return 0

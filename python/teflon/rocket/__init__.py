@@ -7,6 +7,8 @@ Family interface (docs/architecture.md, "Adding a family"): `target(name)` retur
     disassemble(program) -> str               every task's regcmd words by register and field
     to_json(program) -> dict                  the `regcmd --json` form
     counters(program) -> dict                 tasks / submits / weight bytes per inference (bench)
+    cbuf_weight_bytes() -> int                weights that stay on chip for a whole operation (profile;
+                                              optional: families without it skip the re-read check)
 Each hardware generation is a subpackage (rk3588/, rk3576/: registers, split, weights, coefficients, streams,
 encoder, support) over the shared modules here (lower, geometry, cube, requant, stream, assemble, disasm); a
 target row names its generation.
@@ -57,6 +59,10 @@ class RocketTarget:
         from .disasm import to_json
 
         return to_json(program)
+
+    def cbuf_weight_bytes(self) -> int:
+        """Weight bytes that fit the on-chip buffer for a whole operation (profile's re-read check)."""
+        return int(self.generation.cbuf_weight_bytes())
 
     def counters(self, program: Program) -> dict[str, int]:
         """Per inference: regcmd tasks, submitted jobs, and the bytes of packed weights."""

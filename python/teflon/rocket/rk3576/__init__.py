@@ -14,6 +14,13 @@ from ...ir import Graph
 from ...program import Program
 
 
+def cbuf_weight_bytes() -> int:
+    """The weight bytes the CBUF keeps resident beside the largest data area (the split layer's ring, split.py)."""
+    from .split import GRANULE, POOL, RING_LIMIT
+
+    return (POOL - RING_LIMIT) * GRANULE
+
+
 def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     from .support import supported as _supported
 

@@ -12,6 +12,14 @@ from ...ir import Graph
 from ...program import Program
 
 
+def cbuf_weight_bytes() -> int:
+    """The most weight bytes the CBUF can keep resident for a whole operation: every bank but one data bank
+    (split.py)."""
+    from .split import CBUF_BANKS, CBUF_ENTRIES_PER_BANK, CBUF_ENTRY_BYTES
+
+    return (CBUF_BANKS - 1) * CBUF_ENTRIES_PER_BANK * CBUF_ENTRY_BYTES
+
+
 def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     from .support import supported as _supported
 
