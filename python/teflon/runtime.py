@@ -56,15 +56,18 @@ def make_interpreter(
     runtime: str | None = None,
     num_threads: int = 1,
     preserve_all_tensors: bool = False,
+    verify: bool = True,
 ) -> Any:
     """An allocated Interpreter for a model path or flatbuffer bytes.
 
     reference=True selects TFLite's own builtin kernels without default delegates (no XNNPACK):
     the correctness reference of this project. preserve_all_tensors=True keeps every intermediate tensor readable
     after invoke (no buffer reuse), for per-layer comparisons. The model is verified first (teflon.modelcheck): a
-    file the runtime would read out of bounds raises ValueError("not a valid .tflite model: ...") instead.
+    file the runtime would read out of bounds raises ValueError("not a valid .tflite model: ...") instead
+    (verify=False: the caller has verified it).
     """
-    verify_model(model)
+    if verify:
+        verify_model(model)
     mod = interpreter_module(runtime)
     kwargs: dict[str, Any] = {"num_threads": num_threads}
     if isinstance(model, (bytes, bytearray)):

