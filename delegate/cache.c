@@ -252,6 +252,30 @@ static int write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
+/* The payload checksum (TEFLON_CACHE_FORMAT 2): Fletcher's two running sums over little-endian 64-bit words (the
+ * tail zero-padded), mod 2^64, as 16 bytes (s1, s2) followed by 16 zero bytes. It only has to catch torn,
+ * truncated or damaged files (the key, a SHA-256, names the content), and it runs at memory speed: SHA-256 of a
+ * MobileNetV2's 3.5 MB of programs was a third of the time a cached model takes to load. */
+static void payload_sum(const uint8_t *p, size_t len, uint8_t out[TEFLON_SHA256_BYTES])
+{
+    uint64_t s1 = 0, s2 = 0, w;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        memcpy(&w, p + i, 8);
+        s1 += w;
+        s2 += s1;
+    }
+    if (i < len) {
+        w = 0;
+        memcpy(&w, p + i, len - i);
+        s1 += w;
+        s2 += s1;
+    }
+    memset(out, 0, TEFLON_SHA256_BYTES);
+    memcpy(out, &s1, 8);
+    memcpy(out + 8, &s2, 8);
+}
+
 /* NULL when the file holds a valid entry for `key`, else why not. */
 static const char *check_entry(const uint8_t *file, size_t size, const uint8_t key[TEFLON_SHA256_BYTES])
 {
@@ -270,7 +294,7 @@ static const char *check_entry(const uint8_t *file, size_t size, const uint8_t k
     memcpy(&len, file + 40, sizeof(len));
     if (len != size - TEFLON_CACHE_HEADER)
         return len > size - TEFLON_CACHE_HEADER ? "truncated" : "longer than its payload";
-    teflon_sha256(file + TEFLON_CACHE_HEADER, (size_t)len, digest);
+    payload_sum(file + TEFLON_CACHE_HEADER, (size_t)len, digest);
     if (memcmp(file + 48, digest, TEFLON_SHA256_BYTES) != 0)
         return "checksum mismatch";
     return NULL;
@@ -463,7 +487,7 @@ int teflon_cache_store(teflon_cache *c, enum teflon_cache_kind kind, const uint8
     memcpy(header + 4, &format, sizeof(format));
     memcpy(header + 8, key, TEFLON_SHA256_BYTES);
     memcpy(header + 40, &len64, sizeof(len64));
-    teflon_sha256(payload, len, header + 48);
+    payload_sum(payload, len, header + 48);
     int rc = write_all(fd, header, sizeof(header)) || write_all(fd, payload, len) ? -1 : 0;
     (void)fchmod(fd, 0644);  /* mkstemp makes it 0600; entries are no secret */
     if (close(fd) != 0)

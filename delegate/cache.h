@@ -18,8 +18,8 @@
 
 /* Entry file layout (little-endian on the machines we run on; native order): */
 #define TEFLON_CACHE_MAGIC "TFLC"
-#define TEFLON_CACHE_FORMAT 1u      /* bump when the entry layout or any key's contents change */
-#define TEFLON_CACHE_HEADER 80      /* magic[4], u32 format, key[32], u64 payload length, payload sha256[32] */
+#define TEFLON_CACHE_FORMAT 2u      /* bump when the entry layout or any key's contents change */
+#define TEFLON_CACHE_HEADER 80      /* magic[4], u32 format, key[32], u64 payload length, payload checksum[32] */
 
 enum teflon_cache_kind {
     TEFLON_CACHE_SUPPORT = 's',     /* s-<key>.tfc: one graph's support decisions */

@@ -341,10 +341,14 @@ static int decide_support(teflon_delegate *d, const teflon_graph *g, int32_t *su
     uint8_t key[TEFLON_SHA256_BYTES];
     char err[512];
     char *table = NULL;
+    const double t0 = teflon_now_ms();
     if (d->keys) {
         teflon_key_graph(d->keys, key);
-        if (support_from_cache(d, g, key, supported) == 0)
+        if (support_from_cache(d, g, key, supported) == 0) {
+            if (d->debug)
+                fprintf(stderr, "teflon: support decisions read from the cache in %.1f ms\n", teflon_now_ms() - t0);
             return 0;
+        }
     }
     if (python_ready(err, sizeof(err))) {
         fprintf(stderr, "teflon: %s; running the whole graph on the CPU\n", err);
@@ -352,6 +356,7 @@ static int decide_support(teflon_delegate *d, const teflon_graph *g, int32_t *su
     }
     /* cffi returns 0 without running anything when the Python side failed to start: the -1s tell. */
     int rc = teflon_py_support(g, d->device, d->debug, supported, &table);
+    d->py_has_graph = 1;
     for (int i = 0; i < g->nnodes && rc == 0; i++)
         rc = supported[i] == 0 || supported[i] == 1 ? 0 : -1;
     if (rc != 0)
@@ -359,6 +364,8 @@ static int decide_support(teflon_delegate *d, const teflon_graph *g, int32_t *su
                 "running the whole graph on the CPU\n");
     else if (d->debug && table)
         fprintf(stderr, "%s", table);
+    if (rc == 0 && d->debug)
+        fprintf(stderr, "teflon: support decisions made in %.1f ms\n", teflon_now_ms() - t0);
     if (rc == 0 && d->keys)
         support_to_cache(d, g, key, supported, table);
     free(table);
@@ -423,9 +430,10 @@ int teflon_program_for(teflon_delegate *d, const teflon_graph *g, const int32_t 
     }
     if (python_ready(err, errlen))
         return -1;
-    int rc = teflon_py_compile(g, d->device, d->debug, nodes, nnodes, inputs, ninputs, outputs, noutputs, blob,
-                               blob_len, err, (int32_t)errlen);
+    int rc = teflon_py_compile(g, !d->py_has_graph, d->device, d->debug, nodes, nnodes, inputs, ninputs, outputs,
+                               noutputs, blob, blob_len, err, (int32_t)errlen);
     err[errlen - 1] = '\0';
+    d->py_has_graph = 1;
     if (rc != 0 || *blob == NULL || *blob_len == 0) {
         if (!err[0])
             snprintf(err, errlen, "the Python compiler returned no program (see the messages above)");
@@ -532,6 +540,7 @@ static tfl_status delegate_prepare(tfl_context *context, tfl_delegate *base)
         return TFL_OK;
     }
     d->keys = NULL;
+    d->py_has_graph = 0;
     if (d->cache.dir) {
         if (teflon_keyer_init(&keys, &ex.graph, d->settings) == 0)
             d->keys = &keys;

@@ -37,6 +37,7 @@ typedef struct teflon_delegate {
     char settings[64];              /* the options that change a compiled program, as the cache keys them */
     teflon_cache cache;             /* program cache (cache.dir NULL: off) */
     teflon_keyer *keys;             /* during Prepare with the cache on: the graph's key derivation */
+    int py_has_graph;               /* during Prepare: Python has converted this Prepare's graph */
     teflon_devref *devref;
     struct teflon_partition *ready; /* compiled in Prepare, adopted by kernel Init */
     int partitions_compiled;        /* running count, numbers the debug messages */

@@ -27,10 +27,12 @@
  * reason) as malloc'd text (free() it), which C prints with debug and keeps in the program cache. */
 int teflon_py_support(const teflon_graph *g, const char *device, int32_t debug, int32_t *supported, char **table);
 
-/* Compile the partition `nodes` (node indices) with its non-constant inputs and its outputs.
+/* Compile the partition `nodes` (node indices) with its non-constant inputs and its outputs. new_graph: 1 when
+ * Python has not converted this Prepare's graph yet (its support decision came from the program cache), so a
+ * graph it converted in an earlier Prepare at the same address is never reused.
  * On success *blob is a malloc'd program blob (free() it) of *blob_len bytes. On failure err holds
  * a NUL-terminated message. */
-int teflon_py_compile(const teflon_graph *g, const char *device, int32_t debug, const int32_t *nodes, int32_t nnodes,
+int teflon_py_compile(const teflon_graph *g, int32_t new_graph, const char *device, int32_t debug, const int32_t *nodes, int32_t nnodes,
                       const int32_t *inputs, int32_t ninputs, const int32_t *outputs, int32_t noutputs,
                       uint8_t **blob, uint64_t *blob_len, char *err, int32_t errlen);
 

@@ -289,3 +289,18 @@ def test_sha256_matches_hashlib(variant: str, tmp_path: Path) -> None:
     out = subprocess.run([str(exe), str(tmp_path / "data"), *map(str, sizes)], check=True, capture_output=True,
                          text=True).stdout.split()
     assert out == [hashlib.sha256(blob[:n]).hexdigest() for n in sizes]
+
+
+def test_program_miss_after_a_support_hit_compiles_its_own_graph(conv_models: list[Path], tmp_path: Path) -> None:
+    """Support decisions from the cache, programs not: Python has not seen this Prepare's graph, and must not
+    reuse the graph an earlier Prepare converted at the same address (the exported graph lives on Prepare's
+    stack, so the address repeats)."""
+    reference = {r["model"]: r["out"] for r in _finish(_start(conv_models, {"device": "rk3588", "sim": "1"}))[0]}
+    options = _options("rk3588", tmp_path)
+    _run(conv_models, options)
+    for entry in cache.entries(tmp_path):
+        if entry.name.startswith("p-"):
+            entry.unlink()
+    results, err = _finish(_start(list(reversed(conv_models)), options))
+    assert "support decisions read from the cache" in err, err
+    assert {r["model"]: r["out"] for r in results} == reference

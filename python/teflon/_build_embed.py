@@ -19,7 +19,7 @@ MODULE = "teflon._embed"  # dotted: the embedded module is registered as a submo
 # Same prototypes as delegate/pybridge.h (the generated C includes that header, so a mismatch fails to compile).
 PY_API = """
 int teflon_py_support(const teflon_graph *g, const char *device, int32_t debug, int32_t *supported, char **table);
-int teflon_py_compile(const teflon_graph *g, const char *device, int32_t debug, const int32_t *nodes, int32_t nnodes,
+int teflon_py_compile(const teflon_graph *g, int32_t new_graph, const char *device, int32_t debug, const int32_t *nodes, int32_t nnodes,
                       const int32_t *inputs, int32_t ninputs, const int32_t *outputs, int32_t noutputs,
                       uint8_t **blob, uint64_t *blob_len, char *err, int32_t errlen);
 """

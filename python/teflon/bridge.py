@@ -184,6 +184,7 @@ def _support(g: Any, device: Any, debug: int, supported: Any, table: Any) -> int
 
 def _compile(
     g: Any,
+    new_graph: int,
     device: Any,
     debug: int,
     nodes: Any,
@@ -197,10 +198,13 @@ def _compile(
     err: Any,
     errlen: int,
 ) -> int:
+    global _current
     node_list: list[int] = []
     try:
         dev = _ffi.string(device).decode()
         node_list = _ints(_ffi, nodes, nnodes)
+        if new_graph:  # the support decision came from the program cache: any graph kept here is an older one
+            _current = None
         graph = _graph_for(g)
         program = compiler.compile(graph, node_list, _ints(_ffi, inputs, ninputs), _ints(_ffi, outputs, noutputs), dev)
         data = program.to_blob()

@@ -11,15 +11,14 @@ Kept free of numpy and the compiler: the CLI imports it before loading the deleg
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import struct
 from pathlib import Path
 
 MAGIC = b"TFLC"
-FORMAT = 1
-HEADER = struct.Struct("<4sI32sQ32s")  # magic, format, key, payload length, payload sha256: 80 bytes
+FORMAT = 2
+HEADER = struct.Struct("<4sI32sQ32s")  # magic, format, key, payload length, payload checksum: 80 bytes
 ENTRY_NAME = re.compile(r"^[sp]-([0-9a-f]{64})\.tfc$")
 
 
@@ -45,9 +44,22 @@ def entry_problem(path: Path) -> str | None:
         (key.hex() != match.group(1), "key mismatch"),
         (length > len(payload), "truncated"),
         (length < len(payload), "longer than its payload"),
-        (hashlib.sha256(payload).digest() != digest, "checksum mismatch"),
+        (payload_sum(payload) != digest, "checksum mismatch"),
     ]
     return next((why for bad, why in problems if bad), None)
+
+
+def payload_sum(payload: bytes) -> bytes:
+    """The delegate's payload checksum (delegate/cache.c payload_sum): Fletcher's sums s1 = sum(w), s2 = sum of
+    the running s1, over little-endian 64-bit words (tail zero-padded), mod 2^64; s1, s2 and 16 zero bytes."""
+    import numpy as np
+
+    words = np.frombuffer(payload + bytes(-len(payload) % 8), dtype="<u8")
+    weights = np.arange(len(words), 0, -1, dtype=np.uint64)  # word i is in n - i of the running sums
+    with np.errstate(over="ignore"):
+        s1 = int(words.sum(dtype=np.uint64))
+        s2 = int((words * weights).sum(dtype=np.uint64))
+    return struct.pack("<QQ", s1, s2) + bytes(16)
 
 
 def entries(path: Path) -> list[Path]:
