@@ -16,7 +16,6 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from conftest import shared_path
@@ -88,20 +87,10 @@ def _model_profile(cache: dict, device: str) -> tuple[Profile, Session]:
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_mobilenet_profile_totals_equal_runner(device: str, profiles: dict) -> None:
-    from teflon.native import Device, Runner
+    from test_profile import runner_totals
 
     p, session = _model_profile(profiles, device)
-    stats = {"feature_rd": 0, "weight_rd": 0, "bias_rd": 0, "data_wr": 0, "macs": 0}
-    for _nodes, prog in session.capture.programs:
-        with Device(prog.device, sim=True) as dev:
-            runner = Runner(dev, prog)
-            rng = np.random.default_rng(1)
-            runner.run({b.tensor: rng.integers(0, 256, size=b.shape, dtype=np.uint8).view(b.dtype)
-                        for b in runner.bindings if b.direction == "in"})
-            for k, v in runner.stats().items():
-                if k in stats:
-                    stats[k] += v
-            runner.close()
+    stats = runner_totals(session)
     totals = p.totals()
     assert {k: totals[k] for k in stats} == stats
     assert totals["weight_rd"] == _coefficient_bytes(session), "a coefficient buffer read other than once"
