@@ -74,13 +74,15 @@ int teflon_bo_cpu_prep(teflon_dev *dev, teflon_bo *bo);
 int teflon_bo_cpu_fini(teflon_dev *dev, teflon_bo *bo);
 
 /* Performance counters of one task, as the simulator counts them where a unit reads or writes device memory
- * (bytes; the rocket hardware's own counters report 16-byte units, docs/hardware/rocket-sim.md). A real device
+ * (bytes; the rocket hardware's own counters report 16-byte units, docs/hardware/rocket-sim.md; etnaviv: every NN/TP
+ * job of the task's command stream, docs/hardware/etnaviv-sim.md). A real device
  * leaves the byte counters and MACs 0. */
 typedef struct teflon_task_counters {
-    uint64_t feature_rd; /* input features fetched (rocket CNA feature DMA) */
-    uint64_t weight_rd;  /* weights fetched (rocket CNA weight DMA; 0 when reused from the CBUF) */
-    uint64_t bias_rd;    /* per-channel operands: bias / BS / EW tables (rocket DPU_RDMA) */
-    uint64_t data_wr;    /* output written (rocket DPU WDMA) */
+    uint64_t feature_rd; /* input features fetched (rocket CNA feature DMA; etnaviv NN/TP input) */
+    uint64_t weight_rd;  /* weights fetched (rocket CNA weight DMA, 0 when reused from the CBUF; etnaviv
+                          * NN coefficient buffers, their bias included) */
+    uint64_t bias_rd;    /* per-channel operands: bias / BS / EW tables (rocket DPU_RDMA; etnaviv TP PWL LUT) */
+    uint64_t data_wr;    /* output written (rocket DPU WDMA; etnaviv NN/TP output) */
     uint64_t macs;       /* multiply-accumulates of the programmed geometry */
     uint64_t ns;         /* wall time of the task (simulator: simulation time) */
 } teflon_task_counters;

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -99,14 +100,11 @@ def _model_profile(cache: dict, name: str, device: str) -> tuple[Profile, object
     return cache[(name, device)]
 
 
-@pytest.mark.parametrize("name", MODELS)
-@pytest.mark.parametrize("device", DEVICES)
-def test_profile_totals_equal_bytes_moved(device: str, name: str, profiles: dict) -> None:
+def runner_totals(session: Any) -> dict[str, int]:
+    """The runner's own totals (C sums of every task) of the session's programs, run independently of `profile`
+    (also used by tests/etnaviv/test_counters.py)."""
     from teflon.native import Device, Runner
 
-    p, session = _model_profile(profiles, name, device)
-    graph = session.capture.support[0][0]
-    # the runner's own totals of the same programs (C sums of every task), run independently
     stats = {"feature_rd": 0, "weight_rd": 0, "bias_rd": 0, "data_wr": 0, "macs": 0}
     for _nodes, prog in session.capture.programs:
         with Device(prog.device, sim=True) as dev:
@@ -118,6 +116,15 @@ def test_profile_totals_equal_bytes_moved(device: str, name: str, profiles: dict
                 if k in stats:
                     stats[k] += v
             runner.close()
+    return stats
+
+
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("device", DEVICES)
+def test_profile_totals_equal_bytes_moved(device: str, name: str, profiles: dict) -> None:
+    p, session = _model_profile(profiles, name, device)
+    graph = session.capture.support[0][0]
+    stats = runner_totals(session)
     totals = p.totals()
     assert {k: totals[k] for k in stats} == stats
     assert not p.other, "tasks that belong to no operation"

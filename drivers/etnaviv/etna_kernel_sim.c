@@ -3,9 +3,11 @@
  * (etna_sim.h, docs/hardware/etnaviv-sim.md). The simulator owns BO memory; its mapping is the CPU mapping,
  * so cpu_prep/cpu_fini have nothing to sync (execution is synchronous and memory coherent).
  */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../errmsg.h"
 #include "../fault.h"
@@ -194,7 +196,18 @@ static int etna_sdev_submit(void *impl, const teflon_job *jobs, uint32_t njobs, 
             break;
         }
         for (uint32_t ti = 0; ti < j->ntasks && !rc; ti++) {
+            struct etna_sim_stats a, b;
+            struct timespec t0, t1;
+            etna_sim_get_stats(d->sim, &a);
+            clock_gettime(CLOCK_MONOTONIC, &t0);
             rc = etna_sdev_run_task(d, &j->tasks[ti], ji, ti, err, errlen);
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            etna_sim_get_stats(d->sim, &b);
+            if (!rc && stats->per_task)
+                stats->per_task[stats->tasks] = (teflon_task_counters){
+                    .feature_rd = b.feature_rd - a.feature_rd, .weight_rd = b.weight_rd - a.weight_rd,
+                    .bias_rd = b.other_rd - a.other_rd, .data_wr = b.data_wr - a.data_wr, .macs = b.macs - a.macs,
+                    .ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec))};
             stats->tasks += !rc;
         }
     }

@@ -32,6 +32,12 @@ struct etna_sim_stats {
     uint64_t tp_descriptors;
     uint64_t macs;                  /* multiply-accumulates the NN jobs performed (programmed geometry) */
     uint64_t tp_elements;           /* elements the TP jobs wrote */
+    /* Bytes the NN/TP engines moved, counted where the simulator reaches device memory (etna_mem_access);
+     * descriptors and the command stream are not counted. */
+    uint64_t feature_rd;            /* input feature maps (NN input planes, TP input image) */
+    uint64_t weight_rd;             /* NN coefficient buffers: compressed weight streams and bias */
+    uint64_t other_rd;              /* other operands: TP PWL lookup tables */
+    uint64_t data_wr;               /* output feature maps */
 };
 
 typedef struct etna_sim etna_sim;

@@ -157,6 +157,7 @@ struct etna_nn_job {
     int16_t *w;                 /* [nkernels][taps], relative to the weight zero point */
     int32_t *bias;              /* [nkernels] */
     uint32_t *dest;             /* [nkernels]: v7 output byte offset (trailer word); v8 output channel */
+    uint64_t coef_bytes;        /* bytes of the coefficient buffer the decoder read (header, streams, bias) */
 };
 
 /* v7 weight-token reader (etnaviv.md §3.2): a token is [run: z bits][literal: 8 bits] = run copies of the
@@ -338,6 +339,7 @@ static int etna_v7_decode(etna_sim *sim, struct etna_nn_job *j, const uint8_t *c
                            "64 bytes", c, sizes[c], (unsigned long long)r.b.pos);
     }
     free(taps);
+    j->coef_bytes = off;
     return rc;
 }
 
@@ -552,6 +554,7 @@ static int etna_v8_decode(etna_sim *sim, struct etna_nn_job *j, const uint8_t *c
         return etna_fail(sim, "v8 coefficients: bias table outside the buffer");
     for (int64_t ch = 0; ch < j->oc; ch++)
         memcpy(&j->bias[ch], cb + off + 4 * ch, 4);
+    j->coef_bytes = off + 4 * (uint64_t)j->oc;
     return 0;
 }
 
@@ -659,13 +662,20 @@ static int etna_nn_compute(etna_sim *sim, struct etna_nn_job *j, uint32_t iova)
         free(acc);
         return etna_fail(sim, "out of memory");
     }
+    /* The input DMA: one burst per plane row, of the columns the padded window covers. */
+    const int64_t xa = xo > 0 ? xo : 0, xb = pw + xo < ix ? pw + xo : ix;
     for (int64_t z = 0; z < j->kz; z++)
-        for (int64_t py = 0; py < ph; py++)
+        for (int64_t py = 0; py < ph; py++) {
+            const int64_t y = py + yo;
+            const uint8_t *row = y >= 0 && y < iy && xb > xa
+                                     ? etna_mem_access(sim, ETNA_DMA_FEATURE, (uint64_t)in_addr + z * plane + y * xs + xa,
+                                                       (uint64_t)(xb - xa))
+                                     : NULL;
             for (int64_t px = 0; px < pw; px++) {
-                int64_t x = px + xo, y = py + yo;
-                pad[(z * ph + py) * pw + px] =
-                    x >= 0 && x < ix && y >= 0 && y < iy ? (int32_t)in[z * plane + y * xs + x] - centre : border;
+                const int64_t x = px + xo;
+                pad[(z * ph + py) * pw + px] = row && x >= xa && x < xb ? (int32_t)row[x - xa] - centre : border;
             }
+        }
 
     const int pooled = f[ETNA_NNF_POOLING] == 3;
     const int64_t wow = pooled ? ow / 2 : ow, woh = pooled ? oh / 2 : oh;
@@ -715,13 +725,16 @@ static int etna_nn_compute(etna_sim *sim, struct etna_nn_job *j, uint32_t iova)
                     }
                 }
         sim->stats.macs += (uint64_t)(ow * oh) * (uint64_t)j->taps;
-        for (int64_t y = 0; y < woh; y++)
+        /* The output DMA: one burst per written row of the kernel's plane (inside the extent checked above). */
+        for (int64_t y = 0; y < woh; y++) {
+            uint8_t *row = etna_mem_access(sim, ETNA_DMA_WRITE, (uint64_t)out_addr + dest_off + y * oxs, (uint64_t)wow);
             for (int64_t x = 0; x < wow; x++) {
                 int64_t a = acc[(pooled ? 2 * y : y) * ow + (pooled ? 2 * x : x)];
                 int64_t v = etna_round_shift(a * mult, shift) + ozp;
                 v = v < lo ? lo : v > 255 ? 255 : v;
-                out[y * oxs + x] = (uint8_t)v;
+                row[x] = (uint8_t)v;
             }
+        }
     }
     free(pad);
     free(acc);
@@ -771,6 +784,9 @@ int etna_nn_run(etna_sim *sim, uint32_t desc_iova)
     const uint8_t *cb = cbo->map + (kaddr - cbo->iova);
     const uint64_t cb_len = (uint64_t)cbo->iova + cbo->size - kaddr;
     int rc = v8 ? etna_v8_decode(sim, &j, cb, cb_len) : etna_v7_decode(sim, &j, cb, cb_len);
+    /* the coefficient fetch: the bytes the decoder consumed, one burst from the kernel address */
+    if (!rc)
+        etna_mem_access(sim, ETNA_DMA_WEIGHT, kaddr, j.coef_bytes);
     if (!rc)
         rc = etna_nn_compute(sim, &j, desc_iova);
     free(j.w);

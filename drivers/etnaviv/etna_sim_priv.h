@@ -33,6 +33,11 @@ int etna_fail(etna_sim *sim, const char *fmt, ...) __attribute__((format(printf,
 
 /* Host pointer for [iova, iova + len) when the whole range lies inside one BO, else NULL. */
 uint8_t *etna_mem_span(etna_sim *sim, uint64_t iova, uint64_t len);
+/* Which counter of struct etna_sim_stats an engine's device-memory access adds to. */
+enum etna_dma { ETNA_DMA_FEATURE, ETNA_DMA_WEIGHT, ETNA_DMA_OTHER, ETNA_DMA_WRITE };
+/* etna_mem_span for a range an engine actually reads or writes (one burst): counts its `len` bytes as `dma`.
+ * Range checks of a whole extent before the bursts use etna_mem_span, which counts nothing. */
+uint8_t *etna_mem_access(etna_sim *sim, enum etna_dma dma, uint64_t iova, uint64_t len);
 /* The BO containing iova (NULL if none). */
 const struct etna_bo *etna_mem_bo(const etna_sim *sim, uint64_t iova);
 

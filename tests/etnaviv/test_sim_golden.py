@@ -6,6 +6,7 @@ data (NHWC, as Mesa uploads them), the golden init + invoke command streams are 
 compared with a numpy model of the TFLite op (uint8 per-tensor quantization, TFLite's integer requantization).
 The hardware's own requantization (etnaviv.md §4) may differ from TFLite by 1 LSB: the per-file figures (max |diff|,
 exact fraction) are printed with -s and the test asserts the project target (max |diff| <= 1, >= 99.5 % exact).
+The traffic counters must show each NN job reading exactly its coefficient buffer and each TP core its PWL table.
 
 The simulator is compiled from drivers/etnaviv/*.c into a temporary shared library with the headers generated from
 teflon.etnaviv.desc, so the test does not depend on the meson build.
@@ -76,7 +77,7 @@ class EtnaChip(ctypes.Structure):
 
 class EtnaStats(ctypes.Structure):
     _fields_ = [(n, ctypes.c_uint64) for n in ("submits", "nn_jobs", "tp_jobs", "tp_descriptors", "macs",
-                                               "tp_elements")]
+                                               "tp_elements", "feature_rd", "weight_rd", "other_rd", "data_wr")]
 
 
 def _build_library(out_dir: Path) -> Path:
@@ -378,6 +379,12 @@ def test_golden_against_tflite(simlib: ctypes.CDLL, case: tuple[str, Path]) -> N
         n_nn = sum(1 for j in g["outputs"]["jobs"] if j["kind"] == "NN")
         assert stats.nn_jobs == n_nn
         assert stats.tp_jobs == len(g["outputs"]["jobs"]) - n_nn
+        # traffic counters: every NN job reads exactly Mesa's coefficient buffer (streams and bias), every TP
+        # descriptor (one per TP core) its own 4 KiB PWL table
+        jobs = g["outputs"]["jobs"]
+        assert stats.weight_rd == sum(len(base64.b64decode(j["coefficients"]["bytes_b64"])) for j in jobs
+                                      if j.get("coefficients"))
+        assert stats.other_rd == 4096 * sum(len(j["descriptors"]) for j in jobs if j.get("pwl_lut") is not None)
     finally:
         ld.sim.close()
     want = reference(g, ld.inputs)

@@ -2,7 +2,8 @@
 
 The counters come from the delegate's own runner (teflon.native) running the programs the delegate compiled for
 the model, on random input: the simulator counts every byte where a unit reaches device memory (features and
-weights read, bias / BS / EW operands read, output written) and the MACs of each task. The compulsory traffic
+weights read, bias / BS / EW operands read (etnaviv: PWL tables; its bias is part of the coefficient buffer
+read as weights), output written) and the MACs of each task. The compulsory traffic
 of a layer is what any schedule must move: each weight byte, each input byte and each output byte once (from the
 graph's tensors); ratio = moved / compulsory.
 """
@@ -122,7 +123,8 @@ def profile_program(graph: Graph, nodes: list[int], prog: Program, partition: in
         runner.close()
     order = [t for job in prog.jobs for t in job.tasks]
     index = {id(t): i for i, t in enumerate(order)}
-    fit_limit = getattr(compiler.target(prog.device), "cbuf_weight_bytes", None)
+    target = compiler.target(prog.device)
+    fit_limit = getattr(target, "cbuf_weight_bytes", None)
     limit = fit_limit() if fit_limit else None
     out = Profile()
     named: set[int] = set()
@@ -134,8 +136,9 @@ def profile_program(graph: Graph, nodes: list[int], prog: Program, partition: in
         named.update(range(len(counters)))
         moved = {k: sum(t[k] for t in tasks) for k in (*BYTES, "macs", "ns")}
         total = {k: sum(n[k] for n in need) for k in ("weights", "input", "output")}
+        # the family's own count of its packed weight bytes (etnaviv: the coefficient buffers)
         out.layers.append(Layer(partition, list(nodes), "partition", [], tasks, moved, total,
-                                sum(weight_bytes(prog, [t]) for t in order), None))
+                                int(target.counters(prog)["weight_bytes"]), None))
     for op in prog.operations if any(op.nodes for op in prog.operations) else []:
         # a task shared by several records counts once, for the first
         ids = [index[id(t)] for t in op.tasks if id(t) in index and index[id(t)] not in named]
@@ -184,6 +187,10 @@ def print_profile(p: Profile, show_tasks: bool) -> None:
     print(f"total: features read {t['feature_rd']} B, weights read {t['weight_rd']} B, bias/EW read {t['bias_rd']} B, "
           f"written {t['data_wr']} B, MACs {t['macs']}")
     print(f"moved {t['moved']} B, compulsory {t['compulsory']} B, traffic ratio {p.ratio():.3f}")
+    if all(layer.weights_fit is None for layer in p.layers):
+        # etnaviv: no on-chip weight limit is modelled, so nothing says whether a second read was avoidable
+        print("layers re-reading weights that fit the on-chip buffer: n/a (no on-chip weight limit for this device)")
+        return
     reread = [layer for layer in p.layers if layer.weights_fit and layer.weight_reread]
     print(f"layers re-reading weights that fit the on-chip buffer: {len(reread)}"
           + (" (nodes " + "; ".join(",".join(map(str, layer.nodes)) for layer in reread) + ")" if reread else ""))
