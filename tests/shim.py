@@ -77,3 +77,9 @@ def calls(log: Path) -> list[str]:
 def squash(seq: list[str]) -> list[str]:
     """Runs of the same call collapsed to one entry."""
     return [c for i, c in enumerate(seq) if i == 0 or seq[i - 1] != c]
+
+
+def rocket_shim(tmp_path_factory: pytest.TempPathFactory, target: str = "rk3588") -> Shim:
+    """The rocket shim (drivers/rocket/rkt_shim.c) on its default node, probed once (skips when not honoured)."""
+    log = tmp_path_factory.mktemp("rocket-shim") / "probe.log"
+    return find_shim("rocket", "libteflon_rocket_shim.so", "TEFLON_ROCKET_SHIM", "/dev/accel/accel0", log, target)

@@ -23,7 +23,7 @@ import teflon
 from conftest import build_c_test
 from etnaviv.test_kernel_shim import preload_works  # noqa: F401  (fixture)
 from rocket.graphs import conv_graph
-from shim import Shim
+from shim import Shim, rocket_shim
 from teflon import compiler
 from teflon.modelgen import ConvCase, GraphBuilder, add_conv, conv_params, random_inputs
 from teflon.reference import compare, run_cpu
@@ -203,19 +203,15 @@ ROCKET_CLIENT_WORDS = {
 
 
 @pytest.fixture(scope="module")
-def rocket_shim(delegate_library: None, tmp_path_factory: pytest.TempPathFactory) -> Shim:
-    from rocket.test_kernel_shim import NODE
-    from shim import find_shim
-
-    log = tmp_path_factory.mktemp("rshim") / "probe.log"
-    return find_shim("rocket", "libteflon_rocket_shim.so", "TEFLON_ROCKET_SHIM", NODE, log, "rk3588")
+def rocket_preload(delegate_library: None, tmp_path_factory: pytest.TempPathFactory) -> Shim:
+    return rocket_shim(tmp_path_factory)
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_real_rocket_client_maps_kernel_errors(rocket_shim: Shim, tmp_path: Path, kind: str) -> None:
+def test_real_rocket_client_maps_kernel_errors(rocket_preload: Shim, tmp_path: Path, kind: str) -> None:
     """sim=0: the real rocket client over the rocket shim; the simulated kernel's fault reaches the client as the
     errno of PREP_BO on the BO the failed job writes (ETIMEDOUT, EIO or EFAULT)."""
-    env = rocket_shim.env(tmp_path / "calls.log", "rk3588", TEFLON_SIM_FAULT=kind)
+    env = rocket_preload.env(tmp_path / "calls.log", "rk3588", TEFLON_SIM_FAULT=kind)
     env.pop("TEFLON_DEBUG", None)
     report, outputs, ref = _run(tmp_path, "rk3588", "0", env)
     invokes = report["invokes"]

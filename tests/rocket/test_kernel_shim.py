@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shim import Shim, calls, find_shim, run_python, run_sweep, squash
+from shim import Shim, calls, rocket_shim, run_python, run_sweep, squash
 from teflon import targets
 
 DEVICES = [t.name for t in targets.of_family("rocket")]
@@ -112,8 +112,7 @@ _RAW = textwrap.dedent(
 @pytest.fixture(scope="module")
 def preload_works(delegate_library: None, tmp_path_factory: pytest.TempPathFactory) -> Shim:
     """The rocket shim, honoured by this interpreter (skips otherwise)."""
-    log = tmp_path_factory.mktemp("shim") / "probe.log"
-    return find_shim("rocket", "libteflon_rocket_shim.so", "TEFLON_ROCKET_SHIM", NODE, log, "rk3588")
+    return rocket_shim(tmp_path_factory)
 
 
 @pytest.mark.parametrize("device", DEVICES)
