@@ -77,7 +77,8 @@ def cpu_time(model: str, runtime: str, reference: bool, runs: int, threads: int 
         interpreter_module(runtime)
     except ImportError:
         return None
-    interp = make_interpreter(model, reference=reference, runtime=runtime, num_threads=threads)
+    interp = make_interpreter(model, reference=reference, runtime=runtime, num_threads=threads,
+                              verify=False)  # verified once by the CLI entry point
     return time_invoke(interp, runs), cpu_kernels_label(interp, runtime)
 
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import teflon
 from teflon import bridge
-from teflon.modelcheck import verify_model
 from teflon.runtime import cpu_kernels_label, make_interpreter, runtime_label
 
 
@@ -90,8 +89,8 @@ class Session:
 def open_interpreter(model: str | bytes, options: dict[str, str] | None, *, runtime: str | None = None,
                      reference: bool = False, num_threads: int = 1) -> Session:
     """Build and allocate an interpreter; with `options`, load the delegate and capture its decisions. compile_ms
-    is the interpreter's construction (the delegate's Prepare included); the model is verified before it."""
-    verify_model(model)
+    is the interpreter's construction (the delegate's Prepare included). The model is not verified here: the CLI's
+    entry point verifies it once per command (python -m teflon), before any interpreter is built."""
     t0 = time.perf_counter()
     if options is None:
         interp = make_interpreter(model, reference=reference, runtime=runtime, num_threads=num_threads, verify=False)
