@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...hw.regmap import RegMap
 from ...ir import Graph
-from ..lower import ADD_REASON, CONV_KINDS, LoweringError, lower_conv
+from ..lower import ADD_REASON, CONV_LOWERINGS, LoweringError, lower_conv_like
 from ..stream import EncodeError
 from .encoder import encode_layer
 
@@ -24,11 +24,11 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if op.kind == "ADD":
             out[op.index] = (False, ADD_REASON)
             continue
-        if op.kind not in CONV_KINDS:
+        if op.kind not in CONV_LOWERINGS:
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
             continue
         try:
-            conv = lower_conv(graph, op, per_channel=True)
+            conv = lower_conv_like(graph, op, per_channel=True)
             # every register value must fit its field: build the whole layer (the input plane pitch
             # does not change which values fit)
             enc = encode_layer(regmap, conv, conv.in_h * conv.in_w, graph)
@@ -36,7 +36,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             out[op.index] = (False, str(e))
             continue
         n = len(enc.streams)
-        what = "depthwise" if conv.depthwise else "conv"
+        what = "depthwise" if conv.depthwise else "fully connected as conv" if conv.kind == "FULLY_CONNECTED" else "conv"
         pc = ", per-channel" if conv.w_scales is not None else ""
         path = ""
         if not conv.depthwise and conv.in_c <= IMAGE_INPUT_MAX_C:

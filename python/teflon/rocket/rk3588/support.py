@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...hw.regmap import RegMap
 from ...ir import Graph
-from ..lower import ADD_REASON, CONV_KINDS, LoweringError, RocketConv, lower_conv
+from ..lower import ADD_REASON, CONV_LOWERINGS, LoweringError, RocketConv, lower_conv_like
 from ..stream import EncodeError
 from .encoder import checked_streams
 from .stream import OpParams
@@ -15,7 +15,7 @@ def _check(regmap: RegMap, conv: RocketConv, graph: Graph) -> OpParams:
 
 
 def _describe(conv: RocketConv, params: OpParams) -> str:
-    what = "depthwise" if conv.depthwise else "conv"
+    what = "depthwise" if conv.depthwise else "fully connected as conv" if conv.kind == "FULLY_CONNECTED" else "conv"
     n = len(params.split.tasks)
     return f"{what} {conv.kh}x{conv.kw} s{conv.stride}, {n} task{'s' * (n > 1)}"
 
@@ -28,11 +28,11 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if op.kind == "ADD":
             out[op.index] = (False, ADD_REASON)
             continue
-        if op.kind not in CONV_KINDS:
+        if op.kind not in CONV_LOWERINGS:
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
             continue
         try:
-            conv = lower_conv(graph, op)
+            conv = lower_conv_like(graph, op)
             params = _check(regmap, conv, graph)
         except (LoweringError, EncodeError) as e:
             out[op.index] = (False, str(e))
