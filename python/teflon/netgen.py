@@ -50,9 +50,11 @@ ACTIVATION_STD = 2.0  # standard deviation of every convolution's pre-activation
 class Net:
     """A graph under construction: every method appends operators and returns the new tensor(s)."""
 
-    def __init__(self, name: str, dtype: DType) -> None:
+    def __init__(self, name: str, dtype: DType, per_channel: bool | None = None) -> None:
+        """`per_channel`: int8 convolutions with per-output-channel weight scales (default: every int8 net)."""
         self.name = name
         self.dtype = dtype
+        self.per_channel = dtype == "int8" if per_channel is None else per_channel
         self.g = GraphBuilder(f"teflon.netgen {name}-{dtype}")
         self.rng = np.random.default_rng(zlib.crc32(f"{name}-{dtype}".encode()))
         self._n = 0
@@ -124,7 +126,7 @@ class Net:
         would grow them layer by layer)."""
         _, h, w, c = self.g.shape(x)
         case = ConvCase("dwconv" if depthwise else "conv2d", h, w, c, None if depthwise else oc, k, s, "same",
-                        act, self.dtype, per_channel=self.dtype == "int8", seed=int(self.rng.integers(1 << 30)))
+                        act, self.dtype, per_channel=self.per_channel, seed=int(self.rng.integers(1 << 30)))
         params = conv_params(case, case.rng(), self.g.quant(x))
         values = _conv_float(self.probe[x], params, case)
         factor = ACTIVATION_STD / max(float(values.std()), 1e-6)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...hw.regmap import RegMap
 from ...ir import Graph
+from ..alias import ALIAS_KINDS, claims
 from ..lower import ADD_REASON, CONV_LOWERINGS, LoweringError, RocketConv, lower_conv_like
 from ..stream import EncodeError
 from .encoder import checked_streams
@@ -28,6 +29,8 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if op.kind == "ADD":
             out[op.index] = (False, ADD_REASON)
             continue
+        if op.kind in ALIAS_KINDS:
+            continue  # decided below, from its neighbours' decisions
         if op.kind not in CONV_LOWERINGS:
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
             continue
@@ -48,4 +51,5 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if prod is not None and out.get(prod.index, (False, ""))[0]:
             why = f"single-channel input produced by NPU node {prod.index} (raw-rows layout is written by the host only)"
             out[node] = (False, why)
+    out.update(claims(graph, out, frozenset(single_channel.values())))
     return out
