@@ -16,7 +16,7 @@ import numpy as np
 from ..ir import Graph, Operation, Tensor
 
 if TYPE_CHECKING:
-    from .alias import RocketAlias
+    from .views import RocketView
 
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 ADD_REASON = "ADD runs on the CPU: the rocket encoder does not emit the DPU element-wise path yet"
@@ -293,22 +293,24 @@ def _check_activation(act: str, dtype: str, sy: np.float32, zy: int) -> None:
     raise LoweringError(f"fused activation {act} not supported")
 
 
-def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False) -> list[RocketConv | RocketAlias]:
-    """Lower the partition's nodes into rocket operations, in graph execution order."""
-    from .alias import ALIAS_KINDS, lower_alias
+def lower_partition(graph: Graph, nodes: list[int],
+                    per_channel: bool = False) -> list[RocketConv | list[RocketView]]:
+    """Lower the partition's nodes into rocket operations (a view node into its views, views.py), in graph
+    execution order."""
+    from .views import VIEW_KINDS, lower_views
 
     by_index = {op.index: op for op in graph.operations}
     order = {op.index: i for i, op in enumerate(graph.operations)}
-    ops: list[RocketConv | RocketAlias] = []
+    ops: list[RocketConv | list[RocketView]] = []
     for n in nodes:
         op = by_index[n]
         if op.kind in CONV_LOWERINGS:
             ops.append(lower_conv_like(graph, op, per_channel))
-        elif op.kind in ALIAS_KINDS:
-            ops.append(lower_alias(graph, op))
+        elif op.kind in VIEW_KINDS:
+            ops.append(lower_views(graph, op))
         elif op.kind == "ADD":
             raise LoweringError(ADD_REASON)
         else:
             raise LoweringError(f"{op.kind} (node {n}) is not supported by the rocket backend")
-    ops.sort(key=lambda c: order[c.nodes[-1]])
+    ops.sort(key=lambda c: order[(c[0] if isinstance(c, list) else c).nodes[-1]])
     return ops

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from ...hw.regmap import RegMap
 from ...ir import Graph
-from ..alias import ALIAS_KINDS, claims
 from ..lower import ADD_REASON, CONV_LOWERINGS, LoweringError, lower_conv_like
 from ..stream import EncodeError
+from ..views import VIEW_KINDS, claims
 from .encoder import encode_layer
 
 # A conv with at most 4 input channels (an RGB/RGBA image) could use Rockchip's ARGB first-layer sub-encoding
@@ -25,7 +25,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if op.kind == "ADD":
             out[op.index] = (False, ADD_REASON)
             continue
-        if op.kind in ALIAS_KINDS:
+        if op.kind in VIEW_KINDS:
             continue  # decided below, from its neighbours' decisions
         if op.kind not in CONV_LOWERINGS:
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
