@@ -232,9 +232,9 @@ static int parse_options(const char *const *keys, const char *const *values, siz
             char *end = NULL;
             errno = 0;
             const long c = strtol(v, &end, 10);
-            if (errno || end == v || *end || c < 1 || c > 64)
+            if (!isdigit((unsigned char)v[0]) || errno || *end || c < 1 || c > 64)
                 return fail(err, errlen, "invalid value '%s' for option 'cores' (expected a whole number of NPU "
-                            "cores, 1 up to the device's: rk3588 3, rk3576 2, etnaviv NPUs 1)", v);
+                            "cores, from 1 to the device's: the README's options table lists them)", v);
             o->cores = (unsigned)c;
             snprintf(o->cores_text, sizeof(o->cores_text), "%s", v);
         } else {

@@ -471,6 +471,10 @@ int teflon_runner_run(teflon_runner *r, char *err, size_t errlen)
     memset(&r->last, 0, sizeof(r->last));
     memset(r->counters, 0, (p->ntasks ? p->ntasks : 1) * sizeof(*r->counters));
     const uint64_t t0 = teflon_dev_npu_idle(l0->dev);
+    for (uint32_t k = 0; k < r->nlanes; k++) { /* nothing left over from a run that failed */
+        r->lanes[k].nqueued = 0;
+        r->lanes[k].wait_buf = -1;
+    }
     int rc;
     if (r->nlanes == 1) {
         rc = teflon_submit(l0->dev, l0->jobs, p->njobs, r->counters);
