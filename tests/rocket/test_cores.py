@@ -136,6 +136,34 @@ def test_cores_fault_names_lane_job_and_task(device: str, kind: str, delegate_li
         assert np.array_equal(out[t], v), f"tensor {t} after the fault"
 
 
+@pytest.mark.parametrize("device", ROCKET)
+def test_cores_fault_frees_every_lane_from_c(device: str, tmp_path, delegate_library: None) -> None:
+    """No Python in the process (tests/c/test_fault_leaks.c): a faulting run over several lanes, then a good one,
+    unload and close; under the ASan stage leak detection is on here."""
+    import os
+    import subprocess
+
+    import teflon
+    from conftest import build_c_test
+    from teflon.native import bindings
+
+    (prog,) = _programs("ssd", device)[:1]
+    blob = prog.to_blob()
+    (tmp_path / "program.blob").write_bytes(blob)
+    inp = next(b for b in bindings(blob) if b.direction == "in")
+    out = next(b for b in bindings(blob) if b.direction == "out")
+    exe = build_c_test("test_fault_leaks", tmp_path)
+    env = {**os.environ, "TEFLON_SIM_FAULT": "dma_write"}
+    if "libasan" in env.get("LD_PRELOAD", ""):
+        env["ASAN_OPTIONS"] = "detect_leaks=1"
+    r = subprocess.run([str(exe), teflon.delegate_path(), device, str(tmp_path / "program.blob"), str(inp.tensor),
+                        str(int(np.prod(inp.shape))), str(out.tensor), str(int(np.prod(out.shape))), "dma_write",
+                        str(targets.get(device).cores)], check=False, capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0 and "all checks passed" in r.stdout, r.stdout + r.stderr
+    assert "lane " in r.stdout, r.stdout
+
+
 @pytest.mark.parametrize(
     ("device", "value", "expect"),
     [
