@@ -190,3 +190,47 @@ def test_cores_native_open_refuses_too_many(device: str, delegate_library: None)
 
     with pytest.raises(NativeError, match=r"cores must be 1\.\.\d, not \d"):
         Device(device, sim=True, cores=targets.get(device).cores + 1)
+
+
+# Runs in a subprocess that preloads the rocket ioctl shim (tests/shim.py): the SSD net through the real kernel
+# client (sim=0) with every core count; the outputs go to an .npz.
+_SHIM_RUN = """
+import sys
+import numpy as np
+import teflon
+from teflon import modelgen, netgen
+from teflon.reference import make_interpreter
+
+device, dtype, cores, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+model = netgen.build("ssd", dtype)
+res = {}
+for c in range(1, cores + 1):
+    interp = make_interpreter(model, [teflon.load_delegate(device=device, sim="0", cores=str(c))], reference=True)
+    for detail, value in zip(interp.get_input_details(), modelgen.random_inputs(model, seed=3)):
+        interp.set_tensor(detail["index"], value)
+    interp.invoke()
+    for k, d in enumerate(interp.get_output_details()):
+        res[f"c{c}o{k}"] = interp.get_tensor(d["index"])
+np.savez(out, **res)
+"""
+
+
+@pytest.mark.parametrize("device", ROCKET)
+def test_cores_through_the_real_client(device: str, tmp_path, delegate_library: None,
+                                       tmp_path_factory: pytest.TempPathFactory) -> None:
+    """sim=0 over the rocket shim: each lane is a second open() of the accel node (its own BOs and IOVAs); the
+    outputs equal cores=1 and every file and BO is closed."""
+    from shim import calls, rocket_shim, run_python
+
+    shim = rocket_shim(tmp_path_factory, device)
+    log, out = tmp_path / "calls.log", tmp_path / "out.npz"
+    cores = targets.get(device).cores
+    r = run_python(_SHIM_RUN, shim.env(log, device), device, _dtype(device), str(cores), str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    res = np.load(out)
+    for name in res.files:
+        base = name.replace(name[:name.index("o")], "c1")
+        assert res[name].tobytes() == res[base].tobytes(), name
+    seen = calls(log)
+    assert seen.count("OPEN") > cores, "one delegate per core count, and the lanes open the node again"
+    assert seen.count("OPEN") == seen.count("CLOSE") and seen.count("CREATE_BO") == seen.count("GEM_CLOSE"), seen
