@@ -560,19 +560,24 @@ static void print_counters(FILE *f, const teflon_task_counters *c, int core)
 void teflon_runner_print_perf(const teflon_runner *r, FILE *f, const char *who)
 {
     const teflon_program *p = r->prog;
+    /* cores and simulated start times exist where the device models time (the rocket simulator) */
+    const int timed = r->npu_ns > 0;
     for (uint32_t j = 0; j < p->njobs; j++) {
         const tp_job *job = &p->jobs[j];
         teflon_task_counters sum = {0};
         for (uint32_t t = job->first_task; t < job->first_task + job->ntasks && t < p->ntasks; t++)
             add_counters(&sum, &r->counters[t]);
+        if (job->ntasks && job->first_task < p->ntasks)
+            sum.start_ns = r->counters[job->first_task].start_ns;
         fprintf(f, "%s: perf job %u/%u tasks=%u ", who, j + 1, p->njobs, job->ntasks);
-        print_counters(f, &sum, job->ntasks && job->first_task < p->ntasks ? (int)r->counters[job->first_task].core
-                                                                           : -1);
+        print_counters(f, &sum, timed && job->ntasks && job->first_task < p->ntasks
+                                    ? (int)r->counters[job->first_task].core : -1);
         for (uint32_t t = job->first_task; t < job->first_task + job->ntasks && t < p->ntasks; t++) {
             fprintf(f, "%s: perf job %u task %u ", who, j + 1, t - job->first_task + 1);
-            print_counters(f, &r->counters[t], (int)r->counters[t].core);
+            print_counters(f, &r->counters[t], timed ? (int)r->counters[t].core : -1);
         }
     }
-    fprintf(f, "%s: perf npu time=%.3fms (simulated, %u lane(s) on %u core(s))\n", who, (double)r->npu_ns / 1e6,
+    if (timed)
+        fprintf(f, "%s: perf npu time=%.3fms (simulated, %u lane(s) on %u core(s))\n", who, (double)r->npu_ns / 1e6,
             r->nlanes, teflon_dev_cores(r->lanes[0].dev));
 }

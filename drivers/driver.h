@@ -94,10 +94,10 @@ typedef struct teflon_task_counters {
     uint64_t bias_rd;    /* per-channel operands: bias / BS / EW tables (rocket DPU_RDMA; etnaviv TP PWL LUT) */
     uint64_t data_wr;    /* output written (rocket DPU WDMA; etnaviv NN/TP output) */
     uint64_t macs;       /* multiply-accumulates of the programmed geometry */
-    uint64_t ns;         /* simulated NPU time of the task (the simulator's cost model, docs/hardware/rocket-sim.md
-                          * "time"); 0 on a real device */
-    uint64_t core;       /* the NPU core the task ran on */
-    uint64_t start_ns;   /* simulated NPU time at which the task started */
+    uint64_t ns;         /* time of the task: rocket simulator, modelled NPU time (docs/hardware/rocket-sim.md
+                          * "Time"); etnaviv simulator, host time spent simulating it */
+    uint64_t core;       /* the NPU core the task ran on (rocket simulator; else 0) */
+    uint64_t start_ns;   /* modelled NPU time at which the task started (rocket simulator; else 0) */
 } teflon_task_counters;
 
 /* Queue all jobs in one submission (ordering between jobs comes from their BO lists). `per_task`, when not
