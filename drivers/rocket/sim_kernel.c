@@ -6,6 +6,12 @@
  * IOVAs are handed out page-aligned from 0 upwards, lowest free range first, like the kernel's
  * drm_mm allocator over the per-file IOMMU domain; all NPU address registers are 32-bit, so the
  * address space ends at 4 GiB.
+ *
+ * Cores and time (docs/hardware/rocket-sim.md "Time"): the simulated cores belong to the device and are shared by
+ * every open file of it (rkt_sim_open, then open_peer); each file is one scheduler entity, as in accel/rocket, so a
+ * file's jobs stay on one core while one of them is unfinished. Execution is synchronous on the host; what is
+ * modelled is the NPU's timeline: each core is busy until some simulated time, each BO carries the end of its last
+ * writer (its fence), and the host's clock advances only when it waits for a BO.
  */
 #define _GNU_SOURCE
 #include <errno.h>
