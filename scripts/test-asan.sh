@@ -34,5 +34,6 @@ python -m pytest -n auto -q -p no:cacheprovider -m "not slow" \
     tests/rocket/test_views.py \
     tests/test_netgen.py \
     tests/test_profile.py \
+    tests/rocket/test_cores.py \
     tests/etnaviv/test_counters.py \
     -k "not ai_edge_litert and not op_sweep_through_shim" "$@"
