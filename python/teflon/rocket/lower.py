@@ -9,10 +9,14 @@ width = the contiguous TFLite W (dims[2]), rows = TFLite H (dims[1]); see docs/h
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..ir import Graph, Operation, Tensor
+
+if TYPE_CHECKING:
+    from .pool import RocketPool
 
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 ADD_REASON = "ADD runs on the CPU: the rocket encoder does not emit the DPU element-wise path yet"
@@ -227,15 +231,19 @@ def _check_activation(act: str, dtype: str, sy: np.float32, zy: int) -> None:
     raise LoweringError(f"fused activation {act} not supported")
 
 
-def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False) -> list[RocketConv]:
-    """Lower the partition's nodes into rocket convolutions, in graph execution order."""
+def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False) -> list[RocketConv | RocketPool]:
+    """Lower the partition's nodes into rocket operations (convolutions, pools), in graph execution order."""
+    from .pool import POOL_KINDS, lower_pool
+
     by_index = {op.index: op for op in graph.operations}
     order = {op.index: i for i, op in enumerate(graph.operations)}
-    ops: list[RocketConv] = []
+    ops: list[RocketConv | RocketPool] = []
     for n in nodes:
         op = by_index[n]
         if op.kind in CONV_KINDS:
             ops.append(lower_conv(graph, op, per_channel))
+        elif op.kind in POOL_KINDS:
+            ops.append(lower_pool(graph, op))
         elif op.kind == "ADD":
             raise LoweringError(ADD_REASON)
         else:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from ...hw.regmap import RegMap
 from ...ir import Graph
 from ..lower import ADD_REASON, CONV_KINDS, LoweringError, lower_conv
+from ..pool import POOL_KINDS, describe_pool, lower_pool
 from ..stream import EncodeError
-from .encoder import encode_layer
+from .encoder import encode_layer, pool_streams
 
 # A conv with at most 4 input channels (an RGB/RGBA image) could use Rockchip's ARGB first-layer sub-encoding
 # (CONV_MODE 6, CORE 0x3018 = 0x10000081). Its weight byte order and CVT arithmetic are not pinned down by
@@ -23,6 +24,14 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     for op in graph.operations:
         if op.kind == "ADD":
             out[op.index] = (False, ADD_REASON)
+            continue
+        if op.kind in POOL_KINDS:
+            try:
+                pool = lower_pool(graph, op)
+                pool_streams(regmap, pool, pool.in_h * pool.in_w)  # every register value must fit its field
+                out[op.index] = (True, describe_pool(pool))
+            except (LoweringError, EncodeError) as e:
+                out[op.index] = (False, str(e))
             continue
         if op.kind not in CONV_KINDS:
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")

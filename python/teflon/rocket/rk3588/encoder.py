@@ -14,13 +14,16 @@ from ...hw.regmap import RegMap, RegMapError
 from ...ir import Graph, memo
 from ...program import LAYOUT_ROWS, Buffer, IOBinding, OpRecord, Program
 from .. import assemble
+from ..assemble import RocketOp
 from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..lower import RocketConv
+from ..pool import RocketPool
+from ..ppu import pool_info, pool_stream
 from ..requant import bias_table, out_cvt
 from ..stream import EncodeError, Stream, regcmd_bytes
 from . import coefs, weights
 from .split import Split, split
-from .stream import OpParams, link, task_stream
+from .stream import OpParams, link, pool_pad_registers, pool_trailer, task_stream
 
 
 @dataclass
@@ -81,11 +84,17 @@ def encode_op(rm: RegMap, c: RocketConv, mesa_compat: bool = False, graph: Graph
     return EncodedOp(c, p, streams, offsets, packed, alloc, bias.tobytes())
 
 
+def pool_streams(rm: RegMap, p: RocketPool) -> list[Stream]:
+    """The pool's single task (plane pitches w x h atoms, as every RK3588 tensor); raises EncodeError."""
+    return [pool_stream(rm, p, p.in_h * p.in_w, p.out_h * p.out_w, pool_pad_registers(p),
+                        pool_trailer(rm))]
+
+
 def tensor_bytes(h: int, w: int, c: int) -> int:
     return w * h * -(-c // FEATURE_ATOM) * 2 * FEATURE_ATOM
 
 
-def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[int], outputs: list[int],
+def compile_ops(rm: RegMap, device: str, convs: list[RocketOp], inputs: list[int], outputs: list[int],
                 mesa_compat: bool = False, graph: Graph | None = None) -> Program:
     """The program of `convs`; `graph`, the graph they were lowered from, shares the support decision's work."""
     prog = Program(device=device)
@@ -100,6 +109,12 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[i
         prog.add_buffer(Buffer(f"t{t}", tensor_bytes(s.h, s.w, s.c), tensor=True))
 
     for k, c in enumerate(convs):
+        if isinstance(c, RocketPool):
+            streams = pool_streams(rm, c)
+            assemble.add_operation(prog, assemble.buffer_names(k, c), None, None, regcmd_bytes(streams, [0]),
+                                   streams, [0], True,
+                                   OpRecord(c.nodes, c.kind, [], pool_info(c, c.in_h * c.in_w, c.out_h * c.out_w)))
+            continue
         enc = encode_op(rm, c, mesa_compat, graph)
         assemble.add_operation(prog, assemble.buffer_names(k, c), (enc.weights_alloc, enc.weights), enc.bias,
                                regcmd_bytes(enc.streams, enc.offsets), enc.streams, enc.offsets,
