@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from opcases import MEAN_MIN_EXACT, known_cpu, known_requant_limit, pool_cpu_reason
+from opcases import MEAN_MIN_EXACT, MEAN_REQUANT_MIN_EXACT, known_cpu, known_requant_limit, pool_cpu_reason
 from teflon.modelgen import (
     AddCase,
     ConvCase,
@@ -144,5 +144,6 @@ def check_pool(case: PoolCase, options: dict[str, str], record_property: Recorde
         else:
             check_cpu_fallback(case, options, record_property, POOL_KINDS)
         return
-    min_exact = CHAINED_MIN_EXACT if case.after_conv else MEAN_MIN_EXACT if case.op == "mean" else MIN_EXACT
+    min_exact = (CHAINED_MIN_EXACT if case.after_conv else MEAN_REQUANT_MIN_EXACT if case.requant
+                 else MEAN_MIN_EXACT if case.op == "mean" else MIN_EXACT)
     check_delegated_conv(case, options, record_property, min_exact, kinds=CONV_KINDS + POOL_KINDS)

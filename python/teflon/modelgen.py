@@ -820,6 +820,7 @@ class PoolCase:
     conv_kernel: int = 3
     seed: int = 0
     op: Literal["avg", "max", "mean"] = "avg"
+    requant: bool = False  # MEAN only: its own output scale and zero point (as real models' MEANs have)
 
     @property
     def name(self) -> str:
@@ -829,6 +830,8 @@ class PoolCase:
             parts.append(f"ck{self.conv_kernel}")
         if self.op != "mean":
             parts += [f"k{self.filter}", f"s{self.stride}", self.padding]
+        if self.requant:
+            parts.append("rq")
         parts.append(DTYPE_TOKEN[self.dtype])
         if self.seed:
             parts.append(f"seed{self.seed}")
@@ -857,6 +860,8 @@ class PoolCase:
             src = add_conv(g, self.conv, x, conv_params(self.conv, rng, x_quant), "conv")
         q = g.quant(src)
         if self.op == "mean":
+            if self.requant:  # the mean's range is narrower than its input's: a smaller scale, another zero point
+                q = QParams.make(float(q.scale[0]) * float(rng.uniform(0.4, 0.9)), int(rng.integers(qmin, qmax + 1)))
             y = g.tensor("output", (1, 1, 1, self.in_c), self.dtype, q)
             axes = g.constant("axes", np.array([1, 2], np.int32))
 

@@ -233,7 +233,7 @@ def _check_activation(act: str, dtype: str, sy: np.float32, zy: int) -> None:
 
 def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False) -> list[RocketConv | RocketPool]:
     """Lower the partition's nodes into rocket operations (convolutions, pools), in graph execution order."""
-    from .pool import POOL_KINDS, lower_pool
+    from .pool import POOL_KINDS, lower_pool_ops
 
     by_index = {op.index: op for op in graph.operations}
     order = {op.index: i for i, op in enumerate(graph.operations)}
@@ -243,10 +243,10 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False) -
         if op.kind in CONV_KINDS:
             ops.append(lower_conv(graph, op, per_channel))
         elif op.kind in POOL_KINDS:
-            ops.append(lower_pool(graph, op))
+            ops.extend(lower_pool_ops(graph, op))
         elif op.kind == "ADD":
             raise LoweringError(ADD_REASON)
         else:
             raise LoweringError(f"{op.kind} (node {n}) is not supported by the rocket backend")
-    ops.sort(key=lambda c: order[c.nodes[-1]])
+    ops.sort(key=lambda c: order[c.nodes[-1]])  # stable: a node's own operations keep their order
     return ops

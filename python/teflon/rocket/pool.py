@@ -1,8 +1,9 @@
 """ir.Graph pooling nodes -> RocketPool: one PPU pass (PPU + PPU_RDMA, op-enable 0x60) each.
 
 MAX_POOL_2D, AVERAGE_POOL_2D and MEAN over (H, W) with keep_dims. Like lower.py everything is in the stored
-domain (uint8 stored as q - 128). The PPU has no output conversion, so the output must share the input's
-quantization (TFLite's pools always do; a MEAN that requantizes stays on the CPU). Average pooling is a window
+domain (uint8 stored as q - 128). The PPU has no output conversion, so its output shares the input's
+quantization (TFLite's pools always do); a MEAN that requantizes becomes the PPU average followed by a 1x1
+depthwise convolution with unit weights whose OUT_CVT requantizes (`lower_pool_ops`). Average pooling is a window
 sum times a per-axis reciprocal (docs/hardware/rocket.md, "Pooling (PPU)"); `average_recips` proves, over every
 window sum the window can produce, that the simulated arithmetic equals TFLite's rounding before the node is
 claimed.
@@ -16,7 +17,7 @@ from functools import cache
 import numpy as np
 
 from ..ir import Graph, Operation
-from .lower import LoweringError, _check_activation, _quant, same_pads, stored_offset
+from .lower import LoweringError, RocketConv, _check_activation, _quant, same_pads, stored_offset
 
 POOL_KINDS = ("MAX_POOL_2D", "AVERAGE_POOL_2D", "MEAN")
 KERNEL_RANGE = (1, 8)  # per axis: KERNEL_WIDTH/HEIGHT are k - 1 in 4 bits; the vendor uses 2..7 [VENDOR]
@@ -118,8 +119,40 @@ def _check_range(what: str, v: int, lo_hi: tuple[int, int]) -> None:
         raise LoweringError(f"pool {what} {v} not supported ({lo_hi[0]}..{lo_hi[1]})")
 
 
-def lower_pool(graph: Graph, op: Operation) -> RocketPool:
-    """Build a RocketPool from a MAX_POOL_2D / AVERAGE_POOL_2D / MEAN node, or raise LoweringError(reason)."""
+def lower_pool_ops(graph: Graph, op: Operation) -> list[RocketPool | RocketConv]:
+    """The NPU operations of a pooling node: the PPU pass, and for a requantizing MEAN the 1x1 depthwise
+    convolution after it (through an intermediate tensor the partition does not see). Raises LoweringError."""
+    pool = lower_pool(graph, op, requantize=True)
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    (sx, zx), (sy, zy) = _quant(x, "input"), _quant(y, "output")
+    if sx == sy and zx == zy:
+        return [pool]
+    pool.output_tensor = intermediate_tensor(graph, op)
+    return [pool, requantize_conv(pool, y.index, sx, sy, zy)]
+
+
+def intermediate_tensor(graph: Graph, op: Operation) -> int:
+    """A tensor index no graph tensor uses, the same for every compile of the graph."""
+    return max(graph.tensors) + 1 + op.index
+
+
+def requantize_conv(p: RocketPool, out_tensor: int, sx: np.float32, sy: np.float32, zy: int) -> RocketConv:
+    """1x1 depthwise convolution with unit weights: (x - zx) * sx / sy + zy on the pool's output."""
+    off = stored_offset(p.dtype)
+    c = p.in_c
+    weights = np.ones((1, 1, 1, c), np.int8)  # stored weight 1 with stored weight zero point 0
+    weights_q = (weights.astype(np.int16) + off).astype(p.dtype)
+    return RocketConv(
+        nodes=list(p.nodes), kind="DEPTHWISE_CONV_2D", input_tensor=p.output_tensor, output_tensor=out_tensor,
+        dtype=p.dtype, in_h=p.out_h, in_w=p.out_w, in_c=c, out_h=p.out_h, out_w=p.out_w, out_c=c, kh=1, kw=1,
+        stride=1, pad_top=0, pad_bottom=0, pad_left=0, pad_right=0, depthwise=c > 1, in_zp=p.in_zp, out_zp=zy - off,
+        w_zp=0, in_scale=np.float32(sx), out_scale=np.float32(sy), w_scale=np.float32(1.0),
+        weights=weights if c > 1 else weights.reshape(1, 1, 1, 1), weights_q=weights_q, bias=np.zeros(c, np.int32))
+
+
+def lower_pool(graph: Graph, op: Operation, requantize: bool = False) -> RocketPool:
+    """Build a RocketPool from a MAX_POOL_2D / AVERAGE_POOL_2D / MEAN node, or raise LoweringError(reason).
+    requantize: a MEAN whose output quantization differs is accepted (the caller adds the requantization)."""
     if op.kind not in POOL_KINDS:
         raise LoweringError(f"{op.kind} is not a pooling operation")
     if not op.inputs or len(op.outputs) != 1:
@@ -145,10 +178,9 @@ def lower_pool(graph: Graph, op: Operation) -> RocketPool:
         padding, act = str(o.get("padding")), str(o.get("activation", "NONE"))
     if len(y.shape) != 4 or y.shape[0] != 1 or y.shape[3] != ic:
         raise LoweringError(f"output shape {y.shape} not supported for input {x.shape}")
-    if sx != sy or zx != zy:
-        what = "MEAN requantizes" if op.kind == "MEAN" else "pool output quantization differs from its input"
-        raise LoweringError(f"{what} (scale {sx:g} -> {sy:g}, zero point {zx} -> {zy}): the PPU has no output "
-                            "conversion")
+    if (sx != sy or zx != zy) and not (requantize and op.kind == "MEAN"):
+        raise LoweringError(f"pool output quantization differs from its input (scale {sx:g} -> {sy:g}, zero point "
+                            f"{zx} -> {zy}): the PPU has no output conversion")
     _check_activation(act, y.dtype, sy, zy)
     for what, v in (("kernel height", kh), ("kernel width", kw)):
         _check_range(what, v, KERNEL_RANGE)
@@ -198,6 +230,9 @@ def _mean_window(graph: Graph, op: Operation, ih: int, iw: int, ic: int) -> tupl
     return ih, iw, 1, 1, "VALID", "NONE"
 
 
-def describe_pool(p: RocketPool) -> str:
+def describe_pool(ops: list[RocketPool | RocketConv]) -> str:
+    p = ops[0]
+    assert isinstance(p, RocketPool)
     what = "average" if p.average else "max"
-    return f"{what} pool {p.kh}x{p.kw} s{p.sh}x{p.sw} on the PPU, 1 task"
+    tail = ", then a 1x1 depthwise requantization (2 tasks)" if len(ops) > 1 else ", 1 task"
+    return f"{what} pool {p.kh}x{p.kw} s{p.sh}x{p.sw} on the PPU{tail}"

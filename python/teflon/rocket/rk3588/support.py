@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...hw.regmap import RegMap
 from ...ir import Graph
 from ..lower import ADD_REASON, CONV_KINDS, LoweringError, RocketConv, lower_conv
-from ..pool import POOL_KINDS, describe_pool, lower_pool
+from ..pool import POOL_KINDS, RocketPool, describe_pool, lower_pool_ops
 from ..stream import EncodeError
 from .encoder import checked_streams, pool_streams
 from .stream import OpParams
@@ -31,9 +31,13 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             continue
         if op.kind in POOL_KINDS:
             try:
-                pool = lower_pool(graph, op)
-                pool_streams(regmap, pool)  # every register value must fit its field
-                out[op.index] = (True, describe_pool(pool))
+                ops = lower_pool_ops(graph, op)
+                for c in ops:  # every register value must fit its field
+                    if isinstance(c, RocketPool):
+                        pool_streams(regmap, c)
+                    else:
+                        _check(regmap, c, graph)
+                out[op.index] = (True, describe_pool(ops))
             except (LoweringError, EncodeError) as e:
                 out[op.index] = (False, str(e))
             continue
