@@ -140,14 +140,17 @@ def requantize_conv(p: RocketPool, out_tensor: int, sx: np.float32, sy: np.float
     """1x1 depthwise convolution with unit weights: (x - zx) * sx / sy + zy on the pool's output."""
     off = stored_offset(p.dtype)
     c = p.in_c
+    if c == 1:
+        raise LoweringError("requantizing MEAN of one channel: a single-channel convolution reads raw rows only the "
+                            "host writes")
     weights = np.ones((1, 1, 1, c), np.int8)  # stored weight 1 with stored weight zero point 0
     weights_q = (weights.astype(np.int16) + off).astype(p.dtype)
     return RocketConv(
         nodes=list(p.nodes), kind="DEPTHWISE_CONV_2D", input_tensor=p.output_tensor, output_tensor=out_tensor,
         dtype=p.dtype, in_h=p.out_h, in_w=p.out_w, in_c=c, out_h=p.out_h, out_w=p.out_w, out_c=c, kh=1, kw=1,
-        stride=1, pad_top=0, pad_bottom=0, pad_left=0, pad_right=0, depthwise=c > 1, in_zp=p.in_zp, out_zp=zy - off,
+        stride=1, pad_top=0, pad_bottom=0, pad_left=0, pad_right=0, depthwise=True, in_zp=p.in_zp, out_zp=zy - off,
         w_zp=0, in_scale=np.float32(sx), out_scale=np.float32(sy), w_scale=np.float32(1.0),
-        weights=weights if c > 1 else weights.reshape(1, 1, 1, 1), weights_q=weights_q, bias=np.zeros(c, np.int32))
+        weights=weights, weights_q=weights_q, bias=np.zeros(c, np.int32))
 
 
 def lower_pool(graph: Graph, op: Operation, requantize: bool = False) -> RocketPool:
