@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..hw.regmap import WORD_VALUE_SHIFT
 from ..program import LAYOUT_NC1HWC2, Buffer, IOBinding, Job, OpRecord, Program, Reloc, Task
+from .alias import Aliases
 from .geometry import FEATURE_ATOM
 from .lower import RocketConv
 from .pool import RocketPool
@@ -96,15 +97,22 @@ def add_operation(prog: Program, names: dict[str, str], weights: tuple[int, byte
     prog.operations.append(record)
 
 
-def nc1hwc2(t: int, direction: str, info: TensorInfo, plane_atoms: int, pad: int = 0) -> IOBinding:
+def nc1hwc2(t: int, direction: str, info: TensorInfo, plane_atoms: int, pad: int = 0,
+            aliases: Aliases | None = None) -> IOBinding:
     """The binding of a tensor in NC1HWC2 with `plane_atoms` 16-byte atoms per channel plane; inputs pad with
-    `pad` (a stored byte)."""
-    return IOBinding(t, direction, f"t{t}", info.dtype, info.h, info.w, info.c, LAYOUT_NC1HWC2, FEATURE_ATOM, 0,
-                     info.w * FEATURE_ATOM, plane_atoms * FEATURE_ATOM, xor(info.dtype), pad)
+    `pad` (a stored byte). `info` describes the buffer holding the tensor: its own, or for an alias (alias.py) the
+    buffer's, read with the alias's host type."""
+    buf, dtype = t, info.dtype
+    if aliases is not None:
+        buf, dtype = aliases.buffer_of(t), aliases.dtype.get(t, info.dtype)
+    return IOBinding(t, direction, f"t{buf}", dtype, info.h, info.w, info.c, LAYOUT_NC1HWC2, FEATURE_ATOM, 0,
+                     info.w * FEATURE_ATOM, plane_atoms * FEATURE_ATOM, xor(dtype), pad)
 
 
-def check_outputs(convs: list[RocketOp], outputs: list[int]) -> None:
+def check_outputs(convs: list[RocketOp], outputs: list[int], aliases: Aliases | None = None) -> None:
     produced = {c.output_tensor for c in convs}
     for t in outputs:
+        if aliases is not None:
+            t = aliases.buffer_of(t)
         if t not in produced:
             raise EncodeError(f"partition output {t} is not produced by an NPU operation")

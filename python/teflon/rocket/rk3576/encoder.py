@@ -18,6 +18,7 @@ from ...hw.regmap import RegMap, RegMapError
 from ...ir import Graph, memo
 from ...program import Buffer, OpRecord, Program
 from .. import assemble
+from ..alias import RocketAlias, resolve
 from ..assemble import RocketOp
 from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..lower import RocketConv
@@ -186,14 +187,16 @@ def tensor_bytes(c: int, plane: int) -> int:
     return -(-groups // PLANE_GROUP) * PLANE_GROUP * plane * FEATURE_ATOM + CNA_READ_SLACK
 
 
-def compile_ops(rm: RegMap, device: str, convs: list[RocketOp], inputs: list[int], outputs: list[int],
+def compile_ops(rm: RegMap, device: str, convs: list[RocketOp | RocketAlias], inputs: list[int], outputs: list[int],
                 graph: Graph | None = None) -> Program:
-    """The program of `convs`; `graph`, the graph they were lowered from, shares the support decision's work."""
+    """The program of `convs` (and aliases, alias.py); `graph`, the graph they were lowered from, shares the support
+    decision's work."""
+    convs, aliases = resolve(convs)
     prog = Program(device=device)
     produced = {c.output_tensor for c in convs}
     shapes = assemble.tensors(convs)
     zps = assemble.reader_zero_points(convs)
-    assemble.check_outputs(convs, outputs)
+    assemble.check_outputs(convs, outputs, aliases)
     plane = {t: dpu_plane(s.h, s.w) if t in produced else s.h * s.w for t, s in shapes.items()}
     for t, s in shapes.items():
         prog.add_buffer(Buffer(f"t{t}", tensor_bytes(s.c, plane[t]), tensor=True))
@@ -213,9 +216,10 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketOp], inputs: list[int
 
     for t in inputs:
         if t in shapes:
-            prog.io.append(assemble.nc1hwc2(t, "in", shapes[t], plane[t], zps[t] & 0xFF))
+            prog.io.append(assemble.nc1hwc2(t, "in", shapes[t], plane[t], zps[t] & 0xFF, aliases))
     for t in outputs:
-        prog.io.append(assemble.nc1hwc2(t, "out", shapes[t], plane[t]))
+        b = aliases.buffer_of(t)
+        prog.io.append(assemble.nc1hwc2(t, "out", shapes[b], plane[b], aliases=aliases))
     return prog
 
 

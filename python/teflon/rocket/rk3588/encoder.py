@@ -14,6 +14,7 @@ from ...hw.regmap import RegMap, RegMapError
 from ...ir import Graph, memo
 from ...program import LAYOUT_ROWS, Buffer, IOBinding, OpRecord, Program
 from .. import assemble
+from ..alias import RocketAlias, resolve
 from ..assemble import RocketOp
 from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..lower import RocketConv
@@ -94,9 +95,11 @@ def tensor_bytes(h: int, w: int, c: int) -> int:
     return w * h * -(-c // FEATURE_ATOM) * 2 * FEATURE_ATOM
 
 
-def compile_ops(rm: RegMap, device: str, convs: list[RocketOp], inputs: list[int], outputs: list[int],
+def compile_ops(rm: RegMap, device: str, convs: list[RocketOp | RocketAlias], inputs: list[int], outputs: list[int],
                 mesa_compat: bool = False, graph: Graph | None = None) -> Program:
-    """The program of `convs`; `graph`, the graph they were lowered from, shares the support decision's work."""
+    """The program of `convs` (and aliases, alias.py); `graph`, the graph they were lowered from, shares the support
+    decision's work."""
+    convs, aliases = resolve(convs)
     prog = Program(device=device)
     produced = {c.output_tensor for c in convs}
     shapes = assemble.tensors(convs)
@@ -104,7 +107,7 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketOp], inputs: list[int
     rows_inputs = {c.input_tensor for c in convs if c.single_channel_input}
     for t in rows_inputs & produced:
         raise EncodeError(f"tensor {t}: single-channel input produced on the NPU (needs the raw rows layout)")
-    assemble.check_outputs(convs, outputs)
+    assemble.check_outputs(convs, outputs, aliases)
     for t, s in shapes.items():
         prog.add_buffer(Buffer(f"t{t}", tensor_bytes(s.h, s.w, s.c), tensor=True))
 
@@ -127,13 +130,14 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketOp], inputs: list[int
         if t in rows_inputs:
             # Raw bytes; the CNA subtracts 128 itself (CVT offset), so store the unsigned form.
             pitch = max(s.w, FEATURE_ATOM)
-            prog.io.append(IOBinding(t, "in", f"t{t}", s.dtype, s.h, s.w, s.c, LAYOUT_ROWS, 1, 0, pitch, pitch * s.h,
-                                     assemble.xor(s.dtype) ^ 0x80, (zps[t] + 128) & 0xFF))
+            dtype = aliases.dtype.get(t, s.dtype)
+            prog.io.append(IOBinding(t, "in", f"t{t}", dtype, s.h, s.w, s.c, LAYOUT_ROWS, 1, 0, pitch, pitch * s.h,
+                                     assemble.xor(dtype) ^ 0x80, (zps[t] + 128) & 0xFF))
         else:
-            prog.io.append(assemble.nc1hwc2(t, "in", s, s.w * s.h, zps[t] & 0xFF))
+            prog.io.append(assemble.nc1hwc2(t, "in", s, s.w * s.h, zps[t] & 0xFF, aliases))
     for t in outputs:
-        s = shapes[t]
-        prog.io.append(assemble.nc1hwc2(t, "out", s, s.w * s.h))
+        s = shapes[aliases.buffer_of(t)]
+        prog.io.append(assemble.nc1hwc2(t, "out", s, s.w * s.h, aliases=aliases))
     return prog
 
 

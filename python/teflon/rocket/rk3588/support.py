@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ...hw.regmap import RegMap
 from ...ir import Graph
-from ..lower import ADD_REASON, CONV_KINDS, LoweringError, RocketConv, lower_conv
+from ..alias import ALIAS_KINDS, claims
+from ..lower import ADD_REASON, CONV_LOWERINGS, LoweringError, RocketConv, lower_conv_like
 from ..pool import POOL_KINDS, RocketPool, describe_pool, lower_pool_ops
 from ..stream import EncodeError
 from .encoder import checked_streams, pool_streams
@@ -16,7 +17,7 @@ def _check(regmap: RegMap, conv: RocketConv, graph: Graph) -> OpParams:
 
 
 def _describe(conv: RocketConv, params: OpParams) -> str:
-    what = "depthwise" if conv.depthwise else "conv"
+    what = "depthwise" if conv.depthwise else "fully connected as conv" if conv.kind == "FULLY_CONNECTED" else "conv"
     n = len(params.split.tasks)
     return f"{what} {conv.kh}x{conv.kw} s{conv.stride}, {n} task{'s' * (n > 1)}"
 
@@ -41,11 +42,13 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             except (LoweringError, EncodeError) as e:
                 out[op.index] = (False, str(e))
             continue
-        if op.kind not in CONV_KINDS:
+        if op.kind in ALIAS_KINDS:
+            continue  # decided below, from its neighbours' decisions
+        if op.kind not in CONV_LOWERINGS:
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
             continue
         try:
-            conv = lower_conv(graph, op)
+            conv = lower_conv_like(graph, op)
             params = _check(regmap, conv, graph)
         except (LoweringError, EncodeError) as e:
             out[op.index] = (False, str(e))
@@ -61,4 +64,5 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if prod is not None and out.get(prod.index, (False, ""))[0]:
             why = f"single-channel input produced by NPU node {prod.index} (raw-rows layout is written by the host only)"
             out[node] = (False, why)
+    out.update(claims(graph, out, frozenset(single_channel.values())))
     return out
