@@ -88,3 +88,24 @@ def test_pool_registers_match_vendor(name: str, shared_dir: Path) -> None:
             if ours.get(n) != vendor.get(n)}
     assert not diff, f"{case}: {diff}"
     assert set(ours) == set(vendor), f"register sets differ: {set(ours) ^ set(vendor)}"
+
+
+def test_ppu_switch_keeps_pools_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TEFLON_ROCKET_PPU=0 (a board whose kernel arms only the DPU completion): no pool is claimed, with the reason."""
+    from teflon import bridge, load_delegate, modelgen
+    from teflon.reference import make_interpreter
+
+    model = modelgen.PoolCase(7, 7, 64, filter=7, stride=1).build()
+
+    def decision(device: str) -> tuple[bool, str]:
+        with bridge.capture() as cap:
+            make_interpreter(model, [load_delegate(device=device, sim="1")], reference=True)
+        graph, decisions = cap.support[0]
+        return decisions[graph.operations[0].index]
+
+    for device in ("rk3588", "rk3576"):
+        assert decision(device)[0]
+    monkeypatch.setenv("TEFLON_ROCKET_PPU", "0")
+    for device in ("rk3588", "rk3576"):
+        claimed, why = decision(device)
+        assert not claimed and "TEFLON_ROCKET_PPU=0" in why, why

@@ -11,6 +11,7 @@ claimed.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import cache
 
@@ -24,6 +25,10 @@ KERNEL_RANGE = (1, 8)  # per axis: KERNEL_WIDTH/HEIGHT are k - 1 in 4 bits; the 
 STRIDE_RANGE = (1, 3)  # vendor programs use 1..3; the field (4 bits) would allow 16
 PAD_MAX = 7  # POOLING_PADDING_CFG pads are 3-bit fields
 RECIP_ONE = 1 << 16  # RECIP_KERNEL_*: 1/k times 2^16 (TRM "reciprocal ... multiple 2^16")
+# Boards whose accel/rocket kernel arms only the DPU completion (upstream today) see no end of a PPU task: each
+# pool submit then waits out the 500 ms job timeout and resets the core (docs/hardware/rocket.md §6a). This
+# switch keeps every pool on the CPU for such a board.
+PPU_SWITCH = "TEFLON_ROCKET_PPU"
 
 
 @dataclass
@@ -158,6 +163,9 @@ def lower_pool(graph: Graph, op: Operation, requantize: bool = False) -> RocketP
     requantize: a MEAN whose output quantization differs is accepted (the caller adds the requantization)."""
     if op.kind not in POOL_KINDS:
         raise LoweringError(f"{op.kind} is not a pooling operation")
+    if os.environ.get(PPU_SWITCH, "1") == "0":
+        raise LoweringError(f"pools on the PPU are switched off ({PPU_SWITCH}=0: the kernel would not see their "
+                            "completion, docs/hardware/rocket.md §6a)")
     if not op.inputs or len(op.outputs) != 1:
         raise LoweringError("unexpected number of inputs/outputs")
     x = graph.tensors[op.inputs[0]]
