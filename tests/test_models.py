@@ -4,7 +4,8 @@ Both runs get the same input tensor (the image resized as ../shared/models/READM
 must keep the CPU's top-1 and have >= 99.5 % of the output elements within 6 LSB (Mesa's own model tolerance);
 the test prints max, mean and exact figures. In the uint8 per-tensor MobileNets every convolution must be
 delegated. tf2_mobilenet_v2_1.0_224_ptq has int8 per-channel weights: rk3588 and the etnaviv targets leave them on
-the CPU, so they must match exactly there; rk3576 must delegate every one of them.
+the CPU, so they must match exactly there (rk3588 delegates only the final requantizing MEAN, within its bound);
+rk3576 must delegate every one of them.
 
 Why the tolerances are above 3 LSB (docs/hardware/rocket.md, "Requantization"): the RK3588 DPU requantizes with
 one 15-bit multiplier and one rounding, TFLite with a 31-bit multiplier and two roundings. Per layer the two agree
@@ -47,7 +48,8 @@ MODELS = {
                                    "imx8mp": (True, None)},
     # int8 per-channel weights: rk3576 delegates them; rk3588 and the etnaviv targets leave them on the CPU (the
     # etnaviv targets still run the int8 ADDs between them where they claim those)
-    "tf2_mobilenet_v2_1.0_224_ptq": {"rk3588": (False, 0), "rk3576": (True, 11), "a311d": (False, None),
+    # rk3588 runs only the final MEAN on the PPU (+ its requantizing 1x1 depthwise): 2 LSB measured (cat), bound 3
+    "tf2_mobilenet_v2_1.0_224_ptq": {"rk3588": (False, 3), "rk3576": (True, 11), "a311d": (False, None),
                                      "imx8mp": (False, None)},
 }
 DEVICES = [t.name for t in targets.TARGETS if t.drivable]

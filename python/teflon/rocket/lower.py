@@ -16,6 +16,7 @@ import numpy as np
 from ..ir import Graph, Operation, Tensor
 
 if TYPE_CHECKING:
+    from .pool import RocketPool
     from .views import RocketView
 
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
@@ -294,23 +295,27 @@ def _check_activation(act: str, dtype: str, sy: np.float32, zy: int) -> None:
 
 
 def lower_partition(graph: Graph, nodes: list[int],
-                    per_channel: bool = False) -> list[RocketConv | list[RocketView]]:
-    """Lower the partition's nodes into rocket operations (a view node into its views, views.py), in graph
-    execution order."""
+                    per_channel: bool = False) -> list[RocketConv | RocketPool | list[RocketView]]:
+    """Lower the partition's nodes into rocket operations (convolutions, pools; a view node into its views,
+    views.py), in graph execution order."""
+    from .pool import POOL_KINDS, lower_pool_ops
     from .views import VIEW_KINDS, lower_views
 
     by_index = {op.index: op for op in graph.operations}
     order = {op.index: i for i, op in enumerate(graph.operations)}
-    ops: list[RocketConv | list[RocketView]] = []
+    ops: list[RocketConv | RocketPool | list[RocketView]] = []
     for n in nodes:
         op = by_index[n]
         if op.kind in CONV_LOWERINGS:
             ops.append(lower_conv_like(graph, op, per_channel))
         elif op.kind in VIEW_KINDS:
             ops.append(lower_views(graph, op))
+        elif op.kind in POOL_KINDS:
+            ops.extend(lower_pool_ops(graph, op))
         elif op.kind == "ADD":
             raise LoweringError(ADD_REASON)
         else:
             raise LoweringError(f"{op.kind} (node {n}) is not supported by the rocket backend")
+    # stable: a node's own operations keep their order
     ops.sort(key=lambda c: order[(c[0] if isinstance(c, list) else c).nodes[-1]])
     return ops

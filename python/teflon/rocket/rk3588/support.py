@@ -5,9 +5,10 @@ from __future__ import annotations
 from ...hw.regmap import RegMap
 from ...ir import Graph
 from ..lower import ADD_REASON, CONV_LOWERINGS, LoweringError, RocketConv, lower_conv_like
+from ..pool import POOL_KINDS, RocketPool, describe_pool, lower_pool_ops
 from ..stream import EncodeError
 from ..views import VIEW_KINDS, claims
-from .encoder import checked_streams
+from .encoder import checked_streams, pool_streams
 from .stream import OpParams
 
 
@@ -28,6 +29,18 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     for op in graph.operations:
         if op.kind == "ADD":
             out[op.index] = (False, ADD_REASON)
+            continue
+        if op.kind in POOL_KINDS:
+            try:
+                ops = lower_pool_ops(graph, op)
+                for c in ops:  # every register value must fit its field
+                    if isinstance(c, RocketPool):
+                        pool_streams(regmap, c)
+                    else:
+                        _check(regmap, c, graph)
+                out[op.index] = (True, describe_pool(ops))
+            except (LoweringError, EncodeError) as e:
+                out[op.index] = (False, str(e))
             continue
         if op.kind in VIEW_KINDS:
             continue  # decided below, from its neighbours' decisions
