@@ -587,6 +587,8 @@ static int fill_window(rkt_npu *n, struct rk3576_task *st)
 
 static int rk3576_execute(rkt_npu *n)
 {
+    if (n->op_enable != RKT_OPEN_CONV_BITMAP)
+        return rkt_fail(n, "op-enable 0x%x: DPU-only tasks are not simulated on rk3576 yet", n->op_enable);
     struct rk3576_task st;
     memset(&st, 0, sizeof(st));
     int rc;

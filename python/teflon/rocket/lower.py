@@ -289,14 +289,20 @@ def _check_activation(act: str, dtype: str, sy: np.float32, zy: int) -> None:
     raise LoweringError(f"fused activation {act} not supported")
 
 
-def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False) -> list[RocketConv]:
-    """Lower the partition's nodes into rocket convolutions, in graph execution order."""
+def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, unary: bool = False) -> list[RocketConv]:
+    """Lower the partition's nodes into rocket convolutions (and, with `unary`, table ops: unary_lower), in graph
+    execution order."""
+    from .unary_lower import is_unary_node, lower_unary
+
     by_index = {op.index: op for op in graph.operations}
     order = {op.index: i for i, op in enumerate(graph.operations)}
     ops: list[RocketConv] = []
     for n in nodes:
         op = by_index[n]
-        if op.kind in CONV_LOWERINGS:
+        if unary and is_unary_node(graph, op):
+            if op.kind != "MUL":  # a SiLU's MUL is part of its LOGISTIC's operation
+                ops.append(lower_unary(graph, op))  # type: ignore[arg-type]
+        elif op.kind in CONV_LOWERINGS:
             ops.append(lower_conv_like(graph, op, per_channel))
         elif op.kind == "ADD":
             raise LoweringError(ADD_REASON)

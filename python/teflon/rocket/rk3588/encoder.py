@@ -18,7 +18,9 @@ from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..lower import RocketConv
 from ..requant import bias_table, out_cvt
 from ..stream import EncodeError, Stream, regcmd_bytes
+from ..unary_lower import RocketUnary
 from . import coefs, weights
+from .dpu import add_unary_op
 from .split import Split, split
 from .stream import OpParams, link, task_stream
 
@@ -100,6 +102,9 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[i
         prog.add_buffer(Buffer(f"t{t}", tensor_bytes(s.h, s.w, s.c), tensor=True))
 
     for k, c in enumerate(convs):
+        if isinstance(c, RocketUnary):  # a table op: the DPU alone (dpu.py)
+            add_unary_op(prog, rm, k, c)
+            continue
         enc = encode_op(rm, c, mesa_compat, graph)
         assemble.add_operation(prog, assemble.buffer_names(k, c), (enc.weights_alloc, enc.weights), enc.bias,
                                regcmd_bytes(enc.streams, enc.offsets), enc.streams, enc.offsets,

@@ -6,6 +6,7 @@ from ...hw.regmap import RegMap
 from ...ir import Graph
 from ..lower import ADD_REASON, CONV_LOWERINGS, LoweringError, RocketConv, lower_conv_like
 from ..stream import EncodeError
+from ..unary_lower import claim
 from .encoder import checked_streams
 from .stream import OpParams
 
@@ -25,6 +26,10 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     out: dict[int, tuple[bool, str]] = {}
     single_channel: dict[int, int] = {}  # node -> its input tensor, for ops on the raw-rows input path
     for op in graph.operations:
+        lut = claim(graph, op)  # table ops and the MUL of a SiLU pair (unary_lower)
+        if lut is not None:
+            out[op.index] = lut
+            continue
         if op.kind == "ADD":
             out[op.index] = (False, ADD_REASON)
             continue
