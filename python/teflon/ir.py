@@ -41,6 +41,7 @@ BUILTIN_NAMES: dict[int, str] = {
     17: "MAX_POOL_2D",
     18: "MUL",
     19: "RELU",
+    20: "RELU_N1_TO_1",
     21: "RELU6",
     22: "RESHAPE",
     23: "RESIZE_BILINEAR",
