@@ -58,9 +58,11 @@ def _shape(graph: Graph, t: int) -> tuple[int, int, int]:
     shape = graph.tensors[t].shape
     if len(shape) == 4 and shape[0] == 1:
         return int(shape[1]), int(shape[2]), int(shape[3])
+    if len(shape) == 3 and shape[0] == 1:  # (1, W, C): a one-row map, as the host binding lays it out
+        return 1, int(shape[1]), int(shape[2])
     if len(shape) == 2 and shape[0] == 1:
         return 1, 1, int(shape[1])
-    raise LoweringError(f"tensor of shape {shape}: the DPU program runs on (1, H, W, C) maps")
+    raise LoweringError(f"tensor of shape {shape}: the DPU program runs on batch-1 maps of rank 2 to 4")
 
 
 def lower_unary(graph: Graph, op: Operation, max_dim: int = 8192) -> RocketUnary:
