@@ -455,6 +455,9 @@ static void lut_range(rkt_npu *n, struct rkt_dpu_task *t, int tb, uint32_t start
     rkt_check(n, select < 31, start_reg, (uint32_t)t->range[tb].start, "INDEX_SELECT %d: shifts beyond 30 not simulated", select);
     rkt_check(n, t->range[tb].start <= t->range[tb].end, end_reg, (uint32_t)t->range[tb].end,
               "END below START (%d): an empty table is not understood", t->range[tb].start);
+    rkt_check(n, (((int64_t)t->range[tb].end - t->range[tb].start) >> (select < 31 ? select : 0)) < RKT_LUT_ENTRIES, end_reg,
+              (uint32_t)t->range[tb].end, "START %d .. END with INDEX_SELECT %d spans more than the %d table entries",
+              t->range[tb].start, select, RKT_LUT_ENTRIES);
 }
 
 static int rk3588_dpu_only(rkt_npu *n)

@@ -112,18 +112,20 @@ def flying_stream(rm: RegMap, w: int, h: int, c: int, ew: dict[str, int], lut: d
 
 
 def lut_stream(rm: RegMap, w: int, h: int, c: int, table: np.ndarray) -> Stream:
-    """The unary op: stored int8 input s -> table[s + 128]. Both tables hold the 256 entries over the same range
-    [-128, 127] with INDEX_SELECT 0, so every input lands on an entry (no interpolation, no under/overflow) and
-    whichever table the priority picks gives the same value; the entries are the exact outputs and OUT_CVT is
-    the identity (scale 1, shift 0, offset 0)."""
+    """The unary op: stored int8 input s -> table[s + 128]. The LE table holds the negative inputs (START -128,
+    END -1), the LO table the others (START 0, END 127), one entry per input (INDEX_SELECT 0), as the vendor
+    splits its two tables at the middle of the input range: every input lands on an entry (no interpolation, no
+    under/overflow slope). HYBRID_PRIORITY 1 (LO) keeps the result the same if the hardware decides a hit by the
+    table depth instead of END, as NVDLA's index stage does: then inputs >= 0 hit both tables and LO must win.
+    The entries are the exact outputs and OUT_CVT is the identity (scale 1, shift 0, offset 0)."""
     entries = [int(v) for v in np.asarray(table, np.int64)]
     lut = {
-        "CFG": {"LUT_ROAD_SEL": 1},  # LE table in linear mode [INFERRED: NVDLA LUT_LE_FUNCTION's position]
+        "CFG": {"LUT_ROAD_SEL": 1, "LUT_HYBRID_PRIORITY": 1},  # ROAD_SEL: LE linear [INFERRED: NVDLA LE_FUNCTION]
         "INFO": {"LUT_LE_INDEX_SELECT": 0, "LUT_LO_INDEX_SELECT": 0},
-        "LE_START": {"LUT_LE_START": -128 & 0xFFFFFFFF}, "LE_END": {"LUT_LE_END": 127},
-        "LO_START": {"LUT_LO_START": -128 & 0xFFFFFFFF}, "LO_END": {"LUT_LO_END": 127},
+        "LE_START": {"LUT_LE_START": -128 & 0xFFFFFFFF}, "LE_END": {"LUT_LE_END": -1 & 0xFFFFFFFF},
+        "LO_START": {"LUT_LO_START": 0}, "LO_END": {"LUT_LO_END": 127},
     }
-    return flying_stream(rm, w, h, c, EW_LUT_ONLY, lut, (entries, entries))
+    return flying_stream(rm, w, h, c, EW_LUT_ONLY, lut, (entries[:128], entries[128:]))
 
 
 def add_unary_op(prog: Program, rm: RegMap, k: int, u: RocketUnary) -> None:
