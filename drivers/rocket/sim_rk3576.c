@@ -26,6 +26,8 @@
 #define COEF_GROUP_BYTES_DW 48u    /* depthwise: A int32 x 8, C int16 x 8 */
 
 RKT_ASSERT_PC_LAYOUT(RK3576);
+_Static_assert(RK3576_DPU_LUT_ACCESS_CFG == RKT_DPU_LUT_ACCESS_CFG && RK3576_DPU_LUT_ACCESS_DATA == RKT_DPU_LUT_ACCESS_DATA,
+               "the PC applies LUT access words at these offsets (sim_dpu.c)");
 
 static uint32_t round_up(uint32_t v, uint32_t a)
 {
@@ -94,8 +96,8 @@ static void want_vendor_constants(rkt_npu *n, int depthwise)
         {RK3576_DPU_UNDOC_40C8, 0},
         {RK3576_DPU_UNDOC_40CC, 0},
         {RK3576_DPU_UNDOC_40D0, 0x0040FFFF},
-        {RK3576_DPU_UNDOC_4100, 0},
-        {RK3576_DPU_UNDOC_4104, 0},
+        {RK3576_DPU_LUT_ACCESS_CFG, 0},
+        {RK3576_DPU_LUT_ACCESS_DATA, 0},
         {RK3576_DPU_UNDOC_4108, 0},
         {RK3576_DPU_UNDOC_410C, 0},
         {RK3576_DPU_UNDOC_4110, 0},

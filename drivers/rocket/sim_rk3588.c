@@ -16,6 +16,8 @@
 #define CBUF_BANK_BYTES 32768u
 
 RKT_ASSERT_PC_LAYOUT(RK3588);
+_Static_assert(RK3588_DPU_LUT_ACCESS_CFG == RKT_DPU_LUT_ACCESS_CFG && RK3588_DPU_LUT_ACCESS_DATA == RKT_DPU_LUT_ACCESS_DATA,
+               "the PC applies LUT access words at these offsets (sim_dpu.c)");
 
 /* PAD_CON1: the stored int8 pad value. Mesa emits it sign-extended from 8 bits, or with the low
  * byte repeated in bits 8..15 and bits 16..31 the sign of bit 15 (0xFFFF8080, 0x0B0B). */
