@@ -69,3 +69,18 @@ def test_silu_pair_is_found() -> None:
     g.operations.append(Operation(2, "RELU", [1], [3]))  # a second consumer of the sigmoid: no pair
     g.tensors[3] = t(3, 1 / 256, -128)
     assert unary.unary_op(g, g.operations[0]).kind == "LOGISTIC"  # type: ignore[union-attr]
+
+
+def test_silu_pair_split_across_partitions_is_refused() -> None:
+    from teflon.ir import Graph, Operation, Quant, Tensor
+    from teflon.rocket.lower import LoweringError, lower_partition
+
+    def t(i: int, scale: float, zp: int) -> Tensor:
+        return Tensor(i, "int8", (1, 4, 4, 8), Quant(np.array([scale], np.float32), np.array([zp], np.int32)))
+
+    g = Graph({0: t(0, 0.05, 3), 1: t(1, 1 / 256, -128), 2: t(2, 0.03, -100)},
+              [Operation(0, "LOGISTIC", [0], [1]), Operation(1, "MUL", [1, 0], [2], {"activation": "NONE"})])
+    assert [u.nodes for u in lower_partition(g, [0, 1], unary=True)] == [[0, 1]]
+    for part in ([0], [1]):
+        with pytest.raises(LoweringError, match="SiLU"):
+            lower_partition(g, part, unary=True)

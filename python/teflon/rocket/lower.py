@@ -302,6 +302,10 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, u
         if unary and is_unary_node(graph, op):
             if op.kind != "MUL":  # a SiLU's MUL is part of its LOGISTIC's operation
                 ops.append(lower_unary(graph, op))  # type: ignore[arg-type]
+                if not set(ops[-1].nodes) <= set(nodes):
+                    raise LoweringError(f"SiLU nodes {ops[-1].nodes} split across partitions")
+            elif not any(n in nodes for n in (p.index for p in graph.operations if p.outputs[0] in op.inputs)):
+                raise LoweringError(f"SiLU MUL (node {n}) without its LOGISTIC in the partition")
         elif op.kind in CONV_LOWERINGS:
             ops.append(lower_conv_like(graph, op, per_channel))
         elif op.kind == "ADD":
