@@ -179,6 +179,8 @@ def decode_options(kind: str, raw: list[int]) -> dict[str, object]:
         names = ["activation", "weights_format", "keep_num_dims"]
     elif kind in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
         names = ["padding", "stride_w", "stride_h", "filter_w", "filter_h", "activation"]
+    elif kind == "CONCATENATION":
+        names = ["axis", "activation"]
     elif kind == "LEAKY_RELU":
         return {"alpha": float(np.array([raw[0]], np.int32).view(np.float32)[0])}
     else:

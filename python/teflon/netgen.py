@@ -12,8 +12,8 @@ Ranges are calibrated as a post-training quantizer does: every op also runs in f
 (weights and biases are the drawn integers, read as reals). The conventions of the converter hold: an op that only moves data (SPLIT, MAX_POOL_2D, RESHAPE,
 RESIZE_NEAREST_NEIGHBOR, AVERAGE_POOL_2D) keeps its input's parameters; LOGISTIC writes scale 1/256 with zero point
 qmin; ADD, MUL and MEAN get an output range that holds their result; CONCATENATION's inputs and output share one
-range that holds them all (TFLite's int8 kernel requires it): the tensors feeding it take that range back to the
-ops that requantize (their producers write the wider range).
+range that holds them all (TFLite's int8 kernel requires it; a graph input among them imposes its own): the tensors
+feeding it take that range back to the ops that requantize (their producers write it).
 """
 
 from __future__ import annotations
@@ -50,9 +50,11 @@ ACTIVATION_STD = 2.0  # standard deviation of every convolution's pre-activation
 class Net:
     """A graph under construction: every method appends operators and returns the new tensor(s)."""
 
-    def __init__(self, name: str, dtype: DType) -> None:
+    def __init__(self, name: str, dtype: DType, per_channel: bool | None = None) -> None:
+        """`per_channel`: int8 convolutions with per-output-channel weight scales (default: every int8 net)."""
         self.name = name
         self.dtype = dtype
+        self.per_channel = dtype == "int8" if per_channel is None else per_channel
         self.g = GraphBuilder(f"teflon.netgen {name}-{dtype}")
         self.rng = np.random.default_rng(zlib.crc32(f"{name}-{dtype}".encode()))
         self._n = 0
@@ -124,7 +126,7 @@ class Net:
         would grow them layer by layer)."""
         _, h, w, c = self.g.shape(x)
         case = ConvCase("dwconv" if depthwise else "conv2d", h, w, c, None if depthwise else oc, k, s, "same",
-                        act, self.dtype, per_channel=self.dtype == "int8", seed=int(self.rng.integers(1 << 30)))
+                        act, self.dtype, per_channel=self.per_channel, seed=int(self.rng.integers(1 << 30)))
         params = conv_params(case, case.rng(), self.g.quant(x))
         values = _conv_float(self.probe[x], params, case)
         factor = ACTIVATION_STD / max(float(values.std()), 1e-6)
@@ -174,12 +176,13 @@ class Net:
         shape = list(shapes[0])
         shape[axis] = sum(s[axis] for s in shapes)
         values = np.concatenate([self.probe[x] for x in xs], axis=axis)
-        q = self._observed(values)
+        fixed = [x for x in xs if x in self.inputs]  # a graph input keeps its range: the others take it
+        q = self.g.quant(fixed[0]) if fixed else self._observed(values)
+        assert q is not None
         y = self._calibrated(self.g.tensor(self._name("concat"), shape, self.dtype, q), values)
         for x in xs:
-            if x in self.inputs:
-                raise ValueError("a graph input cannot take a concatenation's range")
-            self._share(y, x)
+            if x not in fixed:
+                self._share(y, x)
         self._set_group_quant(y, q)
 
         def options(fb: flatbuffers.Builder) -> int:

@@ -9,10 +9,14 @@ width = the contiguous TFLite W (dims[2]), rows = TFLite H (dims[1]); see docs/h
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..ir import Graph, Operation, Tensor
+
+if TYPE_CHECKING:
+    from .views import RocketView
 
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 ADD_REASON = "ADD runs on the CPU: the rocket encoder does not emit the DPU element-wise path yet"
@@ -289,14 +293,16 @@ def _check_activation(act: str, dtype: str, sy: np.float32, zy: int) -> None:
     raise LoweringError(f"fused activation {act} not supported")
 
 
-def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, unary: bool = False) -> list[RocketConv]:
-    """Lower the partition's nodes into rocket convolutions (and, with `unary`, table ops: unary_lower), in graph
-    execution order."""
+def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False,
+                    unary: bool = False) -> list[RocketConv | list[RocketView]]:
+    """Lower the partition's nodes into rocket operations (a view node into its views, views.py; with `unary`,
+    a table op into a RocketUnary, unary_lower.py), in graph execution order."""
     from .unary_lower import is_unary_node, lower_unary
+    from .views import VIEW_KINDS, lower_views
 
     by_index = {op.index: op for op in graph.operations}
     order = {op.index: i for i, op in enumerate(graph.operations)}
-    ops: list[RocketConv] = []
+    ops: list[RocketConv | list[RocketView]] = []
     for n in nodes:
         op = by_index[n]
         if unary and is_unary_node(graph, op):
@@ -308,9 +314,11 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, u
                 raise LoweringError(f"SiLU MUL (node {n}) without its LOGISTIC in the partition")
         elif op.kind in CONV_LOWERINGS:
             ops.append(lower_conv_like(graph, op, per_channel))
+        elif op.kind in VIEW_KINDS:
+            ops.append(lower_views(graph, op))
         elif op.kind == "ADD":
             raise LoweringError(ADD_REASON)
         else:
             raise LoweringError(f"{op.kind} (node {n}) is not supported by the rocket backend")
-    ops.sort(key=lambda c: order[c.nodes[-1]])
+    ops.sort(key=lambda c: order[(c[0] if isinstance(c, list) else c).nodes[-1]])
     return ops

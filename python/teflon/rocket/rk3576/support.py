@@ -6,6 +6,7 @@ from ...hw.regmap import RegMap
 from ...ir import Graph
 from ..lower import ADD_REASON, CONV_LOWERINGS, LoweringError, lower_conv_like
 from ..stream import EncodeError
+from ..views import VIEW_KINDS, claims
 from .encoder import encode_layer
 
 # A conv with at most 4 input channels (an RGB/RGBA image) could use Rockchip's ARGB first-layer sub-encoding
@@ -24,6 +25,8 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if op.kind == "ADD":
             out[op.index] = (False, ADD_REASON)
             continue
+        if op.kind in VIEW_KINDS:
+            continue  # decided below, from its neighbours' decisions
         if op.kind not in CONV_LOWERINGS:
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
             continue
@@ -42,4 +45,5 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if not conv.depthwise and conv.in_c <= IMAGE_INPUT_MAX_C:
             path = ", " + ARGB_NOT_USED.format(ic=conv.in_c)
         out[op.index] = (True, f"{what} {conv.kh}x{conv.kw} s{conv.stride}{pc}, {n} task{'s' * (n > 1)}{path}")
+    out.update(claims(graph, out))
     return out

@@ -8,15 +8,17 @@ loads the EW lookup tables in the same stream.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ...hw.regmap import RegMap, RegMapError
 from ...program import Buffer, Job, OpRecord, Program
 from .. import assemble
+from ..geometry import FEATURE_ATOM
 from ..stream import ROLE_INPUT, ROLE_OUTPUT, ROLE_REGCMD, Emitter, EncodeError, Stream, regcmd_bytes
 from ..unary_lower import RocketUnary
+from ..views import Views
 from .stream import link
 
 LUT_ENTRIES = 1024  # LUT_ACCESS_CFG.LUT_ADDR is 10 bits
@@ -128,15 +130,22 @@ def lut_stream(rm: RegMap, w: int, h: int, c: int, table: np.ndarray) -> Stream:
     return flying_stream(rm, w, h, c, EW_LUT_ONLY, lut, (entries[:128], entries[128:]))
 
 
-def add_unary_op(prog: Program, rm: RegMap, k: int, u: RocketUnary) -> None:
-    """Operation k of the program: one LUT task in its own job (regcmd buffer `op<k>.regcmd`)."""
+def add_unary_op(prog: Program, rm: RegMap, k: int, u: RocketUnary, views: Views,
+                 plane_atoms: Callable[[int], int]) -> None:
+    """Operation k of the program: one LUT task in its own job (regcmd buffer `op<k>.regcmd`). A tensor that is a
+    view (views.py) is addressed inside its holder; the program reads and writes surfaces with its own plane
+    pitch, which must be the holder's."""
+    names = {ROLE_INPUT: f"t{u.input_tensor}", ROLE_OUTPUT: f"t{u.output_tensor}", ROLE_REGCMD: f"op{k}.regcmd"}
+    for t in (u.input_tensor, u.output_tensor):
+        if plane_atoms(views.place(t)[0]) != u.in_w * u.in_h:
+            raise EncodeError(f"tensor {t} lives in a buffer of another plane size than the {u.kind}'s map")
+    names, addends = assemble.placed(names, views, lambda t: plane_atoms(t) * FEATURE_ATOM)
     try:
         streams = [lut_stream(rm, u.in_w, u.in_h, u.in_c, u.table)]
     except RegMapError as e:
         raise EncodeError(f"register limit: {e}") from e
     offsets = link(rm, streams)
-    names = {ROLE_INPUT: f"t{u.input_tensor}", ROLE_OUTPUT: f"t{u.output_tensor}", ROLE_REGCMD: f"op{k}.regcmd"}
-    data = regcmd_bytes(streams, offsets)
+    data = assemble.patch_addends(regcmd_bytes(streams, offsets), streams, offsets, addends)
     prog.add_buffer(Buffer(names[ROLE_REGCMD], len(data), data))
     tasks = assemble.add_tasks(prog, names, streams, offsets)
     prog.jobs.append(Job(tasks, [names[ROLE_INPUT]], [names[ROLE_OUTPUT]]))

@@ -7,6 +7,7 @@ from ...ir import Graph
 from ..lower import ADD_REASON, CONV_LOWERINGS, LoweringError, RocketConv, lower_conv_like
 from ..stream import EncodeError
 from ..unary_lower import claim
+from ..views import VIEW_KINDS, claims
 from .encoder import checked_streams
 from .stream import OpParams
 
@@ -33,6 +34,8 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if op.kind == "ADD":
             out[op.index] = (False, ADD_REASON)
             continue
+        if op.kind in VIEW_KINDS:
+            continue  # decided below, from its neighbours' decisions
         if op.kind not in CONV_LOWERINGS:
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
             continue
@@ -53,4 +56,5 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if prod is not None and out.get(prod.index, (False, ""))[0]:
             why = f"single-channel input produced by NPU node {prod.index} (raw-rows layout is written by the host only)"
             out[node] = (False, why)
+    out.update(claims(graph, out, frozenset(single_channel.values())))
     return out
