@@ -64,7 +64,7 @@ class RocketConv:
     weights_q: np.ndarray  # the TFLite integer weights (uint8 or int8, the model's), same shape (for w - zw sums)
     bias: np.ndarray  # int32, out_c entries (zeros when the model has no bias)
     activation: str = "NONE"  # the conv's own fused activation (already checked to be a no-op)
-    w_scales: np.ndarray | None = None  # per-output-channel weight scales (rk3576 only); None = per-tensor
+    w_scales: np.ndarray | None = None  # per-output-channel weight scales; None = per-tensor
 
     @property
     def single_channel_input(self) -> bool:
@@ -93,7 +93,7 @@ def _quant(t: Tensor, what: str) -> tuple[np.float32, int]:
         raise LoweringError(f"{what} tensor {t.index} is not quantized")
     if not t.quant.per_tensor:
         n = len(t.quant.scales)
-        raise LoweringError(f"per-channel {what} quantization ({n} scales) not supported on rk3588")
+        raise LoweringError(f"per-channel {what} quantization ({n} scales) not supported")
     return np.float32(t.quant.scale), t.quant.zero_point
 
 
@@ -113,7 +113,7 @@ def _weight_quant(w: Tensor, per_channel: bool) -> tuple[np.float32, int, np.nda
 def lower_conv(graph: Graph, op: Operation, per_channel: bool = False) -> RocketConv:
     """Build a RocketConv from a CONV_2D / DEPTHWISE_CONV_2D node, or raise LoweringError(reason).
 
-    per_channel: accept per-output-channel weight scales (the RK3576 coefficient table scales channels)."""
+    per_channel: accept per-output-channel weight scales (the DPU BS multiplier scales channels, ..perchannel)."""
     if op.kind not in CONV_KINDS:
         raise LoweringError(f"{op.kind} is not a convolution")
     if len(op.inputs) < 2 or len(op.outputs) != 1:
@@ -146,7 +146,7 @@ def lower_conv(graph: Graph, op: Operation, per_channel: bool = False) -> Rocket
     if w_scales is not None and (len(w_scales) != int(y.shape[3]) or w.quant.axis != (3 if dw else 0)):
         raise LoweringError(f"per-channel weight scales ({len(w_scales)}) do not follow the output channels")
     if b is not None and b.quant is not None and not b.quant.per_tensor and w_scales is None:
-        raise LoweringError(f"per-channel bias quantization ({len(b.quant.scales)} scales) not supported on rk3588")
+        raise LoweringError(f"per-channel bias quantization ({len(b.quant.scales)} scales) without per-channel weights")
 
     sh, sw_ = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
     if sh != sw_:

@@ -14,6 +14,7 @@ from ...hw.regmap import RegMap
 from ..cube import kernels, packed_input_channels
 from ..geometry import FEATURE_ATOM
 from ..lower import RocketConv
+from ..perchannel import ChannelScaling
 from ..stream import ROLE_BIAS, ROLE_INPUT, ROLE_OUTPUT, ROLE_WEIGHTS, TRAILER_WORDS, Emitter, Stream, chain
 from .split import Split, Task
 
@@ -35,6 +36,11 @@ class OpParams:
     truncate_bits: int
     cvt_scale: int
     cvt_shift: int
+    scaling: ChannelScaling | None = None  # per-channel weights: the BS stream's operands (None: per-tensor)
+
+    @property
+    def per_channel(self) -> bool:
+        return self.scaling is not None
 
     @property
     def in_ch(self) -> int:
@@ -110,6 +116,36 @@ class OpParams:
         if c.depthwise and c.in_zp == 0x8B - 0x80:
             v = 0x0B0B
         return v
+
+
+# BRDMA_CFG.BRDMA_DATA_USE: which BS operands come from the BS stream, a bitmap [INFERRED, rocket.md
+# "Per-channel weights"]: 1 ALU (Mesa's bias-only stream), 2 MUL, 4 OW; 7 = the 8-byte per-channel record.
+BS_STREAM_ALU = 1
+BS_STREAM_ALL = 7
+BS_RECORD_BYTES = 8  # per channel: int32 ALU operand (bias), int16 OW operand, int16 MUL operand
+
+
+def bs_stage(e: Emitter, p: OpParams) -> None:
+    """DPU BS: ALU (add the bias) -> MUL -> ReLU (NVDLA SDP X1 order). Per-tensor layers keep Mesa's words:
+    bias from the stream, OW from BS_OW_OP, MUL and ReLU bypassed. Per-channel layers take ALU, OW and MUL
+    operands from the stream (BS_RECORD_BYTES per channel) and shift the product by BS_MUL_SHIFT_VALUE."""
+    c = p.conv
+    size_e = 3 if c.depthwise else 1
+    if p.scaling is None:
+        e("DPU_BS_CFG", BS_ALU_ALGO=2, BS_ALU_SRC=1, BS_RELU_BYPASS=1, BS_MUL_BYPASS=1)
+        e("DPU_BS_ALU_CFG")
+        e("DPU_BS_MUL_CFG")
+    else:
+        e("DPU_BS_CFG", BS_ALU_ALGO=2, BS_ALU_SRC=1, BS_RELU_BYPASS=1)
+        e("DPU_BS_ALU_CFG")
+        e("DPU_BS_MUL_CFG", BS_MUL_SRC=1, BS_MUL_SHIFT_VALUE=p.scaling.shift)
+    e("DPU_BS_RELUX_CMP_VALUE")
+    if p.scaling is None:
+        e("DPU_BS_OW_CFG", SIZE_E_2=size_e, SIZE_E_1=size_e, SIZE_E_0=size_e)
+        e("DPU_BS_OW_OP", OW_OP=-c.w_zp)
+    else:
+        e("DPU_BS_OW_CFG", SIZE_E_2=size_e, SIZE_E_1=size_e, SIZE_E_0=size_e, OW_SRC=1)
+        e("DPU_BS_OW_OP")
 
 
 def fetch_amount(count: int) -> int:
@@ -200,13 +236,7 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
     e("DPU_DATA_CUBE_HEIGHT", HEIGHT=th - 1)
     e("DPU_DATA_CUBE_NOTCH_ADDR")
     e("DPU_DATA_CUBE_CHANNEL", ORIG_CHANNEL=c.out_c - 1, CHANNEL=oc - 1)
-    e("DPU_BS_CFG", BS_ALU_ALGO=2, BS_ALU_SRC=1, BS_RELU_BYPASS=1, BS_MUL_BYPASS=1)
-    e("DPU_BS_ALU_CFG")
-    e("DPU_BS_MUL_CFG")
-    e("DPU_BS_RELUX_CMP_VALUE")
-    size_e = 3 if dw else 1
-    e("DPU_BS_OW_CFG", SIZE_E_2=size_e, SIZE_E_1=size_e, SIZE_E_0=size_e)
-    e("DPU_BS_OW_OP", OW_OP=-c.w_zp)
+    bs_stage(e, p)
     e("DPU_WDMA_SIZE_0", CHANNEL_WDMA=oc - 1)
     e("DPU_WDMA_SIZE_1", HEIGHT_WDMA=th - 1, WIDTH_WDMA=tw - 1)
     e("DPU_BN_CFG", BN_RELU_BYPASS=1, BN_MUL_BYPASS=1, BN_ALU_BYPASS=1, BN_BYPASS=1)
@@ -232,7 +262,7 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
     e("DPU_RDMA_DATA_CUBE_HEIGHT", HEIGHT=th - 1)
     e("DPU_RDMA_DATA_CUBE_CHANNEL", CHANNEL=oc - 1)
     e("DPU_RDMA_SRC_BASE_ADDR")
-    e("DPU_RDMA_BRDMA_CFG", BRDMA_DATA_USE=1)
+    e("DPU_RDMA_BRDMA_CFG", BRDMA_DATA_USE=BS_STREAM_ALL if p.per_channel else BS_STREAM_ALU)
     e.addr("DPU_RDMA_BS_BASE_ADDR", ROLE_BIAS, 0)
     e("DPU_RDMA_NRDMA_CFG")
     e("DPU_RDMA_BN_BASE_ADDR")
