@@ -65,6 +65,10 @@ class RocketConv:
     bias: np.ndarray  # int32, out_c entries (zeros when the model has no bias)
     activation: str = "NONE"  # the conv's own fused activation (already checked to be a no-op)
     w_scales: np.ndarray | None = None  # per-output-channel weight scales; None = per-tensor
+    # the fused RELU/RELU6's bounds (stored output domain) the output range does not already apply: the NPU's
+    # DPU clamp must (None: nothing to clamp on that side); only set when lowered with clamp=True
+    act_min: int | None = None
+    act_max: int | None = None
 
     @property
     def single_channel_input(self) -> bool:
@@ -110,10 +114,12 @@ def _weight_quant(w: Tensor, per_channel: bool) -> tuple[np.float32, int, np.nda
     return np.float32(scales[0]), int(zps[0]), scales
 
 
-def lower_conv(graph: Graph, op: Operation, per_channel: bool = False) -> RocketConv:
+def lower_conv(graph: Graph, op: Operation, per_channel: bool = False, clamp: bool = False) -> RocketConv:
     """Build a RocketConv from a CONV_2D / DEPTHWISE_CONV_2D node, or raise LoweringError(reason).
 
-    per_channel: accept per-output-channel weight scales (the DPU BS multiplier scales channels, ..perchannel)."""
+    per_channel: accept per-output-channel weight scales (the DPU BS multiplier scales channels, ..perchannel).
+    clamp: accept a fused RELU/RELU6 whose bounds fall inside the output range (the generation's DPU clamps; the
+    bounds go to act_min / act_max), else only one the output range already applies."""
     if op.kind not in CONV_KINDS:
         raise LoweringError(f"{op.kind} is not a convolution")
     if len(op.inputs) < 2 or len(op.outputs) != 1:
@@ -181,7 +187,7 @@ def lower_conv(graph: Graph, op: Operation, per_channel: bool = False) -> Rocket
         raise LoweringError(f"output shape {y.shape} inconsistent with input {x.shape} and kernel")
 
     act = o.get("activation", "NONE")
-    _check_activation(str(act), y.dtype, sy, zy)
+    bounds = _check_activation(str(act), y.dtype, sy, zy, clamp)
 
     off = stored_offset(x.dtype)
     wq = np.asarray(w.data).reshape(w.shape)  # the graph's array: read, never written
@@ -206,28 +212,35 @@ def lower_conv(graph: Graph, op: Operation, per_channel: bool = False) -> Rocket
         pad_top=pt, pad_bottom=pb, pad_left=pl, pad_right=pr, depthwise=is_dw,
         in_zp=zx - off, out_zp=zy - off, w_zp=zw - off, in_scale=sx, out_scale=sy, w_scale=sw,
         weights=weights, weights_q=wq, bias=bias, activation=str(act), w_scales=w_scales,
+        act_min=None if bounds[0] is None else bounds[0] - off, act_max=None if bounds[1] is None else bounds[1] - off,
     )
 
 
-def _check_activation(act: str, dtype: str, sy: np.float32, zy: int) -> None:
-    """Mesa never enables a DPU ReLU: a fused activation is only exact when the output range clamps it."""
+def _check_activation(act: str, dtype: str, sy: np.float32, zy: int, clamp: bool) -> tuple[int | None, int | None]:
+    """The fused activation's quantized bounds (TFLite's: zy and zy + round(6 / sy)) that fall inside the output
+    range, (None, None) when the range already clamps. Without `clamp` (no DPU clamp stage) such a bound is a
+    LoweringError."""
     if act == "NONE":
-        return
+        return None, None
     qmin, qmax = (0, 255) if dtype == "uint8" else (-128, 127)
-    if act in ("RELU", "RELU6"):
-        if zy > qmin:
-            raise LoweringError(
-                f"fused {act} with output zero point {zy} > {qmin} (the NPU path has no ReLU stage enabled)"
-            )
-        if act == "RELU6":
-            six = zy + int(np.floor(np.float32(6.0) / sy + np.float32(0.5)))
-            if six < qmax:
-                raise LoweringError(f"fused RELU6 clamps at {six} < {qmax} (the NPU path has no ReLU stage enabled)")
-        return
-    raise LoweringError(f"fused activation {act} not supported")
+    if act not in ("RELU", "RELU6"):
+        raise LoweringError(f"fused activation {act} not supported")
+    lo = zy if zy > qmin else None
+    hi = None
+    if act == "RELU6":
+        six = zy + int(np.floor(np.float32(6.0) / sy + np.float32(0.5)))
+        hi = six if six < qmax else None
+    if not clamp:
+        if lo is not None:
+            raise LoweringError(f"fused {act} with output zero point {zy} > {qmin} (the NPU path has no ReLU stage "
+                                "enabled)")
+        if hi is not None:
+            raise LoweringError(f"fused RELU6 clamps at {hi} < {qmax} (the NPU path has no ReLU stage enabled)")
+    return lo, hi
 
 
-def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False) -> list[RocketConv]:
+def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False,
+                    clamp: bool = False) -> list[RocketConv]:
     """Lower the partition's nodes into rocket convolutions, in graph execution order."""
     by_index = {op.index: op for op in graph.operations}
     order = {op.index: i for i, op in enumerate(graph.operations)}
@@ -235,7 +248,7 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False) -
     for n in nodes:
         op = by_index[n]
         if op.kind in CONV_KINDS:
-            ops.append(lower_conv(graph, op, per_channel))
+            ops.append(lower_conv(graph, op, per_channel, clamp))
         elif op.kind == "ADD":
             raise LoweringError(ADD_REASON)
         else:

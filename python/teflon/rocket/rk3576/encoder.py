@@ -18,6 +18,7 @@ from ...program import Buffer, OpRecord, Program
 from .. import assemble, perchannel
 from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..lower import RocketConv
+from ..requant import activation_clamp
 from ..stream import EncodeError, Stream, regcmd_bytes
 from . import coefs, weights
 from .split import Task, split
@@ -57,9 +58,15 @@ def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None) -> tu
         sp = split(geometry(c))
         co = memo(graph, (__name__, "coefficients", tuple(c.nodes)), lambda: coefficients(c))
         scale, shift = perchannel.out_cvt(float(c.in_scale), co.multipliers, float(c.out_scale), co.shift)
+        clamp = activation_clamp(c.act_min, c.act_max, c.out_zp, scale, shift)
     except (SplitError, ValueError) as e:
         raise EncodeError(str(e)) from e
-    return LayerParams(c, sp, in_plane, scale, shift, len(co.table), co.shift), co
+    if clamp is not None and c.w_scales is not None:
+        # the vendor's clamps are seen on per-tensor layers only (u = v there): whether CLAMP2/3 act before or
+        # after the per-channel multiplier is not known (docs/hardware/rocket-rk3576.md, "Activations")
+        raise EncodeError(f"fused {c.activation} inside the output range with per-channel weights (the DPU clamp's "
+                          "place relative to the per-channel multiplier is not known on rk3576)")
+    return LayerParams(c, sp, in_plane, scale, shift, len(co.table), co.shift, clamp), co
 
 
 def encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None = None) -> EncodedLayer:

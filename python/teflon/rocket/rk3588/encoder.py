@@ -16,7 +16,7 @@ from ...program import LAYOUT_ROWS, Buffer, IOBinding, OpRecord, Program
 from .. import assemble, perchannel
 from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..lower import RocketConv
-from ..requant import bias_table, out_cvt
+from ..requant import activation_clamp, bias_table, out_cvt
 from ..stream import EncodeError, Stream, regcmd_bytes
 from . import coefs, weights
 from .split import Split, split
@@ -45,16 +45,19 @@ def op_params(c: RocketConv, mesa_compat: bool = False) -> OpParams:
     mesa_compat: round the requant scale as Mesa does (byte-equal streams, see coefs.out_cvt)."""
     try:
         sp = split(geometry(c))
+        s = None
         if c.w_scales is not None:
             # per-channel: no CLIP_TRUNCATE (channel_scaling proves every sum fits the 32-bit path)
             s = perchannel.channel_scaling(c)
+            trunc = 0
             scale, shift = perchannel.out_cvt(float(c.in_scale), s.multipliers, float(c.out_scale), s.shift)
-            return OpParams(c, sp, 0, scale, shift, s)
-        trunc = coefs.truncate_bits(c.w_scale, c.weights, c.depthwise)
-        scale, shift = out_cvt(c.in_scale, c.w_scale, c.out_scale, trunc, mesa_rounding=mesa_compat)
+        else:
+            trunc = coefs.truncate_bits(c.w_scale, c.weights, c.depthwise)
+            scale, shift = out_cvt(c.in_scale, c.w_scale, c.out_scale, trunc, mesa_rounding=mesa_compat)
+        clamp = activation_clamp(c.act_min, c.act_max, c.out_zp, scale, shift)
     except (SplitError, ValueError) as e:
         raise EncodeError(str(e)) from e
-    return OpParams(c, sp, trunc, scale, shift)
+    return OpParams(c, sp, trunc, scale, shift, s, clamp is not None, clamp[1] if clamp else None)
 
 
 def build_streams(rm: RegMap, p: OpParams) -> tuple[list[Stream], list[int]]:
@@ -138,6 +141,7 @@ def _op_info(enc: EncodedOp) -> dict[str, object]:
         "truncate_bits": p.truncate_bits,
         "per_channel": p.per_channel,
         **({"bs_mul_shift": p.scaling.shift} if p.scaling is not None else {}),
+        **({"relu": True, "relux": p.relux} if p.relu else {}),
         "out_cvt": [p.cvt_scale, p.cvt_shift],
         "input_tensor": c.input_tensor,
         "output_tensor": c.output_tensor,

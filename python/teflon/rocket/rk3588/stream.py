@@ -37,6 +37,8 @@ class OpParams:
     cvt_scale: int
     cvt_shift: int
     scaling: ChannelScaling | None = None  # per-channel weights: the BS stream's operands (None: per-tensor)
+    relu: bool = False  # BS ReLU: max(u, 0) before OUT_CVT (a fused RELU/RELU6 the output range does not apply)
+    relux: int | None = None  # and the ReLUX bound: min(u, relux) (RELU6)
 
     @property
     def per_channel(self) -> bool:
@@ -128,18 +130,20 @@ BS_RECORD_BYTES = 8  # per channel: int32 ALU operand (bias), int16 OW operand, 
 def bs_stage(e: Emitter, p: OpParams) -> None:
     """DPU BS: ALU (add the bias) -> MUL -> ReLU (NVDLA SDP X1 order). Per-tensor layers keep Mesa's words:
     bias from the stream, OW from BS_OW_OP, MUL and ReLU bypassed. Per-channel layers take ALU, OW and MUL
-    operands from the stream (BS_RECORD_BYTES per channel) and shift the product by BS_MUL_SHIFT_VALUE."""
+    operands from the stream (BS_RECORD_BYTES per channel) and shift the product by BS_MUL_SHIFT_VALUE. A fused
+    RELU/RELU6 the output range does not apply turns the ReLU on (RELU6: ReLUX, min(max(u, 0), CMP))."""
     c = p.conv
     size_e = 3 if c.depthwise else 1
+    relu = {"BS_RELU_BYPASS": int(not p.relu), "BS_RELUX_EN": int(p.relux is not None)}
     if p.scaling is None:
-        e("DPU_BS_CFG", BS_ALU_ALGO=2, BS_ALU_SRC=1, BS_RELU_BYPASS=1, BS_MUL_BYPASS=1)
+        e("DPU_BS_CFG", BS_ALU_ALGO=2, BS_ALU_SRC=1, BS_MUL_BYPASS=1, **relu)
         e("DPU_BS_ALU_CFG")
         e("DPU_BS_MUL_CFG")
     else:
-        e("DPU_BS_CFG", BS_ALU_ALGO=2, BS_ALU_SRC=1, BS_RELU_BYPASS=1)
+        e("DPU_BS_CFG", BS_ALU_ALGO=2, BS_ALU_SRC=1, **relu)
         e("DPU_BS_ALU_CFG")
         e("DPU_BS_MUL_CFG", BS_MUL_SRC=1, BS_MUL_SHIFT_VALUE=p.scaling.shift)
-    e("DPU_BS_RELUX_CMP_VALUE")
+    e("DPU_BS_RELUX_CMP_VALUE", BS_RELUX_CMP_DAT=p.relux or 0)
     if p.scaling is None:
         e("DPU_BS_OW_CFG", SIZE_E_2=size_e, SIZE_E_1=size_e, SIZE_E_0=size_e)
         e("DPU_BS_OW_OP", OW_OP=-c.w_zp)
