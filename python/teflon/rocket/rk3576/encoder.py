@@ -156,6 +156,7 @@ def _op_info(enc: EncodedLayer) -> dict[str, object]:
         "per_channel": c.w_scales is not None,
         "out_cvt": [p.cvt_scale, p.cvt_shift],
         "shift_word": coefs.shift_word(p.bs_shift),
+        **({"clamp": list(p.clamp)} if p.clamp is not None else {}),
         "input_tensor": c.input_tensor,
         "output_tensor": c.output_tensor,
         "macs": c.macs,

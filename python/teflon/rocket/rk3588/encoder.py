@@ -141,7 +141,7 @@ def _op_info(enc: EncodedOp) -> dict[str, object]:
         "truncate_bits": p.truncate_bits,
         "per_channel": p.per_channel,
         **({"bs_mul_shift": p.scaling.shift} if p.scaling is not None else {}),
-        **({"relu": True, "relux": p.relux} if p.relu else {}),
+        **({"clamp": [0, p.relux]} if p.relu else {}),
         "out_cvt": [p.cvt_scale, p.cvt_shift],
         "input_tensor": c.input_tensor,
         "output_tensor": c.output_tensor,
