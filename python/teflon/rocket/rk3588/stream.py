@@ -124,13 +124,12 @@ class OpParams:
 # "Per-channel weights"]: 1 ALU (Mesa's bias-only stream), 2 MUL, 4 OW; 7 = the 8-byte per-channel record.
 BS_STREAM_ALU = 1
 BS_STREAM_ALL = 7
-BS_RECORD_BYTES = 8  # per channel: int32 ALU operand (bias), int16 OW operand, int16 MUL operand
 
 
 def bs_stage(e: Emitter, p: OpParams) -> None:
     """DPU BS: ALU (add the bias) -> MUL -> ReLU (NVDLA SDP X1 order). Per-tensor layers keep Mesa's words:
     bias from the stream, OW from BS_OW_OP, MUL and ReLU bypassed. Per-channel layers take ALU, OW and MUL
-    operands from the stream (BS_RECORD_BYTES per channel) and shift the product by BS_MUL_SHIFT_VALUE. A fused
+    operands from the stream (8-byte records per channel, coefs.bs_records) and shift the product by BS_MUL_SHIFT_VALUE. A fused
     RELU/RELU6 the output range does not apply turns the ReLU on (RELU6: ReLUX, min(max(u, 0), CMP))."""
     c = p.conv
     size_e = 3 if c.depthwise else 1
