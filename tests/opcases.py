@@ -218,20 +218,37 @@ _ACTIVATION_DEFAULT = _named([
     ("dwconv", 56, 56, 16, None, 3, 1, "same", "int8", {"activation": "relu6"}),
 ])
 
+# fused RELU/RELU6 whose bounds fall inside the output range (output zero point above the minimum, RELU6's top
+# zp + round(6 / scale) below the maximum): the DPU clamp stage, not the output range, must apply them
+CLAMP_DEFAULT = _named([
+    ("conv2d", 14, 14, 16, 32, 3, 1, "same", "uint8", {"activation": "relu6", "output_zp": 30, "output_scale": 0.06}),
+    ("conv2d", 14, 14, 32, 32, 3, 1, "same", "int8", {"activation": "relu", "output_zp": -30}),
+    ("conv2d", 8, 8, 32, 64, 1, 1, "valid", "int8", {"activation": "relu6", "output_scale": 0.03}),
+    ("conv2d", 28, 28, 16, 24, 3, 2, "same", "uint8", {"activation": "relu", "output_zp": 100, "weight_zp": 122}),
+    ("dwconv", 28, 28, 32, None, 3, 1, "same", "uint8", {"activation": "relu", "output_zp": 100}),
+    ("dwconv", 14, 14, 64, None, 3, 2, "same", "int8", {"activation": "relu6", "output_zp": -100, "output_scale": 0.03}),
+    ("dwconv", 56, 56, 16, None, 3, 1, "same", "uint8",
+     {"activation": "relu6", "output_zp": 20, "output_scale": 0.05, "input_scale": 0.2}),
+])
+
 DEFAULT_CONV: list[ConvCase] = unique(
-    _NAMED_DEFAULT + _ACTIVATION_DEFAULT
+    _NAMED_DEFAULT + _ACTIVATION_DEFAULT + CLAMP_DEFAULT
     + sweep("conv2d", seed=1, cap=DEFAULT_MAC_CAP)
     + sweep("conv2d", seed=2, cap=DEFAULT_MAC_CAP)
     + sweep("dwconv", seed=3, cap=DEFAULT_MAC_CAP)
 )
 
-# int8 per-channel weights: not claimed on rk3588, must fall back to the CPU and match it exactly.
+# int8 per-channel weights: delegated by targets with the per_channel capability (both rocket SoCs), else the
+# CPU result unchanged.
 DEFAULT_PER_CHANNEL: list[ConvCase] = _named([
     ("conv2d", 14, 14, 16, 32, 3, 1, "same", "int8", {"per_channel": True}),
     ("conv2d", 28, 28, 32, 64, 1, 1, "valid", "int8", {"per_channel": True}),
     ("conv2d", 8, 8, 3, 16, 5, 2, "same", "int8", {"per_channel": True, "activation": "relu6"}),
     ("dwconv", 28, 28, 32, None, 3, 1, "same", "int8", {"per_channel": True}),
     ("dwconv", 14, 14, 120, None, 3, 2, "valid", "int8", {"per_channel": True, "activation": "relu"}),
+    ("conv2d", 14, 14, 16, 32, 3, 1, "same", "int8",
+     {"per_channel": True, "activation": "relu6", "output_zp": -20, "output_scale": 0.06}),
+    ("dwconv", 28, 28, 32, None, 3, 1, "same", "int8", {"per_channel": True, "activation": "relu", "output_zp": 10}),
 ])
 
 # int8 per-channel weights claimed by rk3576: MobileNetV2-like layers with the weight-scale spreads of real
@@ -436,8 +453,20 @@ def rk3588_known_cpu(case: ConvCase | AddCase | PoolCase) -> str | None:
     return None
 
 
+def _clamp_inside_range(case: ConvCase) -> bool:
+    """A fused RELU/RELU6 whose zero point or RELU6 top lies inside the output range (the DPU must clamp)."""
+    if case.activation not in ("relu", "relu6"):
+        return False
+    qmin = 0 if case.dtype == "uint8" else -128
+    zp = qmin if case.output_zp is None else case.output_zp
+    return zp > qmin or _relu6_wider_than_6(case)
+
+
 # (case predicate, reason) pairs for rk3576 (python/teflon/rocket/support_rk3576.py, docs/hardware/rocket-rk3576.md).
 RK3576_KNOWN_CPU: list[tuple[Callable[[ConvCase], bool], str]] = [
+    (lambda c: c.per_channel and _clamp_inside_range(c),
+     ("fused RELU/RELU6 inside the output range with per-channel weights: the vendor's clamp is seen on per-tensor "
+      "layers only, its place relative to the per-channel multiplier is not known")),
     (lambda c: c.op == "dwconv" and c.dtype == "uint8" and c.weight_zp == 0,
      ("uint8 depthwise weights with zero point 0: w - zw reaches 255, one more than the two int8 bytes of the "
       "RK3576 depthwise weight pair add up to (no B term on the depthwise path)")),

@@ -317,6 +317,7 @@ struct post {
     int64_t tround;  /* CLIP_TRUNCATE rounding */
     int64_t pre;     /* OUT_CVT rounding, plus OUT_CVT_OFFSET << shift when that fits (shift <= 31: exact) */
     int64_t post;    /* OUT_CVT_OFFSET when not folded into pre */
+    int64_t lo, hi;  /* the DPU clamp after the multiplier (INT32_MIN, INT32_MAX when off) */
     int64_t scale;
     const int32_t *bias;
     const int16_t *mul;
@@ -327,6 +328,8 @@ static struct post post_of(const struct rkt_conv_task *t)
     struct post p = {.trunc = t->clip_truncate, .shift = t->out_shift, .scale = t->out_scale, .bias = t->bias,
                      .mul = t->bs_mul, .mul_shift_pos = t->bs_shift_pos, .mul_shift_neg = t->bs_shift_neg};
     p.tround = p.trunc ? (int64_t)1 << (p.trunc - 1) : 0;
+    p.lo = t->clamp ? t->clamp_lo : INT32_MIN;
+    p.hi = t->clamp ? t->clamp_hi : INT32_MAX;
     p.pre = p.shift ? (int64_t)1 << (p.shift - 1) : 0;
     if (p.shift <= 31)
         p.pre += (int64_t)t->out_offset * ((int64_t)1 << p.shift);
@@ -338,7 +341,7 @@ static struct post post_of(const struct rkt_conv_task *t)
 static inline int8_t requantize(const struct post p, int64_t core, int k)
 {
     return rkt_requantize(p.trunc, p.tround, p.bias[k], p.mul != NULL, p.mul ? p.mul[k] : 0, p.mul_shift_pos,
-                          p.mul_shift_neg, p.scale, p.pre, p.shift, p.post, core);
+                          p.mul_shift_neg, p.lo, p.hi, p.scale, p.pre, p.shift, p.post, core);
 }
 
 /* CORE accumulator (MAC sum + OW term) -> requantize, for one output row: orow[ox][k] for k < oc_real, 0 up
@@ -625,7 +628,8 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
     const struct rkt_requant q = {.n = t->oc_real, .corr = f->corr, .corr32 = fits32 ? corr32 : NULL, .ow = ow, .bias = bias,
                                   .mul = t->bs_mul ? mul : NULL, .trunc = p.trunc, .shift = p.shift,
                                   .mul_shift_pos = p.mul_shift_pos, .mul_shift_neg = p.mul_shift_neg,
-                                  .tround = p.tround, .pre = p.pre, .post = p.post, .scale = p.scale};
+                                  .tround = p.tround, .pre = p.pre, .post = p.post, .scale = p.scale,
+                                  .lo = p.lo, .hi = p.hi};
     const size_t blk = (size_t)taps * ic * RKT_DOT_KB;
     int32_t *sums = f->acc + (size_t)opad * kpad;
     for (int oy = 0; oy < t->out_h; oy++) {
@@ -655,7 +659,9 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
         for (int sf = 0; sf < nsurf; sf++)
             f->dst[sf] = t->out + (size_t)(sf / spg) * t->out_group_pitch + (size_t)(sf % spg) * t->out_surf_pitch +
                          (size_t)oy * t->out_w * 16;
-        c->ops->requant(&q, f->acc, (size_t)kpad, need_sums ? sums : NULL, t->out_w, nsurf, f->dst);
+        /* the vector requantizations leave out the clamp stage: a clamped task takes the portable one */
+        (t->clamp ? &rkt_dot_c : c->ops)->requant(&q, f->acc, (size_t)kpad, need_sums ? sums : NULL, t->out_w, nsurf,
+                                                  f->dst);
     }
     return 0;
 }

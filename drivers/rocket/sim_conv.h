@@ -8,7 +8,7 @@
  * Numeric convention: features and weights are the stored int8 bytes; the CORE accumulates
  * sum(x * w) in int32 plus the OW term (a factor x the window sum of the stored inputs), CLIP_TRUNCATE
  * pre-shifts it, the DPU BS stage adds the bias, optionally multiplies by a per-channel factor and
- * shifts (RK3576), OUT_CVT requantizes to int8. Sources: docs/hardware/rocket-sim.md (RK3588) and
+ * shifts (RK3576; RK3588 per-channel BS MUL), optionally clamps (ReLU), OUT_CVT requantizes to int8. Sources: docs/hardware/rocket-sim.md (RK3588) and
  * docs/hardware/rocket-rk3576-sim.md.
  */
 #ifndef TEFLON_SIM_CONV_H
@@ -60,6 +60,8 @@ struct rkt_conv_task {
     const int16_t *bs_mul;    /* per-channel multiplier after the bias (RK3576 coefficient C), or NULL */
     int bs_shift_pos;         /* right shift of the multiplied value, bias-added value >= 0 / < 0 */
     int bs_shift_neg;
+    int clamp;                /* DPU clamp after the multiplier (RK3588 BS ReLU / ReLUX): v = min(max(v, lo), hi) */
+    int32_t clamp_lo, clamp_hi;
     int32_t out_offset;
     uint32_t out_scale;
     int out_shift;

@@ -25,7 +25,7 @@
 /* The DPU stages after the accumulators of one task, per output channel k < n (arrays hold `n` rounded up
  * to 16 entries, zero beyond n):
  * core = acc + corr[k] + ow[k] * S (S: window sum of x + 128 of the pixel, 0 for depthwise),
- * CLIP_TRUNCATE -> + bias -> (RK3576 multiplier and shift) -> OUT_CVT -> int8. */
+ * CLIP_TRUNCATE -> + bias -> (BS multiplier and shift) -> clamp [lo, hi] -> OUT_CVT -> int8. */
 struct rkt_requant {
     int n;
     const int64_t *corr;
@@ -36,6 +36,7 @@ struct rkt_requant {
     const int32_t *mul;      /* NULL: no BS multiplier (RK3588) */
     int trunc, shift, mul_shift_pos, mul_shift_neg;
     int64_t tround, pre, post, scale;
+    int64_t lo, hi;          /* the clamp after the multiplier (INT32_MIN, INT32_MAX: none) */
 };
 
 static inline int64_t rkt_min64(int64_t a, int64_t b)
@@ -60,8 +61,8 @@ static inline int64_t rkt_sat32(int64_t v)
  * the multiplication are [INFERRED] (docs/hardware/rocket-rk3576-sim.md). |v * scale| < 2^47, so every shift up
  * to 63 stays in int64. */
 static inline int8_t rkt_requantize(int trunc, int64_t tround, int32_t bias, int has_mul, int64_t mul,
-                                    int mul_shift_pos, int mul_shift_neg, int64_t scale, int64_t pre, int shift,
-                                    int64_t post, int64_t core)
+                                    int mul_shift_pos, int mul_shift_neg, int64_t lo, int64_t hi, int64_t scale,
+                                    int64_t pre, int shift, int64_t post, int64_t core)
 {
     int64_t v = rkt_sat32(((core + tround) >> trunc) + bias);
     if (has_mul) {
@@ -69,6 +70,7 @@ static inline int8_t rkt_requantize(int trunc, int64_t tround, int32_t bias, int
         const int64_t m = v * mul;
         v = rkt_sat32(s ? (m + ((int64_t)1 << (s - 1))) >> s : m);
     }
+    v = rkt_max64(rkt_min64(v, hi), lo); /* the DPU clamp (ReLU / ReLUX); a no-op at INT32_MIN, INT32_MAX */
     return (int8_t)rkt_max64(rkt_min64(((v * scale + pre) >> shift) + post, 127), -128);
 }
 

@@ -77,11 +77,6 @@ static void want_vendor_constants(rkt_npu *n, int depthwise)
         {RK3576_DPU_CLAMP0_MAX, 0x7FFFFFFF},
         {RK3576_DPU_CLAMP1_MIN, 0x80000000},
         {RK3576_DPU_CLAMP1_MAX, 0x7FFFFFFF},
-        {RK3576_DPU_UNDOC_4060, 0x903}, /* 0x902 comes with a fused clip: not simulated */
-        {RK3576_DPU_CLAMP2_MIN, 0x80000000},
-        {RK3576_DPU_CLAMP2_MAX, 0x7FFFFFFF},
-        {RK3576_DPU_CLAMP3_MIN, 0x80000000},
-        {RK3576_DPU_CLAMP3_MAX, 0x7FFFFFFF},
         {RK3576_DPU_UNDOC_407C, 0x010041C1},
         {RK3576_DPU_UNDOC_4080, 0},
         {RK3576_DPU_UNDOC_4084, 1},
@@ -392,6 +387,29 @@ static void weight_geometry(rkt_npu *n, struct rk3576_task *st)
 }
 
 /* DPU: bias / coefficient stage, requantization, output. */
+/* The fused ReLU / Clip [INFERRED from the vendor's programs, docs/hardware/rocket-rk3576-sim.md]: 0x4060 0x903
+ * with CLAMP2/3 at (INT32_MIN, INT32_MAX) is no clamp; 0x902 clamps the value before OUT_CVT to CLAMP2's
+ * [0, MAX], with CLAMP3 equal to CLAMP2 (the vendor always writes both pairs alike and the minimum 0; which stage
+ * each pair bounds is not known, so only that form is accepted). */
+static void dpu_clamp(rkt_npu *n, struct rkt_conv_task *t)
+{
+    const uint32_t mode = rkt_rd(n, RK3576_DPU_UNDOC_4060);
+    const uint32_t lo = rkt_rd(n, RK3576_DPU_CLAMP2_MIN), hi = rkt_rd(n, RK3576_DPU_CLAMP2_MAX);
+    rkt_check(n, mode == 0x903 || mode == 0x902, RK3576_DPU_UNDOC_4060, mode, "only 0x903 (no clamp) or 0x902 (CLAMP2/3)");
+    rkt_want(n, RK3576_DPU_CLAMP3_MIN, lo, "CLAMP3 must equal CLAMP2 (the vendor's form)");
+    rkt_want(n, RK3576_DPU_CLAMP3_MAX, hi, "CLAMP3 must equal CLAMP2 (the vendor's form)");
+    t->clamp = mode == 0x902;
+    if (t->clamp) {
+        rkt_check(n, lo == 0 && (int32_t)hi >= 0, RK3576_DPU_CLAMP2_MIN, lo,
+                  "0x4060 0x902: only the vendor's ReLU form, minimum 0 and a maximum >= 0 (now 0x%08x)", hi);
+        t->clamp_lo = (int32_t)lo;
+        t->clamp_hi = (int32_t)hi;
+    } else {
+        rkt_check(n, lo == 0x80000000u && hi == 0x7FFFFFFFu, RK3576_DPU_CLAMP2_MIN, lo,
+                  "0x4060 0x903 (no clamp): CLAMP2/3 only (INT32_MIN, INT32_MAX)");
+    }
+}
+
 static void dpu(rkt_npu *n, struct rk3576_task *st)
 {
     struct rkt_conv_task *t = &st->t;
@@ -413,6 +431,7 @@ static void dpu(rkt_npu *n, struct rk3576_task *st)
         rkt_check(n, ow_cfg == (0x80011011u | phase), RK3576_DPU_BS_OW_CFG, ow_cfg,
                   "direct: only 0x8001x011 with GROUP_PHASE = (surfaces - 1) mod 2 (0x%08x)", 0x80011011u | phase);
     }
+    dpu_clamp(n, t);
     t->out_offset = (int32_t)rkt_rd(n, RK3576_DPU_OUT_CVT_OFFSET);
     const uint32_t osc = rkt_rd(n, RK3576_DPU_OUT_CVT_SCALE);
     rkt_check(n, F(osc, DPU_OUT_CVT_SCALE, FP32TOFP16_EN) == 0, RK3576_DPU_OUT_CVT_SCALE, osc, "no fp16 output");

@@ -41,6 +41,7 @@ struct rk3588_task {
     uint32_t ws0, cb0;           /* weight bytes, CBUF banks */
     int data_bank, weight_bank, weight_reuse;
     uint32_t in_iova, w_iova, out_iova, bias_iova;
+    int bs_mul, bs_ow_stream;    /* BS MUL operand and OW operand from the BS stream (per-channel record) */
     uint64_t in_len, out_len;    /* device bytes the input and output span */
 };
 
@@ -252,17 +253,58 @@ static void dpu_cube(rkt_npu *n, struct rk3588_task *st)
     rkt_check(n, st->cd1 == (uint32_t)t->oc - 1, RK3588_CORE_DATAOUT_SIZE_1, st->cd1, "DATAOUT_CHANNEL must be DPU CHANNEL (%d)", t->oc - 1);
 }
 
-/* DPU: the BS (bias), BN, EW and OUT_CVT stages and the unused LUT. */
-static void dpu_stages(rkt_npu *n, struct rk3588_task *st)
+/* DPU BS (NVDLA SDP X1 order: ALU, MUL, ReLU; docs/hardware/rocket-sim.md "DPU BS stage"): the ALU adds the
+ * bias from the BS stream; the MUL is bypassed (Mesa) or multiplies by a per-channel operand from the stream and
+ * shifts right by BS_MUL_SHIFT_VALUE, rounding; the OW operand comes from BS_OW_OP or from the stream; the ReLU
+ * is bypassed, max(v, 0), or with RELUX_EN min(max(v, 0), BS_RELUX_CMP_VALUE). */
+static void dpu_bs(rkt_npu *n, struct rk3588_task *st)
 {
     struct rkt_conv_task *t = &st->t;
     struct rkt_conv_geom *g = &st->t.g;
-    rkt_want(n, RK3588_DPU_BS_CFG, 0x00020150, "BS: ALU add with the bias table from memory, MUL and ReLU bypassed");
+    const uint32_t cfg = rkt_rd(n, RK3588_DPU_BS_CFG);
+    const uint32_t mul_bypass = FLD(cfg, DPU_BS_CFG, BS_MUL_BYPASS), relu_bypass = FLD(cfg, DPU_BS_CFG, BS_RELU_BYPASS);
+    const uint32_t relux = FLD(cfg, DPU_BS_CFG, BS_RELUX_EN);
+    const uint32_t fixed = cfg & ~(RK3588_DPU_BS_CFG__BS_MUL_BYPASS__MASK << RK3588_DPU_BS_CFG__BS_MUL_BYPASS__SHIFT |
+                                   RK3588_DPU_BS_CFG__BS_RELU_BYPASS__MASK << RK3588_DPU_BS_CFG__BS_RELU_BYPASS__SHIFT |
+                                   RK3588_DPU_BS_CFG__BS_RELUX_EN__MASK << RK3588_DPU_BS_CFG__BS_RELUX_EN__SHIFT);
+    rkt_check(n, fixed == 0x00020100 && !(relu_bypass && relux), RK3588_DPU_BS_CFG, cfg,
+          "BS: only ALU add (ALGO 2) with the operand from memory, BS/ALU not bypassed, no PReLU; MUL bypassed or on; "
+          "ReLU bypassed, on, or on with RELUX_EN");
     rkt_want(n, RK3588_DPU_BS_ALU_CFG, 0, "ALU operand comes from memory");
-    rkt_want(n, RK3588_DPU_BS_MUL_CFG, 0, "BS MUL bypassed");
-    rkt_want(n, RK3588_DPU_BS_RELUX_CMP_VALUE, 0, "BS ReLU bypassed");
-    rkt_want(n, RK3588_DPU_BS_OW_CFG, g->depthwise ? 0x36C : 0x124, "OW window from the conv mode, operand from BS_OW_OP");
-    t->ow_op = RKT_SXT(FLD(rkt_rd(n, RK3588_DPU_BS_OW_OP), DPU_BS_OW_OP, OW_OP), 16);
+    const uint32_t mc = rkt_rd(n, RK3588_DPU_BS_MUL_CFG);
+    st->bs_mul = !mul_bypass;
+    if (mul_bypass) {
+        rkt_check(n, mc == 0, RK3588_DPU_BS_MUL_CFG, mc, "BS MUL bypassed: only 0");
+    } else {
+        const uint32_t sh = FLD(mc, DPU_BS_MUL_CFG, BS_MUL_SHIFT_VALUE);
+        rkt_check(n, mc == (1u | sh << RK3588_DPU_BS_MUL_CFG__BS_MUL_SHIFT_VALUE__SHIFT) && sh <= 48, RK3588_DPU_BS_MUL_CFG, mc,
+              "BS MUL on: only the operand from memory (BS_MUL_SRC 1) with BS_MUL_SHIFT_VALUE <= 48 from the register "
+              "(BS_TRUNCATE_SRC 0, BS_MUL_OPERAND 0)");
+        t->bs_shift_pos = t->bs_shift_neg = (int)sh;
+    }
+    const uint32_t cmp = rkt_rd(n, RK3588_DPU_BS_RELUX_CMP_VALUE);
+    t->clamp = !relu_bypass;
+    t->clamp_lo = 0;
+    t->clamp_hi = INT32_MAX;
+    if (relux) {
+        rkt_check(n, cmp <= INT32_MAX, RK3588_DPU_BS_RELUX_CMP_VALUE, cmp, "ReLUX bound must be >= 0 (int32)");
+        t->clamp_hi = (int32_t)cmp;
+    } else {
+        rkt_check(n, cmp == 0, RK3588_DPU_BS_RELUX_CMP_VALUE, cmp, "without RELUX_EN only 0");
+    }
+    const uint32_t owc = rkt_rd(n, RK3588_DPU_BS_OW_CFG);
+    st->bs_ow_stream = (int)FLD(owc, DPU_BS_OW_CFG, OW_SRC);
+    rkt_check(n, (owc & ~1u) == (g->depthwise ? 0x36Cu : 0x124u), RK3588_DPU_BS_OW_CFG, owc,
+          "OW window from the conv mode (SIZE_E 3 depthwise, 1 direct), OD/TP/RGP 0; OW_SRC register or memory");
+    const uint32_t owop = rkt_rd(n, RK3588_DPU_BS_OW_OP);
+    rkt_check(n, !st->bs_ow_stream || owop == 0, RK3588_DPU_BS_OW_OP, owop, "OW operand from memory: only 0");
+    t->ow_op = RKT_SXT(FLD(owop, DPU_BS_OW_OP, OW_OP), 16);
+}
+
+/* DPU: the BN, EW and OUT_CVT stages and the unused LUT (BS: dpu_bs). */
+static void dpu_stages(rkt_npu *n, struct rk3588_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
     rkt_want(n, RK3588_DPU_WDMA_SIZE_0, (uint32_t)t->oc - 1, "CHANNEL_WDMA must be DPU CHANNEL");
     rkt_want(n, RK3588_DPU_WDMA_SIZE_1, (uint32_t)(t->out_h - 1) << 16 | (uint32_t)(t->out_w - 1), "WDMA height/width must match the cube");
     rkt_want(n, RK3588_DPU_BN_CFG, 0x53, "BN stage bypassed");
@@ -299,7 +341,13 @@ static void dpu_rdma(rkt_npu *n, struct rk3588_task *st)
     rkt_want(n, RK3588_DPU_RDMA_DATA_CUBE_HEIGHT, (uint32_t)t->out_h - 1, "must match the DPU cube height (EW_LINE_NOTCH_ADDR 0)");
     rkt_want(n, RK3588_DPU_RDMA_DATA_CUBE_CHANNEL, (uint32_t)t->oc - 1, "must match the DPU CHANNEL");
     rkt_want(n, RK3588_DPU_RDMA_SRC_BASE_ADDR, 0, "MRDMA disabled");
-    rkt_want(n, RK3588_DPU_RDMA_BRDMA_CFG, 0x2, "bias stream used (BRDMA_DATA_USE 1)");
+    /* BRDMA_DATA_USE: a bitmap of the operands in the BS stream [INFERRED]: 1 ALU (4-byte records), 7 ALU, MUL
+     * and OW (8-byte records int32 ALU, int16 OW, int16 MUL) */
+    const uint32_t use = st->bs_mul && st->bs_ow_stream ? 7 : !st->bs_mul && !st->bs_ow_stream ? 1 : 0;
+    const uint32_t brdma = rkt_rd(n, RK3588_DPU_RDMA_BRDMA_CFG);
+    rkt_check(n, use && brdma == use << RK3588_DPU_RDMA_BRDMA_CFG__BRDMA_DATA_USE__SHIFT, RK3588_DPU_RDMA_BRDMA_CFG, brdma,
+          "BS stream: BRDMA_DATA_USE 1 (bias only: BS MUL bypassed, OW from BS_OW_OP) or 7 (bias, OW and MUL: BS MUL "
+          "on and OW_SRC 1)");
     st->bias_iova = rkt_rd(n, RK3588_DPU_RDMA_BS_BASE_ADDR);
     rkt_want(n, RK3588_DPU_RDMA_NRDMA_CFG, 0, "BN stream unused");
     rkt_want(n, RK3588_DPU_RDMA_BN_BASE_ADDR, 0, "BN stream unused");
@@ -432,7 +480,8 @@ static int map_memory(rkt_npu *n, struct rk3588_task *st)
 {
     struct rkt_conv_task *t = &st->t;
     t->in = rkt_mem(n, RKT_DMA_EXTENT, "input (CNA_FEATURE_DATA_ADDR)", st->in_iova, st->in_len);
-    const uint8_t *bias = rkt_mem(n, RKT_DMA_BIAS, "bias table (DPU_RDMA_BS_BASE_ADDR)", st->bias_iova, 4 * (uint64_t)t->oc_real);
+    const size_t rec = st->bs_mul ? 8 : 4; /* BS stream record per output channel */
+    const uint8_t *bias = rkt_mem(n, RKT_DMA_BIAS, "bias table (DPU_RDMA_BS_BASE_ADDR)", st->bias_iova, rec * (uint64_t)t->oc_real);
     t->out = rkt_mem(n, RKT_DMA_EXTENT, "output (DPU_DST_BASE_ADDR)", st->out_iova, st->out_len);
     if (n->bad)
         return -EINVAL;
@@ -441,10 +490,16 @@ static int map_memory(rkt_npu *n, struct rk3588_task *st)
     if (rkt_tables_reserve(n, (size_t)t->oc_real))
         return -ENOMEM;
     for (int k = 0; k < t->oc_real; k++) {
-        const uint8_t *b = bias + 4 * (size_t)k;
+        const uint8_t *b = bias + rec * (size_t)k;
         n->bias[k] = (int32_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
+        if (rec == 8) {
+            n->ow[k] = (int16_t)(b[4] | b[5] << 8);
+            n->mul[k] = (int16_t)(b[6] | b[7] << 8);
+        }
     }
     t->bias = n->bias;
+    t->ow = rec == 8 ? n->ow : NULL;
+    t->bs_mul = rec == 8 ? n->mul : NULL;
     return 0;
 }
 
@@ -571,6 +626,7 @@ static int rk3588_execute(rkt_npu *n)
     cna_fetch(n, &st);
     core(n, &st);
     dpu_cube(n, &st);
+    dpu_bs(n, &st);
     dpu_stages(n, &st);
     dpu_rdma(n, &st);
     if (n->bad)

@@ -37,7 +37,7 @@ class Target:
 
 
 TARGETS: tuple[Target, ...] = (
-    Target("rk3588", "rocket", "rk3588", 1, ("rockchip,rk3588-rknn-core",), cores=3,
+    Target("rk3588", "rocket", "rk3588", 1, ("rockchip,rk3588-rknn-core",), cores=3, per_channel=True,
            source="Linux accel/rocket DT binding rockchip,rk3588-rknn-core.yaml; docs/hardware/rocket.md"),
     Target("rk3576", "rocket", "rk3576", 2, ("rockchip,rk3576-rknn-core",), cores=2, per_channel=True,
            source="RK3576 rocket enablement series (rocket.md §6.3); docs/hardware/rocket-rk3576.md"),

@@ -23,7 +23,7 @@ def conv_graph(case: ConvCase) -> Graph:
         3: Tensor(3, case.dtype, case.output_shape, q(p.output_quant)),
     }
     opts: dict[str, object] = {"padding": case.padding.upper(), "stride_h": case.stride, "stride_w": case.stride,
-                               "dilation_h": 1, "dilation_w": 1, "activation": "NONE"}
+                               "dilation_h": 1, "dilation_w": 1, "activation": case.activation.upper()}
     if dw:
         opts["depth_multiplier"] = 1
     return Graph(tensors, [Operation(0, "DEPTHWISE_CONV_2D" if dw else "CONV_2D", [0, 1, 2], [3], opts)])

@@ -4,7 +4,7 @@
 The simulator picks its datapath when the device opens: the fast one by default, the reference one with
 TEFLON_SIM_REFERENCE=1, and TEFLON_SIM_KERNELS=c|avx2|avx512 forces the fast path's kernels. Every case runs
 on the simulated rk3588 and rk3576 with each datapath and must give identical output bytes: the default
-convolution sweep (tests/opcases.py) with the best kernels the CPU runs, a named subset with every kernel set
+convolution and per-channel sweeps (tests/opcases.py) with the best kernels the CPU runs, a named subset with every kernel set
 the CPU runs, and the shared models (skipped when ../shared is absent); the slow sweep is marked `slow`.
 Ids: `rk3588-conv2d-in112x112x32-oc64-k3-s2-same-u8-best`.
 """
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from conftest import device_cases, shared_path
-from opcases import DEFAULT_CONV, SLOW_CONV
+from opcases import DEFAULT_CONV, DEFAULT_PER_CHANNEL, SLOW_CONV
 from teflon.modelgen import ConvCase, random_inputs
 from teflon.reference import run_delegate
 
@@ -43,7 +43,7 @@ KERNELS = ["c"] + [name for name, need in (("avx2", {"avx2"}),
                                                        "avx512_vnni"}))
                    if need <= _FLAGS]
 # every 19th case of the sweep: direct and depthwise, kernels 1/3/5, strides, padding, channel tails
-SUBSET = DEFAULT_CONV[::19]
+SUBSET = DEFAULT_CONV[::19] + DEFAULT_PER_CHANNEL[::3]  # per-channel: the BS multiplier in every kernel set
 
 
 def _outputs(model: bytes, device: str, monkeypatch: pytest.MonkeyPatch, reference: bool, kernels: str) -> list:
@@ -67,7 +67,7 @@ def _check_same(model: bytes, device: str, monkeypatch: pytest.MonkeyPatch, kern
                                             f"elements differ from the reference datapath, first at {diff[:4].tolist()}")
 
 
-@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_CONV))
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_CONV + DEFAULT_PER_CHANNEL))
 def test_sweep_best(device: str, case: ConvCase, monkeypatch: pytest.MonkeyPatch) -> None:
     _check_same(case.build(), device, monkeypatch, "best", case.name)
 

@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from teflon.modelgen import PoolCase
+from teflon.modelgen import ConvCase, PoolCase
 from teflon.native import Device, NativeError, Runner
 from teflon.program import Program
 from teflon.rocket import target
 
-from .sim_golden import GOLDEN, golden_program, load, random_input, task_words
+from .sim_golden import GOLDEN, VALUE_MASK, golden_program, load, random_input, task_words
 
 pytestmark = pytest.mark.usefixtures("delegate_library")
 
@@ -377,3 +377,111 @@ def golden_free_program(prog: Program, index: int, word: int) -> Program:
     struct.pack_into("<Q", data, 8 * index, word)
     buf.data = bytes(data)
     return p
+
+
+# ---- the DPU BS stage beyond Mesa's words: per-channel operands from the BS stream and the ReLU / ReLUX clamp ----
+# (programs compiled by the teflon encoder: no Mesa stream uses these registers)
+
+BS_REGISTERS = ("DPU_BS_CFG", "DPU_BS_ALU_CFG", "DPU_BS_MUL_CFG", "DPU_BS_RELUX_CMP_VALUE", "DPU_BS_OW_CFG",
+                "DPU_BS_OW_OP", "DPU_RDMA_BRDMA_CFG")
+RK3576_CLAMP_REGISTERS = ("DPU_UNDOC_4060", "DPU_CLAMP2_MIN", "DPU_CLAMP2_MAX", "DPU_CLAMP3_MIN", "DPU_CLAMP3_MAX")
+_PC_RELU6 = ConvCase("conv2d", 14, 14, 16, 32, 3, 1, "same", "relu6", dtype="int8", per_channel=True, output_zp=-20,
+                     output_scale=0.06)
+_PC_DW_RELU = ConvCase("dwconv", 28, 28, 32, None, 3, 1, "same", "relu", dtype="int8", per_channel=True, output_zp=10)
+_U8_RELU6 = ConvCase("conv2d", 14, 14, 16, 32, 3, 1, "same", "relu6", dtype="uint8", output_zp=30, output_scale=0.06)
+_I8_DW_RELU = ConvCase("dwconv", 28, 28, 32, None, 3, 1, "same", "relu", dtype="int8", output_zp=10)
+BS_CASES = [  # (device, case, registers mutated)
+    ("rk3588", _PC_RELU6, BS_REGISTERS),  # per-channel direct, ReLUX
+    ("rk3588", _PC_DW_RELU, BS_REGISTERS),  # per-channel depthwise, ReLU
+    ("rk3588", _U8_RELU6, BS_REGISTERS),  # per-tensor, ReLUX
+    ("rk3576", _U8_RELU6, RK3576_CLAMP_REGISTERS),  # CLAMP2/3 (0, X)
+    ("rk3576", _I8_DW_RELU, RK3576_CLAMP_REGISTERS),  # CLAMP2/3 (0, INT32_MAX)
+]
+BOUND_FIELDS = ("BS_RELUX_CMP_DAT", "CLAMP2_MAX")
+
+
+def _bs_dont_care(field: str, word: int, info: dict[str, Any]) -> str | None:
+    """Why a mutant may leave the output unchanged: an upper clamp bound raised within the OUT_CVT step it clamps
+    to (requant.clamp_bound: every bound X' with R(X') == R(X) gives the same bytes)."""
+    clamp = info.get("clamp")
+    if field not in BOUND_FIELDS or not clamp or clamp[1] is None:
+        return None
+    scale, shift = info["out_cvt"]
+    x, x2 = int(clamp[1]), (word >> 16) & 0xFFFFFFFF
+
+    def r(u: int) -> int:
+        return (u * scale + ((1 << shift) >> 1)) >> shift
+
+    return "bound moved inside its OUT_CVT step" if x2 < 1 << 31 and r(x2) == r(x) else None
+
+
+@pytest.mark.parametrize(("device", "case", "registers"), BS_CASES, ids=lambda v: v.name if isinstance(v, ConvCase)
+                         else v if isinstance(v, str) else None)
+def test_bs_stage_fields_are_read(device: str, case: ConvCase, registers: tuple[str, ...]) -> None:
+    """Every field of the DPU stages the encoder programs beyond Mesa's words (RK3588 BS per-channel operands and
+    ReLU/ReLUX, RK3576 CLAMP2/3) changes the output or is refused; so does every operand of the BS stream."""
+    from teflon import compiler
+    from teflon.modelgen import random_inputs
+
+    from .graphs import conv_graph
+
+    g = conv_graph(case)
+    assert compiler.supported(g, device)[0][0]
+    prog = compiler.compile(g, [0], [0], [3], device)
+    info = prog.operations[0].info
+    x = random_inputs(case.build(), seed=1)[0]
+    rm = target(device).regmap
+    task = prog.operations[0].tasks[0]
+    regcmd = prog.buffer(task.buffer).data or b""
+    words = struct.unpack_from(f"<{task.nbytes // 8}Q", regcmd, task.offset)
+    with Device(device, sim=True) as dev:
+        base = Runner(dev, prog).run({0: x})[3]
+
+        def run(name: str, data: bytes) -> str:
+            p2 = compiler.compile(g, [0], [0], [3], device)
+            p2.buffer(name).data = data
+            try:
+                out = Runner(dev, p2).run({0: x})[3]
+            except NativeError:
+                return "error"
+            return "unchanged" if np.array_equal(out, base) else "changed"
+
+        unread, counts = [], {"changed": 0, "error": 0, "unchanged": 0}
+        for i, w in enumerate(words):
+            _unit, name, _ = rm.decode(w)
+            if name not in registers:
+                continue
+            for f in rm.register(name).fields:
+                for bit in sorted({f.lo, f.hi}):
+                    word = w ^ (1 << (16 + bit))
+                    data = bytearray(regcmd)
+                    struct.pack_into("<Q", data, task.offset + 8 * i, word)
+                    r = run(task.buffer, bytes(data))
+                    counts[r] += 1
+                    if r == "unchanged" and not _bs_dont_care(f.name, word, info):
+                        unread.append(f"{name}.{f.name} bit {bit} -> 0x{word:016x}")
+        if device == "rk3576":
+            # CLAMP3 must repeat CLAMP2, so a bound is moved in both pairs at once: to half the upper bound
+            hi = info["clamp"][1] or 1 << 16
+            data = bytearray(regcmd)
+            for i, w in enumerate(words):
+                if rm.decode(w)[1] in ("DPU_CLAMP2_MAX", "DPU_CLAMP3_MAX"):
+                    struct.pack_into("<Q", data, task.offset + 8 * i, (w & ~VALUE_MASK) | (hi // 2) << 16)
+            r = run(task.buffer, bytes(data))
+            counts[r] += 1
+            if r != "changed":
+                unread.append(f"CLAMP2/3_MAX both {hi // 2}: {r}")
+        if device == "rk3588":
+            # the BS stream: per-tensor int32 bias; per-channel 8-byte records (int32 A, int16 OW, int16 MUL)
+            bias = prog.buffer("op0.bias").data or b""
+            rec = 8 if info["per_channel"] else 4
+            for ch in (0, case.channels_out - 1):
+                for pos in ((0, 2, 4, 6) if rec == 8 else (0, 2)):
+                    data = bytearray(bias)
+                    data[rec * ch + pos + 1] ^= 0x01  # bit 8 of each operand: large enough to move an output
+                    r = run("op0.bias", bytes(data))
+                    counts[r] += 1
+                    if r == "unchanged":
+                        unread.append(f"BS stream channel {ch} byte {pos + 1}")
+    print(f"{device} {case.name}: {counts}")
+    assert not unread, "mutations with no effect (field not read by the simulator?):\n  " + "\n  ".join(unread)

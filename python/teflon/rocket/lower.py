@@ -69,7 +69,11 @@ class RocketConv:
     weights_q: np.ndarray  # the TFLite integer weights (uint8 or int8, the model's), same shape (for w - zw sums)
     bias: np.ndarray  # int32, out_c entries (zeros when the model has no bias)
     activation: str = "NONE"  # the conv's own fused activation (already checked to be a no-op)
-    w_scales: np.ndarray | None = None  # per-output-channel weight scales (rk3576 only); None = per-tensor
+    w_scales: np.ndarray | None = None  # per-output-channel weight scales; None = per-tensor
+    # the fused RELU/RELU6's bounds (stored output domain) the output range does not already apply: the NPU's
+    # DPU clamp must (None: nothing to clamp on that side); only set when lowered with clamp=True
+    act_min: int | None = None
+    act_max: int | None = None
 
     @property
     def single_channel_input(self) -> bool:
@@ -98,7 +102,7 @@ def _quant(t: Tensor, what: str) -> tuple[np.float32, int]:
         raise LoweringError(f"{what} tensor {t.index} is not quantized")
     if not t.quant.per_tensor:
         n = len(t.quant.scales)
-        raise LoweringError(f"per-channel {what} quantization ({n} scales) not supported on rk3588")
+        raise LoweringError(f"per-channel {what} quantization ({n} scales) not supported")
     return np.float32(t.quant.scale), t.quant.zero_point
 
 
@@ -115,10 +119,12 @@ def _weight_quant(w: Tensor, per_channel: bool) -> tuple[np.float32, int, np.nda
     return np.float32(scales[0]), int(zps[0]), scales
 
 
-def lower_conv(graph: Graph, op: Operation, per_channel: bool = False) -> RocketConv:
+def lower_conv(graph: Graph, op: Operation, per_channel: bool = False, clamp: bool = False) -> RocketConv:
     """Build a RocketConv from a CONV_2D / DEPTHWISE_CONV_2D node, or raise LoweringError(reason).
 
-    per_channel: accept per-output-channel weight scales (the RK3576 coefficient table scales channels)."""
+    per_channel: accept per-output-channel weight scales (the DPU BS multiplier scales channels, ..perchannel).
+    clamp: accept a fused RELU/RELU6 whose bounds fall inside the output range (the generation's DPU clamps; the
+    bounds go to act_min / act_max), else only one the output range already applies."""
     if op.kind not in CONV_KINDS:
         raise LoweringError(f"{op.kind} is not a convolution")
     if len(op.inputs) < 2 or len(op.outputs) != 1:
@@ -151,7 +157,7 @@ def lower_conv(graph: Graph, op: Operation, per_channel: bool = False) -> Rocket
     if w_scales is not None and (len(w_scales) != int(y.shape[3]) or w.quant.axis != (3 if dw else 0)):
         raise LoweringError(f"per-channel weight scales ({len(w_scales)}) do not follow the output channels")
     if b is not None and b.quant is not None and not b.quant.per_tensor and w_scales is None:
-        raise LoweringError(f"per-channel bias quantization ({len(b.quant.scales)} scales) not supported on rk3588")
+        raise LoweringError(f"per-channel bias quantization ({len(b.quant.scales)} scales) without per-channel weights")
 
     sh, sw_ = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
     if sh != sw_:
@@ -186,7 +192,7 @@ def lower_conv(graph: Graph, op: Operation, per_channel: bool = False) -> Rocket
         raise LoweringError(f"output shape {y.shape} inconsistent with input {x.shape} and kernel")
 
     act = o.get("activation", "NONE")
-    _check_activation(str(act), y.dtype, sy, zy)
+    bounds = _check_activation(str(act), y.dtype, sy, zy, clamp)
 
     off = stored_offset(x.dtype)
     wq = np.asarray(w.data).reshape(w.shape)  # the graph's array: read, never written
@@ -205,6 +211,7 @@ def lower_conv(graph: Graph, op: Operation, per_channel: bool = False) -> Rocket
         pad_top=pt, pad_bottom=pb, pad_left=pl, pad_right=pr, depthwise=is_dw,
         in_zp=zx - off, out_zp=zy - off, w_zp=zw - off, in_scale=sx, out_scale=sy, w_scale=sw,
         weights=weights, weights_q=wq, bias=bias, activation=str(act), w_scales=w_scales,
+        act_min=None if bounds[0] is None else bounds[0] - off, act_max=None if bounds[1] is None else bounds[1] - off,
     )
 
 
@@ -222,7 +229,7 @@ def _bias(b: Tensor | None, oc: int) -> np.ndarray:
     return bias
 
 
-def lower_fc(graph: Graph, op: Operation, per_channel: bool = False) -> RocketConv:
+def lower_fc(graph: Graph, op: Operation, per_channel: bool = False, clamp: bool = False) -> RocketConv:
     """A FULLY_CONNECTED of a vector (N values) as a 1x1 convolution over a 1x1xN feature map: the NC1HWC2 layout of
     a 1x1 map is the vector itself, channel-major in planes of 16, as the host writes any input."""
     if len(op.inputs) < 2 or len(op.outputs) != 1:
@@ -252,7 +259,7 @@ def lower_fc(graph: Graph, op: Operation, per_channel: bool = False) -> RocketCo
     if b is not None and b.quant is not None and not b.quant.per_tensor and w_scales is None:
         raise LoweringError(f"per-channel bias quantization ({len(b.quant.scales)} scales) not supported")
     act = str(op.options.get("activation", "NONE"))
-    _check_activation(act, y.dtype, sy, zy)
+    bounds = _check_activation(act, y.dtype, sy, zy, clamp)
     off = stored_offset(x.dtype)
     wq = np.asarray(w.data).reshape(oc, 1, 1, n)
     return RocketConv(
@@ -261,6 +268,7 @@ def lower_fc(graph: Graph, op: Operation, per_channel: bool = False) -> RocketCo
         pad_top=0, pad_bottom=0, pad_left=0, pad_right=0, depthwise=False,
         in_zp=zx - off, out_zp=zy - off, w_zp=zw - off, in_scale=sx, out_scale=sy, w_scale=sw,
         weights=_stored(wq, off), weights_q=wq, bias=_bias(b, oc), activation=act, w_scales=w_scales,
+        act_min=None if bounds[0] is None else bounds[0] - off, act_max=None if bounds[1] is None else bounds[1] - off,
     )
 
 
@@ -268,36 +276,42 @@ def lower_fc(graph: Graph, op: Operation, per_channel: bool = False) -> RocketCo
 CONV_LOWERINGS = {"CONV_2D": lower_conv, "DEPTHWISE_CONV_2D": lower_conv, "FULLY_CONNECTED": lower_fc}
 
 
-def lower_conv_like(graph: Graph, op: Operation, per_channel: bool = False) -> RocketConv:
+def lower_conv_like(graph: Graph, op: Operation, per_channel: bool = False, clamp: bool = False) -> RocketConv:
     """The RocketConv of a convolution or FULLY_CONNECTED node (LoweringError for any other kind)."""
     lower = CONV_LOWERINGS.get(op.kind)
     if lower is None:
         raise LoweringError(f"{op.kind} is not a convolution")
-    return lower(graph, op, per_channel)
+    return lower(graph, op, per_channel, clamp)
 
 
-def _check_activation(act: str, dtype: str, sy: np.float32, zy: int) -> None:
-    """Mesa never enables a DPU ReLU: a fused activation is only exact when the output range clamps it."""
+def _check_activation(act: str, dtype: str, sy: np.float32, zy: int, clamp: bool) -> tuple[int | None, int | None]:
+    """The fused activation's quantized bounds (TFLite's: zy and zy + round(6 / sy)) that fall inside the output
+    range, (None, None) when the range already clamps. Without `clamp` (no DPU clamp stage) such a bound is a
+    LoweringError."""
     if act == "NONE":
-        return
+        return None, None
     qmin, qmax = (0, 255) if dtype == "uint8" else (-128, 127)
-    if act in ("RELU", "RELU6"):
-        if zy > qmin:
-            raise LoweringError(
-                f"fused {act} with output zero point {zy} > {qmin} (the NPU path has no ReLU stage enabled)"
-            )
-        if act == "RELU6":
-            six = zy + int(np.floor(np.float32(6.0) / sy + np.float32(0.5)))
-            if six < qmax:
-                raise LoweringError(f"fused RELU6 clamps at {six} < {qmax} (the NPU path has no ReLU stage enabled)")
-        return
-    raise LoweringError(f"fused activation {act} not supported")
+    if act not in ("RELU", "RELU6"):
+        raise LoweringError(f"fused activation {act} not supported")
+    lo = zy if zy > qmin else None
+    hi = None
+    if act == "RELU6":
+        six = zy + int(np.floor(np.float32(6.0) / sy + np.float32(0.5)))
+        hi = six if six < qmax else None
+    if not clamp:
+        if lo is not None:
+            raise LoweringError(f"fused {act} with output zero point {zy} > {qmin} (the NPU path has no ReLU stage "
+                                "enabled)")
+        if hi is not None:
+            raise LoweringError(f"fused RELU6 clamps at {hi} < {qmax} (the NPU path has no ReLU stage enabled)")
+    return lo, hi
 
 
-def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False,
-                    unary: bool = False) -> list[RocketConv | RocketPool | list[RocketView]]:
+def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, unary: bool = False,
+                    clamp: bool = False) -> list[RocketConv | RocketPool | list[RocketView]]:
     """Lower the partition's nodes into rocket operations (convolutions, pools; a view node into its views,
-    views.py; with `unary`, a table op into a RocketUnary, unary_lower.py), in graph execution order."""
+    views.py; with `unary`, a table op into a RocketUnary, unary_lower.py; `clamp`: fused RELU/RELU6 through the
+    DPU clamp), in graph execution order."""
     from .pool import POOL_KINDS, lower_pool_ops
     from .unary_lower import is_unary_node, lower_unary
     from .views import VIEW_KINDS, lower_views
@@ -315,7 +329,7 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False,
             elif not any(n in nodes for n in (p.index for p in graph.operations if p.outputs[0] in op.inputs)):
                 raise LoweringError(f"SiLU MUL (node {n}) without its LOGISTIC in the partition")
         elif op.kind in CONV_LOWERINGS:
-            ops.append(lower_conv_like(graph, op, per_channel))
+            ops.append(lower_conv_like(graph, op, per_channel, clamp))
         elif op.kind in VIEW_KINDS:
             ops.append(lower_views(graph, op))
         elif op.kind in POOL_KINDS:

@@ -192,7 +192,7 @@ def lower_pool(graph: Graph, op: Operation, requantize: bool = False) -> RocketP
     if (sx != sy or zx != zy) and not (requantize and op.kind == "MEAN"):
         raise LoweringError(f"pool output quantization differs from its input (scale {sx:g} -> {sy:g}, zero point "
                             f"{zx} -> {zy}): the PPU has no output conversion")
-    _check_activation(act, y.dtype, sy, zy)
+    _check_activation(act, y.dtype, sy, zy, False)  # the PPU has no clamp stage
     for what, v in (("kernel height", kh), ("kernel width", kw)):
         _check_range(what, v, KERNEL_RANGE)
     oh, ow = int(y.shape[1]), int(y.shape[2])

@@ -70,3 +70,30 @@ def out_cvt(in_scale: np.float32, w_scale: np.float32, out_scale: np.float32, tr
     if not 0 <= shift < 1 << 12:
         raise ValueError(f"requant multiplier {float(m32)} out of range (shift {shift})")
     return scale, shift
+
+
+def clamp_bound(k: int, scale: int, shift: int) -> int | None:
+    """The DPU value X for a clamp min(u, X) before OUT_CVT that gives TFLite's clamp min(requant(u), k) after it:
+    the smallest u with R(u) = (u * scale + 2^(shift-1)) >> shift >= k, provided R(X) == k (R is monotone, so
+    then R(min(u, X)) == min(R(u), k) for every u). None when R steps over k (a multiplier above 1), where no
+    such X exists. The lower clamp max(u, 0) needs no helper: R(0) == 0, so R(max(u, 0)) == max(R(u), 0)."""
+    rnd = (1 << shift) >> 1
+    x = -((rnd - k * (1 << shift)) // scale)  # ceil((k * 2^shift - rnd) / scale)
+    return x if (x * scale + rnd) >> shift == k else None
+
+
+def activation_clamp(c_act_min: int | None, c_act_max: int | None, out_zp: int, scale: int,
+                     shift: int) -> tuple[int, int | None] | None:
+    """The DPU clamp (lower, upper or None) before OUT_CVT (scale / 2^shift, offset out_zp) that applies a fused
+    RELU/RELU6's output bounds (RocketConv.act_min / act_max, stored domain) exactly; None when neither is set.
+    The lower bound is always 0 (RELU/RELU6 clamp at the zero point). Raises ValueError when the upper bound
+    cannot be applied exactly (clamp_bound)."""
+    if c_act_min is None and c_act_max is None:
+        return None
+    if c_act_max is None:
+        return 0, None
+    x = clamp_bound(c_act_max - out_zp, scale, shift)
+    if x is None or not 0 < x < 1 << 31:
+        raise ValueError(f"fused RELU6 bound {c_act_max - out_zp} LSB above the zero point is not a clamp before "
+                         f"OUT_CVT ({scale} / 2^{shift} steps over it)")
+    return 0, x

@@ -12,18 +12,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from ...hw.regmap import RegMap, RegMapError
 from ...ir import Graph, memo
 from ...program import Buffer, OpRecord, Program
-from .. import assemble
+from .. import assemble, perchannel
 from ..assemble import RocketOp
 from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..lower import RocketConv
 from ..pool import RocketPool
 from ..ppu import pool_info, pool_stream
-from ..requant import bias_table, channel_sums
+from ..requant import activation_clamp
 from ..stream import EncodeError, Stream, regcmd_bytes
 from ..views import RocketView, resolve
 from . import coefs, weights
@@ -48,73 +46,14 @@ class EncodedLayer:
 @dataclass(frozen=True)
 class Coefficients:
     table: bytes  # coefficient table (A, B, C per channel)
-    multipliers: coefs.Multipliers
+    multipliers: perchannel.Multipliers
     shift: int  # the shift word's shift (both signs)
 
 
-def _abs_weight_sums(c: RocketConv, zp: int) -> np.ndarray:
-    """Per output channel: the sum of |stored weight - zp| over its taps and input channels (int64; depthwise
-    weights (1, KH, KW, C), direct OHWI). int16 holds every difference of two int8 values; with zp 0 the int8
-    absolute value read as uint8 is exact (|-128| wraps to -128, i.e. 128) and saves two passes."""
-    d = np.abs(c.weights).view(np.uint8) if zp == 0 else np.abs(c.weights.astype(np.int16) - np.int16(zp))
-    return channel_sums(d.reshape(-1, c.out_c), 0) if c.depthwise else channel_sums(d.reshape(c.out_c, -1), 1)
-
-
-def _taps(c: RocketConv) -> int:
-    """Weights per output channel (taps times input channels; depthwise: taps)."""
-    return c.kh * c.kw if c.depthwise else c.weights[0].size
-
-
-def _bounded_worst(c: RocketConv, a: np.ndarray) -> int:
-    """An upper bound of accumulator_bounds' worst from the weight count alone: every |w - zw| of a stored int8
-    weight is at most max(127 - zw, 128 + zw), every |w| at most 128. When it already fits int32, a per-tensor
-    layer needs neither sum of absolute weights (its shift is fixed)."""
-    taps = _taps(c)
-    reach = max(127 - c.w_zp, 128 + c.w_zp)
-    worst = 128 * reach * taps + int(np.abs(a).max(initial=0))
-    if not c.depthwise:
-        worst = max(worst, 128 * 128 * taps, 128 * abs(c.w_zp) * taps)
-    return worst
-
-
-def accumulator_bounds(c: RocketConv, a: np.ndarray, centered: np.ndarray) -> tuple[np.ndarray, int]:
-    """(per channel: the largest |acc + A + B * sum_x|, the largest of every partial sum the DPU adds) over any
-    int8 input; the MAC reads stored bytes in -128..127 (padding taps included). `centered`: the per-channel
-    sums of |w - zw| (_abs_weight_sums)."""
-    # acc + B * sum_x multiplies each input by w - zw (depthwise: the stored pair sums)
-    total = 128 * centered + np.abs(a)
-    worst = int(total.max(initial=0))
-    if not c.depthwise:  # the MAC sum and the B term separately
-        taps = _taps(c)
-        worst = max(worst, 128 * int(_abs_weight_sums(c, 0).max(initial=0)), 128 * abs(c.w_zp) * taps)
-    return total, worst
-
-
 def coefficients(c: RocketConv) -> Coefficients:
-    """The coefficient table, multipliers and shift of a convolution; raises EncodeError when per-channel scales
-    are too far apart for the 16-bit multiplier or a sum could leave the DPU's int32 data path."""
-    per_channel = c.w_scales is not None
-    scales = np.broadcast_to(c.w_scales if per_channel else np.array([c.w_scale], np.float32), (c.out_c,))
-    a_true = bias_table(c.bias, c.weights_q, c.w_zp_q, c.in_zp, c.depthwise, 0)
-    m = coefs.multipliers(scales, per_channel)
-    bias = np.asarray(c.bias, np.int64)
-    a = coefs.adjusted_bias(bias, a_true - bias, scales, m)
-    shift = coefs.SHIFT
-    if per_channel or _bounded_worst(c, a) >= 1 << coefs.INT32_BITS:
-        centered = _abs_weight_sums(c, c.w_zp)
-        v_max, worst = accumulator_bounds(c, a, centered)
-        if worst >= 1 << coefs.INT32_BITS:
-            raise EncodeError(f"accumulator, bias and zero-point terms can reach {worst}, beyond the DPU's int32")
-    if per_channel:
-        shift = coefs.bs_shift(int(v_max.max(initial=0)), m)
-        # the true data sum: stored inputs in -128..127 minus the stored zero point (padding taps add 0)
-        data = max(127 - c.in_zp, 128 + c.in_zp) * centered
-        err = coefs.multiplier_error(scales, m, float(c.in_scale), float(c.out_scale), data, bias, shift)
-        if err > coefs.MAX_ERROR_LSB:
-            raise EncodeError(f"per-channel weight scales too far apart for the 16-bit multiplier "
-                              f"(error up to {err:.2f} LSB)")
-    table = coefs.coefficient_table(a, -c.w_zp, m.c, c.depthwise)
-    return Coefficients(table, m, shift)
+    """The coefficient table, multipliers and shift of a convolution (raises EncodeError, perchannel)."""
+    s = perchannel.channel_scaling(c)
+    return Coefficients(coefs.coefficient_table(s.a, -c.w_zp, s.multipliers.c, c.depthwise), s.multipliers, s.shift)
 
 
 def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None) -> tuple[LayerParams, Coefficients]:
@@ -122,10 +61,16 @@ def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None) -> tu
     try:
         sp = split(geometry(c))
         co = memo(graph, (__name__, "coefficients", tuple(c.nodes)), lambda: coefficients(c))
-        scale, shift = coefs.out_cvt(float(c.in_scale), co.multipliers, float(c.out_scale), co.shift)
+        scale, shift = perchannel.out_cvt(float(c.in_scale), co.multipliers, float(c.out_scale), co.shift)
+        clamp = activation_clamp(c.act_min, c.act_max, c.out_zp, scale, shift)
     except (SplitError, ValueError) as e:
         raise EncodeError(str(e)) from e
-    return LayerParams(c, sp, in_plane, scale, shift, len(co.table), co.shift), co
+    if clamp is not None and c.w_scales is not None:
+        # the vendor's clamps are seen on per-tensor layers only (u = v there): whether CLAMP2/3 act before or
+        # after the per-channel multiplier is not known (docs/hardware/rocket-rk3576.md, "Activations")
+        raise EncodeError(f"fused {c.activation} inside the output range with per-channel weights (the DPU clamp's "
+                          "place relative to the per-channel multiplier is not known on rk3576)")
+    return LayerParams(c, sp, in_plane, scale, shift, len(co.table), co.shift, clamp), co
 
 
 def encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None = None) -> EncodedLayer:
@@ -234,6 +179,7 @@ def _op_info(enc: EncodedLayer) -> dict[str, object]:
         "per_channel": c.w_scales is not None,
         "out_cvt": [p.cvt_scale, p.cvt_shift],
         "shift_word": coefs.shift_word(p.bs_shift),
+        **({"clamp": list(p.clamp)} if p.clamp is not None else {}),
         "input_tensor": c.input_tensor,
         "output_tensor": c.output_tensor,
         "macs": c.macs,

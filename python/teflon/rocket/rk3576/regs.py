@@ -37,8 +37,10 @@ def _clamp(offset: int, name: str, *, open_range: bool = False) -> Register:
     # in the vendor chain program. Which pipeline stage each pair bounds is not known.
     default = INT32_MIN if name.endswith("MIN") else INT32_MAX
     f = Field(name, 0, 31) if open_range else _only(name, 0, 31, default)
-    return reg("DPU", name, offset, f, note="[INFERRED] int32 clamp bound; the encoder writes only the "
-               "no-op value (INT32_MIN / INT32_MAX)")
+    note = ("[INFERRED] int32 clamp bound of the value before OUT_CVT; the no-op value (INT32_MIN / INT32_MAX), or "
+            "with 0x4060 = 0x902 a fused RELU/RELU6's bound (CLAMP2 = CLAMP3)" if open_range else
+            "[INFERRED] int32 clamp bound; the encoder writes only the no-op value (INT32_MIN / INT32_MAX)")
+    return reg("DPU", name, offset, f, note=note)
 
 
 # The PC block is the RK3588 one except the task control word and the task status offset.

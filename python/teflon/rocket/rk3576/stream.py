@@ -49,6 +49,7 @@ class LayerParams:
     cvt_shift: int
     shift_offset: int  # byte offset of the shift word in the coefficient buffer
     bs_shift: int  # the shift word's shift (coefs_rk3576)
+    clamp: tuple[int, int | None] | None = None  # fused RELU/RELU6 bounds before OUT_CVT (CLAMP2/3), None: off
 
     @property
     def in_c16(self) -> int:
@@ -94,7 +95,12 @@ def _values(p: LayerParams, task: Task) -> dict[str, dict[str, int]]:
     groups_out = -(-ocs // FEATURE_ATOM)
     pp = {"POINTER_PP_EN": 1, "EXECUTER_PP_EN": 1, "POINTER_PP_MODE": 1}
     clamp = {f"DPU_CLAMP{i}_{m}": {f"CLAMP{i}_{m}": INT32_MIN if m == "MIN" else INT32_MAX}
-             for i in range(6) for m in ("MIN", "MAX")}  # no DPU clamp (see _check_activation in lower.py)
+             for i in range(6) for m in ("MIN", "MAX")}  # no DPU clamp
+    if p.clamp is not None:  # the vendor's fused ReLU / Clip: CLAMP2 = CLAMP3 = (lower, upper), 0x4060 = 0x902
+        lo, hi = p.clamp
+        for i in (2, 3):
+            clamp[f"DPU_CLAMP{i}_MIN"] = {f"CLAMP{i}_MIN": lo}
+            clamp[f"DPU_CLAMP{i}_MAX"] = {f"CLAMP{i}_MAX": INT32_MAX if hi is None else hi}
     return {
         "CNA_S_POINTER": pp,
         "CORE_S_POINTER": pp,
@@ -147,7 +153,7 @@ def _values(p: LayerParams, task: Task) -> dict[str, dict[str, int]]:
         "DPU_BS_OW_CFG": ({"N0": 3, "N1": 3, "GROUP_PHASE": (groups_out - 1) % 4, "N3": 3, "N4": 1} if dw else
                           {"N0": 1, "N1": 1, "GROUP_PHASE": (groups_out - 1) & 1, "N3": 1, "N4": 1, "FLOAT_OFF": 1}),
         **clamp,
-        "DPU_UNDOC_4060": {"VALUE": 0x903},
+        "DPU_UNDOC_4060": {"VALUE": 0x903 if p.clamp is None else 0x902},
         "DPU_UNDOC_407C": {"VALUE": 0x010041C1},
         "DPU_UNDOC_4084": {"VALUE": 1},
         "DPU_OUT_CVT_OFFSET": {"OUT_CVT_OFFSET": c.out_zp},

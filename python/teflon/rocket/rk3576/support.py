@@ -44,7 +44,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
             continue
         try:
-            conv = lower_conv_like(graph, op, per_channel=True)
+            conv = lower_conv_like(graph, op, per_channel=True, clamp=True)
             # every register value must fit its field: build the whole layer (the input plane pitch
             # does not change which values fit)
             enc = encode_layer(regmap, conv, conv.in_h * conv.in_w, graph)

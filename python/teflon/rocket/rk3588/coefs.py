@@ -1,5 +1,5 @@
-"""RK3588-only coefficient values: CORE_CLIP_TRUNCATE (rocket.md §3.4). The bias table and OUT_CVT both
-generations share are in ..requant.
+"""RK3588-only coefficient values: CORE_CLIP_TRUNCATE (rocket.md §3.4) and the per-channel BS stream records.
+The bias table and OUT_CVT both generations share are in ..requant, the per-channel arithmetic in ..perchannel.
 """
 
 from __future__ import annotations
@@ -32,3 +32,14 @@ def truncate_bits(w_scale: np.float32, weights: np.ndarray, depthwise: bool) -> 
     bound = int(per_oc.max(initial=0)) * 128
     need = max(bound.bit_length() + 1 - ACC_BITS, 0)  # +1: sign bit
     return max(t, need)
+
+
+def bs_records(a: np.ndarray, ow: int, mul: np.ndarray) -> bytes:
+    """The per-channel BS stream (BRDMA_DATA_USE 7): per real output channel an 8-byte record, int32 ALU operand
+    (A), int16 OW operand, int16 MUL operand (C), little-endian [INFERRED from the RK3568 fork's record,
+    docs/hardware/rocket.md "Per-channel weights"]."""
+    rec = np.zeros(len(a), dtype=[("a", "<i4"), ("ow", "<i2"), ("mul", "<i2")])
+    rec["a"] = a
+    rec["ow"] = ow
+    rec["mul"] = mul
+    return rec.tobytes()

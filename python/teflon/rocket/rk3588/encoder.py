@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from ...hw.regmap import RegMap, RegMapError
 from ...ir import Graph, memo
 from ...program import LAYOUT_ROWS, Buffer, IOBinding, OpRecord, Program
-from .. import assemble
+from .. import assemble, perchannel
 from ..assemble import RocketOp
 from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..lower import RocketConv
 from ..pool import RocketPool
 from ..ppu import pool_info, pool_stream
-from ..requant import bias_table, out_cvt
+from ..requant import activation_clamp, bias_table, out_cvt
 from ..stream import EncodeError, Stream, regcmd_bytes
 from ..unary_lower import RocketUnary
 from ..views import RocketView, resolve
@@ -51,11 +51,19 @@ def op_params(c: RocketConv, mesa_compat: bool = False) -> OpParams:
     mesa_compat: round the requant scale as Mesa does (byte-equal streams, see coefs.out_cvt)."""
     try:
         sp = split(geometry(c))
-        trunc = coefs.truncate_bits(c.w_scale, c.weights, c.depthwise)
-        scale, shift = out_cvt(c.in_scale, c.w_scale, c.out_scale, trunc, mesa_rounding=mesa_compat)
+        s = None
+        if c.w_scales is not None:
+            # per-channel: no CLIP_TRUNCATE (channel_scaling proves every sum fits the 32-bit path)
+            s = perchannel.channel_scaling(c)
+            trunc = 0
+            scale, shift = perchannel.out_cvt(float(c.in_scale), s.multipliers, float(c.out_scale), s.shift)
+        else:
+            trunc = coefs.truncate_bits(c.w_scale, c.weights, c.depthwise)
+            scale, shift = out_cvt(c.in_scale, c.w_scale, c.out_scale, trunc, mesa_rounding=mesa_compat)
+        clamp = activation_clamp(c.act_min, c.act_max, c.out_zp, scale, shift)
     except (SplitError, ValueError) as e:
         raise EncodeError(str(e)) from e
-    return OpParams(c, sp, trunc, scale, shift)
+    return OpParams(c, sp, trunc, scale, shift, s, clamp is not None, clamp[1] if clamp else None)
 
 
 def build_streams(rm: RegMap, p: OpParams) -> tuple[list[Stream], list[int]]:
@@ -82,9 +90,12 @@ def checked_streams(rm: RegMap, c: RocketConv, mesa_compat: bool = False,
 def encode_op(rm: RegMap, c: RocketConv, mesa_compat: bool = False, graph: Graph | None = None) -> EncodedOp:
     p, streams, offsets = checked_streams(rm, c, mesa_compat, graph)
     packed = weights.pack(c.weights, c.w_zp, c.depthwise)
-    bias = bias_table(c.bias, c.weights_q, c.w_zp_q, c.in_zp, c.depthwise, p.truncate_bits)
+    if p.scaling is None:
+        bias = bias_table(c.bias, c.weights_q, c.w_zp_q, c.in_zp, c.depthwise, p.truncate_bits).tobytes()
+    else:
+        bias = coefs.bs_records(p.scaling.a, -c.w_zp, p.scaling.multipliers.c)
     alloc = weights.alloc_size(c.kh, c.kw, c.in_c, c.out_c, c.depthwise)
-    return EncodedOp(c, p, streams, offsets, packed, alloc, bias.tobytes())
+    return EncodedOp(c, p, streams, offsets, packed, alloc, bias)
 
 
 def pool_streams(rm: RegMap, p: RocketPool) -> list[Stream]:
@@ -156,6 +167,9 @@ def _op_info(enc: EncodedOp) -> dict[str, object]:
         "depthwise": c.depthwise,
         "reuse_weights": p.split.reuse_weights,
         "truncate_bits": p.truncate_bits,
+        "per_channel": p.per_channel,
+        **({"bs_mul_shift": p.scaling.shift} if p.scaling is not None else {}),
+        **({"clamp": [0, p.relux]} if p.relu else {}),
         "out_cvt": [p.cvt_scale, p.cvt_shift],
         "input_tensor": c.input_tensor,
         "output_tensor": c.output_tensor,

@@ -14,6 +14,7 @@ from ...hw.regmap import RegMap
 from ..cube import kernels, packed_input_channels
 from ..geometry import FEATURE_ATOM
 from ..lower import RocketConv
+from ..perchannel import ChannelScaling
 from ..pool import RocketPool
 from ..ppu import MAX_PAD_VALUE
 from ..stream import ROLE_BIAS, ROLE_INPUT, ROLE_OUTPUT, ROLE_WEIGHTS, TRAILER_WORDS, Emitter, Stream, chain
@@ -37,6 +38,13 @@ class OpParams:
     truncate_bits: int
     cvt_scale: int
     cvt_shift: int
+    scaling: ChannelScaling | None = None  # per-channel weights: the BS stream's operands (None: per-tensor)
+    relu: bool = False  # BS ReLU: max(u, 0) before OUT_CVT (a fused RELU/RELU6 the output range does not apply)
+    relux: int | None = None  # and the ReLUX bound: min(u, relux) (RELU6)
+
+    @property
+    def per_channel(self) -> bool:
+        return self.scaling is not None
 
     @property
     def in_ch(self) -> int:
@@ -112,6 +120,37 @@ class OpParams:
         if c.depthwise and c.in_zp == 0x8B - 0x80:
             v = 0x0B0B
         return v
+
+
+# BRDMA_CFG.BRDMA_DATA_USE: which BS operands come from the BS stream, a bitmap [INFERRED, rocket.md
+# "Per-channel weights"]: 1 ALU (Mesa's bias-only stream), 2 MUL, 4 OW; 7 = the 8-byte per-channel record.
+BS_STREAM_ALU = 1
+BS_STREAM_ALL = 7
+
+
+def bs_stage(e: Emitter, p: OpParams) -> None:
+    """DPU BS: ALU (add the bias) -> MUL -> ReLU (NVDLA SDP X1 order). Per-tensor layers keep Mesa's words:
+    bias from the stream, OW from BS_OW_OP, MUL and ReLU bypassed. Per-channel layers take ALU, OW and MUL
+    operands from the stream (8-byte records per channel, coefs.bs_records) and shift the product by BS_MUL_SHIFT_VALUE. A fused
+    RELU/RELU6 the output range does not apply turns the ReLU on (RELU6: ReLUX, min(max(u, 0), CMP))."""
+    c = p.conv
+    size_e = 3 if c.depthwise else 1
+    relu = {"BS_RELU_BYPASS": int(not p.relu), "BS_RELUX_EN": int(p.relux is not None)}
+    if p.scaling is None:
+        e("DPU_BS_CFG", BS_ALU_ALGO=2, BS_ALU_SRC=1, BS_MUL_BYPASS=1, **relu)
+        e("DPU_BS_ALU_CFG")
+        e("DPU_BS_MUL_CFG")
+    else:
+        e("DPU_BS_CFG", BS_ALU_ALGO=2, BS_ALU_SRC=1, **relu)
+        e("DPU_BS_ALU_CFG")
+        e("DPU_BS_MUL_CFG", BS_MUL_SRC=1, BS_MUL_SHIFT_VALUE=p.scaling.shift)
+    e("DPU_BS_RELUX_CMP_VALUE", BS_RELUX_CMP_DAT=p.relux or 0)
+    if p.scaling is None:
+        e("DPU_BS_OW_CFG", SIZE_E_2=size_e, SIZE_E_1=size_e, SIZE_E_0=size_e)
+        e("DPU_BS_OW_OP", OW_OP=-c.w_zp)
+    else:
+        e("DPU_BS_OW_CFG", SIZE_E_2=size_e, SIZE_E_1=size_e, SIZE_E_0=size_e, OW_SRC=1)
+        e("DPU_BS_OW_OP")
 
 
 def fetch_amount(count: int) -> int:
@@ -202,13 +241,7 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
     e("DPU_DATA_CUBE_HEIGHT", HEIGHT=th - 1)
     e("DPU_DATA_CUBE_NOTCH_ADDR")
     e("DPU_DATA_CUBE_CHANNEL", ORIG_CHANNEL=c.out_c - 1, CHANNEL=oc - 1)
-    e("DPU_BS_CFG", BS_ALU_ALGO=2, BS_ALU_SRC=1, BS_RELU_BYPASS=1, BS_MUL_BYPASS=1)
-    e("DPU_BS_ALU_CFG")
-    e("DPU_BS_MUL_CFG")
-    e("DPU_BS_RELUX_CMP_VALUE")
-    size_e = 3 if dw else 1
-    e("DPU_BS_OW_CFG", SIZE_E_2=size_e, SIZE_E_1=size_e, SIZE_E_0=size_e)
-    e("DPU_BS_OW_OP", OW_OP=-c.w_zp)
+    bs_stage(e, p)
     e("DPU_WDMA_SIZE_0", CHANNEL_WDMA=oc - 1)
     e("DPU_WDMA_SIZE_1", HEIGHT_WDMA=th - 1, WIDTH_WDMA=tw - 1)
     e("DPU_BN_CFG", BN_RELU_BYPASS=1, BN_MUL_BYPASS=1, BN_ALU_BYPASS=1, BN_BYPASS=1)
@@ -234,7 +267,7 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
     e("DPU_RDMA_DATA_CUBE_HEIGHT", HEIGHT=th - 1)
     e("DPU_RDMA_DATA_CUBE_CHANNEL", CHANNEL=oc - 1)
     e("DPU_RDMA_SRC_BASE_ADDR")
-    e("DPU_RDMA_BRDMA_CFG", BRDMA_DATA_USE=1)
+    e("DPU_RDMA_BRDMA_CFG", BRDMA_DATA_USE=BS_STREAM_ALL if p.per_channel else BS_STREAM_ALU)
     e.addr("DPU_RDMA_BS_BASE_ADDR", ROLE_BIAS, 0)
     e("DPU_RDMA_NRDMA_CFG")
     e("DPU_RDMA_BN_BASE_ADDR")

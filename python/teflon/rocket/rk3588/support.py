@@ -53,7 +53,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
             continue
         try:
-            conv = lower_conv_like(graph, op)
+            conv = lower_conv_like(graph, op, per_channel=True, clamp=True)
             params = _check(regmap, conv, graph)
         except (LoweringError, EncodeError) as e:
             out[op.index] = (False, str(e))
