@@ -14,7 +14,7 @@ from ..hw.regmap import WORD_VALUE_SHIFT
 from ..program import LAYOUT_NC1HWC2, Buffer, IOBinding, Job, OpRecord, Program, Reloc, Task
 from .geometry import FEATURE_ATOM
 from .lower import RocketConv
-from .stream import ROLE_BIAS, ROLE_INPUT, ROLE_OUTPUT, ROLE_REGCMD, ROLE_WEIGHTS, EncodeError, Stream
+from .stream import ROLE_BIAS, ROLE_EW, ROLE_INPUT, ROLE_OUTPUT, ROLE_REGCMD, ROLE_WEIGHTS, EncodeError, Stream
 
 
 @dataclass(frozen=True)
@@ -26,11 +26,13 @@ class TensorInfo:
 
 
 def tensors(convs: list[RocketConv]) -> dict[int, TensorInfo]:
-    """Every feature map the operations read or write, in first-use order (input, output)."""
+    """Every feature map the operations read or write, in first-use order (input, output, element-wise operand)."""
     out: dict[int, TensorInfo] = {}
     for c in convs:
         out.setdefault(c.input_tensor, TensorInfo(c.in_h, c.in_w, c.in_c, c.dtype))
         out.setdefault(c.output_tensor, TensorInfo(c.out_h, c.out_w, c.out_c, c.dtype))
+        if c.ew is not None:
+            out.setdefault(c.ew.tensor, TensorInfo(c.out_h, c.out_w, c.out_c, c.dtype))
     return out
 
 
@@ -39,6 +41,8 @@ def reader_zero_points(convs: list[RocketConv]) -> dict[int, int]:
     zps: dict[int, int] = {}
     for c in convs:
         zps.setdefault(c.input_tensor, c.in_zp)
+        if c.ew is not None:
+            zps.setdefault(c.ew.tensor, c.ew.zp)
     return zps
 
 
@@ -49,13 +53,16 @@ def xor(dtype: str) -> int:
 
 def buffer_names(k: int, c: RocketConv) -> dict[str, str]:
     """Relocation role -> buffer name for operation k."""
-    return {
+    names = {
         ROLE_INPUT: f"t{c.input_tensor}",
         ROLE_OUTPUT: f"t{c.output_tensor}",
         ROLE_WEIGHTS: f"op{k}.weights",
         ROLE_BIAS: f"op{k}.bias",
         ROLE_REGCMD: f"op{k}.regcmd",
     }
+    if c.ew is not None:
+        names[ROLE_EW] = f"t{c.ew.tensor}"
+    return names
 
 
 def regcmd_reloc(buffer: str, offset: int, target: str) -> Reloc:
@@ -83,6 +90,8 @@ def add_operation(prog: Program, names: dict[str, str], weights: tuple[int, byte
     prog.add_buffer(Buffer(names[ROLE_REGCMD], len(regcmd), regcmd))
     tasks = add_tasks(prog, names, streams, offsets)
     ins, outs = [names[ROLE_INPUT]], [names[ROLE_OUTPUT]]
+    if ROLE_EW in names and names[ROLE_EW] not in ins:  # a residual ADD may read the convolution's own input
+        ins.append(names[ROLE_EW])
     if one_job:
         prog.jobs.append(Job(tasks, ins, outs))
     else:
@@ -103,3 +112,8 @@ def check_outputs(convs: list[RocketConv], outputs: list[int]) -> None:
     for t in outputs:
         if t not in produced:
             raise EncodeError(f"partition output {t} is not produced by an NPU operation")
+
+
+def op_kind(c: RocketConv) -> str:
+    """The operation's label for tools: the convolution's builtin, "+ADD" with a fused ADD."""
+    return c.kind + ("+ADD" if c.ew is not None else "")

@@ -8,14 +8,13 @@ width = the contiguous TFLite W (dims[2]), rows = TFLite H (dims[1]); see docs/h
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..ir import Graph, Operation, Tensor
 
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
-ADD_REASON = "ADD runs on the CPU: the rocket encoder does not emit the DPU element-wise path yet"
 
 
 class LoweringError(ValueError):
@@ -29,6 +28,16 @@ def stored_offset(dtype: str) -> int:
     if dtype == "int8":
         return 0
     raise LoweringError(f"tensor type {dtype} not supported (uint8 or int8 only)")
+
+
+@dataclass(frozen=True)
+class EwOperand:
+    """The other input of an ADD fused into the convolution that produces its first input: read by DPU_RDMA's
+    element-wise reader and added by the DPU's EW stage before OUT_CVT (rocket.md §3.5)."""
+
+    tensor: int
+    zp: int  # stored zero point
+    scale: np.float32
 
 
 @dataclass
@@ -65,6 +74,8 @@ class RocketConv:
     bias: np.ndarray  # int32, out_c entries (zeros when the model has no bias)
     activation: str = "NONE"  # the conv's own fused activation (already checked to be a no-op)
     w_scales: np.ndarray | None = None  # per-output-channel weight scales (rk3576 only); None = per-tensor
+    # A fused ADD (nodes then ends with the ADD; output_tensor, out_zp and out_scale are the ADD's), or None
+    ew: EwOperand | None = None
 
     @property
     def single_channel_input(self) -> bool:
@@ -227,18 +238,77 @@ def _check_activation(act: str, dtype: str, sy: np.float32, zy: int) -> None:
     raise LoweringError(f"fused activation {act} not supported")
 
 
-def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False) -> list[RocketConv]:
-    """Lower the partition's nodes into rocket convolutions, in graph execution order."""
+def add_fusion(graph: Graph, add: Operation, convs: dict[int, RocketConv]) -> tuple[RocketConv, int]:
+    """(the convolution whose output the ADD consumes, the ADD's other input) or LoweringError(reason).
+
+    `convs`: the convolutions that run on the NPU, by output tensor. The fused operation runs at the ADD's
+    position, so the other input (a partition input or an earlier operation's output) is ready by then; the
+    convolution's own output must feed nothing but the ADD, since it is never written."""
+    if len(add.inputs) != 2 or len(add.outputs) != 1:
+        raise LoweringError("ADD with unexpected inputs/outputs")
+    a, b = (graph.tensors[t] for t in add.inputs)
+    y = graph.tensors[add.outputs[0]]
+    if a.is_constant or b.is_constant:
+        raise LoweringError("ADD with a constant input runs on the CPU (no operand buffer is emitted for constants)")
+    if not (a.shape == b.shape == y.shape):
+        raise LoweringError(f"broadcasting ADD {a.shape} + {b.shape} runs on the CPU")
+    if a.index == b.index:
+        raise LoweringError("ADD of a tensor with itself runs on the CPU")
+    why = "no convolution on the NPU produces an ADD input (only ADDs fused into their producing convolution run on the NPU)"
+    # When both inputs qualify, fuse into the convolution with the smaller output scale: the fused operation skips
+    # that tensor's rounding, an error of half its LSB (docs/hardware/rocket.md "Fused ADD: numbers").
+    pairs = sorted(((a, b), (b, a)), key=lambda p: float(p[0].quant.scale) if p[0].quant is not None else 0.0)
+    for first, other in pairs:
+        conv = convs.get(first.index)
+        if conv is None:
+            continue
+        if conv.ew is not None:
+            why = f"node {conv.nodes[0]} already has a fused ADD"
+        elif len([op for op in graph.consumers(first.index) if op.index != add.index]) or \
+                add.inputs.count(first.index) != 1:
+            why = f"tensor {first.index} (output of node {conv.nodes[0]}) is also used outside the ADD"
+        elif conv.activation != "NONE":
+            why = f"the convolution feeding the ADD (node {conv.nodes[0]}) has a fused {conv.activation}"
+        elif other.dtype != conv.dtype or y.dtype != conv.dtype:
+            why = f"ADD with mixed types ({first.dtype}, {other.dtype} -> {y.dtype})"
+        else:
+            _quant(other, "ADD input")
+            sy, zy = _quant(y, "ADD output")
+            _check_activation(str(add.options.get("activation", "NONE")), y.dtype, sy, zy)
+            return conv, other.index
+    raise LoweringError(why)
+
+
+def fuse_add(graph: Graph, add: Operation, conv: RocketConv, other: int) -> RocketConv:
+    """`conv` computing conv + the ADD's other input, requantized to the ADD's output (a new RocketConv)."""
+    b = graph.tensors[other]
+    y = graph.tensors[add.outputs[0]]
+    sb, zb = _quant(b, "ADD input")
+    sy, zy = _quant(y, "ADD output")
+    off = stored_offset(conv.dtype)
+    return replace(conv, nodes=[*conv.nodes, add.index], output_tensor=y.index, out_zp=zy - off, out_scale=sy,
+                   ew=EwOperand(other, zb - off, sb))
+
+
+def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False,
+                    outputs: list[int] | None = None) -> list[RocketConv]:
+    """Lower the partition's nodes into rocket convolutions, in graph execution order; each ADD is fused into
+    the convolution producing one of its inputs (add_fusion), which then runs at the ADD's position."""
     by_index = {op.index: op for op in graph.operations}
     order = {op.index: i for i, op in enumerate(graph.operations)}
-    ops: list[RocketConv] = []
-    for n in nodes:
+    by_output: dict[int, RocketConv] = {}
+    for n in sorted(nodes, key=lambda i: order[i]):
         op = by_index[n]
         if op.kind in CONV_KINDS:
-            ops.append(lower_conv(graph, op, per_channel))
+            conv = lower_conv(graph, op, per_channel)
+            by_output[conv.output_tensor] = conv
         elif op.kind == "ADD":
-            raise LoweringError(ADD_REASON)
+            conv, other = add_fusion(graph, op, by_output)
+            if outputs is not None and conv.output_tensor in outputs:
+                raise LoweringError(f"tensor {conv.output_tensor} feeds a fused ADD and is a partition output")
+            del by_output[conv.output_tensor]
+            fused = fuse_add(graph, op, conv, other)
+            by_output[fused.output_tensor] = fused
         else:
             raise LoweringError(f"{op.kind} (node {n}) is not supported by the rocket backend")
-    ops.sort(key=lambda c: order[c.nodes[-1]])
-    return ops
+    return sorted(by_output.values(), key=lambda c: order[c.nodes[-1]])

@@ -20,11 +20,11 @@ from ...program import Buffer, OpRecord, Program
 from .. import assemble
 from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..lower import RocketConv
-from ..requant import bias_table, channel_sums
+from ..requant import bias_table, channel_sums, ew_cvt
 from ..stream import EncodeError, Stream, regcmd_bytes
 from . import coefs, weights
 from .split import Task, split
-from .stream import LayerParams, dpu_plane, link, task_stream, with_input_pitch
+from .stream import EwParams, LayerParams, dpu_plane, link, task_stream, with_input_pitch
 
 PLANE_GROUP = 4  # tensor buffers hold whole 64-channel groups of planes (the DPU writes 32/64 at a time)
 # The CNA reads 16 x TASK_SURF = 16 x round4(IW x fetched rows) bytes of every plane from the first fetched row:
@@ -113,48 +113,58 @@ def coefficients(c: RocketConv) -> Coefficients:
     return Coefficients(table, m, shift)
 
 
-def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None) -> tuple[LayerParams, Coefficients]:
-    """Everything but the weight bytes; raises EncodeError. `graph`: see encode_layer."""
+def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None,
+                 ew_plane: int = 0) -> tuple[LayerParams, Coefficients]:
+    """Everything but the weight bytes; raises EncodeError. `graph`: see encode_layer; `ew_plane`: the plane pitch
+    of a fused ADD's operand."""
     try:
         sp = split(geometry(c))
         co = memo(graph, (__name__, "coefficients", tuple(c.nodes)), lambda: coefficients(c))
         scale, shift = coefs.out_cvt(float(c.in_scale), co.multipliers, float(c.out_scale), co.shift)
+        ew = None
+        if c.ew is not None:
+            # the operand joins the coefficient stage's output u, in units of sx * s_one * 2^(shift - q)
+            unit = float(c.in_scale) * co.multipliers.s_one * 2.0 ** (co.shift - co.multipliers.bits)
+            ew_scale, ew_shift = ew_cvt(float(c.ew.scale) / unit)
+            ew = EwParams(-c.ew.zp, ew_scale, ew_shift, ew_plane)
     except (SplitError, ValueError) as e:
         raise EncodeError(str(e)) from e
-    return LayerParams(c, sp, in_plane, scale, shift, len(co.table), co.shift), co
+    return LayerParams(c, sp, in_plane, scale, shift, len(co.table), co.shift, ew), co
 
 
-def encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None = None) -> EncodedLayer:
+def encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None = None,
+                 ew_plane: int = 0) -> EncodedLayer:
     """Raises EncodeError. With `graph` (the one `c` was lowered from) once per graph: the support decision
     encodes every layer with the plane pitch of a host-written input, and a partition's compile reuses that
-    layer, with the pitch word replaced where its input pitch differs."""
+    layer, with the pitch word replaced where its input pitch differs. `ew_plane`: a fused ADD operand's plane
+    pitch (16-byte atoms)."""
     def compute() -> EncodedLayer:
         host = c.in_h * c.in_w
-        done = graph.derived.get(_layer_key(c, host)) if graph is not None and in_plane != host else None
+        done = graph.derived.get(_layer_key(c, host, ew_plane)) if graph is not None and in_plane != host else None
         if done is None:
-            return _encode_layer(rm, c, in_plane, graph)
+            return _encode_layer(rm, c, in_plane, graph, ew_plane)
         try:
             streams = with_input_pitch(rm, done.streams, host, in_plane)
         except RegMapError as e:
             raise EncodeError(f"register limit: {e}") from e
         return EncodedLayer(replace(done.params, in_plane=in_plane), streams, done.offsets, done.weights, done.coefs)
 
-    return memo(graph, _layer_key(c, in_plane), compute)
+    return memo(graph, _layer_key(c, in_plane, ew_plane), compute)
 
 
-def _layer_key(c: RocketConv, in_plane: int) -> tuple[object, ...]:
-    return (__name__, "layer", tuple(c.nodes), in_plane)
+def _layer_key(c: RocketConv, in_plane: int, ew_plane: int) -> tuple[object, ...]:
+    return (__name__, "layer", tuple(c.nodes), in_plane, ew_plane)
 
 
-def _encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None) -> EncodedLayer:
-    p, co = layer_params(c, in_plane, graph)
+def _encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None, ew_plane: int) -> EncodedLayer:
+    p, co = layer_params(c, in_plane, graph, ew_plane)
     try:
         streams = [task_stream(rm, p, t) for t in p.split.tasks]
         offsets = link(rm, streams)
     except RegMapError as e:
         raise EncodeError(f"register limit: {e}") from e
     try:
-        packed = memo(graph, (__name__, "weights", tuple(c.nodes), p.split.oc_chunk),
+        packed = memo(graph, (__name__, "weights", tuple(c.nodes[:1]), p.split.oc_chunk),
                       lambda: _packed_weights(c, p.split.oc_chunk))
     except ValueError as e:
         raise EncodeError(str(e)) from e
@@ -189,11 +199,11 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[i
         prog.add_buffer(Buffer(f"t{t}", tensor_bytes(s.c, plane[t]), tensor=True))
 
     for k, c in enumerate(convs):
-        enc = encode_layer(rm, c, plane[c.input_tensor], graph)
+        enc = encode_layer(rm, c, plane[c.input_tensor], graph, plane[c.ew.tensor] if c.ew is not None else 0)
         # one job per operation: its row windows share CBUF rows, so they run back to back on one core
         assemble.add_operation(prog, assemble.buffer_names(k, c), (len(enc.weights), enc.weights), enc.coefs,
                                regcmd_bytes(enc.streams, enc.offsets), enc.streams, enc.offsets, True,
-                               OpRecord(c.nodes, c.kind, [], _op_info(enc)))
+                               OpRecord(c.nodes, assemble.op_kind(c), [], _op_info(enc)))
 
     for t in inputs:
         if t in shapes:
@@ -206,7 +216,10 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[i
 def _op_info(enc: EncodedLayer) -> dict[str, object]:
     p = enc.params
     c = p.conv
+    ew = {} if p.ew is None or c.ew is None else {
+        "ew": {"tensor": c.ew.tensor, "offset": p.ew.offset, "scale": p.ew.scale, "shift": p.ew.shift}}
     return {
+        **ew,
         "depthwise": c.depthwise,
         "per_channel": c.w_scales is not None,
         "out_cvt": [p.cvt_scale, p.cvt_shift],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...hw.regmap import RegMap
 from ...ir import Graph
-from ..lower import ADD_REASON, CONV_KINDS, LoweringError, lower_conv
+from ..lower import CONV_KINDS, LoweringError, RocketConv, add_fusion, fuse_add, lower_conv
 from ..stream import EncodeError
 from .encoder import encode_layer
 
@@ -20,9 +20,20 @@ ARGB_NOT_USED = ("direct path, {ic} input channels padded to 16 (ARGB first-laye
 def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     """{node index: (claimed, reason)} for every operation of the graph on rk3576."""
     out: dict[int, tuple[bool, str]] = {}
+    by_output: dict[int, RocketConv] = {}  # claimed convolutions (fused ADDs included) by output tensor
     for op in graph.operations:
         if op.kind == "ADD":
-            out[op.index] = (False, ADD_REASON)
+            try:
+                conv, other = add_fusion(graph, op, by_output)
+                fused = fuse_add(graph, op, conv, other)
+                t = graph.tensors[other]
+                encode_layer(regmap, fused, fused.in_h * fused.in_w, graph, ew_plane=t.shape[1] * t.shape[2])
+            except (LoweringError, EncodeError) as e:
+                out[op.index] = (False, str(e))
+                continue
+            del by_output[conv.output_tensor]
+            by_output[fused.output_tensor] = fused
+            out[op.index] = (True, f"fused into node {conv.nodes[0]} (DPU element-wise add of tensor {other})")
             continue
         if op.kind not in CONV_KINDS:
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
@@ -35,6 +46,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         except (LoweringError, EncodeError) as e:
             out[op.index] = (False, str(e))
             continue
+        by_output[conv.output_tensor] = conv
         n = len(enc.streams)
         what = "depthwise" if conv.depthwise else "conv"
         pc = ", per-channel" if conv.w_scales is not None else ""

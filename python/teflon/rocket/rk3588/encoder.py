@@ -16,11 +16,13 @@ from ...program import LAYOUT_ROWS, Buffer, IOBinding, OpRecord, Program
 from .. import assemble
 from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..lower import RocketConv
-from ..requant import bias_table, out_cvt
+from ..requant import bias_table, ew_cvt, out_cvt
 from ..stream import EncodeError, Stream, regcmd_bytes
 from . import coefs, weights
 from .split import Split, split
-from .stream import OpParams, link, task_stream
+from .stream import EwParams, OpParams, link, task_stream
+
+EW_MIN_PLANE = 12  # atoms: Mesa programs EW_SURF_STRIDE as at least 12 (rocket.md §2.2 #120)
 
 
 @dataclass
@@ -47,9 +49,18 @@ def op_params(c: RocketConv, mesa_compat: bool = False) -> OpParams:
         sp = split(geometry(c))
         trunc = coefs.truncate_bits(c.w_scale, c.weights, c.depthwise)
         scale, shift = out_cvt(c.in_scale, c.w_scale, c.out_scale, trunc, mesa_rounding=mesa_compat)
+        ew = None
+        if c.ew is not None:
+            if c.out_w * c.out_h < EW_MIN_PLANE:
+                raise EncodeError(f"fused ADD on a {c.out_w}x{c.out_h} plane: Mesa's element-wise reader takes surface "
+                                  f"strides of at least {EW_MIN_PLANE} atoms")
+            # the operand joins the value after CLIP_TRUNCATE: its LSB in truncated accumulator units
+            ratio = float(c.ew.scale) / (float(c.in_scale) * float(c.w_scale) * (1 << trunc))
+            ew_scale, ew_shift = ew_cvt(ratio)
+            ew = EwParams(-c.ew.zp, ew_scale, ew_shift)
     except (SplitError, ValueError) as e:
         raise EncodeError(str(e)) from e
-    return OpParams(c, sp, trunc, scale, shift)
+    return OpParams(c, sp, trunc, scale, shift, ew)
 
 
 def build_streams(rm: RegMap, p: OpParams) -> tuple[list[Stream], list[int]]:
@@ -103,7 +114,7 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[i
         enc = encode_op(rm, c, mesa_compat, graph)
         assemble.add_operation(prog, assemble.buffer_names(k, c), (enc.weights_alloc, enc.weights), enc.bias,
                                regcmd_bytes(enc.streams, enc.offsets), enc.streams, enc.offsets,
-                               enc.split.reuse_weights, OpRecord(c.nodes, c.kind, [], _op_info(enc)))
+                               enc.split.reuse_weights, OpRecord(c.nodes, assemble.op_kind(c), [], _op_info(enc)))
 
     for t in inputs:
         if t not in shapes:
@@ -124,7 +135,10 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[i
 
 def _op_info(enc: EncodedOp) -> dict[str, object]:
     c, p = enc.conv, enc.params
+    ew = {} if p.ew is None else {"ew": {"tensor": c.ew.tensor if c.ew else -1, "offset": p.ew.offset,
+                                          "scale": p.ew.scale, "shift": p.ew.shift}}
     return {
+        **ew,
         "depthwise": c.depthwise,
         "reuse_weights": p.split.reuse_weights,
         "truncate_bits": p.truncate_bits,

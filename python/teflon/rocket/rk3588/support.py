@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...hw.regmap import RegMap
 from ...ir import Graph
-from ..lower import ADD_REASON, CONV_KINDS, LoweringError, RocketConv, lower_conv
+from ..lower import CONV_KINDS, LoweringError, RocketConv, add_fusion, fuse_add, lower_conv
 from ..stream import EncodeError
 from .encoder import checked_streams
 from .stream import OpParams
@@ -24,9 +24,19 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     """{node index: (claimed, reason)} for every operation of the graph on rk3588."""
     out: dict[int, tuple[bool, str]] = {}
     single_channel: dict[int, int] = {}  # node -> its input tensor, for ops on the raw-rows input path
+    by_output: dict[int, RocketConv] = {}  # claimed convolutions (fused ADDs included) by output tensor
     for op in graph.operations:
         if op.kind == "ADD":
-            out[op.index] = (False, ADD_REASON)
+            try:
+                conv, other = add_fusion(graph, op, by_output)
+                fused = fuse_add(graph, op, conv, other)
+                _check(regmap, fused, graph)
+            except (LoweringError, EncodeError) as e:
+                out[op.index] = (False, str(e))
+                continue
+            del by_output[conv.output_tensor]
+            by_output[fused.output_tensor] = fused
+            out[op.index] = (True, f"fused into node {conv.nodes[0]} (DPU element-wise add of tensor {other})")
             continue
         if op.kind not in CONV_KINDS:
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
@@ -38,6 +48,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             out[op.index] = (False, str(e))
             continue
         out[op.index] = (True, _describe(conv, params))
+        by_output[conv.output_tensor] = conv
         if conv.single_channel_input:
             single_channel[op.index] = conv.input_tensor
 
