@@ -425,6 +425,14 @@ def _convs(case: Any) -> list[ConvCase]:
     return []
 
 
+def known_cpu_add(case: AddCase, device: str) -> str | None:
+    """Why `device`'s backend leaves the ADD of a conv-fed AddCase on the CPU (its convolutions still run on the
+    NPU), or None: rk3588 takes Mesa's element-wise reader strides of at least 12 atoms (docs/hardware/rocket.md)."""
+    if device == "rk3588" and case.producers != "inputs" and case.in_h * case.in_w < 12:
+        return "fused ADD on a plane below 12 atoms (Mesa's minimum element-wise surface stride)"
+    return None
+
+
 def known_cpu(case: ConvCase | AddCase | PoolCase, device: str) -> str | None:
     """Why `device`'s backend is expected to leave this case's convolutions on the CPU today, or None."""
     return KNOWN_CPU[device](case)

@@ -3,7 +3,8 @@ kernels.
 
 The per-tensor convolution sweep common to every target is tests/test_ops.py. int8 per-channel weights are delegated with the same tolerance by targets with the `per_channel`
 capability (then also with the weight-scale spreads of real post-training-quantized models) and must come back
-unchanged from the CPU on the others. ADD and AVERAGE_POOL_2D stay on the CPU. Cases live in opcases.py (with each
+unchanged from the CPU on the others. An ADD fed by a convolution is fused into it (its own measured bound, opcheck.check_add), other ADDs and
+AVERAGE_POOL_2D stay on the CPU. Cases live in opcases.py (with each
 device's known CPU fallbacks and requantization limits), the checks in opcheck.py; the `slow` variants run with
 `scripts/test.sh -m slow`. Ids start with the device: `rk3576-conv2d-in112x112x32-oc64-k3-s2-same-u8`.
 """
@@ -63,7 +64,8 @@ def test_per_channel_slow(device: str, case: ConvCase, options: dict[str, str], 
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# ADD: stays on the CPU for now (opcheck.check_add); an op no rocket target claims (AVERAGE_POOL_2D)
+# ADD: fused into the producing convolution, or on the CPU (opcheck.check_add); an op no rocket target claims
+# (AVERAGE_POOL_2D)
 # ---------------------------------------------------------------------------------------------------------------
 
 
