@@ -258,6 +258,7 @@ DEFAULT_ADD: list[AddCase] = [
     AddCase(14, 14, 32, "conv2", out_c=32, kernel=1),
     AddCase(8, 8, 16, "conv2", out_c=64, kernel=3, dtype="int8"),
     AddCase(72, 72, 64, "conv", out_c=16, kernel=1, dtype="int8"),  # the fused ADD in two row tasks (both rockets)
+    AddCase(7, 7, 32, "conv2", out_c=48, kernel=3, dtype="int8"),  # rk3576: operand written by the NPU, pitch 52 != 49
 ]
 
 DEFAULT_POOL: list[PoolCase] = [

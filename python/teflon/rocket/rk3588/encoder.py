@@ -106,6 +106,8 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[i
     rows_inputs = {c.input_tensor for c in convs if c.single_channel_input}
     for t in rows_inputs & produced:
         raise EncodeError(f"tensor {t}: single-channel input produced on the NPU (needs the raw rows layout)")
+    for t in rows_inputs & {c.ew.tensor for c in convs if c.ew is not None}:
+        raise EncodeError(f"tensor {t}: a fused ADD operand read as raw rows by a single-channel convolution")
     assemble.check_outputs(convs, outputs)
     for t, s in shapes.items():
         prog.add_buffer(Buffer(f"t{t}", tensor_bytes(s.h, s.w, s.c), tensor=True))

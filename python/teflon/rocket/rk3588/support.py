@@ -29,6 +29,9 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if op.kind == "ADD":
             try:
                 conv, other = add_fusion(graph, op, by_output)
+                if any(c.kind in CONV_KINDS and graph.tensors[c.inputs[0]].shape[-1] == 1 for c in graph.consumers(other)):
+                    raise LoweringError(f"ADD operand {other} is also a single-channel convolution input (raw-rows "
+                                        "layout, not the element-wise reader's)")
                 fused = fuse_add(graph, op, conv, other)
                 _check(regmap, fused, graph)
             except (LoweringError, EncodeError) as e:
