@@ -124,7 +124,7 @@ def chained_max_diff(model: bytes, producers: tuple[str, ...] = CONV_KINDS) -> i
     made_by = {t: op.name for op in ops for t in op.outputs}
     worst = MAX_DIFF
     for op in ops:
-        if op.name == "ADD":
+        if op.name in ("ADD", "SUB"):
             gain = sum(float(scales[t][0]) for t in op.inputs if made_by.get(t) in producers)
             worst = max(worst, math.ceil(MAX_DIFF * gain / float(scales[op.outputs[0]][0]) - 1e-9))
     return worst
@@ -132,12 +132,13 @@ def chained_max_diff(model: bytes, producers: tuple[str, ...] = CONV_KINDS) -> i
 
 def fused_add_gain(model: bytes) -> float:
     """The gain s_conv / s_out of the input the rocket encoder fuses (the convolution output with the smaller scale,
-    rocket.lower.add_fusion) of the model's ADD fed by a convolution; 0 without one."""
+    rocket.lower.add_fusion; a SUB's first input) of the model's ADD or SUB fed by a convolution; 0 without one."""
     ops = operators(model)
     scales = tensor_scales(model)
     made_by = {t: op.name for op in ops for t in op.outputs}
     gains = [float(scales[t][0]) / float(scales[op.outputs[0]][0])
-             for op in ops if op.name == "ADD" for t in op.inputs if made_by.get(t) in CONV_KINDS]
+             for op in ops if op.name in ("ADD", "SUB") for t in (op.inputs[:1] if op.name == "SUB" else op.inputs)
+             if made_by.get(t) in CONV_KINDS]
     return min(gains, default=0.0)
 
 
@@ -151,18 +152,19 @@ def fused_add_bound(model: bytes) -> tuple[int, float]:
 
 def check_add(case: AddCase, options: dict[str, str], record_property: Recorder, runtime: str | None = None) -> None:
     device = options["device"]
+    kind = case.op.upper()
     if case.producers == "inputs":
-        check_cpu_fallback(case, options, record_property, ("ADD",), runtime=runtime)
+        check_cpu_fallback(case, options, record_property, (kind,), runtime=runtime)
         return
     model = case.build()
     known = known_cpu_add(case, device)
     if known:  # the ADD stays on the CPU, fed by delegated convolutions: their chained tolerance
-        check_delegated_conv(case, options, record_property, CHAINED_MIN_EXACT, cpu_kinds=("ADD",), runtime=runtime,
+        check_delegated_conv(case, options, record_property, CHAINED_MIN_EXACT, cpu_kinds=(kind,), runtime=runtime,
                              max_diff=chained_max_diff(model))
         return
     bound, min_exact = fused_add_bound(model)
     run, ref, cmp = run_case(case, options, record_property, runtime)
-    missing = run.undelegated(*CONV_KINDS, "ADD")
+    missing = run.undelegated(*CONV_KINDS, kind)
     assert not missing, f"not delegated: {run.describe(missing)} (TEFLON_DEBUG=verbose prints the compiler's reasons)"
     diff = np.abs(ref[0].astype(np.int64) - run.outputs[0].astype(np.int64))
     clamped = float(np.mean(diff > bound))

@@ -115,5 +115,5 @@ def check_outputs(convs: list[RocketConv], outputs: list[int]) -> None:
 
 
 def op_kind(c: RocketConv) -> str:
-    """The operation's label for tools: the convolution's builtin, "+ADD" with a fused ADD."""
-    return c.kind + ("+ADD" if c.ew is not None else "")
+    """The operation's label for tools: the convolution's builtin, "+ADD" / "+SUB" with a fused one."""
+    return c.kind + ("" if c.ew is None else "+SUB" if c.ew.scale < 0 else "+ADD")

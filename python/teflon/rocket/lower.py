@@ -15,6 +15,7 @@ import numpy as np
 from ..ir import Graph, Operation, Tensor
 
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
+ELEMENTWISE_FUSED = ("ADD", "SUB")  # fused into the producing convolution (add_fusion)
 
 
 class LoweringError(ValueError):
@@ -37,7 +38,7 @@ class EwOperand:
 
     tensor: int
     zp: int  # stored zero point
-    scale: np.float32
+    scale: np.float32  # negative for a SUB: the operand is subtracted
 
 
 @dataclass
@@ -243,51 +244,58 @@ def add_fusion(graph: Graph, add: Operation, convs: dict[int, RocketConv]) -> tu
 
     `convs`: the convolutions that run on the NPU, by output tensor. The fused operation runs at the ADD's
     position, so the other input (a partition input or an earlier operation's output) is ready by then; the
-    convolution's own output must feed nothing but the ADD, since it is never written."""
+    convolution's own output must feed nothing but the ADD, since it is never written. A SUB (a - b) fuses only
+    into the convolution producing a: the operand b enters with a negative scale."""
+    kind = add.kind
     if len(add.inputs) != 2 or len(add.outputs) != 1:
-        raise LoweringError("ADD with unexpected inputs/outputs")
+        raise LoweringError(f"{kind} with unexpected inputs/outputs")
     a, b = (graph.tensors[t] for t in add.inputs)
     y = graph.tensors[add.outputs[0]]
     if a.is_constant or b.is_constant:
-        raise LoweringError("ADD with a constant input runs on the CPU (no operand buffer is emitted for constants)")
+        raise LoweringError(f"{kind} with a constant input runs on the CPU (no operand buffer is emitted for constants)")
     if not (a.shape == b.shape == y.shape):
-        raise LoweringError(f"broadcasting ADD {a.shape} + {b.shape} runs on the CPU")
+        raise LoweringError(f"broadcasting {kind} {a.shape}, {b.shape} runs on the CPU")
     if a.index == b.index:
-        raise LoweringError("ADD of a tensor with itself runs on the CPU")
-    why = "no convolution on the NPU produces an ADD input (only ADDs fused into their producing convolution run on the NPU)"
+        raise LoweringError(f"{kind} of a tensor with itself runs on the CPU")
+    why = (f"no convolution on the NPU produces {'the first' if kind == 'SUB' else 'an'} {kind} input (only {kind}s "
+           "fused into their producing convolution run on the NPU)")
     # When both inputs qualify, fuse into the convolution with the smaller output scale: the fused operation skips
     # that tensor's rounding, an error of half its LSB (docs/hardware/rocket.md "Fused ADD: numbers").
     pairs = sorted(((a, b), (b, a)), key=lambda p: float(p[0].quant.scale) if p[0].quant is not None else 0.0)
+    if kind == "SUB":
+        pairs = [(a, b)]
     for first, other in pairs:
         conv = convs.get(first.index)
         if conv is None:
             continue
         if conv.ew is not None:
-            why = f"node {conv.nodes[0]} already has a fused ADD"
+            why = f"node {conv.nodes[0]} already has a fused ADD or SUB"
         elif len([op for op in graph.consumers(first.index) if op.index != add.index]) or \
                 add.inputs.count(first.index) != 1:
-            why = f"tensor {first.index} (output of node {conv.nodes[0]}) is also used outside the ADD"
+            why = f"tensor {first.index} (output of node {conv.nodes[0]}) is also used outside the {kind}"
         elif conv.activation != "NONE":
-            why = f"the convolution feeding the ADD (node {conv.nodes[0]}) has a fused {conv.activation}"
+            why = f"the convolution feeding the {kind} (node {conv.nodes[0]}) has a fused {conv.activation}"
         elif other.dtype != conv.dtype or y.dtype != conv.dtype:
-            why = f"ADD with mixed types ({first.dtype}, {other.dtype} -> {y.dtype})"
+            why = f"{kind} with mixed types ({first.dtype}, {other.dtype} -> {y.dtype})"
         else:
-            _quant(other, "ADD input")
-            sy, zy = _quant(y, "ADD output")
+            _quant(other, f"{kind} input")
+            sy, zy = _quant(y, f"{kind} output")
             _check_activation(str(add.options.get("activation", "NONE")), y.dtype, sy, zy)
             return conv, other.index
     raise LoweringError(why)
 
 
 def fuse_add(graph: Graph, add: Operation, conv: RocketConv, other: int) -> RocketConv:
-    """`conv` computing conv + the ADD's other input, requantized to the ADD's output (a new RocketConv)."""
+    """`conv` computing conv + the ADD's other input (conv - it for a SUB), requantized to the output (a new
+    RocketConv)."""
     b = graph.tensors[other]
     y = graph.tensors[add.outputs[0]]
-    sb, zb = _quant(b, "ADD input")
-    sy, zy = _quant(y, "ADD output")
+    sb, zb = _quant(b, f"{add.kind} input")
+    sy, zy = _quant(y, f"{add.kind} output")
     off = stored_offset(conv.dtype)
+    sign = np.float32(-1.0 if add.kind == "SUB" else 1.0)
     return replace(conv, nodes=[*conv.nodes, add.index], output_tensor=y.index, out_zp=zy - off, out_scale=sy,
-                   ew=EwOperand(other, zb - off, sb))
+                   ew=EwOperand(other, zb - off, sign * sb))
 
 
 def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False,
@@ -302,7 +310,7 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False,
         if op.kind in CONV_KINDS:
             conv = lower_conv(graph, op, per_channel)
             by_output[conv.output_tensor] = conv
-        elif op.kind == "ADD":
+        elif op.kind in ELEMENTWISE_FUSED:
             conv, other = add_fusion(graph, op, by_output)
             if outputs is not None and conv.output_tensor in outputs:
                 raise LoweringError(f"tensor {conv.output_tensor} feeds a fused ADD and is a partition output")

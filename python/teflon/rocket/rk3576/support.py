@@ -22,7 +22,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     out: dict[int, tuple[bool, str]] = {}
     by_output: dict[int, RocketConv] = {}  # claimed convolutions (fused ADDs included) by output tensor
     for op in graph.operations:
-        if op.kind == "ADD":
+        if op.kind in ("ADD", "SUB"):  # SUB: the vendor's Sub programs use the add with a negative scale
             try:
                 conv, other = add_fusion(graph, op, by_output)
                 fused = fuse_add(graph, op, conv, other)

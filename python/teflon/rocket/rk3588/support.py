@@ -20,6 +20,10 @@ def _describe(conv: RocketConv, params: OpParams) -> str:
     return f"{what} {conv.kh}x{conv.kw} s{conv.stride}, {n} task{'s' * (n > 1)}"
 
 
+SUB_REASON = ("SUB runs on the CPU on rk3588: its fusion needs a negative EW_OP_CVT_SCALE, known only from RK3576's "
+              "vendor programs")
+
+
 def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     """{node index: (claimed, reason)} for every operation of the graph on rk3588."""
     out: dict[int, tuple[bool, str]] = {}
@@ -40,6 +44,9 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             del by_output[conv.output_tensor]
             by_output[fused.output_tensor] = fused
             out[op.index] = (True, f"fused into node {conv.nodes[0]} (DPU element-wise add of tensor {other})")
+            continue
+        if op.kind == "SUB":
+            out[op.index] = (False, SUB_REASON)
             continue
         if op.kind not in CONV_KINDS:
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
