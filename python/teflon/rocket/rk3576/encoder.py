@@ -141,7 +141,8 @@ def _ew_shift(c: RocketConv, co: Coefficients) -> int:
     each bit more of shift rounds u to twice the step, an error below half an operand step / 2^14 at the limit,
     i.e. under 1e-4 output LSB when the operand and output scales are alike."""
     ratio = float(c.ew.scale) / (float(c.in_scale) * co.multipliers.s_one) if c.ew is not None else 0.0
-    need = co.multipliers.bits + math.floor(math.log2(ratio)) - 14 if ratio > 0 else 0
+    # ratio * 2^(q - shift) <= 32767 keeps the rounded scale below 2^15 with a shift >= 0 (requant.ew_cvt)
+    need = co.multipliers.bits + math.ceil(math.log2(ratio / 32767)) if ratio > 0 else 0
     return max(co.shift, need)
 
 
