@@ -240,7 +240,12 @@ def test_every_ew_field_is_read(soc: str) -> None:
               4: rng.integers(-128, 128, size=EW_CASE.output_shape, dtype=np.int8)}
     dev = Device(soc, sim=True)
     try:
-        base = Runner(dev, prog).run(inputs)[5]
+        runner = Runner(dev, prog)
+        base = runner.run(inputs)[5]
+        # the operand is feature traffic: the input rows (2 planes of 16x16 atoms) plus the operand's 2 surfaces
+        (counters,) = runner.task_counters()
+        assert counters["feature_rd"] == 2 * 256 * 16 + 2 * 256 * 16, counters
+        runner.close()
 
         def outcome(p: Program, x: dict[int, np.ndarray]) -> str:
             try:
