@@ -135,6 +135,8 @@ typedef struct options {
     int perf;                   /* TEFLON_DEBUG=perf */
     char cache_dir[PATH_MAX];   /* "" = no program cache */
     double cache_max_mb;
+    unsigned cores;             /* NPU cores the device's jobs may be spread over (1 .. the target's) */
+    char cores_text[16];        /* as given, for the range message once the device is known */
 } options;
 
 /* TEFLON_DEBUG flags. A comma-separated list of words, case-insensitive; -1 when a word is not understood. */
@@ -195,6 +197,7 @@ static int parse_options(const char *const *keys, const char *const *values, siz
     snprintf(o->device, sizeof(o->device), "auto");
     o->sim = -1;
     o->cache_max_mb = CACHE_MAX_MB_DEFAULT;
+    o->cores = 1;
     for (size_t i = 0; i < n; i++) {
         const char *k = keys ? keys[i] : NULL, *v = values ? values[i] : NULL;
         if (!k || !v)
@@ -225,9 +228,18 @@ static int parse_options(const char *const *keys, const char *const *values, siz
             if (parse_cache_max_mb(v, &o->cache_max_mb))
                 return fail(err, errlen, "invalid value '%s' for option 'cache_max_mb' (expected a positive number "
                             "of MiB, at most %.0f)", v, CACHE_MAX_MB_LIMIT);
+        } else if (strcmp(k, "cores") == 0) {
+            char *end = NULL;
+            errno = 0;
+            const long c = strtol(v, &end, 10);
+            if (!isdigit((unsigned char)v[0]) || errno || *end || c < 1 || c > 64)
+                return fail(err, errlen, "invalid value '%s' for option 'cores' (expected a whole number of NPU "
+                            "cores, from 1 to the device's: the README's options table lists them)", v);
+            o->cores = (unsigned)c;
+            snprintf(o->cores_text, sizeof(o->cores_text), "%s", v);
         } else {
             return fail(err, errlen, "unknown option '%s' (known options: device, sim, debug, cache_dir, "
-                        "cache_max_mb)", k);
+                        "cache_max_mb, cores)", k);
         }
     }
     const char *env = getenv("TEFLON_DEBUG");
@@ -270,17 +282,20 @@ static int resolve_auto(options *o, const char *drivable, char *err, size_t errl
     return 0;
 }
 
-/* Turns device=auto into a target name and checks this build can drive it. */
+/* Turns device=auto into a target name and checks this build can drive it, with the cores asked for. */
 static int resolve_device(options *o, char *err, size_t errlen)
 {
     char list[128];
     teflon_target_list(list, sizeof(list), 1);
-    if (strcmp(o->device, "auto") == 0)
-        return resolve_auto(o, list, err, errlen);
+    if (strcmp(o->device, "auto") == 0 && resolve_auto(o, list, err, errlen))
+        return -1;
     const teflon_target *t = teflon_target_named(o->device);
     if (!t->drivable)
         return fail(err, errlen, "device=%s (%s family) is not supported by this build yet (drivable devices: %s)",
                     o->device, t->family, list);
+    if (o->cores > t->cores)
+        return fail(err, errlen, "invalid value '%s' for option 'cores' (%s has %u NPU core%s: expected 1..%u)",
+                    o->cores_text, t->name, t->cores, t->cores == 1 ? "" : "s", t->cores);
     return 0;
 }
 
@@ -602,7 +617,7 @@ TEFLON_EXPORT tfl_delegate *tflite_plugin_create_delegate(char **keys, char **va
         report_once(report_error, err);
         return NULL;
     }
-    int rc = teflon_dev_open(o.device, o.sim, &dev, err, sizeof(err));
+    int rc = teflon_dev_open_cores(o.device, o.sim, o.cores, &dev, err, sizeof(err));
     if (rc != 0 || !dev) {
         char msg[640];
         snprintf(msg, sizeof(msg), "cannot open the %s NPU (sim=%s): %s", o.device,
@@ -638,8 +653,9 @@ TEFLON_EXPORT tfl_delegate *tflite_plugin_create_delegate(char **keys, char **va
     d->base.Prepare = delegate_prepare;
     d->base.flags = TFL_DELEGATE_REQUIRE_PROPAGATED_SHAPES;
     if (d->debug) {
-        fprintf(stderr, "teflon: delegate created for %s (%s)\n", d->device,
-                teflon_dev_is_sim(dev) ? "simulated NPU" : "NPU device node");
+        fprintf(stderr, "teflon: delegate created for %s (%s%s%s)\n", d->device,
+                teflon_dev_is_sim(dev) ? "simulated NPU" : "NPU device node", o.cores > 1 ? ", cores=" : "",
+                o.cores > 1 ? o.cores_text : "");
         if (cache_dir)
             fprintf(stderr, "teflon: program cache in %s (limit %g MiB, build %s)\n", cache_dir, o.cache_max_mb,
                     teflon_cache_build_id());

@@ -12,6 +12,12 @@ void *teflon_native_open(const char *soc, int sim, char *err, size_t errlen)
     return teflon_dev_open(soc, sim, &dev, err, errlen) ? NULL : dev;
 }
 
+void *teflon_native_open_cores(const char *soc, int sim, unsigned cores, char *err, size_t errlen)
+{
+    teflon_dev *dev = NULL;
+    return teflon_dev_open_cores(soc, sim, cores, &dev, err, errlen) ? NULL : dev;
+}
+
 void teflon_native_close(void *dev)
 {
     teflon_dev_close(dev);
@@ -59,8 +65,15 @@ int teflon_native_task_counters(void *runner, uint64_t *out, uint32_t cap)
     const teflon_task_counters *c = teflon_runner_task_counters(runner, &n);
     for (uint32_t i = 0; i < n && i < cap; i++) {
         const uint64_t w[TEFLON_NATIVE_COUNTERS] = {c[i].feature_rd, c[i].weight_rd, c[i].bias_rd, c[i].data_wr,
-                                                    c[i].macs, c[i].ns};
+                                                    c[i].macs, c[i].ns, c[i].core, c[i].start_ns};
         memcpy(out + (size_t)i * TEFLON_NATIVE_COUNTERS, w, sizeof(w));
     }
     return (int)n;
+}
+
+int teflon_native_run_info(void *runner, uint64_t *npu_ns, uint32_t *lanes)
+{
+    *npu_ns = teflon_runner_npu_ns(runner);
+    *lanes = teflon_runner_lanes(runner);
+    return 0;
 }

@@ -9,6 +9,8 @@
 #define TEFLON_EXPORT __attribute__((visibility("default")))
 
 TEFLON_EXPORT void *teflon_native_open(const char *soc, int sim, char *err, size_t errlen);
+/* As teflon_native_open with the delegate option `cores` (1 .. the target's NPU cores). */
+TEFLON_EXPORT void *teflon_native_open_cores(const char *soc, int sim, unsigned cores, char *err, size_t errlen);
 TEFLON_EXPORT void teflon_native_close(void *dev);
 TEFLON_EXPORT int teflon_native_is_sim(void *dev);
 TEFLON_EXPORT void *teflon_native_load(void *dev, const uint8_t *blob, uint64_t len, char *err, size_t errlen);
@@ -18,9 +20,11 @@ TEFLON_EXPORT int teflon_native_run(void *runner, char *err, size_t errlen);
 TEFLON_EXPORT int teflon_native_get_output(void *runner, int32_t tensor, void *host, uint64_t bytes);
 TEFLON_EXPORT int teflon_native_stats(void *runner, uint64_t *tasks, uint64_t *macs);
 /* The last run's counters of each program task, TEFLON_NATIVE_COUNTERS words per task (feature, weight and
- * bias/EW bytes read, bytes written, MACs, nanoseconds) into out, which has room for `cap` tasks; returns the
- * number of tasks. */
-#define TEFLON_NATIVE_COUNTERS 6
+ * bias/EW bytes read, bytes written, MACs, simulated ns, the core it ran on, simulated start ns) into out, which
+ * has room for `cap` tasks; returns the number of tasks. */
+#define TEFLON_NATIVE_COUNTERS 8
 TEFLON_EXPORT int teflon_native_task_counters(void *runner, uint64_t *out, uint32_t cap);
+/* The last run's simulated NPU time (ns, 0 on a real device) and the files (lanes) the program runs on. */
+TEFLON_EXPORT int teflon_native_run_info(void *runner, uint64_t *npu_ns, uint32_t *lanes);
 
 #endif

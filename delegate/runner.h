@@ -23,6 +23,10 @@ int teflon_runner_get_output(teflon_runner *r, int32_t tensor, void *host, uint6
 /* Whether `tensor` is bound as an input (output = 0) or output (output = 1) of `bytes` host bytes:
  * 0, -ENOENT (no binding) or -EINVAL (wrong byte count), as set_input / get_output would answer. */
 int teflon_runner_check_binding(const teflon_runner *r, int32_t tensor, int output, uint64_t bytes);
+/* Files (lanes) the program runs on: 1, or up to the device's cores when its jobs are not one chain. */
+uint32_t teflon_runner_lanes(const teflon_runner *r);
+/* Simulated NPU time of the last run, in ns (first submit to the last job's end; 0 on a real device). */
+uint64_t teflon_runner_npu_ns(const teflon_runner *r);
 /* Counters of the last run. */
 void teflon_runner_stats(const teflon_runner *r, uint64_t *tasks, uint64_t *macs);
 /* Each task's counters in the last run (program task order; zero for tasks that did not run), and how many. */

@@ -60,6 +60,7 @@ enum {
 enum {
     TFL_BUILTIN_ADD = 0,
     TFL_BUILTIN_AVERAGE_POOL_2D = 1,
+    TFL_BUILTIN_CONCATENATION = 2,
     TFL_BUILTIN_CONV_2D = 3,
     TFL_BUILTIN_DEPTHWISE_CONV_2D = 4,
     TFL_BUILTIN_FULLY_CONNECTED = 9,
@@ -241,6 +242,11 @@ typedef struct tfl_pool_params {
     int activation;
 } tfl_pool_params;
 
+typedef struct tfl_concatenation_params { /* TfLiteConcatenationParams */
+    int axis;
+    int activation;
+} tfl_concatenation_params;
+
 /* A fresh TfLiteIntArray; the runtimes export no helper for this, and free() what they are given. */
 tfl_int_array *tfl_int_array_new(int size);
 
@@ -278,6 +284,6 @@ _Static_assert(offsetof(tfl_delegate, Prepare) == 8 && offsetof(tfl_delegate, Fr
                offsetof(tfl_delegate, flags) == 40 && offsetof(tfl_delegate, opaque_delegate_builder) == 48 &&
                sizeof(tfl_delegate) == 56, "TfLiteDelegate");
 _Static_assert(sizeof(tfl_conv_params) == 24 && sizeof(tfl_depthwise_conv_params) == 28 &&
-               sizeof(tfl_pool_params) == 24, "builtin params");
+               sizeof(tfl_pool_params) == 24 && sizeof(tfl_concatenation_params) == 8, "builtin params");
 
 #endif

@@ -19,6 +19,15 @@ struct teflon_backend {
     int (*submit)(void *impl, const teflon_job *jobs, uint32_t njobs, teflon_submit_stats *stats, char *err,
                   size_t errlen);
     void (*close)(void *impl);
+    /* Optional (NULL: the family has one core per device, or does not model them). */
+    /* The NPU cores this device may use (1..target cores), before any BO exists. */
+    int (*set_cores)(void *impl, unsigned cores, char *err, size_t errlen);
+    /* Another open file of the same device: its own BOs, address space and scheduler entity, the same cores
+     * (the kernel: a second open() of the node; the simulator: the same simulated cores). */
+    int (*open_peer)(void *impl, void **peer, char *err, size_t errlen);
+    /* Simulator only: waits (in simulated time) until every job submitted so far through any file of the device
+     * has finished, and returns that simulated time in ns. */
+    uint64_t (*npu_idle)(void *impl);
 };
 
 /* Opens the kernel client or the simulator of target `t` (a row of this family). Returns -ENODEV when the

@@ -20,6 +20,7 @@ struct teflon_dev {
     const struct teflon_backend *ops;
     void *impl;
     const teflon_target *target;
+    unsigned cores;
     teflon_submit_stats stats;
     char err[ERRLEN];
 };
@@ -61,11 +62,21 @@ static const struct teflon_family *drivable_family(const char *soc, const teflon
 
 int teflon_dev_open(const char *soc, int sim, teflon_dev **out, char *err, size_t errlen)
 {
+    return teflon_dev_open_cores(soc, sim, 1, out, err, errlen);
+}
+
+int teflon_dev_open_cores(const char *soc, int sim, unsigned cores, teflon_dev **out, char *err, size_t errlen)
+{
     *out = NULL;
     const teflon_target *t;
     const struct teflon_family *f = drivable_family(soc, &t, err, errlen);
     if (!f)
         return -EINVAL;
+    if (cores < 1 || cores > t->cores) {
+        teflon_errf(err, errlen, "%s has %u NPU core%s: cores must be 1..%u, not %u", t->name, t->cores,
+                    t->cores == 1 ? "" : "s", t->cores, cores);
+        return -EINVAL;
+    }
     if (sim < -1 || sim > 1) {
         teflon_errf(err, errlen, "sim must be -1 (auto), 0 (real device) or 1 (simulator), not %d", sim);
         return -EINVAL;
@@ -93,9 +104,53 @@ int teflon_dev_open(const char *soc, int sim, teflon_dev **out, char *err, size_
             return rc;
         }
     }
+    d->cores = 1;
+    if (cores > 1) {
+        rc = d->ops->set_cores ? d->ops->set_cores(d->impl, cores, d->err, sizeof(d->err)) : -ENOTSUP;
+        if (rc) {
+            teflon_errf(err, errlen, "cores=%u: %s", cores, rc == -ENOTSUP ? "not supported by this driver" : d->err);
+            d->ops->close(d->impl);
+            free(d);
+            return rc;
+        }
+        d->cores = cores;
+    }
     d->err[0] = 0;
     *out = d;
     return 0;
+}
+
+int teflon_dev_open_peer(teflon_dev *dev, teflon_dev **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!dev->ops->open_peer) {
+        teflon_errf(err, errlen, "the %s driver cannot open a second file of the device", dev->ops->name);
+        return -ENOTSUP;
+    }
+    teflon_dev *d = calloc(1, sizeof(*d));
+    if (!d) {
+        teflon_errf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    *d = (teflon_dev){.ops = dev->ops, .target = dev->target, .cores = dev->cores};
+    const int rc = dev->ops->open_peer(dev->impl, &d->impl, d->err, sizeof(d->err));
+    if (rc) {
+        teflon_errf(err, errlen, "%s", d->err);
+        free(d);
+        return rc;
+    }
+    *out = d;
+    return 0;
+}
+
+unsigned teflon_dev_cores(const teflon_dev *dev)
+{
+    return dev->cores;
+}
+
+uint64_t teflon_dev_npu_idle(teflon_dev *dev)
+{
+    return dev->ops->npu_idle ? dev->ops->npu_idle(dev->impl) : 0;
 }
 
 void teflon_dev_close(teflon_dev *dev)

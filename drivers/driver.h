@@ -41,7 +41,7 @@ typedef struct teflon_job {
     uint32_t ntasks;
     uint32_t nin;
     uint32_t nout;
-    uint32_t reserved;
+    uint32_t number;         /* 1-based job number in the caller's program, for messages (0: its index here) */
     const uint32_t *in_bos;  /* BO handles read by the job */
     const uint32_t *out_bos; /* BO handles written by the job */
 } teflon_job;
@@ -49,6 +49,16 @@ typedef struct teflon_job {
 /* soc: the name of a drivable target row (targets.h).
  * sim: -1 auto (real device if its node exists, else the simulator), 0 real only, 1 simulator. */
 int teflon_dev_open(const char *soc, int sim, teflon_dev **out, char *err, size_t errlen);
+/* As teflon_dev_open, allowing `cores` NPU cores (1 .. the target row's cores; the delegate option `cores`). */
+int teflon_dev_open_cores(const char *soc, int sim, unsigned cores, teflon_dev **out, char *err, size_t errlen);
+/* Another open file of `dev`'s device (own BOs and IOVAs, own kernel scheduler entity, same NPU cores): jobs
+ * submitted through different files may run on different cores at once. -ENOTSUP when the family has none. */
+int teflon_dev_open_peer(teflon_dev *dev, teflon_dev **out, char *err, size_t errlen);
+/* The cores the device was opened with. */
+unsigned teflon_dev_cores(const teflon_dev *dev);
+/* Simulator: waits (in simulated time) for every job submitted through any file of the device and returns the
+ * simulated NPU time in ns; a real device returns 0. */
+uint64_t teflon_dev_npu_idle(teflon_dev *dev);
 void teflon_dev_close(teflon_dev *dev);
 const char *teflon_dev_error(const teflon_dev *dev);
 
@@ -84,7 +94,10 @@ typedef struct teflon_task_counters {
     uint64_t bias_rd;    /* per-channel operands: bias / BS / EW tables (rocket DPU_RDMA; etnaviv TP PWL LUT) */
     uint64_t data_wr;    /* output written (rocket DPU WDMA; etnaviv NN/TP output) */
     uint64_t macs;       /* multiply-accumulates of the programmed geometry */
-    uint64_t ns;         /* wall time of the task (simulator: simulation time) */
+    uint64_t ns;         /* time of the task: rocket simulator, modelled NPU time (docs/hardware/rocket-sim.md
+                          * "Time"); etnaviv simulator, host time spent simulating it */
+    uint64_t core;       /* the NPU core the task ran on (rocket simulator; else 0) */
+    uint64_t start_ns;   /* modelled NPU time at which the task started (rocket simulator; else 0) */
 } teflon_task_counters;
 
 /* Queue all jobs in one submission (ordering between jobs comes from their BO lists). `per_task`, when not

@@ -31,6 +31,9 @@ python -m pytest -n auto -q -p no:cacheprovider -m "not slow" \
     tests/test_faults.py \
     tests/rocket/test_kernel_shim.py \
     tests/test_random.py \
+    tests/rocket/test_views.py \
+    tests/test_netgen.py \
     tests/test_profile.py \
+    tests/rocket/test_cores.py \
     tests/etnaviv/test_counters.py \
     -k "not ai_edge_litert and not op_sweep_through_shim" "$@"

@@ -568,6 +568,18 @@ KNOWN_CPU["imx8mp"] = etnaviv_v8_known_cpu
 # etnaviv: beyond convolutions (FULLY_CONNECTED, ADD/SUB, PAD, RELU, LOGISTIC) and non-square convolutions
 # ---------------------------------------------------------------------------------------------------------------
 
+# FULLY_CONNECTED on rocket: a 1x1 convolution over a 1x1xN map. Classifier heads (MobileNet 1024 -> 1001, 1280
+# -> 1000), a one-value input (the raw-rows input path), a few channels, fused activations, int8.
+ROCKET_DEFAULT_FC: list[FcCase] = [
+    FcCase(1024, 1001), FcCase(1280, 1000, dtype="int8"), FcCase(1, 8), FcCase(3, 40, dtype="int8"),
+    FcCase(100, 37, activation="relu"), FcCase(2048, 64, activation="relu6"), FcCase(4096, 8, dtype="int8"),
+]
+SLOW_ROCKET_FC: list[FcCase] = [
+    FcCase(n, m, activation=act, dtype=dt, seed=seed)
+    for seed, (n, m, act, dt) in enumerate(itertools.product((5, 16, 33, 256, 1001), (1, 10, 64, 130), ("none", "relu"),
+                                                               ("uint8", "int8")))
+]
+
 ETNAVIV_DEFAULT_FC: list[FcCase] = [
     FcCase(64, 10), FcCase(120, 16, dtype="int8"), FcCase(256, 100), FcCase(1000, 128, activation="relu"),
     FcCase(1024, 32, dtype="int8"),

@@ -99,25 +99,33 @@ def model_files() -> Iterator[Path]:
         yield from sorted((root / "models").glob("*.tflite"))
 
 
-def record(out: Path) -> None:
+def record(out: Path, kinds: tuple[str, ...] = ("golden", "model", "op")) -> None:
+    """Write every digest of `kinds` into `out`; digests of other kinds already in `out` are kept."""
     from teflon import compiler
 
     table: dict[str, str] = {}
-    for name, graph in golden_graphs():
-        for compat in (True, False):
-            prog = compiler.compile(graph, [0], [0], [3], "rk3588", mesa_compat=compat)
-            table[f"golden-{name}-{'mesa' if compat else 'default'}"] = digest(prog)
+    if out.is_file() and set(kinds) != {"golden", "model", "op"}:
+        table = {k: v for k, v in json.loads(out.read_text()).items() if k.split("-", 1)[0] not in kinds}
+    if "golden" in kinds:
+        for name, graph in golden_graphs():
+            for compat in (True, False):
+                prog = compiler.compile(graph, [0], [0], [3], "rk3588", mesa_compat=compat)
+                table[f"golden-{name}-{'mesa' if compat else 'default'}"] = digest(prog)
     for device in ("rk3588", "rk3576"):
-        for path in model_files():
-            table[f"model-{path.stem}-{device}"] = digests(delegate_programs(path.read_bytes(), device))
-        for name, case in sweep_cases():
-            table[f"op-{name}-{device}"] = digests(delegate_programs(case.build(), device))
+        if "model" in kinds:
+            for path in model_files():
+                table[f"model-{path.stem}-{device}"] = digests(delegate_programs(path.read_bytes(), device))
+        if "op" in kinds:
+            for name, case in sweep_cases():
+                table[f"op-{name}-{device}"] = digests(delegate_programs(case.build(), device))
         print(f"{device}: {len(table)} digests", file=sys.stderr)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(table, indent=0, sort_keys=True) + "\n")
+    out.write_text(json.dumps(table, sort_keys=True, separators=(",\n", ":")) + "\n")
 
+
+USAGE = "usage: python tests/program_digest.py record OUT.json [golden|model|op ...]"
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "record":
-        raise SystemExit("usage: python tests/program_digest.py record OUT.json")
-    record(Path(sys.argv[2]))
+    if len(sys.argv) < 3 or sys.argv[1] != "record" or not set(sys.argv[3:]) <= {"golden", "model", "op"}:
+        raise SystemExit(USAGE)
+    record(Path(sys.argv[2]), tuple(sys.argv[3:]) or ("golden", "model", "op"))

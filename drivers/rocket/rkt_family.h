@@ -21,6 +21,12 @@ struct rkt_gen {
     const struct rkt_soc *soc; /* its register table and semantics in the simulator */
     uint32_t task_con;         /* PC_TASK_CON of the kernel's one-task kick */
     int polled;                /* the kernel's completion: 0 interrupt, 1 poll of INTERRUPT_RAW_STATUS */
+    /* The simulator's time model of one task on one core (docs/hardware/rocket-sim.md "time"): a fixed cost per
+     * task (kick, completion, the kernel's next kick) plus the longer of its MACs at the core's MAC rate and its
+     * DMA bytes at the core's bandwidth. A model to compare schedules with, not a measurement. */
+    uint32_t task_overhead_ns;
+    uint32_t macs_per_ns;
+    uint32_t bytes_per_ns;
 };
 
 /* The generation named `generation`, or NULL. */

@@ -31,6 +31,7 @@
 
 struct rk_dev {
     int fd;
+    char path[32]; /* the node, opened again for a peer file */
 };
 
 static int is_rocket(int fd)
@@ -163,6 +164,37 @@ static void rk_close(void *impl)
     free(d);
 }
 
+/* The kernel spreads jobs over every core it has; `cores` only bounds how many files the runner opens (one
+ * scheduler entity each, docs/hardware/rocket.md "multi-core"), so there is nothing to set here. */
+static int rk_set_cores(void *impl, unsigned cores, char *err, size_t errlen)
+{
+    (void)impl;
+    (void)cores;
+    (void)err;
+    (void)errlen;
+    return 0;
+}
+
+static int rk_open_peer(void *impl, void **peer, char *err, size_t errlen)
+{
+    const struct rk_dev *d = impl;
+    struct rk_dev *p = calloc(1, sizeof(*p));
+    if (!p) {
+        teflon_errf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    p->fd = open(d->path, O_RDWR | O_CLOEXEC);
+    if (p->fd < 0) {
+        const int rc = -errno;
+        teflon_errf(err, errlen, "opening %s a second time: %s", d->path, strerror(errno));
+        free(p);
+        return rc;
+    }
+    snprintf(p->path, sizeof(p->path), "%s", d->path);
+    *peer = p;
+    return 0;
+}
+
 static const struct teflon_backend rk_ops = {
     .name = "rocket",
     .is_sim = 0,
@@ -172,6 +204,8 @@ static const struct teflon_backend rk_ops = {
     .cpu_fini = rk_cpu_fini,
     .submit = rk_submit,
     .close = rk_close,
+    .set_cores = rk_set_cores,
+    .open_peer = rk_open_peer,
 };
 
 /* ---- SoC detection: the devicetree compatible of the NPU cores -------------------------------- */
@@ -298,6 +332,7 @@ int rkt_kernel_open(const teflon_target *t, void **impl, const struct teflon_bac
             return -ENOMEM;
         }
         d->fd = fd;
+        snprintf(d->path, sizeof(d->path), "%s", path);
         *impl = d;
         *ops = &rk_ops;
         return 0;

@@ -6,6 +6,12 @@
  * IOVAs are handed out page-aligned from 0 upwards, lowest free range first, like the kernel's
  * drm_mm allocator over the per-file IOMMU domain; all NPU address registers are 32-bit, so the
  * address space ends at 4 GiB.
+ *
+ * Cores and time (docs/hardware/rocket-sim.md "Time"): the simulated cores belong to the device and are shared by
+ * every open file of it (rkt_sim_open, then open_peer); each file is one scheduler entity, as in accel/rocket, so a
+ * file's jobs stay on one core while one of them is unfinished. Execution is synchronous on the host; what is
+ * modelled is the NPU's timeline: each core is busy until some simulated time, each BO carries the end of its last
+ * writer (its fence), and the host's clock advances only when it waits for a BO.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -13,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #include "../errmsg.h"
 #include "../fault.h"
@@ -30,17 +35,31 @@ struct sim_bo {
     uint64_t span;   /* page-rounded size */
     uint64_t size;
     uint8_t *mem;
+    uint64_t fence;  /* simulated ns at which its last writer job finishes (the write fence in its reservation) */
 };
 
+/* The NPU itself, shared by every open file of the simulated device (teflon_dev_open_peer): its cores, the
+ * simulated time each core is busy until, and the host's view of simulated time (advanced when the host
+ * waits for a BO). */
+struct sim_hw {
+    unsigned refs;       /* open files */
+    unsigned ncores;     /* the cores it was given (option cores; 1 .. the target row's) */
+    rkt_npu *npu[RKT_MAX_CORES];
+    uint64_t busy_until[RKT_MAX_CORES];
+    uint64_t host_now;
+    struct teflon_sim_fault fault; /* $TEFLON_SIM_FAULT, read at open; counts the submits of every file */
+};
+
+/* One open file: its BOs and address space, and its scheduler entity (accel/rocket: one per file, over all
+ * cores). */
 struct sim_dev {
     const struct rkt_gen *gen;
-    unsigned ncores;     /* cores the scheduler spreads jobs over (the target row's) */
+    struct sim_hw *hw;
     struct sim_bo *bos;  /* sorted by iova */
     size_t nbos, cap;
     uint32_t next_handle;
-    rkt_npu *npu[RKT_MAX_CORES];
-    unsigned next_core;  /* the scheduler's pick for the next job */
-    struct teflon_sim_fault fault; /* $TEFLON_SIM_FAULT, read at open */
+    unsigned entity_core;  /* the core the entity's jobs run on */
+    uint64_t entity_done;  /* simulated ns at which its last job finishes */
 };
 
 int rkt_kick_sequence(const struct rkt_gen *gen, unsigned core, struct rkt_regcmd task,
@@ -157,6 +176,18 @@ static int sim_bo_sync(void *impl, teflon_bo *bo, char *err, size_t errlen)
     return 0;
 }
 
+/* PREP_BO: the host waits for the BO's writers, in simulated time. */
+static int sim_bo_prep(void *impl, teflon_bo *bo, char *err, size_t errlen)
+{
+    struct sim_dev *d = impl;
+    const struct sim_bo *b = find_handle(d, bo->handle);
+    if (!b)
+        return sim_bo_sync(impl, bo, err, errlen);
+    if (b->fence > d->hw->host_now)
+        d->hw->host_now = b->fence;
+    return 0;
+}
+
 static int check_bo_lists(struct sim_dev *d, const teflon_job *j, uint32_t ji, char *err, size_t errlen)
 {
     const uint32_t n = j->nin + j->nout;
@@ -243,72 +274,140 @@ static int inject(struct sim_dev *d, rkt_npu *npu, unsigned core, struct rkt_reg
     return teflon_fault_errno(k);
 }
 
+/* The modelled NPU time of one task (rkt_gen: a fixed cost, then MACs or DMA bytes, whichever takes longer). */
+static uint64_t task_ns(const struct rkt_gen *gen, const struct rkt_npu_counters *c)
+{
+    const uint64_t bytes = c->feature_rd + c->weight_rd + c->bias_rd + c->data_wr;
+    const uint64_t mac_ns = c->macs / gen->macs_per_ns, dma_ns = bytes / gen->bytes_per_ns;
+    return gen->task_overhead_ns + (mac_ns > dma_ns ? mac_ns : dma_ns);
+}
+
+/* The simulated time at which every BO of the job's lists is free for it: in-BOs wait for their writers and
+ * out-BOs for every fence they carry (drm_sched_job_add_implicit_dependencies; accel/rocket attaches only write
+ * fences, to out-BOs), so both wait for the last writer. */
+static uint64_t deps_ready(struct sim_dev *d, const teflon_job *j)
+{
+    uint64_t t = 0;
+    for (uint32_t a = 0; a < j->nin + j->nout; a++) {
+        const struct sim_bo *b = find_handle(d, a < j->nin ? j->in_bos[a] : j->out_bos[a - j->nin]);
+        if (b && b->fence > t)
+            t = b->fence;
+    }
+    return t;
+}
+
+/* The core of the file's next job, as the DRM scheduler picks it (drm_sched_entity_select_rq): the entity stays
+ * on its core while it has a job queued or running, else it moves to the least loaded core (docs/hardware/rocket.md
+ * "multi-core"); least loaded = free first here, the lowest index on a tie. */
+static unsigned pick_core(struct sim_dev *d, uint64_t now)
+{
+    const struct sim_hw *hw = d->hw;
+    if (d->entity_done > now)
+        return d->entity_core;
+    unsigned best = 0;
+    for (unsigned c = 1; c < hw->ncores; c++) {
+        const uint64_t bc = hw->busy_until[best] > now ? hw->busy_until[best] : now;
+        const uint64_t cc = hw->busy_until[c] > now ? hw->busy_until[c] : now;
+        if (cc < bc)
+            best = c;
+    }
+    d->entity_core = best;
+    return best;
+}
+
 static int sim_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon_submit_stats *stats, char *err,
                       size_t errlen)
 {
     struct sim_dev *d = impl;
+    struct sim_hw *hw = d->hw;
     uint64_t macs0 = 0;
-    for (unsigned c = 0; c < d->ncores; c++)
-        macs0 += rkt_npu_macs(d->npu[c]);
+    for (unsigned c = 0; c < hw->ncores; c++)
+        macs0 += rkt_npu_macs(hw->npu[c]);
     stats->tasks = 0;
     stats->macs = 0;
     /* an injected fault hits the first task of the middle job, so jobs before it ran and jobs after it do not */
-    const enum teflon_fault_kind fault = njobs ? teflon_sim_fault_tick(&d->fault) : TEFLON_FAULT_NONE;
+    const enum teflon_fault_kind fault = njobs ? teflon_sim_fault_tick(&hw->fault) : TEFLON_FAULT_NONE;
+    const uint64_t now = hw->host_now; /* the submit reaches the kernel at the host's current time */
     for (uint32_t ji = 0; ji < njobs; ji++) {
         const teflon_job *j = &jobs[ji];
+        const uint32_t jn = j->number ? j->number : ji + 1;
         if (j->ntasks == 0) {
-            teflon_errf(err, errlen, "job %u has no tasks", ji);
+            teflon_errf(err, errlen, "job %u has no tasks", jn);
             return -EINVAL;
         }
-        int rc = check_bo_lists(d, j, ji, err, errlen);
+        int rc = check_bo_lists(d, j, jn - 1, err, errlen);
         if (rc)
             return rc;
-        /* the scheduler may pick any core: round robin, and the job starts from a clean core state */
-        const unsigned core = d->next_core;
-        d->next_core = (d->next_core + 1) % d->ncores;
-        rkt_npu *npu = d->npu[core];
+        const unsigned core = pick_core(d, now);
+        rkt_npu *npu = hw->npu[core];
+        /* the file's IOMMU domain goes onto the core for the job, and the job starts from a clean core state */
+        rkt_npu_attach(npu, lookup, d);
         rkt_npu_job_begin(npu);
+        uint64_t t = deps_ready(d, j);
+        if (t < now)
+            t = now;
+        if (t < hw->busy_until[core])
+            t = hw->busy_until[core];
         for (uint32_t ti = 0; ti < j->ntasks; ti++) {
             struct rkt_regcmd task;
-            rc = rkt_task_regcmd(&j->tasks[ti], ji, ti, &task, err, errlen);
+            rc = rkt_task_regcmd(&j->tasks[ti], jn - 1, ti, &task, err, errlen);
             if (rc)
                 return rc;
             if (fault && ji == njobs / 2 && ti == 0) {
                 char what[256];
                 rc = inject(d, npu, core, task, fault, what, sizeof(what));
-                teflon_errf(err, errlen, "job %u of %u, task %u of %u: %s (simulated fault '%s')", ji + 1, njobs,
+                teflon_errf(err, errlen, "job %u of %u, task %u of %u: %s (simulated fault '%s')", jn, njobs,
                             ti + 1, j->ntasks, what, teflon_fault_name(fault));
                 return rc;
             }
-            struct timespec t0, t1;
-            clock_gettime(CLOCK_MONOTONIC, &t0);
             rc = kick(d, npu, core, task, 0);
-            clock_gettime(CLOCK_MONOTONIC, &t1);
             if (rc) {
                 const char *m = rkt_npu_error(npu);
-                teflon_errf(err, errlen, "job %u task %u: %s", ji, ti,
+                teflon_errf(err, errlen, "job %u task %u: %s", jn - 1, ti,
                         rc == -ETIMEDOUT && !*m ? d->gen->polled
                             ? "timeout: INTERRUPT_RAW_STATUS showed no DPU bit within the job timeout (polled)"
                             : "timeout: no DPU interrupt"
                         : m);
                 return rc;
             }
-            if (stats->per_task) {
-                struct rkt_npu_counters c;
-                rkt_npu_task_counters(npu, &c);
+            struct rkt_npu_counters c;
+            rkt_npu_task_counters(npu, &c);
+            const uint64_t ns = task_ns(d->gen, &c);
+            if (stats->per_task)
                 stats->per_task[stats->tasks] = (teflon_task_counters){
                     .feature_rd = c.feature_rd, .weight_rd = c.weight_rd, .bias_rd = c.bias_rd, .data_wr = c.data_wr,
-                    .macs = c.macs,
-                    .ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec))};
-            }
+                    .macs = c.macs, .ns = ns, .core = core, .start_ns = t};
+            t += ns;
             stats->tasks++;
         }
+        hw->busy_until[core] = t;
+        d->entity_done = t;
+        for (uint32_t a = 0; a < j->nout; a++)
+            find_handle(d, j->out_bos[a])->fence = t;
     }
     uint64_t macs1 = 0;
-    for (unsigned c = 0; c < d->ncores; c++)
-        macs1 += rkt_npu_macs(d->npu[c]);
+    for (unsigned c = 0; c < hw->ncores; c++)
+        macs1 += rkt_npu_macs(hw->npu[c]);
     stats->macs = macs1 - macs0;
     return 0;
+}
+
+static uint64_t sim_npu_idle(void *impl)
+{
+    struct sim_hw *hw = ((struct sim_dev *)impl)->hw;
+    for (unsigned c = 0; c < hw->ncores; c++)
+        if (hw->busy_until[c] > hw->host_now)
+            hw->host_now = hw->busy_until[c];
+    return hw->host_now;
+}
+
+static void hw_put(struct sim_hw *hw)
+{
+    if (!hw || --hw->refs)
+        return;
+    for (unsigned c = 0; c < RKT_MAX_CORES; c++)
+        rkt_npu_destroy(hw->npu[c]);
+    free(hw);
 }
 
 static void sim_close(void *impl)
@@ -317,9 +416,42 @@ static void sim_close(void *impl)
     for (size_t i = 0; i < d->nbos; i++)
         munmap(d->bos[i].mem, d->bos[i].span);
     free(d->bos);
-    for (unsigned c = 0; c < RKT_MAX_CORES; c++)
-        rkt_npu_destroy(d->npu[c]);
+    hw_put(d->hw);
     free(d);
+}
+
+/* Cores 1 .. cores-1 join core 0 (before any job ran). */
+static int sim_set_cores(void *impl, unsigned cores, char *err, size_t errlen)
+{
+    struct sim_dev *d = impl;
+    struct sim_hw *hw = d->hw;
+    if (cores < 1 || cores > RKT_MAX_CORES) {
+        teflon_errf(err, errlen, "the simulator has 1..%u cores, not %u", RKT_MAX_CORES, cores);
+        return -EINVAL;
+    }
+    for (unsigned c = hw->ncores; c < cores; c++) {
+        if (!(hw->npu[c] = rkt_npu_create(d->gen, lookup, d))) {
+            teflon_errf(err, errlen, "out of memory creating simulated core %u", c);
+            return -ENOMEM;
+        }
+        hw->ncores = c + 1;
+    }
+    return 0;
+}
+
+static int sim_open_peer(void *impl, void **peer, char *err, size_t errlen)
+{
+    struct sim_dev *d = impl;
+    struct sim_dev *p = calloc(1, sizeof(*p));
+    if (!p) {
+        teflon_errf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    p->gen = d->gen;
+    p->hw = d->hw;
+    d->hw->refs++;
+    *peer = p;
+    return 0;
 }
 
 static const struct teflon_backend sim_ops = {
@@ -327,10 +459,13 @@ static const struct teflon_backend sim_ops = {
     .is_sim = 1,
     .bo_create = sim_bo_create,
     .bo_destroy = sim_bo_destroy,
-    .cpu_prep = sim_bo_sync,
+    .cpu_prep = sim_bo_prep,
     .cpu_fini = sim_bo_sync,
     .submit = sim_submit,
     .close = sim_close,
+    .set_cores = sim_set_cores,
+    .open_peer = sim_open_peer,
+    .npu_idle = sim_npu_idle,
 };
 
 int rkt_sim_open(const teflon_target *t, void **impl, const struct teflon_backend **ops, char *err, size_t errlen)
@@ -345,17 +480,24 @@ int rkt_sim_open(const teflon_target *t, void **impl, const struct teflon_backen
     if (rc)
         return rc;
     struct sim_dev *d = calloc(1, sizeof(*d));
-    int ok = d != NULL;
+    struct sim_hw *hw = calloc(1, sizeof(*hw));
+    int ok = d && hw;
     if (ok) {
         d->gen = gen;
-        d->ncores = t->cores;
-        d->fault = fault;
-        for (unsigned c = 0; c < d->ncores && ok; c++)
-            ok = (d->npu[c] = rkt_npu_create(gen, lookup, d)) != NULL;
+        d->hw = hw;
+        hw->refs = 1;
+        hw->fault = fault;
+        /* one core until set_cores gives it more (option cores) */
+        ok = (hw->npu[0] = rkt_npu_create(gen, lookup, d)) != NULL;
+        hw->ncores = ok;
     }
     if (!ok) {
-        if (d)
+        if (d && d->hw)
             sim_close(d);
+        else {
+            free(d);
+            free(hw);
+        }
         teflon_errf(err, errlen, "out of memory creating the rocket simulator");
         return -ENOMEM;
     }

@@ -101,6 +101,12 @@ void rkt_npu_destroy(rkt_npu *n)
     free(n);
 }
 
+void rkt_npu_attach(rkt_npu *n, rkt_mem_lookup lookup, void *ctx)
+{
+    n->lookup = lookup;
+    n->ctx = ctx;
+}
+
 void rkt_npu_job_begin(rkt_npu *n)
 {
     memset(n->written, 0, sizeof(n->written));

@@ -45,6 +45,10 @@ typedef struct rkt_npu rkt_npu;
 rkt_npu *rkt_npu_create(const struct rkt_gen *gen, rkt_mem_lookup lookup, void *ctx);
 void rkt_npu_destroy(rkt_npu *n);
 
+/* The address space the core reaches from now on: the kernel attaches the submitting file's IOMMU domain to
+ * the core before each job (rocket_job_run), so cores shared by several open files see each file's BOs. */
+void rkt_npu_attach(rkt_npu *n, rkt_mem_lookup lookup, void *ctx);
+
 /* A new job may land on any core: forget register contents and CBUF contents. */
 void rkt_npu_job_begin(rkt_npu *n);
 

@@ -27,13 +27,14 @@ TFLITE_TYPES: dict[int, str] = {
     10: "float16",
 }
 
-# TFLite BuiltinOperator codes the compiler knows by name (schema values).
+# TFLite BuiltinOperator codes by name (schema values): the ops of published vision models, so a reason names them.
 BUILTIN_NAMES: dict[int, str] = {
     0: "ADD",
     1: "AVERAGE_POOL_2D",
     2: "CONCATENATION",
     3: "CONV_2D",
     4: "DEPTHWISE_CONV_2D",
+    5: "DEPTH_TO_SPACE",
     6: "DEQUANTIZE",
     9: "FULLY_CONNECTED",
     14: "LOGISTIC",
@@ -42,18 +43,45 @@ BUILTIN_NAMES: dict[int, str] = {
     19: "RELU",
     21: "RELU6",
     22: "RESHAPE",
+    23: "RESIZE_BILINEAR",
     25: "SOFTMAX",
+    26: "SPACE_TO_DEPTH",
+    28: "TANH",
     34: "PAD",
+    37: "BATCH_TO_SPACE_ND",
+    38: "SPACE_TO_BATCH_ND",
     39: "TRANSPOSE",
     40: "MEAN",
     41: "SUB",
+    42: "DIV",
     43: "SQUEEZE",
     45: "STRIDED_SLICE",
+    47: "EXP",
     49: "SPLIT",
     51: "DELEGATE",
+    53: "CAST",
+    54: "PRELU",
+    55: "MAXIMUM",
+    56: "ARG_MAX",
+    57: "MINIMUM",
+    59: "NEG",
+    60: "PADV2",
+    65: "SLICE",
+    67: "TRANSPOSE_CONV",
+    70: "EXPAND_DIMS",
+    74: "SUM",
+    76: "RSQRT",
+    82: "REDUCE_MAX",
+    83: "PACK",
+    88: "UNPACK",
+    97: "RESIZE_NEAREST_NEIGHBOR",
+    98: "LEAKY_RELU",
+    99: "SQUARED_DIFFERENCE",
     101: "ABS",
+    102: "SPLIT_V",
     114: "QUANTIZE",
     117: "HARD_SWISH",
+    150: "GELU",
 }
 
 PADDING = {0: "UNKNOWN", 1: "SAME", 2: "VALID"}
@@ -150,6 +178,8 @@ def decode_options(kind: str, raw: list[int]) -> dict[str, object]:
         names = ["activation", "weights_format", "keep_num_dims"]
     elif kind in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
         names = ["padding", "stride_w", "stride_h", "filter_w", "filter_h", "activation"]
+    elif kind == "CONCATENATION":
+        names = ["axis", "activation"]
     else:
         return {}
     opts: dict[str, object] = dict(zip(names, raw))

@@ -131,6 +131,11 @@ class GraphBuilder:
     def quant(self, tensor: int) -> QParams | None:
         return self._tensors[tensor].quant
 
+    def set_quant(self, tensor: int, quant: QParams) -> None:
+        """Change a tensor's quantization (an activation's producer then writes that range; a constant keeps its
+        integer values)."""
+        self._tensors[tensor].quant = quant
+
     def dtype(self, tensor: int) -> str:
         return self._tensors[tensor].dtype
 

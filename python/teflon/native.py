@@ -25,6 +25,8 @@ from teflon.program import BUFFER, HEADER, IO, JOB, RELOC, TASK, Program
 
 CDEF = """
 void *teflon_native_open(const char *soc, int sim, char *err, size_t errlen);
+void *teflon_native_open_cores(const char *soc, int sim, unsigned cores, char *err, size_t errlen);
+int   teflon_native_run_info(void *runner, uint64_t *npu_ns, uint32_t *lanes);
 void  teflon_native_close(void *dev);
 int   teflon_native_is_sim(void *dev);
 void *teflon_native_load(void *dev, const uint8_t *blob, uint64_t len, char *err, size_t errlen);
@@ -38,8 +40,9 @@ int   teflon_check_options(const char *const *keys, const char *const *values, s
 """
 
 ERRLEN = 1024
-# teflon_native_task_counters' words per task, in order (bytes read / written, MACs, nanoseconds)
-COUNTERS = ("feature_rd", "weight_rd", "bias_rd", "data_wr", "macs", "ns")
+# teflon_native_task_counters' words per task, in order (bytes read / written, MACs, simulated nanoseconds, the
+# core the task ran on, its simulated start)
+COUNTERS = ("feature_rd", "weight_rd", "bias_rd", "data_wr", "macs", "ns", "core", "start_ns")
 DTYPES = {3: np.dtype(np.uint8), 9: np.dtype(np.int8)}
 
 _ffi = cffi.FFI()
@@ -98,14 +101,15 @@ def bindings(blob: bytes) -> list[Binding]:
 
 
 class Device:
-    """An open NPU device: sim=True simulator, False real device node only, None automatic."""
+    """An open NPU device: sim=True simulator, False real device node only, None automatic; `cores` as the
+    delegate option (1 .. the target's NPU cores)."""
 
-    def __init__(self, soc: str = targets.FALLBACK, sim: bool | None = True) -> None:
+    def __init__(self, soc: str = targets.FALLBACK, sim: bool | None = True, cores: int = 1) -> None:
         self._handle: Any = None
         self._lib = library()
         err = _ffi.new("char[]", ERRLEN)
         mode = -1 if sim is None else int(bool(sim))
-        handle = self._lib.teflon_native_open(soc.encode(), mode, err, ERRLEN)
+        handle = self._lib.teflon_native_open_cores(soc.encode(), mode, cores, err, ERRLEN)
         if handle == _ffi.NULL:
             raise NativeError(_ffi.string(err).decode(errors="replace"))
         self._handle = handle
@@ -194,6 +198,14 @@ class Runner:
         return {"tasks": int(tasks[0]), "macs": int(macs[0]),
                 **{k: int(v) for k, v in zip(COUNTERS[:4], totals[:4], strict=True)}}
 
+    def npu_time(self) -> tuple[int, int]:
+        """(simulated NPU ns of the last run, from its first submit to its last job's end; the files (lanes) the
+        program runs on). 0 ns on a real device."""
+        ns = _ffi.new("uint64_t *")
+        lanes = _ffi.new("uint32_t *")
+        self._lib.teflon_native_run_info(self._handle, ns, lanes)
+        return int(ns[0]), int(lanes[0])
+
     def task_counter_array(self) -> np.ndarray:
         """The last run's counters, one row per program task (job order), columns COUNTERS."""
         try:
@@ -208,7 +220,8 @@ class Runner:
 
     def task_counters(self) -> list[dict[str, int]]:
         """The last run's counters of each program task (job order): bytes of features, weights and bias/EW
-        operands read, bytes written, MACs and nanoseconds, as the simulator counted them."""
+        operands read, bytes written, MACs, simulated nanoseconds, core and simulated start, as the simulator
+        counted them."""
         return [dict(zip(COUNTERS, map(int, row), strict=True)) for row in self.task_counter_array()]
 
     def close(self) -> None:

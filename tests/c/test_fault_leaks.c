@@ -3,8 +3,9 @@
  * load a compiled program, run it (the fault: must fail with the fault's message), run it again (must succeed),
  * read the output, unload, close.
  *
- * usage: test_fault_leaks LIBTEFLON.so SOC PROGRAM.blob IN_TENSOR IN_BYTES OUT_TENSOR OUT_BYTES KIND
- * (exit 0 = pass; tests/test_faults.py builds and runs it)
+ * usage: test_fault_leaks LIBTEFLON.so SOC PROGRAM.blob IN_TENSOR IN_BYTES OUT_TENSOR OUT_BYTES KIND [CORES]
+ * (exit 0 = pass; tests/test_faults.py builds and runs it; with CORES > 1, tests/rocket/test_cores.py: the runner's
+ * extra open files (lanes) and their buffers must be freed too)
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -14,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef void *(*open_fn)(const char *soc, int sim, char *err, size_t errlen);
+typedef void *(*open_fn)(const char *soc, int sim, unsigned cores, char *err, size_t errlen);
 typedef void (*close_fn)(void *dev);
 typedef void *(*load_fn)(void *dev, const uint8_t *blob, uint64_t len, char *err, size_t errlen);
 typedef void (*unload_fn)(void *runner);
@@ -38,8 +39,9 @@ static uint8_t *read_file(const char *path, size_t *len)
 
 int main(int argc, char **argv)
 {
-    if (argc != 9) {
-        fprintf(stderr, "usage: %s LIBTEFLON.so SOC PROGRAM IN_TENSOR IN_BYTES OUT_TENSOR OUT_BYTES KIND\n", argv[0]);
+    if (argc != 9 && argc != 10) {
+        fprintf(stderr, "usage: %s LIBTEFLON.so SOC PROGRAM IN_TENSOR IN_BYTES OUT_TENSOR OUT_BYTES KIND [CORES]\n",
+                argv[0]);
         return 2;
     }
     void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
@@ -47,7 +49,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "dlopen: %s\n", dlerror());
         return 1;
     }
-    const open_fn dev_open = (open_fn)dlsym(lib, "teflon_native_open");
+    const open_fn dev_open = (open_fn)dlsym(lib, "teflon_native_open_cores");
     const close_fn dev_close = (close_fn)dlsym(lib, "teflon_native_close");
     const load_fn load = (load_fn)dlsym(lib, "teflon_native_load");
     const unload_fn unload = (unload_fn)dlsym(lib, "teflon_native_unload");
@@ -66,7 +68,7 @@ int main(int argc, char **argv)
     char err[1024] = "", expect[64];
     snprintf(expect, sizeof(expect), "(simulated fault '%s')", argv[8]);
     int failures = 0;
-    void *dev = blob && in && out ? dev_open(argv[2], 1, err, sizeof(err)) : NULL;
+    void *dev = blob && in && out ? dev_open(argv[2], 1, argc == 10 ? (unsigned)atoi(argv[9]) : 1u, err, sizeof(err)) : NULL;
     void *runner = dev ? load(dev, blob, len, err, sizeof(err)) : NULL;
     if (!runner) {
         fprintf(stderr, "FAIL open/load: %s\n", err);

@@ -3,8 +3,9 @@ kernels.
 
 The per-tensor convolution sweep common to every target is tests/test_ops.py. int8 per-channel weights are delegated with the same tolerance by targets with the `per_channel`
 capability (then also with the weight-scale spreads of real post-training-quantized models) and must come back
-unchanged from the CPU on the others. An ADD fed by a convolution is fused into it (its own measured bound, opcheck.check_add), other ADDs and
-AVERAGE_POOL_2D stay on the CPU. Cases live in opcases.py (with each
+unchanged from the CPU on the others. FULLY_CONNECTED runs as a 1x1 convolution. An ADD fed by a convolution is
+fused into it (its own measured bound, opcheck.check_add); other ADDs and AVERAGE_POOL_2D stay on the CPU. Cases
+live in opcases.py (with each
 device's known CPU fallbacks and requantization limits), the checks in opcheck.py; the `slow` variants run with
 `scripts/test.sh -m slow`. Ids start with the device: `rk3576-conv2d-in112x112x32-oc64-k3-s2-same-u8`.
 """
@@ -19,14 +20,24 @@ from opcases import (
     DEFAULT_PER_CHANNEL,
     DEFAULT_POOL,
     LITERT_CASES,
+    ROCKET_DEFAULT_FC,
     SLOW_ADD,
     SLOW_PER_CHANNEL,
+    SLOW_ROCKET_FC,
     SPREAD_DEFAULT_PER_CHANNEL,
     SPREAD_SLOW_PER_CHANNEL,
 )
-from opcheck import CONV_KINDS, Recorder, check_add, check_cpu_fallback, check_delegated_conv, check_pool
+from opcheck import (
+    CONV_KINDS,
+    Recorder,
+    check_add,
+    check_cpu_fallback,
+    check_delegated_conv,
+    check_delegated_op,
+    check_pool,
+)
 from teflon import targets
-from teflon.modelgen import AddCase, ConvCase, PoolCase
+from teflon.modelgen import AddCase, ConvCase, FcCase, PoolCase
 
 DEVICES = [t.name for t in targets.of_family("rocket")]
 
@@ -61,6 +72,22 @@ def test_per_channel(device: str, case: ConvCase, options: dict[str, str], recor
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, lambda d: _per_channel(d, slow=True)))
 def test_per_channel_slow(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
     _check_per_channel(device, case, options, record_property)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# FULLY_CONNECTED: a 1x1 convolution over a 1x1xN feature map
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ROCKET_DEFAULT_FC))
+def test_fully_connected(device: str, case: FcCase, options: dict[str, str], record_property: Recorder) -> None:
+    check_delegated_op(case, options, record_property, ("FULLY_CONNECTED",))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, SLOW_ROCKET_FC))
+def test_fully_connected_slow(device: str, case: FcCase, options: dict[str, str], record_property: Recorder) -> None:
+    check_delegated_op(case, options, record_property, ("FULLY_CONNECTED",))
 
 
 # ---------------------------------------------------------------------------------------------------------------

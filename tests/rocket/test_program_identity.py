@@ -2,8 +2,8 @@
 
 The digests cover all device-visible content of a Program (tests/program_digest.py). The default run checks the
 golden graphs, the four shared models and the default op cases on both SoCs; `-m slow` checks all ~20,000.
-Re-record (`python tests/program_digest.py record tests/data/rocket_programs.json`) only for a change that is
-meant to change programs, and say so in its commit.
+Re-record (`python tests/program_digest.py record tests/data/rocket_programs.json [golden|model|op]`, all kinds
+when none is named) only for a change that is meant to change programs, and say so in its commit.
 """
 
 from __future__ import annotations

@@ -40,6 +40,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", action="store_true", help="append a row to --perf-file (docs/PERFORMANCE.md)")
     p.add_argument("--perf-file", default=str(PERF_FILE), help=f"where --record appends (default {PERF_FILE})")
     p.add_argument("--note", default="", help="free text for the notes column")
+    p.add_argument("--cores", type=positive_int, default=None,
+                   help="the delegate option cores: NPU cores the programs' independent jobs may be spread over "
+                        "(rk3588 1-3, rk3576 1-2; default the delegate's, 1)")
     p.add_argument("--threads", type=positive_int, default=1,
                    help="threads of the TFLite CPU runtimes (the CPU columns and the CPU nodes of the NPU run)")
 
@@ -155,15 +158,17 @@ def fmt(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.1f}"
 
 
-def traffic(session: Any, sim: str) -> tuple[str, str, str]:
-    """(bytes moved, compulsory bytes, ratio) of one inference from the simulator's counters (teflon profile);
-    n/a where the device counts nothing (a real NPU, or a family without simulated counters)."""
+def traffic(session: Any, sim: str) -> tuple[str, str, str, str]:
+    """(bytes moved, compulsory bytes, ratio, simulated NPU ms) of one inference from the simulator's counters
+    (teflon profile); n/a where the device counts nothing (a real NPU, or a family without simulated counters)."""
     from teflon.cli.profile import _sim_mode, profile_session
 
-    t = profile_session(session, _sim_mode(sim)).totals()
+    p = profile_session(session, _sim_mode(sim))
+    t = p.totals()
+    npu = f"{p.npu_ns / 1e6:.3f}" if p.npu_ns else "n/a"
     if not t["moved"]:
-        return "n/a", str(t["compulsory"]), "n/a"
-    return str(t["moved"]), str(t["compulsory"]), f"{t['moved'] / t['compulsory']:.3f}"
+        return "n/a", str(t["compulsory"]), "n/a", npu
+    return str(t["moved"]), str(t["compulsory"]), f"{t['moved'] / t['compulsory']:.3f}", npu
 
 
 def _append_row(path: Path, row: str) -> None:
@@ -180,6 +185,8 @@ def _append_row(path: Path, row: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     opts = delegate_options(args)
+    if args.cores is not None:
+        opts = {**opts, "cores": str(args.cores)}
     first = open_interpreter(args.model, opts, runtime=args.runtime, num_threads=args.threads)
     warm = open_interpreter(args.model, opts, runtime=args.runtime, num_threads=args.threads)
     partitions = warm.partitions
@@ -206,8 +213,12 @@ def run(args: argparse.Namespace) -> int:
               f"{cold.interpreter_ms:.1f} / {hot.interpreter_ms:.1f} ms (loading the programs into device memory "
               f"{cold.load_ms:.1f} / {hot.load_ms:.1f} ms)")
         print(f"NPU invoke: {npu_ms:.1f} ms (median of {args.runs}; CPU nodes on {warm.cpu_kernels()})")
-        moved, compulsory, traffic_ratio = traffic(warm, args.sim)
+        moved, compulsory, traffic_ratio, npu_sim_ms = traffic(warm, args.sim)
         print(f"NPU traffic per inference: {moved} B moved, {compulsory} B compulsory, ratio {traffic_ratio}")
+        print(f"simulated NPU time per inference: {npu_sim_ms} ms on {opts.get('cores', '1')} core(s) (the "
+              "simulator's time model, not host time)")
+        if opts.get("cores", "1") != "1":
+            notes.append(f"cores={opts['cores']}, simulated NPU {npu_sim_ms} ms")
         notes.append(f"{partitions} partition(s), {counts['submits']} submit(s); {weights}")
         notes.append(f"fresh-process compile {cold.compile_ms:.0f} ms cold, {hot.compile_ms:.0f} ms from cache "
                      f"(interpreter {cold.interpreter_ms:.0f} / {hot.interpreter_ms:.0f} ms)")

@@ -62,6 +62,8 @@ class Layer:
 class Profile:
     layers: list[Layer] = field(default_factory=list)
     other: list[dict[str, int]] = field(default_factory=list)  # tasks no operation record names
+    npu_ns: int = 0  # simulated NPU time of one inference, summed over the partitions (each: first submit to end)
+    cores: int = 1  # the delegate option the programs ran with
 
     def totals(self) -> dict[str, int]:
         tasks = [t for layer in self.layers for t in layer.tasks] + self.other
@@ -107,26 +109,27 @@ def _sim_mode(sim: str) -> bool | None:
 
 
 def profile_program(graph: Graph, nodes: list[int], prog: Program, partition: int, sim: bool | None = True,
-                    seed: int = 0) -> Profile:
+                    seed: int = 0, cores: int = 1) -> Profile:
     """Run `prog` (compiled for `nodes`) once on random inputs through teflon.native and attribute each task's
     counters to its operation."""
     from teflon import compiler
     from teflon.native import Device, Runner
 
     rng = np.random.default_rng(seed)
-    with Device(prog.device, sim=sim) as dev:
+    with Device(prog.device, sim=sim, cores=cores) as dev:
         runner = Runner(dev, prog)
         inputs = {b.tensor: rng.integers(0, 256, size=b.shape, dtype=np.uint8).view(b.dtype)
                   for b in runner.bindings if b.direction == "in"}
         runner.run(inputs)
         counters = runner.task_counters()
+        npu_ns, _lanes = runner.npu_time()
         runner.close()
     order = [t for job in prog.jobs for t in job.tasks]
     index = {id(t): i for i, t in enumerate(order)}
     target = compiler.target(prog.device)
     fit_limit = getattr(target, "cbuf_weight_bytes", None)
     limit = fit_limit() if fit_limit else None
-    out = Profile()
+    out = Profile(npu_ns=npu_ns, cores=cores)
     named: set[int] = set()
     if not any(op.nodes for op in prog.operations):
         # the family's records name no graph nodes (etnaviv: one command stream for the whole partition): one
@@ -156,11 +159,13 @@ def profile_program(graph: Graph, nodes: list[int], prog: Program, partition: in
 def profile_session(session: Session, sim: bool | None = True) -> Profile:
     """Every partition the delegate compiled for the session's model."""
     graph = session.capture.support[0][0]
-    out = Profile()
+    cores = int((session.options or {}).get("cores", "1"))
+    out = Profile(cores=cores)
     for k, (nodes, prog) in enumerate(session.capture.programs):
-        p = profile_program(graph, nodes, prog, k, sim)
+        p = profile_program(graph, nodes, prog, k, sim, cores=cores)
         out.layers += p.layers
         out.other += p.other
+        out.npu_ns += p.npu_ns
     return out
 
 
@@ -187,6 +192,9 @@ def print_profile(p: Profile, show_tasks: bool) -> None:
     print(f"total: features read {t['feature_rd']} B, weights read {t['weight_rd']} B, bias/EW read {t['bias_rd']} B, "
           f"written {t['data_wr']} B, MACs {t['macs']}")
     print(f"moved {t['moved']} B, compulsory {t['compulsory']} B, traffic ratio {p.ratio():.3f}")
+    if p.npu_ns:
+        print(f"simulated NPU time {p.npu_ns / 1e6:.3f} ms per inference on {p.cores} core(s) (the simulator's time "
+              "model, docs/hardware/rocket-sim.md)")
     if all(layer.weights_fit is None for layer in p.layers):
         # etnaviv: no on-chip weight limit is modelled, so nothing says whether a second read was avoidable
         print("layers re-reading weights that fit the on-chip buffer: n/a (no on-chip weight limit for this device)")
@@ -204,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
     p = profile_session(session, _sim_mode(args.sim))
     if args.json:
         print(json.dumps({"layers": [asdict(layer) for layer in p.layers], "other": p.other, "totals": p.totals(),
-                          "ratio": p.ratio()}, indent=1))
+                          "ratio": p.ratio(), "npu_ns": p.npu_ns, "cores": p.cores}, indent=1))
     else:
         print(session.describe())
         print_profile(p, args.tasks)

@@ -8,13 +8,18 @@ field at bit 16 of their u64 regcmd word (rocket.md §2.1). Feature maps are NC1
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..hw.regmap import WORD_VALUE_SHIFT
 from ..program import LAYOUT_NC1HWC2, Buffer, IOBinding, Job, OpRecord, Program, Reloc, Task
 from .geometry import FEATURE_ATOM
 from .lower import RocketConv
 from .stream import ROLE_BIAS, ROLE_EW, ROLE_INPUT, ROLE_OUTPUT, ROLE_REGCMD, ROLE_WEIGHTS, EncodeError, Stream
+
+if TYPE_CHECKING:
+    from .views import Views
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,22 @@ def regcmd_reloc(buffer: str, offset: int, target: str) -> Reloc:
     return Reloc(buffer, offset, target, width=32, pos=WORD_VALUE_SHIFT)
 
 
+def patch_addends(regcmd: bytes, streams: list[Stream], offsets: list[int], addends: dict[str, int]) -> bytes:
+    """Add each role's byte offset to the value field of its address registers (a view inside its holder)."""
+    if not addends:
+        return regcmd
+    out = bytearray(regcmd)
+    for s, off in zip(streams, offsets):
+        for idx, role in s.relocs:
+            if role in addends:
+                pos = off + 8 * idx
+                word = int.from_bytes(out[pos:pos + 8], "little")
+                value = ((word >> WORD_VALUE_SHIFT) + addends[role]) & 0xFFFFFFFF
+                word = (word & ~(0xFFFFFFFF << WORD_VALUE_SHIFT)) | (value << WORD_VALUE_SHIFT)
+                out[pos:pos + 8] = word.to_bytes(8, "little")
+    return bytes(out)
+
+
 def add_tasks(prog: Program, names: dict[str, str], streams: list[Stream], offsets: list[int]) -> list[Task]:
     """Tasks of one operation's streams (in `names[ROLE_REGCMD]` at `offsets`) and their relocations."""
     tasks = []
@@ -89,9 +110,11 @@ def add_operation(prog: Program, names: dict[str, str], weights: tuple[int, byte
     prog.add_buffer(Buffer(names[ROLE_BIAS], len(bias), bias))
     prog.add_buffer(Buffer(names[ROLE_REGCMD], len(regcmd), regcmd))
     tasks = add_tasks(prog, names, streams, offsets)
-    ins, outs = [names[ROLE_INPUT]], [names[ROLE_OUTPUT]]
-    if ROLE_EW in names and names[ROLE_EW] not in ins:  # a residual ADD may read the convolution's own input
-        ins.append(names[ROLE_EW])
+    outs = [names[ROLE_OUTPUT]]
+    # a buffer read and written by the job (views of one buffer, views.py) is listed once, as written: the kernel
+    # wants the lists disjoint, and a written BO is one the job may also read; a fused ADD's operand is read too
+    # (a residual ADD may read the convolution's own input: listed once)
+    ins = list(dict.fromkeys(b for b in (names[ROLE_INPUT], names.get(ROLE_EW)) if b and b not in outs))
     if one_job:
         prog.jobs.append(Job(tasks, ins, outs))
     else:
@@ -100,16 +123,58 @@ def add_operation(prog: Program, names: dict[str, str], weights: tuple[int, byte
     prog.operations.append(record)
 
 
-def nc1hwc2(t: int, direction: str, info: TensorInfo, plane_atoms: int, pad: int = 0) -> IOBinding:
+def nc1hwc2(t: int, direction: str, info: TensorInfo, plane_atoms: int, pad: int = 0, buffer: int | None = None,
+            offset: int = 0) -> IOBinding:
     """The binding of a tensor in NC1HWC2 with `plane_atoms` 16-byte atoms per channel plane; inputs pad with
-    `pad` (a stored byte)."""
-    return IOBinding(t, direction, f"t{t}", info.dtype, info.h, info.w, info.c, LAYOUT_NC1HWC2, FEATURE_ATOM, 0,
-                     info.w * FEATURE_ATOM, plane_atoms * FEATURE_ATOM, xor(info.dtype), pad)
+    `pad` (a stored byte). A view (views.py) lives in `buffer` (its holder's) from byte `offset` on."""
+    return IOBinding(t, direction, f"t{t if buffer is None else buffer}", info.dtype, info.h, info.w, info.c,
+                     LAYOUT_NC1HWC2, FEATURE_ATOM, offset, info.w * FEATURE_ATOM, plane_atoms * FEATURE_ATOM,
+                     xor(info.dtype), pad)
 
 
-def check_outputs(convs: list[RocketConv], outputs: list[int]) -> None:
+def buffers(ops: list[RocketConv], views: Views) -> dict[int, TensorInfo]:
+    """Every tensor that gets a buffer, with its geometry: those the operations name that are not views, and the
+    holders of views."""
+    holders = views.holders()
+    out: dict[int, TensorInfo] = {}
+    for t, i in tensors(ops).items():  # in first-use order
+        holder = views.place(t)[0]
+        out.setdefault(holder, holders.get(holder, i))
+    for t, i in holders.items():
+        out.setdefault(t, i)
+    return out
+
+
+def placed(names: dict[str, str], views: Views, plane_bytes: Callable[[int], int]) -> tuple[dict[str, str],
+                                                                                             dict[str, int]]:
+    """Buffer names of an operation's roles with views resolved to their holders, and the byte offset to add to
+    each address register of a role whose tensor is a view."""
+    out: dict[str, str] = {}
+    addends: dict[str, int] = {}
+    for role, name in names.items():
+        if name.startswith("t") and name[1:].isdigit():
+            holder, plane = views.place(int(name[1:]))
+            name = f"t{holder}"
+            if plane:
+                addends[role] = plane * plane_bytes(holder)
+        out[role] = name
+    return out, addends
+
+
+def bind(t: int, direction: str, shapes: dict[int, TensorInfo], views: Views, plane_atoms: Callable[[int], int],
+         pad: int = 0) -> IOBinding:
+    """The host binding of tensor t, a view or a buffer of its own."""
+    holder, plane = views.place(t)
+    info = views.by_view[t].info if t in views.by_view else shapes[t]
+    atoms = plane_atoms(holder)
+    return nc1hwc2(t, direction, info, atoms, pad, holder, plane * atoms * FEATURE_ATOM)
+
+
+def check_outputs(convs: list[RocketConv], outputs: list[int], views: Views | None = None) -> None:
     produced = {c.output_tensor for c in convs}
     for t in outputs:
+        if views is not None and t in views.by_view:
+            continue  # a view of NPU work (views.claims)
         if t not in produced:
             raise EncodeError(f"partition output {t} is not produced by an NPU operation")
 

@@ -9,10 +9,14 @@ width = the contiguous TFLite W (dims[2]), rows = TFLite H (dims[1]); see docs/h
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..ir import Graph, Operation, Tensor
+
+if TYPE_CHECKING:
+    from .views import RocketView
 
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 ELEMENTWISE_FUSED = ("ADD", "SUB")  # fused into the producing convolution (add_fusion)
@@ -197,14 +201,8 @@ def lower_conv(graph: Graph, op: Operation, per_channel: bool = False) -> Rocket
 
     off = stored_offset(x.dtype)
     wq = np.asarray(w.data).reshape(w.shape)  # the graph's array: read, never written
-    # stored = q - off as int8: for uint8 that is q ^ 0x80 (q - 128 == q + 128 mod 256), for int8 q itself
-    weights = (wq ^ np.uint8(0x80)).view(np.int8) if off else wq.view(np.int8)
-    if b is not None:
-        bias = np.asarray(b.data).astype(np.int32).reshape(-1)
-        if bias.size != oc:
-            raise LoweringError(f"bias has {bias.size} entries for {oc} output channels")
-    else:
-        bias = np.zeros(oc, np.int32)
+    weights = _stored(wq, off)
+    bias = _bias(b, oc)
 
     # Mesa runs a "depthwise" conv with a single channel as a normal conv (rkt_is_depthwise).
     is_dw = dw and ic > 1
@@ -219,6 +217,74 @@ def lower_conv(graph: Graph, op: Operation, per_channel: bool = False) -> Rocket
         in_zp=zx - off, out_zp=zy - off, w_zp=zw - off, in_scale=sx, out_scale=sy, w_scale=sw,
         weights=weights, weights_q=wq, bias=bias, activation=str(act), w_scales=w_scales,
     )
+
+
+def _stored(wq: np.ndarray, off: int) -> np.ndarray:
+    """stored = q - off as int8: for uint8 that is q ^ 0x80 (q - 128 == q + 128 mod 256), for int8 q itself."""
+    return (wq ^ np.uint8(0x80)).view(np.int8) if off else wq.view(np.int8)
+
+
+def _bias(b: Tensor | None, oc: int) -> np.ndarray:
+    if b is None:
+        return np.zeros(oc, np.int32)
+    bias = np.asarray(b.data).astype(np.int32).reshape(-1)
+    if bias.size != oc:
+        raise LoweringError(f"bias has {bias.size} entries for {oc} output channels")
+    return bias
+
+
+def lower_fc(graph: Graph, op: Operation, per_channel: bool = False) -> RocketConv:
+    """A FULLY_CONNECTED of a vector (N values) as a 1x1 convolution over a 1x1xN feature map: the NC1HWC2 layout of
+    a 1x1 map is the vector itself, channel-major in planes of 16, as the host writes any input."""
+    if len(op.inputs) < 2 or len(op.outputs) != 1:
+        raise LoweringError("unexpected number of inputs/outputs")
+    if int(op.options.get("weights_format", 0)) != 0:
+        raise LoweringError("FULLY_CONNECTED with shuffled weights not supported")
+    x = graph.tensors[op.inputs[0]]
+    w = graph.tensors[op.inputs[1]]
+    b = graph.tensors[op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
+    y = graph.tensors[op.outputs[0]]
+    if x.dtype not in ("uint8", "int8") or w.dtype != x.dtype or y.dtype != x.dtype:
+        raise LoweringError(f"types input {x.dtype}, weights {w.dtype}, output {y.dtype} (uint8 or int8, all equal)")
+    if x.is_constant or w.data is None:
+        raise LoweringError("FULLY_CONNECTED needs a non-constant input and constant weights")
+    if b is not None and (b.data is None or b.dtype != "int32"):
+        raise LoweringError("bias must be a constant int32 tensor")
+    if len(w.shape) != 2:
+        raise LoweringError(f"weights of shape {w.shape} (2-D only)")
+    oc, n = int(w.shape[0]), int(w.shape[1])
+    if int(np.prod(x.shape)) != n or int(np.prod(y.shape)) != oc:
+        raise LoweringError(f"input {x.shape} / output {y.shape} are not one vector of {n} / {oc} values (batch 1)")
+    sx, zx = _quant(x, "input")
+    sw, zw, w_scales = _weight_quant(w, per_channel)
+    sy, zy = _quant(y, "output")
+    if w_scales is not None and (len(w_scales) != oc or w.quant.axis != 0):
+        raise LoweringError(f"per-channel weight scales ({len(w_scales)}) do not follow the output channels")
+    if b is not None and b.quant is not None and not b.quant.per_tensor and w_scales is None:
+        raise LoweringError(f"per-channel bias quantization ({len(b.quant.scales)} scales) not supported")
+    act = str(op.options.get("activation", "NONE"))
+    _check_activation(act, y.dtype, sy, zy)
+    off = stored_offset(x.dtype)
+    wq = np.asarray(w.data).reshape(oc, 1, 1, n)
+    return RocketConv(
+        nodes=[op.index], kind=op.kind, input_tensor=x.index, output_tensor=y.index, dtype=x.dtype,
+        in_h=1, in_w=1, in_c=n, out_h=1, out_w=1, out_c=oc, kh=1, kw=1, stride=1,
+        pad_top=0, pad_bottom=0, pad_left=0, pad_right=0, depthwise=False,
+        in_zp=zx - off, out_zp=zy - off, w_zp=zw - off, in_scale=sx, out_scale=sy, w_scale=sw,
+        weights=_stored(wq, off), weights_q=wq, bias=_bias(b, oc), activation=act, w_scales=w_scales,
+    )
+
+
+# Node kinds the rocket encoders run as a convolution, and how each is lowered.
+CONV_LOWERINGS = {"CONV_2D": lower_conv, "DEPTHWISE_CONV_2D": lower_conv, "FULLY_CONNECTED": lower_fc}
+
+
+def lower_conv_like(graph: Graph, op: Operation, per_channel: bool = False) -> RocketConv:
+    """The RocketConv of a convolution or FULLY_CONNECTED node (LoweringError for any other kind)."""
+    lower = CONV_LOWERINGS.get(op.kind)
+    if lower is None:
+        raise LoweringError(f"{op.kind} is not a convolution")
+    return lower(graph, op, per_channel)
 
 
 def _check_activation(act: str, dtype: str, sy: np.float32, zy: int) -> None:
@@ -299,17 +365,23 @@ def fuse_add(graph: Graph, add: Operation, conv: RocketConv, other: int) -> Rock
 
 
 def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False,
-                    outputs: list[int] | None = None) -> list[RocketConv]:
-    """Lower the partition's nodes into rocket convolutions, in graph execution order; each ADD is fused into
-    the convolution producing one of its inputs (add_fusion), which then runs at the ADD's position."""
+                    outputs: list[int] | None = None) -> list[RocketConv | list[RocketView]]:
+    """Lower the partition's nodes into rocket operations (a view node into its views, views.py), in graph
+    execution order; each ADD / SUB is fused into the convolution producing one of its inputs (add_fusion), which
+    then runs at the ADD's position."""
+    from .views import VIEW_KINDS, lower_views
+
     by_index = {op.index: op for op in graph.operations}
     order = {op.index: i for i, op in enumerate(graph.operations)}
     by_output: dict[int, RocketConv] = {}
+    views: list[list[RocketView]] = []
     for n in sorted(nodes, key=lambda i: order[i]):
         op = by_index[n]
-        if op.kind in CONV_KINDS:
-            conv = lower_conv(graph, op, per_channel)
+        if op.kind in CONV_LOWERINGS:
+            conv = lower_conv_like(graph, op, per_channel)
             by_output[conv.output_tensor] = conv
+        elif op.kind in VIEW_KINDS:
+            views.append(lower_views(graph, op))
         elif op.kind in ELEMENTWISE_FUSED:
             conv, other = add_fusion(graph, op, by_output)
             if outputs is not None and conv.output_tensor in outputs:
@@ -319,4 +391,6 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False,
             by_output[fused.output_tensor] = fused
         else:
             raise LoweringError(f"{op.kind} (node {n}) is not supported by the rocket backend")
-    return sorted(by_output.values(), key=lambda c: order[c.nodes[-1]])
+    ops: list[RocketConv | list[RocketView]] = [*by_output.values(), *views]
+    ops.sort(key=lambda c: order[(c[0] if isinstance(c, list) else c).nodes[-1]])
+    return ops

@@ -23,6 +23,7 @@ from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..lower import RocketConv
 from ..requant import bias_table, channel_sums, ew_cvt
 from ..stream import EncodeError, Stream, regcmd_bytes
+from ..views import RocketView, resolve
 from . import coefs, weights
 from .split import Task, split
 from .stream import EwParams, LayerParams, dpu_plane, link, task_stream, with_input_pitch
@@ -200,30 +201,36 @@ def tensor_bytes(c: int, plane: int) -> int:
     return -(-groups // PLANE_GROUP) * PLANE_GROUP * plane * FEATURE_ATOM + CNA_READ_SLACK
 
 
-def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[int], outputs: list[int],
-                graph: Graph | None = None) -> Program:
-    """The program of `convs`; `graph`, the graph they were lowered from, shares the support decision's work."""
+def compile_ops(rm: RegMap, device: str, ops: list[RocketConv | list[RocketView]], inputs: list[int],
+                outputs: list[int], graph: Graph | None = None) -> Program:
+    """The program of `ops` (views: views.py); `graph`, the graph they were lowered from, shares the support
+    decision's work."""
+    convs, views = resolve(ops)
     prog = Program(device=device)
-    produced = {c.output_tensor for c in convs}
-    shapes = assemble.tensors(convs)
+    produced = {views.place(c.output_tensor)[0] for c in convs}
+    shapes = assemble.buffers(convs, views)
     zps = assemble.reader_zero_points(convs)
-    assemble.check_outputs(convs, outputs)
+    buffer_zps = {views.place(t)[0]: zp for t, zp in reversed(zps.items())}  # a buffer's first reader's
+    assemble.check_outputs(convs, outputs, views)
     plane = {t: dpu_plane(s.h, s.w) if t in produced else s.h * s.w for t, s in shapes.items()}
     for t, s in shapes.items():
         prog.add_buffer(Buffer(f"t{t}", tensor_bytes(s.c, plane[t]), tensor=True))
 
     for k, c in enumerate(convs):
-        enc = encode_layer(rm, c, plane[c.input_tensor], graph, plane[c.ew.tensor] if c.ew is not None else 0)
+        ew_plane = plane[views.place(c.ew.tensor)[0]] if c.ew is not None else 0  # the operand's (holder's) pitch
+        enc = encode_layer(rm, c, plane[views.place(c.input_tensor)[0]], graph, ew_plane)
+        names, addends = assemble.placed(assemble.buffer_names(k, c), views, lambda t: plane[t] * FEATURE_ATOM)
+        regcmd = assemble.patch_addends(regcmd_bytes(enc.streams, enc.offsets), enc.streams, enc.offsets, addends)
         # one job per operation: its row windows share CBUF rows, so they run back to back on one core
-        assemble.add_operation(prog, assemble.buffer_names(k, c), (len(enc.weights), enc.weights), enc.coefs,
-                               regcmd_bytes(enc.streams, enc.offsets), enc.streams, enc.offsets, True,
-                               OpRecord(c.nodes, assemble.op_kind(c), [], _op_info(enc)))
+        assemble.add_operation(prog, names, (len(enc.weights), enc.weights), enc.coefs, regcmd, enc.streams,
+                               enc.offsets, True, OpRecord(c.nodes, assemble.op_kind(c), [], _op_info(enc)))
 
     for t in inputs:
-        if t in shapes:
-            prog.io.append(assemble.nc1hwc2(t, "in", shapes[t], plane[t], zps[t] & 0xFF))
+        if t in shapes or t in views.by_view:
+            pad = zps.get(t, buffer_zps.get(views.place(t)[0], 0)) & 0xFF
+            prog.io.append(assemble.bind(t, "in", shapes, views, plane.__getitem__, pad))
     for t in outputs:
-        prog.io.append(assemble.nc1hwc2(t, "out", shapes[t], plane[t]))
+        prog.io.append(assemble.bind(t, "out", shapes, views, plane.__getitem__))
     return prog
 
 

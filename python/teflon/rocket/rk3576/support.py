@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from ...hw.regmap import RegMap
 from ...ir import Graph
-from ..lower import CONV_KINDS, LoweringError, RocketConv, add_fusion, fuse_add, lower_conv
+from ..lower import CONV_LOWERINGS, LoweringError, RocketConv, add_fusion, fuse_add, lower_conv_like
 from ..stream import EncodeError
+from ..views import VIEW_KINDS, claims
 from .encoder import encode_layer
 
 # A conv with at most 4 input channels (an RGB/RGBA image) could use Rockchip's ARGB first-layer sub-encoding
@@ -26,8 +27,8 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             try:
                 conv, other = add_fusion(graph, op, by_output)
                 fused = fuse_add(graph, op, conv, other)
-                t = graph.tensors[other]
-                encode_layer(regmap, fused, fused.in_h * fused.in_w, graph, ew_plane=t.shape[1] * t.shape[2])
+                # a host-written operand's pitch (the pitch does not change which values fit)
+                encode_layer(regmap, fused, fused.in_h * fused.in_w, graph, ew_plane=fused.out_h * fused.out_w)
             except (LoweringError, EncodeError) as e:
                 out[op.index] = (False, str(e))
                 continue
@@ -35,11 +36,13 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             by_output[fused.output_tensor] = fused
             out[op.index] = (True, f"fused into node {conv.nodes[0]} (DPU element-wise add of tensor {other})")
             continue
-        if op.kind not in CONV_KINDS:
+        if op.kind in VIEW_KINDS:
+            continue  # decided below, from its neighbours' decisions
+        if op.kind not in CONV_LOWERINGS:
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
             continue
         try:
-            conv = lower_conv(graph, op, per_channel=True)
+            conv = lower_conv_like(graph, op, per_channel=True)
             # every register value must fit its field: build the whole layer (the input plane pitch
             # does not change which values fit)
             enc = encode_layer(regmap, conv, conv.in_h * conv.in_w, graph)
@@ -48,10 +51,11 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             continue
         by_output[conv.output_tensor] = conv
         n = len(enc.streams)
-        what = "depthwise" if conv.depthwise else "conv"
+        what = "depthwise" if conv.depthwise else "fully connected as conv" if conv.kind == "FULLY_CONNECTED" else "conv"
         pc = ", per-channel" if conv.w_scales is not None else ""
         path = ""
         if not conv.depthwise and conv.in_c <= IMAGE_INPUT_MAX_C:
             path = ", " + ARGB_NOT_USED.format(ic=conv.in_c)
         out[op.index] = (True, f"{what} {conv.kh}x{conv.kw} s{conv.stride}{pc}, {n} task{'s' * (n > 1)}{path}")
+    out.update(claims(graph, out))
     return out

@@ -18,6 +18,7 @@ from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..lower import RocketConv
 from ..requant import bias_table, ew_cvt, out_cvt
 from ..stream import EncodeError, Stream, regcmd_bytes
+from ..views import RocketView, resolve
 from . import coefs, weights
 from .split import Split, split
 from .stream import EwParams, OpParams, link, task_stream
@@ -96,42 +97,50 @@ def tensor_bytes(h: int, w: int, c: int) -> int:
     return w * h * -(-c // FEATURE_ATOM) * 2 * FEATURE_ATOM
 
 
-def compile_ops(rm: RegMap, device: str, convs: list[RocketConv], inputs: list[int], outputs: list[int],
-                mesa_compat: bool = False, graph: Graph | None = None) -> Program:
-    """The program of `convs`; `graph`, the graph they were lowered from, shares the support decision's work."""
+def compile_ops(rm: RegMap, device: str, ops: list[RocketConv | list[RocketView]], inputs: list[int],
+                outputs: list[int], mesa_compat: bool = False, graph: Graph | None = None) -> Program:
+    """The program of `ops` (views: views.py); `graph`, the graph they were lowered from, shares the support
+    decision's work."""
+    convs, views = resolve(ops)
     prog = Program(device=device)
     produced = {c.output_tensor for c in convs}
-    shapes = assemble.tensors(convs)
+    shapes = assemble.buffers(convs, views)
     zps = assemble.reader_zero_points(convs)
+    buffer_zps = {views.place(t)[0]: zp for t, zp in reversed(zps.items())}  # a buffer's first reader's
     rows_inputs = {c.input_tensor for c in convs if c.single_channel_input}
     for t in rows_inputs & produced:
         raise EncodeError(f"tensor {t}: single-channel input produced on the NPU (needs the raw rows layout)")
     for t in rows_inputs & {c.ew.tensor for c in convs if c.ew is not None}:
         raise EncodeError(f"tensor {t}: a fused ADD operand read as raw rows by a single-channel convolution")
-    assemble.check_outputs(convs, outputs)
+    assemble.check_outputs(convs, outputs, views)
     for t, s in shapes.items():
         prog.add_buffer(Buffer(f"t{t}", tensor_bytes(s.h, s.w, s.c), tensor=True))
 
+    def plane_atoms(t: int) -> int:
+        return shapes[t].w * shapes[t].h
+
     for k, c in enumerate(convs):
         enc = encode_op(rm, c, mesa_compat, graph)
-        assemble.add_operation(prog, assemble.buffer_names(k, c), (enc.weights_alloc, enc.weights), enc.bias,
-                               regcmd_bytes(enc.streams, enc.offsets), enc.streams, enc.offsets,
-                               enc.split.reuse_weights, OpRecord(c.nodes, assemble.op_kind(c), [], _op_info(enc)))
+        names, addends = assemble.placed(assemble.buffer_names(k, c), views, lambda t: plane_atoms(t) * FEATURE_ATOM)
+        regcmd = assemble.patch_addends(regcmd_bytes(enc.streams, enc.offsets), enc.streams, enc.offsets, addends)
+        assemble.add_operation(prog, names, (enc.weights_alloc, enc.weights), enc.bias, regcmd, enc.streams,
+                               enc.offsets, enc.split.reuse_weights,
+                               OpRecord(c.nodes, assemble.op_kind(c), [], _op_info(enc)))
 
     for t in inputs:
-        if t not in shapes:
+        if t not in shapes and t not in views.by_view:
             continue  # a partition input no NPU op reads (nothing to bind)
-        s = shapes[t]
+        pad = zps.get(t, buffer_zps.get(views.place(t)[0], 0)) & 0xFF
         if t in rows_inputs:
             # Raw bytes; the CNA subtracts 128 itself (CVT offset), so store the unsigned form.
+            s = shapes[t]
             pitch = max(s.w, FEATURE_ATOM)
             prog.io.append(IOBinding(t, "in", f"t{t}", s.dtype, s.h, s.w, s.c, LAYOUT_ROWS, 1, 0, pitch, pitch * s.h,
                                      assemble.xor(s.dtype) ^ 0x80, (zps[t] + 128) & 0xFF))
         else:
-            prog.io.append(assemble.nc1hwc2(t, "in", s, s.w * s.h, zps[t] & 0xFF))
+            prog.io.append(assemble.bind(t, "in", shapes, views, plane_atoms, pad))
     for t in outputs:
-        s = shapes[t]
-        prog.io.append(assemble.nc1hwc2(t, "out", s, s.w * s.h))
+        prog.io.append(assemble.bind(t, "out", shapes, views, plane_atoms))
     return prog
 
 

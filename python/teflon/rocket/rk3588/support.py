@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from ...hw.regmap import RegMap
 from ...ir import Graph
-from ..lower import CONV_KINDS, LoweringError, RocketConv, add_fusion, fuse_add, lower_conv
+from ..lower import CONV_LOWERINGS, LoweringError, RocketConv, add_fusion, fuse_add, lower_conv_like
 from ..stream import EncodeError
+from ..views import VIEW_KINDS, claims
 from .encoder import checked_streams
 from .stream import OpParams
 
@@ -15,7 +16,7 @@ def _check(regmap: RegMap, conv: RocketConv, graph: Graph) -> OpParams:
 
 
 def _describe(conv: RocketConv, params: OpParams) -> str:
-    what = "depthwise" if conv.depthwise else "conv"
+    what = "depthwise" if conv.depthwise else "fully connected as conv" if conv.kind == "FULLY_CONNECTED" else "conv"
     n = len(params.split.tasks)
     return f"{what} {conv.kh}x{conv.kw} s{conv.stride}, {n} task{'s' * (n > 1)}"
 
@@ -33,7 +34,8 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if op.kind == "ADD":
             try:
                 conv, other = add_fusion(graph, op, by_output)
-                if any(c.kind in CONV_KINDS and graph.tensors[c.inputs[0]].shape[-1] == 1 for c in graph.consumers(other)):
+                if any(c.kind in CONV_LOWERINGS and graph.tensors[c.inputs[0]].shape[-1] == 1
+                       for c in graph.consumers(other)):
                     raise LoweringError(f"ADD operand {other} is also a single-channel convolution input (raw-rows "
                                         "layout, not the element-wise reader's)")
                 fused = fuse_add(graph, op, conv, other)
@@ -48,11 +50,13 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if op.kind == "SUB":
             out[op.index] = (False, SUB_REASON)
             continue
-        if op.kind not in CONV_KINDS:
+        if op.kind in VIEW_KINDS:
+            continue  # decided below, from its neighbours' decisions
+        if op.kind not in CONV_LOWERINGS:
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
             continue
         try:
-            conv = lower_conv(graph, op)
+            conv = lower_conv_like(graph, op)
             params = _check(regmap, conv, graph)
         except (LoweringError, EncodeError) as e:
             out[op.index] = (False, str(e))
@@ -69,4 +73,5 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if prod is not None and out.get(prod.index, (False, ""))[0]:
             why = f"single-channel input produced by NPU node {prod.index} (raw-rows layout is written by the host only)"
             out[node] = (False, why)
+    out.update(claims(graph, out, frozenset(single_channel.values())))
     return out

@@ -1,0 +1,245 @@
+"""Nodes that run on the rocket NPU without moving a byte: their tensors are views of one device buffer.
+
+- RESHAPE / SQUEEZE, and a QUANTIZE that only moves the zero point by 128 between uint8 and int8: the output is
+  the input's buffer. A tensor's device layout (NC1HWC2, rocket.md §3.1: channel c of pixel p at
+  (c / 16) * plane + p * 16 + c % 16) depends only on its channel count and its pixels in row-major order, so a
+  reshape that keeps both leaves every byte in place; and the NPU computes on stored bytes (uint8 q - 128, int8 q),
+  so uint8 (scale s, zero point z) and int8 (s, z - 128) are the same bytes. The host reads such an output with the
+  buffer's own geometry, which yields the row-major bytes TFLite's RESHAPE produces, whatever the new shape.
+- CONCATENATION and SPLIT on the channel axis: the parts are consecutive 16-channel planes of the whole, so each
+  part is the whole's buffer from plane (channel offset / 16) on. The operation that writes a part (or the host)
+  writes it there; a reader reads it there. Every part but the last must hold a multiple of 16 channels: the DPU
+  writes whole 16-channel surfaces, zero-filling the channels past its real ones (docs/hardware/rocket-sim.md,
+  ORIG_CHANNEL), and the host pads a part to 16 channels on input.
+
+When the rocket targets claim one (`claims`): it must be next to NPU work, every claimed reader must see the layout
+it expects (same channels and pixel count), and a tensor is a view of at most one buffer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir import Graph, Operation, Tensor
+from .assemble import TensorInfo
+from .geometry import FEATURE_ATOM
+from .lower import LoweringError
+
+ALIAS_KINDS = ("RESHAPE", "SQUEEZE", "QUANTIZE")
+PART_KINDS = ("CONCATENATION", "SPLIT")
+VIEW_KINDS = ALIAS_KINDS + PART_KINDS
+
+
+@dataclass(frozen=True)
+class RocketView:
+    """Tensor `view` is the bytes of tensor `holder`'s device buffer from 16-channel plane `plane` on. `info` is the
+    geometry the host reads or writes the view with, `holder_info` the whole buffer's."""
+
+    nodes: list[int]
+    kind: str
+    holder: int
+    view: int
+    plane: int
+    info: TensorInfo
+    holder_info: TensorInfo
+
+
+def info_of(t: Tensor) -> TensorInfo:
+    """(h, w, c) of a tensor as the rocket operations see it: NHWC, a vector (1, N) as one pixel of N channels."""
+    shape = [int(d) for d in t.shape] or [1]
+    c = shape[-1]
+    inner = shape[1:-1] if len(shape) > 1 else []
+    h, w = (inner[0], int(np.prod(inner[1:], dtype=np.int64))) if len(inner) >= 2 else (1, inner[0] if inner else 1)
+    return TensorInfo(h, w, c, t.dtype)
+
+
+def geometry(t: Tensor) -> tuple[int, int]:
+    """(pixels, channels) of the tensor's device layout."""
+    i = info_of(t)
+    return i.h * i.w, i.c
+
+
+def _same_quant(x: Tensor, y: Tensor) -> bool:
+    return (x.quant is not None and y.quant is not None and x.quant.per_tensor and y.quant.per_tensor
+            and x.quant.scale == y.quant.scale)
+
+
+def _check_8bit(op: Operation, tensors: list[Tensor]) -> None:
+    for t in tensors:
+        if t.dtype not in ("uint8", "int8"):
+            raise LoweringError(f"{op.kind} of {t.dtype} (uint8 or int8 only)")
+
+
+def _alias(graph: Graph, op: Operation) -> list[RocketView]:
+    if not op.inputs or len(op.outputs) != 1:
+        raise LoweringError("unexpected number of inputs/outputs")
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    _check_8bit(op, [x, y])
+    if x.is_constant:
+        raise LoweringError(f"{op.kind} of a constant")
+    if int(np.prod(x.shape, dtype=np.int64)) != int(np.prod(y.shape, dtype=np.int64)):
+        raise LoweringError(f"{op.kind} changes the element count")
+    if not _same_quant(x, y):
+        raise LoweringError(f"{op.kind} changes the scale (a requantization needs an NPU pass)")
+    zx, zy = x.quant.zero_point, y.quant.zero_point  # type: ignore[union-attr]
+    shift = {("uint8", "int8"): -128, ("int8", "uint8"): 128}.get((x.dtype, y.dtype), 0)
+    if zy != zx + shift:
+        raise LoweringError(f"{op.kind} moves the zero point from {zx} ({x.dtype}) to {zy} ({y.dtype}): the stored "
+                            "bytes change (a requantization needs an NPU pass)")
+    whole = info_of(x)
+    return [RocketView([op.index], op.kind, x.index, y.index, 0, TensorInfo(whole.h, whole.w, whole.c, y.dtype),
+                       whole)]
+
+
+def _channel_axis(t: Tensor, axis: int) -> None:
+    rank = len(t.shape)
+    if axis < 0:
+        axis += rank
+    if axis != rank - 1:
+        raise LoweringError(f"axis {axis} of a rank-{rank} tensor is not the channel axis (only channels are planes)")
+
+
+def _parts(op: Operation, whole: Tensor, parts: list[Tensor], axis: int) -> list[RocketView]:
+    _check_8bit(op, [whole, *parts])
+    _channel_axis(whole, axis)
+    if any(not _same_quant(whole, p) or p.quant.zero_point != whole.quant.zero_point  # type: ignore[union-attr]
+           or p.dtype != whole.dtype for p in parts):
+        raise LoweringError(f"{op.kind} with differing quantization (a requantization needs an NPU pass)")
+    if len({p.index for p in parts}) != len(parts):
+        raise LoweringError(f"{op.kind} names a tensor twice")
+    if any(p.is_constant for p in parts) or whole.is_constant:
+        raise LoweringError(f"{op.kind} of a constant")
+    views, c0 = [], 0
+    info = info_of(whole)
+    for k, p in enumerate(parts):
+        pi = info_of(p)
+        if (pi.h, pi.w) != (info.h, info.w):
+            raise LoweringError(f"{op.kind} part {p.shape} does not match {whole.shape}")
+        if k < len(parts) - 1 and pi.c % FEATURE_ATOM:
+            raise LoweringError(f"{op.kind} part of {pi.c} channels before the last (the parts start on 16-channel "
+                                "planes)")
+        views.append(RocketView([op.index], op.kind, whole.index, p.index, c0 // FEATURE_ATOM, pi, info))
+        c0 += pi.c
+    if c0 != info.c:
+        raise LoweringError(f"{op.kind} parts hold {c0} channels of {info.c}")
+    return views
+
+
+def lower_views(graph: Graph, op: Operation) -> list[RocketView]:
+    """The views of a view node, or LoweringError with the reason."""
+    if op.kind in ALIAS_KINDS:
+        return _alias(graph, op)
+    if op.kind == "CONCATENATION":
+        if "axis" not in op.options:
+            raise LoweringError("CONCATENATION options (axis) not decoded")
+        if op.options.get("activation", "NONE") != "NONE":
+            raise LoweringError(f"fused activation {op.options.get('activation')} on CONCATENATION")
+        y = graph.tensors[op.outputs[0]]
+        return _parts(op, y, [graph.tensors[i] for i in op.inputs], int(op.options["axis"]))
+    if op.kind == "SPLIT":
+        if len(op.inputs) != 2:
+            raise LoweringError("unexpected number of inputs")
+        axis_t = graph.tensors[op.inputs[0]]
+        if axis_t.data is None or axis_t.data.size != 1:
+            raise LoweringError("SPLIT axis is not a constant")
+        x = graph.tensors[op.inputs[1]]
+        return _parts(op, x, [graph.tensors[i] for i in op.outputs], int(axis_t.data.reshape(-1)[0]))
+    raise LoweringError(f"{op.kind} is not a view node")
+
+
+def claims(graph: Graph, decisions: dict[int, tuple[bool, str]],
+           host_written: frozenset[int] = frozenset()) -> dict[int, tuple[bool, str]]:
+    """Decisions for the graph's view nodes, given every other node's (see the module docstring), in graph order
+    so a chain of views resolves to the buffer holding the bytes. `host_written`: tensors claimed nodes read in a
+    layout only the host writes."""
+    out: dict[int, tuple[bool, str]] = {}
+    placed: dict[int, RocketView] = {}  # tensor -> the claimed view that places it
+    for op in graph.operations:
+        if op.kind not in VIEW_KINDS:
+            continue
+        try:
+            views = lower_views(graph, op)
+            out[op.index] = _decide(graph, op, views, {**decisions, **out}, placed, host_written)
+        except LoweringError as e:
+            out[op.index] = (False, str(e))
+            continue
+        if out[op.index][0]:
+            placed.update({v.view: v for v in views})
+    return out
+
+
+def _claimed(decisions: dict[int, tuple[bool, str]], op: Operation | None) -> bool:
+    return op is not None and decisions.get(op.index, (False, ""))[0]
+
+
+def _decide(graph: Graph, op: Operation, views: list[RocketView], decisions: dict[int, tuple[bool, str]],
+            placed: dict[int, RocketView], host_written: frozenset[int]) -> tuple[bool, str]:
+    near_npu = False
+    for v in views:
+        for t in (v.view, v.holder):
+            if t in placed and not (op.kind in ALIAS_KINDS and t == v.holder):
+                raise LoweringError(f"tensor {t} is already a view of another buffer")
+        readers = [c for c in graph.consumers(v.view) if c.index != op.index and _claimed(decisions, c)]
+        writer = graph.producer(v.view)
+        near_npu |= bool(readers) or (writer is not None and writer.index != op.index and _claimed(decisions, writer))
+        if op.kind in ALIAS_KINDS:
+            x = graph.tensors[v.holder]
+            src = placed.get(x.index)
+            if src is not None and src.kind in PART_KINDS:
+                raise LoweringError(f"{op.kind} of a {src.kind} part")
+            near_npu |= _claimed(decisions, graph.producer(x.index))
+            if readers and geometry(graph.tensors[v.view]) != geometry(x):
+                raise LoweringError(f"{op.kind} {x.shape} -> {graph.tensors[v.view].shape} changes the layout NPU "
+                                    f"node {readers[0].index} reads (a copy task is not emitted)")
+            if _claimed(decisions, graph.producer(x.index)) and v.view in host_written:
+                raise LoweringError(f"{op.kind} output is read as raw rows by a claimed node (host-written only)")
+        elif v.view in host_written:
+            raise LoweringError(f"{op.kind} part is read as raw rows by a claimed node (host-written only)")
+    if op.kind in PART_KINDS:
+        whole = views[0].holder
+        near_npu |= any(_claimed(decisions, c) for c in graph.consumers(whole) if c.index != op.index)
+        near_npu |= _claimed(decisions, graph.producer(whole)) and graph.producer(whole).index != op.index  # type: ignore[union-attr]
+    if not near_npu:
+        raise LoweringError(f"{op.kind} is not next to NPU work (nothing to save: the host runs it)")
+    if op.kind in ALIAS_KINDS:
+        return True, f"{op.kind.lower()} in place (the output is the input's device buffer)"
+    return True, f"{op.kind.lower()} in place (the parts are 16-channel planes of one buffer)"
+
+
+@dataclass
+class Views:
+    """Where every view tensor lives: `place(t)` = (holder tensor, first 16-channel plane)."""
+
+    by_view: dict[int, RocketView] = field(default_factory=dict)
+
+    def place(self, t: int) -> tuple[int, int]:
+        plane = 0
+        while t in self.by_view:
+            v = self.by_view[t]
+            t, plane = v.holder, plane + v.plane
+        return t, plane
+
+    def holders(self) -> dict[int, TensorInfo]:
+        """Every buffer-holding tensor a view names, with its geometry."""
+        out: dict[int, TensorInfo] = {}
+        for v in self.by_view.values():
+            last = v
+            while last.holder in self.by_view:
+                last = self.by_view[last.holder]
+            out.setdefault(last.holder, last.holder_info)
+        return out
+
+
+def resolve(ops: list[object]) -> tuple[list[object], Views]:
+    """The operations that run (views removed), and where each view tensor lives."""
+    views = Views()
+    rest = []
+    for op in ops:
+        if isinstance(op, list):  # a view node lowers to its views
+            for v in op:
+                views.by_view[v.view] = v
+        else:
+            rest.append(op)
+    return rest, views

@@ -1,0 +1,144 @@
+"""Nodes whose tensors are views of one device buffer (python/teflon/rocket/views.py): RESHAPE / SQUEEZE /
+shift-only QUANTIZE (the output is the input's buffer) and channel CONCATENATION / SPLIT (the parts are 16-channel
+planes of one buffer). Claimed only next to NPU work, where every NPU reader sees the layout it expects; no byte
+moves, so a model's results are the convolutions' own (within 1 LSB of the CPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tflite.BuiltinOperator import BuiltinOperator
+
+from conftest import sim_options
+from teflon import targets
+from teflon.modelgen import GraphBuilder, QParams, random_inputs
+from teflon.netgen import Net
+from teflon.reference import compare, run_cpu, run_delegate
+from teflon.rocket.views import VIEW_KINDS
+
+DEVICES = [t.name for t in targets.of_family("rocket")]
+
+
+def _conv_reshape(dtype: str) -> bytes:
+    """conv 4x4x8 -> 32 channels -> RESHAPE (1, 16, 32) -> graph output (the host reads the alias)."""
+    n = Net("alias-conv-reshape", dtype, per_channel=False)  # type: ignore[arg-type]
+    x = n.input(4, 4, 8)
+    return n.build([x], [n.reshape(n.conv(x, 32, 3), (1, 16, 32))])
+
+
+def _classifier(dtype: str) -> bytes:
+    """A classifier's tail: conv to (1, 1, 1, 24) -> RESHAPE (1, 24) -> RESHAPE (1, 1, 1, 24) -> conv (an NPU
+    reader of the same layout, through a chain of aliases) -> (1, 1, 1, 10) -> RESHAPE (1, 10) read by the host."""
+    n = Net("alias-classifier", dtype, per_channel=False)  # type: ignore[arg-type]
+    x = n.input(1, 1, 8)
+    v = n.reshape(n.conv(x, 24, 1), (1, 24))
+    logits = n.conv(n.reshape(v, (1, 1, 1, 24)), 10, 1)
+    return n.build([x], [n.reshape(logits, (1, 10))])
+
+
+def _relayout(dtype: str) -> bytes:
+    """conv (1, 4, 4, 16) -> RESHAPE (1, 4, 8, 8) -> conv: the second conv would read other channel groups."""
+    n = Net("alias-relayout", dtype, per_channel=False)  # type: ignore[arg-type]
+    x = n.input(4, 4, 8)
+    return n.build([x], [n.conv(n.reshape(n.conv(x, 16, 1), (1, 4, 8, 8)), 8, 1)])
+
+
+def _quantize_input(zero_point_shift: int) -> bytes:
+    """uint8 input -> QUANTIZE to int8 (same scale, zero point moved by `zero_point_shift`) -> int8 conv."""
+    n = Net("alias-quantize", "int8", per_channel=False)
+    g: GraphBuilder = n.g
+    u = g.tensor("image", (1, 6, 6, 8), "uint8", QParams.make(1 / 128, 128))
+    x = g.tensor("input", (1, 6, 6, 8), "int8", QParams.make(1 / 128, 128 + zero_point_shift))
+    g.op(BuiltinOperator.QUANTIZE, 1, [u], [x])
+    rng = np.random.default_rng(1)
+    n.probe[x] = (rng.integers(-128, 128, size=(1, 6, 6, 8)) - (128 + zero_point_shift)) / 128
+    return n.build([u], [n.conv(x, 16, 3)])
+
+
+def _split_concat(dtype: str) -> bytes:
+    """conv -> SPLIT 32 = 16 + 16 -> a conv on each half -> CONCATENATION of the two -> conv: parts read and written
+    by the NPU. (A split part cannot also be a concatenation part: it is a view of one buffer only.)"""
+    n = Net("views-split-concat", dtype, per_channel=False)  # type: ignore[arg-type]
+    x = n.input(8, 8, 8)
+    a, b = n.split(n.conv(x, 32, 1), 2)
+    y = n.concat([n.conv(b, 16, 3), n.conv(a, 32, 1)])
+    return n.build([x], [n.conv(y, 16, 1)])
+
+
+def _host_parts(dtype: str) -> bytes:
+    """CONCATENATION of the graph input (written by the host into the first planes) and a conv of it, read by a
+    conv; and a SPLIT whose parts are graph outputs (the host reads each from its planes)."""
+    n = Net("views-host-parts", dtype, per_channel=False)  # type: ignore[arg-type]
+    x = n.input(6, 6, 16)
+    y = n.conv(n.concat([x, n.conv(x, 8, 3)]), 48, 1)
+    p, q, r = n.split(y, 3)
+    return n.build([x], [p, q, r])
+
+
+def _unaligned(dtype: str) -> bytes:
+    """CONCATENATION whose first part has 24 channels: the second part would not start on a 16-channel plane."""
+    n = Net("views-unaligned", dtype, per_channel=False)  # type: ignore[arg-type]
+    x = n.input(4, 4, 8)
+    return n.build([x], [n.conv(n.concat([n.conv(x, 24, 1), n.conv(x, 16, 1)]), 8, 1)])
+
+
+CASES = {
+    "split-concat": (_split_concat, {"SPLIT": True, "CONCATENATION": True}),
+    "host-parts": (_host_parts, {"SPLIT": True, "CONCATENATION": True}),
+    "concat-unaligned": (_unaligned, {"CONCATENATION": False}),
+    "conv-reshape-out": (_conv_reshape, {"RESHAPE": True}),
+    "classifier-reshape-conv": (_classifier, {"RESHAPE": True}),
+    "conv-reshape-relayout": (_relayout, {"RESHAPE": False}),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_views(case: str, dtype: str, device: str, delegate_library: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    build, expect = CASES[case]
+    _check(build(dtype), device, expect, monkeypatch)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(("shift", "claimed"), [(-128, True), (-120, False)], ids=["shift-only", "requantize"])
+def test_quantize_u8_to_i8(shift: int, claimed: bool, device: str, delegate_library: None,
+                           monkeypatch: pytest.MonkeyPatch) -> None:
+    _check(_quantize_input(shift), device, {"QUANTIZE": claimed}, monkeypatch)
+
+
+def _without_views(monkeypatch: pytest.MonkeyPatch, model: bytes, x: list[np.ndarray], device: str) -> list[np.ndarray]:
+    """The delegate's outputs with every view node left to the CPU (each convolution then reads and writes buffers
+    of its own, the host moves the bytes)."""
+    from teflon.rocket.rk3576 import support as s76
+    from teflon.rocket.rk3588 import support as s88
+
+    def refuse(graph, decisions, host_written=frozenset()):  # type: ignore[no-untyped-def]
+        return {op.index: (False, "views off (test)") for op in graph.operations if op.kind in VIEW_KINDS}
+
+    with monkeypatch.context() as m:
+        m.setattr(s88, "claims", refuse)
+        m.setattr(s76, "claims", refuse)
+        return run_delegate(model, x, **sim_options(device)).outputs
+
+
+def _check(model: bytes, device: str, expect: dict[str, bool], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The view nodes claimed as `expect` says, every convolution delegated, and the outputs byte-identical to a run
+    with the view nodes on the CPU (a view moves no byte); the comparison with the CPU is printed."""
+    x = random_inputs(model)
+    ref = run_cpu(model, x)
+    run = run_delegate(model, x, **sim_options(device))
+    cmp = compare(ref, run.outputs)
+    print(f"{device}: {cmp}; {len(run.delegated)}/{len(run.ops)} nodes in {run.partitions} partition(s); "
+          f"CPU: {run.reasons}")
+    for kind, claimed in expect.items():
+        nodes = run.nodes_of(kind)
+        assert nodes
+        taken = [i for i in nodes if i in run.delegated]
+        assert bool(taken) == claimed, f"{kind}: delegated {taken} of {nodes}; reasons {run.reasons}"
+    convs = run.undelegated("CONV_2D")
+    assert not convs, f"convolutions left on the CPU: {run.describe(convs)}"
+    assert cmp.within_model_lsb >= 0.995, str(cmp)
+    plain = _without_views(monkeypatch, model, x, device)
+    same = compare(plain, run.outputs)
+    assert same.max_abs_diff == 0, f"views change the results: {same}"
