@@ -432,8 +432,6 @@ def _convs(case: Any) -> list[ConvCase]:
 def known_cpu_add(case: AddCase, device: str) -> str | None:
     """Why `device`'s backend leaves the ADD of a conv-fed AddCase on the CPU (its convolutions still run on the
     NPU), or None: rk3588 takes Mesa's element-wise reader strides of at least 12 atoms (docs/hardware/rocket.md)."""
-    if device == "rk3588" and case.producers != "inputs" and case.op == "sub":
-        return "SUB stays on the CPU on rk3588 (a negative EW_OP_CVT_SCALE is known only from RK3576's vendor programs)"
     if device == "rk3588" and case.producers != "inputs" and case.in_h * case.in_w < 12:
         return "fused ADD on a plane below 12 atoms (Mesa's minimum element-wise surface stride)"
     return None

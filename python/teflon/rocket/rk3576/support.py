@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...hw.regmap import RegMap
 from ...ir import Graph
-from ..lower import CONV_LOWERINGS, LoweringError, RocketConv, add_fusion, fuse_add, lower_conv_like
+from ..lower import CONV_LOWERINGS, ELEMENTWISE_FUSED, LoweringError, RocketConv, add_fusion, fuse_add, lower_conv_like
 from ..stream import EncodeError
 from ..views import VIEW_KINDS, claims
 from .encoder import encode_layer
@@ -23,7 +23,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     out: dict[int, tuple[bool, str]] = {}
     by_output: dict[int, RocketConv] = {}  # claimed convolutions (fused ADDs included) by output tensor
     for op in graph.operations:
-        if op.kind in ("ADD", "SUB"):  # SUB: the vendor's Sub programs use the add with a negative scale
+        if op.kind in ELEMENTWISE_FUSED:  # SUB: the vendor's Sub programs use the add with a negative scale
             try:
                 conv, other = add_fusion(graph, op, by_output)
                 fused = fuse_add(graph, op, conv, other)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...hw.regmap import RegMap
 from ...ir import Graph
-from ..lower import CONV_LOWERINGS, LoweringError, RocketConv, add_fusion, fuse_add, lower_conv_like
+from ..lower import CONV_LOWERINGS, ELEMENTWISE_FUSED, LoweringError, RocketConv, add_fusion, fuse_add, lower_conv_like
 from ..stream import EncodeError
 from ..views import VIEW_KINDS, claims
 from .encoder import checked_streams
@@ -21,22 +21,18 @@ def _describe(conv: RocketConv, params: OpParams) -> str:
     return f"{what} {conv.kh}x{conv.kw} s{conv.stride}, {n} task{'s' * (n > 1)}"
 
 
-SUB_REASON = ("SUB runs on the CPU on rk3588: its fusion needs a negative EW_OP_CVT_SCALE, known only from RK3576's "
-              "vendor programs")
-
-
 def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     """{node index: (claimed, reason)} for every operation of the graph on rk3588."""
     out: dict[int, tuple[bool, str]] = {}
     single_channel: dict[int, int] = {}  # node -> its input tensor, for ops on the raw-rows input path
     by_output: dict[int, RocketConv] = {}  # claimed convolutions (fused ADDs included) by output tensor
     for op in graph.operations:
-        if op.kind == "ADD":
+        if op.kind in ELEMENTWISE_FUSED:
             try:
                 conv, other = add_fusion(graph, op, by_output)
                 if any(c.kind in CONV_LOWERINGS and graph.tensors[c.inputs[0]].shape[-1] == 1
                        for c in graph.consumers(other)):
-                    raise LoweringError(f"ADD operand {other} is also a single-channel convolution input (raw-rows "
+                    raise LoweringError(f"{op.kind} operand {other} is also a single-channel convolution input (raw-rows "
                                         "layout, not the element-wise reader's)")
                 fused = fuse_add(graph, op, conv, other)
                 _check(regmap, fused, graph)
@@ -46,9 +42,6 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             del by_output[conv.output_tensor]
             by_output[fused.output_tensor] = fused
             out[op.index] = (True, f"fused into node {conv.nodes[0]} (DPU element-wise add of tensor {other})")
-            continue
-        if op.kind == "SUB":
-            out[op.index] = (False, SUB_REASON)
             continue
         if op.kind in VIEW_KINDS:
             continue  # decided below, from its neighbours' decisions
