@@ -263,12 +263,48 @@ DEFAULT_ADD: list[AddCase] = [
     AddCase(8, 8, 16, "conv2", out_c=32, kernel=3, dtype="int8", op="sub"),
 ]
 
+# Pools on the rocket PPU (opcheck.check_pool); pool_cpu_reason says which stay on the CPU and why.
 DEFAULT_POOL: list[PoolCase] = [
+    PoolCase(28, 28, 32, filter=3, stride=2, padding="same", dtype="int8", op="max"),
+    PoolCase(16, 16, 32, filter=2, stride=2, op="max"),
+    PoolCase(15, 18, 24, filter=3, stride=3, padding="same", op="max"),
+    PoolCase(7, 7, 64, filter=7, stride=1),
+    PoolCase(4, 4, 256, filter=4, stride=1),
+    PoolCase(14, 14, 32, filter=3, stride=1, dtype="int8"),
+    PoolCase(9, 9, 40, filter=5, stride=2, dtype="int8"),
+    PoolCase(7, 7, 1280, op="mean", dtype="int8"),
+    PoolCase(7, 7, 1280, op="mean", dtype="int8", requant=True),
+    PoolCase(7, 7, 64, op="mean", requant=True, seed=1),
     PoolCase(8, 8, 16),
+    PoolCase(8, 8, 16, dtype="int8"),
     PoolCase(14, 14, 32, filter=3, stride=1, padding="same", dtype="int8"),
+    PoolCase(6, 6, 32, filter=6, stride=1),
     PoolCase(14, 14, 16, after_conv=True),
     PoolCase(8, 8, 32, after_conv=True, conv_kernel=1, dtype="int8"),
 ]
+# MEAN: TFLite's integer MEAN rounds through its own fixed-point multiplier, not (sum + n/2) / n as the average
+# pool does; the PPU computes the pool's rounding (docs/hardware/rocket.md, "Pooling"). Measured bound.
+MEAN_MIN_EXACT = 0.98
+# A requantizing MEAN rounds twice (the PPU average in input LSB, then the 1x1 depthwise requantization): <= 1 LSB,
+# measured 65.8 % exact on mean-in7x7x1280-rq-i8 (docs/hardware/rocket.md §6a).
+MEAN_REQUANT_MIN_EXACT = 0.6
+
+
+def pool_cpu_reason(case: PoolCase) -> str | None:
+    """Why the rocket backends leave this case's pool on the CPU, or None (python/teflon/rocket/pool.py)."""
+    from teflon.modelgen import out_size
+    from teflon.rocket.pool import average_recips, same_pads
+
+    if case.op == "max":
+        return None
+    k = case.in_h if case.op == "mean" else case.filter
+    if case.op == "avg" and case.padding == "same":
+        out = out_size(case.in_h, k, case.stride, "same")
+        if same_pads(case.in_h, k, case.stride)[0] or (out - 1) * case.stride + k > case.in_h:
+            return "average pool whose windows reach into the padding"
+    if average_recips(k, k, case.dtype) is None:
+        return f"{k}x{k} {case.dtype} average: the PPU's reciprocal multiply cannot round like TFLite"
+    return None
 
 # The other runtime (ai_edge_litert) on a few cases of each kind.
 LITERT_CASES: list[ConvCase | AddCase] = [

@@ -14,7 +14,14 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from opcases import known_cpu, known_cpu_add, known_requant_limit
+from opcases import (
+    MEAN_MIN_EXACT,
+    MEAN_REQUANT_MIN_EXACT,
+    known_cpu,
+    known_cpu_add,
+    known_requant_limit,
+    pool_cpu_reason,
+)
 from teflon.modelgen import (
     AddCase,
     ConvCase,
@@ -180,10 +187,21 @@ def check_add(case: AddCase, options: dict[str, str], record_property: Recorder,
                     pytrace=False)
 
 
+POOL_KINDS = ("AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN")
+
+
 def check_pool(case: PoolCase, options: dict[str, str], record_property: Recorder) -> None:
-    """AVERAGE_POOL_2D (no backend claims it), alone and after a delegated convolution."""
-    if case.after_conv:
-        # the pool reads the delegated convolution's output: the convolution's tolerance carries over
-        check_delegated_conv(case, options, record_property, CHAINED_MIN_EXACT, cpu_kinds=("AVERAGE_POOL_2D",))
-    else:
-        check_cpu_fallback(case, options, record_property, ("AVERAGE_POOL_2D",))
+    """A pool on the rocket PPU, alone and after a delegated convolution; the cases opcases.pool_cpu_reason names
+    must stay on the CPU."""
+    reason = pool_cpu_reason(case)
+    if reason:
+        print(f"{case.name}: stays on the CPU: {reason}")
+        if case.after_conv:
+            # the pool reads the delegated convolution's output: the convolution's tolerance carries over
+            check_delegated_conv(case, options, record_property, CHAINED_MIN_EXACT, cpu_kinds=POOL_KINDS)
+        else:
+            check_cpu_fallback(case, options, record_property, POOL_KINDS)
+        return
+    min_exact = (CHAINED_MIN_EXACT if case.after_conv else MEAN_REQUANT_MIN_EXACT if case.requant
+                 else MEAN_MIN_EXACT if case.op == "mean" else MIN_EXACT)
+    check_delegated_conv(case, options, record_property, min_exact, kinds=CONV_KINDS + POOL_KINDS)

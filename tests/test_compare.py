@@ -201,7 +201,10 @@ def test_compare_mobilenet_v1(device: str, mobilenet: Path, delegate_library: No
     (x,) = image_inputs(model, image)
     expected = expected_rows(model, x, device)
     check_report(doc, text, expected)
-    assert len(doc["layers"]) == 28  # every convolution of MobileNetV1
+    from teflon import targets
+
+    rocket = targets.get(device).family == "rocket"
+    assert len(doc["layers"]) == (30 if rocket else 28)  # every convolution of MobileNetV1 (+ the pool, the reshape)
     assert doc["first_differing"] is not None  # one rounding per layer: the NPU is not bit-exact end to end
     print(text)
 

@@ -46,7 +46,7 @@ from teflon.runtime import interpreter_module, make_interpreter
     (ConvCase("dwconv", 14, 7, 16, kernel=5, weight_zp=74), "dwconv-in14x7x16-k5-s1-same-u8-wzp74"),
     (AddCase(8, 8, 16), "add-in8x8x16-u8"),
     (AddCase(8, 8, 16, "conv2", out_c=32, kernel=3, dtype="int8"), "conv2-add-in8x8x16-oc32-k3-i8"),
-    (PoolCase(8, 8, 16, after_conv=True), "conv-avgpool-in8x8x16-ck3-f2-s2-valid-u8"),
+    (PoolCase(8, 8, 16, after_conv=True), "conv-avgpool-in8x8x16-ck3-k2-s2-valid-u8"),
 ])
 def test_names(case: ConvCase | AddCase | PoolCase, name: str) -> None:
     assert case.name == name == str(case)

@@ -4,7 +4,8 @@ Both runs get the same input tensor (the image resized as ../shared/models/READM
 must keep the CPU's top-1 and have >= 99.5 % of the output elements within 6 LSB (Mesa's own model tolerance);
 the test prints max, mean and exact figures. In the uint8 per-tensor MobileNets every convolution must be
 delegated. tf2_mobilenet_v2_1.0_224_ptq has int8 per-channel weights: rk3588 and the etnaviv targets leave them on
-the CPU, so they must match exactly there; rk3576 must delegate every one of them.
+the CPU, so they must match exactly there (rk3588 delegates only the final requantizing MEAN, within its bound);
+rk3576 must delegate every one of them.
 
 Why the tolerances are above 3 LSB (docs/hardware/rocket.md, "Requantization"): the RK3588 DPU requantizes with
 one 15-bit multiplier and one rounding, TFLite with a 31-bit multiplier and two roundings. Per layer the two agree
@@ -52,11 +53,12 @@ MODELS = {
                                    "imx8mp": (True, None)},
     # int8 per-channel weights: rk3576 delegates them; rk3588 and the etnaviv targets leave them on the CPU (the
     # etnaviv targets still run the int8 ADDs between them where they claim those)
-    "tf2_mobilenet_v2_1.0_224_ptq": {"rk3588": (False, 0), "rk3576": (True, 11), "a311d": (False, None),
+    # rk3588 runs only the final MEAN on the PPU (+ its requantizing 1x1 depthwise): 2 LSB measured (cat), bound 3
+    "tf2_mobilenet_v2_1.0_224_ptq": {"rk3588": (False, 3), "rk3576": (True, 11), "a311d": (False, None),
                                      "imx8mp": (False, None)},
 }
 # Models whose ADDs the device fuses into their convolutions (docs/hardware/rocket.md §6): the conv + ADD body is one
-# partition, the classifier's convolution after the CPU's pooling a second.
+# partition (with the PPU pools, the classifier too; at most a second one after a pool left on the CPU).
 FUSED_ADDS = {("mobilenet_v2_1.0_224_quant", "rk3588"), ("mobilenet_v2_1.0_224_quant", "rk3576"),
               ("tf2_mobilenet_v2_1.0_224_ptq", "rk3576")}
 DEVICES = [t.name for t in targets.TARGETS if t.drivable]
@@ -116,7 +118,7 @@ def test_model(name: str, image: str, shared_dir: Path, device_options: dict[str
     assert npu_top in cpu_top, f"top-1 changed: CPU {sorted(cpu_top)}, delegate {npu_top}"
     if (name, device) in FUSED_ADDS:
         adds = run.undelegated("ADD")
-        assert not adds and run.partitions == 2, f"ADDs not fused: {run.describe(adds)}; {run.partitions} partitions"
+        assert not adds and run.partitions <= 2, f"ADDs not fused: {run.describe(adds)}; {run.partitions} partitions"
     assert cmp.within_model_lsb >= MIN_WITHIN, f"{name} {image} on {device}: {cmp}"
     all_convs, max_diff = MODELS[name][device]
     if max_diff is not None:

@@ -72,8 +72,8 @@ int rkt_kick_sequence(const struct rkt_gen *gen, unsigned core, struct rkt_regcm
         {RKT_CORE_S_POINTER, spointer},
         {RKT_PC_BASE_ADDRESS, task.iova},
         {RKT_PC_REGISTER_AMOUNTS, (task.count + 1) / 2 - 1},
-        {RKT_PC_INTERRUPT_MASK, RKT_IRQ_DPU_BITS},
-        {RKT_PC_INTERRUPT_CLEAR, RKT_IRQ_DPU_BITS},
+        {RKT_PC_INTERRUPT_MASK, RKT_IRQ_DONE_BITS},
+        {RKT_PC_INTERRUPT_CLEAR, RKT_IRQ_DONE_BITS},
         {RKT_PC_TASK_CON, gen->task_con},
         {RKT_PC_TASK_DMA_BASE_ADDR, 0},
         {RKT_PC_OPERATION_ENABLE, 1},
@@ -208,7 +208,7 @@ static int check_bo_lists(struct sim_dev *d, const teflon_job *j, uint32_t ji, c
 }
 
 /* Kick one task the way rocket_job_hw_submit does, then take the completion: the interrupt (RK3588) or
- * a poll of INTERRUPT_RAW_STATUS until a DPU bit shows, up to the job timeout (RK3576). The simulated
+ * a poll of INTERRUPT_RAW_STATUS until a DPU (conv) or PPU (pool) bit shows, up to the job timeout (RK3576). The simulated
  * NPU runs the task synchronously inside the OPERATION_ENABLE write; `hang` leaves that write out (an injected
  * job that never completes), so the completion is looked for in vain: RKT_POLLS_PER_TIMEOUT polls of simulated
  * time, no real waiting. */
@@ -222,11 +222,11 @@ static int kick(struct sim_dev *d, rkt_npu *npu, unsigned core, struct rkt_regcm
             return rc;
     }
     uint32_t raw = rkt_npu_mmio_read(npu, RKT_PC_INTERRUPT_RAW_STATUS);
-    for (unsigned poll = 1; d->gen->polled && !(raw & RKT_IRQ_DPU_BITS) && poll < RKT_POLLS_PER_TIMEOUT; poll++)
+    for (unsigned poll = 1; d->gen->polled && !(raw & RKT_IRQ_DONE_BITS) && poll < RKT_POLLS_PER_TIMEOUT; poll++)
         raw = rkt_npu_mmio_read(npu, RKT_PC_INTERRUPT_RAW_STATUS);
     rkt_npu_mmio_write(npu, RKT_PC_OPERATION_ENABLE, 0);
     rkt_npu_mmio_write(npu, RKT_PC_INTERRUPT_CLEAR, 0x1FFFF);
-    return raw & RKT_IRQ_DPU_BITS ? 0 : -ETIMEDOUT;
+    return raw & RKT_IRQ_DONE_BITS ? 0 : -ETIMEDOUT;
 }
 
 /* The first device address past every BO: unmapped in the file's IOMMU domain. */

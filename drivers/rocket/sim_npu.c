@@ -203,7 +203,7 @@ int rkt_check_all_consumed(rkt_npu *n)
         if (u < 0 || !n->dirty[n->exe[u]][i])
             continue;
         if (!n->consumed[i])
-            return rkt_fail(n, "%s (0x%04x) = 0x%08x was written but is not used by a conv task (not simulated)",
+            return rkt_fail(n, "%s (0x%04x) = 0x%08x was written but is not used by this task (not simulated)",
                             n->soc->regs[r].name, off, n->regs[n->exe[u]][i]);
         n->dirty[n->exe[u]][i] = 0;
     }
@@ -278,6 +278,8 @@ static int stream_write(rkt_npu *n, uint16_t target, uint32_t off, uint32_t val)
         return 0;
     case RKT_DPU_S_POINTER:
     case RKT_DPU_RDMA_S_POINTER:
+    case RKT_PPU_S_POINTER:
+    case RKT_PPU_RDMA_S_POINTER:
         return spointer_write(n, u, val, 0);
     case RKT_CNA_S_POINTER:
     case RKT_CORE_S_POINTER:
@@ -299,10 +301,11 @@ static int stream_write(rkt_npu *n, uint16_t target, uint32_t off, uint32_t val)
     return 0;
 }
 
-static void task_done(rkt_npu *n)
+/* The completion interrupt is the last unit's, in its executing group: DPU_0/1 for a conv, PPU_0/1 for a pool
+ * [TRM: "do not set PPU mask bit if don't use PPU"; the vendor's pool tasks carry int_mask 0xC00]. */
+static void task_done(rkt_npu *n, int pool)
 {
-    const int dpu_group = n->exe[U_DPU];
-    n->int_raw |= 1u << (RKT_IRQ_DPU_0 + dpu_group);
+    n->int_raw |= pool ? 1u << (RKT_IRQ_PPU_0 + n->exe[U_PPU]) : 1u << (RKT_IRQ_DPU_0 + n->exe[U_DPU]);
     for (int u = 0; u < U_COUNT; u++) {
         if (n->spointer[u] & 2u) /* POINTER_PP_EN */
             n->ptr[u] ^= 1;
@@ -348,9 +351,10 @@ static int pc_run(rkt_npu *n)
             continue;
         }
         if (target == RKT_TARGET_OP_ENABLE) {
-            if (off != RKT_OFFSET_OP_ENABLE || val != RKT_OPEN_CONV_BITMAP)
-                return rkt_fail(n, "regcmd word %u: op-enable 0x%016llx not understood (only offset 0x%04x value 0x%x = CNA+CORE+DPU+DPU_RDMA)",
-                            i, (unsigned long long)w, RKT_OFFSET_OP_ENABLE, RKT_OPEN_CONV_BITMAP);
+            if (off != RKT_OFFSET_OP_ENABLE || (val != RKT_OPEN_CONV_BITMAP && val != RKT_OPEN_PPU_BITMAP))
+                return rkt_fail(n, "regcmd word %u: op-enable 0x%016llx not understood (only offset 0x%04x value 0x%x = "
+                            "CNA+CORE+DPU+DPU_RDMA or 0x%x = PPU+PPU_RDMA)",
+                            i, (unsigned long long)w, RKT_OFFSET_OP_ENABLE, RKT_OPEN_CONV_BITMAP, RKT_OPEN_PPU_BITMAP);
             if (!prev_sync)
                 return rkt_fail(n, "regcmd word %u: op-enable not immediately preceded by the SYNC word", i);
             for (uint32_t j = i + 1; j < nwords; j++) {
@@ -368,10 +372,11 @@ static int pc_run(rkt_npu *n)
                 return rkt_fail(n, "PC_REGISTER_AMOUNTS = 0x%08x with a zero next-task address", n->chain_amount);
             }
             memset(n->consumed, 0, sizeof(n->consumed));
-            rc = n->soc->execute(n);
+            const int pool = val == RKT_OPEN_PPU_BITMAP;
+            rc = pool ? rkt_ppu_execute(n) : n->soc->execute(n);
             if (rc)
                 return rc;
-            task_done(n);
+            task_done(n, pool);
             return 0;
         }
         prev_sync = 0;

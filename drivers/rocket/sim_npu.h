@@ -32,7 +32,10 @@
 #define RKT_CNA_S_POINTER 0x1004u
 #define RKT_CORE_S_POINTER 0x3004u
 #define RKT_IRQ_DPU_0 8                       /* INTERRUPT_*: DPU_0 / DPU_1 = bits 8 / 9 (ping-pong group) */
-#define RKT_IRQ_DPU_BITS (3u << RKT_IRQ_DPU_0) /* DPU_0 | DPU_1: what the kernel unmasks and waits for */
+#define RKT_IRQ_DPU_BITS (3u << RKT_IRQ_DPU_0) /* DPU_0 | DPU_1: a conv task's completion */
+/* DPU_0 | DPU_1 | PPU_0 | PPU_1: what the simulated kernel unmasks and waits for. Upstream accel/rocket unmasks
+ * only the DPU bits, so a PPU-only (pooling) task would time out there: docs/hardware/rocket.md, "Pooling". */
+#define RKT_IRQ_DONE_BITS (0xFu << RKT_IRQ_DPU_0)
 #define RKT_SPOINTER_PP 0xEu                   /* POINTER_PP_EN | EXECUTER_PP_EN | POINTER_PP_MODE */
 #define RKT_SPOINTER_CORE_SELECT 0x30000000u   /* bits 28..29, written by the kernel only */
 

@@ -36,6 +36,61 @@ struct rocket_reg_desc {
 #define RKT_TARGET_OP_ENABLE 0x0081u
 #define RKT_OFFSET_OP_ENABLE 0x0008u
 #define RKT_OPEN_CONV_BITMAP 0x1Du           /* CNA | CORE | DPU | DPU_RDMA */
+#define RKT_OPEN_PPU_BITMAP 0x60u            /* PPU | PPU_RDMA: a pooling task [TRM GLOBAL_OPERATION_ENABLE] */
+
+/* PPU / PPU_RDMA offsets, identical on RK3588 (TRM, registers.xml) and RK3576 (vendor pool programs); each
+ * generation file checks them against its generated table (RKT_ASSERT_PPU_LAYOUT). The padding values and the
+ * RDMA data format differ and go through the generation's hooks (struct rkt_soc). */
+#define RKT_PPU_S_POINTER 0x6004u
+#define RKT_PPU_CUBE_IN_WIDTH 0x600Cu
+#define RKT_PPU_CUBE_IN_HEIGHT 0x6010u
+#define RKT_PPU_CUBE_IN_CHANNEL 0x6014u
+#define RKT_PPU_CUBE_OUT_WIDTH 0x6018u
+#define RKT_PPU_CUBE_OUT_HEIGHT 0x601Cu
+#define RKT_PPU_CUBE_OUT_CHANNEL 0x6020u
+#define RKT_PPU_OPERATION_MODE_CFG 0x6024u
+#define RKT_PPU_POOLING_KERNEL_CFG 0x6034u
+#define RKT_PPU_RECIP_KERNEL_WIDTH 0x6038u
+#define RKT_PPU_RECIP_KERNEL_HEIGHT 0x603Cu
+#define RKT_PPU_POOLING_PADDING_CFG 0x6040u
+#define RKT_PPU_DST_BASE_ADDR 0x6070u
+#define RKT_PPU_DST_SURF_STRIDE 0x607Cu
+#define RKT_PPU_DATA_FORMAT 0x6084u
+#define RKT_PPU_MISC_CTRL 0x60DCu
+#define RKT_PPU_RDMA_S_POINTER 0x7004u
+#define RKT_PPU_RDMA_CUBE_IN_WIDTH 0x700Cu
+#define RKT_PPU_RDMA_CUBE_IN_HEIGHT 0x7010u
+#define RKT_PPU_RDMA_CUBE_IN_CHANNEL 0x7014u
+#define RKT_PPU_RDMA_SRC_BASE_ADDR 0x701Cu
+#define RKT_PPU_RDMA_SRC_LINE_STRIDE 0x7024u
+#define RKT_PPU_RDMA_SRC_SURF_STRIDE 0x7028u
+#define RKT_PPU_RDMA_DATA_FORMAT 0x7030u
+#define RKT_IRQ_PPU_0 10 /* INTERRUPT_*: PPU_0 / PPU_1 = bits 10 / 11 [XML] */
+
+#define RKT_ASSERT_PPU_LAYOUT(SOC)                                                                              \
+    _Static_assert(SOC##_PPU_S_POINTER == RKT_PPU_S_POINTER && SOC##_PPU_DATA_CUBE_IN_WIDTH == RKT_PPU_CUBE_IN_WIDTH && \
+                       SOC##_PPU_DATA_CUBE_IN_HEIGHT == RKT_PPU_CUBE_IN_HEIGHT &&                                 \
+                       SOC##_PPU_DATA_CUBE_IN_CHANNEL == RKT_PPU_CUBE_IN_CHANNEL &&                               \
+                       SOC##_PPU_DATA_CUBE_OUT_WIDTH == RKT_PPU_CUBE_OUT_WIDTH &&                                 \
+                       SOC##_PPU_DATA_CUBE_OUT_HEIGHT == RKT_PPU_CUBE_OUT_HEIGHT &&                               \
+                       SOC##_PPU_DATA_CUBE_OUT_CHANNEL == RKT_PPU_CUBE_OUT_CHANNEL &&                             \
+                       SOC##_PPU_OPERATION_MODE_CFG == RKT_PPU_OPERATION_MODE_CFG &&                              \
+                       SOC##_PPU_POOLING_KERNEL_CFG == RKT_PPU_POOLING_KERNEL_CFG &&                              \
+                       SOC##_PPU_RECIP_KERNEL_WIDTH == RKT_PPU_RECIP_KERNEL_WIDTH &&                              \
+                       SOC##_PPU_RECIP_KERNEL_HEIGHT == RKT_PPU_RECIP_KERNEL_HEIGHT &&                            \
+                       SOC##_PPU_POOLING_PADDING_CFG == RKT_PPU_POOLING_PADDING_CFG &&                            \
+                       SOC##_PPU_DST_BASE_ADDR == RKT_PPU_DST_BASE_ADDR && SOC##_PPU_DST_SURF_STRIDE == RKT_PPU_DST_SURF_STRIDE && \
+                       SOC##_PPU_DATA_FORMAT == RKT_PPU_DATA_FORMAT && SOC##_PPU_MISC_CTRL == RKT_PPU_MISC_CTRL &&  \
+                       SOC##_PPU_RDMA_S_POINTER == RKT_PPU_RDMA_S_POINTER &&                                      \
+                       SOC##_PPU_RDMA_CUBE_IN_WIDTH == RKT_PPU_RDMA_CUBE_IN_WIDTH &&                              \
+                       SOC##_PPU_RDMA_CUBE_IN_HEIGHT == RKT_PPU_RDMA_CUBE_IN_HEIGHT &&                            \
+                       SOC##_PPU_RDMA_CUBE_IN_CHANNEL == RKT_PPU_RDMA_CUBE_IN_CHANNEL &&                          \
+                       SOC##_PPU_RDMA_SRC_BASE_ADDR == RKT_PPU_RDMA_SRC_BASE_ADDR &&                              \
+                       SOC##_PPU_RDMA_SRC_LINE_STRIDE == RKT_PPU_RDMA_SRC_LINE_STRIDE &&                          \
+                       SOC##_PPU_RDMA_SRC_SURF_STRIDE == RKT_PPU_RDMA_SRC_SURF_STRIDE &&                          \
+                       SOC##_PPU_RDMA_DATA_FORMAT == RKT_PPU_RDMA_DATA_FORMAT &&                                  \
+                       SOC##_PC_INTERRUPT_RAW_STATUS__PPU_0__SHIFT == RKT_IRQ_PPU_0,                              \
+                   "the shared PPU step assumes these " #SOC " offsets")
 
 /* Each SoC file checks that its generated table agrees with the constants above. */
 #define RKT_ASSERT_PC_LAYOUT(SOC)                                                                               \
@@ -57,7 +112,11 @@ struct rkt_soc {
     uint32_t task_number_mask;      /* PC_TASK_CON.TASK_NUMBER, from bit 0 */
     const char *task_con_hint;      /* appended to the TASK_NUMBER error */
     int stream_core_spointers;      /* CNA/CORE S_POINTER may be written (with RKT_SPOINTER_PP) from a stream */
-    int (*execute)(rkt_npu *n);
+    int (*execute)(rkt_npu *n);     /* a conv task (op-enable 0x1D) */
+    /* PPU task (op-enable 0x60), the generation's parts: the stored padding value its registers hold (reads and
+     * checks them; `average` selects the accepted form), and the only PPU_RDMA DATA_FORMAT word understood */
+    int32_t (*ppu_pad_value)(rkt_npu *n, int average);
+    uint32_t ppu_rdma_8bit;
 };
 
 /* The generations' semantics, for the per-generation table (rkt_family.c). */
@@ -143,6 +202,8 @@ uint8_t *rkt_mem(rkt_npu *n, enum rkt_dma dma, const char *what, uint32_t iova, 
 int rkt_check_all_consumed(rkt_npu *n);
 /* Run a validated task on the datapath and count its MACs. */
 int rkt_run_conv(rkt_npu *n, const struct rkt_conv_task *t);
+/* Validate and run a PPU pooling task (sim_ppu.c). */
+int rkt_ppu_execute(rkt_npu *n);
 /* Grow the per-task table arrays to n entries each. */
 int rkt_tables_reserve(rkt_npu *n, size_t entries);
 

@@ -28,6 +28,7 @@
 #define EW_CFG_ADD 0x8002C0C0u     /* DPU 0x407C where the vendor adds a second tensor (add-2conv, add-bare) */
 
 RKT_ASSERT_PC_LAYOUT(RK3576);
+RKT_ASSERT_PPU_LAYOUT(RK3576);
 
 static uint32_t round_up(uint32_t v, uint32_t a)
 {
@@ -671,6 +672,23 @@ static int rk3576_execute(rkt_npu *n)
     return rkt_run_conv(n, &st.t);
 }
 
+/* PPU padding values pad_value_1x..7x (19-bit, NVDLA PDP's N x value) [VENDOR]: max pooling writes -128 into
+ * the first four, an average (j + 1) x v (v its input zero point; unused, since an average is only run without
+ * padding), the last three 0. Nothing else is understood. */
+static int32_t rk3576_ppu_pad_value(rkt_npu *n, int average)
+{
+    int32_t v[7];
+    for (int i = 0; i < 7; i++)
+        v[i] = RKT_SXT(rkt_rd(n, RK3576_PPU_PADDING_VALUE_1_CFG + 4u * (uint32_t)i), 19);
+    for (int i = 0; i < 7; i++) {
+        const int32_t want = i >= 4 ? 0 : average ? (i + 1) * v[0] : -128;
+        rkt_check(n, v[i] == want, RK3576_PPU_PADDING_VALUE_1_CFG + 4u * (uint32_t)i, (uint32_t)v[i] & 0x7FFFF,
+                  "pad_value_%dx must be %d (%s)", i + 1, want,
+                  average ? "(j + 1) x the first value, then 0" : "max pooling: -128 x 4, then 0");
+    }
+    return average ? 0 : -128;
+}
+
 const struct rkt_soc rkt_soc_rk3576 = {
     .regs = rk3576_regs,
     .nregs = RK3576_NUM_REGS,
@@ -679,4 +697,7 @@ const struct rkt_soc rkt_soc_rk3576 = {
                      "28673)",
     .stream_core_spointers = 1,
     .execute = rk3576_execute,
+    .ppu_pad_value = rk3576_ppu_pad_value,
+    /* [INFERRED] IN_PRECISION moved to bits 6..7, 1 = 8-bit (the vendor's 0x40) */
+    .ppu_rdma_8bit = 1u << RK3576_PPU_RDMA_DATA_FORMAT__IN_PRECISION__SHIFT,
 };

@@ -15,6 +15,7 @@
 #define CBUF_BANK_BYTES 32768u
 
 RKT_ASSERT_PC_LAYOUT(RK3588);
+RKT_ASSERT_PPU_LAYOUT(RK3588);
 
 /* PAD_CON1: the stored int8 pad value. Mesa emits it sign-extended from 8 bits, or with the low
  * byte repeated in bits 8..15 and bits 16..31 the sign of bit 15 (0xFFFF8080, 0x0B0B). */
@@ -535,6 +536,20 @@ static int rk3588_execute(rkt_npu *n)
     return rkt_run_conv(n, &st.t);
 }
 
+/* The PPU padding value [TRM]: one 35-bit two's-complement value, bits 31..0 in PADDING_VALUE_1_CFG and 34..32
+ * in PADDING_VALUE_2_CFG. Max pooling: only -128 (never wins a max, so padding is ignored as in TFLite); an
+ * average is only run without padding and then only 0 is accepted. */
+static int32_t rk3588_ppu_pad_value(rkt_npu *n, int average)
+{
+    const uint32_t lo = rkt_rd(n, RK3588_PPU_PADDING_VALUE_1_CFG), hi = rkt_rd(n, RK3588_PPU_PADDING_VALUE_2_CFG);
+    const int32_t want = average ? 0 : -128;
+    rkt_check(n, lo == (uint32_t)want, RK3588_PPU_PADDING_VALUE_1_CFG, lo, "only %d (%s)", want,
+              average ? "an average without padding" : "max pooling pads with -128");
+    rkt_check(n, hi == (want < 0 ? 7u : 0u), RK3588_PPU_PADDING_VALUE_2_CFG, hi,
+              "bits 34..32 of the padding value: its sign extension");
+    return want;
+}
+
 const struct rkt_soc rkt_soc_rk3588 = {
     .regs = rk3588_regs,
     .nregs = RK3588_NUM_REGS,
@@ -542,4 +557,6 @@ const struct rkt_soc rkt_soc_rk3588 = {
     .task_con_hint = "",
     .stream_core_spointers = 0,
     .execute = rk3588_execute,
+    .ppu_pad_value = rk3588_ppu_pad_value,
+    .ppu_rdma_8bit = 1u << RK3588_PPU_RDMA_DATA_FORMAT__IN_PRECISION__SHIFT, /* TRM: 1 = 8-bit */
 };

@@ -810,8 +810,9 @@ def add_add(g: GraphBuilder, a: int, b: int, activation: ActivationName = "none"
 
 @dataclass(frozen=True)
 class PoolCase:
-    """AVERAGE_POOL_2D, optionally fed by a CONV_2D (kxk, stride 1, SAME) so a delegated partition hands its
-    output to a CPU op."""
+    """A pooling op: AVERAGE_POOL_2D ("avg"), MAX_POOL_2D ("max") or MEAN over (H, W) with keep_dims ("mean"; filter,
+    stride and padding unused), optionally fed by a CONV_2D (kxk, stride 1, SAME) so a partition hands the
+    convolution's output to the pool."""
 
     in_h: int
     in_w: int
@@ -823,14 +824,20 @@ class PoolCase:
     after_conv: bool = False
     conv_kernel: int = 3
     seed: int = 0
+    op: Literal["avg", "max", "mean"] = "avg"
+    requant: bool = False  # MEAN only: its own output scale and zero point (as real models' MEANs have)
 
     @property
     def name(self) -> str:
-        head = "conv-avgpool" if self.after_conv else "avgpool"
-        parts = [head, f"in{self.in_h}x{self.in_w}x{self.in_c}"]
+        head = {"avg": "avgpool", "max": "maxpool", "mean": "mean"}[self.op]
+        parts = [f"conv-{head}" if self.after_conv else head, f"in{self.in_h}x{self.in_w}x{self.in_c}"]
         if self.after_conv:
             parts.append(f"ck{self.conv_kernel}")
-        parts += [f"f{self.filter}", f"s{self.stride}", self.padding, DTYPE_TOKEN[self.dtype]]
+        if self.op != "mean":
+            parts += [f"k{self.filter}", f"s{self.stride}", self.padding]
+        if self.requant:
+            parts.append("rq")
+        parts.append(DTYPE_TOKEN[self.dtype])
         if self.seed:
             parts.append(f"seed{self.seed}")
         return "-".join(parts)
@@ -856,11 +863,25 @@ class PoolCase:
         src = x
         if self.after_conv:
             src = add_conv(g, self.conv, x, conv_params(self.conv, rng, x_quant), "conv")
+        q = g.quant(src)
+        if self.op == "mean":
+            if self.requant:  # the mean's range is narrower than its input's: a smaller scale, another zero point
+                q = QParams.make(float(q.scale[0]) * float(rng.uniform(0.4, 0.9)), int(rng.integers(qmin, qmax + 1)))
+            y = g.tensor("output", (1, 1, 1, self.in_c), self.dtype, q)
+            axes = g.constant("axes", np.array([1, 2], np.int32))
+
+            def mean_options(fb: flatbuffers.Builder) -> int:
+                tflite.ReducerOptionsStart(fb)
+                tflite.ReducerOptionsAddKeepDims(fb, True)
+                return tflite.ReducerOptionsEnd(fb)
+
+            g.op(BuiltinOperator.MEAN, 2 if self.dtype == "int8" else 1, [src, axes], [y],
+                 BuiltinOptions.ReducerOptions, mean_options)
+            return g.build([x], [y])
         oh = out_size(self.in_h, self.filter, self.stride, self.padding)
         ow = out_size(self.in_w, self.filter, self.stride, self.padding)
         if oh < 1 or ow < 1:
             raise ValueError(f"{self.name}: filter larger than the input with VALID padding")
-        q = g.quant(src)
         y = g.tensor("output", (1, oh, ow, self.in_c), self.dtype, q)  # pooling keeps its input's quantization
         padding, stride, f = _PADDING[self.padding], self.stride, self.filter
 
@@ -874,8 +895,8 @@ class PoolCase:
             tflite.Pool2DOptionsAddFusedActivationFunction(fb, ActivationFunctionType.NONE)
             return tflite.Pool2DOptionsEnd(fb)
 
-        g.op(BuiltinOperator.AVERAGE_POOL_2D, 2 if self.dtype == "int8" else 1, [src], [y],
-             BuiltinOptions.Pool2DOptions, options)
+        code = BuiltinOperator.MAX_POOL_2D if self.op == "max" else BuiltinOperator.AVERAGE_POOL_2D
+        g.op(code, 2 if self.dtype == "int8" else 1, [src], [y], BuiltinOptions.Pool2DOptions, options)
         return g.build([x], [y])
 
 

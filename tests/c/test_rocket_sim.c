@@ -89,7 +89,7 @@ static int test_kick(void)
           kernel_word("rk3576", RKT_PC_TASK_CON, 0));
     for (int s = 0; s < 2; s++) {
         const char *soc = s ? "rk3576" : "rk3588";
-        CHECK(kernel_word(soc, RKT_PC_INTERRUPT_MASK, 0) == 0x300, "%s INT_MASK", soc);
+        CHECK(kernel_word(soc, RKT_PC_INTERRUPT_MASK, 0) == 0xF00, "%s INT_MASK (DPU and PPU completion)", soc);
         CHECK(kernel_word(soc, RKT_PC_TASK_DMA_BASE_ADDR, 0) == 0, "%s task DMA base", soc);
         CHECK(kernel_word(soc, RKT_PC_REGISTER_AMOUNTS, 0) == 71, "%s amount for 143 words", soc);
         CHECK(kernel_word(soc, RKT_CNA_S_POINTER, 1) == 0x1000000E, "%s core 1 S_POINTER", soc);

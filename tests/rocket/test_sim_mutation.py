@@ -23,7 +23,7 @@ import pytest
 
 from teflon import compiler
 from teflon.hw.regmap import Field
-from teflon.modelgen import ConvCase
+from teflon.modelgen import ConvCase, PoolCase
 from teflon.native import Device, NativeError, Runner
 from teflon.program import Program
 from teflon.rocket import target
@@ -280,3 +280,81 @@ def test_every_ew_field_is_read(soc: str) -> None:
     finally:
         dev.close()
     assert not unread, "mutations with no effect (field not read by the simulator?):\n  " + "\n  ".join(unread)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# PPU pooling tasks (op-enable 0x60) of both generations: every field of the pool task is read or rejected
+# ---------------------------------------------------------------------------------------------------------------
+
+POOL_CASES = [
+    PoolCase(28, 28, 32, filter=3, stride=2, padding="same", dtype="int8", op="max"),  # pads consumed, 2 planes
+    PoolCase(9, 9, 40, filter=5, stride=2, dtype="int8"),  # average, 3 planes, stride 2
+    PoolCase(7, 7, 16, filter=7, stride=1),  # global average, one plane, uint8
+]
+# Fields that cannot change a pool's result, with the condition that makes them so.
+POOL_DONT_CARE: dict[tuple[str, str], Callable[[PoolCase], bool]] = {
+    # one output row/column never moves the window: the stride is not used
+    ("PPU_POOLING_KERNEL_CFG", "KERNEL_STRIDE_WIDTH"): lambda c: c.op != "max" and c.filter == c.in_w,
+    ("PPU_POOLING_KERNEL_CFG", "KERNEL_STRIDE_HEIGHT"): lambda c: c.op != "max" and c.filter == c.in_h,
+    # a single 16-channel surface: the surface strides are never applied
+    ("PPU_RDMA_SRC_SURF_STRIDE", "SRC_SURF_STRIDE"): lambda c: c.in_c <= 16,
+    # read: its lowest bit moves sum x recip by far less than half an LSB, which no window sum of this input
+    # brings across a rounding boundary (higher bits are caught)
+    ("PPU_RECIP_KERNEL_WIDTH", "RECIP_KERNEL_WIDTH"): lambda c: c.op != "max",
+    ("PPU_RECIP_KERNEL_HEIGHT", "RECIP_KERNEL_HEIGHT"): lambda c: c.op != "max",
+    # the trailer's next-task pointer: the kernel kicks every task itself; it only has to point into a buffer
+    ("PC_BASE_ADDRESS", "PC_SOURCE_ADDR"): lambda c: True,
+}
+
+
+def _pool_program(case: PoolCase, device: str) -> Program:
+    from teflon import bridge, load_delegate
+    from teflon.reference import make_interpreter
+
+    with bridge.capture() as cap:
+        make_interpreter(case.build(), [load_delegate(device=device, sim="1")], reference=True)
+    assert len(cap.programs) == 1 and cap.programs[0][1].operations[0].kind.endswith(("POOL_2D", "MEAN"))
+    return cap.programs[0][1]
+
+
+@pytest.mark.parametrize("device", ["rk3588", "rk3576"])
+@pytest.mark.parametrize("case", POOL_CASES, ids=str)
+def test_every_pool_field_is_read(device: str, case: PoolCase) -> None:
+    prog = _pool_program(case, device)
+    rm = target(device).regmap
+    regcmd = prog.buffer("op0.regcmd").data or b""
+    words = list(struct.unpack(f"<{len(regcmd) // 8}Q", regcmd))
+    inp = next(b for b in prog.io if b.direction == "in")
+    out_t = next(b.tensor for b in prog.io if b.direction == "out")
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 256, (1, case.in_h, case.in_w, case.in_c)).astype(np.dtype(case.dtype))
+    dev = Device(device, sim=True)
+    try:
+        base = Runner(dev, prog).run({inp.tensor: x})[out_t]
+        unread, counts = [], {"changed": 0, "error": 0, "unchanged": 0}
+        for i, w in enumerate(words):
+            if w == 0:
+                continue
+            _unit, name, _ = rm.decode(w)
+            fields = [("value", b) for b in (0, 5)] if name in ("SYNC", "OP_ENABLE", "NOP") else \
+                [(f.name, b) for f in rm.register(name).fields for b in sorted({f.lo, f.hi})]
+            for fname, bit in fields:
+                original = prog.buffer("op0.regcmd").data
+                data = bytearray(regcmd)
+                struct.pack_into("<Q", data, 8 * i, w ^ (1 << (16 + bit)))
+                prog.buffer("op0.regcmd").data = bytes(data)
+                try:
+                    out = Runner(dev, prog).run({inp.tensor: x})[out_t]
+                    result = "unchanged" if np.array_equal(out, base) else "changed"
+                except NativeError:
+                    result = "error"
+                finally:
+                    prog.buffer("op0.regcmd").data = original
+                counts[result] += 1
+                dc = POOL_DONT_CARE.get((name, fname))
+                if result == "unchanged" and not (dc and dc(case) and (bit == 0 or "RECIP" not in name)):
+                    unread.append(f"word {i} {name}.{fname} bit {bit}")
+    finally:
+        dev.close()
+    print(f"{device} {case}: {counts}")
+    assert not unread, "mutations with no effect:\n  " + "\n  ".join(unread)

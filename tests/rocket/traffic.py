@@ -97,10 +97,12 @@ def _rk3576(regs: dict[str, dict[str, int]], addrs: dict[str, int]) -> _Task:
 
 
 def op_traffic(prog: Program, device: str) -> list[OpTraffic]:
-    """Every operation of `prog` (a program of `device`)."""
+    """Every convolution of `prog` (a program of `device`)."""
     per_task = _rk3588 if device == "rk3588" else _rk3576
     out = []
     for op in prog.operations:
+        if not op.kind.endswith("CONV_2D"):
+            continue  # a pool (PPU) task fetches no weights
         tasks = [per_task(*_registers(prog, device, t)) for t in op.tasks]
         cubes = {t.weight_offset: t.weight_bytes for t in tasks}
         read = set().union(*(range(t.row0, t.row0 + t.rows) for t in tasks))

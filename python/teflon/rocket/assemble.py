@@ -1,7 +1,7 @@
 """Rocket operations -> teflon.program.Program: the pieces both generations' encoders share.
 
 Buffers: `t<index>` per feature-map tensor, and per operation k `op<k>.weights`, `op<k>.bias` (the bias or
-coefficient table), `op<k>.regcmd` (its task streams). Address registers are relocations of the 32-bit value
+coefficient table; convolutions only), `op<k>.regcmd` (its task streams). Address registers are relocations of the 32-bit value
 field at bit 16 of their u64 regcmd word (rocket.md §2.1). Feature maps are NC1HWC2 with C2 = 16 (rocket.md
 §3.1); uint8 tensors are stored minus 0x80 (== xor 0x80), int8 as they are.
 """
@@ -15,11 +15,19 @@ from typing import TYPE_CHECKING
 from ..hw.regmap import WORD_VALUE_SHIFT
 from ..program import LAYOUT_NC1HWC2, Buffer, IOBinding, Job, OpRecord, Program, Reloc, Task
 from .geometry import FEATURE_ATOM
-from .lower import RocketConv
+from .lower import EwOperand, RocketConv
+from .pool import RocketPool
 from .stream import ROLE_BIAS, ROLE_EW, ROLE_INPUT, ROLE_OUTPUT, ROLE_REGCMD, ROLE_WEIGHTS, EncodeError, Stream
 
 if TYPE_CHECKING:
     from .views import Views
+
+RocketOp = RocketConv | RocketPool  # an operation that runs (lower_partition also returns views, views.py)
+
+
+def ew_operand(c: RocketOp) -> EwOperand | None:
+    """A convolution's fused ADD operand (pools have none)."""
+    return c.ew if isinstance(c, RocketConv) else None
 
 
 @dataclass(frozen=True)
@@ -30,24 +38,26 @@ class TensorInfo:
     dtype: str
 
 
-def tensors(convs: list[RocketConv]) -> dict[int, TensorInfo]:
+def tensors(convs: list[RocketOp]) -> dict[int, TensorInfo]:
     """Every feature map the operations read or write, in first-use order (input, output, element-wise operand)."""
     out: dict[int, TensorInfo] = {}
     for c in convs:
         out.setdefault(c.input_tensor, TensorInfo(c.in_h, c.in_w, c.in_c, c.dtype))
         out.setdefault(c.output_tensor, TensorInfo(c.out_h, c.out_w, c.out_c, c.dtype))
-        if c.ew is not None:
-            out.setdefault(c.ew.tensor, TensorInfo(c.out_h, c.out_w, c.out_c, c.dtype))
+        ew = ew_operand(c)
+        if ew is not None:
+            out.setdefault(ew.tensor, TensorInfo(c.out_h, c.out_w, c.out_c, c.dtype))
     return out
 
 
-def reader_zero_points(convs: list[RocketConv]) -> dict[int, int]:
+def reader_zero_points(convs: list[RocketOp]) -> dict[int, int]:
     """Stored zero point of every tensor an operation reads (its first reader's): the input padding value."""
     zps: dict[int, int] = {}
     for c in convs:
         zps.setdefault(c.input_tensor, c.in_zp)
-        if c.ew is not None:
-            zps.setdefault(c.ew.tensor, c.ew.zp)
+        ew = ew_operand(c)
+        if ew is not None:
+            zps.setdefault(ew.tensor, ew.zp)
     return zps
 
 
@@ -56,7 +66,7 @@ def xor(dtype: str) -> int:
     return 0x80 if dtype == "uint8" else 0
 
 
-def buffer_names(k: int, c: RocketConv) -> dict[str, str]:
+def buffer_names(k: int, c: RocketOp) -> dict[str, str]:
     """Relocation role -> buffer name for operation k."""
     names = {
         ROLE_INPUT: f"t{c.input_tensor}",
@@ -65,8 +75,9 @@ def buffer_names(k: int, c: RocketConv) -> dict[str, str]:
         ROLE_BIAS: f"op{k}.bias",
         ROLE_REGCMD: f"op{k}.regcmd",
     }
-    if c.ew is not None:
-        names[ROLE_EW] = f"t{c.ew.tensor}"
+    ew = ew_operand(c)
+    if ew is not None:
+        names[ROLE_EW] = f"t{ew.tensor}"
     return names
 
 
@@ -102,12 +113,14 @@ def add_tasks(prog: Program, names: dict[str, str], streams: list[Stream], offse
     return tasks
 
 
-def add_operation(prog: Program, names: dict[str, str], weights: tuple[int, bytes], bias: bytes, regcmd: bytes,
-                  streams: list[Stream], offsets: list[int], one_job: bool, record: OpRecord) -> None:
+def add_operation(prog: Program, names: dict[str, str], weights: tuple[int, bytes] | None, bias: bytes | None,
+                  regcmd: bytes, streams: list[Stream], offsets: list[int], one_job: bool, record: OpRecord) -> None:
     """Buffers, tasks and jobs of one operation: all tasks in one job, or one job per task. `weights` is
-    (allocation size, packed bytes)."""
-    prog.add_buffer(Buffer(names[ROLE_WEIGHTS], weights[0], weights[1]))
-    prog.add_buffer(Buffer(names[ROLE_BIAS], len(bias), bias))
+    (allocation size, packed bytes); an operation without weights or bias (a pool) passes None."""
+    if weights is not None:
+        prog.add_buffer(Buffer(names[ROLE_WEIGHTS], weights[0], weights[1]))
+    if bias is not None:
+        prog.add_buffer(Buffer(names[ROLE_BIAS], len(bias), bias))
     prog.add_buffer(Buffer(names[ROLE_REGCMD], len(regcmd), regcmd))
     tasks = add_tasks(prog, names, streams, offsets)
     outs = [names[ROLE_OUTPUT]]
@@ -132,7 +145,7 @@ def nc1hwc2(t: int, direction: str, info: TensorInfo, plane_atoms: int, pad: int
                      xor(info.dtype), pad)
 
 
-def buffers(ops: list[RocketConv], views: Views) -> dict[int, TensorInfo]:
+def buffers(ops: list[RocketOp], views: Views) -> dict[int, TensorInfo]:
     """Every tensor that gets a buffer, with its geometry: those the operations name that are not views, and the
     holders of views."""
     holders = views.holders()
@@ -170,15 +183,16 @@ def bind(t: int, direction: str, shapes: dict[int, TensorInfo], views: Views, pl
     return nc1hwc2(t, direction, info, atoms, pad, holder, plane * atoms * FEATURE_ATOM)
 
 
-def check_outputs(convs: list[RocketConv], outputs: list[int], views: Views | None = None) -> None:
+def check_outputs(convs: list[RocketOp], outputs: list[int], views: Views | None = None) -> None:
     produced = {c.output_tensor for c in convs}
     for t in outputs:
-        if views is not None and t in views.by_view:
-            continue  # a view of NPU work (views.claims)
+        if views is not None and (t in views.by_view or t in views.holders()):
+            continue  # a view of NPU work or the buffer of such views (views.claims)
         if t not in produced:
             raise EncodeError(f"partition output {t} is not produced by an NPU operation")
 
 
-def op_kind(c: RocketConv) -> str:
+def op_kind(c: RocketOp) -> str:
     """The operation's label for tools: the convolution's builtin, "+ADD" / "+SUB" with a fused one."""
-    return c.kind + ("" if c.ew is None else "+SUB" if c.ew.scale < 0 else "+ADD")
+    ew = ew_operand(c)
+    return c.kind + ("" if ew is None else "+SUB" if ew.scale < 0 else "+ADD")

@@ -16,6 +16,7 @@ import numpy as np
 from ..ir import Graph, Operation, Tensor
 
 if TYPE_CHECKING:
+    from .pool import RocketPool
     from .views import RocketView
 
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
@@ -365,23 +366,26 @@ def fuse_add(graph: Graph, add: Operation, conv: RocketConv, other: int) -> Rock
 
 
 def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False,
-                    outputs: list[int] | None = None) -> list[RocketConv | list[RocketView]]:
-    """Lower the partition's nodes into rocket operations (a view node into its views, views.py), in graph
-    execution order; each ADD / SUB is fused into the convolution producing one of its inputs (add_fusion), which
-    then runs at the ADD's position."""
+                    outputs: list[int] | None = None) -> list[RocketConv | RocketPool | list[RocketView]]:
+    """Lower the partition's nodes into rocket operations (convolutions, pools; a view node into its views,
+    views.py), in graph execution order; each ADD / SUB is fused into the convolution producing one of its inputs
+    (add_fusion), which then runs at the ADD's position."""
+    from .pool import POOL_KINDS, lower_pool_ops
     from .views import VIEW_KINDS, lower_views
 
     by_index = {op.index: op for op in graph.operations}
     order = {op.index: i for i, op in enumerate(graph.operations)}
-    by_output: dict[int, RocketConv] = {}
-    views: list[list[RocketView]] = []
+    by_output: dict[int, RocketConv] = {}  # the convolutions (fused ADDs included) by output tensor
+    others: list[RocketConv | RocketPool | list[RocketView]] = []
     for n in sorted(nodes, key=lambda i: order[i]):
         op = by_index[n]
         if op.kind in CONV_LOWERINGS:
             conv = lower_conv_like(graph, op, per_channel)
             by_output[conv.output_tensor] = conv
         elif op.kind in VIEW_KINDS:
-            views.append(lower_views(graph, op))
+            others.append(lower_views(graph, op))
+        elif op.kind in POOL_KINDS:
+            others.extend(lower_pool_ops(graph, op))
         elif op.kind in ELEMENTWISE_FUSED:
             conv, other = add_fusion(graph, op, by_output)
             if outputs is not None and conv.output_tensor in outputs:
@@ -391,6 +395,7 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False,
             by_output[fused.output_tensor] = fused
         else:
             raise LoweringError(f"{op.kind} (node {n}) is not supported by the rocket backend")
-    ops: list[RocketConv | list[RocketView]] = [*by_output.values(), *views]
+    ops: list[RocketConv | RocketPool | list[RocketView]] = [*by_output.values(), *others]
+    # stable: a node's own operations keep their order
     ops.sort(key=lambda c: order[(c[0] if isinstance(c, list) else c).nodes[-1]])
     return ops

@@ -19,14 +19,26 @@ from ...hw.regmap import RegMap, RegMapError
 from ...ir import Graph, memo
 from ...program import Buffer, OpRecord, Program
 from .. import assemble
+from ..assemble import RocketOp
 from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..lower import RocketConv
+from ..pool import RocketPool
+from ..ppu import pool_info, pool_stream
 from ..requant import bias_table, channel_sums, ew_cvt
 from ..stream import EncodeError, Stream, regcmd_bytes
 from ..views import RocketView, resolve
 from . import coefs, weights
 from .split import Task, split
-from .stream import EwParams, LayerParams, dpu_plane, link, task_stream, with_input_pitch
+from .stream import (
+    EwParams,
+    LayerParams,
+    dpu_plane,
+    link,
+    pool_pad_registers,
+    pool_trailer,
+    task_stream,
+    with_input_pitch,
+)
 
 PLANE_GROUP = 4  # tensor buffers hold whole 64-channel groups of planes (the DPU writes 32/64 at a time)
 # The CNA reads 16 x TASK_SURF = 16 x round4(IW x fetched rows) bytes of every plane from the first fetched row:
@@ -194,6 +206,13 @@ def _packed_weights(c: RocketConv, chunk: int) -> bytes:
                     for oc0 in range(0, c.out_c, chunk))
 
 
+def pool_streams(rm: RegMap, p: RocketPool, in_plane: int) -> list[Stream]:
+    """The pool's single task; its output plane is the DPU's (vendor round4 planes, as every NPU-produced
+    tensor); raises EncodeError."""
+    return [pool_stream(rm, p, in_plane, dpu_plane(p.out_h, p.out_w),
+                        pool_pad_registers(p), pool_trailer(rm))]
+
+
 def tensor_bytes(c: int, plane: int) -> int:
     """Whole 4-plane groups (the DPU's output groups stay inside them: 2 planes direct, 4 depthwise) plus the
     CNA's read-ahead after the last plane."""
@@ -201,7 +220,7 @@ def tensor_bytes(c: int, plane: int) -> int:
     return -(-groups // PLANE_GROUP) * PLANE_GROUP * plane * FEATURE_ATOM + CNA_READ_SLACK
 
 
-def compile_ops(rm: RegMap, device: str, ops: list[RocketConv | list[RocketView]], inputs: list[int],
+def compile_ops(rm: RegMap, device: str, ops: list[RocketOp | list[RocketView]], inputs: list[int],
                 outputs: list[int], graph: Graph | None = None) -> Program:
     """The program of `ops` (views: views.py); `graph`, the graph they were lowered from, shares the support
     decision's work."""
@@ -217,9 +236,16 @@ def compile_ops(rm: RegMap, device: str, ops: list[RocketConv | list[RocketView]
         prog.add_buffer(Buffer(f"t{t}", tensor_bytes(s.c, plane[t]), tensor=True))
 
     for k, c in enumerate(convs):
-        ew_plane = plane[views.place(c.ew.tensor)[0]] if c.ew is not None else 0  # the operand's (holder's) pitch
-        enc = encode_layer(rm, c, plane[views.place(c.input_tensor)[0]], graph, ew_plane)
         names, addends = assemble.placed(assemble.buffer_names(k, c), views, lambda t: plane[t] * FEATURE_ATOM)
+        in_plane, out_plane = plane[views.place(c.input_tensor)[0]], plane[views.place(c.output_tensor)[0]]
+        if isinstance(c, RocketPool):
+            streams = pool_streams(rm, c, in_plane)
+            regcmd = assemble.patch_addends(regcmd_bytes(streams, [0]), streams, [0], addends)
+            assemble.add_operation(prog, names, None, None, regcmd, streams, [0], True,
+                                   OpRecord(c.nodes, c.kind, [], pool_info(c, in_plane, out_plane)))
+            continue
+        ew_plane = plane[views.place(c.ew.tensor)[0]] if c.ew is not None else 0  # the operand's (holder's) pitch
+        enc = encode_layer(rm, c, in_plane, graph, ew_plane)
         regcmd = assemble.patch_addends(regcmd_bytes(enc.streams, enc.offsets), enc.streams, enc.offsets, addends)
         # one job per operation: its row windows share CBUF rows, so they run back to back on one core
         assemble.add_operation(prog, names, (len(enc.weights), enc.weights), enc.coefs, regcmd, enc.streams,

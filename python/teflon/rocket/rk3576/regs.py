@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from teflon.hw.regmap import Field, Register, SocTable, Special, reg
 from teflon.rocket.rk3588.regs import PC as PC_RK3588
-from teflon.rocket.rk3588.regs import UNITS, _s_pointer
+from teflon.rocket.rk3588.regs import PPU_COMMON, PPU_RDMA_COMMON, UNITS, _s_pointer
 
 INT32_MIN = 0x80000000
 INT32_MAX = 0x7FFFFFFF
@@ -247,12 +247,25 @@ DPU_RDMA = (
     _undoc("DPU_RDMA", 0x507C),
 )
 
+# PPU / PPU_RDMA: the RK3588 layout (TRM, registers.xml) for everything the vendor pool programs write, except
+# two registers (../shared/golden/rocket-rk3576-ops README §5):
+# - 0x6044..0x605C: seven 19-bit padding values, NVDLA PDP's pad_value_1x..7x (N x the pad value); the vendor
+#   writes -128 into the first four for max pooling, (j + 1) x zp for average, 0 into the last three;
+# - PPU_RDMA 0x7030: the vendor writes 0x40, outside the RK3588 IN_PRECISION field (bits 0..1). [INFERRED] the
+#   field moved to bits 6..7 and 1 = 8-bit as in the TRM's enum; only that value is accepted.
+PPU = (
+    *PPU_COMMON,
+    *(reg("PPU", f"PADDING_VALUE_{i + 1}_CFG", 0x6044 + 4 * i, (f"PAD_VALUE_{i + 1}X", 0, 18, True))
+      for i in range(7)),
+)
+PPU_RDMA = (*PPU_RDMA_COMMON, reg("PPU_RDMA", "DATA_FORMAT", 0x7030, _only("IN_PRECISION", 6, 7, 1)))
+
 SPECIALS = (
     Special("SYNC", 0x0041),
     Special("OP_ENABLE", 0x0081, register="PC_OPERATION_ENABLE", offset=0x0008),
 )
 
-TABLE = SocTable("rk3576", UNITS, PC + CNA + CORE + DPU + DPU_RDMA, SPECIALS)
+TABLE = SocTable("rk3576", UNITS, PC + CNA + CORE + DPU + DPU_RDMA + PPU + PPU_RDMA, SPECIALS)
 
 # Per-task register order of the vendor's single-core program (139 words, compile "A"); the CNA
 # UNDOC_1038 appears twice. The encoder emits exactly this order.

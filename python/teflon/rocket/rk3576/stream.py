@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from ...hw.regmap import RegMap
 from ..geometry import FEATURE_ATOM, align
 from ..lower import RocketConv
+from ..pool import RocketPool
+from ..ppu import MAX_PAD_VALUE
 from ..stream import ROLE_BIAS, ROLE_EW, ROLE_INPUT, ROLE_OUTPUT, ROLE_WEIGHTS, TRAILER_WORDS, Emitter, Stream, chain
 from . import coefs
 from .regs import EW_CFG_ADD, EW_CFG_BYPASS, INT32_MAX, INT32_MIN, STREAM_ORDER
@@ -265,3 +267,16 @@ def link(rm: RegMap, streams: list[Stream]) -> list[int]:
     for s in streams:
         s.words += trailer(rm)
     return chain(rm, streams, amounts)
+
+
+def pool_pad_registers(p: RocketPool) -> list[tuple[str, dict[str, int]]]:
+    """NVDLA-style padding values pad_value_Nx, N = 1..7 [VENDOR 0x6044..0x605C]: max pooling writes -128 into
+    the first four, average pooling (j + 1) x the input zero point; the last three are 0."""
+    vals = [(j + 1) * p.in_zp if p.average else MAX_PAD_VALUE for j in range(4)] + [0, 0, 0]
+    return [(f"PPU_PADDING_VALUE_{i + 1}_CFG", {f"PAD_VALUE_{i + 1}X": v}) for i, v in enumerate(vals)]
+
+
+def pool_trailer(rm: RegMap) -> list[int]:
+    """A pool task's terminal trailer [VENDOR]: no next task, SYNC, op-enable PPU | PPU_RDMA (0x60)."""
+    return [rm.word("PC_BASE_ADDRESS", PC_SOURCE_ADDR=0), rm.word("PC_REGISTER_AMOUNTS", PC_DATA_AMOUNT=0),
+            rm.special_word("SYNC"), rm.special_word("OP_ENABLE", PPU_EN=1, PPU_RDMA_EN=1)]

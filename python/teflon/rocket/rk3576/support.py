@@ -5,9 +5,10 @@ from __future__ import annotations
 from ...hw.regmap import RegMap
 from ...ir import Graph
 from ..lower import CONV_LOWERINGS, ELEMENTWISE_FUSED, LoweringError, RocketConv, add_fusion, fuse_add, lower_conv_like
+from ..pool import POOL_KINDS, RocketPool, describe_pool, lower_pool_ops
 from ..stream import EncodeError
 from ..views import VIEW_KINDS, claims
-from .encoder import encode_layer
+from .encoder import encode_layer, pool_streams
 
 # A conv with at most 4 input channels (an RGB/RGBA image) could use Rockchip's ARGB first-layer sub-encoding
 # (CONV_MODE 6, CORE 0x3018 = 0x10000081). Its weight byte order and CVT arithmetic are not pinned down by
@@ -35,6 +36,18 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             del by_output[conv.output_tensor]
             by_output[fused.output_tensor] = fused
             out[op.index] = (True, f"fused into node {conv.nodes[0]} (DPU element-wise add of tensor {other})")
+            continue
+        if op.kind in POOL_KINDS:
+            try:
+                ops = lower_pool_ops(graph, op)
+                for c in ops:  # every register value must fit its field
+                    if isinstance(c, RocketPool):
+                        pool_streams(regmap, c, c.in_h * c.in_w)
+                    else:
+                        encode_layer(regmap, c, c.in_h * c.in_w, graph)
+                out[op.index] = (True, describe_pool(ops))
+            except (LoweringError, EncodeError) as e:
+                out[op.index] = (False, str(e))
             continue
         if op.kind in VIEW_KINDS:
             continue  # decided below, from its neighbours' decisions

@@ -14,14 +14,17 @@ from ...hw.regmap import RegMap, RegMapError
 from ...ir import Graph, memo
 from ...program import LAYOUT_ROWS, Buffer, IOBinding, OpRecord, Program
 from .. import assemble
+from ..assemble import RocketOp
 from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..lower import RocketConv
+from ..pool import RocketPool
+from ..ppu import pool_info, pool_stream
 from ..requant import bias_table, ew_cvt, out_cvt
 from ..stream import EncodeError, Stream, regcmd_bytes
 from ..views import RocketView, resolve
 from . import coefs, weights
 from .split import Split, split
-from .stream import EwParams, OpParams, link, task_stream
+from .stream import EwParams, OpParams, link, pool_pad_registers, pool_trailer, task_stream
 
 EW_MIN_PLANE = 12  # atoms: Mesa programs EW_SURF_STRIDE as at least 12 (rocket.md §2.2 #120)
 
@@ -93,11 +96,17 @@ def encode_op(rm: RegMap, c: RocketConv, mesa_compat: bool = False, graph: Graph
     return EncodedOp(c, p, streams, offsets, packed, alloc, bias.tobytes())
 
 
+def pool_streams(rm: RegMap, p: RocketPool) -> list[Stream]:
+    """The pool's single task (plane pitches w x h atoms, as every RK3588 tensor); raises EncodeError."""
+    return [pool_stream(rm, p, p.in_h * p.in_w, p.out_h * p.out_w, pool_pad_registers(p),
+                        pool_trailer(rm))]
+
+
 def tensor_bytes(h: int, w: int, c: int) -> int:
     return w * h * -(-c // FEATURE_ATOM) * 2 * FEATURE_ATOM
 
 
-def compile_ops(rm: RegMap, device: str, ops: list[RocketConv | list[RocketView]], inputs: list[int],
+def compile_ops(rm: RegMap, device: str, ops: list[RocketOp | list[RocketView]], inputs: list[int],
                 outputs: list[int], mesa_compat: bool = False, graph: Graph | None = None) -> Program:
     """The program of `ops` (views: views.py); `graph`, the graph they were lowered from, shares the support
     decision's work."""
@@ -110,7 +119,7 @@ def compile_ops(rm: RegMap, device: str, ops: list[RocketConv | list[RocketView]
     rows_inputs = {c.input_tensor for c in convs if c.single_channel_input}
     for t in rows_inputs & produced:
         raise EncodeError(f"tensor {t}: single-channel input produced on the NPU (needs the raw rows layout)")
-    for t in rows_inputs & {c.ew.tensor for c in convs if c.ew is not None}:
+    for t in rows_inputs & {ew.tensor for c in convs if (ew := assemble.ew_operand(c)) is not None}:
         raise EncodeError(f"tensor {t}: a fused ADD operand read as raw rows by a single-channel convolution")
     assemble.check_outputs(convs, outputs, views)
     for t, s in shapes.items():
@@ -120,8 +129,14 @@ def compile_ops(rm: RegMap, device: str, ops: list[RocketConv | list[RocketView]
         return shapes[t].w * shapes[t].h
 
     for k, c in enumerate(convs):
-        enc = encode_op(rm, c, mesa_compat, graph)
         names, addends = assemble.placed(assemble.buffer_names(k, c), views, lambda t: plane_atoms(t) * FEATURE_ATOM)
+        if isinstance(c, RocketPool):
+            streams = pool_streams(rm, c)
+            regcmd = assemble.patch_addends(regcmd_bytes(streams, [0]), streams, [0], addends)
+            assemble.add_operation(prog, names, None, None, regcmd, streams, [0], True,
+                                   OpRecord(c.nodes, c.kind, [], pool_info(c, c.in_h * c.in_w, c.out_h * c.out_w)))
+            continue
+        enc = encode_op(rm, c, mesa_compat, graph)
         regcmd = assemble.patch_addends(regcmd_bytes(enc.streams, enc.offsets), enc.streams, enc.offsets, addends)
         assemble.add_operation(prog, names, (enc.weights_alloc, enc.weights), enc.bias, regcmd, enc.streams,
                                enc.offsets, enc.split.reuse_weights,

@@ -255,6 +255,52 @@ DPU_RDMA = (
     reg("DPU_RDMA", "EW_SURF_NOTCH", 0x506C, ("EW_SURF_NOTCH", 4, 31)),
 )
 
+# PPU / PPU_RDMA (pooling): offsets and fields from the RK3588 TRM part 1 (RKNN chapter, "RKNN_ppu_*" register
+# descriptions) and Mesa's registers.xml, which agree; every offset also appears in the RK3576 vendor pool
+# programs (../shared/golden/rocket-rk3576-ops README §5). PPU_COMMON / PPU_RDMA_COMMON are shared with the
+# RK3576 table; the padding values and the RDMA data format differ (docs/hardware/rocket.md, "Pooling (PPU)").
+PPU_COMMON = (
+    _s_pointer("PPU", 0x6004),
+    reg("PPU", "DATA_CUBE_IN_WIDTH", 0x600C, ("CUBE_IN_WIDTH", 0, 12)),
+    reg("PPU", "DATA_CUBE_IN_HEIGHT", 0x6010, ("CUBE_IN_HEIGHT", 0, 12)),
+    reg("PPU", "DATA_CUBE_IN_CHANNEL", 0x6014, ("CUBE_IN_CHANNEL", 0, 12)),
+    reg("PPU", "DATA_CUBE_OUT_WIDTH", 0x6018, ("CUBE_OUT_WIDTH", 0, 12)),
+    reg("PPU", "DATA_CUBE_OUT_HEIGHT", 0x601C, ("CUBE_OUT_HEIGHT", 0, 12)),
+    reg("PPU", "DATA_CUBE_OUT_CHANNEL", 0x6020, ("CUBE_OUT_CHANNEL", 0, 12)),
+    # POOLING_METHOD 0 average, 1 max, 2 min; FLYING_MODE 1 = the cube comes from memory (PPU_RDMA) [TRM]
+    reg("PPU", "OPERATION_MODE_CFG", 0x6024, ("POOLING_METHOD", 0, 1), ("FLYING_MODE", 4, 4), ("USE_CNT", 5, 7),
+        ("NOTCH_ADDR", 16, 28), ("INDEX_EN", 30, 30)),
+    reg("PPU", "POOLING_KERNEL_CFG", 0x6034, ("KERNEL_WIDTH", 0, 3), ("KERNEL_HEIGHT", 8, 11),
+        ("KERNEL_STRIDE_WIDTH", 16, 19), ("KERNEL_STRIDE_HEIGHT", 20, 23)),
+    reg("PPU", "RECIP_KERNEL_WIDTH", 0x6038, ("RECIP_KERNEL_WIDTH", 0, 16)),
+    reg("PPU", "RECIP_KERNEL_HEIGHT", 0x603C, ("RECIP_KERNEL_HEIGHT", 0, 16)),
+    reg("PPU", "POOLING_PADDING_CFG", 0x6040, ("PAD_LEFT", 0, 2), ("PAD_TOP", 4, 6), ("PAD_RIGHT", 8, 10),
+        ("PAD_BOTTOM", 12, 14)),
+    reg("PPU", "DST_BASE_ADDR", 0x6070, ("DST_BASE_ADDR", 4, 31)),
+    reg("PPU", "DST_SURF_STRIDE", 0x607C, ("DST_SURF_STRIDE", 4, 31)),
+    reg("PPU", "DATA_FORMAT", 0x6084, ("PROC_PRECISION", 0, 2), ("DPU_FLYIN", 3, 3), ("INDEX_ADD", 4, 31)),
+    reg("PPU", "MISC_CTRL", 0x60DC, ("BURST_LEN", 0, 3), ("NONALIGN", 7, 7), ("MC_SURF_OUT", 8, 8),
+        ("SURF_LEN", 16, 31)),
+)
+PPU_RDMA_COMMON = (
+    _s_pointer("PPU_RDMA", 0x7004),
+    reg("PPU_RDMA", "CUBE_IN_WIDTH", 0x700C, ("CUBE_IN_WIDTH", 0, 12)),
+    reg("PPU_RDMA", "CUBE_IN_HEIGHT", 0x7010, ("CUBE_IN_HEIGHT", 0, 12)),
+    reg("PPU_RDMA", "CUBE_IN_CHANNEL", 0x7014, ("CUBE_IN_CHANNEL", 0, 12)),
+    reg("PPU_RDMA", "SRC_BASE_ADDR", 0x701C, ("SRC_BASE_ADDR", 0, 31)),
+    reg("PPU_RDMA", "SRC_LINE_STRIDE", 0x7024, ("SRC_LINE_STRIDE", 4, 31)),
+    reg("PPU_RDMA", "SRC_SURF_STRIDE", 0x7028, ("SRC_SURF_STRIDE", 4, 31)),
+)
+PPU = (
+    *PPU_COMMON,
+    # TRM: one 35-bit padding value, bits 31:0 here and 34:32 in PADDING_VALUE_2_CFG (not NVDLA's seven
+    # 19-bit pad_value_Nx registers, which is what the RK3576 vendor programs write at 0x6044..0x605C)
+    reg("PPU", "PADDING_VALUE_1_CFG", 0x6044, ("PAD_VALUE_0", 0, 31)),
+    reg("PPU", "PADDING_VALUE_2_CFG", 0x6048, ("PAD_VALUE_1", 0, 2)),
+)
+# TRM: IN_PRECISION 0 4-bit, 1 8-bit, 2 16-bit, 3 32-bit
+PPU_RDMA = (*PPU_RDMA_COMMON, reg("PPU_RDMA", "DATA_FORMAT", 0x7030, ("IN_PRECISION", 0, 1)))
+
 SPECIALS = (
     # Must precede the op-enable word (Mesa quotes the TRM); the vendor tooling calls it SYNC.
     Special("SYNC", 0x0041),
@@ -262,4 +308,4 @@ SPECIALS = (
     Special("OP_ENABLE", 0x0081, register="PC_OPERATION_ENABLE", offset=0x0008),
 )
 
-TABLE = SocTable("rk3588", UNITS, PC + CNA + CORE + DPU + DPU_RDMA, SPECIALS)
+TABLE = SocTable("rk3588", UNITS, PC + CNA + CORE + DPU + DPU_RDMA + PPU + PPU_RDMA, SPECIALS)

@@ -14,6 +14,8 @@ from ...hw.regmap import RegMap
 from ..cube import kernels, packed_input_channels
 from ..geometry import FEATURE_ATOM
 from ..lower import RocketConv
+from ..pool import RocketPool
+from ..ppu import MAX_PAD_VALUE
 from ..stream import ROLE_BIAS, ROLE_EW, ROLE_INPUT, ROLE_OUTPUT, ROLE_WEIGHTS, TRAILER_WORDS, Emitter, Stream, chain
 from .split import Split, Task
 
@@ -291,3 +293,18 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
 def link(rm: RegMap, streams: list[Stream]) -> list[int]:
     """Chain the task streams with Mesa's fetch amounts; returns each stream's byte offset."""
     return chain(rm, streams, [fetch_amount(len(s.words)) for s in streams])
+
+
+def pool_pad_registers(p: RocketPool) -> list[tuple[str, dict[str, int]]]:
+    """The PPU padding value as the TRM lays it out: one 35-bit two's-complement value, bits 31..0 in
+    PADDING_VALUE_1_CFG and 34..32 in PADDING_VALUE_2_CFG. Max pooling pads with -128; an average (claimed only
+    when no window reaches the padding) writes 0."""
+    v = (0 if p.average else MAX_PAD_VALUE) & ((1 << 35) - 1)
+    return [("PPU_PADDING_VALUE_1_CFG", {"PAD_VALUE_0": v & 0xFFFFFFFF}),
+            ("PPU_PADDING_VALUE_2_CFG", {"PAD_VALUE_1": v >> 32})]
+
+
+def pool_trailer(rm: RegMap) -> list[int]:
+    """A single pool task's trailer, as a single conv task's: [0][amount 0][SYNC][op-enable PPU | PPU_RDMA]."""
+    return [0, rm.word("PC_REGISTER_AMOUNTS"), rm.special_word("SYNC"),
+            rm.special_word("OP_ENABLE", PPU_EN=1, PPU_RDMA_EN=1)]

@@ -5,9 +5,10 @@ from __future__ import annotations
 from ...hw.regmap import RegMap
 from ...ir import Graph
 from ..lower import CONV_LOWERINGS, ELEMENTWISE_FUSED, LoweringError, RocketConv, add_fusion, fuse_add, lower_conv_like
+from ..pool import POOL_KINDS, RocketPool, describe_pool, lower_pool_ops
 from ..stream import EncodeError
 from ..views import VIEW_KINDS, claims
-from .encoder import checked_streams
+from .encoder import checked_streams, pool_streams
 from .stream import OpParams
 
 
@@ -42,6 +43,18 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             del by_output[conv.output_tensor]
             by_output[fused.output_tensor] = fused
             out[op.index] = (True, f"fused into node {conv.nodes[0]} (DPU element-wise add of tensor {other})")
+            continue
+        if op.kind in POOL_KINDS:
+            try:
+                ops = lower_pool_ops(graph, op)
+                for c in ops:  # every register value must fit its field
+                    if isinstance(c, RocketPool):
+                        pool_streams(regmap, c)
+                    else:
+                        _check(regmap, c, graph)
+                out[op.index] = (True, describe_pool(ops))
+            except (LoweringError, EncodeError) as e:
+                out[op.index] = (False, str(e))
             continue
         if op.kind in VIEW_KINDS:
             continue  # decided below, from its neighbours' decisions

@@ -1,0 +1,249 @@
+"""ir.Graph pooling nodes -> RocketPool: one PPU pass (PPU + PPU_RDMA, op-enable 0x60) each.
+
+MAX_POOL_2D, AVERAGE_POOL_2D and MEAN over (H, W) with keep_dims. Like lower.py everything is in the stored
+domain (uint8 stored as q - 128). The PPU has no output conversion, so its output shares the input's
+quantization (TFLite's pools always do); a MEAN that requantizes becomes the PPU average followed by a 1x1
+depthwise convolution with unit weights whose OUT_CVT requantizes (`lower_pool_ops`). Average pooling is a window
+sum times a per-axis reciprocal (docs/hardware/rocket.md, "Pooling (PPU)"); `average_recips` proves, over every
+window sum the window can produce, that the simulated arithmetic equals TFLite's rounding before the node is
+claimed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from ..ir import Graph, Operation
+from .lower import LoweringError, RocketConv, _check_activation, _quant, same_pads, stored_offset
+
+POOL_KINDS = ("MAX_POOL_2D", "AVERAGE_POOL_2D", "MEAN")
+KERNEL_RANGE = (1, 8)  # per axis: KERNEL_WIDTH/HEIGHT are k - 1 in 4 bits; the vendor uses 2..7 [VENDOR]
+STRIDE_RANGE = (1, 3)  # vendor programs use 1..3; the field (4 bits) would allow 16
+PAD_MAX = 7  # POOLING_PADDING_CFG pads are 3-bit fields
+RECIP_ONE = 1 << 16  # RECIP_KERNEL_*: 1/k times 2^16 (TRM "reciprocal ... multiple 2^16")
+# Boards whose accel/rocket kernel arms only the DPU completion (upstream today) see no end of a PPU task: each
+# pool submit then waits out the 500 ms job timeout and resets the core (docs/hardware/rocket.md §6a). This
+# switch keeps every pool on the CPU for such a board.
+PPU_SWITCH = "TEFLON_ROCKET_PPU"
+
+
+@dataclass
+class RocketPool:
+    """One pooling pass as the encoders need it (zero point in the stored domain)."""
+
+    nodes: list[int]
+    kind: str  # "MAX_POOL_2D" / "AVERAGE_POOL_2D" / "MEAN"
+    input_tensor: int
+    output_tensor: int
+    dtype: str
+    in_h: int
+    in_w: int
+    in_c: int
+    out_h: int
+    out_w: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    pad_top: int  # leading pads, and the trailing pads the last window actually consumes
+    pad_left: int
+    pad_bottom: int
+    pad_right: int
+    in_zp: int  # stored
+    average: bool
+    recip_w: int = 0  # average only: RECIP_KERNEL_WIDTH / HEIGHT
+    recip_h: int = 0
+
+    @property
+    def out_c(self) -> int:
+        return self.in_c
+
+    @property
+    def single_channel_input(self) -> bool:
+        return False  # the PPU reads NC1HWC2 only
+
+    @property
+    def macs(self) -> int:
+        return 0
+
+    @property
+    def consumed_w(self) -> int:
+        """Input columns the windows read (the vendor's CUBE_IN_WIDTH + 1)."""
+        return min(self.in_w, (self.out_w - 1) * self.sw + self.kw - self.pad_left)
+
+    @property
+    def consumed_h(self) -> int:
+        return min(self.in_h, (self.out_h - 1) * self.sh + self.kh - self.pad_top)
+
+    @property
+    def pads_consumed(self) -> bool:
+        return bool(self.pad_top or self.pad_left or self.pad_bottom or self.pad_right)
+
+
+def _trailing_pad(size: int, out: int, k: int, s: int, before: int) -> int:
+    return max(0, (out - 1) * s + k - before - size)
+
+
+def tflite_average(sums: np.ndarray, n: int, dtype: str) -> np.ndarray:
+    """TFLite's integer average of window sums of *stored* values, in the stored domain: uint8 rounds
+    (sum + n/2) / n on the non-negative q sums; int8 rounds half away from zero (reference_integer_ops)."""
+    if dtype == "uint8":
+        q = sums + 128 * n
+        return (q + n // 2) // n - 128
+    mag = (np.abs(sums) + n // 2) // n
+    return np.where(sums > 0, mag, -mag)
+
+
+def ppu_average(sums: np.ndarray, rw: int, rh: int) -> np.ndarray:
+    """The PPU's average as the simulator computes it [INFERRED]: sum x RECIP_W x RECIP_H, one rounding to
+    nearest (ties up) at 2^-32, saturated to int8. Mirrors drivers/rocket/sim_ppu.c."""
+    prod = sums.astype(np.int64) * (rw * rh)
+    return np.clip((prod + (1 << 31)) >> 32, -128, 127)
+
+
+@cache
+def average_recips(kh: int, kw: int, dtype: str) -> tuple[int, int] | None:
+    """Reciprocals (width, height) for which ppu_average equals TFLite for every window sum, or None. Tries the
+    vendor's floor(2^16 / k), then the ceiling."""
+    n = kh * kw
+    sums = np.arange(-128 * n, 127 * n + 1, dtype=np.int64)
+    want = tflite_average(sums, n, dtype)
+    for pick in (lambda k: RECIP_ONE // k, lambda k: -(-RECIP_ONE // k)):
+        rw, rh = pick(kw), pick(kh)
+        if np.array_equal(ppu_average(sums, rw, rh), want):
+            return rw, rh
+    return None
+
+
+def _check_range(what: str, v: int, lo_hi: tuple[int, int]) -> None:
+    if not lo_hi[0] <= v <= lo_hi[1]:
+        raise LoweringError(f"pool {what} {v} not supported ({lo_hi[0]}..{lo_hi[1]})")
+
+
+def lower_pool_ops(graph: Graph, op: Operation) -> list[RocketPool | RocketConv]:
+    """The NPU operations of a pooling node: the PPU pass, and for a requantizing MEAN the 1x1 depthwise
+    convolution after it (through an intermediate tensor the partition does not see). Raises LoweringError."""
+    pool = lower_pool(graph, op, requantize=True)
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    (sx, zx), (sy, zy) = _quant(x, "input"), _quant(y, "output")
+    if sx == sy and zx == zy:
+        return [pool]
+    pool.output_tensor = intermediate_tensor(graph, op)
+    return [pool, requantize_conv(pool, y.index, sx, sy, zy)]
+
+
+def intermediate_tensor(graph: Graph, op: Operation) -> int:
+    """A tensor index no graph tensor uses, the same for every compile of the graph."""
+    return max(graph.tensors) + 1 + op.index
+
+
+def requantize_conv(p: RocketPool, out_tensor: int, sx: np.float32, sy: np.float32, zy: int) -> RocketConv:
+    """1x1 depthwise convolution with unit weights: (x - zx) * sx / sy + zy on the pool's output."""
+    off = stored_offset(p.dtype)
+    c = p.in_c
+    if c == 1:
+        raise LoweringError("requantizing MEAN of one channel: a single-channel convolution reads raw rows only the "
+                            "host writes")
+    weights = np.ones((1, 1, 1, c), np.int8)  # stored weight 1 with stored weight zero point 0
+    weights_q = (weights.astype(np.int16) + off).astype(p.dtype)
+    return RocketConv(
+        nodes=list(p.nodes), kind="DEPTHWISE_CONV_2D", input_tensor=p.output_tensor, output_tensor=out_tensor,
+        dtype=p.dtype, in_h=p.out_h, in_w=p.out_w, in_c=c, out_h=p.out_h, out_w=p.out_w, out_c=c, kh=1, kw=1,
+        stride=1, pad_top=0, pad_bottom=0, pad_left=0, pad_right=0, depthwise=True, in_zp=p.in_zp, out_zp=zy - off,
+        w_zp=0, in_scale=np.float32(sx), out_scale=np.float32(sy), w_scale=np.float32(1.0),
+        weights=weights, weights_q=weights_q, bias=np.zeros(c, np.int32))
+
+
+def lower_pool(graph: Graph, op: Operation, requantize: bool = False) -> RocketPool:
+    """Build a RocketPool from a MAX_POOL_2D / AVERAGE_POOL_2D / MEAN node, or raise LoweringError(reason).
+    requantize: a MEAN whose output quantization differs is accepted (the caller adds the requantization)."""
+    if op.kind not in POOL_KINDS:
+        raise LoweringError(f"{op.kind} is not a pooling operation")
+    if os.environ.get(PPU_SWITCH, "1") == "0":
+        raise LoweringError(f"pools on the PPU are switched off ({PPU_SWITCH}=0: the kernel would not see their "
+                            "completion, docs/hardware/rocket.md §6a)")
+    if not op.inputs or len(op.outputs) != 1:
+        raise LoweringError("unexpected number of inputs/outputs")
+    x = graph.tensors[op.inputs[0]]
+    y = graph.tensors[op.outputs[0]]
+    if x.dtype not in ("uint8", "int8") or y.dtype != x.dtype:
+        raise LoweringError(f"pool types {x.dtype} -> {y.dtype} not supported (uint8 or int8, same type)")
+    if x.is_constant:
+        raise LoweringError("constant input tensor")
+    if len(x.shape) != 4 or x.shape[0] != 1:
+        raise LoweringError(f"input shape {x.shape} not supported (4-D NHWC, batch 1)")
+    sx, zx = _quant(x, "input")
+    sy, zy = _quant(y, "output")
+    _, ih, iw, ic = (int(d) for d in x.shape)
+
+    if op.kind == "MEAN":
+        kh, kw, sh, sw, padding, act = _mean_window(graph, op, ih, iw, ic)
+    else:
+        o = op.options
+        kh, kw = int(o.get("filter_h", 0)), int(o.get("filter_w", 0))
+        sh, sw = int(o.get("stride_h", 0)), int(o.get("stride_w", 0))
+        padding, act = str(o.get("padding")), str(o.get("activation", "NONE"))
+    if len(y.shape) != 4 or y.shape[0] != 1 or y.shape[3] != ic:
+        raise LoweringError(f"output shape {y.shape} not supported for input {x.shape}")
+    if (sx != sy or zx != zy) and not (requantize and op.kind == "MEAN"):
+        raise LoweringError(f"pool output quantization differs from its input (scale {sx:g} -> {sy:g}, zero point "
+                            f"{zx} -> {zy}): the PPU has no output conversion")
+    _check_activation(act, y.dtype, sy, zy)
+    for what, v in (("kernel height", kh), ("kernel width", kw)):
+        _check_range(what, v, KERNEL_RANGE)
+    oh, ow = int(y.shape[1]), int(y.shape[2])
+    # a single output position never moves the window: program stride 1 whatever the model says
+    sh, sw = (1 if oh == 1 else sh), (1 if ow == 1 else sw)
+    for what, v in (("stride height", sh), ("stride width", sw)):
+        _check_range(what, v, STRIDE_RANGE)
+    if padding == "SAME":
+        pt, _ = same_pads(ih, kh, sh)
+        pl, _ = same_pads(iw, kw, sw)
+    elif padding == "VALID":
+        pt = pl = 0
+    else:
+        raise LoweringError(f"padding {padding} not supported")
+    pb, pr = _trailing_pad(ih, oh, kh, sh, pt), _trailing_pad(iw, ow, kw, sw, pl)
+    if max(pt, pl, pb, pr) > PAD_MAX:
+        raise LoweringError(f"pool padding {pt},{pl},{pb},{pr} exceeds the 3-bit pad fields")
+    if (ih + pt + pb - kh) // sh + 1 != oh or (iw + pl + pr - kw) // sw + 1 != ow:
+        raise LoweringError(f"output shape {y.shape} inconsistent with input {x.shape} and the window")
+
+    off = stored_offset(x.dtype)
+    pool = RocketPool([op.index], op.kind, x.index, y.index, x.dtype, ih, iw, ic, oh, ow, kh, kw, sh, sw,
+                      pt, pl, pb, pr, zx - off, average=op.kind != "MAX_POOL_2D")
+    if pool.average:
+        if pool.pads_consumed:
+            raise LoweringError("average pool whose windows reach into the padding: TFLite divides by the valid "
+                                "count; the PPU's count-excluding mode (OPERATION_MODE_CFG bit 3) is not understood")
+        recips = average_recips(kh, kw, x.dtype)
+        if recips is None:
+            raise LoweringError(f"{kh}x{kw} {x.dtype} average: the PPU's reciprocal multiply cannot round like "
+                                "TFLite for every window sum (docs/hardware/rocket.md, Pooling)")
+        pool.recip_w, pool.recip_h = recips
+    return pool
+
+
+def _mean_window(graph: Graph, op: Operation, ih: int, iw: int, ic: int) -> tuple[int, int, int, int, str, str]:
+    """A MEAN over axes (1, 2) with keep_dims: one VALID window over the whole plane."""
+    if len(op.inputs) < 2 or graph.tensors[op.inputs[1]].data is None:
+        raise LoweringError("MEAN axes are not constant")
+    axes = sorted({int(a) % 4 for a in np.asarray(graph.tensors[op.inputs[1]].data).reshape(-1)})
+    if axes != [1, 2]:
+        raise LoweringError(f"MEAN over axes {axes} not supported (only the spatial axes 1, 2)")
+    y = graph.tensors[op.outputs[0]]
+    if tuple(y.shape) != (1, 1, 1, ic):
+        raise LoweringError(f"MEAN output shape {y.shape} not supported (keep_dims, (1, 1, 1, C))")
+    return ih, iw, 1, 1, "VALID", "NONE"
+
+
+def describe_pool(ops: list[RocketPool | RocketConv]) -> str:
+    p = ops[0]
+    assert isinstance(p, RocketPool)
+    what = "average" if p.average else "max"
+    tail = ", then a 1x1 depthwise requantization (2 tasks)" if len(ops) > 1 else ", 1 task"
+    return f"{what} pool {p.kh}x{p.kw} s{p.sh}x{p.sw} on the PPU{tail}"

@@ -1,0 +1,111 @@
+"""Our RK3576 pool task against the vendor's (../shared/golden/rocket-rk3576-ops, README §5): the same single pool
+built with teflon.modelgen must program the same PPU geometry and mode words.
+
+Compared by name: the cube sizes (0x600C..0x6020, PPU_RDMA 0x700C..0x7014), OPERATION_MODE_CFG, POOLING_KERNEL_CFG,
+the reciprocals, POOLING_PADDING_CFG, DST_SURF_STRIDE / DATA_FORMAT, MISC_CTRL, SRC_LINE_STRIDE, the RDMA data format,
+the S_POINTERs, and for max pooling the seven padding values. Known differences, not compared:
+- SRC_SURF_STRIDE (0x7028): the vendor's input is a conv output with round4(IW·IH) planes; ours here is a graph input
+  with IW·IH planes (equal when IW·IH is a multiple of 4);
+- average padding values: (j + 1) x the input zero point, and the modelgen zero point is not the vendor's;
+- the vendor's average capture is int8 2x2, which we leave on the CPU (docs/hardware/rocket.md §6a): its program is
+  compared with our uint8 2x2 average, whose geometry and mode words do not depend on the type.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from teflon.modelgen import PoolCase
+
+pytestmark = pytest.mark.usefixtures("delegate_library")
+
+FILES = {
+    "pool-max-in16x16x32-k2x2-s2-p0000-i8-afterconv__ru-max_c32_k2s2_16.json": PoolCase(16, 16, 32, 2, 2, "valid",
+                                                                                         "int8", op="max"),
+    "pool-max-in15x18x32-k2x2-s2-p0000-i8-afterconv__ru-max_c32_k2s2_15x18.json": PoolCase(15, 18, 32, 2, 2, "valid",
+                                                                                           "int8", op="max"),
+    "pool-max-in16x16x32-k3x3-s1-p1111-i8-afterconv__ru-max_c32_k3s1_16.json": PoolCase(16, 16, 32, 3, 1, "same",
+                                                                                         "int8", op="max"),
+    "pool-avg-in16x16x32-k2x2-s2-p0000-i8-afterconv__ru-avg_c32_k2s2_16.json": PoolCase(16, 16, 32, 2, 2, "valid",
+                                                                                         "uint8"),
+}
+COMPARED = (
+    "PPU_S_POINTER", "PPU_RDMA_S_POINTER", "PPU_DATA_CUBE_IN_WIDTH", "PPU_DATA_CUBE_IN_HEIGHT",
+    "PPU_DATA_CUBE_IN_CHANNEL", "PPU_DATA_CUBE_OUT_WIDTH", "PPU_DATA_CUBE_OUT_HEIGHT", "PPU_DATA_CUBE_OUT_CHANNEL",
+    "PPU_OPERATION_MODE_CFG", "PPU_POOLING_KERNEL_CFG", "PPU_RECIP_KERNEL_WIDTH", "PPU_RECIP_KERNEL_HEIGHT",
+    "PPU_POOLING_PADDING_CFG", "PPU_DST_SURF_STRIDE", "PPU_DATA_FORMAT", "PPU_MISC_CTRL", "PPU_RDMA_CUBE_IN_WIDTH",
+    "PPU_RDMA_CUBE_IN_HEIGHT", "PPU_RDMA_CUBE_IN_CHANNEL", "PPU_RDMA_SRC_LINE_STRIDE", "PPU_RDMA_DATA_FORMAT",
+)
+PAD_VALUES = tuple(f"PPU_PADDING_VALUE_{i}_CFG" for i in range(1, 8))
+
+
+def _vendor_dir(shared_dir: Path) -> Path:
+    return shared_dir / "golden" / "rocket-rk3576-ops"
+
+
+def _vendor_words(path: Path) -> list[int]:
+    d = json.loads(path.read_text())
+    task = next(t for t in d["programs"][0]["tasks"] if t.get("role") == "ppu-pool")
+    return [int(w, 16) if isinstance(w, str) else int(w) for w in task["words"]]
+
+
+def _by_name(words: list[int]) -> dict[str, int]:
+    from teflon.rocket import target
+
+    rm = target("rk3576").regmap
+    out = {}
+    for w in words:
+        if w and (w >> 48) in (0x4001, 0x8001):
+            _unit, name, _ = rm.decode(w)
+            out[name] = (w >> 16) & 0xFFFFFFFF
+    return out
+
+
+def _our_words(case: PoolCase) -> list[int]:
+    from teflon import bridge, load_delegate
+    from teflon.reference import make_interpreter
+
+    with bridge.capture() as cap:
+        make_interpreter(case.build(), [load_delegate(device="rk3576", sim="1")], reference=True)
+    assert len(cap.programs) == 1, f"{case} was not delegated"
+    data = cap.programs[0][1].buffer("op0.regcmd").data or b""
+    return list(struct.unpack(f"<{len(data) // 8}Q", data))
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_pool_registers_match_vendor(name: str, shared_dir: Path) -> None:
+    path = _vendor_dir(shared_dir) / name
+    if not path.is_file():
+        pytest.skip(f"{name} not in {path.parent}")
+    case = FILES[name]
+    vendor, ours = _by_name(_vendor_words(path)), _by_name(_our_words(case))
+    names = COMPARED + (PAD_VALUES if case.op == "max" else ())
+    diff = {n: (f"ours 0x{ours.get(n, -1):x}", f"vendor 0x{vendor.get(n, -1):x}") for n in names
+            if ours.get(n) != vendor.get(n)}
+    assert not diff, f"{case}: {diff}"
+    assert set(ours) == set(vendor), f"register sets differ: {set(ours) ^ set(vendor)}"
+
+
+def test_ppu_switch_keeps_pools_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TEFLON_ROCKET_PPU=0 (a board whose kernel arms only the DPU completion): no pool is claimed, with the reason."""
+    from teflon import bridge, load_delegate, modelgen
+    from teflon.reference import make_interpreter
+
+    model = modelgen.PoolCase(7, 7, 64, filter=7, stride=1).build()
+
+    def decision(device: str) -> tuple[bool, str]:
+        with bridge.capture() as cap:
+            make_interpreter(model, [load_delegate(device=device, sim="1")], reference=True)
+        graph, decisions = cap.support[0]
+        return decisions[graph.operations[0].index]
+
+    for device in ("rk3588", "rk3576"):
+        assert decision(device)[0]
+    monkeypatch.setenv("TEFLON_ROCKET_PPU", "0")
+    for device in ("rk3588", "rk3576"):
+        claimed, why = decision(device)
+        assert not claimed and "TEFLON_ROCKET_PPU=0" in why, why
