@@ -16,7 +16,7 @@ plus one, so a regression shows up; the printed figures show where each run stan
 MobileNetV2's ADDs are fused into their projection convolutions (FUSED_ADDS: rk3588 and rk3576 for the uint8 model,
 rk3576 for the per-channel one), which skips TFLite's rounding of the projection outputs (docs/hardware/rocket.md
 §6); measured: uint8 99.8 % / 99.7 % exact, worst 2 / 5 LSB (grace_hopper / cat, both SoCs), ptq on rk3576 99.3 % /
-99.6 %, worst 10 / 4 LSB; top-1 unchanged.
+99.6 %, worst 9 / 4 LSB; top-1 unchanged. With the PPU pools each is one partition.
 
 rk3576: the per-tensor models compute exactly the RK3588 arithmetic (coefficient stage C = 2^14 >> 14, an
 identity; the same OUT_CVT; no CORE truncation) and their outputs equal the rk3588 ones byte for byte, hence the
