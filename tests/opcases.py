@@ -274,6 +274,10 @@ DEFAULT_ADD: list[AddCase] = [
     AddCase(8, 8, 32, "conv", out_c=16, kernel=1, dtype="int8"),
     AddCase(14, 14, 32, "conv2", out_c=32, kernel=1),
     AddCase(8, 8, 16, "conv2", out_c=64, kernel=3, dtype="int8"),
+    AddCase(72, 72, 64, "conv", out_c=16, kernel=1, dtype="int8"),  # the fused ADD in two row tasks (both rockets)
+    AddCase(7, 7, 32, "conv2", out_c=48, kernel=3, dtype="int8"),  # rk3576: operand written by the NPU, pitch 52 != 49
+    AddCase(14, 14, 32, "conv", out_c=32, kernel=1, op="sub"),  # SUB fused with a negative operand scale (rk3576)
+    AddCase(8, 8, 16, "conv2", out_c=32, kernel=3, dtype="int8", op="sub"),
 ]
 
 # Pools on the rocket PPU (opcheck.check_pool); pool_cpu_reason says which stay on the CPU and why.
@@ -488,6 +492,14 @@ def _convs(case: Any) -> list[ConvCase]:
     if isinstance(case, (AddCase, PoolCase)) and case.macs:
         return [case.conv]
     return []
+
+
+def known_cpu_add(case: AddCase, device: str) -> str | None:
+    """Why `device`'s backend leaves the ADD of a conv-fed AddCase on the CPU (its convolutions still run on the
+    NPU), or None: rk3588 takes Mesa's element-wise reader strides of at least 12 atoms (docs/hardware/rocket.md)."""
+    if device == "rk3588" and case.producers != "inputs" and case.in_h * case.in_w < 12:
+        return "fused ADD on a plane below 12 atoms (Mesa's minimum element-wise surface stride)"
+    return None
 
 
 def known_cpu(case: ConvCase | AddCase | PoolCase, device: str) -> str | None:

@@ -338,17 +338,30 @@ static struct post post_of(const struct rkt_conv_task *t)
     return p;
 }
 
-static inline int8_t requantize(const struct post p, int64_t core, int k)
+static inline int8_t requantize(const struct post p, int64_t core, int k, int64_t ew)
 {
     return rkt_requantize(p.trunc, p.tround, p.bias[k], p.mul != NULL, p.mul ? p.mul[k] : 0, p.mul_shift_pos,
-                          p.mul_shift_neg, p.lo, p.hi, p.scale, p.pre, p.shift, p.post, core);
+                          p.mul_shift_neg, p.lo, p.hi, p.scale, p.pre, p.shift, p.post, core, ew);
+}
+
+/* DPU EW: the element-wise operand of output (oy, ox, channel k) converted, (e + offset) * scale >> shift with
+ * the shift rounding half up [INFERRED, as OUT_CVT]; 0 without an EW operand. |e + offset| < 2^32 and
+ * |scale| <= 2^15 keep the product inside int64. */
+static inline int64_t ew_term(const struct rkt_conv_task *t, int oy, int ox, int k)
+{
+    if (!t->ew)
+        return 0;
+    const int8_t e = (int8_t)t->ew[(size_t)(k / 16) * t->ew_surf_pitch + (size_t)oy * t->ew_row_pitch + (size_t)ox * 16 +
+                                   (size_t)(k % 16)];
+    const int64_t m = ((int64_t)e + t->ew_offset) * t->ew_scale;
+    return t->ew_shift ? (m + ((int64_t)1 << (t->ew_shift - 1))) >> t->ew_shift : m;
 }
 
 /* CORE accumulator (MAC sum + OW term) -> requantize, for one output row: orow[ox][k] for k < oc_real, 0 up
  * to the end of the last written surface. The OW term (factor x input window sum) is part of what
  * CLIP_TRUNCATE shifts, and the shift rounds half up [INFERRED from Mesa's -trunc streams:
  * docs/hardware/rocket-sim.md]. With the OW term folded into the weights, the sums are not used. */
-static void post_row(const struct worker *wk, size_t astride, int per_channel_sums, int ocw)
+static void post_row(const struct worker *wk, int oy, size_t astride, int per_channel_sums, int ocw)
 {
     const struct rkt_conv_task *t = wk->t;
     const int n = t->oc_real;
@@ -359,15 +372,15 @@ static void post_row(const struct worker *wk, size_t astride, int per_channel_su
         int8_t *restrict o = wk->orow + (size_t)ox * ocw;
         if (wk->folded) {
             for (int k = 0; k < n; k++)
-                o[k] = requantize(p, a[k], k);
+                o[k] = requantize(p, a[k], k, ew_term(t, oy, ox, k));
         } else if (per_channel_sums) {
             const int32_t *restrict s = wk->sums + (size_t)ox * astride;
             for (int k = 0; k < n; k++)
-                o[k] = requantize(p, (int64_t)a[k] + (int64_t)ow[k] * s[k], k);
+                o[k] = requantize(p, (int64_t)a[k] + (int64_t)ow[k] * s[k], k, ew_term(t, oy, ox, k));
         } else {
             const int64_t sum = wk->sums[ox];
             for (int k = 0; k < n; k++)
-                o[k] = requantize(p, (int64_t)a[k] + ow[k] * sum, k);
+                o[k] = requantize(p, (int64_t)a[k] + ow[k] * sum, k, ew_term(t, oy, ox, k));
         }
         memset(o + n, 0, (size_t)(ocw - n)); /* channels past the computed ones [INFERRED] */
     }
@@ -424,7 +437,7 @@ static void run_direct(const struct worker *wk, int ocw)
             }
             wk->sums[ox] = s;
         }
-        post_row(wk, (size_t)kpad, 0, ocw);
+        post_row(wk, oy, (size_t)kpad, 0, ocw);
         write_row(wk, oy, ocw);
     }
 }
@@ -467,7 +480,7 @@ static void run_depthwise(const struct worker *wk, int ocw)
                     }
                 }
         }
-        post_row(wk, (size_t)ic, 1, ocw);
+        post_row(wk, oy, (size_t)ic, 1, ocw);
         write_row(wk, oy, ocw);
     }
 }
@@ -527,6 +540,29 @@ static void fast_input(struct rkt_fast *f, const struct rkt_conv_task *t, int ro
         if (icr < ic)
             for (int cp = x0; cp < x1; cp++)
                 memset(row + (size_t)cp * ic + icr, 128, (size_t)(ic - icr));
+    }
+}
+
+/* The DPU stages of one output row with the EW operand (the kernels' vectorized requantization has no EW stage):
+ * rkt_requantize per output, as the portable requantization plus the converted operand. */
+static void fast_requant_ew(const struct rkt_requant *q, const struct rkt_conv_task *t, int oy, const int32_t *acc,
+                            size_t astride, const int32_t *s, int nsurf, uint8_t *const *dst)
+{
+    const int has_mul = q->mul != NULL;
+    for (int p = 0; p < t->out_w; p++) {
+        const int32_t *a = acc + (size_t)p * astride;
+        const int64_t sum = s ? s[p] : 0;
+        for (int sf = 0; sf < nsurf; sf++) {
+            int8_t o[16];
+            for (int j = 0; j < 16; j++) {
+                const int k = sf * 16 + j;
+                o[j] = k >= q->n ? 0
+                     : rkt_requantize(q->trunc, q->tround, q->bias[k], has_mul, has_mul ? q->mul[k] : 0,
+                                      q->mul_shift_pos, q->mul_shift_neg, q->lo, q->hi, q->scale, q->pre, q->shift,
+                                      q->post, a[k] + q->corr[k] + q->ow[k] * sum, ew_term(t, oy, p, k));
+            }
+            memcpy(dst[sf] + (size_t)p * 16, o, 16);
+        }
     }
 }
 
@@ -659,9 +695,11 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
         for (int sf = 0; sf < nsurf; sf++)
             f->dst[sf] = t->out + (size_t)(sf / spg) * t->out_group_pitch + (size_t)(sf % spg) * t->out_surf_pitch +
                          (size_t)oy * t->out_w * 16;
-        /* the vector requantizations leave out the clamp stage: a clamped task takes the portable one */
-        (t->clamp ? &rkt_dot_c : c->ops)->requant(&q, f->acc, (size_t)kpad, need_sums ? sums : NULL, t->out_w, nsurf,
-                                                  f->dst);
+        if (t->ew)
+            fast_requant_ew(&q, t, oy, f->acc, (size_t)kpad, need_sums ? sums : NULL, nsurf, f->dst);
+        else /* the vector requantizations leave out the clamp stage: a clamped task takes the portable one */
+            (t->clamp ? &rkt_dot_c : c->ops)->requant(&q, f->acc, (size_t)kpad, need_sums ? sums : NULL, t->out_w,
+                                                      nsurf, f->dst);
     }
     return 0;
 }

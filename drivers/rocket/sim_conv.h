@@ -69,6 +69,17 @@ struct rkt_conv_task {
     size_t out_surf_pitch;    /* DST_SURF_STRIDE in bytes */
     size_t out_group_pitch;   /* SURFACE_ADD in bytes: between groups of group_channels */
     int group_channels;       /* 32 direct, 64 depthwise */
+
+    /* DPU EW stage (a fused element-wise add), or ew == NULL: after BS, before OUT_CVT (NVDLA SDP order
+     * BS -> BN -> EW -> OUT_CVT), the value becomes sat32(v + ((e + ew_offset) * ew_scale >> ew_shift)) with
+     * e the stored int8 operand of output (y, x, channel k) at
+     * ew + (k / 16) * ew_surf_pitch + y * ew_row_pitch + x * 16 + k % 16 (read by DPU_RDMA's ERDMA). */
+    const uint8_t *ew;
+    size_t ew_row_pitch;
+    size_t ew_surf_pitch;
+    int32_t ew_offset;        /* EW_CVT_OFFSET */
+    int ew_scale;             /* signed 16-bit converter multiplier */
+    int ew_shift;             /* its right shift, rounding half up */
 };
 
 typedef struct rkt_conv rkt_conv;

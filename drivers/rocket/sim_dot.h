@@ -54,15 +54,17 @@ static inline int64_t rkt_sat32(int64_t v)
     return rkt_max64(rkt_min64(v, INT32_MAX), INT32_MIN);
 }
 
-/* CLIP_TRUNCATE -> DPU BS bias -> RK3576 multiplier -> OUT_CVT of one channel's CORE value (MAC sum + OW term),
- * shared by the reference and the fast datapath. The BS multiplier: the bias-added value times the channel's
+/* CLIP_TRUNCATE -> DPU BS bias -> BS multiplier -> BS clamp -> EW -> OUT_CVT of one channel's CORE value (MAC
+ * sum + OW term), shared by the reference and the fast datapath (NVDLA SDP order: the BS stage's ReLU before the
+ * EW stage). `lo`/`hi`: the clamp (INT32_MIN/INT32_MAX when off). `ew`: the converted element-wise operand (0 when
+ * the EW stage is bypassed), added with 32-bit saturation [INFERRED, as the other DPU stages]. The BS multiplier: the bias-added value times the channel's
  * multiplier, shifted right by the shift selected by the value's sign, rounding half up, saturated to 32 bits;
  * the operands and the sign selection are [R76-GREG]; the rounding, the saturation and taking the sign before
  * the multiplication are [INFERRED] (docs/hardware/rocket-rk3576-sim.md). |v * scale| < 2^47, so every shift up
  * to 63 stays in int64. */
 static inline int8_t rkt_requantize(int trunc, int64_t tround, int32_t bias, int has_mul, int64_t mul,
                                     int mul_shift_pos, int mul_shift_neg, int64_t lo, int64_t hi, int64_t scale,
-                                    int64_t pre, int shift, int64_t post, int64_t core)
+                                    int64_t pre, int shift, int64_t post, int64_t core, int64_t ew)
 {
     int64_t v = rkt_sat32(((core + tround) >> trunc) + bias);
     if (has_mul) {
@@ -71,6 +73,7 @@ static inline int8_t rkt_requantize(int trunc, int64_t tround, int32_t bias, int
         v = rkt_sat32(s ? (m + ((int64_t)1 << (s - 1))) >> s : m);
     }
     v = rkt_max64(rkt_min64(v, hi), lo); /* the DPU clamp (ReLU / ReLUX); a no-op at INT32_MIN, INT32_MAX */
+    v = rkt_sat32(v + ew);
     return (int8_t)rkt_max64(rkt_min64(((v * scale + pre) >> shift) + post, 127), -128);
 }
 

@@ -24,6 +24,8 @@
 #define COEF_GROUP 8               /* output channels per coefficient group */
 #define COEF_GROUP_BYTES 64u       /* direct: A int32 x 8, B int16 x 8, C int16 x 8 */
 #define COEF_GROUP_BYTES_DW 48u    /* depthwise: A int32 x 8, C int16 x 8 */
+#define EW_CFG_BYPASS 0x010041C1u  /* DPU 0x407C in every vendor conv without an element-wise operand */
+#define EW_CFG_ADD 0x8002C0C0u     /* DPU 0x407C where the vendor adds a second tensor (add-2conv, add-bare) */
 
 RKT_ASSERT_PC_LAYOUT(RK3576);
 RKT_ASSERT_PPU_LAYOUT(RK3576);
@@ -77,9 +79,6 @@ static void want_vendor_constants(rkt_npu *n, int depthwise)
         {RK3576_DPU_CLAMP0_MAX, 0x7FFFFFFF},
         {RK3576_DPU_CLAMP1_MIN, 0x80000000},
         {RK3576_DPU_CLAMP1_MAX, 0x7FFFFFFF},
-        {RK3576_DPU_UNDOC_407C, 0x010041C1},
-        {RK3576_DPU_UNDOC_4080, 0},
-        {RK3576_DPU_UNDOC_4084, 1},
         {RK3576_DPU_CLAMP4_MIN, 0x80000000},
         {RK3576_DPU_CLAMP4_MAX, 0x7FFFFFFF},
         {RK3576_DPU_UNDOC_4090, 0},
@@ -120,13 +119,8 @@ static void want_vendor_constants(rkt_npu *n, int depthwise)
         {RK3576_DPU_RDMA_UNDOC_5028, 0},
         {RK3576_DPU_RDMA_UNDOC_502C, 0},
         {RK3576_DPU_RDMA_UNDOC_5030, 0},
-        {RK3576_DPU_RDMA_ERDMA_CFG, 0x41},
-        {RK3576_DPU_RDMA_UNDOC_5038, 0},
-        {RK3576_DPU_RDMA_UNDOC_5040, 0},
         {RK3576_DPU_RDMA_UNDOC_5048, 0},
-        {RK3576_DPU_RDMA_UNDOC_504C, 0},
         {RK3576_DPU_RDMA_UNDOC_5064, 0},
-        {RK3576_DPU_RDMA_UNDOC_506C, 0},
         {RK3576_DPU_RDMA_UNDOC_5078, 0},
         {RK3576_DPU_RDMA_UNDOC_507C, 0},
     };
@@ -136,7 +130,6 @@ static void want_vendor_constants(rkt_npu *n, int depthwise)
     rkt_want(n, RK3576_CORE_MISC_CFG, depthwise ? 0x1000000A : 0x10000001, "the vendor's int8 direct / depthwise word");
     rkt_want(n, RK3576_DPU_FEATURE_MODE_CFG, depthwise ? 0x4000000C : 0x40000004, "output to memory, CONV_MODE as CNA");
     rkt_want(n, RK3576_DPU_UNDOC_4038, depthwise ? 0x100092 : 0x120080, "the vendor's int8 direct / depthwise word");
-    rkt_want(n, RK3576_DPU_RDMA_FEATURE_MODE_CFG, depthwise ? 0x40000012 : 0x40000010, "MRDMA off, CONV_MODE as CNA");
 }
 
 /* The CBUF data ring [INFERRED from the vendor's row windows, docs/hardware/rocket-rk3576-sim.md]:
@@ -195,6 +188,8 @@ struct rk3576_task {
     uint32_t ws2, c16, ds0, iw, win_rows, fetched, entries, cb2, read_origin, limit, write_origin;
     uint32_t ws0, ws1, ds2, u1038, w_iova, pad0, in_iova, ss, ts, surf, cd0;
     uint32_t out_iova, surf_stride, jump, coef_iova, shift_iova, planes;
+    int ew_on;                                  /* the EW stage adds the ERDMA operand */
+    uint32_t ew_iova, ew_stride, ew_notch;      /* DPU_RDMA EW_BASE_ADDR, EW_SURF_STRIDE, SURF_NOTCH */
     size_t row_pitch, plane_pitch; /* of the input planes in device memory */
     const uint8_t *in; /* the input planes in device memory */
 };
@@ -445,6 +440,69 @@ static void dpu(rkt_npu *n, struct rk3576_task *st)
     st->shift_iova = rkt_rd(n, RK3576_DPU_RDMA_BS_SHIFT_ADDR);
 }
 
+/* DPU EW and DPU_RDMA ERDMA: bypassed, or the vendor's fused conv + Add (../shared/golden/rocket-rk3576-ops,
+ * add-2conv): EW_CFG 0x8002C0C0, ERDMA_CFG 0x50000044, FEATURE_MODE_CFG 0x40000018 with the MRDMA off, so the
+ * ERDMA reads every operand surface from EW_BASE_ADDR, EW_SURF_STRIDE (16-byte units) apart; SURF_NOTCH and
+ * EW_SURF_NOTCH = 2 x EW_SURF_STRIDE - the cube (the vendor's W x H for a whole-plane task; the RK3588 reading
+ * of Mesa's words for row windows, docs/hardware/rocket-rk3576-sim.md) [INFERRED]. */
+static void ew_stage(rkt_npu *n, struct rk3576_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    const uint32_t mode = st->dw ? 0x40000012u : 0x40000010u;
+    const uint32_t ew = rkt_rd(n, RK3576_DPU_EW_CFG);
+    rkt_check(n, ew == EW_CFG_BYPASS || ew == EW_CFG_ADD, RK3576_DPU_EW_CFG, ew,
+              "only the vendor's EW bypass (0x%08x) or add of the converted operand (0x%08x)", EW_CFG_BYPASS, EW_CFG_ADD);
+    st->ew_on = ew == EW_CFG_ADD;
+    rkt_want(n, RK3576_DPU_RDMA_UNDOC_5018, 0, "the MRDMA source: unused (MRDMA off)");
+    if (!st->ew_on) {
+        rkt_want(n, RK3576_DPU_EW_CVT_OFFSET_VALUE, 0, "EW bypassed");
+        rkt_want(n, RK3576_DPU_EW_CVT_SCALE_VALUE, 1, "EW bypassed");
+        rkt_want(n, RK3576_DPU_RDMA_ERDMA_CFG, 0x41, "EW stream disabled (the vendor's int8 conv value)");
+        rkt_want(n, RK3576_DPU_RDMA_FEATURE_MODE_CFG, mode, "MRDMA off, CONV_MODE as CNA");
+        rkt_want(n, RK3576_DPU_RDMA_EW_BASE_ADDR, 0, "EW stream disabled");
+        rkt_want(n, RK3576_DPU_RDMA_EW_SURF_STRIDE, 0, "EW stream disabled");
+        rkt_want(n, RK3576_DPU_RDMA_SURF_NOTCH, 0, "EW stream disabled");
+        rkt_want(n, RK3576_DPU_RDMA_EW_SURF_NOTCH, 0, "EW stream disabled");
+        return;
+    }
+    t->ew_offset = (int32_t)rkt_rd(n, RK3576_DPU_EW_CVT_OFFSET_VALUE);
+    const uint32_t sc = rkt_rd(n, RK3576_DPU_EW_CVT_SCALE_VALUE);
+    t->ew_scale = RKT_SXT(F(sc, DPU_EW_CVT_SCALE_VALUE, EW_OP_CVT_SCALE), 16);
+    t->ew_shift = (int)F(sc, DPU_EW_CVT_SCALE_VALUE, EW_OP_CVT_SHIFT);
+    rkt_want(n, RK3576_DPU_RDMA_ERDMA_CFG, 0x50000044, "EW operand of a fused conv (the vendor's add-2conv word)");
+    rkt_want(n, RK3576_DPU_RDMA_FEATURE_MODE_CFG, mode | 0x8u, "MRDMA off with the ERDMA operand (the vendor's add-2conv word)");
+    st->ew_iova = rkt_rd(n, RK3576_DPU_RDMA_EW_BASE_ADDR);
+    st->ew_stride = rkt_rd(n, RK3576_DPU_RDMA_EW_SURF_STRIDE);
+    st->ew_notch = rkt_rd(n, RK3576_DPU_RDMA_SURF_NOTCH);
+    const uint32_t ewn = rkt_rd(n, RK3576_DPU_RDMA_EW_SURF_NOTCH);
+    rkt_check(n, ewn == st->ew_notch, RK3576_DPU_RDMA_EW_SURF_NOTCH, ewn, "must equal SURF_NOTCH (0x%08x, the vendor's form)",
+              st->ew_notch);
+}
+
+/* The EW operand in device memory: surfaces of the output cube's rows and width. */
+static int map_operand(rkt_npu *n, struct rk3576_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    if (!st->ew_on)
+        return 0;
+    const uint32_t cube = (uint32_t)(t->out_w * t->out_h);
+    if (st->ew_stride < cube)
+        return rkt_fail(n, "DPU_RDMA_EW_SURF_STRIDE = 0x%08x: operand surfaces of %dx%d atoms overlap (16-byte units)",
+                        st->ew_stride, t->out_w, t->out_h);
+    if (st->ew_notch != 2 * st->ew_stride - cube)
+        return rkt_fail(n, "DPU_RDMA_SURF_NOTCH = 0x%08x: must be 2 x EW_SURF_STRIDE - the task cube = 0x%08x", st->ew_notch,
+                        2 * st->ew_stride - cube);
+    t->ew_row_pitch = (size_t)t->out_w * 16;
+    t->ew_surf_pitch = 16 * (size_t)st->ew_stride;
+    t->ew = rkt_mem(n, RKT_DMA_EXTENT, "EW operand (DPU_RDMA_EW_BASE_ADDR)", st->ew_iova,
+                    (uint64_t)(st->nsurf - 1) * t->ew_surf_pitch + 16 * (uint64_t)cube);
+    /* the operand is feature traffic: one burst per 16-channel surface */
+    for (int s = 0; s < st->nsurf && t->ew; s++)
+        rkt_mem(n, RKT_DMA_FEATURE, "EW operand surface (DPU_RDMA_EW_BASE_ADDR)",
+                st->ew_iova + (uint32_t)((uint64_t)s * t->ew_surf_pitch), 16 * (uint64_t)cube);
+    return t->ew ? 0 : -EINVAL;
+}
+
 /* Across units: the window, pads, kernel and stride give exactly the output cube. */
 static int check_geometry(rkt_npu *n, struct rk3576_task *st)
 {
@@ -623,9 +681,10 @@ static int rk3576_execute(rkt_npu *n)
     output_cube(n, &st);
     weight_geometry(n, &st);
     dpu(n, &st);
+    ew_stage(n, &st);
     if (n->bad)
         return -EINVAL;
-    if ((rc = check_geometry(n, &st)) || (rc = map_input(n, &st)) || (rc = map_output(n, &st)) ||
+    if ((rc = check_geometry(n, &st)) || (rc = map_input(n, &st)) || (rc = map_output(n, &st)) || (rc = map_operand(n, &st)) ||
         (rc = coefficients(n, &st)) || (rc = load_weights(n, &st)))
         return rc;
     /* everything written since this group last executed must have been consumed */

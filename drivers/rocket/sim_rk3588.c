@@ -43,7 +43,16 @@ struct rk3588_task {
     uint32_t in_iova, w_iova, out_iova, bias_iova;
     int bs_mul, bs_ow_stream;    /* BS MUL operand and OW operand from the BS stream (per-channel record) */
     uint64_t in_len, out_len;    /* device bytes the input and output span */
+    int ew_on;                   /* the EW stage adds the ERDMA operand (Mesa's fused ADD) */
+    uint32_t ew_src, ew_base, ew_stride, ew_notch; /* DPU_RDMA SRC_BASE, EW_BASE, EW_SURF_STRIDE, SURF_NOTCH */
 };
+
+/* Mesa's fused-ADD words (rocket.md §2.2 #81, #118, #121): EW_CFG = ALU add (algo 2) of the converted 8-bit
+ * operand from memory, ReLU and LUT bypassed; ERDMA_CFG = DATA_MODE 1, 8-bit data; FEATURE_MODE_CFG = burst
+ * 15 with COMB_USE 5 (MRDMA on). */
+#define EW_CFG_ADD 0x904202C0u
+#define ERDMA_CFG_OPERAND 0x40000004u
+#define RDMA_MODE_ADD 0x7D00u
 
 /* CNA: conv mode and input format, strides, feature grains. */
 static void cna_conv(rkt_npu *n, struct rk3588_task *st)
@@ -312,12 +321,24 @@ static void dpu_stages(rkt_npu *n, struct rk3588_task *st)
     rkt_want(n, RK3588_DPU_BN_MUL_CFG, 0, "BN stage bypassed");
     rkt_want(n, RK3588_DPU_BN_RELUX_CMP_VALUE, 0, "BN stage bypassed");
     const uint32_t ew = rkt_rd(n, RK3588_DPU_EW_CFG);
-    rkt_check(n, ew == 0x383, RK3588_DPU_EW_CFG, ew, "only the EW bypass (0x383): the fused-ADD elementwise path is not simulated yet");
-    rkt_want(n, RK3588_DPU_EW_CVT_OFFSET_VALUE, 0, "EW bypassed");
-    rkt_want(n, RK3588_DPU_EW_CVT_SCALE_VALUE, 1, "EW bypassed");
-    rkt_want(n, RK3588_DPU_EW_RELUX_CMP_VALUE, 0, "EW bypassed");
+    rkt_check(n, ew == 0x383 || ew == EW_CFG_ADD, RK3588_DPU_EW_CFG, ew,
+              "only the EW bypass (0x383) or Mesa's fused add of the converted ERDMA operand (0x%08x)", EW_CFG_ADD);
+    st->ew_on = ew == EW_CFG_ADD;
+    if (st->ew_on) {
+        /* operand converter: (e + OFFSET) * SCALE >> SHIFT, SCALE a signed 16-bit value [INFERRED sign: RK3576's
+         * vendor SUB writes negative scales in the same field]; EW_TRUNCATE unused */
+        t->ew_offset = (int32_t)rkt_rd(n, RK3588_DPU_EW_CVT_OFFSET_VALUE);
+        const uint32_t sc = rkt_rd(n, RK3588_DPU_EW_CVT_SCALE_VALUE);
+        rkt_check(n, FLD(sc, DPU_EW_CVT_SCALE_VALUE, EW_TRUNCATE) == 0, RK3588_DPU_EW_CVT_SCALE_VALUE, sc, "EW_TRUNCATE must be 0");
+        t->ew_scale = RKT_SXT(FLD(sc, DPU_EW_CVT_SCALE_VALUE, EW_OP_CVT_SCALE), 16);
+        t->ew_shift = (int)FLD(sc, DPU_EW_CVT_SCALE_VALUE, EW_OP_CVT_SHIFT);
+    } else {
+        rkt_want(n, RK3588_DPU_EW_CVT_OFFSET_VALUE, 0, "EW bypassed");
+        rkt_want(n, RK3588_DPU_EW_CVT_SCALE_VALUE, 1, "EW bypassed");
+    }
+    rkt_want(n, RK3588_DPU_EW_RELUX_CMP_VALUE, 0, "EW ReLU bypassed");
     for (uint32_t off = RK3588_DPU_EW_OP_VALUE_0; off <= RK3588_DPU_EW_OP_VALUE_7; off += 4)
-        rkt_want(n, off, 0, "EW bypassed");
+        rkt_want(n, off, 0, "EW operand from memory, not from registers");
     t->out_offset = (int32_t)rkt_rd(n, RK3588_DPU_OUT_CVT_OFFSET);
     const uint32_t osc = rkt_rd(n, RK3588_DPU_OUT_CVT_SCALE);
     rkt_check(n, FLD(osc, DPU_OUT_CVT_SCALE, FP32TOFP16_EN) == 0, RK3588_DPU_OUT_CVT_SCALE, osc, "no fp16 output");
@@ -340,7 +361,7 @@ static void dpu_rdma(rkt_npu *n, struct rk3588_task *st)
     rkt_want(n, RK3588_DPU_RDMA_DATA_CUBE_WIDTH, (uint32_t)t->out_w - 1, "must match the DPU cube width");
     rkt_want(n, RK3588_DPU_RDMA_DATA_CUBE_HEIGHT, (uint32_t)t->out_h - 1, "must match the DPU cube height (EW_LINE_NOTCH_ADDR 0)");
     rkt_want(n, RK3588_DPU_RDMA_DATA_CUBE_CHANNEL, (uint32_t)t->oc - 1, "must match the DPU CHANNEL");
-    rkt_want(n, RK3588_DPU_RDMA_SRC_BASE_ADDR, 0, "MRDMA disabled");
+    const uint32_t dw_mode = g->depthwise ? 3u << RK3588_DPU_RDMA_FEATURE_MODE_CFG__CONV_MODE__SHIFT : 0;
     /* BRDMA_DATA_USE: a bitmap of the operands in the BS stream [INFERRED]: 1 ALU (4-byte records), 7 ALU, MUL
      * and OW (8-byte records int32 ALU, int16 OW, int16 MUL) */
     const uint32_t use = st->bs_mul && st->bs_ow_stream ? 7 : !st->bs_mul && !st->bs_ow_stream ? 1 : 0;
@@ -351,16 +372,60 @@ static void dpu_rdma(rkt_npu *n, struct rk3588_task *st)
     st->bias_iova = rkt_rd(n, RK3588_DPU_RDMA_BS_BASE_ADDR);
     rkt_want(n, RK3588_DPU_RDMA_NRDMA_CFG, 0, "BN stream unused");
     rkt_want(n, RK3588_DPU_RDMA_BN_BASE_ADDR, 0, "BN stream unused");
-    rkt_want(n, RK3588_DPU_RDMA_ERDMA_CFG, 0x1, "EW stream disabled");
-    rkt_want(n, RK3588_DPU_RDMA_EW_BASE_ADDR, 0, "EW stream disabled");
-    rkt_want(n, RK3588_DPU_RDMA_EW_SURF_STRIDE, 0, "EW stream disabled");
-    rkt_want(n, RK3588_DPU_RDMA_FEATURE_MODE_CFG, 0x7810u | (g->depthwise ? 3u << RK3588_DPU_RDMA_FEATURE_MODE_CFG__CONV_MODE__SHIFT : 0),
-         "burst 15, MRDMA disabled, CONV_MODE matching CNA");
     rkt_want(n, RK3588_DPU_RDMA_SRC_DMA_CFG, 0, "no pooling");
-    rkt_want(n, RK3588_DPU_RDMA_SURF_NOTCH, 0, "EW stream disabled");
     rkt_want(n, RK3588_DPU_RDMA_PAD_CFG, 0, "no RDMA padding");
     rkt_want(n, RK3588_DPU_RDMA_WEIGHT, 0x01010101, "equal arbitration weights (Mesa's value)");
-    rkt_want(n, RK3588_DPU_RDMA_EW_SURF_NOTCH, 0, "EW stream disabled");
+    if (!st->ew_on) {
+        rkt_want(n, RK3588_DPU_RDMA_SRC_BASE_ADDR, 0, "MRDMA disabled");
+        rkt_want(n, RK3588_DPU_RDMA_ERDMA_CFG, 0x1, "EW stream disabled");
+        rkt_want(n, RK3588_DPU_RDMA_EW_BASE_ADDR, 0, "EW stream disabled");
+        rkt_want(n, RK3588_DPU_RDMA_EW_SURF_STRIDE, 0, "EW stream disabled");
+        rkt_want(n, RK3588_DPU_RDMA_FEATURE_MODE_CFG, 0x7810u | dw_mode, "burst 15, MRDMA disabled, CONV_MODE matching CNA");
+        rkt_want(n, RK3588_DPU_RDMA_SURF_NOTCH, 0, "EW stream disabled");
+        rkt_want(n, RK3588_DPU_RDMA_EW_SURF_NOTCH, 0, "EW stream disabled");
+        return;
+    }
+    /* The operand streams [INFERRED from Mesa's fused-ADD words, docs/hardware/rocket-sim.md §3]: the MRDMA
+     * (COMB_USE 5) reads the even 16-channel surfaces from SRC_BASE_ADDR and the ERDMA the odd ones from
+     * EW_BASE_ADDR = SRC_BASE_ADDR + one surface; each reader's next surface is two surfaces on, so the jump
+     * from the end of its task cube (SURF_NOTCH / EW_SURF_NOTCH) is 2 x EW_SURF_STRIDE - the cube. */
+    rkt_want(n, RK3588_DPU_RDMA_ERDMA_CFG, ERDMA_CFG_OPERAND, "EW stream: ERDMA_DATA_MODE 1, 8-bit operand (Mesa's fused add)");
+    rkt_want(n, RK3588_DPU_RDMA_FEATURE_MODE_CFG, RDMA_MODE_ADD | dw_mode, "burst 15, COMB_USE 5 (MRDMA reads), CONV_MODE matching CNA");
+    st->ew_src = rkt_rd(n, RK3588_DPU_RDMA_SRC_BASE_ADDR);
+    st->ew_base = rkt_rd(n, RK3588_DPU_RDMA_EW_BASE_ADDR);
+    st->ew_stride = rkt_rd(n, RK3588_DPU_RDMA_EW_SURF_STRIDE);
+    st->ew_notch = rkt_rd(n, RK3588_DPU_RDMA_SURF_NOTCH);
+    const uint32_t ewn = rkt_rd(n, RK3588_DPU_RDMA_EW_SURF_NOTCH);
+    rkt_check(n, ewn == st->ew_notch, RK3588_DPU_RDMA_EW_SURF_NOTCH, ewn, "must equal SURF_NOTCH (0x%08x): both readers step alike",
+              st->ew_notch);
+}
+
+/* The EW operand: surfaces EW_SURF_STRIDE bytes apart, rows of the task width, as the output cube. */
+static int map_operand(rkt_npu *n, struct rk3588_task *st)
+{
+    struct rkt_conv_task *t = &st->t;
+    if (!st->ew_on)
+        return 0;
+    const uint64_t cube = (uint64_t)t->out_w * t->out_h * 16;
+    const int nsurf = (t->oc_real + 15) / 16;
+    if (st->ew_stride < cube)
+        return rkt_fail(n, "DPU_RDMA_EW_SURF_STRIDE = 0x%08x: operand surfaces of %dx%d atoms (%llu bytes) overlap", st->ew_stride,
+                        t->out_w, t->out_h, (unsigned long long)cube);
+    if (st->ew_base != st->ew_src + st->ew_stride)
+        return rkt_fail(n, "DPU_RDMA_EW_BASE_ADDR = 0x%08x: the ERDMA starts one operand surface after SRC_BASE_ADDR (0x%08x)",
+                        st->ew_base, st->ew_src + st->ew_stride);
+    if ((uint64_t)st->ew_notch != 2 * (uint64_t)st->ew_stride - cube)
+        return rkt_fail(n, "DPU_RDMA_SURF_NOTCH = 0x%08x: each reader jumps from the end of its cube two surfaces on: 0x%08llx",
+                        st->ew_notch, (unsigned long long)(2 * (uint64_t)st->ew_stride - cube));
+    t->ew_row_pitch = (size_t)t->out_w * 16;
+    t->ew_surf_pitch = st->ew_stride;
+    t->ew = rkt_mem(n, RKT_DMA_EXTENT, "EW operand (DPU_RDMA_SRC_BASE_ADDR)", st->ew_src,
+                    (uint64_t)(nsurf - 1) * st->ew_stride + cube);
+    /* the operand is feature traffic: one burst per 16-channel surface */
+    for (int s = 0; s < nsurf && t->ew; s++)
+        rkt_mem(n, RKT_DMA_FEATURE, "EW operand surface (DPU_RDMA_SRC_BASE_ADDR / EW_BASE_ADDR)",
+                st->ew_src + (uint32_t)((uint64_t)s * st->ew_stride), cube);
+    return t->ew ? 0 : -EINVAL;
 }
 
 /* Across units: no output window may lie entirely in padding. */
@@ -633,7 +698,7 @@ static int rk3588_execute(rkt_npu *n)
         return -EINVAL;
     int rc;
     if ((rc = check_padding(n, &st)) || (rc = input_extent(n, &st)) || (rc = output_extent(n, &st)) ||
-        (rc = load_weights(n, &st)) || (rc = map_memory(n, &st)))
+        (rc = load_weights(n, &st)) || (rc = map_memory(n, &st)) || (rc = map_operand(n, &st)))
         return rc;
     /* everything written since this group last executed must have been consumed */
     if (rkt_check_all_consumed(n))

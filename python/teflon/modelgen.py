@@ -776,13 +776,13 @@ class AddCase:
 
 
 def add_add(g: GraphBuilder, a: int, b: int, activation: ActivationName = "none", op: Literal["add", "sub"] = "add",
-            out_name: str = "output") -> int:
-    """Append an ADD (or SUB) of the equal-shaped tensors `a` and `b`, its output quantized to hold the sum's range
-    (`_add_output_quant`); returns the output tensor."""
+            out_name: str = "output", out_quant: QParams | None = None) -> int:
+    """Append an ADD (or SUB) of the equal-shaped tensors `a` and `b`, its output quantized as `out_quant` or to hold
+    the sum's range (`_add_output_quant`); returns the output tensor."""
     qa, qb = g.quant(a), g.quant(b)
     assert qa is not None and qb is not None
     dtype = g.dtype(a)
-    y = g.tensor(out_name, g.shape(a), dtype, _add_output_quant(qa, qb, activation, dtype))
+    y = g.tensor(out_name, g.shape(a), dtype, out_quant or _add_output_quant(qa, qb, activation, dtype))
     act = _ACTIVATION[activation]
     version = 2 if dtype == "int8" else 1
     if op == "sub":

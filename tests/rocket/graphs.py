@@ -49,3 +49,19 @@ def unary_graph(case: UnaryCase) -> Graph:
             opts["alpha"] = case.alpha
         ops.append(Operation(i, op.name, list(op.inputs), list(op.outputs), opts))
     return Graph(tensors, ops)
+
+
+def conv_add_graph(case: ConvCase, operand_scale: float = 0.05, operand_zp: int = 3, out_scale: float = 0.08,
+                   out_zp: int = -5) -> Graph:
+    """conv_graph(case) followed by ADD(conv output, tensor 4), output tensor 5 (tensor 4 a graph input of the
+    output's shape); zero points as stored int8 values, raised by 128 for uint8."""
+    g = conv_graph(case)
+    off = 128 if case.dtype == "uint8" else 0
+
+    def q(scale: float, zp: int) -> Quant:
+        return Quant(np.array([scale], np.float32), np.array([zp + off], np.int32))
+
+    g.tensors[4] = Tensor(4, case.dtype, case.output_shape, q(operand_scale, operand_zp))
+    g.tensors[5] = Tensor(5, case.dtype, case.output_shape, q(out_scale, out_zp))
+    g.operations.append(Operation(1, "ADD", [3, 4], [5], {"activation": "NONE"}))
+    return g

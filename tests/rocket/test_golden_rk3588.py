@@ -415,11 +415,19 @@ def test_support_reasons(kwargs: dict, reason: str | None) -> None:
 
 def test_support_add_and_device() -> None:
     g = _conv_graph(8, 8, 16, 16, 1, 1)
+    q = Quant(np.array([0.2], np.float32), np.array([128], np.int32))
+    g.tensors[4] = Tensor(4, "uint8", (1, 8, 8, 16), q)
+    g.tensors[5] = Tensor(5, "uint8", (1, 8, 8, 16), q)
     g.operations.append(Operation(1, "ADD", [3, 3], [4], {"activation": "NONE"}))
-    sup = compiler.supported(g, "rk3588")
-    assert sup[1] == (False, "ADD runs on the CPU: the rocket encoder does not emit the DPU element-wise path yet")
-    assert compiler.supported(g, "rk3576")[0][0]  # the RK3576 encoder claims it as well
-    assert compiler.supported(g, "rk3576")[1][0] is False
+    for soc in ("rk3588", "rk3576"):
+        sup = compiler.supported(g, soc)
+        assert sup[0][0]  # both encoders claim the convolution
+        assert sup[1] == (False, "ADD of a tensor with itself runs on the CPU")
+    g.operations[1] = Operation(1, "ADD", [3, 5], [4], {"activation": "NONE"})
+    for soc in ("rk3588", "rk3576"):
+        assert compiler.supported(g, soc)[1] == (True, "fused into node 0 (DPU element-wise add of tensor 5)")
+    g.tensors[5] = Tensor(5, "uint8", (1, 8, 8, 16), q, np.zeros((1, 8, 8, 16), np.uint8))
+    assert "constant input" in compiler.supported(g, "rk3588")[1][1]
     with pytest.raises(ValueError, match="unknown device"):
         compiler.supported(g, "rk3568")  # not in the target registry
 

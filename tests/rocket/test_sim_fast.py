@@ -4,7 +4,7 @@
 The simulator picks its datapath when the device opens: the fast one by default, the reference one with
 TEFLON_SIM_REFERENCE=1, and TEFLON_SIM_KERNELS=c|avx2|avx512 forces the fast path's kernels. Every case runs
 on the simulated rk3588 and rk3576 with each datapath and must give identical output bytes: the default
-convolution and per-channel sweeps (tests/opcases.py) with the best kernels the CPU runs, a named subset with every kernel set
+convolution and per-channel sweeps (tests/opcases.py) and the conv-fed ADDs (fused) with the best kernels the CPU runs, a named subset with every kernel set
 the CPU runs, and the shared models (skipped when ../shared is absent); the slow sweep is marked `slow`.
 Ids: `rk3588-conv2d-in112x112x32-oc64-k3-s2-same-u8-best`.
 """
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from conftest import device_cases, shared_path
-from opcases import DEFAULT_CONV, DEFAULT_PER_CHANNEL, SLOW_CONV
-from teflon.modelgen import ConvCase, random_inputs
+from opcases import DEFAULT_ADD, DEFAULT_CONV, DEFAULT_PER_CHANNEL, SLOW_CONV
+from teflon.modelgen import AddCase, ConvCase, random_inputs
 from teflon.reference import run_delegate
 
 pytestmark = pytest.mark.usefixtures("delegate_library")
@@ -69,6 +69,12 @@ def _check_same(model: bytes, device: str, monkeypatch: pytest.MonkeyPatch, kern
 
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_CONV + DEFAULT_PER_CHANNEL))
 def test_sweep_best(device: str, case: ConvCase, monkeypatch: pytest.MonkeyPatch) -> None:
+    _check_same(case.build(), device, monkeypatch, "best", case.name)
+
+
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, [c for c in DEFAULT_ADD if c.producers != "inputs"]))
+def test_fused_add_best(device: str, case: AddCase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ADDs fused into their convolution: the fast path's DPU stages with the EW operand."""
     _check_same(case.build(), device, monkeypatch, "best", case.name)
 
 

@@ -88,8 +88,8 @@ def test_value_not_understood_names_register(sim: Device) -> None:
     idx = next(
         i for i, w in enumerate(d["outputs"]["operations"][0]["tasks"][0]["regcmd"]) if int(w, 16) & 0xFFFF == 0x4070
     )
-    bad = (_word(d, idx) & ~(0xFFFFFFFF << 16)) | (0x904202C0 << 16)  # Mesa's fused-ADD EW_CFG
-    with pytest.raises(NativeError, match=r"task 0: DPU_EW_CFG = 0x904202c0: only the EW bypass"):
+    bad = (_word(d, idx) & ~(0xFFFFFFFF << 16)) | (0x783 << 16)  # the EW bypass with EW_RELUX_EN: not simulated
+    with pytest.raises(NativeError, match=r"task 0: DPU_EW_CFG = 0x00000783: only the EW bypass"):
         Runner(sim, _patched(d, idx, bad)).run({0: random_input(d)})
 
 

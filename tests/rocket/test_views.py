@@ -82,7 +82,18 @@ def _unaligned(dtype: str) -> bytes:
     return n.build([x], [n.conv(n.concat([n.conv(x, 24, 1), n.conv(x, 16, 1)]), 8, 1)])
 
 
+def _split_add_concat(dtype: str) -> bytes:
+    """conv -> SPLIT 32 = 16 + 16; conv(a) + b, an ADD fused into conv(a) whose operand is the second split part (a
+    view: its holder's address plus one plane); the fused output is a CONCATENATION part (written at its plane)."""
+    n = Net("views-split-add-concat", dtype, per_channel=False)  # type: ignore[arg-type]
+    x = n.input(8, 8, 8)
+    a, b = n.split(n.conv(x, 32, 1), 2)
+    y = n.concat([n.conv(b, 16, 3), n.add(n.conv(a, 16, 1), b)])
+    return n.build([x], [n.conv(y, 16, 1)])
+
+
 CASES = {
+    "split-add-concat": (_split_add_concat, {"SPLIT": True, "CONCATENATION": True, "ADD": True}),
     "split-concat": (_split_concat, {"SPLIT": True, "CONCATENATION": True}),
     "host-parts": (_host_parts, {"SPLIT": True, "CONCATENATION": True}),
     "concat-unaligned": (_unaligned, {"CONCATENATION": False}),

@@ -15,14 +15,19 @@ from typing import TYPE_CHECKING
 from ..hw.regmap import WORD_VALUE_SHIFT
 from ..program import LAYOUT_NC1HWC2, Buffer, IOBinding, Job, OpRecord, Program, Reloc, Task
 from .geometry import FEATURE_ATOM
-from .lower import RocketConv
+from .lower import EwOperand, RocketConv
 from .pool import RocketPool
-from .stream import ROLE_BIAS, ROLE_INPUT, ROLE_OUTPUT, ROLE_REGCMD, ROLE_WEIGHTS, EncodeError, Stream
+from .stream import ROLE_BIAS, ROLE_EW, ROLE_INPUT, ROLE_OUTPUT, ROLE_REGCMD, ROLE_WEIGHTS, EncodeError, Stream
 
 if TYPE_CHECKING:
     from .views import Views
 
 RocketOp = RocketConv | RocketPool  # an operation that runs (lower_partition also returns views, views.py)
+
+
+def ew_operand(c: RocketOp) -> EwOperand | None:
+    """A convolution's fused ADD operand (pools have none)."""
+    return c.ew if isinstance(c, RocketConv) else None
 
 
 @dataclass(frozen=True)
@@ -34,11 +39,14 @@ class TensorInfo:
 
 
 def tensors(convs: list[RocketOp]) -> dict[int, TensorInfo]:
-    """Every feature map the operations read or write, in first-use order (input, output)."""
+    """Every feature map the operations read or write, in first-use order (input, output, element-wise operand)."""
     out: dict[int, TensorInfo] = {}
     for c in convs:
         out.setdefault(c.input_tensor, TensorInfo(c.in_h, c.in_w, c.in_c, c.dtype))
         out.setdefault(c.output_tensor, TensorInfo(c.out_h, c.out_w, c.out_c, c.dtype))
+        ew = ew_operand(c)
+        if ew is not None:
+            out.setdefault(ew.tensor, TensorInfo(c.out_h, c.out_w, c.out_c, c.dtype))
     return out
 
 
@@ -47,6 +55,9 @@ def reader_zero_points(convs: list[RocketOp]) -> dict[int, int]:
     zps: dict[int, int] = {}
     for c in convs:
         zps.setdefault(c.input_tensor, c.in_zp)
+        ew = ew_operand(c)
+        if ew is not None:
+            zps.setdefault(ew.tensor, ew.zp)
     return zps
 
 
@@ -57,13 +68,17 @@ def xor(dtype: str) -> int:
 
 def buffer_names(k: int, c: RocketOp) -> dict[str, str]:
     """Relocation role -> buffer name for operation k."""
-    return {
+    names = {
         ROLE_INPUT: f"t{c.input_tensor}",
         ROLE_OUTPUT: f"t{c.output_tensor}",
         ROLE_WEIGHTS: f"op{k}.weights",
         ROLE_BIAS: f"op{k}.bias",
         ROLE_REGCMD: f"op{k}.regcmd",
     }
+    ew = ew_operand(c)
+    if ew is not None:
+        names[ROLE_EW] = f"t{ew.tensor}"
+    return names
 
 
 def regcmd_reloc(buffer: str, offset: int, target: str) -> Reloc:
@@ -110,8 +125,9 @@ def add_operation(prog: Program, names: dict[str, str], weights: tuple[int, byte
     tasks = add_tasks(prog, names, streams, offsets)
     outs = [names[ROLE_OUTPUT]]
     # a buffer read and written by the job (views of one buffer, views.py) is listed once, as written: the kernel
-    # wants the lists disjoint, and a written BO is one the job may also read
-    ins = [b for b in [names[ROLE_INPUT]] if b not in outs]
+    # wants the lists disjoint, and a written BO is one the job may also read; a fused ADD's operand is read too
+    # (a residual ADD may read the convolution's own input: listed once)
+    ins = list(dict.fromkeys(b for b in (names[ROLE_INPUT], names.get(ROLE_EW)) if b and b not in outs))
     if one_job:
         prog.jobs.append(Job(tasks, ins, outs))
     else:
@@ -174,3 +190,9 @@ def check_outputs(convs: list[RocketOp], outputs: list[int], views: Views | None
             continue  # a view of NPU work or the buffer of such views (views.claims)
         if t not in produced:
             raise EncodeError(f"partition output {t} is not produced by an NPU operation")
+
+
+def op_kind(c: RocketOp) -> str:
+    """The operation's label for tools: the convolution's builtin, "+ADD" / "+SUB" with a fused one."""
+    ew = ew_operand(c)
+    return c.kind + ("" if ew is None else "+SUB" if ew.scale < 0 else "+ADD")

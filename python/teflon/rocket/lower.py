@@ -8,7 +8,7 @@ width = the contiguous TFLite W (dims[2]), rows = TFLite H (dims[1]); see docs/h
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .views import RocketView
 
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
-ADD_REASON = "ADD runs on the CPU: the rocket encoder does not emit the DPU element-wise path yet"
+ELEMENTWISE_FUSED = ("ADD", "SUB")  # fused into the producing convolution (add_fusion)
 
 
 class LoweringError(ValueError):
@@ -34,6 +34,16 @@ def stored_offset(dtype: str) -> int:
     if dtype == "int8":
         return 0
     raise LoweringError(f"tensor type {dtype} not supported (uint8 or int8 only)")
+
+
+@dataclass(frozen=True)
+class EwOperand:
+    """The other input of an ADD fused into the convolution that produces its first input: read by DPU_RDMA's
+    element-wise reader and added by the DPU's EW stage before OUT_CVT (rocket.md §3.5)."""
+
+    tensor: int
+    zp: int  # stored zero point
+    scale: np.float32  # negative for a SUB: the operand is subtracted
 
 
 @dataclass
@@ -74,6 +84,8 @@ class RocketConv:
     # DPU clamp must (None: nothing to clamp on that side); only set when lowered with clamp=True
     act_min: int | None = None
     act_max: int | None = None
+    # A fused ADD (nodes then ends with the ADD; output_tensor, out_zp and out_scale are the ADD's), or None
+    ew: EwOperand | None = None
 
     @property
     def single_channel_input(self) -> bool:
@@ -307,37 +319,106 @@ def _check_activation(act: str, dtype: str, sy: np.float32, zy: int, clamp: bool
     return lo, hi
 
 
+def add_fusion(graph: Graph, add: Operation, convs: dict[int, RocketConv]) -> tuple[RocketConv, int]:
+    """(the convolution whose output the ADD consumes, the ADD's other input) or LoweringError(reason).
+
+    `convs`: the convolutions that run on the NPU, by output tensor. The fused operation runs at the ADD's
+    position, so the other input (a partition input or an earlier operation's output) is ready by then; the
+    convolution's own output must feed nothing but the ADD, since it is never written. A SUB (a - b) fuses only
+    into the convolution producing a: the operand b enters with a negative scale."""
+    kind = add.kind
+    if len(add.inputs) != 2 or len(add.outputs) != 1:
+        raise LoweringError(f"{kind} with unexpected inputs/outputs")
+    a, b = (graph.tensors[t] for t in add.inputs)
+    y = graph.tensors[add.outputs[0]]
+    if a.is_constant or b.is_constant:
+        raise LoweringError(f"{kind} with a constant input runs on the CPU (no operand buffer is emitted for constants)")
+    if not (a.shape == b.shape == y.shape):
+        raise LoweringError(f"broadcasting {kind} {a.shape}, {b.shape} runs on the CPU")
+    if a.index == b.index:
+        raise LoweringError(f"{kind} of a tensor with itself runs on the CPU")
+    why = (f"no convolution on the NPU produces {'the first' if kind == 'SUB' else 'an'} {kind} input (only {kind}s "
+           "fused into their producing convolution run on the NPU)")
+    # When both inputs qualify, fuse into the convolution with the smaller output scale: the fused operation skips
+    # that tensor's rounding, an error of half its LSB (docs/hardware/rocket.md "Fused ADD: numbers").
+    pairs = sorted(((a, b), (b, a)), key=lambda p: float(p[0].quant.scale) if p[0].quant is not None else 0.0)
+    if kind == "SUB":
+        pairs = [(a, b)]
+    for first, other in pairs:
+        conv = convs.get(first.index)
+        if conv is None:
+            continue
+        if conv.ew is not None:
+            why = f"node {conv.nodes[0]} already has a fused ADD or SUB"
+        elif len([op for op in graph.consumers(first.index) if op.index != add.index]) or \
+                add.inputs.count(first.index) != 1:
+            why = f"tensor {first.index} (output of node {conv.nodes[0]}) is also used outside the {kind}"
+        elif conv.activation != "NONE":
+            why = f"the convolution feeding the {kind} (node {conv.nodes[0]}) has a fused {conv.activation}"
+        elif other.dtype != conv.dtype or y.dtype != conv.dtype:
+            why = f"{kind} with mixed types ({first.dtype}, {other.dtype} -> {y.dtype})"
+        else:
+            _quant(other, f"{kind} input")
+            sy, zy = _quant(y, f"{kind} output")
+            _check_activation(str(add.options.get("activation", "NONE")), y.dtype, sy, zy, False)
+            return conv, other.index
+    raise LoweringError(why)
+
+
+def fuse_add(graph: Graph, add: Operation, conv: RocketConv, other: int) -> RocketConv:
+    """`conv` computing conv + the ADD's other input (conv - it for a SUB), requantized to the output (a new
+    RocketConv)."""
+    b = graph.tensors[other]
+    y = graph.tensors[add.outputs[0]]
+    sb, zb = _quant(b, f"{add.kind} input")
+    sy, zy = _quant(y, f"{add.kind} output")
+    off = stored_offset(conv.dtype)
+    sign = np.float32(-1.0 if add.kind == "SUB" else 1.0)
+    return replace(conv, nodes=[*conv.nodes, add.index], output_tensor=y.index, out_zp=zy - off, out_scale=sy,
+                   ew=EwOperand(other, zb - off, sign * sb))
+
+
 def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, unary: bool = False,
-                    clamp: bool = False) -> list[RocketConv | RocketPool | list[RocketView]]:
+                    clamp: bool = False, outputs: list[int] | None = None
+                    ) -> list[RocketConv | RocketPool | list[RocketView]]:
     """Lower the partition's nodes into rocket operations (convolutions, pools; a view node into its views,
     views.py; with `unary`, a table op into a RocketUnary, unary_lower.py; `clamp`: fused RELU/RELU6 through the
-    DPU clamp), in graph execution order."""
+    DPU clamp), in graph execution order; each ADD / SUB is fused into the convolution producing one of its inputs
+    (add_fusion), which then runs at the ADD's position."""
     from .pool import POOL_KINDS, lower_pool_ops
     from .unary_lower import is_unary_node, lower_unary
     from .views import VIEW_KINDS, lower_views
 
     by_index = {op.index: op for op in graph.operations}
     order = {op.index: i for i, op in enumerate(graph.operations)}
-    ops: list[RocketConv | RocketPool | list[RocketView]] = []
-    for n in nodes:
+    by_output: dict[int, RocketConv] = {}  # the convolutions (fused ADDs included) by output tensor
+    others: list[RocketConv | RocketPool | list[RocketView]] = []
+    for n in sorted(nodes, key=lambda i: order[i]):
         op = by_index[n]
         if unary and is_unary_node(graph, op):
             if op.kind != "MUL":  # a SiLU's MUL is part of its LOGISTIC's operation
-                ops.append(lower_unary(graph, op))  # type: ignore[arg-type]
-                if not set(ops[-1].nodes) <= set(nodes):
-                    raise LoweringError(f"SiLU nodes {ops[-1].nodes} split across partitions")
+                others.append(lower_unary(graph, op))  # type: ignore[arg-type]
+                if not set(others[-1].nodes) <= set(nodes):  # type: ignore[union-attr]
+                    raise LoweringError(f"SiLU nodes {others[-1].nodes} split across partitions")  # type: ignore[union-attr]
             elif not any(n in nodes for n in (p.index for p in graph.operations if p.outputs[0] in op.inputs)):
                 raise LoweringError(f"SiLU MUL (node {n}) without its LOGISTIC in the partition")
         elif op.kind in CONV_LOWERINGS:
-            ops.append(lower_conv_like(graph, op, per_channel, clamp))
+            conv = lower_conv_like(graph, op, per_channel, clamp)
+            by_output[conv.output_tensor] = conv
         elif op.kind in VIEW_KINDS:
-            ops.append(lower_views(graph, op))
+            others.append(lower_views(graph, op))
         elif op.kind in POOL_KINDS:
-            ops.extend(lower_pool_ops(graph, op))
-        elif op.kind == "ADD":
-            raise LoweringError(ADD_REASON)
+            others.extend(lower_pool_ops(graph, op))
+        elif op.kind in ELEMENTWISE_FUSED:
+            conv, other = add_fusion(graph, op, by_output)
+            if outputs is not None and conv.output_tensor in outputs:
+                raise LoweringError(f"tensor {conv.output_tensor} feeds a fused ADD and is a partition output")
+            del by_output[conv.output_tensor]
+            fused = fuse_add(graph, op, conv, other)
+            by_output[fused.output_tensor] = fused
         else:
             raise LoweringError(f"{op.kind} (node {n}) is not supported by the rocket backend")
+    ops: list[RocketConv | RocketPool | list[RocketView]] = [*by_output.values(), *others]
     # stable: a node's own operations keep their order
     ops.sort(key=lambda c: order[(c[0] if isinstance(c, list) else c).nodes[-1]])
     return ops

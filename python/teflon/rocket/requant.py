@@ -97,3 +97,27 @@ def activation_clamp(c_act_min: int | None, c_act_max: int | None, out_zp: int, 
         raise ValueError(f"fused RELU6 bound {c_act_max - out_zp} LSB above the zero point is not a clamp before "
                          f"OUT_CVT ({scale} / 2^{shift} steps over it)")
     return 0, x
+
+
+EW_SCALE_BITS = 15  # magnitude bits of the 16-bit two's complement EW_OP_CVT_SCALE
+EW_SHIFT_MAX = 63  # EW_OP_CVT_SHIFT is 6 bits
+
+
+def ew_cvt(ratio: float) -> tuple[int, int]:
+    """(EW_OP_CVT_SCALE, EW_OP_CVT_SHIFT) with scale / 2^shift ~= ratio, the element-wise operand's LSB in units of
+    the DPU value it is added to (rocket.md §3.5): the scale as a 16-bit two's complement value with its magnitude
+    in [2^14, 2^15), rounded to nearest (relative error at most 2^-15; Mesa truncates to 14 bits, RK3576's vendor
+    programs normalize the same way, e.g. 24530 / 2^3). Raises ValueError outside the fields."""
+    if not math.isfinite(ratio) or ratio == 0:
+        raise ValueError(f"element-wise operand scale ratio {ratio} not representable")
+    mant, exp = math.frexp(ratio)  # ratio = mant * 2^exp, |mant| in [0.5, 1)
+    shift = EW_SCALE_BITS - exp
+    scale = math.floor(mant * (1 << EW_SCALE_BITS) + 0.5)
+    if scale == 1 << EW_SCALE_BITS:
+        scale, shift = 1 << (EW_SCALE_BITS - 1), shift - 1
+    if shift < 0:
+        raise ValueError(f"element-wise operand scale ratio {ratio:.6g} too large (at least 2^15 accumulator units "
+                         "per operand step)")
+    if shift > EW_SHIFT_MAX:
+        raise ValueError(f"element-wise operand scale ratio {ratio:.6g} too small for the 6-bit shift")
+    return scale, shift

@@ -22,6 +22,7 @@ ROLE_OUTPUT = "output"
 ROLE_WEIGHTS = "weights"
 ROLE_BIAS = "bias"
 ROLE_REGCMD = "regcmd"
+ROLE_EW = "ew"  # the element-wise operand of a fused ADD
 
 class EncodeError(ValueError):
     pass

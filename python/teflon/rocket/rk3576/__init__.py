@@ -33,5 +33,5 @@ def compile(regmap: RegMap, device: str, graph: Graph, nodes: list[int], inputs:
     from .encoder import compile_ops
 
     del mesa_compat  # nothing to be compatible with
-    return compile_ops(regmap, device, lower_partition(graph, nodes, per_channel=True, clamp=True),
+    return compile_ops(regmap, device, lower_partition(graph, nodes, per_channel=True, clamp=True, outputs=outputs),
                        inputs, outputs, graph)

@@ -10,6 +10,7 @@ round4(W*H) when an NPU operation writes it (as the DPU writes planes).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from ...hw.regmap import RegMap, RegMapError
@@ -21,12 +22,21 @@ from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..lower import RocketConv
 from ..pool import RocketPool
 from ..ppu import pool_info, pool_stream
-from ..requant import activation_clamp
+from ..requant import activation_clamp, ew_cvt
 from ..stream import EncodeError, Stream, regcmd_bytes
 from ..views import RocketView, resolve
 from . import coefs, weights
 from .split import Task, split
-from .stream import LayerParams, dpu_plane, link, pool_pad_registers, pool_trailer, task_stream, with_input_pitch
+from .stream import (
+    EwParams,
+    LayerParams,
+    dpu_plane,
+    link,
+    pool_pad_registers,
+    pool_trailer,
+    task_stream,
+    with_input_pitch,
+)
 
 PLANE_GROUP = 4  # tensor buffers hold whole 64-channel groups of planes (the DPU writes 32/64 at a time)
 # The CNA reads 16 x TASK_SURF = 16 x round4(IW x fetched rows) bytes of every plane from the first fetched row:
@@ -56,11 +66,20 @@ def coefficients(c: RocketConv) -> Coefficients:
     return Coefficients(coefs.coefficient_table(s.a, -c.w_zp, s.multipliers.c, c.depthwise), s.multipliers, s.shift)
 
 
-def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None) -> tuple[LayerParams, Coefficients]:
-    """Everything but the weight bytes; raises EncodeError. `graph`: see encode_layer."""
+def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None,
+                 ew_plane: int = 0) -> tuple[LayerParams, Coefficients]:
+    """Everything but the weight bytes; raises EncodeError. `graph`: see encode_layer; `ew_plane`: the plane pitch
+    of a fused ADD's operand."""
     try:
         sp = split(geometry(c))
         co = memo(graph, (__name__, "coefficients", tuple(c.nodes)), lambda: coefficients(c))
+        ew = None
+        if c.ew is not None:
+            co = replace(co, shift=_ew_shift(c, co))
+            # the operand joins the coefficient stage's output u, in units of sx * s_one * 2^(shift - q)
+            unit = float(c.in_scale) * co.multipliers.s_one * 2.0 ** (co.shift - co.multipliers.bits)
+            ew_scale, ew_shift = ew_cvt(float(c.ew.scale) / unit)
+            ew = EwParams(-c.ew.zp, ew_scale, ew_shift, ew_plane)
         scale, shift = perchannel.out_cvt(float(c.in_scale), co.multipliers, float(c.out_scale), co.shift)
         clamp = activation_clamp(c.act_min, c.act_max, c.out_zp, scale, shift)
     except (SplitError, ValueError) as e:
@@ -70,40 +89,54 @@ def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None) -> tu
         # after the per-channel multiplier is not known (docs/hardware/rocket-rk3576.md, "Activations")
         raise EncodeError(f"fused {c.activation} inside the output range with per-channel weights (the DPU clamp's "
                           "place relative to the per-channel multiplier is not known on rk3576)")
-    return LayerParams(c, sp, in_plane, scale, shift, len(co.table), co.shift, clamp), co
+    return LayerParams(c, sp, in_plane, scale, shift, len(co.table), co.shift, clamp=clamp, ew=ew), co
 
 
-def encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None = None) -> EncodedLayer:
+def _ew_shift(c: RocketConv, co: Coefficients) -> int:
+    """The coefficient shift of a layer with a fused ADD: at least the table's, and large enough that one step of
+    the operand is below 2^15 units of u (the converter's 16-bit signed scale, shift >= 0). A per-channel layer's
+    u keeps q - shift fractional bits, so its operand step can reach 2^20 units (tf2_mobilenet_v2_1.0_224_ptq);
+    each bit more of shift rounds u to twice the step, an error below half an operand step / 2^14 at the limit,
+    i.e. under 1e-4 output LSB when the operand and output scales are alike."""
+    ratio = float(c.ew.scale) / (float(c.in_scale) * co.multipliers.s_one) if c.ew is not None else 0.0
+    # ratio * 2^(q - shift) <= 32767 keeps the rounded scale below 2^15 with a shift >= 0 (requant.ew_cvt)
+    need = co.multipliers.bits + math.ceil(math.log2(ratio / 32767)) if ratio > 0 else 0
+    return max(co.shift, need)
+
+
+def encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None = None,
+                 ew_plane: int = 0) -> EncodedLayer:
     """Raises EncodeError. With `graph` (the one `c` was lowered from) once per graph: the support decision
     encodes every layer with the plane pitch of a host-written input, and a partition's compile reuses that
-    layer, with the pitch word replaced where its input pitch differs."""
+    layer, with the pitch word replaced where its input pitch differs. `ew_plane`: a fused ADD operand's plane
+    pitch (16-byte atoms)."""
     def compute() -> EncodedLayer:
         host = c.in_h * c.in_w
-        done = graph.derived.get(_layer_key(c, host)) if graph is not None and in_plane != host else None
+        done = graph.derived.get(_layer_key(c, host, ew_plane)) if graph is not None and in_plane != host else None
         if done is None:
-            return _encode_layer(rm, c, in_plane, graph)
+            return _encode_layer(rm, c, in_plane, graph, ew_plane)
         try:
             streams = with_input_pitch(rm, done.streams, host, in_plane)
         except RegMapError as e:
             raise EncodeError(f"register limit: {e}") from e
         return EncodedLayer(replace(done.params, in_plane=in_plane), streams, done.offsets, done.weights, done.coefs)
 
-    return memo(graph, _layer_key(c, in_plane), compute)
+    return memo(graph, _layer_key(c, in_plane, ew_plane), compute)
 
 
-def _layer_key(c: RocketConv, in_plane: int) -> tuple[object, ...]:
-    return (__name__, "layer", tuple(c.nodes), in_plane)
+def _layer_key(c: RocketConv, in_plane: int, ew_plane: int) -> tuple[object, ...]:
+    return (__name__, "layer", tuple(c.nodes), in_plane, ew_plane)
 
 
-def _encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None) -> EncodedLayer:
-    p, co = layer_params(c, in_plane, graph)
+def _encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None, ew_plane: int) -> EncodedLayer:
+    p, co = layer_params(c, in_plane, graph, ew_plane)
     try:
         streams = [task_stream(rm, p, t) for t in p.split.tasks]
         offsets = link(rm, streams)
     except RegMapError as e:
         raise EncodeError(f"register limit: {e}") from e
     try:
-        packed = memo(graph, (__name__, "weights", tuple(c.nodes), p.split.oc_chunk),
+        packed = memo(graph, (__name__, "weights", tuple(c.nodes[:1]), p.split.oc_chunk),
                       lambda: _packed_weights(c, p.split.oc_chunk))
     except ValueError as e:
         raise EncodeError(str(e)) from e
@@ -156,11 +189,12 @@ def compile_ops(rm: RegMap, device: str, ops: list[RocketOp | list[RocketView]],
             assemble.add_operation(prog, names, None, None, regcmd, streams, [0], True,
                                    OpRecord(c.nodes, c.kind, [], pool_info(c, in_plane, out_plane)))
             continue
-        enc = encode_layer(rm, c, in_plane, graph)
+        ew_plane = plane[views.place(c.ew.tensor)[0]] if c.ew is not None else 0  # the operand's (holder's) pitch
+        enc = encode_layer(rm, c, in_plane, graph, ew_plane)
         regcmd = assemble.patch_addends(regcmd_bytes(enc.streams, enc.offsets), enc.streams, enc.offsets, addends)
         # one job per operation: its row windows share CBUF rows, so they run back to back on one core
         assemble.add_operation(prog, names, (len(enc.weights), enc.weights), enc.coefs, regcmd, enc.streams,
-                               enc.offsets, True, OpRecord(c.nodes, c.kind, [], _op_info(enc)))
+                               enc.offsets, True, OpRecord(c.nodes, assemble.op_kind(c), [], _op_info(enc)))
 
     for t in inputs:
         if t in shapes or t in views.by_view:
@@ -174,7 +208,10 @@ def compile_ops(rm: RegMap, device: str, ops: list[RocketOp | list[RocketView]],
 def _op_info(enc: EncodedLayer) -> dict[str, object]:
     p = enc.params
     c = p.conv
+    ew = {} if p.ew is None or c.ew is None else {
+        "ew": {"tensor": c.ew.tensor, "offset": p.ew.offset, "scale": p.ew.scale, "shift": p.ew.shift}}
     return {
+        **ew,
         "depthwise": c.depthwise,
         "per_channel": c.w_scales is not None,
         "out_cvt": [p.cvt_scale, p.cvt_shift],

@@ -19,6 +19,8 @@ from teflon.rocket.rk3588.regs import PPU_COMMON, PPU_RDMA_COMMON, UNITS, _s_poi
 
 INT32_MIN = 0x80000000
 INT32_MAX = 0x7FFFFFFF
+EW_CFG_BYPASS = 0x010041C1  # DPU 0x407C in every vendor conv without an element-wise operand
+EW_CFG_ADD = 0x8002C0C0  # DPU 0x407C where the vendor adds a second tensor (fused Add(Conv, Conv), Add/Sub)
 
 
 def _only(name: str, lo: int, hi: int, *values: int) -> Field:
@@ -180,9 +182,14 @@ DPU = (
     _clamp(0x4070, "CLAMP2_MAX", open_range=True),
     _clamp(0x4074, "CLAMP3_MIN", open_range=True),
     _clamp(0x4078, "CLAMP3_MAX", open_range=True),
-    _undoc("DPU", 0x407C, 0x010041C1, note="meaning unknown; always 0x010041C1"),
-    _undoc("DPU", 0x4080),
-    _undoc("DPU", 0x4084, 1, note="meaning unknown; always 1"),
+    reg("DPU", "EW_CFG", 0x407C, _only("VALUE", 0, 31, EW_CFG_BYPASS, EW_CFG_ADD),
+        note="the EW stage: 0x010041C1 in every conv without an element-wise operand, 0x8002C0C0 where the vendor "
+             "adds a second tensor (its fused Add(Conv, Conv) and standalone Add/Sub programs); only these two"),
+    reg("DPU", "EW_CVT_OFFSET_VALUE", 0x4080, ("EW_OP_CVT_OFFSET", 0, 31, True),
+        note="added to the stored operand: minus its zero point in the vendor's Add programs (RK3588 0x4074)"),
+    reg("DPU", "EW_CVT_SCALE_VALUE", 0x4084, ("EW_OP_CVT_SCALE", 0, 15, True), ("EW_OP_CVT_SHIFT", 16, 21),
+        note="operand converter: signed 16-bit scale (negative for the vendor's Sub) and right shift; 1 when "
+             "bypassed (RK3588 0x4078)"),
     _clamp(0x4088, "CLAMP4_MIN"),
     _clamp(0x408C, "CLAMP4_MAX"),
     _undoc("DPU", 0x4090),
@@ -228,19 +235,24 @@ DPU_RDMA = (
     _undoc("DPU_RDMA", 0x5028),
     _undoc("DPU_RDMA", 0x502C),
     _undoc("DPU_RDMA", 0x5030),
-    reg("DPU_RDMA", "ERDMA_CFG", 0x5034, _only("ERDMA_DISABLE", 0, 0, 1), _only("BIT6", 6, 6, 0, 1),
-        note="0x41 int8, 0x1 fp16"),
-    _undoc("DPU_RDMA", 0x5038),
-    _undoc("DPU_RDMA", 0x5040),
+    reg("DPU_RDMA", "ERDMA_CFG", 0x5034, _only("ERDMA_DISABLE", 0, 0, 0, 1), _only("ERDMA_DATA_SIZE", 2, 3, 0, 1),
+        _only("BIT6", 6, 6, 0, 1), _only("ERDMA_BIT28", 28, 28, 0, 1), _only("ERDMA_DATA_MODE", 30, 31, 0, 1),
+        note="0x41 int8 without operand, 0x1 fp16; 0x50000044 with the operand of a fused conv + Add, 0x40000044 "
+             "in the standalone element-wise program (RK3588 field positions)"),
+    reg("DPU_RDMA", "EW_BASE_ADDR", 0x5038, ("EW_BASE_ADDR", 0, 31), note="element-wise operand address"),
+    reg("DPU_RDMA", "EW_SURF_STRIDE", 0x5040, ("EW_SURF_STRIDE", 0, 27),
+        note="operand surface pitch in 16-byte units (not shifted; W x H in the vendor's Add programs)"),
     reg(
         "DPU_RDMA", "FEATURE_MODE_CFG", 0x5044,
-        _only("CONV_MODE", 1, 2, 0, 1), _only("MRDMA_DISABLE", 4, 4, 1), _only("PROC_PRECISION", 5, 7, 0, 2),
-        _only("IN_PRECISION", 15, 17, 0, 2), _only("BIT30", 30, 30, 1),
+        _only("CONV_MODE", 1, 2, 0, 1), _only("EW_BIT3", 3, 3, 0, 1), _only("MRDMA_DISABLE", 4, 4, 1),
+        _only("PROC_PRECISION", 5, 7, 0, 2), _only("IN_PRECISION", 15, 17, 0, 2), _only("BIT30", 30, 30, 1),
+        note="EW_BIT3 set with the ERDMA operand of a fused conv + Add (0x40000018), meaning otherwise unknown",
     ),
     _undoc("DPU_RDMA", 0x5048),
-    _undoc("DPU_RDMA", 0x504C),
+    reg("DPU_RDMA", "SURF_NOTCH", 0x504C, ("SURF_NOTCH_ADDR", 0, 27),
+        note="16-byte units; W x H with a fused conv + Add, 0 otherwise (also in the standalone program)"),
     _undoc("DPU_RDMA", 0x5064),
-    _undoc("DPU_RDMA", 0x506C),
+    reg("DPU_RDMA", "EW_SURF_NOTCH", 0x506C, ("EW_SURF_NOTCH", 0, 27), note="as SURF_NOTCH"),
     _undoc("DPU_RDMA", 0x5078),
     _undoc("DPU_RDMA", 0x507C),
 )

@@ -19,9 +19,9 @@ from ..geometry import FEATURE_ATOM, align
 from ..lower import RocketConv
 from ..pool import RocketPool
 from ..ppu import MAX_PAD_VALUE
-from ..stream import ROLE_BIAS, ROLE_INPUT, ROLE_OUTPUT, ROLE_WEIGHTS, TRAILER_WORDS, Emitter, Stream, chain
+from ..stream import ROLE_BIAS, ROLE_EW, ROLE_INPUT, ROLE_OUTPUT, ROLE_WEIGHTS, TRAILER_WORDS, Emitter, Stream, chain
 from . import coefs
-from .regs import INT32_MAX, INT32_MIN, STREAM_ORDER
+from .regs import EW_CFG_ADD, EW_CFG_BYPASS, INT32_MAX, INT32_MIN, STREAM_ORDER
 from .split import Split, Task
 
 BODY_WORDS = len(STREAM_ORDER)
@@ -39,6 +39,17 @@ def dpu_plane(h: int, w: int) -> int:
 
 
 @dataclass(frozen=True)
+class EwParams:
+    """A fused ADD's operand: DPU_RDMA's ERDMA reads it, the DPU EW stage adds it converted (the vendor's
+    add-2conv program, docs/hardware/rocket-rk3576.md "Fused ADD")."""
+
+    offset: int  # EW_CVT_OFFSET: minus the operand's stored zero point
+    scale: int  # EW_OP_CVT_SCALE (signed)
+    shift: int  # EW_OP_CVT_SHIFT
+    plane: int  # the operand tensor's plane pitch, 16-byte atoms
+
+
+@dataclass(frozen=True)
 class LayerParams:
     """Whole-operation values shared by all tasks."""
 
@@ -50,6 +61,7 @@ class LayerParams:
     shift_offset: int  # byte offset of the shift word in the coefficient buffer
     bs_shift: int  # the shift word's shift (coefs_rk3576)
     clamp: tuple[int, int | None] | None = None  # fused RELU/RELU6 bounds before OUT_CVT (CLAMP2/3), None: off
+    ew: EwParams | None = None
 
     @property
     def in_c16(self) -> int:
@@ -154,8 +166,7 @@ def _values(p: LayerParams, task: Task) -> dict[str, dict[str, int]]:
                           {"N0": 1, "N1": 1, "GROUP_PHASE": (groups_out - 1) & 1, "N3": 1, "N4": 1, "FLOAT_OFF": 1}),
         **clamp,
         "DPU_UNDOC_4060": {"VALUE": 0x903 if p.clamp is None else 0x902},
-        "DPU_UNDOC_407C": {"VALUE": 0x010041C1},
-        "DPU_UNDOC_4084": {"VALUE": 1},
+        **_ew_values(p, task),
         "DPU_OUT_CVT_OFFSET": {"OUT_CVT_OFFSET": c.out_zp},
         "DPU_OUT_CVT_SCALE": {"OUT_CVT_SCALE": p.cvt_scale},
         "DPU_OUT_CVT_SHIFT": {"OUT_CVT_SHIFT": p.cvt_shift},
@@ -166,8 +177,29 @@ def _values(p: LayerParams, task: Task) -> dict[str, dict[str, int]]:
         "DPU_RDMA_DATA_CUBE_HEIGHT": {"HEIGHT_M1": rows_out - 1},
         "DPU_RDMA_DATA_CUBE_CHANNEL": {"CHANNEL_M1": ocs - 1},
         "DPU_RDMA_BRDMA_CFG": {"BRDMA_CFG": 0x510 if dw else 0x710},
-        "DPU_RDMA_ERDMA_CFG": {"ERDMA_DISABLE": 1, "BIT6": 1},
-        "DPU_RDMA_FEATURE_MODE_CFG": {"CONV_MODE": int(dw), "MRDMA_DISABLE": 1, "BIT30": 1},
+    }
+
+
+def _ew_values(p: LayerParams, task: Task) -> dict[str, dict[str, int]]:
+    """DPU EW and DPU_RDMA ERDMA words: bypassed, or the vendor's fused conv + Add (add-2conv: EW_CFG 0x8002C0C0,
+    ERDMA_CFG 0x50000044, FEATURE_MODE_CFG 0x40000018, stride and notches W x H for a whole-plane task). The
+    notches of a row window follow the RK3588 reading of Mesa's words: 2 x stride - the task cube
+    (docs/hardware/rocket-rk3576.md)."""
+    dw = int(p.conv.depthwise)
+    if p.ew is None:
+        return {"DPU_EW_CFG": {"VALUE": EW_CFG_BYPASS}, "DPU_EW_CVT_SCALE_VALUE": {"EW_OP_CVT_SCALE": 1},
+                "DPU_RDMA_ERDMA_CFG": {"ERDMA_DISABLE": 1, "BIT6": 1},
+                "DPU_RDMA_FEATURE_MODE_CFG": {"CONV_MODE": dw, "MRDMA_DISABLE": 1, "BIT30": 1}}
+    notch = 2 * p.ew.plane - p.conv.out_w * task.window.out_rows
+    return {
+        "DPU_EW_CFG": {"VALUE": EW_CFG_ADD},
+        "DPU_EW_CVT_OFFSET_VALUE": {"EW_OP_CVT_OFFSET": p.ew.offset},
+        "DPU_EW_CVT_SCALE_VALUE": {"EW_OP_CVT_SCALE": p.ew.scale, "EW_OP_CVT_SHIFT": p.ew.shift},
+        "DPU_RDMA_ERDMA_CFG": {"ERDMA_DATA_SIZE": 1, "BIT6": 1, "ERDMA_BIT28": 1, "ERDMA_DATA_MODE": 1},
+        "DPU_RDMA_FEATURE_MODE_CFG": {"CONV_MODE": dw, "EW_BIT3": 1, "MRDMA_DISABLE": 1, "BIT30": 1},
+        "DPU_RDMA_EW_SURF_STRIDE": {"EW_SURF_STRIDE": p.ew.plane},
+        "DPU_RDMA_SURF_NOTCH": {"SURF_NOTCH_ADDR": notch},
+        "DPU_RDMA_EW_SURF_NOTCH": {"EW_SURF_NOTCH": notch},
     }
 
 
@@ -191,7 +223,12 @@ def _addresses(p: LayerParams, task: Task) -> dict[str, tuple[str, int]]:
     c = p.conv
     t = task.window
     plane = task.oc0 // FEATURE_ATOM * p.out_plane * FEATURE_ATOM
+    ew = {}
+    if p.ew is not None:  # the operand has the output's geometry, at its own plane pitch
+        ew["DPU_RDMA_EW_BASE_ADDR"] = (ROLE_EW, (task.oc0 // FEATURE_ATOM * p.ew.plane + t.out_row0 * c.out_w)
+                                       * FEATURE_ATOM)
     return {
+        **ew,
         "CNA_FEATURE_DATA_ADDR": (ROLE_INPUT, t.fetch_row0 * c.in_w * FEATURE_ATOM),
         "CNA_DCOMP_ADDR0": (ROLE_WEIGHTS, p.weight_offset(task.oc0)),
         "DPU_DST_BASE_ADDR": (ROLE_OUTPUT, plane + t.out_row0 * c.out_w * FEATURE_ATOM),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...hw.regmap import RegMap
 from ...ir import Graph
-from ..lower import ADD_REASON, CONV_LOWERINGS, LoweringError, lower_conv_like
+from ..lower import CONV_LOWERINGS, ELEMENTWISE_FUSED, LoweringError, RocketConv, add_fusion, fuse_add, lower_conv_like
 from ..pool import POOL_KINDS, RocketPool, describe_pool, lower_pool_ops
 from ..stream import EncodeError
 from ..views import VIEW_KINDS, claims
@@ -22,9 +22,20 @@ ARGB_NOT_USED = ("direct path, {ic} input channels padded to 16 (ARGB first-laye
 def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     """{node index: (claimed, reason)} for every operation of the graph on rk3576."""
     out: dict[int, tuple[bool, str]] = {}
+    by_output: dict[int, RocketConv] = {}  # claimed convolutions (fused ADDs included) by output tensor
     for op in graph.operations:
-        if op.kind == "ADD":
-            out[op.index] = (False, ADD_REASON)
+        if op.kind in ELEMENTWISE_FUSED:  # SUB: the vendor's Sub programs use the add with a negative scale
+            try:
+                conv, other = add_fusion(graph, op, by_output)
+                fused = fuse_add(graph, op, conv, other)
+                # a host-written operand's pitch (the pitch does not change which values fit)
+                encode_layer(regmap, fused, fused.in_h * fused.in_w, graph, ew_plane=fused.out_h * fused.out_w)
+            except (LoweringError, EncodeError) as e:
+                out[op.index] = (False, str(e))
+                continue
+            del by_output[conv.output_tensor]
+            by_output[fused.output_tensor] = fused
+            out[op.index] = (True, f"fused into node {conv.nodes[0]} (DPU element-wise add of tensor {other})")
             continue
         if op.kind in POOL_KINDS:
             try:
@@ -51,6 +62,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         except (LoweringError, EncodeError) as e:
             out[op.index] = (False, str(e))
             continue
+        by_output[conv.output_tensor] = conv
         n = len(enc.streams)
         what = "depthwise" if conv.depthwise else "fully connected as conv" if conv.kind == "FULLY_CONNECTED" else "conv"
         pc = ", per-channel" if conv.w_scales is not None else ""

@@ -32,6 +32,6 @@ def compile(regmap: RegMap, device: str, graph: Graph, nodes: list[int], inputs:
     from ..lower import lower_partition
     from .encoder import compile_ops
 
-    return compile_ops(regmap, device, lower_partition(graph, nodes, per_channel=True, unary=True, clamp=True),
-                       inputs, outputs,
+    return compile_ops(regmap, device, lower_partition(graph, nodes, per_channel=True, unary=True, clamp=True,
+                                                       outputs=outputs), inputs, outputs,
                        mesa_compat=mesa_compat, graph=graph)

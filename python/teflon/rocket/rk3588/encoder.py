@@ -19,14 +19,16 @@ from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..lower import RocketConv
 from ..pool import RocketPool
 from ..ppu import pool_info, pool_stream
-from ..requant import activation_clamp, bias_table, out_cvt
+from ..requant import activation_clamp, bias_table, ew_cvt, out_cvt
 from ..stream import EncodeError, Stream, regcmd_bytes
 from ..unary_lower import RocketUnary
 from ..views import RocketView, resolve
 from . import coefs, weights
 from .dpu import add_unary_op
 from .split import Split, split
-from .stream import OpParams, link, pool_pad_registers, pool_trailer, task_stream
+from .stream import EwParams, OpParams, link, pool_pad_registers, pool_trailer, task_stream
+
+EW_MIN_PLANE = 12  # atoms: Mesa programs EW_SURF_STRIDE as at least 12 (rocket.md §2.2 #120)
 
 
 @dataclass
@@ -61,9 +63,20 @@ def op_params(c: RocketConv, mesa_compat: bool = False) -> OpParams:
             trunc = coefs.truncate_bits(c.w_scale, c.weights, c.depthwise)
             scale, shift = out_cvt(c.in_scale, c.w_scale, c.out_scale, trunc, mesa_rounding=mesa_compat)
         clamp = activation_clamp(c.act_min, c.act_max, c.out_zp, scale, shift)
+        ew = None
+        if c.ew is not None:
+            if c.out_w * c.out_h < EW_MIN_PLANE:
+                raise EncodeError(f"fused ADD on a {c.out_w}x{c.out_h} plane: Mesa's element-wise reader takes surface "
+                                  f"strides of at least {EW_MIN_PLANE} atoms")
+            # the operand joins the value after CLIP_TRUNCATE (per-tensor) or after the BS multiplier (per-channel:
+            # units of sx * s_one * 2^(shift - q), perchannel.py): its LSB in those units
+            unit = (float(c.in_scale) * float(c.w_scale) * (1 << trunc) if s is None
+                    else float(c.in_scale) * s.multipliers.s_one * 2.0 ** (s.shift - s.multipliers.bits))
+            ew_scale, ew_shift = ew_cvt(float(c.ew.scale) / unit)
+            ew = EwParams(-c.ew.zp, ew_scale, ew_shift)
     except (SplitError, ValueError) as e:
         raise EncodeError(str(e)) from e
-    return OpParams(c, sp, trunc, scale, shift, s, clamp is not None, clamp[1] if clamp else None)
+    return OpParams(c, sp, trunc, scale, shift, s, clamp is not None, clamp[1] if clamp else None, ew)
 
 
 def build_streams(rm: RegMap, p: OpParams) -> tuple[list[Stream], list[int]]:
@@ -121,6 +134,8 @@ def compile_ops(rm: RegMap, device: str, ops: list[RocketOp | list[RocketView]],
     rows_inputs = {c.input_tensor for c in convs if c.single_channel_input}
     for t in rows_inputs & produced:
         raise EncodeError(f"tensor {t}: single-channel input produced on the NPU (needs the raw rows layout)")
+    for t in rows_inputs & {ew.tensor for c in convs if (ew := assemble.ew_operand(c)) is not None}:
+        raise EncodeError(f"tensor {t}: a fused ADD operand read as raw rows by a single-channel convolution")
     assemble.check_outputs(convs, outputs, views)
     for t, s in shapes.items():
         prog.add_buffer(Buffer(f"t{t}", tensor_bytes(s.h, s.w, s.c), tensor=True))
@@ -142,7 +157,8 @@ def compile_ops(rm: RegMap, device: str, ops: list[RocketOp | list[RocketView]],
         enc = encode_op(rm, c, mesa_compat, graph)
         regcmd = assemble.patch_addends(regcmd_bytes(enc.streams, enc.offsets), enc.streams, enc.offsets, addends)
         assemble.add_operation(prog, names, (enc.weights_alloc, enc.weights), enc.bias, regcmd, enc.streams,
-                               enc.offsets, enc.split.reuse_weights, OpRecord(c.nodes, c.kind, [], _op_info(enc)))
+                               enc.offsets, enc.split.reuse_weights,
+                               OpRecord(c.nodes, assemble.op_kind(c), [], _op_info(enc)))
 
     for t in inputs:
         if t not in shapes and t not in views.by_view:
@@ -163,7 +179,10 @@ def compile_ops(rm: RegMap, device: str, ops: list[RocketOp | list[RocketView]],
 
 def _op_info(enc: EncodedOp) -> dict[str, object]:
     c, p = enc.conv, enc.params
+    ew = {} if p.ew is None else {"ew": {"tensor": c.ew.tensor if c.ew else -1, "offset": p.ew.offset,
+                                          "scale": p.ew.scale, "shift": p.ew.shift}}
     return {
+        **ew,
         "depthwise": c.depthwise,
         "reuse_weights": p.split.reuse_weights,
         "truncate_bits": p.truncate_bits,

@@ -191,8 +191,10 @@ DPU = (
         ("EDATA_SIZE", 22, 23), ("EW_DATA_MODE", 28, 29), ("EW_CVT_ROUND", 30, 30), ("EW_CVT_TYPE", 31, 31),
     ),
     reg("DPU", "EW_CVT_OFFSET_VALUE", 0x4074, ("EW_OP_CVT_OFFSET", 0, 31, True)),
-    reg("DPU", "EW_CVT_SCALE_VALUE", 0x4078, ("EW_OP_CVT_SCALE", 0, 15), ("EW_OP_CVT_SHIFT", 16, 21),
-        ("EW_TRUNCATE", 22, 31)),
+    reg("DPU", "EW_CVT_SCALE_VALUE", 0x4078, ("EW_OP_CVT_SCALE", 0, 15, True), ("EW_OP_CVT_SHIFT", 16, 21),
+        ("EW_TRUNCATE", 22, 31),
+        note="EW_OP_CVT_SCALE two's complement [INFERRED: RK3576's vendor Sub programs write negative scales in the "
+             "same converter word]"),
     reg("DPU", "EW_RELUX_CMP_VALUE", 0x407C, ("EW_RELUX_CMP_DAT", 0, 31)),
     reg("DPU", "OUT_CVT_OFFSET", 0x4080, ("OUT_CVT_OFFSET", 0, 31, True)),
     reg("DPU", "OUT_CVT_SCALE", 0x4084, ("OUT_CVT_SCALE", 0, 15), ("FP32TOFP16_EN", 16, 16)),

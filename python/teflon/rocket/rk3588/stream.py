@@ -17,7 +17,7 @@ from ..lower import RocketConv
 from ..perchannel import ChannelScaling
 from ..pool import RocketPool
 from ..ppu import MAX_PAD_VALUE
-from ..stream import ROLE_BIAS, ROLE_INPUT, ROLE_OUTPUT, ROLE_WEIGHTS, TRAILER_WORDS, Emitter, Stream, chain
+from ..stream import ROLE_BIAS, ROLE_EW, ROLE_INPUT, ROLE_OUTPUT, ROLE_WEIGHTS, TRAILER_WORDS, Emitter, Stream, chain
 from .split import Split, Task
 
 # Mesa's single-channel ("ARGB-like") input conversion: out = ((raw + offset) * scale) >> truncate.
@@ -27,6 +27,15 @@ ARGB_CVT_OFFSET = -128
 
 
 SURF_STRIDE_MASK = (1 << 28) - 1  # CNA_DMA_CON2.SURF_STRIDE is bits 0..27
+
+
+@dataclass(frozen=True)
+class EwParams:
+    """The fused ADD's operand through DPU_RDMA and the DPU EW stage (rocket.md §3.5)."""
+
+    offset: int  # EW_CVT_OFFSET: minus the operand's stored zero point
+    scale: int  # EW_OP_CVT_SCALE
+    shift: int  # EW_OP_CVT_SHIFT
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,7 @@ class OpParams:
     scaling: ChannelScaling | None = None  # per-channel weights: the BS stream's operands (None: per-tensor)
     relu: bool = False  # BS ReLU: max(u, 0) before OUT_CVT (a fused RELU/RELU6 the output range does not apply)
     relux: int | None = None  # and the ReLUX bound: min(u, relux) (RELU6)
+    ew: EwParams | None = None
 
     @property
     def per_channel(self) -> bool:
@@ -248,9 +258,15 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
     e("DPU_BN_ALU_CFG")
     e("DPU_BN_MUL_CFG")
     e("DPU_BN_RELUX_CMP_VALUE")
-    e("DPU_EW_CFG", EW_RELU_BYPASS=1, EW_OP_CVT_BYPASS=1, EW_LUT_BYPASS=1, EW_OP_BYPASS=1, EW_BYPASS=1)
-    e("DPU_EW_CVT_OFFSET_VALUE")
-    e("DPU_EW_CVT_SCALE_VALUE", EW_OP_CVT_SCALE=1)
+    if p.ew is not None:  # Mesa's fused-ADD word 0x904202C0 (rocket.md §2.2 #81)
+        e("DPU_EW_CFG", EW_CVT_TYPE=1, EW_DATA_MODE=1, EDATA_SIZE=1, EW_ALU_ALGO=2, EW_RELU_BYPASS=1,
+          EW_LUT_BYPASS=1, EW_OP_SRC=1)
+        e("DPU_EW_CVT_OFFSET_VALUE", EW_OP_CVT_OFFSET=p.ew.offset)
+        e("DPU_EW_CVT_SCALE_VALUE", EW_OP_CVT_SHIFT=p.ew.shift, EW_OP_CVT_SCALE=p.ew.scale)
+    else:
+        e("DPU_EW_CFG", EW_RELU_BYPASS=1, EW_OP_CVT_BYPASS=1, EW_LUT_BYPASS=1, EW_OP_BYPASS=1, EW_BYPASS=1)
+        e("DPU_EW_CVT_OFFSET_VALUE")
+        e("DPU_EW_CVT_SCALE_VALUE", EW_OP_CVT_SCALE=1)
     e("DPU_EW_RELUX_CMP_VALUE")
     e("DPU_OUT_CVT_OFFSET", OUT_CVT_OFFSET=c.out_zp)
     e("DPU_OUT_CVT_SCALE", OUT_CVT_SCALE=p.cvt_scale)
@@ -266,20 +282,34 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
     e("DPU_RDMA_DATA_CUBE_WIDTH", WIDTH=tw - 1)
     e("DPU_RDMA_DATA_CUBE_HEIGHT", HEIGHT=th - 1)
     e("DPU_RDMA_DATA_CUBE_CHANNEL", CHANNEL=oc - 1)
-    e("DPU_RDMA_SRC_BASE_ADDR")
+    # The fused ADD's operand (Mesa's words, rocket.md §2.2 #113-#126): the MRDMA reads from SRC_BASE, the ERDMA
+    # from EW_BASE one operand plane further, EW_SURF_STRIDE the plane, both notches 2 planes - the task cube
+    # (= Mesa's plane + W (OH - tOH)); the operand has the output's geometry, so the task's rows are at its
+    # output offset. Mesa's max(plane, 12) is not needed: planes below 12 atoms are not claimed (encoder).
+    notch = 2 * plane - tw * th
+    if p.ew is not None:
+        e.addr("DPU_RDMA_SRC_BASE_ADDR", ROLE_EW, task.output_offset)
+    else:
+        e("DPU_RDMA_SRC_BASE_ADDR")
     e("DPU_RDMA_BRDMA_CFG", BRDMA_DATA_USE=BS_STREAM_ALL if p.per_channel else BS_STREAM_ALU)
     e.addr("DPU_RDMA_BS_BASE_ADDR", ROLE_BIAS, 0)
     e("DPU_RDMA_NRDMA_CFG")
     e("DPU_RDMA_BN_BASE_ADDR")
-    e("DPU_RDMA_ERDMA_CFG", ERDMA_DISABLE=1)
-    e("DPU_RDMA_EW_BASE_ADDR")
-    e("DPU_RDMA_EW_SURF_STRIDE")
-    e("DPU_RDMA_FEATURE_MODE_CFG", BURST_LEN=15, MRDMA_DISABLE=1, CONV_MODE=3 * dw)
+    if p.ew is not None:
+        e("DPU_RDMA_ERDMA_CFG", ERDMA_DATA_MODE=1, ERDMA_DATA_SIZE=1)
+        e.addr("DPU_RDMA_EW_BASE_ADDR", ROLE_EW, task.output_offset + plane * FEATURE_ATOM)
+        e("DPU_RDMA_EW_SURF_STRIDE", EW_SURF_STRIDE=plane)
+        e("DPU_RDMA_FEATURE_MODE_CFG", BURST_LEN=15, COMB_USE=5, CONV_MODE=3 * dw)
+    else:
+        e("DPU_RDMA_ERDMA_CFG", ERDMA_DISABLE=1)
+        e("DPU_RDMA_EW_BASE_ADDR")
+        e("DPU_RDMA_EW_SURF_STRIDE")
+        e("DPU_RDMA_FEATURE_MODE_CFG", BURST_LEN=15, MRDMA_DISABLE=1, CONV_MODE=3 * dw)
     e("DPU_RDMA_SRC_DMA_CFG")
-    e("DPU_RDMA_SURF_NOTCH")
+    e("DPU_RDMA_SURF_NOTCH", SURF_NOTCH_ADDR=notch if p.ew is not None else 0)
     e("DPU_RDMA_PAD_CFG")
     e("DPU_RDMA_WEIGHT", E_WEIGHT=1, N_WEIGHT=1, B_WEIGHT=1, M_WEIGHT=1)
-    e("DPU_RDMA_EW_SURF_NOTCH")
+    e("DPU_RDMA_EW_SURF_NOTCH", EW_SURF_NOTCH=notch if p.ew is not None else 0)
 
     # Trailer: [next stream address][next fetch amount][SYNC][op-enable]; link() fills in the first two.
     # A multi-task op's last task keeps a PC_BASE_ADDRESS of 0 where a single task has a bare 0 word.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...hw.regmap import RegMap
 from ...ir import Graph
-from ..lower import ADD_REASON, CONV_LOWERINGS, LoweringError, RocketConv, lower_conv_like
+from ..lower import CONV_LOWERINGS, ELEMENTWISE_FUSED, LoweringError, RocketConv, add_fusion, fuse_add, lower_conv_like
 from ..pool import POOL_KINDS, RocketPool, describe_pool, lower_pool_ops
 from ..stream import EncodeError
 from ..unary_lower import claim
@@ -27,13 +27,27 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     """{node index: (claimed, reason)} for every operation of the graph on rk3588."""
     out: dict[int, tuple[bool, str]] = {}
     single_channel: dict[int, int] = {}  # node -> its input tensor, for ops on the raw-rows input path
+    by_output: dict[int, RocketConv] = {}  # claimed convolutions (fused ADDs included) by output tensor
     for op in graph.operations:
         lut = claim(graph, op)  # table ops and the MUL of a SiLU pair (unary_lower)
         if lut is not None:
             out[op.index] = lut
             continue
-        if op.kind == "ADD":
-            out[op.index] = (False, ADD_REASON)
+        if op.kind in ELEMENTWISE_FUSED:
+            try:
+                conv, other = add_fusion(graph, op, by_output)
+                if any(c.kind in CONV_LOWERINGS and graph.tensors[c.inputs[0]].shape[-1] == 1
+                       for c in graph.consumers(other)):
+                    raise LoweringError(f"{op.kind} operand {other} is also a single-channel convolution input (raw-rows "
+                                        "layout, not the element-wise reader's)")
+                fused = fuse_add(graph, op, conv, other)
+                _check(regmap, fused, graph)
+            except (LoweringError, EncodeError) as e:
+                out[op.index] = (False, str(e))
+                continue
+            del by_output[conv.output_tensor]
+            by_output[fused.output_tensor] = fused
+            out[op.index] = (True, f"fused into node {conv.nodes[0]} (DPU element-wise add of tensor {other})")
             continue
         if op.kind in POOL_KINDS:
             try:
@@ -59,6 +73,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             out[op.index] = (False, str(e))
             continue
         out[op.index] = (True, _describe(conv, params))
+        by_output[conv.output_tensor] = conv
         if conv.single_channel_input:
             single_channel[op.index] = conv.input_tensor
 
