@@ -225,6 +225,17 @@ DEFAULT_CONV: list[ConvCase] = unique(
     + sweep("dwconv", seed=3, cap=DEFAULT_MAC_CAP)
 )
 
+# Feature maps wider than the CNA width fields (RK3588 11 bits, RK3576 13 bits) or whose rows overflow the CBUF:
+# run as column windows (docs/hardware/rocket.md "Column windows").
+WIDE_CONV: list[ConvCase] = _named([
+    ("conv2d", 1, 8400, 64, 64, 1, 1, "same", "int8"),       # a detection head's 1x8400 map
+    ("conv2d", 2, 3000, 16, 16, 3, 1, "same", "uint8"),
+    ("dwconv", 4, 4100, 32, None, 3, 2, "same", "uint8"),
+    ("conv2d", 3, 2500, 64, 32, 3, 2, "valid", "int8"),
+    ("dwconv", 2, 9000, 16, None, 5, 1, "same", "int8"),
+    ("conv2d", 6, 700, 256, 32, 5, 1, "same", "uint8"),      # rows of 700x256 overflow the CBUF stripe
+])
+
 # int8 per-channel weights: not claimed on rk3588, must fall back to the CPU and match it exactly.
 DEFAULT_PER_CHANNEL: list[ConvCase] = _named([
     ("conv2d", 14, 14, 16, 32, 3, 1, "same", "int8", {"per_channel": True}),

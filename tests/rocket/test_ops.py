@@ -26,6 +26,7 @@ from opcases import (
     SLOW_ROCKET_FC,
     SPREAD_DEFAULT_PER_CHANNEL,
     SPREAD_SLOW_PER_CHANNEL,
+    WIDE_CONV,
 )
 from opcheck import (
     CONV_KINDS,
@@ -47,6 +48,11 @@ def _per_channel(device: str, slow: bool) -> list[ConvCase]:
         return SPREAD_SLOW_PER_CHANNEL if slow else SPREAD_DEFAULT_PER_CHANNEL
     return SLOW_PER_CHANNEL if slow else DEFAULT_PER_CHANNEL
 
+
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, WIDE_CONV))
+def test_wide(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
+    """Maps wider than the width fields or the CBUF's rows: column windows."""
+    check_delegated_conv(case, options, record_property)
 
 
 
