@@ -422,6 +422,7 @@ class ConvCase:
     scale_spread: float | None = None
     seed: int = 0
     kernel_w: int | None = None  # kernel columns when not square (`kernel` is then the kernel rows)
+    stride_w: int | None = None  # column stride when it differs (`stride` is then the row stride)
 
     def __post_init__(self) -> None:
         if self.op not in ("conv2d", "dwconv"):
@@ -444,7 +445,7 @@ class ConvCase:
         for zp in (self.weight_zp, self.input_zp, self.output_zp):
             if zp is not None and not qmin <= zp <= qmax:
                 raise ValueError(f"zero point {zp} outside the {self.dtype} range")
-        if min(self.in_h, self.in_w, self.in_c, self.kernel, self.kw, self.stride, self.channels_out) < 1:
+        if min(self.in_h, self.in_w, self.in_c, self.kernel, self.kw, self.stride, self.sx, self.channels_out) < 1:
             raise ValueError("sizes, kernel and stride must be positive")
 
     # -- geometry ----------------------------------------------------------------------------------------------
@@ -462,8 +463,13 @@ class ConvCase:
         return self.kernel if self.kernel_w is None else self.kernel_w
 
     @property
+    def sx(self) -> int:
+        """Column stride."""
+        return self.stride if self.stride_w is None else self.stride_w
+
+    @property
     def out_w(self) -> int:
-        return out_size(self.in_w, self.kw, self.stride, self.padding)
+        return out_size(self.in_w, self.kw, self.sx, self.padding)
 
     @property
     def valid(self) -> bool:
@@ -489,7 +495,8 @@ class ConvCase:
         if self.op == "conv2d":
             parts.append(f"oc{self.channels_out}")
         kernel = f"k{self.kernel}" if self.kernel_w is None else f"k{self.kernel}x{self.kernel_w}"
-        parts += [kernel, f"s{self.stride}", self.padding, DTYPE_TOKEN[self.dtype] + (
+        stride = f"s{self.stride}" if self.stride_w is None else f"s{self.stride}x{self.stride_w}"
+        parts += [kernel, stride, self.padding, DTYPE_TOKEN[self.dtype] + (
             "pc" if self.per_channel else "")]
         if self.activation != "none":
             parts.append(self.activation)
@@ -579,7 +586,7 @@ def conv_params(case: ConvCase, rng: np.random.Generator, input_quant: QParams |
     # Expected accumulator sum((x - x_zp) * (w - w_zp)) per output channel over uniformly random inputs.
     w_centered = weights.astype(np.int64) - w_zp
     per_channel_taps = w_centered.reshape(-1, oc) if case.op == "dwconv" else w_centered.reshape(oc, -1).T
-    inside = _tap_fraction(case.in_h, k, case.stride, case.padding) * _tap_fraction(case.in_w, kw, case.stride,
+    inside = _tap_fraction(case.in_h, k, case.stride, case.padding) * _tap_fraction(case.in_w, kw, case.sx,
                                                                                   case.padding)
     x_mean = (qmin + qmax) / 2 - in_zp
     x_var = ((qmax - qmin + 1) ** 2 - 1) / 12
@@ -645,7 +652,7 @@ def add_conv(g: GraphBuilder, case: ConvCase, x: int, params: ConvParams, out_na
         def options(fb: flatbuffers.Builder) -> int:
             tflite.Conv2DOptionsStart(fb)
             tflite.Conv2DOptionsAddPadding(fb, padding)
-            tflite.Conv2DOptionsAddStrideW(fb, stride)
+            tflite.Conv2DOptionsAddStrideW(fb, case.sx)
             tflite.Conv2DOptionsAddStrideH(fb, stride)
             tflite.Conv2DOptionsAddFusedActivationFunction(fb, act)
             tflite.Conv2DOptionsAddDilationWFactor(fb, 1)
@@ -657,7 +664,7 @@ def add_conv(g: GraphBuilder, case: ConvCase, x: int, params: ConvParams, out_na
         def options(fb: flatbuffers.Builder) -> int:
             tflite.DepthwiseConv2DOptionsStart(fb)
             tflite.DepthwiseConv2DOptionsAddPadding(fb, padding)
-            tflite.DepthwiseConv2DOptionsAddStrideW(fb, stride)
+            tflite.DepthwiseConv2DOptionsAddStrideW(fb, case.sx)
             tflite.DepthwiseConv2DOptionsAddStrideH(fb, stride)
             tflite.DepthwiseConv2DOptionsAddDepthMultiplier(fb, 1)
             tflite.DepthwiseConv2DOptionsAddFusedActivationFunction(fb, act)

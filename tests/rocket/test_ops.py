@@ -19,6 +19,7 @@ from opcases import (
     DEFAULT_ADD,
     DEFAULT_PER_CHANNEL,
     DEFAULT_POOL,
+    KERNEL_CONV,
     LITERT_CASES,
     ROCKET_DEFAULT_FC,
     SLOW_ADD,
@@ -47,6 +48,12 @@ def _per_channel(device: str, slow: bool) -> list[ConvCase]:
     if targets.get(device).per_channel:
         return SPREAD_SLOW_PER_CHANNEL if slow else SPREAD_DEFAULT_PER_CHANNEL
     return SLOW_PER_CHANNEL if slow else DEFAULT_PER_CHANNEL
+
+
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, KERNEL_CONV))
+def test_kernels_strides(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
+    """Kernels up to 7x7, non-square kernels, unequal strides, stride 3."""
+    check_delegated_conv(case, options, record_property)
 
 
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, WIDE_CONV))

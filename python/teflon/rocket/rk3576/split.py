@@ -140,7 +140,7 @@ def kernel_chunk(g: Geometry, limit: int) -> int:
 
 def _right_pad(g: Geometry) -> int:
     """Right padding columns the outputs actually read (the vendor's 0x1080 holds consumed pads)."""
-    return max((g.out_w - 1) * g.stride - g.pad_left + g.kw - g.in_w, 0)
+    return max((g.out_w - 1) * g.sx - g.pad_left + g.kw - g.in_w, 0)
 
 
 def _rows_of_one_output(g: Geometry) -> int:
@@ -156,8 +156,8 @@ def needs_columns(g: Geometry) -> bool:
 
 def _col_span(g: Geometry, o0: int, n: int) -> tuple[int, int, int, int]:
     """(first input column, columns, left pad, right pad) read by output columns o0 .. o0+n-1."""
-    lo = o0 * g.stride - g.pad_left
-    hi = (o0 + n - 1) * g.stride - g.pad_left + g.kw - 1
+    lo = o0 * g.sx - g.pad_left
+    hi = (o0 + n - 1) * g.sx - g.pad_left + g.kw - 1
     first, last = max(lo, 0), min(hi, g.in_w - 1)
     return first, last - first + 1, first - lo, hi - last
 
@@ -170,7 +170,7 @@ def column_split(g: Geometry) -> Split:
     widest, lo, hi = 0, 1, min(g.out_w, MAX_WIDTH)
     while lo <= hi:
         n = (lo + hi) // 2
-        w = (n - 1) * g.stride + g.kw
+        w = (n - 1) * g.sx + g.kw
         if w <= MAX_WIDTH and entries_per_row(w, g.in_c) * rows <= limit:
             widest, lo = n, n + 1
         else:

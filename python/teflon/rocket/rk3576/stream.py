@@ -105,7 +105,7 @@ def _values(p: LayerParams, task: Task) -> dict[str, dict[str, int]]:
         "CNA_UNDOC_1038": {"LOW": 7, "NOT_FIRST_TASK": int(not task.loads_weights)},
         "CNA_CONV_CON1": {"CONV_MODE": int(dw)},
         "CNA_UNDOC_1010": {"VALUE": 0xFFF},
-        "CNA_CONV_CON3": {"CONV_X_STRIDE": c.stride, "CONV_Y_STRIDE": c.stride},
+        "CNA_CONV_CON3": {"CONV_X_STRIDE": c.sx, "CONV_Y_STRIDE": c.stride},
         # the data ring in 1024-granule units (4 <-> 4096, 5 <-> 5120 in every vendor task); a layer between 4096
         # and 5120 granules runs as one window of the 5120 ring
         "CNA_UNDOC_1018": {"MODE_LO": sp.data_limit // 1024, "MODE_HI": sp.data_limit // 1024, "BIT30": 1,

@@ -57,6 +57,6 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         path = ""
         if not conv.depthwise and conv.in_c <= IMAGE_INPUT_MAX_C:
             path = ", " + ARGB_NOT_USED.format(ic=conv.in_c)
-        out[op.index] = (True, f"{what} {conv.kh}x{conv.kw} s{conv.stride}{pc}, {n} task{'s' * (n > 1)}{path}")
+        out[op.index] = (True, f"{what} {conv.kh}x{conv.kw} s{conv.stride}{'' if conv.sx == conv.stride else f'x{conv.sx}'}{pc}, {n} task{'s' * (n > 1)}{path}")
     out.update(claims(graph, out))
     return out

@@ -115,7 +115,7 @@ def _row_windows(g: Geometry, avail_slices: int) -> list[tuple[int, int, bool]]:
 def _tasks(g: Geometry, avail_slices: int, avail_in: int, avail_w: int) -> list[Task]:
     row_bytes_in = g.in_w * FEATURE_ATOM
     row_bytes_out = g.out_w * FEATURE_ATOM
-    out_w = (g.in_w + g.pad_left + g.pad_right - g.kw) // g.stride + 1
+    out_w = (g.in_w + g.pad_left + g.pad_right - g.kw) // g.sx + 1
     windows = _row_windows(g, avail_slices)
     tasks: list[Task] = []
     done = 0
@@ -180,7 +180,7 @@ def column_split(g: Geometry) -> Split:
     lo, hi = 1, min(g.out_w, MAX_WIDTH)
     while lo <= hi:
         n = (lo + hi) // 2
-        w = (n - 1) * g.stride + g.kw
+        w = (n - 1) * g.sx + g.kw
         if w <= MAX_WIDTH and entries_per_slice(w, g.in_c) * g.kh <= cap:
             widest, lo = n, n + 1
         else:
@@ -197,13 +197,13 @@ def column_split(g: Geometry) -> Split:
         top, rows, pt = _span(oy, 1, g.stride, g.pad_top, g.kh, g.in_h)
         for ox0 in range(0, g.out_w, per):
             tw = min(per, g.out_w - ox0)
-            col0, cols, pl = _span(ox0, tw, g.stride, g.pad_left, g.kw, g.in_w)
+            col0, cols, pl = _span(ox0, tw, g.sx, g.pad_left, g.kw, g.in_w)
             pb = max(g.kh - pt - rows, 0)
-            pr = max((tw - 1) * g.stride + g.kw - pl - cols, 0)
+            pr = max((tw - 1) * g.sx + g.kw - pl - cols, 0)
             tasks.append(Task(len(tasks), top, top + rows - 1, pt, pb, pl, pr, tw, 1, oy,
                               (top * g.in_w + col0) * FEATURE_ATOM, (oy * g.out_w + ox0) * FEATURE_ATOM,
                               avail_in, avail_w, col0, cols, ox0))
-    eps = entries_per_slice(per * g.stride + g.kw, g.in_c)
+    eps = entries_per_slice(per * g.sx + g.kw, g.in_c)
     return Split(tuple(tasks), reuse, eps, avail_in, weight_banks_required(g))
 
 

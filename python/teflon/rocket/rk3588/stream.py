@@ -153,8 +153,8 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
     e("DPU_S_POINTER", **pp)
     e("DPU_RDMA_S_POINTER", **pp)
     e("CNA_CONV_CON1", **con1)
-    e("CNA_CONV_CON2", FEATURE_GRAINS=50 + c.stride + 1)  # Mesa: "magic, passes most tests"
-    e("CNA_CONV_CON3", CONV_X_STRIDE=c.stride, CONV_Y_STRIDE=c.stride)
+    e("CNA_CONV_CON2", FEATURE_GRAINS=50 + c.stride + 1)  # Mesa: "magic, passes most tests" (the row stride)
+    e("CNA_CONV_CON3", CONV_X_STRIDE=c.sx, CONV_Y_STRIDE=c.stride)
     e("CNA_DATA_SIZE0", DATAIN_WIDTH=p.in_width(task), DATAIN_HEIGHT=task.in_rows)
     e("CNA_DATA_SIZE1", DATAIN_CHANNEL_REAL=c.in_c - 1, DATAIN_CHANNEL=ic)
     e("CNA_DATA_SIZE2", DATAOUT_WIDTH=tw)
