@@ -423,6 +423,7 @@ class ConvCase:
     seed: int = 0
     kernel_w: int | None = None  # kernel columns when not square (`kernel` is then the kernel rows)
     stride_w: int | None = None  # column stride when it differs (`stride` is then the row stride)
+    spread_planes: bool = False  # scale_spread between 16-channel planes only (a plane's scales within 1.25x)
 
     def __post_init__(self) -> None:
         if self.op not in ("conv2d", "dwconv"):
@@ -437,6 +438,8 @@ class ConvCase:
             raise ValueError("per-channel weights are int8 only")
         if self.scale_spread is not None and (not self.per_channel or self.scale_spread < 1):
             raise ValueError("scale_spread (>= 1) needs per-channel weights")
+        if self.spread_planes and self.scale_spread is None:
+            raise ValueError("spread_planes needs scale_spread")
         if self.dtype == "int8" and self.weight_zp not in (None, 0):
             raise ValueError("int8 weights are symmetric: TFLite's int8 kernels reject a weight zero point")
         if self.op == "dwconv" and self.out_c not in (None, self.in_c):
@@ -504,7 +507,7 @@ class ConvCase:
             if value is not None:
                 parts.append(f"{token}{value}")
         if self.scale_spread is not None:
-            parts.append(f"spread{_fmt(self.scale_spread)}")
+            parts.append(f"spread{'planes' if self.spread_planes else ''}{_fmt(self.scale_spread)}")
         for token, scale in (("is", self.input_scale), ("ws", self.weight_scale), ("os", self.output_scale)):
             if scale is not None:
                 parts.append(f"{token}{_fmt(scale)}")
@@ -568,6 +571,13 @@ def conv_params(case: ConvCase, rng: np.random.Generator, input_quant: QParams |
         base = case.weight_scale if case.weight_scale is not None else float(_log_uniform(rng, 0.002, 0.02))
         if case.scale_spread is None:
             w_scale = (base * rng.uniform(0.5, 2.0, size=oc)).astype(np.float32)
+        elif case.spread_planes:  # scales clustered by 16-channel plane, as the channel groups of rk3576 need
+            planes = -(-oc // 16)
+            ratio = np.exp(rng.uniform(-0.5, 0.5, size=planes) * np.log(case.scale_spread))
+            if planes > 1:
+                ends = rng.choice(planes, 2, replace=False)
+                ratio[ends] = case.scale_spread ** np.array([-0.5, 0.5])
+            w_scale = (base * np.repeat(ratio, 16)[:oc] * rng.uniform(0.8, 1.0, size=oc)).astype(np.float32)
         else:
             ratio = np.exp(rng.uniform(-0.5, 0.5, size=oc) * np.log(case.scale_spread))
             if oc > 1:  # both ends of the spread present

@@ -76,6 +76,12 @@ class RocketConv:
     activation: str = "NONE"  # the conv's own fused activation (already checked to be a no-op)
     w_scales: np.ndarray | None = None  # per-output-channel weight scales (rk3576 only); None = per-tensor
     stride_w: int | None = None  # column (TFLite W) stride when it differs from `stride`
+    channel0: int = 0  # first output channel of the node this operation computes (a channel group, rk3576/groups.py)
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """Identifies the operation among a partition's: its nodes, and its channel group."""
+        return (tuple(self.nodes), self.channel0)
 
     @property
     def sx(self) -> int:

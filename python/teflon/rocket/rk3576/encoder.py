@@ -36,6 +36,10 @@ PLANE_GROUP = 4  # tensor buffers hold whole 64-channel groups of planes (the DP
 CNA_READ_SLACK = 3 * FEATURE_ATOM
 
 
+class ScaleSpreadError(EncodeError):
+    """The per-channel weight scales of the layer are too far apart for one 16-bit multiplier (groups.py)."""
+
+
 @dataclass
 class EncodedLayer:
     params: LayerParams
@@ -90,9 +94,10 @@ def accumulator_bounds(c: RocketConv, a: np.ndarray, centered: np.ndarray) -> tu
     return total, worst
 
 
-def coefficients(c: RocketConv) -> Coefficients:
+def coefficients(c: RocketConv, max_error: float = coefs.MAX_ERROR_LSB) -> Coefficients:
     """The coefficient table, multipliers and shift of a convolution; raises EncodeError when per-channel scales
-    are too far apart for the 16-bit multiplier or a sum could leave the DPU's int32 data path."""
+    are too far apart for the 16-bit multiplier (worst output error above `max_error` LSB: ScaleSpreadError) or a
+    sum could leave the DPU's int32 data path."""
     per_channel = c.w_scales is not None
     scales = np.broadcast_to(c.w_scales if per_channel else np.array([c.w_scale], np.float32), (c.out_c,))
     a_true = bias_table(c.bias, c.weights_q, c.w_zp_q, c.in_zp, c.depthwise, 0)
@@ -110,9 +115,9 @@ def coefficients(c: RocketConv) -> Coefficients:
         # the true data sum: stored inputs in -128..127 minus the stored zero point (padding taps add 0)
         data = max(127 - c.in_zp, 128 + c.in_zp) * centered
         err = coefs.multiplier_error(scales, m, float(c.in_scale), float(c.out_scale), data, bias, shift)
-        if err > coefs.MAX_ERROR_LSB:
-            raise EncodeError(f"per-channel weight scales too far apart for the 16-bit multiplier "
-                              f"(error up to {err:.2f} LSB)")
+        if err > max_error:
+            raise ScaleSpreadError(f"per-channel weight scales too far apart for the 16-bit multiplier "
+                                   f"(error up to {err:.2f} LSB)")
     table = coefs.coefficient_table(a, -c.w_zp, m.c, c.depthwise)
     return Coefficients(table, m, shift)
 
@@ -121,8 +126,10 @@ def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None) -> tu
     """Everything but the weight bytes; raises EncodeError. `graph`: see encode_layer."""
     try:
         sp = split(geometry(c))
-        co = memo(graph, (__name__, "coefficients", tuple(c.nodes)), lambda: coefficients(c))
+        co = memo(graph, (__name__, "coefficients", c.key), lambda: coefficients(c))
         scale, shift = coefs.out_cvt(float(c.in_scale), co.multipliers, float(c.out_scale), co.shift)
+    except EncodeError:
+        raise  # ScaleSpreadError stays itself (groups.py)
     except (SplitError, ValueError) as e:
         raise EncodeError(str(e)) from e
     return LayerParams(c, sp, in_plane, scale, shift, len(co.table), co.shift), co
@@ -147,7 +154,7 @@ def encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None =
 
 
 def _layer_key(c: RocketConv, in_plane: int) -> tuple[object, ...]:
-    return (__name__, "layer", tuple(c.nodes), in_plane)
+    return (__name__, "layer", c.key, in_plane)
 
 
 def _encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None) -> EncodedLayer:
@@ -158,7 +165,7 @@ def _encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None)
     except RegMapError as e:
         raise EncodeError(f"register limit: {e}") from e
     try:
-        packed = memo(graph, (__name__, "weights", tuple(c.nodes), p.split.oc_chunk),
+        packed = memo(graph, (__name__, "weights", c.key, p.split.oc_chunk),
                       lambda: _packed_weights(c, p.split.oc_chunk))
     except ValueError as e:
         raise EncodeError(str(e)) from e
