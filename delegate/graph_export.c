@@ -157,6 +157,11 @@ static void decode_options(int code, const void *data, teflon_node *out)
         o[4] = p->filter_height; o[5] = p->activation;
         break;
     }
+    case TFL_BUILTIN_LEAKY_RELU: {
+        const tfl_leaky_relu_params *p = data;
+        memcpy(&o[0], &p->alpha, sizeof(float)); /* the float's bits: Python reinterprets them */
+        break;
+    }
     case TFL_BUILTIN_CONCATENATION: {
         const tfl_concatenation_params *p = data;
         o[0] = p->axis; o[1] = p->activation;

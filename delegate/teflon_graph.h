@@ -18,6 +18,7 @@
  *   ADD, SUB, MUL:      activation
  *   FULLY_CONNECTED:    activation, weights_format (0 default), keep_num_dims
  *   AVERAGE/MAX_POOL_2D: padding, stride_w, stride_h, filter_w, filter_h, activation
+ *   LEAKY_RELU:         alpha (the float32's bit pattern)
  *   CONCATENATION:      axis, activation
  * padding: 0 unknown, 1 SAME, 2 VALID (TfLitePadding); activation: TfLiteFusedActivation
  * (0 none, 1 relu, 2 relu_n1_to_1, 3 relu6, 4 tanh, 5 sign_bit, 6 sigmoid). */

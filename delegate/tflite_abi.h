@@ -67,6 +67,7 @@ enum {
     TFL_BUILTIN_MAX_POOL_2D = 17,
     TFL_BUILTIN_MUL = 18,
     TFL_BUILTIN_SUB = 41,
+    TFL_BUILTIN_LEAKY_RELU = 98,
     TFL_BUILTIN_DELEGATE = 51,
 };
 
@@ -225,6 +226,10 @@ typedef struct tfl_depthwise_conv_params {
 typedef struct tfl_activation_params { /* TfLiteAddParams / TfLiteSubParams / TfLiteMulParams start */
     int activation;
 } tfl_activation_params;
+
+typedef struct tfl_leaky_relu_params { /* TfLiteLeakyReluParams */
+    float alpha;
+} tfl_leaky_relu_params;
 
 typedef struct tfl_fully_connected_params { /* TfLiteFullyConnectedParams (builtin_op_data.h), leading fields */
     int activation;

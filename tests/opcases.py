@@ -23,7 +23,7 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from teflon.modelgen import AddCase, ConvCase, ElementwiseCase, FcCase, PoolCase
+from teflon.modelgen import AddCase, ConvCase, ElementwiseCase, FcCase, PoolCase, UnaryCase
 
 SIZES = (3, 5, 8, 14, 28, 56, 112)
 CHANNELS = (1, 3, 16, 32, 64, 120, 256)
@@ -660,3 +660,27 @@ ETNAVIV_NON_SQUARE: list[ConvCase] = [
     ConvCase("dwconv", 96, 160, 16, kernel=3), ConvCase("conv2d", 96, 160, 16, 16, kernel=5, kernel_w=3,
                                                          padding="valid", dtype="int8"),
 ]
+
+
+# Per-element unary ops through the DPU's lookup table (teflon.unary + rocket/unary_lower.py): exact by
+# construction, both types, odd shapes and channel counts that leave a partial 16-channel surface.
+DEFAULT_UNARY: list[UnaryCase] = [
+    UnaryCase("logistic", 8, 8, 16, "int8"), UnaryCase("logistic", 14, 14, 32, "uint8"),
+    UnaryCase("silu", 16, 16, 32, "uint8"), UnaryCase("silu", 7, 9, 20, "int8"),
+    UnaryCase("hardswish", 8, 8, 24, "int8"), UnaryCase("hardswish", 5, 5, 3, "uint8"),
+    UnaryCase("leakyrelu", 8, 8, 24, "int8"), UnaryCase("leakyrelu", 14, 14, 8, "uint8"),
+    UnaryCase("tanh", 8, 8, 16, "int8"), UnaryCase("tanh", 3, 5, 40, "uint8"),
+    UnaryCase("relu", 8, 8, 16, "int8"), UnaryCase("relu6", 8, 8, 16, "uint8"),
+    UnaryCase("relun1", 6, 6, 17, "int8"),
+]
+SLOW_UNARY: list[UnaryCase] = [
+    UnaryCase(op, size, size, ch, dtype, seed)  # type: ignore[arg-type]
+    for op in ("logistic", "silu", "hardswish", "leakyrelu", "tanh", "relu", "relu6", "relun1")
+    for size, ch in ((1, 1), (28, 16), (56, 64), (112, 33))
+    for dtype in DTYPES
+    for seed in (0, 1)
+]
+# Devices whose rocket generation does not emit the LUT program yet: the ops stay on the CPU, unchanged.
+UNARY_KNOWN_CPU: dict[str, str] = {
+    "rk3576": "the RK3576 DPU-only LUT program is not emitted yet (docs/hardware/rocket-rk3576.md, LUT)",
+}

@@ -21,6 +21,8 @@ from teflon.modelgen import (
     ElementwiseCase,
     FcCase,
     PoolCase,
+    UnaryCase,
+    operator_names,
     operators,
     random_inputs,
     tensor_scales,
@@ -34,7 +36,7 @@ MIN_EXACT = 0.995
 CHAINED_MIN_EXACT = 1 - 2 * (1 - MIN_EXACT)
 
 Recorder = Callable[[str, object], None]
-Case = ConvCase | AddCase | PoolCase | FcCase | ElementwiseCase
+Case = ConvCase | AddCase | PoolCase | FcCase | ElementwiseCase | UnaryCase
 
 
 def run_case(case: Case, options: dict[str, str], record_property: Recorder,
@@ -147,3 +149,14 @@ def check_pool(case: PoolCase, options: dict[str, str], record_property: Recorde
     min_exact = (CHAINED_MIN_EXACT if case.after_conv else MEAN_REQUANT_MIN_EXACT if case.requant
                  else MEAN_MIN_EXACT if case.op == "mean" else MIN_EXACT)
     check_delegated_conv(case, options, record_property, min_exact, kinds=CONV_KINDS + POOL_KINDS)
+
+
+def check_unary(case: UnaryCase, options: dict[str, str], record_property: Recorder, cpu_reason: str | None = None,
+                runtime: str | None = None) -> None:
+    """A per-element unary op (a SiLU: its LOGISTIC and MUL) through the exact LUT path: delegated and byte-equal
+    to the CPU, or, where the device does not emit it (`cpu_reason`), left on the CPU unchanged."""
+    kinds = ("LOGISTIC", "MUL") if case.op == "silu" else tuple(operator_names(case.build()))
+    if cpu_reason:
+        check_cpu_fallback(case, options, record_property, kinds, runtime=runtime)
+        return
+    check_delegated_conv(case, options, record_property, min_exact=1.0, runtime=runtime, max_diff=0, kinds=kinds)

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "sim_dot.h"
+#include "sim_dpu.h"
 #include "sim_npu_priv.h"
 
 int rkt_unit_of(uint32_t offset)
@@ -112,6 +113,8 @@ void rkt_npu_job_begin(rkt_npu *n)
     memset(n->written, 0, sizeof(n->written));
     memset(n->dirty, 0, sizeof(n->dirty));
     n->cbuf.valid = 0;
+    memset(n->lut_loaded, 0, sizeof(n->lut_loaded));
+    n->lut_write = 0;
     if (n->ring.tag)
         memset(n->ring.tag, 0, (size_t)n->ring.granules * sizeof(*n->ring.tag));
 }
@@ -293,6 +296,11 @@ static int stream_write(rkt_npu *n, uint16_t target, uint32_t off, uint32_t val)
         return rkt_fail(n, "%s is not writable from a regcmd stream", d->name);
     if ((off & 0xFFF) == 0x008)
         return rkt_fail(n, "%s written from a regcmd stream: units are enabled by the op-enable word", d->name);
+    /* the LUT RAM is written as the words arrive (sim_dpu.c); the registers are still kept for the checks */
+    if (off == RKT_DPU_LUT_ACCESS_CFG)
+        rkt_lut_access_cfg(n, val & 0x3FFu, (val >> 16) & 1, (val >> 17) & 1);
+    else if (off == RKT_DPU_LUT_ACCESS_DATA && rkt_lut_access_data(n, val))
+        return -EINVAL;
     const int grp = n->ptr[u];
     n->word_at[grp][off / 4] = (uint16_t)n->word;
     n->regs[grp][off / 4] = val;
@@ -351,10 +359,13 @@ static int pc_run(rkt_npu *n)
             continue;
         }
         if (target == RKT_TARGET_OP_ENABLE) {
-            if (off != RKT_OFFSET_OP_ENABLE || (val != RKT_OPEN_CONV_BITMAP && val != RKT_OPEN_PPU_BITMAP))
+            if (off != RKT_OFFSET_OP_ENABLE ||
+                (val != RKT_OPEN_CONV_BITMAP && val != RKT_OPEN_PPU_BITMAP && val != RKT_OPEN_DPU_BITMAP))
                 return rkt_fail(n, "regcmd word %u: op-enable 0x%016llx not understood (only offset 0x%04x value 0x%x = "
-                            "CNA+CORE+DPU+DPU_RDMA or 0x%x = PPU+PPU_RDMA)",
-                            i, (unsigned long long)w, RKT_OFFSET_OP_ENABLE, RKT_OPEN_CONV_BITMAP, RKT_OPEN_PPU_BITMAP);
+                            "CNA+CORE+DPU+DPU_RDMA, 0x%x = PPU+PPU_RDMA or 0x%x = DPU+DPU_RDMA)",
+                            i, (unsigned long long)w, RKT_OFFSET_OP_ENABLE, RKT_OPEN_CONV_BITMAP, RKT_OPEN_PPU_BITMAP,
+                            RKT_OPEN_DPU_BITMAP);
+            n->op_enable = val;
             if (!prev_sync)
                 return rkt_fail(n, "regcmd word %u: op-enable not immediately preceded by the SYNC word", i);
             for (uint32_t j = i + 1; j < nwords; j++) {

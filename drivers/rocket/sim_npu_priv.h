@@ -91,6 +91,10 @@ struct rocket_reg_desc {
                        SOC##_PPU_RDMA_DATA_FORMAT == RKT_PPU_RDMA_DATA_FORMAT &&                                  \
                        SOC##_PC_INTERRUPT_RAW_STATUS__PPU_0__SHIFT == RKT_IRQ_PPU_0,                              \
                    "the shared PPU step assumes these " #SOC " offsets")
+#define RKT_OPEN_DPU_BITMAP 0x18u            /* DPU | DPU_RDMA: the DPU alone (flying mode, sim_dpu.h) */
+#define RKT_DPU_LUT_ACCESS_CFG 0x4100u
+#define RKT_DPU_LUT_ACCESS_DATA 0x4104u
+#define RKT_LUT_ENTRIES 1024                 /* LUT_ACCESS_CFG.LUT_ADDR is 10 bits */
 
 /* Each SoC file checks that its generated table agrees with the constants above. */
 #define RKT_ASSERT_PC_LAYOUT(SOC)                                                                               \
@@ -172,6 +176,14 @@ struct rkt_npu {
     size_t table_cap;
     uint8_t *window;
     size_t window_cap;
+
+    /* the EW lookup tables (LE 0, LO 1): one RAM loaded through LUT_ACCESS_CFG/DATA as the words are fetched,
+     * not ping-ponged [INFERRED: NVDLA's LUT access registers are single registers]; `loaded` is cleared per job */
+    int16_t lut[2][RKT_LUT_ENTRIES];
+    uint8_t lut_loaded[2][RKT_LUT_ENTRIES];
+    uint32_t lut_addr;
+    int lut_table, lut_write;
+    uint32_t op_enable; /* the executing task's op-enable bitmap */
 
     uint64_t macs;
     struct rkt_npu_counters task_ctr; /* the executing task's traffic (reset per task) */

@@ -27,6 +27,8 @@
 
 RKT_ASSERT_PC_LAYOUT(RK3576);
 RKT_ASSERT_PPU_LAYOUT(RK3576);
+_Static_assert(RK3576_DPU_LUT_ACCESS_CFG == RKT_DPU_LUT_ACCESS_CFG && RK3576_DPU_LUT_ACCESS_DATA == RKT_DPU_LUT_ACCESS_DATA,
+               "the PC applies LUT access words at these offsets (sim_dpu.c)");
 
 static uint32_t round_up(uint32_t v, uint32_t a)
 {
@@ -95,8 +97,8 @@ static void want_vendor_constants(rkt_npu *n, int depthwise)
         {RK3576_DPU_UNDOC_40C8, 0},
         {RK3576_DPU_UNDOC_40CC, 0},
         {RK3576_DPU_UNDOC_40D0, 0x0040FFFF},
-        {RK3576_DPU_UNDOC_4100, 0},
-        {RK3576_DPU_UNDOC_4104, 0},
+        {RK3576_DPU_LUT_ACCESS_CFG, 0},
+        {RK3576_DPU_LUT_ACCESS_DATA, 0},
         {RK3576_DPU_UNDOC_4108, 0},
         {RK3576_DPU_UNDOC_410C, 0},
         {RK3576_DPU_UNDOC_4110, 0},
@@ -596,6 +598,8 @@ static int fill_window(rkt_npu *n, struct rk3576_task *st)
 
 static int rk3576_execute(rkt_npu *n)
 {
+    if (n->op_enable != RKT_OPEN_CONV_BITMAP)
+        return rkt_fail(n, "op-enable 0x%x: DPU-only tasks are not simulated on rk3576 yet", n->op_enable);
     struct rk3576_task st;
     memset(&st, 0, sizeof(st));
     int rc;

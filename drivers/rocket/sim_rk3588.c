@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "rocket_regs_rk3588.h"
+#include "sim_dpu.h"
 #include "sim_npu_priv.h"
 
 #define FLD(v, REG, F) (((v) >> RK3588_##REG##__##F##__SHIFT) & RK3588_##REG##__##F##__MASK)
@@ -16,6 +17,8 @@
 
 RKT_ASSERT_PC_LAYOUT(RK3588);
 RKT_ASSERT_PPU_LAYOUT(RK3588);
+_Static_assert(RK3588_DPU_LUT_ACCESS_CFG == RKT_DPU_LUT_ACCESS_CFG && RK3588_DPU_LUT_ACCESS_DATA == RKT_DPU_LUT_ACCESS_DATA,
+               "the PC applies LUT access words at these offsets (sim_dpu.c)");
 
 /* PAD_CON1: the stored int8 pad value. Mesa emits it sign-extended from 8 bits, or with the low
  * byte repeated in bits 8..15 and bits 16..31 the sign of bit 15 (0xFFFF8080, 0x0B0B). */
@@ -445,8 +448,119 @@ static int map_memory(rkt_npu *n, struct rk3588_task *st)
     return 0;
 }
 
+/* ---- DPU-only tasks (op-enable DPU + DPU_RDMA): the flying-mode element-wise program with the EW LUT ------ */
+
+static void lut_range(rkt_npu *n, struct rkt_dpu_task *t, int tb, uint32_t start_reg, uint32_t end_reg, int select)
+{
+    t->range[tb].start = (int32_t)rkt_rd(n, start_reg);
+    t->range[tb].end = (int32_t)rkt_rd(n, end_reg);
+    t->range[tb].select = select;
+    rkt_check(n, select < 31, start_reg, (uint32_t)t->range[tb].start, "INDEX_SELECT %d: shifts beyond 30 not simulated", select);
+    rkt_check(n, t->range[tb].start <= t->range[tb].end, end_reg, (uint32_t)t->range[tb].end,
+              "END below START (%d): an empty table is not understood", t->range[tb].start);
+    rkt_check(n, (((int64_t)t->range[tb].end - t->range[tb].start) >> (select < 31 ? select : 0)) < RKT_LUT_ENTRIES, end_reg,
+              (uint32_t)t->range[tb].end, "START %d .. END with INDEX_SELECT %d spans more than the %d table entries",
+              t->range[tb].start, select, RKT_LUT_ENTRIES);
+}
+
+static int rk3588_dpu_only(rkt_npu *n)
+{
+    struct rkt_dpu_task t;
+    memset(&t, 0, sizeof(t));
+    rkt_want(n, RK3588_DPU_FEATURE_MODE_CFG, 0x1E5,
+             "flying mode (FLYING_MODE 1: input from DPU_RDMA), OUTPUT_MODE 2, BURST_LEN 15, no conv mode");
+    rkt_want(n, RK3588_DPU_DATA_FORMAT, 0, "int8 in/out/processing");
+    rkt_want(n, RK3588_DPU_OFFSET_PEND, 0, "no pending offset");
+    t.out_iova = rkt_rd(n, RK3588_DPU_DST_BASE_ADDR);
+    t.surf_pitch = rkt_rd(n, RK3588_DPU_DST_SURF_STRIDE);
+    t.w = (int)FLD(rkt_rd(n, RK3588_DPU_DATA_CUBE_WIDTH), DPU_DATA_CUBE_WIDTH, WIDTH) + 1;
+    const uint32_t chh = rkt_rd(n, RK3588_DPU_DATA_CUBE_HEIGHT);
+    t.h = (int)FLD(chh, DPU_DATA_CUBE_HEIGHT, HEIGHT) + 1;
+    rkt_check(n, FLD(chh, DPU_DATA_CUBE_HEIGHT, MINMAX_CTL) == 0, RK3588_DPU_DATA_CUBE_HEIGHT, chh, "MINMAX_CTL must be 0");
+    rkt_want(n, RK3588_DPU_DATA_CUBE_NOTCH_ADDR, 0, "no notch");
+    const uint32_t cch = rkt_rd(n, RK3588_DPU_DATA_CUBE_CHANNEL);
+    t.c = (int)FLD(cch, DPU_DATA_CUBE_CHANNEL, CHANNEL) + 1;
+    rkt_check(n, (int)FLD(cch, DPU_DATA_CUBE_CHANNEL, ORIG_CHANNEL) + 1 == t.c, RK3588_DPU_DATA_CUBE_CHANNEL, cch,
+              "ORIG_CHANNEL must equal CHANNEL (no channel padding in an element-wise program)");
+    rkt_want(n, RK3588_DPU_BS_CFG, 0x53, "BS stage bypassed");
+    rkt_want(n, RK3588_DPU_BS_ALU_CFG, 0, "BS stage bypassed");
+    rkt_want(n, RK3588_DPU_BS_MUL_CFG, 0, "BS stage bypassed");
+    rkt_want(n, RK3588_DPU_BS_RELUX_CMP_VALUE, 0, "BS stage bypassed");
+    rkt_want(n, RK3588_DPU_BS_OW_CFG, 0, "no window sums without the conv pipe");
+    rkt_want(n, RK3588_DPU_BS_OW_OP, 0, "no window sums without the conv pipe");
+    rkt_want(n, RK3588_DPU_WDMA_SIZE_0, (uint32_t)t.c - 1, "CHANNEL_WDMA must be DPU CHANNEL");
+    rkt_want(n, RK3588_DPU_WDMA_SIZE_1, (uint32_t)(t.h - 1) << 16 | (uint32_t)(t.w - 1), "WDMA height/width must match the cube");
+    rkt_want(n, RK3588_DPU_BN_CFG, 0x53, "BN stage bypassed");
+    rkt_want(n, RK3588_DPU_BN_ALU_CFG, 0, "BN stage bypassed");
+    rkt_want(n, RK3588_DPU_BN_MUL_CFG, 0, "BN stage bypassed");
+    rkt_want(n, RK3588_DPU_BN_RELUX_CMP_VALUE, 0, "BN stage bypassed");
+    const uint32_t ew = rkt_rd(n, RK3588_DPU_EW_CFG);
+    rkt_check(n, ew == 0x302 || ew == 0x383, RK3588_DPU_EW_CFG, ew,
+              "only the LUT alone (0x302: operand, converter and ReLU bypassed) or the whole EW stage bypassed (0x383)");
+    t.lut = ew == 0x302;
+    rkt_want(n, RK3588_DPU_EW_CVT_OFFSET_VALUE, 0, "EW operand bypassed");
+    rkt_want(n, RK3588_DPU_EW_CVT_SCALE_VALUE, 1, "EW operand bypassed");
+    rkt_want(n, RK3588_DPU_EW_RELUX_CMP_VALUE, 0, "EW ReLU bypassed");
+    for (uint32_t off = RK3588_DPU_EW_OP_VALUE_0; off <= RK3588_DPU_EW_OP_VALUE_7; off += 4)
+        rkt_want(n, off, 0, "EW operand bypassed");
+    t.out_offset = (int32_t)rkt_rd(n, RK3588_DPU_OUT_CVT_OFFSET);
+    const uint32_t osc = rkt_rd(n, RK3588_DPU_OUT_CVT_SCALE);
+    rkt_check(n, FLD(osc, DPU_OUT_CVT_SCALE, FP32TOFP16_EN) == 0, RK3588_DPU_OUT_CVT_SCALE, osc, "no fp16 output");
+    t.out_scale = FLD(osc, DPU_OUT_CVT_SCALE, OUT_CVT_SCALE);
+    const uint32_t osh = rkt_rd(n, RK3588_DPU_OUT_CVT_SHIFT);
+    t.out_shift = (int)FLD(osh, DPU_OUT_CVT_SHIFT, OUT_CVT_SHIFT);
+    rkt_check(n, osh == (uint32_t)t.out_shift && t.out_shift <= 47, RK3588_DPU_OUT_CVT_SHIFT, osh,
+              "only OUT_CVT_SHIFT <= 47 (MINUS_EXP, CVT_ROUND, CVT_TYPE 0)");
+    /* output surfaces in groups of two, as in conv mode [INFERRED]: the cube is written densely when
+     * SURFACE_ADD is two surfaces */
+    rkt_want(n, RK3588_DPU_SURFACE_ADD, (uint32_t)(2 * t.surf_pitch), "two output surfaces per group (dense NC1HWC2)");
+    rkt_check(n, t.surf_pitch == (uint64_t)t.w * t.h * 16, RK3588_DPU_DST_SURF_STRIDE, (uint32_t)t.surf_pitch,
+              "the surface pitch must be the plane (W*H*16 = %d): the input is read with the same pitch", t.w * t.h * 16);
+    rkt_want(n, RK3588_DPU_UNDOC_40C4, 0, "undocumented register, only 0");
+    (void)rkt_rd(n, RK3588_DPU_LUT_ACCESS_CFG); /* applied as fetched (sim_dpu.c) */
+    (void)rkt_rd(n, RK3588_DPU_LUT_ACCESS_DATA);
+    if (t.lut) {
+        const uint32_t cfg = rkt_rd(n, RK3588_DPU_LUT_CFG);
+        rkt_check(n, FLD(cfg, DPU_LUT_CFG, LUT_ROAD_SEL) == 1 && FLD(cfg, DPU_LUT_CFG, LUT_EXPAND_EN) == 0 &&
+                  FLD(cfg, DPU_LUT_CFG, LUT_LO_LE_MUX) == 0 && FLD(cfg, DPU_LUT_CFG, LUT_CAL_SEL) == 0,
+                  RK3588_DPU_LUT_CFG, cfg, "only the linear LE table (ROAD_SEL 1) without expand/mux/cal modes");
+        t.hybrid_lo = (int)FLD(cfg, DPU_LUT_CFG, LUT_HYBRID_PRIORITY);
+        const uint32_t info = rkt_rd(n, RK3588_DPU_LUT_INFO);
+        lut_range(n, &t, 0, RK3588_DPU_LUT_LE_START, RK3588_DPU_LUT_LE_END, (int)FLD(info, DPU_LUT_INFO, LUT_LE_INDEX_SELECT));
+        lut_range(n, &t, 1, RK3588_DPU_LUT_LO_START, RK3588_DPU_LUT_LO_END, (int)FLD(info, DPU_LUT_INFO, LUT_LO_INDEX_SELECT));
+        for (uint32_t off = RK3588_DPU_LUT_LE_SLOPE_SCALE; off <= RK3588_DPU_LUT_LO_SLOPE_SHIFT; off += 4)
+            rkt_want(n, off, 0, "under/overflow slopes are not simulated (no input may leave both tables)");
+    } else {
+        for (uint32_t off = RK3588_DPU_LUT_CFG; off <= RK3588_DPU_LUT_LO_SLOPE_SHIFT; off += 4)
+            rkt_want(n, off, 0, "LUT bypassed");
+    }
+
+    rkt_want(n, RK3588_DPU_RDMA_DATA_CUBE_WIDTH, (uint32_t)t.w - 1, "must match the DPU cube width");
+    rkt_want(n, RK3588_DPU_RDMA_DATA_CUBE_HEIGHT, (uint32_t)t.h - 1, "must match the DPU cube height (EW_LINE_NOTCH_ADDR 0)");
+    rkt_want(n, RK3588_DPU_RDMA_DATA_CUBE_CHANNEL, (uint32_t)t.c - 1, "must match the DPU CHANNEL");
+    t.in_iova = rkt_rd(n, RK3588_DPU_RDMA_SRC_BASE_ADDR);
+    rkt_want(n, RK3588_DPU_RDMA_BRDMA_CFG, 0, "no BS stream");
+    rkt_want(n, RK3588_DPU_RDMA_BS_BASE_ADDR, 0, "no BS stream");
+    rkt_want(n, RK3588_DPU_RDMA_NRDMA_CFG, 0, "no BN stream");
+    rkt_want(n, RK3588_DPU_RDMA_BN_BASE_ADDR, 0, "no BN stream");
+    rkt_want(n, RK3588_DPU_RDMA_ERDMA_CFG, 0x1, "EW stream disabled");
+    rkt_want(n, RK3588_DPU_RDMA_EW_BASE_ADDR, 0, "EW stream disabled");
+    rkt_want(n, RK3588_DPU_RDMA_EW_SURF_STRIDE, 0, "EW stream disabled");
+    rkt_want(n, RK3588_DPU_RDMA_FEATURE_MODE_CFG, 0x7801, "flying mode: the main read DMA on (MRDMA_DISABLE 0), BURST_LEN 15, int8");
+    rkt_want(n, RK3588_DPU_RDMA_SRC_DMA_CFG, 0, "no pooling");
+    rkt_want(n, RK3588_DPU_RDMA_SURF_NOTCH, 0, "no notch");
+    rkt_want(n, RK3588_DPU_RDMA_PAD_CFG, 0, "no RDMA padding");
+    rkt_want(n, RK3588_DPU_RDMA_WEIGHT, 0x01010101, "equal arbitration weights (Mesa's value)");
+    rkt_want(n, RK3588_DPU_RDMA_EW_SURF_NOTCH, 0, "EW stream disabled");
+    if (n->bad || rkt_check_all_consumed(n))
+        return -EINVAL;
+    return rkt_dpu_run(n, &t);
+}
+
 static int rk3588_execute(rkt_npu *n)
 {
+    if (n->op_enable == RKT_OPEN_DPU_BITMAP)
+        return rk3588_dpu_only(n);
     struct rk3588_task st;
     memset(&st, 0, sizeof(st));
     cna_conv(n, &st);

@@ -41,6 +41,7 @@ BUILTIN_NAMES: dict[int, str] = {
     17: "MAX_POOL_2D",
     18: "MUL",
     19: "RELU",
+    20: "RELU_N1_TO_1",
     21: "RELU6",
     22: "RESHAPE",
     23: "RESIZE_BILINEAR",
@@ -180,6 +181,8 @@ def decode_options(kind: str, raw: list[int]) -> dict[str, object]:
         names = ["padding", "stride_w", "stride_h", "filter_w", "filter_h", "activation"]
     elif kind == "CONCATENATION":
         names = ["axis", "activation"]
+    elif kind == "LEAKY_RELU":
+        return {"alpha": float(np.array([raw[0]], np.int32).view(np.float32)[0])}
     else:
         return {}
     opts: dict[str, object] = dict(zip(names, raw))

@@ -1041,3 +1041,96 @@ def add_pad(g: GraphBuilder, x: int, pads: Sequence[int], out_name: str = "outpu
 def _pad_options(fb: flatbuffers.Builder) -> int:
     tflite.PadOptionsStart(fb)
     return tflite.PadOptionsEnd(fb)
+
+
+UnaryName = Literal["logistic", "tanh", "relu", "relu6", "relun1", "leakyrelu", "hardswish", "silu"]
+_UNARY_CODES = {
+    "logistic": BuiltinOperator.LOGISTIC, "tanh": BuiltinOperator.TANH, "relu": BuiltinOperator.RELU,
+    "relu6": BuiltinOperator.RELU6, "relun1": BuiltinOperator.RELU_N1_TO_1, "leakyrelu": BuiltinOperator.LEAKY_RELU,
+    "hardswish": BuiltinOperator.HARD_SWISH,
+}
+
+
+@dataclass(frozen=True)
+class UnaryCase:
+    """One per-element unary op of an (1, H, W, C) tensor, with the quantization a converter writes: LOGISTIC
+    (1/256, qmin), TANH (1/128, mid-range), the rest drawn from the seed; `silu` is LOGISTIC followed by MUL with
+    the LOGISTIC's own input (TFLite's x * sigmoid(x)). Each seed draws another input scale and zero point."""
+
+    op: UnaryName
+    in_h: int
+    in_w: int
+    in_c: int
+    dtype: DType = "uint8"
+    seed: int = 0
+
+    @property
+    def name(self) -> str:
+        return case_name([self.op, f"in{self.in_h}x{self.in_w}x{self.in_c}"], self.dtype, "none", self.seed)
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def macs(self) -> int:
+        return 0
+
+    @property
+    def output_shape(self) -> tuple[int, int, int, int]:
+        return (1, self.in_h, self.in_w, self.in_c)
+
+    @property
+    def alpha(self) -> float:
+        """LEAKY_RELU's slope (drawn from the seed)."""
+        rng = np.random.default_rng([self.seed, zlib.crc32(self.name.encode()), 1])
+        return float(np.float32(rng.uniform(0.01, 0.3)))
+
+    def build(self) -> bytes:
+        rng = np.random.default_rng([self.seed, zlib.crc32(self.name.encode())])
+        qmin, qmax = QRANGE[self.dtype]
+        mid = (qmin + qmax + 1) // 2
+        in_scale = float(_log_uniform(rng, 0.01, 0.1))
+        xq = QParams.make(in_scale, int(rng.integers(qmin + 20, qmax - 20)))
+        g = GraphBuilder(f"teflon.modelgen {self.name}")
+        shape = self.output_shape
+        x = g.tensor("input", shape, self.dtype, xq)
+        version = 2 if self.dtype == "int8" else 1
+        if self.op in ("logistic", "silu"):
+            sig = g.tensor("sigmoid" if self.op == "silu" else "output", shape, self.dtype, QParams.make(1 / 256, qmin))
+            g.op(BuiltinOperator.LOGISTIC, version, [x], [sig])
+            if self.op == "logistic":
+                return g.build([x], [sig])
+            yq = QParams.make(in_scale * float(rng.uniform(0.4, 0.9)), int(rng.integers(qmin + 10, qmin + 60)))
+            y = g.tensor("output", shape, self.dtype, yq)
+            operands = [x, sig] if rng.integers(2) else [sig, x]
+            g.op(BuiltinOperator.MUL, version, operands, [y], BuiltinOptions.MulOptions, _mul_none_options)
+            return g.build([x], [y])
+        if self.op == "tanh":
+            yq = QParams.make(1 / 128, mid)
+        elif self.op == "relu6":
+            yq = QParams.make(6 / 255 * float(rng.uniform(0.8, 1.2)), int(rng.integers(qmin, qmin + 10)))
+        elif self.op == "relun1":
+            yq = QParams.make(2 / 255 * float(rng.uniform(0.8, 1.2)), mid + int(rng.integers(-10, 10)))
+        elif self.op == "hardswish":
+            yq = QParams.make(in_scale * float(rng.uniform(0.5, 1.5)), int(rng.integers(qmin + 10, qmin + 60)))
+        else:  # relu, leakyrelu
+            yq = QParams.make(in_scale * float(rng.uniform(0.5, 2.0)), int(rng.integers(qmin, mid)))
+        y = g.tensor("output", shape, self.dtype, yq)
+        if self.op == "leakyrelu":
+            alpha = self.alpha
+
+            def options(fb: flatbuffers.Builder) -> int:
+                tflite.LeakyReluOptionsStart(fb)
+                tflite.LeakyReluOptionsAddAlpha(fb, alpha)
+                return tflite.LeakyReluOptionsEnd(fb)
+
+            g.op(BuiltinOperator.LEAKY_RELU, version, [x], [y], BuiltinOptions.LeakyReluOptions, options)
+        else:
+            g.op(_UNARY_CODES[self.op], 1 if self.op in ("relun1", "hardswish") else version, [x], [y])
+        return g.build([x], [y])
+
+
+def _mul_none_options(fb: flatbuffers.Builder) -> int:
+    tflite.MulOptionsStart(fb)
+    tflite.MulOptionsAddFusedActivationFunction(fb, ActivationFunctionType.NONE)
+    return tflite.MulOptionsEnd(fb)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from teflon.ir import Graph, Operation, Quant, Tensor
-from teflon.modelgen import ConvCase, conv_params
+from teflon.modelgen import ConvCase, UnaryCase, conv_params
 
 
 def conv_graph(case: ConvCase) -> Graph:
@@ -27,3 +27,25 @@ def conv_graph(case: ConvCase) -> Graph:
     if dw:
         opts["depth_multiplier"] = 1
     return Graph(tensors, [Operation(0, "DEPTHWISE_CONV_2D" if dw else "CONV_2D", [0, 1, 2], [3], opts)])
+
+
+def unary_graph(case: UnaryCase) -> Graph:
+    """The ir.Graph of UnaryCase(...).build(): tensors and quantization read back from the model."""
+    from teflon.modelgen import operators
+    from teflon.runtime import make_interpreter
+
+    model = case.build()
+    interp = make_interpreter(model, reference=True)
+    tensors = {}
+    for d in interp.get_tensor_details():
+        scale, zp = d["quantization"]
+        q = Quant(np.asarray([scale], np.float32), np.asarray([zp], np.int32))
+        tensors[d["index"]] = Tensor(d["index"], np.dtype(d["dtype"]).name, tuple(int(v) for v in d["shape"]), q,
+                                     name=d["name"])
+    ops = []
+    for i, op in enumerate(operators(model)):
+        opts: dict[str, object] = {"activation": "NONE"} if op.name == "MUL" else {}
+        if op.name == "LEAKY_RELU":
+            opts["alpha"] = case.alpha
+        ops.append(Operation(i, op.name, list(op.inputs), list(op.outputs), opts))
+    return Graph(tensors, ops)

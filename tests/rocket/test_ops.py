@@ -19,14 +19,17 @@ from opcases import (
     DEFAULT_ADD,
     DEFAULT_PER_CHANNEL,
     DEFAULT_POOL,
+    DEFAULT_UNARY,
     KERNEL_CONV,
     LITERT_CASES,
     ROCKET_DEFAULT_FC,
     SLOW_ADD,
     SLOW_PER_CHANNEL,
     SLOW_ROCKET_FC,
+    SLOW_UNARY,
     SPREAD_DEFAULT_PER_CHANNEL,
     SPREAD_SLOW_PER_CHANNEL,
+    UNARY_KNOWN_CPU,
     WIDE_CONV,
 )
 from opcheck import (
@@ -37,9 +40,10 @@ from opcheck import (
     check_delegated_conv,
     check_delegated_op,
     check_pool,
+    check_unary,
 )
 from teflon import targets
-from teflon.modelgen import AddCase, ConvCase, FcCase, PoolCase
+from teflon.modelgen import AddCase, ConvCase, FcCase, PoolCase, UnaryCase
 
 DEVICES = [t.name for t in targets.of_family("rocket")]
 
@@ -101,6 +105,22 @@ def test_fully_connected(device: str, case: FcCase, options: dict[str, str], rec
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, SLOW_ROCKET_FC))
 def test_fully_connected_slow(device: str, case: FcCase, options: dict[str, str], record_property: Recorder) -> None:
     check_delegated_op(case, options, record_property, ("FULLY_CONNECTED",))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Per-element unary ops (LOGISTIC, SiLU, HARD_SWISH, LEAKY_RELU, TANH, RELU*): the DPU LUT program, byte-exact
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_UNARY))
+def test_unary(device: str, case: UnaryCase, options: dict[str, str], record_property: Recorder) -> None:
+    check_unary(case, options, record_property, UNARY_KNOWN_CPU.get(device))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, SLOW_UNARY))
+def test_unary_slow(device: str, case: UnaryCase, options: dict[str, str], record_property: Recorder) -> None:
+    check_unary(case, options, record_property, UNARY_KNOWN_CPU.get(device))
 
 
 # ---------------------------------------------------------------------------------------------------------------

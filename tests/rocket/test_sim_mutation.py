@@ -286,3 +286,94 @@ def test_every_pool_field_is_read(device: str, case: PoolCase) -> None:
         dev.close()
     print(f"{device} {case}: {counts}")
     assert not unread, "mutations with no effect:\n  " + "\n  ".join(unread)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The DPU-only LUT program (rocket/rk3588/dpu.py): compiled here from a graph, no golden file needed
+# --------------------------------------------------------------------------------------------------------------
+
+# (register, field) -> why flipping it may leave the output unchanged in the LUT program
+LUT_DONT_CARE: dict[tuple[str, str], str] = {
+    ("DPU_LUT_CFG", "LUT_HYBRID_PRIORITY"): (
+        "consulted only when an input hits both tables: never with START..END hits (the ranges are disjoint); set "
+        "to LO for hardware that decides hits by table depth as NVDLA does"),
+    ("DPU_LUT_CFG", "LUT_UFLOW_PRIORITY"): "consulted only when an input underflows both tables (none does)",
+    ("DPU_LUT_CFG", "LUT_OFLOW_PRIORITY"): "consulted only when an input overflows both tables (none does)",
+    ("PC_REGISTER_AMOUNTS", "PC_DATA_AMOUNT"): DONT_CARE[("PC_REGISTER_AMOUNTS", "PC_DATA_AMOUNT")][0],
+}
+
+
+def _lut_graph(dtype: str, silu: bool) -> Any:
+    from teflon.ir import Graph, Operation, Quant, Tensor
+
+    def t(i: int, scale: float, zp: int) -> Tensor:
+        return Tensor(i, dtype, (1, 5, 7, 20), Quant(np.array([scale], np.float32), np.array([zp], np.int32)))
+
+    qmin = -128 if dtype == "int8" else 0
+    tensors = {0: t(0, 0.04, qmin + 120), 1: t(1, 1 / 256, qmin)}
+    ops = [Operation(0, "LOGISTIC", [0], [1])]
+    if silu:
+        tensors[2] = t(2, 0.02, qmin + 40)
+        ops.append(Operation(1, "MUL", [0, 1], [2], {"activation": "NONE"}))
+    return Graph(tensors, ops)
+
+
+@pytest.mark.parametrize("silu", [False, True], ids=["logistic-in5x7x20-i8", "silu-in5x7x20-i8"])
+def test_lut_program_fields_are_read(sim: Device, silu: bool) -> None:
+    rm = target("rk3588").regmap
+    graph = _lut_graph("int8", silu)
+    out_t = 2 if silu else 1
+    nodes = [op.index for op in graph.operations]
+    prog = target("rk3588").compile(graph, nodes, [0], [out_t])
+    x = np.random.default_rng(3).integers(-128, 128, (1, 5, 7, 20)).astype(np.int8)
+    x.reshape(-1)[:256] = np.arange(-128, 128)  # every table entry is used
+    base = Runner(sim, prog).run({0: x})[out_t]
+    buf = prog.buffer("op0.regcmd")
+    words = list(struct.unpack(f"<{len(buf.data or b'') // 8}Q", buf.data or b""))
+    counts = {"changed": 0, "error": 0, "unchanged": 0}
+    unread = []
+    data_seen = 0
+    for i, w in enumerate(words):
+        if w == 0:
+            continue
+        _unit, name, _ = rm.decode(w)
+        if name == "DPU_LUT_ACCESS_DATA":
+            data_seen += 1
+            if data_seen % 37 != 1:  # a sample of the 512 table words
+                continue
+        if name in ("SYNC", "OP_ENABLE"):
+            flips = [w ^ (1 << (16 + b)) for b in (0, 3, 31)]
+            fields = ["value"] * 3
+        else:
+            later = [j for j in range(i + 1, len(words)) if (words[j] & 0xFFFF) == (w & 0xFFFF) and j > i]
+            if later and name not in ("DPU_LUT_ACCESS_CFG", "DPU_LUT_ACCESS_DATA"):
+                continue  # overwritten before the op-enable
+            flips, fields = [], []
+            for f in rm.register(name).fields:
+                for bit in sorted({f.lo, f.hi}):
+                    flips.append(w ^ (1 << (16 + bit)))
+                    fields.append(f.name)
+        for field, word in zip(fields, flips):
+            mutant = golden_free_program(prog, i, word)
+            try:
+                out = Runner(sim, mutant).run({0: x})[out_t]
+                result = "unchanged" if np.array_equal(out, base) else "changed"
+            except NativeError:
+                result = "error"
+            counts[result] += 1
+            if result == "unchanged" and (name, field) not in LUT_DONT_CARE:
+                unread.append(f"word {i} {name}.{field} -> 0x{word:016x}")
+    print(f"LUT program{' (SiLU)' if silu else ''}: {counts}")
+    assert not unread, "mutations with no effect (field not read by the simulator?):\n  " + "\n  ".join(unread)
+
+
+def golden_free_program(prog: Program, index: int, word: int) -> Program:
+    """A copy of `prog` with regcmd word `index` of op0 replaced."""
+    import copy
+
+    p = copy.deepcopy(prog)
+    buf = p.buffer("op0.regcmd")
+    data = bytearray(buf.data or b"")
+    struct.pack_into("<Q", data, 8 * index, word)
+    buf.data = bytes(data)
+    return p

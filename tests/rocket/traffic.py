@@ -101,8 +101,8 @@ def op_traffic(prog: Program, device: str) -> list[OpTraffic]:
     per_task = _rk3588 if device == "rk3588" else _rk3576
     out = []
     for op in prog.operations:
-        if not op.kind.endswith("CONV_2D"):
-            continue  # a pool (PPU) task fetches no weights
+        if (not op.kind.endswith("CONV_2D") and op.kind != "FULLY_CONNECTED") or "lut" in op.info:
+            continue  # a pool (PPU) or table (DPU-only) task fetches no weights
         tasks = [per_task(*_registers(prog, device, t)) for t in op.tasks]
         cubes = {t.weight_offset: t.weight_bytes for t in tasks}
         read = set().union(*(range(t.row0, t.row0 + t.rows) for t in tasks))

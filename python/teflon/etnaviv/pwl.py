@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from teflon.etnaviv.ops import KIND_TP, TP_TYPES, EtnaOp
+from teflon.unary import logistic_values, sigmoid_f32
 
 LUT_ENTRIES = 1024  # HWDB TPEngine_PwlLUTCount
 HALF = 512
@@ -64,15 +65,6 @@ def f32_to_fp21(f: np.ndarray) -> np.ndarray:
     return (sign | out).astype(np.uint32)
 
 
-def _sigmoid_f32(x: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-x)) with float32 rounding after each step (exp itself correctly rounded via float64)."""
-    x = np.asarray(x, np.float32)
-    with np.errstate(over="ignore"):  # exp(-x) beyond float32 -> inf -> sigmoid 0, as in float32 arithmetic
-        e = np.exp(-x.astype(np.float64)).astype(np.float32)
-        d = (np.float32(1.0) + e).astype(np.float32)
-        return (np.float32(1.0) / d).astype(np.float32)
-
-
 def relu_lut() -> np.ndarray:
     """Identity for positive inputs, -0 for every negative input."""
     return np.concatenate([_identity_half(), np.full(HALF, FP21_NEG_ZERO, np.uint32)])
@@ -92,12 +84,12 @@ def logistic_lut(input_scale: float) -> np.ndarray:
     lut = np.empty(LUT_ENTRIES, np.uint32)
     lut[0:16] = f32_to_fp21(np.full(16, half))  # tiny positive inputs
     c_pos = 0x8000 + np.arange(480, dtype=np.uint32) * 0x800  # entries 16..495
-    lut[16:496] = f32_to_fp21(_sigmoid_f32(fp21_to_f32(c_pos) * s))
+    lut[16:496] = f32_to_fp21(sigmoid_f32(fp21_to_f32(c_pos) * s))
     lut[496:512] = f32_to_fp21(np.full(16, np.float32(1.0)))
     # Negative half: the writer starts one entry later (entry 528, the smallest negative normal, keeps 0.5).
     lut[512:529] = f32_to_fp21(np.full(17, half))
     c_neg = 0x108800 + np.arange(479, dtype=np.uint32) * 0x800  # entries 529..1007
-    lut[529:1008] = f32_to_fp21(_sigmoid_f32(fp21_to_f32(c_neg) * s))
+    lut[529:1008] = f32_to_fp21(sigmoid_f32(fp21_to_f32(c_neg) * s))
     lut[1008:] = f32_to_fp21(np.zeros(16, np.float32))
     return lut
 
@@ -111,12 +103,8 @@ def _entry(v: int) -> int:
 
 
 def _logistic_targets(op: EtnaOp, v: np.ndarray) -> np.ndarray:
-    """TFLite's quantized sigmoid of the integer inputs v (relative to the input zero point), as stored uint8:
-    round(sigmoid(input_scale * v) / output_scale) + output zero point, clamped (its lookup-table kernel)."""
-    x = (np.float32(op.input_scale) * v.astype(np.float32)).astype(np.float32)
-    y = _sigmoid_f32(x).astype(np.float64) * float(np.float32(np.float32(1.0) / np.float32(op.output_scale)))
-    q = np.floor(np.abs(y) + 0.5) * np.sign(y)  # std::round: half away from zero
-    return np.clip(q + op.output_zero_point, 0, 255)
+    """TFLite's quantized sigmoid of the integer inputs v (relative to the input zero point), stored uint8."""
+    return logistic_values(v, op.input_scale, op.output_scale, op.output_zero_point, 0, 255)
 
 
 def logistic_lut_fitted(op: EtnaOp) -> np.ndarray:

@@ -310,11 +310,12 @@ def _check_activation(act: str, dtype: str, sy: np.float32, zy: int) -> None:
     raise LoweringError(f"fused activation {act} not supported")
 
 
-def lower_partition(graph: Graph, nodes: list[int],
-                    per_channel: bool = False) -> list[RocketConv | RocketPool | list[RocketView]]:
+def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False,
+                    unary: bool = False) -> list[RocketConv | RocketPool | list[RocketView]]:
     """Lower the partition's nodes into rocket operations (convolutions, pools; a view node into its views,
-    views.py), in graph execution order."""
+    views.py; with `unary`, a table op into a RocketUnary, unary_lower.py), in graph execution order."""
     from .pool import POOL_KINDS, lower_pool_ops
+    from .unary_lower import is_unary_node, lower_unary
     from .views import VIEW_KINDS, lower_views
 
     by_index = {op.index: op for op in graph.operations}
@@ -322,7 +323,14 @@ def lower_partition(graph: Graph, nodes: list[int],
     ops: list[RocketConv | RocketPool | list[RocketView]] = []
     for n in nodes:
         op = by_index[n]
-        if op.kind in CONV_LOWERINGS:
+        if unary and is_unary_node(graph, op):
+            if op.kind != "MUL":  # a SiLU's MUL is part of its LOGISTIC's operation
+                ops.append(lower_unary(graph, op))  # type: ignore[arg-type]
+                if not set(ops[-1].nodes) <= set(nodes):
+                    raise LoweringError(f"SiLU nodes {ops[-1].nodes} split across partitions")
+            elif not any(n in nodes for n in (p.index for p in graph.operations if p.outputs[0] in op.inputs)):
+                raise LoweringError(f"SiLU MUL (node {n}) without its LOGISTIC in the partition")
+        elif op.kind in CONV_LOWERINGS:
             ops.append(lower_conv_like(graph, op, per_channel))
         elif op.kind in VIEW_KINDS:
             ops.append(lower_views(graph, op))

@@ -198,8 +198,16 @@ DPU = (
     _undoc("DPU", 0x40C8),
     _undoc("DPU", 0x40CC),
     _undoc("DPU", 0x40D0, 0x0040FFFF, note="meaning unknown; always 0x0040FFFF"),
-    *(_undoc("DPU", off, note="LUT block (RK3588 analogy); always 0")
-      for off in (0x4100, 0x4104, 0x4108, 0x410C, 0x4110, 0x4114, 0x4118, 0x411C, 0x4120, 0x4130, 0x4140,
+    # The LUT access pair: the vendor's LUT-load task writes 0x00020000 / 0x00030000 (write, table 0 / 1, address
+    # 0) here, each followed by 513 data words (../shared/golden/rocket-rk3576-ops README §5 "Activations"); the
+    # fields are RK3588's (registers.xml) and NVDLA's S_LUT_ACCESS_CFG/DATA. Conv programs write 0 / 0.
+    reg("DPU", "LUT_ACCESS_CFG", 0x4100, ("LUT_ADDR", 0, 9), ("LUT_TABLE_ID", 16, 16), ("LUT_ACCESS_TYPE", 17, 17)),
+    reg("DPU", "LUT_ACCESS_DATA", 0x4104, ("LUT_ACCESS_DATA", 0, 15)),
+    # The consumer's LUT words (vendor bare sigmoid: 0x4108 0x02000006, 0x410C 0x00050500, 0x4110..0x411C
+    # 0xFFFFC000, 0x4140..0x414C 0x4000, 0x4188..0x4194 the tables' end entries); meaning beyond the RK3588
+    # analogy unknown: only 0 until teflon emits the RK3576 LUT program (docs/hardware/rocket-rk3576.md).
+    *(_undoc("DPU", off, note="LUT block (RK3588 analogy); always 0 in teflon's programs")
+      for off in (0x4108, 0x410C, 0x4110, 0x4114, 0x4118, 0x411C, 0x4120, 0x4130, 0x4140,
                   0x4144, 0x4148, 0x414C, 0x4150, 0x4154, 0x4160, 0x4170, 0x4174, 0x4184, 0x4188, 0x418C,
                   0x4190, 0x4194)),
 )

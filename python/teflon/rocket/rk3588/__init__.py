@@ -32,5 +32,5 @@ def compile(regmap: RegMap, device: str, graph: Graph, nodes: list[int], inputs:
     from ..lower import lower_partition
     from .encoder import compile_ops
 
-    return compile_ops(regmap, device, lower_partition(graph, nodes), inputs, outputs,
+    return compile_ops(regmap, device, lower_partition(graph, nodes, unary=True), inputs, outputs,
                        mesa_compat=mesa_compat, graph=graph)

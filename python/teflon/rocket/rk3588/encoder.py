@@ -21,8 +21,10 @@ from ..pool import RocketPool
 from ..ppu import pool_info, pool_stream
 from ..requant import bias_table, out_cvt
 from ..stream import EncodeError, Stream, regcmd_bytes
+from ..unary_lower import RocketUnary
 from ..views import RocketView, resolve
 from . import coefs, weights
+from .dpu import add_unary_op
 from .split import Split, split
 from .stream import OpParams, link, pool_pad_registers, pool_trailer, task_stream
 
@@ -116,6 +118,9 @@ def compile_ops(rm: RegMap, device: str, ops: list[RocketOp | list[RocketView]],
         return shapes[t].w * shapes[t].h
 
     for k, c in enumerate(convs):
+        if isinstance(c, RocketUnary):  # a table op: the DPU alone (dpu.py)
+            add_unary_op(prog, rm, k, c, views, plane_atoms)
+            continue
         names, addends = assemble.placed(assemble.buffer_names(k, c), views, lambda t: plane_atoms(t) * FEATURE_ATOM)
         if isinstance(c, RocketPool):
             streams = pool_streams(rm, c)

@@ -7,6 +7,7 @@ from ...ir import Graph
 from ..lower import ADD_REASON, CONV_LOWERINGS, LoweringError, RocketConv, lower_conv_like
 from ..pool import POOL_KINDS, RocketPool, describe_pool, lower_pool_ops
 from ..stream import EncodeError
+from ..unary_lower import claim
 from ..views import VIEW_KINDS, claims
 from .encoder import checked_streams, pool_streams
 from .stream import OpParams
@@ -28,6 +29,10 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     out: dict[int, tuple[bool, str]] = {}
     single_channel: dict[int, int] = {}  # node -> its input tensor, for ops on the raw-rows input path
     for op in graph.operations:
+        lut = claim(graph, op)  # table ops and the MUL of a SiLU pair (unary_lower)
+        if lut is not None:
+            out[op.index] = lut
+            continue
         if op.kind == "ADD":
             out[op.index] = (False, ADD_REASON)
             continue
