@@ -238,6 +238,44 @@ DEFAULT_CONV: list[ConvCase] = unique(
     + sweep("dwconv", seed=3, cap=DEFAULT_MAC_CAP)
 )
 
+# Feature maps wider than the CNA width fields (RK3588 11 bits, RK3576 13 bits) or whose rows overflow the CBUF:
+# run as column windows (docs/hardware/rocket.md "Column windows").
+WIDE_CONV: list[ConvCase] = _named([
+    ("conv2d", 1, 8400, 64, 64, 1, 1, "same", "int8"),       # a detection head's 1x8400 map
+    ("conv2d", 2, 3000, 16, 16, 3, 1, "same", "uint8"),
+    ("dwconv", 4, 4100, 32, None, 3, 2, "same", "uint8"),
+    ("conv2d", 3, 2500, 64, 32, 3, 2, "valid", "int8"),
+    ("dwconv", 2, 9000, 16, None, 5, 1, "same", "int8"),
+    ("conv2d", 6, 700, 256, 32, 5, 1, "same", "uint8"),      # rows of 700x256 overflow the CBUF stripe
+])
+
+# Kernels up to 7x7, non-square kernels, unequal strides and stride 3 (docs/hardware/rocket.md "Kernels and strides").
+KERNEL_CONV: list[ConvCase] = _named([
+    ("dwconv", 28, 28, 32, None, 7, 1, "same", "uint8"),
+    ("dwconv", 56, 56, 64, None, 7, 2, "same", "int8"),
+    ("dwconv", 112, 112, 64, None, 7, 1, "same", "uint8"),    # row split with 7-row windows
+    ("conv2d", 14, 14, 16, 32, 7, 2, "same", "int8"),
+    ("conv2d", 112, 112, 3, 64, 7, 2, "same", "uint8"),       # ResNet-like stem
+    ("conv2d", 20, 20, 64, 64, 7, 1, "valid", "uint8", {"weight_zp": 151}),
+    ("conv2d", 14, 20, 16, 32, 3, 1, "same", "uint8", {"kernel_w": 5}),
+    ("dwconv", 14, 20, 32, None, 1, 1, "same", "int8", {"kernel_w": 7}),
+    ("conv2d", 9, 30, 16, 16, 7, 1, "valid", "uint8", {"kernel_w": 1}),
+    ("dwconv", 24, 17, 48, None, 5, 2, "same", "uint8", {"kernel_w": 3}),
+    ("conv2d", 28, 28, 16, 32, 3, 3, "same", "uint8"),
+    ("dwconv", 30, 30, 32, None, 3, 3, "valid", "int8"),
+    ("conv2d", 56, 56, 32, 16, 5, 3, "same", "int8"),
+    ("dwconv", 29, 31, 16, None, 7, 3, "same", "uint8"),
+    ("conv2d", 28, 28, 32, 32, 3, 2, "same", "uint8", {"stride_w": 1}),
+    ("dwconv", 28, 40, 32, None, 5, 1, "same", "int8", {"kernel_w": 3, "stride_w": 2}),
+    ("conv2d", 30, 45, 16, 32, 1, 3, "valid", "int8", {"stride_w": 2}),
+    ("conv2d", 2, 3000, 16, 16, 3, 1, "same", "uint8", {"kernel_w": 7, "stride_w": 3}),  # with column windows
+    ("conv2d", 15, 16, 8, 16, 2, 1, "same", "int8"),          # even kernels: SAME pads more after than before
+    ("dwconv", 17, 13, 24, None, 4, 2, "same", "uint8"),
+    ("conv2d", 11, 12, 16, 16, 6, 3, "same", "uint8", {"kernel_w": 2}),
+    ("conv2d", 56, 56, 1, 16, 7, 2, "same", "uint8"),         # RK3588's raw single-channel path
+    ("conv2d", 30, 40, 1, 16, 3, 1, "same", "int8", {"kernel_w": 5, "stride_w": 2}),
+])
+
 # int8 per-channel weights: delegated by targets with the per_channel capability (both rocket SoCs), else the
 # CPU result unchanged.
 DEFAULT_PER_CHANNEL: list[ConvCase] = _named([

@@ -190,7 +190,9 @@ struct rk3576_task {
     uint32_t out_iova, surf_stride, jump, coef_iova, shift_iova, planes;
     int ew_on;                                  /* the EW stage adds the ERDMA operand */
     uint32_t ew_iova, ew_stride, ew_notch;      /* DPU_RDMA EW_BASE_ADDR, EW_SURF_STRIDE, SURF_NOTCH */
-    size_t row_pitch, plane_pitch; /* of the input planes in device memory */
+    uint32_t ls;
+    size_t row_pitch, plane_pitch; /* of the input rows in the CBUF window; of the input planes in device memory */
+    size_t dram_row_pitch;         /* of the input rows in device memory (4 x LINE_STRIDE) */
     const uint8_t *in; /* the input planes in device memory */
 };
 
@@ -317,11 +319,14 @@ static void padding_input(rkt_npu *n, struct rk3576_task *st)
               "the pad value must be an int8 sign-extended to 32 bits (the input zero point as stored)");
     t->pad_value = (int32_t)pad1;
     st->in_iova = rkt_rd(n, RK3576_CNA_FEATURE_DATA_ADDR);
-    const uint32_t ls = rkt_rd(n, RK3576_CNA_DMA_CON1);
+    st->ls = rkt_rd(n, RK3576_CNA_DMA_CON1);
     st->ss = rkt_rd(n, RK3576_CNA_DMA_CON2);
     st->ts = rkt_rd(n, RK3576_CNA_DMA_CON3);
-    rkt_check(n, ls == 4 * st->iw, RK3576_CNA_DMA_CON1, ls,
-              "line stride must be 4 x width = %u (rows of width x 16 bytes back to back, the vendor's value)", 4 * st->iw);
+    /* the vendor's value is exactly 4 x width (rows back to back); a longer stride reads a column window of a
+     * wider tensor, the rows 4 x LINE_STRIDE bytes apart as on RK3588 [INFERRED, docs/hardware/rocket-rk3576.md
+     * "Column windows"] */
+    rkt_check(n, st->ls >= 4 * st->iw, RK3576_CNA_DMA_CON1, st->ls,
+              "line stride must be at least 4 x width = %u (rows of width x 16 bytes may not overlap)", 4 * st->iw);
     st->surf = st->iw * st->fetched;
     rkt_check(n, st->ts == round_up(st->surf, 4) || (st->surf == 1 && st->ts == 1), RK3576_CNA_DMA_CON3, st->ts,
               "task surface must be round4(width x fetched rows) = %u 16-byte units", round_up(st->surf, 4));
@@ -509,7 +514,7 @@ static int check_geometry(rkt_npu *n, struct rk3576_task *st)
     struct rkt_conv_task *t = &st->t;
     struct rkt_conv_geom *g = &st->t.g;
     const int span_w = (int)st->iw + t->pad_left + st->pad_right - g->kw, span_h = (int)st->win_rows + t->pad_top + st->pad_bottom - g->kh;
-    /* the window is always the whole row (LINE_STRIDE = 4 x width), so without a right pad up to stride - 1 trailing
+    /* the window ends where its last column is (a whole row, or a column window), so without a right pad up to stride - 1 trailing
      * columns may stay unread (a VALID stride-2 layer with width - kernel odd), as on RK3588 [INFERRED]; a right pad
      * must be consumed */
     if (span_w < 0 || (span_w % t->sx && st->pad_right) || span_w / t->sx + 1 != t->out_w)
@@ -532,12 +537,15 @@ static int map_input(rkt_npu *n, struct rk3576_task *st)
 {
     st->planes = st->c16 / 16;
     st->row_pitch = 16 * (size_t)st->iw;
+    st->dram_row_pitch = 4 * (size_t)st->ls;
     st->plane_pitch = 16 * (size_t)st->ss;
-    if (st->planes > 1 && st->ss < st->surf)
+    const uint64_t rows_bytes = (uint64_t)(st->fetched - 1) * st->dram_row_pitch + st->row_pitch;
+    if (st->planes > 1 && (uint64_t)st->plane_pitch < rows_bytes)
         return rkt_fail(n, "CNA_DMA_CON2 = 0x%08x: 16-channel planes of %u fetched rows x %u overlap (plane stride in "
                         "16-byte units)", st->ss, st->fetched, st->iw);
-    st->in = rkt_mem(n, RKT_DMA_EXTENT, "input (CNA_FEATURE_DATA_ADDR, DMA_CON2/3)", st->in_iova,
-                                (uint64_t)(st->planes - 1) * st->plane_pitch + 16 * (uint64_t)st->ts);
+    const uint64_t last = 16 * (uint64_t)st->ts > rows_bytes ? 16 * (uint64_t)st->ts : rows_bytes;
+    st->in = rkt_mem(n, RKT_DMA_EXTENT, "input (CNA_FEATURE_DATA_ADDR, DMA_CON1/2/3)", st->in_iova,
+                                (uint64_t)(st->planes - 1) * st->plane_pitch + last);
     return 0;
 }
 
@@ -631,7 +639,7 @@ static int fill_window(rkt_npu *n, struct rk3576_task *st)
         /* the CNA feature DMA: one burst per fetched row of each 16-channel plane, into the ring */
         for (uint32_t p = 0; p < st->planes; p++) {
             const uint8_t *src = rkt_mem(n, RKT_DMA_FEATURE, "input row (CNA_FEATURE_DATA_ADDR)",
-                                         st->in_iova + (uint32_t)(p * st->plane_pitch + r * st->row_pitch), st->row_pitch);
+                                         st->in_iova + (uint32_t)(p * st->plane_pitch + r * st->dram_row_pitch), st->row_pitch);
             if (!src)
                 return -EINVAL;
             ring_write(&n->ring, st->limit, (uint64_t)g0 * GRANULE + p * st->row_pitch, src, st->row_pitch);

@@ -422,6 +422,8 @@ class ConvCase:
     scale_spread: float | None = None
     seed: int = 0
     kernel_w: int | None = None  # kernel columns when not square (`kernel` is then the kernel rows)
+    stride_w: int | None = None  # column stride when it differs (`stride` is then the row stride)
+    spread_planes: bool = False  # scale_spread between 16-channel planes only (a plane's scales within 1.25x)
 
     def __post_init__(self) -> None:
         if self.op not in ("conv2d", "dwconv"):
@@ -436,6 +438,8 @@ class ConvCase:
             raise ValueError("per-channel weights are int8 only")
         if self.scale_spread is not None and (not self.per_channel or self.scale_spread < 1):
             raise ValueError("scale_spread (>= 1) needs per-channel weights")
+        if self.spread_planes and self.scale_spread is None:
+            raise ValueError("spread_planes needs scale_spread")
         if self.dtype == "int8" and self.weight_zp not in (None, 0):
             raise ValueError("int8 weights are symmetric: TFLite's int8 kernels reject a weight zero point")
         if self.op == "dwconv" and self.out_c not in (None, self.in_c):
@@ -444,7 +448,7 @@ class ConvCase:
         for zp in (self.weight_zp, self.input_zp, self.output_zp):
             if zp is not None and not qmin <= zp <= qmax:
                 raise ValueError(f"zero point {zp} outside the {self.dtype} range")
-        if min(self.in_h, self.in_w, self.in_c, self.kernel, self.kw, self.stride, self.channels_out) < 1:
+        if min(self.in_h, self.in_w, self.in_c, self.kernel, self.kw, self.stride, self.sx, self.channels_out) < 1:
             raise ValueError("sizes, kernel and stride must be positive")
 
     # -- geometry ----------------------------------------------------------------------------------------------
@@ -462,8 +466,13 @@ class ConvCase:
         return self.kernel if self.kernel_w is None else self.kernel_w
 
     @property
+    def sx(self) -> int:
+        """Column stride."""
+        return self.stride if self.stride_w is None else self.stride_w
+
+    @property
     def out_w(self) -> int:
-        return out_size(self.in_w, self.kw, self.stride, self.padding)
+        return out_size(self.in_w, self.kw, self.sx, self.padding)
 
     @property
     def valid(self) -> bool:
@@ -489,7 +498,8 @@ class ConvCase:
         if self.op == "conv2d":
             parts.append(f"oc{self.channels_out}")
         kernel = f"k{self.kernel}" if self.kernel_w is None else f"k{self.kernel}x{self.kernel_w}"
-        parts += [kernel, f"s{self.stride}", self.padding, DTYPE_TOKEN[self.dtype] + (
+        stride = f"s{self.stride}" if self.stride_w is None else f"s{self.stride}x{self.stride_w}"
+        parts += [kernel, stride, self.padding, DTYPE_TOKEN[self.dtype] + (
             "pc" if self.per_channel else "")]
         if self.activation != "none":
             parts.append(self.activation)
@@ -497,7 +507,7 @@ class ConvCase:
             if value is not None:
                 parts.append(f"{token}{value}")
         if self.scale_spread is not None:
-            parts.append(f"spread{_fmt(self.scale_spread)}")
+            parts.append(f"spread{'planes' if self.spread_planes else ''}{_fmt(self.scale_spread)}")
         for token, scale in (("is", self.input_scale), ("ws", self.weight_scale), ("os", self.output_scale)):
             if scale is not None:
                 parts.append(f"{token}{_fmt(scale)}")
@@ -561,6 +571,13 @@ def conv_params(case: ConvCase, rng: np.random.Generator, input_quant: QParams |
         base = case.weight_scale if case.weight_scale is not None else float(_log_uniform(rng, 0.002, 0.02))
         if case.scale_spread is None:
             w_scale = (base * rng.uniform(0.5, 2.0, size=oc)).astype(np.float32)
+        elif case.spread_planes:  # scales clustered by 16-channel plane, as the channel groups of rk3576 need
+            planes = -(-oc // 16)
+            ratio = np.exp(rng.uniform(-0.5, 0.5, size=planes) * np.log(case.scale_spread))
+            if planes > 1:
+                ends = rng.choice(planes, 2, replace=False)
+                ratio[ends] = case.scale_spread ** np.array([-0.5, 0.5])
+            w_scale = (base * np.repeat(ratio, 16)[:oc] * rng.uniform(0.8, 1.0, size=oc)).astype(np.float32)
         else:
             ratio = np.exp(rng.uniform(-0.5, 0.5, size=oc) * np.log(case.scale_spread))
             if oc > 1:  # both ends of the spread present
@@ -579,7 +596,7 @@ def conv_params(case: ConvCase, rng: np.random.Generator, input_quant: QParams |
     # Expected accumulator sum((x - x_zp) * (w - w_zp)) per output channel over uniformly random inputs.
     w_centered = weights.astype(np.int64) - w_zp
     per_channel_taps = w_centered.reshape(-1, oc) if case.op == "dwconv" else w_centered.reshape(oc, -1).T
-    inside = _tap_fraction(case.in_h, k, case.stride, case.padding) * _tap_fraction(case.in_w, kw, case.stride,
+    inside = _tap_fraction(case.in_h, k, case.stride, case.padding) * _tap_fraction(case.in_w, kw, case.sx,
                                                                                   case.padding)
     x_mean = (qmin + qmax) / 2 - in_zp
     x_var = ((qmax - qmin + 1) ** 2 - 1) / 12
@@ -645,7 +662,7 @@ def add_conv(g: GraphBuilder, case: ConvCase, x: int, params: ConvParams, out_na
         def options(fb: flatbuffers.Builder) -> int:
             tflite.Conv2DOptionsStart(fb)
             tflite.Conv2DOptionsAddPadding(fb, padding)
-            tflite.Conv2DOptionsAddStrideW(fb, stride)
+            tflite.Conv2DOptionsAddStrideW(fb, case.sx)
             tflite.Conv2DOptionsAddStrideH(fb, stride)
             tflite.Conv2DOptionsAddFusedActivationFunction(fb, act)
             tflite.Conv2DOptionsAddDilationWFactor(fb, 1)
@@ -657,7 +674,7 @@ def add_conv(g: GraphBuilder, case: ConvCase, x: int, params: ConvParams, out_na
         def options(fb: flatbuffers.Builder) -> int:
             tflite.DepthwiseConv2DOptionsStart(fb)
             tflite.DepthwiseConv2DOptionsAddPadding(fb, padding)
-            tflite.DepthwiseConv2DOptionsAddStrideW(fb, stride)
+            tflite.DepthwiseConv2DOptionsAddStrideW(fb, case.sx)
             tflite.DepthwiseConv2DOptionsAddStrideH(fb, stride)
             tflite.DepthwiseConv2DOptionsAddDepthMultiplier(fb, 1)
             tflite.DepthwiseConv2DOptionsAddFusedActivationFunction(fb, act)

@@ -283,7 +283,8 @@ def _conv_graph(h: int, w: int, c: int, oc: int, k: int, s: int, padding: str = 
     rng = np.random.default_rng(h * 1000 + w * 10 + c + oc + k)
     lo, hi = (0, 256) if dtype == "uint8" else (-128, 128)
     oh = -(-h // s) if padding == "SAME" else (h - k) // s + 1
-    ow = -(-w // s) if padding == "SAME" else (w - k) // s + 1
+    sw = stride_w or s
+    ow = -(-w // sw) if padding == "SAME" else (w - k) // sw + 1
     wshape = (1, k, k, c) if dw else (oc, k, k, c)
     zp = 0 if dtype == "int8" else 120
     wq = Quant(np.linspace(0.01, 0.02, w_scales).astype(np.float32), np.full(w_scales, zp, np.int32), 3 if dw else 0)
@@ -398,8 +399,10 @@ def test_out_cvt_carry() -> None:
         ({"act": "RELU6", "out_zp": 0}, None),  # the BS ReLUX clamps at 60
         ({"act": "TANH"}, "fused activation TANH not supported"),
         ({"dilation": 2}, "dilation 2x2 not supported"),
-        ({"stride_w": 1, "s": 2}, "unequal strides"),
-        ({"k": 7}, "kernel 7x7 not supported"),
+        ({"stride_w": 1, "s": 2}, None),  # CONV_X_STRIDE / CONV_Y_STRIDE are separate fields
+        ({"s": 4}, "stride 4x4 not supported"),
+        ({"k": 7}, None),
+        ({"k": 9}, "kernel 9x9 not supported"),
         ({"h": 2}, None),  # SURF_STRIDE wraps below four rows (docs/hardware/rocket.md)
         ({"dtype": "int8"}, None),
     ],

@@ -21,6 +21,7 @@ from opcases import (
     DEFAULT_PER_CHANNEL,
     DEFAULT_POOL,
     DEFAULT_UNARY,
+    KERNEL_CONV,
     LITERT_CASES,
     ROCKET_DEFAULT_FC,
     SLOW_ADD,
@@ -30,6 +31,7 @@ from opcases import (
     SPREAD_DEFAULT_PER_CHANNEL,
     SPREAD_SLOW_PER_CHANNEL,
     UNARY_KNOWN_CPU,
+    WIDE_CONV,
 )
 from opcheck import (
     CONV_KINDS,
@@ -52,6 +54,17 @@ def _per_channel(device: str, slow: bool) -> list[ConvCase]:
         return SPREAD_SLOW_PER_CHANNEL if slow else SPREAD_DEFAULT_PER_CHANNEL
     return SLOW_PER_CHANNEL if slow else DEFAULT_PER_CHANNEL
 
+
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, KERNEL_CONV))
+def test_kernels_strides(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
+    """Kernels up to 7x7, non-square kernels, unequal strides, stride 3."""
+    check_delegated_conv(case, options, record_property)
+
+
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, WIDE_CONV))
+def test_wide(device: str, case: ConvCase, options: dict[str, str], record_property: Recorder) -> None:
+    """Maps wider than the width fields or the CBUF's rows: column windows."""
+    check_delegated_conv(case, options, record_property)
 
 
 

@@ -18,6 +18,7 @@ from teflon.reference import compare, run_cpu, run_delegate
 from teflon.rocket.rk3588.split import (
     CBUF_BANKS,
     CBUF_ENTRIES_PER_BANK,
+    MAX_WIDTH,
     PARTIAL_WEIGHTS_DATA_BANKS,
     Geometry,
     Split,
@@ -39,8 +40,32 @@ def geometry(h: int, w: int, c: int, oc: int, k: int, s: int, padding: str, dept
     return Geometry(h, w, c, oh, ow, c if depthwise else oc, k, k, s, *pads, depthwise)
 
 
+def check_columns(g: Geometry, sp: Split) -> None:
+    """Column windows: every output element computed exactly once, each task one output row of a window read from
+    exactly its receptive field (the hardware derives the counts from columns/rows + pads), inside the width fields
+    and its data banks."""
+    count = np.zeros((g.out_h, g.out_w), np.int32)
+    for t in sp.tasks:
+        assert t.out_rows == 1 and t.in_cols > 0 and t.out_w <= MAX_WIDTH and t.in_cols <= MAX_WIDTH, t
+        assert 0 <= t.in_col0 and t.in_col0 + t.in_cols <= g.in_w and 0 <= t.top <= t.bottom < g.in_h, t
+        assert t.in_col0 - t.pad_left == t.out_col0 * g.stride - g.pad_left, t
+        assert t.top - t.pad_top == t.out_row0 * g.stride - g.pad_top, t
+        assert (t.in_cols + t.pad_left + t.pad_right - g.kw) // g.stride + 1 == t.out_w, t
+        assert (t.in_rows + t.pad_top + t.pad_bottom - g.kh) // g.stride + 1 == 1, t
+        assert max(t.pad_left, t.pad_right) < g.kw and max(t.pad_top, t.pad_bottom) < g.kh, t
+        assert t.in_rows * entries_per_slice(t.in_cols, g.in_c) <= t.data_banks * CBUF_ENTRIES_PER_BANK, t
+        assert t.data_banks + t.weight_banks <= CBUF_BANKS, t
+        assert t.input_offset == (t.top * g.in_w + t.in_col0) * 16, t
+        assert t.output_offset == (t.out_row0 * g.out_w + t.out_col0) * 16, t
+        count[t.out_row0, t.out_col0:t.out_col0 + t.out_w] += 1
+    assert (count == 1).all()
+
+
 def check_split(g: Geometry, sp: Split) -> None:
     """Each task computes a contiguous run of output rows from their receptive fields, within its data banks."""
+    if sp.tasks[0].in_cols:
+        check_columns(g, sp)
+        return
     assert sum(t.out_rows for t in sp.tasks) == g.out_h
     last = len(sp.tasks) - 1
     row = 0
@@ -75,12 +100,30 @@ def test_every_split_covers_each_output_row_once(k: int, s: int) -> None:
         g = geometry(h, w, c, oc, k, s, padding, dw)
         try:
             sp = split(g)
-        except SplitError as e:  # only a row too wide for the kernel's rows in any of Mesa's bank splits
-            assert "the data banks hold at most" in str(e), (g, e)
+        except SplitError as e:  # only a window of one output column too wide for the data banks
+            assert "does not fit the" in str(e), (g, e)
+            continue
+        if sp.tasks[0].in_cols:  # column windows only where whole kernel-tall stripes of rows fit no bank split
             resident = CBUF_BANKS - weight_banks_required(g)
             assert entries_per_slice(w, c) * k > CBUF_ENTRIES_PER_BANK * max(resident, PARTIAL_WEIGHTS_DATA_BANKS), g
-            continue
         check_split(g, sp)
+
+
+@pytest.mark.parametrize(
+    ("shape", "windows"),
+    [
+        ((1, 8400, 64, 64, 1, 1, "same", False), 5),   # DATAIN_WIDTH is 11 bits
+        ((2, 3000, 16, 16, 3, 1, "same", False), 2),
+        ((4, 4100, 32, 32, 3, 2, "same", True), 3),
+        ((6, 700, 256, 32, 5, 1, "same", False), 8),   # five rows of 700x256 overflow the data banks
+        ((3, 2049, 16, 16, 3, 1, "valid", False), 2),  # output 2047 wide, input 2049
+    ],
+)
+def test_wide_maps_run_as_column_windows(shape: tuple, windows: int) -> None:
+    g = geometry(*shape)
+    sp = split(g)
+    check_split(g, sp)
+    assert len(sp.tasks) == g.out_h * windows
 
 
 @pytest.mark.parametrize(
@@ -127,18 +170,14 @@ def test_partial_split_that_fits_in_one_task() -> None:
 
 
 @pytest.mark.parametrize(
-    ("shape", "message"),
-    [
-        ((16, 224, 512, 32, 3, 1, "same"),
-         "(224 wide, 512 channels) needs 896 CBUF entries: the data banks hold at most 2 rows, a 3x3 kernel needs 3"),
-        ((16, 224, 256, 120, 5, 1, "same"),
-         "(224 wide, 256 channels) needs 448 CBUF entries: the data banks hold at most 4 rows, a 5x5 kernel needs 5"),
-    ],
+    "shape", [(16, 224, 512, 32, 3, 1, "same"), (16, 224, 256, 120, 5, 1, "same")],
 )
-def test_rows_wider_than_the_data_banks_are_refused(shape: tuple, message: str) -> None:
-    with pytest.raises(SplitError, match=r"one input row .*") as e:
-        split(geometry(*shape))
-    assert message in str(e.value)
+def test_rows_wider_than_the_data_banks_take_column_windows(shape: tuple) -> None:
+    """Mesa refuses these (a kernel-tall stripe of rows fits no bank split); column windows make the stripe fit."""
+    g = geometry(*shape)
+    sp = split(g)
+    check_split(g, sp)
+    assert sp.tasks[0].in_cols < g.in_w
 
 
 # End to end on the simulator: both new split shapes compute the CPU's numbers (within the requant tolerance).
@@ -147,6 +186,7 @@ def test_rows_wider_than_the_data_banks_are_refused(shape: tuple, message: str) 
     [
         ConvCase("conv2d", 26, 56, 256, 64, 3, 2, "valid"),  # trailing window dropped
         ConvCase("conv2d", 12, 112, 256, 32, 5, 1, "same", dtype="int8"),  # partial split instead of 4 < 5 rows
+        ConvCase("conv2d", 4, 224, 512, 32, 3, 1, "same"),  # column windows: 3 rows of 224x512 fit no bank split
     ],
     ids=str,
 )

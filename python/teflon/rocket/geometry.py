@@ -33,10 +33,14 @@ class Geometry:
     pad_left: int
     pad_right: int
     depthwise: bool
+    stride_w: int | None = None  # column stride when it differs from `stride` (the row stride)
 
-
+    @property
+    def sx(self) -> int:
+        """Column stride."""
+        return self.stride if self.stride_w is None else self.stride_w
 
 
 def geometry(c: RocketConv) -> Geometry:
     return Geometry(c.in_h, c.in_w, c.in_c, c.out_h, c.out_w, c.out_c, c.kh, c.kw, c.stride,
-                    c.pad_top, c.pad_bottom, c.pad_left, c.pad_right, c.depthwise)
+                    c.pad_top, c.pad_bottom, c.pad_left, c.pad_right, c.depthwise, c.stride_w)

@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 ELEMENTWISE_FUSED = ("ADD", "SUB")  # fused into the producing convolution (add_fusion)
+# Kernel sizes claimed: the weight-size fields hold 31 (5 bits, both generations), the pad fields 15 (4 bits); 7 is
+# the largest the op sweeps prove on both simulators (docs/hardware/rocket.md "Kernels").
+MAX_KERNEL = 7
+# Strides claimed along each axis (CONV_X_STRIDE / CONV_Y_STRIDE are 3-bit fields; 3 is what the sweeps prove).
+MAX_STRIDE = 3
 
 
 class LoweringError(ValueError):
@@ -63,7 +68,7 @@ class RocketConv:
     out_c: int
     kh: int
     kw: int
-    stride: int
+    stride: int  # row (TFLite H) stride; the column stride is `sx`
     pad_top: int
     pad_bottom: int
     pad_left: int
@@ -86,6 +91,18 @@ class RocketConv:
     act_max: int | None = None
     # A fused ADD (nodes then ends with the ADD; output_tensor, out_zp and out_scale are the ADD's), or None
     ew: EwOperand | None = None
+    stride_w: int | None = None  # column (TFLite W) stride when it differs from `stride`
+    channel0: int = 0  # first output channel of the node this operation computes (a channel group, rk3576/groups.py)
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """Identifies the operation among a partition's: its nodes, and its channel group."""
+        return (tuple(self.nodes), self.channel0)
+
+    @property
+    def sx(self) -> int:
+        """Column stride (CONV_X_STRIDE)."""
+        return self.stride if self.stride_w is None else self.stride_w
 
     @property
     def single_channel_input(self) -> bool:
@@ -172,10 +189,8 @@ def lower_conv(graph: Graph, op: Operation, per_channel: bool = False, clamp: bo
         raise LoweringError(f"per-channel bias quantization ({len(b.quant.scales)} scales) without per-channel weights")
 
     sh, sw_ = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
-    if sh != sw_:
-        raise LoweringError(f"unequal strides {sh}x{sw_} not supported (the NPU path uses one stride)")
-    if sh not in (1, 2):
-        raise LoweringError(f"stride {sh} not supported (1 or 2)")
+    if not (1 <= sh <= MAX_STRIDE and 1 <= sw_ <= MAX_STRIDE):
+        raise LoweringError(f"stride {sh}x{sw_} not supported (1 to {MAX_STRIDE} along each axis)")
     if int(o.get("dilation_h", 1)) != 1 or int(o.get("dilation_w", 1)) != 1:
         raise LoweringError(f"dilation {o.get('dilation_h')}x{o.get('dilation_w')} not supported")
     padding = o.get("padding")
@@ -192,15 +207,15 @@ def lower_conv(graph: Graph, op: Operation, per_channel: bool = False, clamp: bo
     elif w.shape[0] != oc or w.shape[3] != ic:
         raise LoweringError(f"unexpected weight shape {w.shape}")
     kh, kw = int(w.shape[1]), int(w.shape[2])
-    if kh != kw or kh not in (1, 3, 5):
-        raise LoweringError(f"kernel {kh}x{kw} not supported (1x1, 3x3, 5x5)")
+    if not (1 <= kh <= MAX_KERNEL and 1 <= kw <= MAX_KERNEL):
+        raise LoweringError(f"kernel {kh}x{kw} not supported (1 to {MAX_KERNEL} rows and columns)")
 
     if padding == "SAME":
         pt, pb = same_pads(ih, kh, sh)
-        pl, pr = same_pads(iw, kw, sh)
+        pl, pr = same_pads(iw, kw, sw_)
     else:
         pt = pb = pl = pr = 0
-    if (ih + pt + pb - kh) // sh + 1 != oh or (iw + pl + pr - kw) // sh + 1 != ow:
+    if (ih + pt + pb - kh) // sh + 1 != oh or (iw + pl + pr - kw) // sw_ + 1 != ow:
         raise LoweringError(f"output shape {y.shape} inconsistent with input {x.shape} and kernel")
 
     act = o.get("activation", "NONE")
@@ -224,6 +239,7 @@ def lower_conv(graph: Graph, op: Operation, per_channel: bool = False, clamp: bo
         in_zp=zx - off, out_zp=zy - off, w_zp=zw - off, in_scale=sx, out_scale=sy, w_scale=sw,
         weights=weights, weights_q=wq, bias=bias, activation=str(act), w_scales=w_scales,
         act_min=None if bounds[0] is None else bounds[0] - off, act_max=None if bounds[1] is None else bounds[1] - off,
+        stride_w=None if sw_ == sh else sw_,
     )
 
 

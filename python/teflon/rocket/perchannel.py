@@ -155,9 +155,15 @@ class ChannelScaling:
     shift: int
 
 
-def channel_scaling(c: RocketConv) -> ChannelScaling:
-    """A, C and sh of a convolution (per-tensor weights: C = 2^14, sh = 14); raises EncodeError when
-    per-channel scales are too far apart for the 16-bit multiplier or a sum could leave the DPU's int32 path."""
+class ScaleSpreadError(EncodeError):
+    """Per-channel weight scales too far apart for one 16-bit multiplier (rk3576 splits such a layer into channel
+    groups: rk3576/groups.py)."""
+
+
+def channel_scaling(c: RocketConv, max_error: float = MAX_ERROR_LSB) -> ChannelScaling:
+    """A, C and sh of a convolution (per-tensor weights: C = 2^14, sh = 14); raises EncodeError when a sum could
+    leave the DPU's int32 path, ScaleSpreadError when per-channel scales are too far apart for the 16-bit
+    multiplier (an output error above `max_error` LSB)."""
     per_channel = c.w_scales is not None
     scales = np.broadcast_to(c.w_scales if per_channel else np.array([c.w_scale], np.float32), (c.out_c,))
     a_true = bias_table(c.bias, c.weights_q, c.w_zp_q, c.in_zp, c.depthwise, 0)
@@ -175,9 +181,9 @@ def channel_scaling(c: RocketConv) -> ChannelScaling:
         # the true data sum: stored inputs in -128..127 minus the stored zero point (padding taps add 0)
         data = max(127 - c.in_zp, 128 + c.in_zp) * centered
         err = multiplier_error(scales, m, float(c.in_scale), float(c.out_scale), data, bias, shift)
-        if err > MAX_ERROR_LSB:
-            raise EncodeError(f"per-channel weight scales too far apart for the 16-bit multiplier "
-                              f"(error up to {err:.2f} LSB)")
+        if err > max_error:
+            raise ScaleSpreadError(f"per-channel weight scales too far apart for the 16-bit multiplier "
+                                   f"(error up to {err:.2f} LSB)")
     return ChannelScaling(a, m, shift)
 
 

@@ -60,9 +60,10 @@ class Coefficients:
     shift: int  # the shift word's shift (both signs)
 
 
-def coefficients(c: RocketConv) -> Coefficients:
-    """The coefficient table, multipliers and shift of a convolution (raises EncodeError, perchannel)."""
-    s = perchannel.channel_scaling(c)
+def coefficients(c: RocketConv, max_error: float = perchannel.MAX_ERROR_LSB) -> Coefficients:
+    """The coefficient table, multipliers and shift of a convolution (raises EncodeError, perchannel; scales too
+    far apart for the 16-bit multiplier at `max_error` LSB: ScaleSpreadError, which groups.py splits)."""
+    s = perchannel.channel_scaling(c, max_error)
     return Coefficients(coefs.coefficient_table(s.a, -c.w_zp, s.multipliers.c, c.depthwise), s.multipliers, s.shift)
 
 
@@ -72,7 +73,7 @@ def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None,
     of a fused ADD's operand."""
     try:
         sp = split(geometry(c))
-        co = memo(graph, (__name__, "coefficients", tuple(c.nodes)), lambda: coefficients(c))
+        co = memo(graph, (__name__, "coefficients", c.key), lambda: coefficients(c))
         ew = None
         if c.ew is not None:
             co = replace(co, shift=_ew_shift(c, co))
@@ -82,6 +83,8 @@ def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None,
             ew = EwParams(-c.ew.zp, ew_scale, ew_shift, ew_plane)
         scale, shift = perchannel.out_cvt(float(c.in_scale), co.multipliers, float(c.out_scale), co.shift)
         clamp = activation_clamp(c.act_min, c.act_max, c.out_zp, scale, shift)
+    except EncodeError:
+        raise  # ScaleSpreadError stays itself (groups.py)
     except (SplitError, ValueError) as e:
         raise EncodeError(str(e)) from e
     if clamp is not None and c.w_scales is not None:
@@ -125,7 +128,7 @@ def encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None =
 
 
 def _layer_key(c: RocketConv, in_plane: int, ew_plane: int) -> tuple[object, ...]:
-    return (__name__, "layer", tuple(c.nodes), in_plane, ew_plane)
+    return (__name__, "layer", c.key, in_plane, ew_plane)
 
 
 def _encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None, ew_plane: int) -> EncodedLayer:
@@ -136,7 +139,7 @@ def _encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None,
     except RegMapError as e:
         raise EncodeError(f"register limit: {e}") from e
     try:
-        packed = memo(graph, (__name__, "weights", tuple(c.nodes[:1]), p.split.oc_chunk),
+        packed = memo(graph, (__name__, "weights", c.nodes[0], c.channel0, p.split.oc_chunk),
                       lambda: _packed_weights(c, p.split.oc_chunk))
     except ValueError as e:
         raise EncodeError(str(e)) from e

@@ -104,6 +104,8 @@ def _values(p: LayerParams, task: Task) -> dict[str, dict[str, int]]:
     t = task.window
     ocs = task.ocs  # output channels of this task (the layer's, unless its kernels come in chunks)
     rows_out = t.out_rows
+    iw, ow = t.cols, t.out_cols  # the window's input / output columns (the whole width without column windows)
+    epr = sp.row_entries(t)
     groups_out = -(-ocs // FEATURE_ATOM)
     pp = {"POINTER_PP_EN": 1, "EXECUTER_PP_EN": 1, "POINTER_PP_MODE": 1}
     clamp = {f"DPU_CLAMP{i}_{m}": {f"CLAMP{i}_{m}": INT32_MIN if m == "MIN" else INT32_MAX}
@@ -121,7 +123,7 @@ def _values(p: LayerParams, task: Task) -> dict[str, dict[str, int]]:
         "CNA_UNDOC_1038": {"LOW": 7, "NOT_FIRST_TASK": int(not task.loads_weights)},
         "CNA_CONV_CON1": {"CONV_MODE": int(dw)},
         "CNA_UNDOC_1010": {"VALUE": 0xFFF},
-        "CNA_CONV_CON3": {"CONV_X_STRIDE": c.stride, "CONV_Y_STRIDE": c.stride},
+        "CNA_CONV_CON3": {"CONV_X_STRIDE": c.sx, "CONV_Y_STRIDE": c.stride},
         # the data ring in 1024-granule units (4 <-> 4096, 5 <-> 5120 in every vendor task); a layer between 4096
         # and 5120 granules runs as one window of the 5120 ring
         "CNA_UNDOC_1018": {"MODE_LO": sp.data_limit // 1024, "MODE_HI": sp.data_limit // 1024, "BIT30": 1,
@@ -130,36 +132,36 @@ def _values(p: LayerParams, task: Task) -> dict[str, dict[str, int]]:
         "CNA_WEIGHT_SIZE1": {"WEIGHT_BYTES_PER_KERNEL": p.weight_bytes_per_kernel},
         "CNA_WEIGHT_SIZE2": {"WEIGHT_KERNELS_M1": p.kernels(ocs) - 1, "WEIGHT_WIDTH_M1": c.kw - 1,
                              "WEIGHT_HEIGHT_M1": c.kh - 1},
-        "CNA_DATA_SIZE1": {"DATAIN_CHANNEL_M1": c.in_c - 1, "WINDOW_ENTRIES": sp.entries_per_row * t.fetched},
-        "CNA_DATA_SIZE0": {"DATAIN_HEIGHT_M1": t.rows - 1, "DATAIN_WIDTH_M1": c.in_w - 1},
-        "CNA_DATA_SIZE2": {"DATAOUT_WIDTH_M1": c.out_w - 1, "KERNEL_FETCH": p.kernel_fetch},
-        "CNA_DATA_SIZE3": {"DATAOUT_ATOMICS_M1": c.out_w * rows_out - 1},
-        "CNA_CBUF_CON2": {"READ_ORIGIN": t.read_origin, "DATA_ENTRIES": sp.entries_per_row},
+        "CNA_DATA_SIZE1": {"DATAIN_CHANNEL_M1": c.in_c - 1, "WINDOW_ENTRIES": epr * t.fetched},
+        "CNA_DATA_SIZE0": {"DATAIN_HEIGHT_M1": t.rows - 1, "DATAIN_WIDTH_M1": iw - 1},
+        "CNA_DATA_SIZE2": {"DATAOUT_WIDTH_M1": ow - 1, "KERNEL_FETCH": p.kernel_fetch},
+        "CNA_DATA_SIZE3": {"DATAOUT_ATOMICS_M1": ow * rows_out - 1},
+        "CNA_CBUF_CON2": {"READ_ORIGIN": t.read_origin, "DATA_ENTRIES": epr},
         "CNA_CBUF_CON0": {"WRITE_ORIGIN": t.write_origin, "DATA_LIMIT": sp.data_limit},
-        "CNA_CBUF_CON1": {"DATA_ENTRIES": sp.entries_per_row, "DATAIN_WIDTH": c.in_w},
+        "CNA_CBUF_CON1": {"DATA_ENTRIES": epr, "DATAIN_WIDTH": iw},
         "CNA_CVT_CON0": {"CVT_BYPASS": 1, "CVT_TYPE": 1, "DATA_SIGN": 1},
         "CNA_CVT_CON1": {"CVT_SCALE0": 1, "CVT_SCALE1": 1},
         "CNA_CVT_CON2": {"CVT_SCALE2": 1, "CVT_SCALE3": 1},
-        "CNA_DMA_SIZE0": {"DMA_HEIGHT_M1": t.fetched - 1, "DMA_WIDTH_M1": c.in_w - 1},
+        "CNA_DMA_SIZE0": {"DMA_HEIGHT_M1": t.fetched - 1, "DMA_WIDTH_M1": iw - 1},
         "CNA_DMA_SIZE1": {"DMA_CHANNEL_M1": c.in_c - 1},
-        "CNA_PAD_CON0": {"PAD_TOP": t.pad_top, "PAD_LEFT": c.pad_left, "PAD_BOTTOM": t.pad_bottom,
-                         "PAD_RIGHT": _pad_right(c)},
+        "CNA_PAD_CON0": {"PAD_TOP": t.pad_top, "PAD_LEFT": t.pad_left, "PAD_BOTTOM": t.pad_bottom,
+                         "PAD_RIGHT": t.pad_right},
         "CNA_PAD_CON1": {"PAD_VALUE": c.in_zp},
         "CNA_DMA_CON0": {"DATA_BURST_LEN": 15, "WEIGHT_BURST_LEN": 15},
-        "CNA_DMA_CON1": {"LINE_STRIDE": c.in_w * FEATURE_ATOM // 4},
+        "CNA_DMA_CON1": {"LINE_STRIDE": c.in_w * FEATURE_ATOM // 4},  # the whole tensor's rows
         "CNA_DMA_CON2": {"SURF_STRIDE": p.in_plane},
-        "CNA_DMA_CON3": {"TASK_SURF": round4(c.in_w * t.fetched)},
-        "CNA_UNDOC_118C": {"LO": c.in_w - 1, "HI": c.in_w - 1},
+        "CNA_DMA_CON3": {"TASK_SURF": round4(iw * t.fetched)},
+        "CNA_UNDOC_118C": {"LO": iw - 1, "HI": iw - 1},
         "CORE_MISC_CFG": {"DW_EN": 1, "DW_BIT3": 1, "BIT28": 1} if dw else {"QD_EN": 1, "BIT28": 1},
-        "CORE_DATAOUT_SIZE_0": {"DATAOUT_WIDTH_M1": c.out_w - 1, "DATAOUT_HEIGHT_M1": rows_out - 1},
+        "CORE_DATAOUT_SIZE_0": {"DATAOUT_WIDTH_M1": ow - 1, "DATAOUT_HEIGHT_M1": rows_out - 1},
         "CORE_DATAOUT_SIZE_1": {"DATAOUT_CHANNEL_M1": ocs - 1},
         "DPU_FEATURE_MODE_CFG": {"OUTPUT_MODE": 2, "CONV_MODE": int(dw), "BIT30": 1},
         "DPU_DST_SURF_STRIDE": {"DST_SURF_STRIDE": p.out_plane},
-        "DPU_DATA_CUBE_WIDTH": {"WIDTH_M1": c.out_w - 1},
+        "DPU_DATA_CUBE_WIDTH": {"WIDTH_M1": ow - 1},
         "DPU_DATA_CUBE_HEIGHT": {"HEIGHT_M1": rows_out - 1},
         "DPU_DATA_CUBE_CHANNEL": {"CHANNEL_M1": ocs - 1},
         "DPU_UNDOC_4030": {"LO": 0x310 if dw else 0x710, "CHANNEL_M1": ocs - 1},
-        "DPU_WDMA_SIZE_1": {"WIDTH_WDMA_M1": c.out_w - 1, "HEIGHT_WDMA_M1": rows_out - 1},
+        "DPU_WDMA_SIZE_1": {"WIDTH_WDMA_M1": ow - 1, "HEIGHT_WDMA_M1": rows_out - 1},
         "DPU_UNDOC_4038": {"VALUE": 0x100092 if dw else 0x120080},
         "DPU_BS_CFG": {"BS_MODE": 0 if dw else 1},
         "DPU_BS_OW_CFG": ({"N0": 3, "N1": 3, "GROUP_PHASE": (groups_out - 1) % 4, "N3": 3, "N4": 1} if dw else
@@ -170,10 +172,10 @@ def _values(p: LayerParams, task: Task) -> dict[str, dict[str, int]]:
         "DPU_OUT_CVT_OFFSET": {"OUT_CVT_OFFSET": c.out_zp},
         "DPU_OUT_CVT_SCALE": {"OUT_CVT_SCALE": p.cvt_scale},
         "DPU_OUT_CVT_SHIFT": {"OUT_CVT_SHIFT": p.cvt_shift},
-        "DPU_SURFACE_ADD": {"SURF_ADD": (4 if dw else 2) * p.out_plane - c.out_w * rows_out},
+        "DPU_SURFACE_ADD": {"SURF_ADD": (4 if dw else 2) * p.out_plane - ow * rows_out},
         "DPU_UNDOC_40C0": {"VALUE": 0x04440100},
         "DPU_UNDOC_40D0": {"VALUE": 0x0040FFFF},
-        "DPU_RDMA_DATA_CUBE_WIDTH": {"WIDTH_M1": c.out_w - 1},
+        "DPU_RDMA_DATA_CUBE_WIDTH": {"WIDTH_M1": ow - 1},
         "DPU_RDMA_DATA_CUBE_HEIGHT": {"HEIGHT_M1": rows_out - 1},
         "DPU_RDMA_DATA_CUBE_CHANNEL": {"CHANNEL_M1": ocs - 1},
         "DPU_RDMA_BRDMA_CFG": {"BRDMA_CFG": 0x510 if dw else 0x710},
@@ -212,11 +214,6 @@ def with_input_pitch(rm: RegMap, streams: list[Stream], old_plane: int, new_plan
     return [Stream([new if w == old else w for w in s.words], list(s.relocs)) for s in streams]
 
 
-def _pad_right(c: RocketConv) -> int:
-    """Right padding columns the outputs actually read (the vendor's 0x1080 holds consumed pads)."""
-    return max((c.out_w - 1) * c.stride - c.pad_left + c.kw - c.in_w, 0)
-
-
 def _addresses(p: LayerParams, task: Task) -> dict[str, tuple[str, int]]:
     """Offsets in each address register's buffer: the window's rows; the chunk's weight cube, first output
     plane (16 channels per plane) and coefficient groups (8 channels per group)."""
@@ -229,9 +226,9 @@ def _addresses(p: LayerParams, task: Task) -> dict[str, tuple[str, int]]:
                                        * FEATURE_ATOM)
     return {
         **ew,
-        "CNA_FEATURE_DATA_ADDR": (ROLE_INPUT, t.fetch_row0 * c.in_w * FEATURE_ATOM),
+        "CNA_FEATURE_DATA_ADDR": (ROLE_INPUT, (t.fetch_row0 * c.in_w + t.col0) * FEATURE_ATOM),
         "CNA_DCOMP_ADDR0": (ROLE_WEIGHTS, p.weight_offset(task.oc0)),
-        "DPU_DST_BASE_ADDR": (ROLE_OUTPUT, plane + t.out_row0 * c.out_w * FEATURE_ATOM),
+        "DPU_DST_BASE_ADDR": (ROLE_OUTPUT, plane + (t.out_row0 * c.out_w + t.out_col0) * FEATURE_ATOM),
         "DPU_RDMA_BS_BASE_ADDR": (ROLE_BIAS, task.oc0 // coefs.GROUP * (
             coefs.DW_GROUP_BYTES if c.depthwise else coefs.DIRECT_GROUP_BYTES)),
         "DPU_RDMA_BS_SHIFT_ADDR": (ROLE_SHIFT, p.shift_offset),

@@ -5,10 +5,12 @@ from __future__ import annotations
 from ...hw.regmap import RegMap
 from ...ir import Graph
 from ..lower import CONV_LOWERINGS, ELEMENTWISE_FUSED, LoweringError, RocketConv, add_fusion, fuse_add, lower_conv_like
+from ..perchannel import ScaleSpreadError
 from ..pool import POOL_KINDS, RocketPool, describe_pool, lower_pool_ops
 from ..stream import EncodeError
 from ..views import VIEW_KINDS, claims
 from .encoder import encode_layer, pool_streams
+from .groups import first_free_id, split_channels
 
 # A conv with at most 4 input channels (an RGB/RGBA image) could use Rockchip's ARGB first-layer sub-encoding
 # (CONV_MODE 6, CORE 0x3018 = 0x10000081). Its weight byte order and CVT arithmetic are not pinned down by
@@ -58,17 +60,22 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             conv = lower_conv_like(graph, op, per_channel=True, clamp=True)
             # every register value must fit its field: build the whole layer (the input plane pitch
             # does not change which values fit)
-            enc = encode_layer(regmap, conv, conv.in_h * conv.in_w, graph)
+            try:
+                n = len(encode_layer(regmap, conv, conv.in_h * conv.in_w, graph).streams)
+                groups = ""
+                by_output[conv.output_tensor] = conv  # an ADD may fuse into it (not into a channel-grouped layer)
+            except ScaleSpreadError:
+                parts = [p for p in split_channels(conv, first_free_id(graph)) if isinstance(p, RocketConv)]
+                n = sum(len(encode_layer(regmap, p, p.in_h * p.in_w, graph).streams) for p in parts)
+                groups = f" in {len(parts)} channel groups (per-channel scales too far apart for one multiplier)"
         except (LoweringError, EncodeError) as e:
             out[op.index] = (False, str(e))
             continue
-        by_output[conv.output_tensor] = conv
-        n = len(enc.streams)
         what = "depthwise" if conv.depthwise else "fully connected as conv" if conv.kind == "FULLY_CONNECTED" else "conv"
         pc = ", per-channel" if conv.w_scales is not None else ""
         path = ""
         if not conv.depthwise and conv.in_c <= IMAGE_INPUT_MAX_C:
             path = ", " + ARGB_NOT_USED.format(ic=conv.in_c)
-        out[op.index] = (True, f"{what} {conv.kh}x{conv.kw} s{conv.stride}{pc}, {n} task{'s' * (n > 1)}{path}")
+        out[op.index] = (True, f"{what} {conv.kh}x{conv.kw} s{conv.stride}{'' if conv.sx == conv.stride else f'x{conv.sx}'}{pc}{groups}, {n} task{'s' * (n > 1)}{path}")
     out.update(claims(graph, out))
     return out

@@ -15,6 +15,13 @@ Two departures, both where Mesa's own walk breaks (no golden stream has either c
   no output row (VALID stride 2, e.g. 112 rows in windows of 11). Mesa still emits a task for it, its row
   count computed from a negative difference. Such a trailing window is dropped when the earlier tasks
   already compute every output row; the split may then be a single task with the split's bank numbers.
+
+Column windows (not in Mesa): a map wider than the 11-bit DATAIN_WIDTH / DATAOUT_WIDTH fields, or one whose
+kernel-tall stripe of rows does not fit the data banks, is cut into column windows. Each task then computes one
+output row of one window: it reads its input columns (with the kernel's overlap) through the whole tensor's line
+and surface strides, and the DPU writes its output atoms contiguously at (row * OW + first column) * 16 inside each
+plane of the whole tensor (the RK3588 DPU has no output line stride, so a narrower-than-OW task can only write
+one row). docs/hardware/rocket.md "Column windows".
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ CBUF_ENTRIES_PER_BANK = 256
 CBUF_ENTRY_BYTES = 128
 ATOMS_PER_ENTRY = CBUF_ENTRY_BYTES // FEATURE_ATOM
 PARTIAL_WEIGHTS_DATA_BANKS = 7  # Mesa's fixed split when weights do not fit
+MAX_WIDTH = (1 << 11) - 1  # CNA DATAIN_WIDTH and DATAOUT_WIDTH are 11-bit fields (rocket.md §7.2)
+MAX_COLUMN_TASKS = 4095  # one task per output row and window; the PC's TASK_NUMBER is 12 bits (rocket.md §7.2)
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,9 @@ class Task:
     output_offset: int
     data_banks: int
     weight_banks: int
+    in_col0: int = 0  # first input column read (column windows; 0 otherwise)
+    in_cols: int = 0  # input columns read by a column window (0: the operation's whole width)
+    out_col0: int = 0  # first output column written
 
     @property
     def in_rows(self) -> int:
@@ -103,7 +115,7 @@ def _row_windows(g: Geometry, avail_slices: int) -> list[tuple[int, int, bool]]:
 def _tasks(g: Geometry, avail_slices: int, avail_in: int, avail_w: int) -> list[Task]:
     row_bytes_in = g.in_w * FEATURE_ATOM
     row_bytes_out = g.out_w * FEATURE_ATOM
-    out_w = (g.in_w + g.pad_left + g.pad_right - g.kw) // g.stride + 1
+    out_w = (g.in_w + g.pad_left + g.pad_right - g.kw) // g.sx + 1
     windows = _row_windows(g, avail_slices)
     tasks: list[Task] = []
     done = 0
@@ -133,7 +145,71 @@ def _check(g: Geometry, tasks: list[Task]) -> None:
         raise SplitError(f"row split computes {done} output rows, the operation has {g.out_h}")
 
 
+def _banks(g: Geometry) -> tuple[bool, int, int]:
+    """(weights resident, data banks, weight banks) of a split into several tasks."""
+    w_banks = weight_banks_required(g)
+    reuse = w_banks + 1 < CBUF_BANKS
+    avail_in = CBUF_BANKS - w_banks if reuse else PARTIAL_WEIGHTS_DATA_BANKS
+    return reuse, avail_in, w_banks if reuse else CBUF_BANKS - avail_in
+
+
+def needs_columns(g: Geometry) -> bool:
+    """Wider than the width fields, or a kernel-tall stripe of whole rows does not fit any data bank split."""
+    if g.in_c == 1:
+        return False  # the raw single-channel path keeps Mesa's row layout (never cut into columns)
+    most = max(CBUF_BANKS - weight_banks_required(g), PARTIAL_WEIGHTS_DATA_BANKS)
+    fits = CBUF_ENTRIES_PER_BANK * most // entries_per_slice(g.in_w, g.in_c) >= g.kh
+    return g.in_w > MAX_WIDTH or g.out_w > MAX_WIDTH or not fits
+
+
+def _span(o0: int, n: int, s: int, pad: int, k: int, size: int) -> tuple[int, int, int]:
+    """(first real input index, count, leading pad) read by outputs o0 .. o0+n-1 along one axis."""
+    lo = o0 * s - pad
+    hi = min((o0 + n - 1) * s - pad + k - 1, size - 1)
+    first = max(lo, 0)
+    return first, hi - first + 1, first - lo
+
+
+def column_split(g: Geometry) -> Split:
+    """One task per output row and column window (module docstring); SplitError when even a window of one output
+    column does not fit."""
+    reuse, avail_in, avail_w = _banks(g)
+    cap = CBUF_ENTRIES_PER_BANK * avail_in
+    # widest window: kh rows of it fit the data banks, and its input and output widths fit the fields
+    widest = 0
+    lo, hi = 1, min(g.out_w, MAX_WIDTH)
+    while lo <= hi:
+        n = (lo + hi) // 2
+        w = (n - 1) * g.sx + g.kw
+        if w <= MAX_WIDTH and entries_per_slice(w, g.in_c) * g.kh <= cap:
+            widest, lo = n, n + 1
+        else:
+            hi = n - 1
+    if widest == 0:
+        raise SplitError(f"a {g.kh}x{g.kw} window of {g.in_c} channels does not fit the {avail_in} CBUF data banks")
+    n_windows = -(-g.out_w // widest)
+    per = -(-g.out_w // n_windows)  # balanced windows
+    if g.out_h * n_windows > MAX_COLUMN_TASKS:
+        raise SplitError(f"column windows need {g.out_h * n_windows} tasks (one per output row and window), "
+                         f"more than {MAX_COLUMN_TASKS}")
+    tasks: list[Task] = []
+    for oy in range(g.out_h):
+        top, rows, pt = _span(oy, 1, g.stride, g.pad_top, g.kh, g.in_h)
+        for ox0 in range(0, g.out_w, per):
+            tw = min(per, g.out_w - ox0)
+            col0, cols, pl = _span(ox0, tw, g.sx, g.pad_left, g.kw, g.in_w)
+            pb = max(g.kh - pt - rows, 0)
+            pr = max((tw - 1) * g.sx + g.kw - pl - cols, 0)
+            tasks.append(Task(len(tasks), top, top + rows - 1, pt, pb, pl, pr, tw, 1, oy,
+                              (top * g.in_w + col0) * FEATURE_ATOM, (oy * g.out_w + ox0) * FEATURE_ATOM,
+                              avail_in, avail_w, col0, cols, ox0))
+    eps = entries_per_slice(per * g.sx + g.kw, g.in_c)
+    return Split(tuple(tasks), reuse, eps, avail_in, weight_banks_required(g))
+
+
 def split(g: Geometry) -> Split:
+    if needs_columns(g):
+        return column_split(g)
     eps = entries_per_slice(g.in_w, g.in_c)
     in_banks = -(-(eps * g.in_h) // CBUF_ENTRIES_PER_BANK)
     w_banks = weight_banks_required(g)

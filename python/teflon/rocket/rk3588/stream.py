@@ -106,17 +106,21 @@ class OpParams:
         return self.line_stride if self.argb else self.conv.in_w * FEATURE_ATOM
 
     def input_offset(self, task: Task) -> int:
-        """Byte offset of the task's first input row (the same row in every channel plane)."""
-        return self.input_row_bytes * task.top
+        """Byte offset of the task's first input row and column (the same place in every channel plane)."""
+        return self.input_row_bytes * task.top + task.in_col0 * FEATURE_ATOM
 
-    @property
-    def data_entries(self) -> int:
+    def in_width(self, task: Task) -> int:
+        """DATAIN_WIDTH of a task: its column window's, else the operation's (Mesa's task input width)."""
+        return task.in_cols or self.task_in_width
+
+    def data_entries(self, task: Task) -> int:
         c = self.conv
+        w = self.in_width(task)
         if self.argb:
-            return self.task_in_width * c.in_h
-        if self.task_in_width == 40 and c.in_c == 40:  # Mesa special case
+            return w * c.in_h
+        if w == 40 and c.in_c == 40:  # Mesa special case
             return 40
-        return -(-(self.task_in_width * 2 * -(-c.in_c // FEATURE_ATOM)) // 8)
+        return -(-(w * 2 * -(-c.in_c // FEATURE_ATOM)) // 8)
 
     @property
     def pad_value(self) -> int:
@@ -198,9 +202,9 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
     e("DPU_S_POINTER", **pp)
     e("DPU_RDMA_S_POINTER", **pp)
     e("CNA_CONV_CON1", **con1)
-    e("CNA_CONV_CON2", FEATURE_GRAINS=50 + c.stride + 1)  # Mesa: "magic, passes most tests"
-    e("CNA_CONV_CON3", CONV_X_STRIDE=c.stride, CONV_Y_STRIDE=c.stride)
-    e("CNA_DATA_SIZE0", DATAIN_WIDTH=p.task_in_width, DATAIN_HEIGHT=task.in_rows)
+    e("CNA_CONV_CON2", FEATURE_GRAINS=50 + c.stride + 1)  # Mesa: "magic, passes most tests" (the row stride)
+    e("CNA_CONV_CON3", CONV_X_STRIDE=c.sx, CONV_Y_STRIDE=c.stride)
+    e("CNA_DATA_SIZE0", DATAIN_WIDTH=p.in_width(task), DATAIN_HEIGHT=task.in_rows)
     e("CNA_DATA_SIZE1", DATAIN_CHANNEL_REAL=c.in_c - 1, DATAIN_CHANNEL=ic)
     e("CNA_DATA_SIZE2", DATAOUT_WIDTH=tw)
     e("CNA_DATA_SIZE3", DATAOUT_ATOMICS=tw * th)
@@ -208,7 +212,7 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
     e("CNA_WEIGHT_SIZE1", WEIGHT_BYTES_PER_KERNEL=c.kw * c.kh * ic)
     e("CNA_WEIGHT_SIZE2", WEIGHT_WIDTH=c.kw, WEIGHT_HEIGHT=c.kh, WEIGHT_KERNELS=kern)
     e("CNA_CBUF_CON0", **cbuf)
-    e("CNA_CBUF_CON1", DATA_ENTRIES=p.data_entries)
+    e("CNA_CBUF_CON1", DATA_ENTRIES=p.data_entries(task))
     if p.argb:
         trunc = ARGB_CVT_TRUNCATE
         e("CNA_CVT_CON0", CVT_TRUNCATE_0=trunc, CVT_TRUNCATE_1=trunc, CVT_TRUNCATE_2=trunc, CVT_TRUNCATE_3=trunc)
@@ -226,7 +230,7 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
     e("CNA_DMA_CON0", WEIGHT_BURST_LEN=15, DATA_BURST_LEN=15)
     e("CNA_DMA_CON1", LINE_STRIDE=p.line_stride)
     e("CNA_DMA_CON2", SURF_STRIDE=p.surface_stride)
-    e("CNA_FC_DATA_SIZE0", DMA_WIDTH=c.in_w, DMA_HEIGHT=task.in_rows)
+    e("CNA_FC_DATA_SIZE0", DMA_WIDTH=task.in_cols or c.in_w, DMA_HEIGHT=task.in_rows)
     e("CNA_FC_DATA_SIZE1", DMA_CHANNEL=ic)
     e("CNA_DCOMP_CTRL")
     e("CNA_DCOMP_REGNUM")

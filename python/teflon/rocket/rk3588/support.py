@@ -20,7 +20,8 @@ def _check(regmap: RegMap, conv: RocketConv, graph: Graph) -> OpParams:
 def _describe(conv: RocketConv, params: OpParams) -> str:
     what = "depthwise" if conv.depthwise else "fully connected as conv" if conv.kind == "FULLY_CONNECTED" else "conv"
     n = len(params.split.tasks)
-    return f"{what} {conv.kh}x{conv.kw} s{conv.stride}, {n} task{'s' * (n > 1)}"
+    s = f"{conv.stride}" if conv.sx == conv.stride else f"{conv.stride}x{conv.sx}"
+    return f"{what} {conv.kh}x{conv.kw} s{s}, {n} task{'s' * (n > 1)}"
 
 
 def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
