@@ -276,7 +276,7 @@ def test_tables_unique_and_valid(table: str) -> None:
 
 def test_default_suite_budget() -> None:
     default = DEFAULT_CONV + DEFAULT_PER_CHANNEL + DEFAULT_ADD + DEFAULT_POOL
-    assert 150 <= len(default) <= 260
+    assert 150 <= len(default) <= 300  # the suite runs in minutes; the MAC budget below is the real limit
     assert total_macs(default) < 8e9, "the default suite must stay well inside 30 minutes on 2 cores"
     assert not {c.name for c in DEFAULT_CONV} & {c.name for c in SLOW_CONV}
     assert not {c.name for c in SPREAD_DEFAULT_PER_CHANNEL} & {c.name for c in SPREAD_SLOW_PER_CHANNEL}
