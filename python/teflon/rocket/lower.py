@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 ELEMENTWISE_FUSED = ("ADD", "SUB")  # fused into the producing convolution (add_fusion)
+# The largest conv-output LSB, in output LSB, a fused ADD may skip the rounding of: the fused operation differs from
+# TFLite's two roundings by up to half of it (docs/hardware/rocket.md §6, "Fused ADD: numbers")
+MAX_FUSED_GAIN = 4.0
 # Kernel sizes claimed: the weight-size fields hold 31 (5 bits, both generations), the pad fields 15 (4 bits); 7 is
 # the largest the op sweeps prove on both simulators (docs/hardware/rocket.md "Kernels").
 MAX_KERNEL = 7
@@ -373,6 +376,11 @@ def add_fusion(graph: Graph, add: Operation, convs: dict[int, RocketConv]) -> tu
             why = f"the convolution feeding the {kind} (node {conv.nodes[0]}) has a fused {conv.activation}"
         elif other.dtype != conv.dtype or y.dtype != conv.dtype:
             why = f"{kind} with mixed types ({first.dtype}, {other.dtype} -> {y.dtype})"
+        elif first.quant is not None and y.quant is not None and \
+                float(first.quant.scale) > MAX_FUSED_GAIN * float(y.quant.scale):
+            g = float(first.quant.scale) / float(y.quant.scale)
+            why = (f"fusing the {kind} skips TFLite's rounding of tensor {first.index}, whose LSB is {g:.1f} output "
+                   f"LSB (more than {MAX_FUSED_GAIN}: the results would differ by up to {g / 2:.1f} LSB)")
         else:
             _quant(other, f"{kind} input")
             sy, zy = _quant(y, f"{kind} output")

@@ -22,6 +22,7 @@ MAX_ERROR_LSB (multiplier_error) and every partial sum stays inside the DPU's in
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -185,6 +186,19 @@ def channel_scaling(c: RocketConv, max_error: float = MAX_ERROR_LSB) -> ChannelS
             raise ScaleSpreadError(f"per-channel weight scales too far apart for the 16-bit multiplier "
                                    f"(error up to {err:.2f} LSB)")
     return ChannelScaling(a, m, shift)
+
+
+def ew_shift(c: RocketConv, m: Multipliers, shift: int) -> int:
+    """The multiplier-stage shift of a layer with a fused ADD: at least `shift`, and large enough that one step of
+    the operand is below 2^15 units of u (the EW converter's 16-bit signed scale with a shift >= 0). A per-channel
+    layer's u keeps q - shift fractional bits, so its operand step can reach 2^20 units (tf2_mobilenet_v2_1.0_224_ptq);
+    each bit more of shift rounds u to twice the step, an error below half an operand step / 2^14 at the limit,
+    i.e. under 1e-4 output LSB when the operand and output scales are alike. Shared by RK3576 (coefficient shift
+    word) and RK3588 (BS_MUL_SHIFT_VALUE)."""
+    ratio = float(c.ew.scale) / (float(c.in_scale) * m.s_one) if c.ew is not None else 0.0
+    # ratio * 2^(q - shift) <= 32767 keeps the rounded scale below 2^15 with a shift >= 0 (requant.ew_cvt)
+    need = m.bits + math.ceil(math.log2(abs(ratio) / 32767)) if ratio != 0 else 0
+    return max(shift, need)
 
 
 def out_cvt(in_scale: float, m: Multipliers, out_scale: float, shift: int) -> tuple[int, int]:

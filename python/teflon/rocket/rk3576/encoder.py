@@ -10,7 +10,6 @@ round4(W*H) when an NPU operation writes it (as the DPU writes planes).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from ...hw.regmap import RegMap, RegMapError
@@ -76,7 +75,7 @@ def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None,
         co = memo(graph, (__name__, "coefficients", c.key), lambda: coefficients(c))
         ew = None
         if c.ew is not None:
-            co = replace(co, shift=_ew_shift(c, co))
+            co = replace(co, shift=perchannel.ew_shift(c, co.multipliers, co.shift))
             # the operand joins the coefficient stage's output u, in units of sx * s_one * 2^(shift - q)
             unit = float(c.in_scale) * co.multipliers.s_one * 2.0 ** (co.shift - co.multipliers.bits)
             ew_scale, ew_shift = ew_cvt(float(c.ew.scale) / unit)
@@ -93,18 +92,6 @@ def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None,
         raise EncodeError(f"fused {c.activation} inside the output range with per-channel weights (the DPU clamp's "
                           "place relative to the per-channel multiplier is not known on rk3576)")
     return LayerParams(c, sp, in_plane, scale, shift, len(co.table), co.shift, clamp=clamp, ew=ew), co
-
-
-def _ew_shift(c: RocketConv, co: Coefficients) -> int:
-    """The coefficient shift of a layer with a fused ADD: at least the table's, and large enough that one step of
-    the operand is below 2^15 units of u (the converter's 16-bit signed scale, shift >= 0). A per-channel layer's
-    u keeps q - shift fractional bits, so its operand step can reach 2^20 units (tf2_mobilenet_v2_1.0_224_ptq);
-    each bit more of shift rounds u to twice the step, an error below half an operand step / 2^14 at the limit,
-    i.e. under 1e-4 output LSB when the operand and output scales are alike."""
-    ratio = float(c.ew.scale) / (float(c.in_scale) * co.multipliers.s_one) if c.ew is not None else 0.0
-    # ratio * 2^(q - shift) <= 32767 keeps the rounded scale below 2^15 with a shift >= 0 (requant.ew_cvt)
-    need = co.multipliers.bits + math.ceil(math.log2(ratio / 32767)) if ratio > 0 else 0
-    return max(co.shift, need)
 
 
 def encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None = None,

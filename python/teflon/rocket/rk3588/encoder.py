@@ -8,7 +8,7 @@ with all tasks when the weights stay resident in CBUF, else one job per task.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...hw.regmap import RegMap, RegMapError
 from ...ir import Graph, memo
@@ -57,6 +57,8 @@ def op_params(c: RocketConv, mesa_compat: bool = False) -> OpParams:
         if c.w_scales is not None:
             # per-channel: no CLIP_TRUNCATE (channel_scaling proves every sum fits the 32-bit path)
             s = perchannel.channel_scaling(c)
+            if c.ew is not None:  # the operand step must fit the EW converter (perchannel.ew_shift)
+                s = replace(s, shift=perchannel.ew_shift(c, s.multipliers, s.shift))
             trunc = 0
             scale, shift = perchannel.out_cvt(float(c.in_scale), s.multipliers, float(c.out_scale), s.shift)
         else:
