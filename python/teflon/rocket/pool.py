@@ -175,7 +175,8 @@ def _check_range(what: str, v: int, lo_hi: tuple[int, int]) -> None:
 
 def lower_pool_ops(graph: Graph, op: Operation) -> list[RocketPool | RocketConv]:
     """The NPU operations of a pooling node: the PPU pass, and for a requantizing MEAN the 1x1 depthwise
-    convolution after it (through an intermediate tensor the partition does not see). Raises LoweringError."""
+    convolution after it (through an intermediate tensor the partition does not see); an AVERAGE_POOL_2D the PPU
+    cannot round like TFLite is one depthwise convolution instead (average_pool_conv). Raises LoweringError."""
     pool = window_pool(graph, op, requantize=True)
     if op.kind == "AVERAGE_POOL_2D" and not pool.pads_consumed and average_recips(pool.kh, pool.kw, pool.dtype) is None:
         return [average_pool_conv(pool, graph.tensors[op.inputs[0]])]
