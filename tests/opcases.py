@@ -336,6 +336,18 @@ DEFAULT_POOL: list[PoolCase] = [
     PoolCase(6, 6, 32, filter=6, stride=1),
     PoolCase(14, 14, 16, after_conv=True),
     PoolCase(8, 8, 32, after_conv=True, conv_kernel=1, dtype="int8"),
+    # averages the PPU cannot round like TFLite (uint8 6x6; int8 2x2, 4x4): a depthwise convolution on the DPU
+    PoolCase(6, 6, 768, filter=6, stride=1),  # MobileNetV1 0.75_192's global pool
+    PoolCase(4, 4, 128, filter=4, stride=1, dtype="int8"),
+    PoolCase(14, 14, 24, filter=6, stride=2),
+    PoolCase(9, 9, 24, filter=4, stride=1, dtype="int8"),
+    PoolCase(15, 15, 40, filter=4, stride=3, dtype="int8", seed=1),
+    PoolCase(13, 13, 40, filter=2, stride=3, dtype="int8"),
+    PoolCase(12, 12, 16, filter=2, stride=2, padding="same", dtype="int8"),
+    PoolCase(12, 12, 32, filter=6, stride=1, after_conv=True, conv_kernel=1),
+    PoolCase(7, 9, 24, filter=2, filter_w=3, stride=1),  # 6 taps, non-square
+    PoolCase(10, 8, 16, filter=4, filter_w=2, stride=2, dtype="int8"),
+    PoolCase(9, 12, 16, filter=7, filter_w=4, stride=2),  # uint8 28 taps: weight 2
 ]
 # MEAN: TFLite's integer MEAN rounds through its own fixed-point multiplier, not (sum + n/2) / n as the average
 # pool does; the PPU computes the pool's rounding (docs/hardware/rocket.md, "Pooling"). Measured bound.
@@ -348,17 +360,20 @@ MEAN_REQUANT_MIN_EXACT = 0.6
 def pool_cpu_reason(case: PoolCase) -> str | None:
     """Why the rocket backends leave this case's pool on the CPU, or None (python/teflon/rocket/pool.py)."""
     from teflon.modelgen import out_size
-    from teflon.rocket.pool import average_recips, same_pads
+    from teflon.rocket.lower import MAX_KERNEL
+    from teflon.rocket.pool import average_conv, average_recips, same_pads
 
     if case.op == "max":
         return None
-    k = case.in_h if case.op == "mean" else case.filter
+    kh, kw = (case.in_h, case.in_w) if case.op == "mean" else (case.filter, case.kernel_w)
     if case.op == "avg" and case.padding == "same":
-        out = out_size(case.in_h, k, case.stride, "same")
-        if same_pads(case.in_h, k, case.stride)[0] or (out - 1) * case.stride + k > case.in_h:
-            return "average pool whose windows reach into the padding"
-    if average_recips(k, k, case.dtype) is None:
-        return f"{k}x{k} {case.dtype} average: the PPU's reciprocal multiply cannot round like TFLite"
+        for size, k in ((case.in_h, kh), (case.in_w, kw)):
+            out = out_size(size, k, case.stride, "same")
+            if same_pads(size, k, case.stride)[0] or (out - 1) * case.stride + k > size:
+                return "average pool whose windows reach into the padding"
+    if average_recips(kh, kw, case.dtype) is None and (case.op == "mean" or max(kh, kw) > MAX_KERNEL or
+                                                       case.in_c == 1 or average_conv(kh, kw, case.dtype) is None):
+        return f"{kh}x{kw} {case.dtype} average: the PPU's reciprocal multiply cannot round like TFLite"
     return None
 
 # The other runtime (ai_edge_litert) on a few cases of each kind.

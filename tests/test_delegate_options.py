@@ -141,7 +141,8 @@ def test_corrupt_model_gives_error_not_crash(runtime: str, kind: str, tmp_path: 
 def test_unsupported_op_falls_back_to_cpu(runtime: str) -> None:
     from teflon import bridge, modelgen
 
-    model = modelgen.PoolCase(8, 8, 16, dtype="int8").build()  # AVERAGE_POOL_2D the PPU cannot round like TFLite
+    # an AVERAGE_POOL_2D whose windows read padding (TFLite divides by the valid count): neither PPU nor DPU
+    model = modelgen.PoolCase(8, 8, 16, filter=3, stride=1, padding="same", dtype="int8").build()
     with bridge.capture() as cap:
         got = _run(model, runtime, {"device": "rk3588", "sim": "1"})
     np.testing.assert_array_equal(got, _run(model, runtime, None))
@@ -193,7 +194,8 @@ def test_verbose_table(runtime: str, capfd: pytest.CaptureFixture[str], monkeypa
     from teflon import modelgen
 
     monkeypatch.setenv("TEFLON_DEBUG", "verbose")
-    _run(modelgen.PoolCase(8, 8, 16, dtype="int8").build(), runtime, {"device": "rk3588"})
+    _run(modelgen.PoolCase(8, 8, 16, filter=3, stride=1, padding="same", dtype="int8").build(), runtime,
+         {"device": "rk3588"})  # an average that reads padding: on the CPU
     err = capfd.readouterr().err
     assert "AVERAGE_POOL_2D" in err and "0 of 1 nodes claimed" in err
 

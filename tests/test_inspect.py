@@ -77,7 +77,8 @@ def test_cpu_reasons_counts_and_order() -> None:
 def test_inspect_conv_avgpool(device: str, delegate_library: None, tmp_path: Path,
                               capsys: pytest.CaptureFixture[str]) -> None:
     model = tmp_path / "conv-avgpool.tflite"
-    model.write_bytes(PoolCase(16, 16, 8, after_conv=True, dtype="int8").build())  # a 2x2 int8 average stays on the CPU
+    # a 3x3 SAME average reads padding (TFLite divides by the valid count): it stays on the CPU
+    model.write_bytes(PoolCase(16, 16, 8, filter=3, stride=1, padding="same", after_conv=True, dtype="int8").build())
     out, dot = run_inspect(model, device, tmp_path, capsys)
     summary = [line for line in out.splitlines() if line.startswith("  * ")]
     assert len(summary) == 1 and summary[0].startswith("  *   1  ") and "[AVERAGE_POOL_2D 1]" in \

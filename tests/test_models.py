@@ -61,6 +61,9 @@ MODELS = {
 # partition (with the PPU pools, the classifier too; at most a second one after a pool left on the CPU).
 FUSED_ADDS = {("mobilenet_v2_1.0_224_quant", "rk3588"), ("mobilenet_v2_1.0_224_quant", "rk3576"),
               ("tf2_mobilenet_v2_1.0_224_ptq", "rk3576")}
+# Models the device runs in one partition with only the final SOFTMAX on the CPU (MobileNetV1 0.75_192's 6x6 uint8
+# average pool: a depthwise convolution on the DPU, docs/hardware/rocket.md §6a).
+ONE_PARTITION = {("mobilenet_v1_0.75_192_quant", "rk3588"), ("mobilenet_v1_0.75_192_quant", "rk3576")}
 DEVICES = [t.name for t in targets.TARGETS if t.drivable]
 IMAGES = ("grace_hopper.bmp", "cat.bmp")
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
@@ -119,6 +122,10 @@ def test_model(name: str, image: str, shared_dir: Path, device_options: dict[str
     if (name, device) in FUSED_ADDS:
         adds = run.undelegated("ADD")
         assert not adds and run.partitions <= 2, f"ADDs not fused: {run.describe(adds)}; {run.partitions} partitions"
+    if (name, device) in ONE_PARTITION:
+        cpu = [i for i in range(len(run.ops)) if i not in run.delegated]
+        assert run.partitions == 1 and run.nodes_of("SOFTMAX") == cpu, f"{run.partitions} partitions, on the CPU: " \
+            f"{run.describe(cpu)}"
     assert cmp.within_model_lsb >= MIN_WITHIN, f"{name} {image} on {device}: {cmp}"
     all_convs, max_diff = MODELS[name][device]
     if max_diff is not None:

@@ -843,6 +843,11 @@ class PoolCase:
     seed: int = 0
     op: Literal["avg", "max", "mean"] = "avg"
     requant: bool = False  # MEAN only: its own output scale and zero point (as real models' MEANs have)
+    filter_w: int | None = None  # the window's width when it differs from its height (`filter`)
+
+    @property
+    def kernel_w(self) -> int:
+        return self.filter if self.filter_w is None else self.filter_w
 
     @property
     def name(self) -> str:
@@ -851,7 +856,8 @@ class PoolCase:
         if self.after_conv:
             parts.append(f"ck{self.conv_kernel}")
         if self.op != "mean":
-            parts += [f"k{self.filter}", f"s{self.stride}", self.padding]
+            kernel = f"k{self.filter}" if self.filter_w is None else f"k{self.filter}x{self.filter_w}"
+            parts += [kernel, f"s{self.stride}", self.padding]
         if self.requant:
             parts.append("rq")
         parts.append(DTYPE_TOKEN[self.dtype])
@@ -896,7 +902,7 @@ class PoolCase:
                  BuiltinOptions.ReducerOptions, mean_options)
             return g.build([x], [y])
         oh = out_size(self.in_h, self.filter, self.stride, self.padding)
-        ow = out_size(self.in_w, self.filter, self.stride, self.padding)
+        ow = out_size(self.in_w, self.kernel_w, self.stride, self.padding)
         if oh < 1 or ow < 1:
             raise ValueError(f"{self.name}: filter larger than the input with VALID padding")
         y = g.tensor("output", (1, oh, ow, self.in_c), self.dtype, q)  # pooling keeps its input's quantization
@@ -907,7 +913,7 @@ class PoolCase:
             tflite.Pool2DOptionsAddPadding(fb, padding)
             tflite.Pool2DOptionsAddStrideW(fb, stride)
             tflite.Pool2DOptionsAddStrideH(fb, stride)
-            tflite.Pool2DOptionsAddFilterWidth(fb, f)
+            tflite.Pool2DOptionsAddFilterWidth(fb, self.kernel_w)
             tflite.Pool2DOptionsAddFilterHeight(fb, f)
             tflite.Pool2DOptionsAddFusedActivationFunction(fb, ActivationFunctionType.NONE)
             return tflite.Pool2DOptionsEnd(fb)

@@ -96,6 +96,9 @@ class RocketConv:
     ew: EwOperand | None = None
     stride_w: int | None = None  # column (TFLite W) stride when it differs from `stride`
     channel0: int = 0  # first output channel of the node this operation computes (a channel group, rk3576/groups.py)
+    # OUT_CVT (scale, shift) fixed by the lowering, with no CLIP_TRUNCATE: an averaging convolution whose exactness
+    # pool.average_conv proves for these values; None: derived from the scales
+    cvt: tuple[int, int] | None = None
 
     @property
     def key(self) -> tuple[object, ...]:

@@ -6,19 +6,21 @@ quantization (TFLite's pools always do); a MEAN that requantizes becomes the PPU
 depthwise convolution with unit weights whose OUT_CVT requantizes (`lower_pool_ops`). Average pooling is a window
 sum times a per-axis reciprocal (docs/hardware/rocket.md, "Pooling (PPU)"); `average_recips` proves, over every
 window sum the window can produce, that the simulated arithmetic equals TFLite's rounding before the node is
-claimed.
+claimed. An AVERAGE_POOL_2D whose rounding the PPU cannot reproduce (and whose windows read no padding) runs as a
+depthwise convolution on the DPU instead, with constant weights and an OUT_CVT that divides by the window count
+(`average_conv` proves it exact the same way; docs/hardware/rocket.md §6a).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 import numpy as np
 
-from ..ir import Graph, Operation
-from .lower import LoweringError, RocketConv, _check_activation, _quant, same_pads, stored_offset
+from ..ir import Graph, Operation, Tensor
+from .lower import MAX_KERNEL, LoweringError, RocketConv, _check_activation, _quant, same_pads, stored_offset
 
 POOL_KINDS = ("MAX_POOL_2D", "AVERAGE_POOL_2D", "MEAN")
 KERNEL_RANGE = (1, 8)  # per axis: KERNEL_WIDTH/HEIGHT are k - 1 in 4 bits; the vendor uses 2..7 [VENDOR]
@@ -119,6 +121,53 @@ def average_recips(kh: int, kw: int, dtype: str) -> tuple[int, int] | None:
     return None
 
 
+# Weights (w - zw) of the averaging convolution, tried in this order: 2 gives the bias half-sum steps, which uint8
+# windows of an even count that is not a power of two need (docs/hardware/rocket.md §6a).
+AVERAGE_WEIGHTS = (1, 2)
+CVT_SCALE_BITS = 15  # OUT_CVT_SCALE kept in [2^14, 2^15), as requant.out_cvt normalizes it
+
+
+@dataclass(frozen=True)
+class AverageConv:
+    """The DPU arithmetic of an averaging depthwise convolution: v = weight * (window sum of stored inputs) + bias,
+    then OUT_CVT (v * scale + 2^(shift-1)) >> shift with offset 0, saturated to int8."""
+
+    weight: int
+    bias: int
+    scale: int
+    shift: int
+
+
+def dpu_average(sums: np.ndarray, a: AverageConv) -> np.ndarray:
+    """The stored output for stored window sums as the simulator computes it (drivers/rocket/sim_dot.h
+    rkt_requantize with CLIP_TRUNCATE 0, no BS multiplier (RK3576: C = 2^14, shift 14, the identity), no clamp, no
+    EW, OUT_CVT offset 0)."""
+    v = sums.astype(np.int64) * a.weight + a.bias
+    return np.clip((v * a.scale + (1 << (a.shift - 1))) >> a.shift, -128, 127)
+
+
+@cache
+def average_conv(kh: int, kw: int, dtype: str) -> AverageConv | None:
+    """Weight, bias and OUT_CVT for which dpu_average equals TFLite's average (tflite_average) for every window sum
+    of a kh x kw window, or None. Tries weight 1 then 2, the scale floor(2^shift / (weight * n)) then one more,
+    biases by magnitude."""
+    n = kh * kw
+    sums = np.arange(-128 * n, 127 * n + 1, dtype=np.int64)
+    want = tflite_average(sums, n, dtype)
+    for g in AVERAGE_WEIGHTS:
+        d = g * n
+        shift = CVT_SCALE_BITS - 1 + (d - 1).bit_length()  # 2^shift / d in [2^14, 2^15]
+        low = (1 << shift) // d
+        for scale in (low, low + 1):
+            if not 1 << (CVT_SCALE_BITS - 1) <= scale < 1 << CVT_SCALE_BITS:
+                continue
+            for bias in sorted(range(-d, d + 1), key=abs):
+                a = AverageConv(g, bias, scale, shift)
+                if np.array_equal(dpu_average(sums, a), want):
+                    return a
+    return None
+
+
 def _check_range(what: str, v: int, lo_hi: tuple[int, int]) -> None:
     if not lo_hi[0] <= v <= lo_hi[1]:
         raise LoweringError(f"pool {what} {v} not supported ({lo_hi[0]}..{lo_hi[1]})")
@@ -126,8 +175,12 @@ def _check_range(what: str, v: int, lo_hi: tuple[int, int]) -> None:
 
 def lower_pool_ops(graph: Graph, op: Operation) -> list[RocketPool | RocketConv]:
     """The NPU operations of a pooling node: the PPU pass, and for a requantizing MEAN the 1x1 depthwise
-    convolution after it (through an intermediate tensor the partition does not see). Raises LoweringError."""
-    pool = lower_pool(graph, op, requantize=True)
+    convolution after it (through an intermediate tensor the partition does not see); an AVERAGE_POOL_2D the PPU
+    cannot round like TFLite is one depthwise convolution instead (average_pool_conv). Raises LoweringError."""
+    pool = window_pool(graph, op, requantize=True)
+    if op.kind == "AVERAGE_POOL_2D" and not pool.pads_consumed and average_recips(pool.kh, pool.kw, pool.dtype) is None:
+        return [average_pool_conv(pool, graph.tensors[op.inputs[0]])]
+    set_recips(pool)
     x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     (sx, zx), (sy, zy) = _quant(x, "input"), _quant(y, "output")
     if sx == sy and zx == zy:
@@ -143,24 +196,58 @@ def intermediate_tensor(graph: Graph, op: Operation) -> int:
 
 def requantize_conv(p: RocketPool, out_tensor: int, sx: np.float32, sy: np.float32, zy: int) -> RocketConv:
     """1x1 depthwise convolution with unit weights: (x - zx) * sx / sy + zy on the pool's output."""
-    off = stored_offset(p.dtype)
-    c = p.in_c
-    if c == 1:
+    if p.in_c == 1:
         raise LoweringError("requantizing MEAN of one channel: a single-channel convolution reads raw rows only the "
                             "host writes")
-    weights = np.ones((1, 1, 1, c), np.int8)  # stored weight 1 with stored weight zero point 0
-    weights_q = (weights.astype(np.int16) + off).astype(p.dtype)
+    conv = _constant_depthwise(p, 1, 1, 1, 1, 1, 0)
+    return replace(conv, input_tensor=p.output_tensor, output_tensor=out_tensor, in_h=p.out_h, in_w=p.out_w,
+                   out_zp=zy - stored_offset(p.dtype), in_scale=np.float32(sx), out_scale=np.float32(sy))
+
+
+def average_pool_conv(p: RocketPool, x: Tensor) -> RocketConv:
+    """The average pool `p` (no padding read) as a depthwise convolution over its input: weights w - zw = g, a bias
+    and OUT_CVT (average_conv) for which the result is TFLite's rounded average of every possible window."""
+    why = f"{p.kh}x{p.kw} {p.dtype} average: the PPU's reciprocal multiply cannot round like TFLite for every window sum"
+    if max(p.kh, p.kw) > MAX_KERNEL:
+        raise LoweringError(f"{why}, and a depthwise convolution takes kernels up to {MAX_KERNEL}")
+    if p.in_c == 1:
+        raise LoweringError(f"{why}, and a single-channel convolution reads raw rows only the host writes")
+    a = average_conv(p.kh, p.kw, p.dtype)
+    if a is None:
+        raise LoweringError(f"{why}, nor can a depthwise convolution's OUT_CVT")
+    n = p.kh * p.kw
+    # v = sum of (xs - zxs) * g + bias: the bias g * n * zxs leaves g * (sum of stored inputs) + a.bias, whatever the
+    # zero point; the output (same quantization as the input) then needs no OUT_CVT offset
+    sx = _quant(x, "input")[0]
+    conv = _constant_depthwise(p, p.kh, p.kw, p.sh, p.sw, a.weight, a.bias + a.weight * n * p.in_zp)
+    return replace(conv, out_zp=0, in_scale=sx, out_scale=sx, w_scale=np.float32(a.scale / (1 << a.shift)),
+                   cvt=(a.scale, a.shift))
+
+
+def _constant_depthwise(p: RocketPool, kh: int, kw: int, sh: int, sw: int, weight: int, bias: int) -> RocketConv:
+    """A depthwise convolution over the pool's input and output tensors and its output geometry (kh x kw, strides
+    sh / sw, no padding) whose weights are all w - zw = weight (stored weight zero point 0), with one bias."""
+    c = p.in_c
+    weights = np.full((1, kh, kw, c), weight, np.int8)
+    weights_q = (weights.astype(np.int16) + stored_offset(p.dtype)).astype(p.dtype)
     return RocketConv(
-        nodes=list(p.nodes), kind="DEPTHWISE_CONV_2D", input_tensor=p.output_tensor, output_tensor=out_tensor,
-        dtype=p.dtype, in_h=p.out_h, in_w=p.out_w, in_c=c, out_h=p.out_h, out_w=p.out_w, out_c=c, kh=1, kw=1,
-        stride=1, pad_top=0, pad_bottom=0, pad_left=0, pad_right=0, depthwise=True, in_zp=p.in_zp, out_zp=zy - off,
-        w_zp=0, in_scale=np.float32(sx), out_scale=np.float32(sy), w_scale=np.float32(1.0),
-        weights=weights, weights_q=weights_q, bias=np.zeros(c, np.int32))
+        nodes=list(p.nodes), kind="DEPTHWISE_CONV_2D", input_tensor=p.input_tensor, output_tensor=p.output_tensor,
+        dtype=p.dtype, in_h=p.in_h, in_w=p.in_w, in_c=c, out_h=p.out_h, out_w=p.out_w, out_c=c, kh=kh, kw=kw,
+        stride=sh, pad_top=0, pad_bottom=0, pad_left=0, pad_right=0, depthwise=True, in_zp=p.in_zp, out_zp=p.in_zp,
+        w_zp=0, in_scale=np.float32(1.0), out_scale=np.float32(1.0), w_scale=np.float32(1.0),
+        weights=weights, weights_q=weights_q, bias=np.full(c, bias, np.int32), stride_w=None if sw == sh else sw)
 
 
 def lower_pool(graph: Graph, op: Operation, requantize: bool = False) -> RocketPool:
     """Build a RocketPool from a MAX_POOL_2D / AVERAGE_POOL_2D / MEAN node, or raise LoweringError(reason).
     requantize: a MEAN whose output quantization differs is accepted (the caller adds the requantization)."""
+    pool = window_pool(graph, op, requantize)
+    set_recips(pool)
+    return pool
+
+
+def window_pool(graph: Graph, op: Operation, requantize: bool = False) -> RocketPool:
+    """lower_pool without the average's reciprocals (set_recips)."""
     if op.kind not in POOL_KINDS:
         raise LoweringError(f"{op.kind} is not a pooling operation")
     if os.environ.get(PPU_SWITCH, "1") == "0":
@@ -216,16 +303,21 @@ def lower_pool(graph: Graph, op: Operation, requantize: bool = False) -> RocketP
     off = stored_offset(x.dtype)
     pool = RocketPool([op.index], op.kind, x.index, y.index, x.dtype, ih, iw, ic, oh, ow, kh, kw, sh, sw,
                       pt, pl, pb, pr, zx - off, average=op.kind != "MAX_POOL_2D")
-    if pool.average:
-        if pool.pads_consumed:
-            raise LoweringError("average pool whose windows reach into the padding: TFLite divides by the valid "
-                                "count; the PPU's count-excluding mode (OPERATION_MODE_CFG bit 3) is not understood")
-        recips = average_recips(kh, kw, x.dtype)
-        if recips is None:
-            raise LoweringError(f"{kh}x{kw} {x.dtype} average: the PPU's reciprocal multiply cannot round like "
-                                "TFLite for every window sum (docs/hardware/rocket.md, Pooling)")
-        pool.recip_w, pool.recip_h = recips
+    if pool.average and pool.pads_consumed:
+        raise LoweringError("average pool whose windows reach into the padding: TFLite divides by the valid "
+                            "count; the PPU's count-excluding mode (OPERATION_MODE_CFG bit 3) is not understood")
     return pool
+
+
+def set_recips(pool: RocketPool) -> None:
+    """An average's PPU reciprocals (average_recips), or LoweringError when they cannot round like TFLite."""
+    if not pool.average:
+        return
+    recips = average_recips(pool.kh, pool.kw, pool.dtype)
+    if recips is None:
+        raise LoweringError(f"{pool.kh}x{pool.kw} {pool.dtype} average: the PPU's reciprocal multiply cannot round "
+                            "like TFLite for every window sum (docs/hardware/rocket.md, Pooling)")
+    pool.recip_w, pool.recip_h = recips
 
 
 def _mean_window(graph: Graph, op: Operation, ih: int, iw: int, ic: int) -> tuple[int, int, int, int, str, str]:
@@ -243,7 +335,9 @@ def _mean_window(graph: Graph, op: Operation, ih: int, iw: int, ic: int) -> tupl
 
 def describe_pool(ops: list[RocketPool | RocketConv]) -> str:
     p = ops[0]
-    assert isinstance(p, RocketPool)
+    if isinstance(p, RocketConv):
+        return (f"average pool {p.kh}x{p.kw} s{p.stride}x{p.sx} as a depthwise convolution on the DPU (the PPU cannot "
+                "round it like TFLite; OUT_CVT divides exactly)")
     what = "average" if p.average else "max"
     tail = ", then a 1x1 depthwise requantization (2 tasks)" if len(ops) > 1 else ", 1 task"
     return f"{what} pool {p.kh}x{p.kw} s{p.sh}x{p.sw} on the PPU{tail}"

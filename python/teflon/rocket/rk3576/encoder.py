@@ -81,6 +81,8 @@ def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None,
             ew_scale, ew_shift = ew_cvt(float(c.ew.scale) / unit)
             ew = EwParams(-c.ew.zp, ew_scale, ew_shift, ew_plane)
         scale, shift = perchannel.out_cvt(float(c.in_scale), co.multipliers, float(c.out_scale), co.shift)
+        if c.cvt is not None:  # per-tensor weights: the coefficient stage is the identity (C = 2^14, shift 14)
+            scale, shift = c.cvt
         clamp = activation_clamp(c.act_min, c.act_max, c.out_zp, scale, shift)
     except EncodeError:
         raise  # ScaleSpreadError stays itself (groups.py)

@@ -54,7 +54,10 @@ def op_params(c: RocketConv, mesa_compat: bool = False) -> OpParams:
     try:
         sp = split(geometry(c))
         s = None
-        if c.w_scales is not None:
+        if c.cvt is not None:
+            trunc = 0  # pool.average_conv's proof assumes the accumulator reaches the bias untruncated
+            scale, shift = c.cvt
+        elif c.w_scales is not None:
             # per-channel: no CLIP_TRUNCATE (channel_scaling proves every sum fits the 32-bit path)
             s = perchannel.channel_scaling(c)
             if c.ew is not None:  # the operand step must fit the EW converter (perchannel.ew_shift)

@@ -1,0 +1,56 @@
+"""The averaging depthwise convolution (python/teflon/rocket/pool.py `average_conv`): for every kernel the DPU takes,
+weights, bias and OUT_CVT whose arithmetic equals TFLite's integer average pool for every window sum
+(docs/hardware/rocket.md §6a). The simulator's execution of such convolutions is checked by the op sweep
+(tests/rocket/test_ops.py `test_pool`, the k2 / k4 / k6 cases the PPU cannot round)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from teflon.rocket.lower import MAX_KERNEL
+from teflon.rocket.pool import AverageConv, average_conv, average_recips, dpu_average, tflite_average
+
+KERNELS = range(1, MAX_KERNEL + 1)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_every_kernel_has_an_exact_average_conv(dtype: str) -> None:
+    for kh in KERNELS:
+        for kw in KERNELS:
+            a = average_conv(kh, kw, dtype)
+            assert a is not None, f"{kh}x{kw} {dtype}"
+            n = kh * kw
+            sums = np.arange(-128 * n, 127 * n + 1, dtype=np.int64)
+            assert np.array_equal(dpu_average(sums, a), tflite_average(sums, n, dtype))
+            assert 1 << 14 <= a.scale < 1 << 15 and a.shift <= 31
+
+
+def _unit_weight_exact(n: int, dtype: str) -> bool:
+    """Whether any weight-1 bias and scale near 2^shift / n reproduces TFLite (the search average_conv runs)."""
+    sums = np.arange(-128 * n, 127 * n + 1, dtype=np.int64)
+    want = tflite_average(sums, n, dtype)
+    shift = 14 + (n - 1).bit_length()
+    low = (1 << shift) // n
+    return any(np.array_equal(dpu_average(sums, AverageConv(1, b, s, shift)), want)
+               for s in (low - 1, low, low + 1, low + 2) for b in range(-n, n + 1))
+
+
+@pytest.mark.parametrize(("kernel", "dtype", "weight"), [
+    ((6, 6), "uint8", 2),  # an even count that is not a power of two: a tie of either sign needs a half-step bias
+    ((2, 3), "uint8", 2),
+    ((4, 4), "uint8", 1),  # a power of two: 2^shift / 16 is exact
+    ((5, 5), "uint8", 1),
+    ((6, 6), "int8", 1),  # round half away from zero: a scale just above 1/n moves the negative ties
+    ((2, 2), "int8", 1),
+])
+def test_weight_choice(kernel: tuple[int, int], dtype: str, weight: int) -> None:
+    a = average_conv(*kernel, dtype)
+    assert a is not None and a.weight == weight
+    assert _unit_weight_exact(kernel[0] * kernel[1], dtype) == (weight == 1)
+
+
+@pytest.mark.parametrize(("kernel", "dtype"), [((6, 6), "uint8"), ((2, 2), "int8"), ((4, 4), "int8")])
+def test_fallback_kernels_are_the_ppu_refusals(kernel: tuple[int, int], dtype: str) -> None:
+    """The square kernels the conv fallback serves: those the PPU's reciprocals cannot round."""
+    assert average_recips(*kernel, dtype) is None
