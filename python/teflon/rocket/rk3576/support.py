@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from ...hw.regmap import RegMap
 from ...ir import Graph
-from ..lower import CONV_LOWERINGS, ELEMENTWISE_FUSED, LoweringError, RocketConv, add_fusion, fuse_add, lower_conv_like
+from ..claims import claim_fused_add, claim_pool
+from ..lower import CONV_LOWERINGS, ELEMENTWISE_FUSED, LoweringError, RocketConv, lower_conv_like
 from ..perchannel import ScaleSpreadError
-from ..pool import POOL_KINDS, RocketPool, describe_pool, lower_pool_ops
+from ..pool import POOL_KINDS
 from ..stream import EncodeError
 from ..views import VIEW_KINDS, claims
 from .encoder import encode_layer, pool_streams
@@ -27,29 +28,13 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     by_output: dict[int, RocketConv] = {}  # claimed convolutions (fused ADDs included) by output tensor
     for op in graph.operations:
         if op.kind in ELEMENTWISE_FUSED:  # SUB: the vendor's Sub programs use the add with a negative scale
-            try:
-                conv, other = add_fusion(graph, op, by_output)
-                fused = fuse_add(graph, op, conv, other)
-                # a host-written operand's pitch (the pitch does not change which values fit)
-                encode_layer(regmap, fused, fused.in_h * fused.in_w, graph, ew_plane=fused.out_h * fused.out_w)
-            except (LoweringError, EncodeError) as e:
-                out[op.index] = (False, str(e))
-                continue
-            del by_output[conv.output_tensor]
-            by_output[fused.output_tensor] = fused
-            out[op.index] = (True, f"fused into node {conv.nodes[0]} (DPU element-wise add of tensor {other})")
+            # a host-written operand's pitch (the pitch does not change which values fit)
+            out[op.index] = claim_fused_add(graph, op, by_output, lambda fused, _: encode_layer(
+                regmap, fused, fused.in_h * fused.in_w, graph, ew_plane=fused.out_h * fused.out_w))  # type: ignore[func-returns-value]
             continue
         if op.kind in POOL_KINDS:
-            try:
-                ops = lower_pool_ops(graph, op)
-                for c in ops:  # every register value must fit its field
-                    if isinstance(c, RocketPool):
-                        pool_streams(regmap, c, c.in_h * c.in_w)
-                    else:
-                        encode_layer(regmap, c, c.in_h * c.in_w, graph)
-                out[op.index] = (True, describe_pool(ops))
-            except (LoweringError, EncodeError) as e:
-                out[op.index] = (False, str(e))
+            out[op.index] = claim_pool(graph, op, lambda p: pool_streams(regmap, p, p.in_h * p.in_w),
+                                       lambda c: encode_layer(regmap, c, c.in_h * c.in_w, graph))  # type: ignore[func-returns-value]
             continue
         if op.kind in VIEW_KINDS:
             continue  # decided below, from its neighbours' decisions

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from ...hw.regmap import RegMap
 from ...ir import Graph
-from ..lower import CONV_LOWERINGS, ELEMENTWISE_FUSED, LoweringError, RocketConv, add_fusion, fuse_add, lower_conv_like
-from ..pool import POOL_KINDS, RocketPool, describe_pool, lower_pool_ops
+from ..claims import claim_fused_add, claim_pool
+from ..lower import CONV_LOWERINGS, ELEMENTWISE_FUSED, LoweringError, RocketConv, lower_conv_like
+from ..pool import POOL_KINDS
 from ..stream import EncodeError
 from ..unary_lower import claim
 from ..views import VIEW_KINDS, claims
@@ -15,6 +16,15 @@ from .stream import OpParams
 
 def _check(regmap: RegMap, conv: RocketConv, graph: Graph) -> OpParams:
     return checked_streams(regmap, conv, graph=graph)[0]  # every register value must fit its field
+
+
+def _check_fused(regmap: RegMap, graph: Graph, fused: RocketConv, other: int) -> None:
+    """RK3588's own refusal of a fused ADD, then its streams: the operand must not also be a single-channel
+    convolution input (that reader takes the raw-rows layout, not the element-wise reader's)."""
+    if any(c.kind in CONV_LOWERINGS and graph.tensors[c.inputs[0]].shape[-1] == 1 for c in graph.consumers(other)):
+        raise LoweringError(f"element-wise operand {other} is also a single-channel convolution input (raw-rows "
+                            "layout, not the element-wise reader's)")
+    _check(regmap, fused, graph)
 
 
 def _describe(conv: RocketConv, params: OpParams) -> str:
@@ -35,32 +45,12 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             out[op.index] = lut
             continue
         if op.kind in ELEMENTWISE_FUSED:
-            try:
-                conv, other = add_fusion(graph, op, by_output)
-                if any(c.kind in CONV_LOWERINGS and graph.tensors[c.inputs[0]].shape[-1] == 1
-                       for c in graph.consumers(other)):
-                    raise LoweringError(f"{op.kind} operand {other} is also a single-channel convolution input (raw-rows "
-                                        "layout, not the element-wise reader's)")
-                fused = fuse_add(graph, op, conv, other)
-                _check(regmap, fused, graph)
-            except (LoweringError, EncodeError) as e:
-                out[op.index] = (False, str(e))
-                continue
-            del by_output[conv.output_tensor]
-            by_output[fused.output_tensor] = fused
-            out[op.index] = (True, f"fused into node {conv.nodes[0]} (DPU element-wise add of tensor {other})")
+            out[op.index] = claim_fused_add(graph, op, by_output,
+                                            lambda fused, other: _check_fused(regmap, graph, fused, other))
             continue
         if op.kind in POOL_KINDS:
-            try:
-                ops = lower_pool_ops(graph, op)
-                for c in ops:  # every register value must fit its field
-                    if isinstance(c, RocketPool):
-                        pool_streams(regmap, c)
-                    else:
-                        _check(regmap, c, graph)
-                out[op.index] = (True, describe_pool(ops))
-            except (LoweringError, EncodeError) as e:
-                out[op.index] = (False, str(e))
+            out[op.index] = claim_pool(graph, op, lambda p: pool_streams(regmap, p),
+                                       lambda c: _check(regmap, c, graph))  # type: ignore[func-returns-value]
             continue
         if op.kind in VIEW_KINDS:
             continue  # decided below, from its neighbours' decisions

@@ -1,0 +1,45 @@
+"""The claim decisions both rocket generations make the same way, around their own encoders' checks: a fused
+ADD/SUB (lower.add_fusion) and a pool (pool.lower_pool_ops). Each takes the generation's check, which builds the
+operation's register streams and raises EncodeError when a value does not fit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..ir import Graph, Operation
+from .lower import LoweringError, RocketConv, add_fusion, fuse_add
+from .pool import RocketPool, describe_pool, lower_pool_ops
+from .stream import EncodeError
+
+Decision = tuple[bool, str]
+
+
+def claim_fused_add(graph: Graph, op: Operation, by_output: dict[int, RocketConv],
+                    check: Callable[[RocketConv, int], None]) -> Decision:
+    """Fuse the ADD/SUB into the claimed convolution producing one of its inputs; `by_output` (claimed convolutions
+    by output tensor) then holds the fused operation instead. `check(fused, operand tensor)` raises the
+    generation's refusals."""
+    try:
+        conv, other = add_fusion(graph, op, by_output)
+        fused = fuse_add(graph, op, conv, other)
+        check(fused, other)
+    except (LoweringError, EncodeError) as e:
+        return False, str(e)
+    del by_output[conv.output_tensor]
+    by_output[fused.output_tensor] = fused
+    return True, f"fused into node {conv.nodes[0]} (DPU element-wise add of tensor {other})"
+
+
+def claim_pool(graph: Graph, op: Operation, check_pool: Callable[[RocketPool], None],
+               check_conv: Callable[[RocketConv], None]) -> Decision:
+    """A pool on the PPU (or its depthwise-convolution form): every operation it lowers to must encode."""
+    try:
+        ops = lower_pool_ops(graph, op)
+        for c in ops:  # every register value must fit its field
+            if isinstance(c, RocketPool):
+                check_pool(c)
+            else:
+                check_conv(c)
+    except (LoweringError, EncodeError) as e:
+        return False, str(e)
+    return True, describe_pool(ops)
