@@ -90,22 +90,26 @@ def test_pool_registers_match_vendor(name: str, shared_dir: Path) -> None:
     assert set(ours) == set(vendor), f"register sets differ: {set(ours) ^ set(vendor)}"
 
 
-def test_ppu_switch_keeps_pools_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    """TEFLON_ROCKET_PPU=0 (a board whose kernel arms only the DPU completion): no pool is claimed, with the reason."""
+def test_ppu_switch_keeps_pools_off_the_ppu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TEFLON_ROCKET_PPU=0 (a board whose kernel arms only the DPU completion): no pool runs on the PPU (each says
+    why); an average the DPU computes exactly as a depthwise convolution (pool.average_pool_conv) still runs there,
+    since DPU tasks complete on such a kernel."""
     from teflon import bridge, load_delegate, modelgen
     from teflon.reference import make_interpreter
 
-    model = modelgen.PoolCase(7, 7, 64, filter=7, stride=1).build()
-
-    def decision(device: str) -> tuple[bool, str]:
+    def decision(case: modelgen.PoolCase, device: str) -> tuple[bool, str]:
         with bridge.capture() as cap:
-            make_interpreter(model, [load_delegate(device=device, sim="1")], reference=True)
+            make_interpreter(case.build(), [load_delegate(device=device, sim="1")], reference=True)
         graph, decisions = cap.support[0]
         return decisions[graph.operations[0].index]
 
+    average = modelgen.PoolCase(7, 7, 64, filter=7, stride=1)
+    maximum = modelgen.PoolCase(8, 8, 32, filter=2, stride=2, op="max")
     for device in ("rk3588", "rk3576"):
-        assert decision(device)[0]
+        assert decision(average, device)[0] and decision(maximum, device)[0]
     monkeypatch.setenv("TEFLON_ROCKET_PPU", "0")
     for device in ("rk3588", "rk3576"):
-        claimed, why = decision(device)
+        claimed, why = decision(maximum, device)
         assert not claimed and "TEFLON_ROCKET_PPU=0" in why, why
+        claimed, why = decision(average, device)
+        assert claimed and "depthwise" in why, why

@@ -178,8 +178,16 @@ def lower_pool_ops(graph: Graph, op: Operation) -> list[RocketPool | RocketConv]
     convolution after it (through an intermediate tensor the partition does not see); an AVERAGE_POOL_2D the PPU
     cannot round like TFLite is one depthwise convolution instead (average_pool_conv). Raises LoweringError."""
     pool = window_pool(graph, op, requantize=True)
-    if op.kind == "AVERAGE_POOL_2D" and not pool.pads_consumed and average_recips(pool.kh, pool.kw, pool.dtype) is None:
-        return [average_pool_conv(pool, graph.tensors[op.inputs[0]])]
+    ppu_off = _ppu_off()
+    if op.kind == "AVERAGE_POOL_2D" and not pool.pads_consumed and (
+            ppu_off or average_recips(pool.kh, pool.kw, pool.dtype) is None):
+        try:
+            return [average_pool_conv(pool, graph.tensors[op.inputs[0]])]
+        except LoweringError:
+            if not ppu_off:
+                raise
+    if ppu_off:  # an average the DPU can take exactly ran above (it needs no PPU completion)
+        _refuse_ppu()
     set_recips(pool)
     x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     (sx, zx), (sy, zy) = _quant(x, "input"), _quant(y, "output")
@@ -241,18 +249,26 @@ def _constant_depthwise(p: RocketPool, kh: int, kw: int, sh: int, sw: int, weigh
 def lower_pool(graph: Graph, op: Operation, requantize: bool = False) -> RocketPool:
     """Build a RocketPool from a MAX_POOL_2D / AVERAGE_POOL_2D / MEAN node, or raise LoweringError(reason).
     requantize: a MEAN whose output quantization differs is accepted (the caller adds the requantization)."""
+    if _ppu_off():
+        _refuse_ppu()
     pool = window_pool(graph, op, requantize)
     set_recips(pool)
     return pool
+
+
+def _ppu_off() -> bool:
+    return os.environ.get(PPU_SWITCH, "1") == "0"
+
+
+def _refuse_ppu() -> None:
+    raise LoweringError(f"pools on the PPU are switched off ({PPU_SWITCH}=0: the kernel would not see their "
+                        "completion, docs/hardware/rocket.md §6a)")
 
 
 def window_pool(graph: Graph, op: Operation, requantize: bool = False) -> RocketPool:
     """lower_pool without the average's reciprocals (set_recips)."""
     if op.kind not in POOL_KINDS:
         raise LoweringError(f"{op.kind} is not a pooling operation")
-    if os.environ.get(PPU_SWITCH, "1") == "0":
-        raise LoweringError(f"pools on the PPU are switched off ({PPU_SWITCH}=0: the kernel would not see their "
-                            "completion, docs/hardware/rocket.md §6a)")
     if not op.inputs or len(op.outputs) != 1:
         raise LoweringError("unexpected number of inputs/outputs")
     x = graph.tensors[op.inputs[0]]
