@@ -344,17 +344,14 @@ static inline int8_t requantize(const struct post p, int64_t core, int k, int64_
                           p.mul_shift_neg, p.lo, p.hi, p.scale, p.pre, p.shift, p.post, core, ew);
 }
 
-/* DPU EW: the element-wise operand of output (oy, ox, channel k) converted, (e + offset) * scale >> shift with
- * the shift rounding half up [INFERRED, as OUT_CVT]; 0 without an EW operand. |e + offset| < 2^32 and
- * |scale| <= 2^15 keep the product inside int64. */
+/* DPU EW: the element-wise operand of output (oy, ox, channel k) converted (rkt_ew_convert); 0 without one. */
 static inline int64_t ew_term(const struct rkt_conv_task *t, int oy, int ox, int k)
 {
     if (!t->ew)
         return 0;
     const int8_t e = (int8_t)t->ew[(size_t)(k / 16) * t->ew_surf_pitch + (size_t)oy * t->ew_row_pitch + (size_t)ox * 16 +
                                    (size_t)(k % 16)];
-    const int64_t m = ((int64_t)e + t->ew_offset) * t->ew_scale;
-    return t->ew_shift ? (m + ((int64_t)1 << (t->ew_shift - 1))) >> t->ew_shift : m;
+    return rkt_ew_convert(e, t->ew_offset, t->ew_scale, t->ew_shift);
 }
 
 /* CORE accumulator (MAC sum + OW term) -> requantize, for one output row: orow[ox][k] for k < oc_real, 0 up
@@ -543,29 +540,6 @@ static void fast_input(struct rkt_fast *f, const struct rkt_conv_task *t, int ro
     }
 }
 
-/* The DPU stages of one output row with the EW operand (the kernels' vectorized requantization has no EW stage):
- * rkt_requantize per output, as the portable requantization plus the converted operand. */
-static void fast_requant_ew(const struct rkt_requant *q, const struct rkt_conv_task *t, int oy, const int32_t *acc,
-                            size_t astride, const int32_t *s, int nsurf, uint8_t *const *dst)
-{
-    const int has_mul = q->mul != NULL;
-    for (int p = 0; p < t->out_w; p++) {
-        const int32_t *a = acc + (size_t)p * astride;
-        const int64_t sum = s ? s[p] : 0;
-        for (int sf = 0; sf < nsurf; sf++) {
-            int8_t o[16];
-            for (int j = 0; j < 16; j++) {
-                const int k = sf * 16 + j;
-                o[j] = k >= q->n ? 0
-                     : rkt_requantize(q->trunc, q->tround, q->bias[k], has_mul, has_mul ? q->mul[k] : 0,
-                                      q->mul_shift_pos, q->mul_shift_neg, q->lo, q->hi, q->scale, q->pre, q->shift,
-                                      q->post, a[k] + q->corr[k] + q->ow[k] * sum, ew_term(t, oy, p, k));
-            }
-            memcpy(dst[sf] + (size_t)p * 16, o, 16);
-        }
-    }
-}
-
 /* Runs the task on the fast datapath; 1: not covered (sums that could overflow), run the reference. */
 static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
 {
@@ -661,11 +635,14 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
         c->ops->pixsum(f->x, ic, (size_t)rows_p * cols, f->psum);
     }
 
-    const struct rkt_requant q = {.n = t->oc_real, .corr = f->corr, .corr32 = fits32 ? corr32 : NULL, .ow = ow, .bias = bias,
-                                  .mul = t->bs_mul ? mul : NULL, .trunc = p.trunc, .shift = p.shift,
-                                  .mul_shift_pos = p.mul_shift_pos, .mul_shift_neg = p.mul_shift_neg,
-                                  .tround = p.tround, .pre = p.pre, .post = p.post, .scale = p.scale,
-                                  .lo = p.lo, .hi = p.hi};
+    struct rkt_requant q = {.n = t->oc_real, .corr = f->corr, .corr32 = fits32 ? corr32 : NULL, .ow = ow, .bias = bias,
+                            .mul = t->bs_mul ? mul : NULL, .trunc = p.trunc, .shift = p.shift,
+                            .mul_shift_pos = p.mul_shift_pos, .mul_shift_neg = p.mul_shift_neg,
+                            .tround = p.tround, .pre = p.pre, .post = p.post, .scale = p.scale,
+                            .lo = p.lo, .hi = p.hi, .ew_surf_pitch = t->ew_surf_pitch, .ew_offset = t->ew_offset,
+                            .ew_scale = t->ew_scale, .ew_shift = t->ew_shift};
+    /* the vector requantizations leave out the clamp and EW stages: such a task takes the portable one */
+    const struct rkt_dot_ops *requant_ops = t->clamp || t->ew ? &rkt_dot_c : c->ops;
     const size_t blk = (size_t)taps * ic * RKT_DOT_KB;
     int32_t *sums = f->acc + (size_t)opad * kpad;
     for (int oy = 0; oy < t->out_h; oy++) {
@@ -695,11 +672,8 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
         for (int sf = 0; sf < nsurf; sf++)
             f->dst[sf] = t->out + (size_t)(sf / spg) * t->out_group_pitch + (size_t)(sf % spg) * t->out_surf_pitch +
                          (size_t)oy * t->out_w * 16;
-        if (t->ew)
-            fast_requant_ew(&q, t, oy, f->acc, (size_t)kpad, need_sums ? sums : NULL, nsurf, f->dst);
-        else /* the vector requantizations leave out the clamp stage: a clamped task takes the portable one */
-            (t->clamp ? &rkt_dot_c : c->ops)->requant(&q, f->acc, (size_t)kpad, need_sums ? sums : NULL, t->out_w,
-                                                      nsurf, f->dst);
+        q.ew_row = t->ew ? t->ew + (size_t)oy * t->ew_row_pitch : NULL;
+        requant_ops->requant(&q, f->acc, (size_t)kpad, need_sums ? sums : NULL, t->out_w, nsurf, f->dst);
     }
     return 0;
 }

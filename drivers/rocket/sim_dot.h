@@ -37,6 +37,13 @@ struct rkt_requant {
     int trunc, shift, mul_shift_pos, mul_shift_neg;
     int64_t tround, pre, post, scale;
     int64_t lo, hi;          /* the clamp after the multiplier (INT32_MIN, INT32_MAX: none) */
+    /* the EW operand of the row being requantized (NULL: EW bypassed): the stored int8 operand of pixel p,
+     * channel k at ew_row[(k / 16) * ew_surf_pitch + p * 16 + k % 16], converted by rkt_ew_convert. Only the
+     * portable requantization reads it (the vector ones have no EW stage). */
+    const uint8_t *ew_row;
+    size_t ew_surf_pitch;
+    int64_t ew_offset, ew_scale;
+    int ew_shift;
 };
 
 static inline int64_t rkt_min64(int64_t a, int64_t b)
@@ -47,6 +54,23 @@ static inline int64_t rkt_min64(int64_t a, int64_t b)
 static inline int64_t rkt_max64(int64_t a, int64_t b)
 {
     return a > b ? a : b;
+}
+
+/* DPU EW: a stored int8 operand converted, (e + offset) * scale >> shift with the shift rounding half up
+ * [INFERRED, as OUT_CVT]. |e + offset| < 2^32 and |scale| <= 2^15 keep the product inside int64. */
+static inline int64_t rkt_ew_convert(int8_t e, int64_t offset, int64_t scale, int shift)
+{
+    const int64_t m = ((int64_t)e + offset) * scale;
+    return shift ? (m + ((int64_t)1 << (shift - 1))) >> shift : m;
+}
+
+/* The converted EW operand of pixel p, channel k of the row `q` describes; 0 with the EW stage bypassed. */
+static inline int64_t rkt_ew_term(const struct rkt_requant *q, int p, int k)
+{
+    if (!q->ew_row)
+        return 0;
+    const int8_t e = (int8_t)q->ew_row[(size_t)(k / 16) * q->ew_surf_pitch + (size_t)p * 16 + (size_t)(k % 16)];
+    return rkt_ew_convert(e, q->ew_offset, q->ew_scale, q->ew_shift);
 }
 
 static inline int64_t rkt_sat32(int64_t v)
