@@ -891,36 +891,46 @@ class PoolCase:
             if self.requant:  # the mean's range is narrower than its input's: a smaller scale, another zero point
                 q = QParams.make(float(q.scale[0]) * float(rng.uniform(0.4, 0.9)), int(rng.integers(qmin, qmax + 1)))
             y = g.tensor("output", (1, 1, 1, self.in_c), self.dtype, q)
-            axes = g.constant("axes", np.array([1, 2], np.int32))
-
-            def mean_options(fb: flatbuffers.Builder) -> int:
-                tflite.ReducerOptionsStart(fb)
-                tflite.ReducerOptionsAddKeepDims(fb, True)
-                return tflite.ReducerOptionsEnd(fb)
-
-            g.op(BuiltinOperator.MEAN, 2 if self.dtype == "int8" else 1, [src, axes], [y],
-                 BuiltinOptions.ReducerOptions, mean_options)
+            add_mean_hw(g, src, y, g.constant("axes", np.array([1, 2], np.int32)))
             return g.build([x], [y])
         oh = out_size(self.in_h, self.filter, self.stride, self.padding)
         ow = out_size(self.in_w, self.kernel_w, self.stride, self.padding)
         if oh < 1 or ow < 1:
             raise ValueError(f"{self.name}: filter larger than the input with VALID padding")
         y = g.tensor("output", (1, oh, ow, self.in_c), self.dtype, q)  # pooling keeps its input's quantization
-        padding, stride, f = _PADDING[self.padding], self.stride, self.filter
-
-        def options(fb: flatbuffers.Builder) -> int:
-            tflite.Pool2DOptionsStart(fb)
-            tflite.Pool2DOptionsAddPadding(fb, padding)
-            tflite.Pool2DOptionsAddStrideW(fb, stride)
-            tflite.Pool2DOptionsAddStrideH(fb, stride)
-            tflite.Pool2DOptionsAddFilterWidth(fb, self.kernel_w)
-            tflite.Pool2DOptionsAddFilterHeight(fb, f)
-            tflite.Pool2DOptionsAddFusedActivationFunction(fb, ActivationFunctionType.NONE)
-            return tflite.Pool2DOptionsEnd(fb)
-
-        code = BuiltinOperator.MAX_POOL_2D if self.op == "max" else BuiltinOperator.AVERAGE_POOL_2D
-        g.op(code, 2 if self.dtype == "int8" else 1, [src], [y], BuiltinOptions.Pool2DOptions, options)
+        add_pool(g, "max" if self.op == "max" else "avg", src, y, self.filter, self.kernel_w, self.stride, self.padding)
         return g.build([x], [y])
+
+
+def add_pool(g: GraphBuilder, op: Literal["max", "avg"], x: int, y: int, kh: int, kw: int, stride: int,
+             padding: PaddingName) -> None:
+    """Append a MAX_POOL_2D or AVERAGE_POOL_2D (no fused activation) from `x` to the existing tensor `y`."""
+    pad = _PADDING[padding]
+
+    def options(fb: flatbuffers.Builder) -> int:
+        tflite.Pool2DOptionsStart(fb)
+        tflite.Pool2DOptionsAddPadding(fb, pad)
+        tflite.Pool2DOptionsAddStrideW(fb, stride)
+        tflite.Pool2DOptionsAddStrideH(fb, stride)
+        tflite.Pool2DOptionsAddFilterWidth(fb, kw)
+        tflite.Pool2DOptionsAddFilterHeight(fb, kh)
+        tflite.Pool2DOptionsAddFusedActivationFunction(fb, ActivationFunctionType.NONE)
+        return tflite.Pool2DOptionsEnd(fb)
+
+    code = BuiltinOperator.MAX_POOL_2D if op == "max" else BuiltinOperator.AVERAGE_POOL_2D
+    g.op(code, 2 if g.dtype(x) == "int8" else 1, [x], [y], BuiltinOptions.Pool2DOptions, options)
+
+
+def add_mean_hw(g: GraphBuilder, x: int, y: int, axes: int) -> None:
+    """Append a MEAN of `x` over the constant `axes` tensor, keep_dims, to the existing tensor `y`."""
+    g.op(BuiltinOperator.MEAN, 2 if g.dtype(x) == "int8" else 1, [x, axes], [y], BuiltinOptions.ReducerOptions,
+         _keep_dims)
+
+
+def _keep_dims(fb: flatbuffers.Builder) -> int:
+    tflite.ReducerOptionsStart(fb)
+    tflite.ReducerOptionsAddKeepDims(fb, True)
+    return tflite.ReducerOptionsEnd(fb)
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -29,7 +29,6 @@ from tflite.BuiltinOperator import BuiltinOperator
 from tflite.BuiltinOptions import BuiltinOptions
 
 from .modelgen import (
-    _PADDING,
     QRANGE,
     ActivationName,
     ConvCase,
@@ -40,6 +39,8 @@ from .modelgen import (
     QParams,
     add_add,
     add_conv,
+    add_mean_hw,
+    add_pool,
     conv_params,
     out_size,
 )
@@ -216,20 +217,7 @@ class Net:
     def pool(self, x: int, kind: str, k: int, s: int, padding: PaddingName = "same") -> int:
         _, h, w, c = self.g.shape(x)
         y = self._like(x, (1, out_size(h, k, s, padding), out_size(w, k, s, padding), c), kind)
-        pad = _PADDING[padding]
-
-        def options(fb: flatbuffers.Builder) -> int:
-            tflite.Pool2DOptionsStart(fb)
-            tflite.Pool2DOptionsAddPadding(fb, pad)
-            tflite.Pool2DOptionsAddStrideW(fb, s)
-            tflite.Pool2DOptionsAddStrideH(fb, s)
-            tflite.Pool2DOptionsAddFilterWidth(fb, k)
-            tflite.Pool2DOptionsAddFilterHeight(fb, k)
-            tflite.Pool2DOptionsAddFusedActivationFunction(fb, ActivationFunctionType.NONE)
-            return tflite.Pool2DOptionsEnd(fb)
-
-        code = BuiltinOperator.MAX_POOL_2D if kind == "maxpool" else BuiltinOperator.AVERAGE_POOL_2D
-        self.g.op(code, self._version(), [x], [y], BuiltinOptions.Pool2DOptions, options)
+        add_pool(self.g, "max" if kind == "maxpool" else "avg", x, y, k, k, s, padding)
         return self._calibrated(y, _pool_float(self.probe[x], kind, k, s, padding))
 
     def resize_nearest(self, x: int, factor: int) -> int:
@@ -259,8 +247,7 @@ class Net:
         _, _, _, c = self.g.shape(x)
         values = self.probe[x].mean(axis=(1, 2), keepdims=True)
         y = self.g.tensor(self._name("mean"), (1, 1, 1, c), self.dtype, self._observed(values))
-        self.g.op(BuiltinOperator.MEAN, self._version(), [x, self._ints([1, 2])], [y], BuiltinOptions.ReducerOptions,
-                  _keep_dims)
+        add_mean_hw(self.g, x, y, self._ints([1, 2]))
         return self._calibrated(y, values)
 
     def build(self, inputs: Sequence[int], outputs: Sequence[int]) -> bytes:
@@ -317,17 +304,6 @@ def _resize_options(fb: flatbuffers.Builder) -> int:
     tflite.ResizeNearestNeighborOptionsAddAlignCorners(fb, False)
     tflite.ResizeNearestNeighborOptionsAddHalfPixelCenters(fb, False)
     return tflite.ResizeNearestNeighborOptionsEnd(fb)
-
-
-def _keep_dims(fb: flatbuffers.Builder) -> int:
-    tflite.ReducerOptionsStart(fb)
-    tflite.ReducerOptionsAddKeepDims(fb, True)
-    return tflite.ReducerOptionsEnd(fb)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# The networks
-# --------------------------------------------------------------------------------------------------------------
 
 
 def yolo(dtype: DType) -> bytes:
