@@ -1,11 +1,36 @@
-"""ir.Graphs of the single-op test models, for tests that compile without the delegate."""
+"""ir.Graphs of the single-op test models, for tests that compile without the delegate; the TFLite geometry of a
+convolution (for split tests) and a task's register values by name (for vendor-word comparisons)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from teflon.hw.regmap import RegMap
 from teflon.ir import Graph, Operation, Quant, Tensor
 from teflon.modelgen import ConvCase, UnaryCase, conv_params
+from teflon.rocket.geometry import Geometry
+
+
+def geometry(h: int, w: int, c: int, oc: int, k: int, s: int, padding: str, depthwise: bool = False) -> Geometry:
+    """TFLite SAME/VALID geometry (SAME: top/left get the smaller half of the padding)."""
+    if padding == "valid":
+        oh, ow, pads = (h - k) // s + 1, (w - k) // s + 1, (0, 0, 0, 0)
+    else:
+        oh, ow = -(-h // s), -(-w // s)
+        th, tw = max((oh - 1) * s + k - h, 0), max((ow - 1) * s + k - w, 0)
+        pads = (th // 2, th - th // 2, tw // 2, tw - tw // 2)
+    return Geometry(h, w, c, oh, ow, c if depthwise else oc, k, k, s, *pads, depthwise)
+
+
+def register_values(rm: RegMap, words: list[int]) -> dict[str, int]:
+    """register name -> raw value of a task's register writes (first write wins: CNA_UNDOC_1038 is written twice
+    with one value); special words and the PC block left out."""
+    out: dict[str, int] = {}
+    for w in words:
+        _, name, _ = rm.decode(w)
+        if name and name not in ("SYNC", "OP_ENABLE", "NOP") and not name.startswith("PC_"):
+            out.setdefault(name, (w >> 16) & 0xFFFFFFFF)
+    return out
 
 
 def conv_graph(case: ConvCase) -> Graph:

@@ -8,18 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from teflon.rocket.geometry import Geometry
 from teflon.rocket.rk3576.split import MAX_WIDTH, RING_LIMIT, entries_per_row, needs_columns, split
 
-
-def geometry(h: int, w: int, c: int, oc: int, k: int, s: int, padding: str, depthwise: bool = False) -> Geometry:
-    if padding == "valid":
-        oh, ow, pads = (h - k) // s + 1, (w - k) // s + 1, (0, 0, 0, 0)
-    else:
-        oh, ow = -(-h // s), -(-w // s)
-        th, tw = max((oh - 1) * s + k - h, 0), max((ow - 1) * s + k - w, 0)
-        pads = (th // 2, th - th // 2, tw // 2, tw - tw // 2)
-    return Geometry(h, w, c, oh, ow, c if depthwise else oc, k, k, s, *pads, depthwise)
+from .graphs import geometry
 
 
 @pytest.mark.parametrize(
@@ -33,6 +24,7 @@ def geometry(h: int, w: int, c: int, oc: int, k: int, s: int, padding: str, dept
         (5, 8195, 16, 16, 3, 2, "same"),
     ],
 )
+
 def test_column_windows_cover_every_output_once(shape: tuple) -> None:
     g = geometry(*shape)
     assert needs_columns(g)

@@ -31,7 +31,7 @@ from teflon.rocket.lower import lower_conv
 from teflon.rocket.rk3576.encoder import encode_layer
 from teflon.rocket.rk3576.stream import BODY_WORDS, TRAILER_WORDS, fetch_amount, trailer
 
-from .graphs import conv_graph
+from .graphs import conv_graph, register_values
 
 SHARED = shared_path() or Path("/nonexistent/shared")
 GOLDEN = SHARED / "golden" / "rocket-rk3576"
@@ -76,16 +76,6 @@ def _compile_a(d: dict) -> dict:
 
 def _words(task: dict) -> list[int]:
     return [int(w, 16) for w in task["words"]]
-
-
-def _regs(words: list[int]) -> dict[str, int]:
-    """register name -> raw value (first write wins: CNA_UNDOC_1038 is written twice with one value)."""
-    out: dict[str, int] = {}
-    for w in words:
-        _, name, _ = RM.decode(w)
-        if name and name not in ("SYNC", "OP_ENABLE", "NOP") and not name.startswith("PC_"):
-            out.setdefault(name, (w >> 16) & 0xFFFFFFFF)
-    return out
 
 
 # ---- 1. decoding ------------------------------------------------------------------------------------------
@@ -198,7 +188,7 @@ def test_vendor_registers(name: str, layer: int, tasks: list[int]) -> None:
     out_zp = -128 if chain else _zp(d, ("output", "y"))
     conv = _conv_for(d["params"]["layers"][layer], in_zp if in_zp is not None else 0, out_zp or 0)
     our_words = _ours(conv)
-    ours = [_regs(w) for w in our_words]
+    ours = [register_values(RM, w) for w in our_words]
     vendor_tasks = _compile_a(d)["tasks"]
     assert len(ours) == len(tasks), "number of row windows"
     compared = 0
@@ -209,7 +199,7 @@ def test_vendor_registers(name: str, layer: int, tasks: list[int]) -> None:
             if len(vw) > BODY_WORDS:
                 assert our_words[i][-3:] == vw[-3:]  # amount, SYNC, op-enable
                 assert our_words[i][-4] == vw[-4]  # next-task offset in the regcmd buffer
-        theirs = _regs(vw)
+        theirs = register_values(RM, vw)
         skip = set(NOT_COMPARED) | (CHAIN_SKIP if chain else set())
         if theirs.get("DPU_RDMA_BRDMA_CFG") == 0x114:
             skip |= set(BS_FORM)  # the vendor's other BS form (what selects it is unknown)
@@ -326,7 +316,7 @@ def check_section6_formulas(case: ConvCase, streams: list[dict[str, int]]) -> No
 @pytest.mark.parametrize("case", FIRST_LAYERS, ids=str)
 def test_issue3_first_layer_formulas(case: ConvCase) -> None:
     prog = compiler.compile(conv_graph(case), [0], [0], [3], "rk3576")
-    streams = [_regs(_task_words(prog, i)) for i in range(len(prog.operations[0].tasks))]
+    streams = [register_values(RM, _task_words(prog, i)) for i in range(len(prog.operations[0].tasks))]
     check_section6_formulas(case, streams)
 
 
@@ -343,7 +333,7 @@ def test_issue3_image_input_takes_direct_path(case: ConvCase) -> None:
     assert "docs/hardware/rocket-rk3576.md" in why
     prog = compiler.compile(g, [0], [0], [3], "rk3576")
     for i in range(len(prog.operations[0].tasks)):
-        f = _regs(_task_words(prog, i))
+        f = register_values(RM, _task_words(prog, i))
         assert f["CORE_MISC_CFG"] == 0x10000001  # direct int8, not the vendor's ARGB 0x10000081
         assert f["CNA_CONV_CON1"] & 0xF == 0  # CONV_MODE direct, not 6
         assert (f["CNA_CONV_CON1"] >> 12) & 0xF == 0  # no ARGB_IN
@@ -381,7 +371,7 @@ def test_issue3_cli_regcmd(case: ConvCase, tmp_path: Path) -> None:
     op = doc["operations"][0]
     streams = []
     for t in op["tasks"]:
-        streams.append(_regs([int(w, 16) for w in t["regcmd"]]))
+        streams.append(register_values(RM, [int(w, 16) for w in t["regcmd"]]))
     check_section6_formulas(case, streams)
 
 

@@ -23,6 +23,8 @@ from teflon import bridge, rocket
 from teflon.modelgen import ConvCase, GraphBuilder, QParams, add_add, add_conv, conv_params, random_inputs
 from teflon.reference import compare, run_cpu, run_delegate
 
+from .graphs import register_values
+
 pytestmark = pytest.mark.usefixtures("delegate_library")
 
 SHARED = shared_path()
@@ -48,15 +50,6 @@ def _vendor_words() -> list[int]:
     d = json.loads(GOLDEN.read_text())  # type: ignore[union-attr]
     a = next(p for p in d["programs"] if p["compile_label"] == "A")
     return [int(w, 16) for w in a["tasks"][1]["words"]]
-
-
-def _regs(words: list[int]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for w in words:
-        _, name, _ = RM.decode(w)
-        if name and name not in ("SYNC", "OP_ENABLE", "NOP") and not name.startswith("PC_"):
-            out.setdefault(name, (w >> 16) & 0xFFFFFFFF)
-    return out
 
 
 def vendor_model() -> bytes:
@@ -90,8 +83,8 @@ def test_fused_add_registers_equal_the_vendors() -> None:
     fused = [op for op in prog.operations if op.kind == "CONV_2D+ADD"]
     assert len(fused) == 1 and len(fused[0].tasks) == 1
     t = fused[0].tasks[0]
-    ours = _regs(list(struct.unpack_from(f"<{t.nbytes // 8}Q", prog.buffer(t.buffer).data or b"", t.offset)))
-    vendor = _regs(_vendor_words())
+    ours = register_values(RM, list(struct.unpack_from(f"<{t.nbytes // 8}Q", prog.buffer(t.buffer).data or b"", t.offset)))
+    vendor = register_values(RM, _vendor_words())
     assert set(ours) == set(vendor), f"different registers: {set(ours) ^ set(vendor)}"
     differ = {n: (f"0x{ours[n]:08x}", f"0x{vendor[n]:08x}") for n in vendor
               if n not in NOT_COMPARED and ours[n] != vendor[n]}

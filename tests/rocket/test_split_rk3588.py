@@ -28,16 +28,7 @@ from teflon.rocket.rk3588.split import (
     weight_banks_required,
 )
 
-
-def geometry(h: int, w: int, c: int, oc: int, k: int, s: int, padding: str, depthwise: bool = False) -> Geometry:
-    """TFLite SAME/VALID geometry (SAME: top/left get the smaller half of the padding)."""
-    if padding == "valid":
-        oh, ow, pads = (h - k) // s + 1, (w - k) // s + 1, (0, 0, 0, 0)
-    else:
-        oh, ow = -(-h // s), -(-w // s)
-        th, tw = max((oh - 1) * s + k - h, 0), max((ow - 1) * s + k - w, 0)
-        pads = (th // 2, th - th // 2, tw // 2, tw - tw // 2)
-    return Geometry(h, w, c, oh, ow, c if depthwise else oc, k, k, s, *pads, depthwise)
+from .graphs import geometry
 
 
 def check_columns(g: Geometry, sp: Split) -> None:
@@ -190,6 +181,7 @@ def test_rows_wider_than_the_data_banks_take_column_windows(shape: tuple) -> Non
     ],
     ids=str,
 )
+
 def test_split_runs_on_the_simulator(case: ConvCase, rk3588_sim: dict[str, str]) -> None:
     from teflon import bridge
 
