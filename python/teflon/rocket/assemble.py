@@ -185,9 +185,9 @@ def bind(t: int, direction: str, shapes: dict[int, TensorInfo], views: Views, pl
 
 def check_outputs(convs: list[RocketOp], outputs: list[int], views: Views | None = None) -> None:
     produced = {c.output_tensor for c in convs}
+    if views is not None:  # a view of NPU work or the buffer of such views (views.claims)
+        produced |= views.by_view.keys() | views.holders().keys()
     for t in outputs:
-        if views is not None and (t in views.by_view or t in views.holders()):
-            continue  # a view of NPU work or the buffer of such views (views.claims)
         if t not in produced:
             raise EncodeError(f"partition output {t} is not produced by an NPU operation")
 
