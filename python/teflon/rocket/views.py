@@ -18,6 +18,8 @@ it expects (same channels and pixel count), and a tensor is a view of at most on
 
 from __future__ import annotations
 
+from collections import ChainMap
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -161,7 +163,7 @@ def claims(graph: Graph, decisions: dict[int, tuple[bool, str]],
             continue
         try:
             views = lower_views(graph, op)
-            out[op.index] = _decide(graph, op, views, {**decisions, **out}, placed, host_written)
+            out[op.index] = _decide(graph, op, views, ChainMap(out, decisions), placed, host_written)
         except LoweringError as e:
             out[op.index] = (False, str(e))
             continue
@@ -170,11 +172,11 @@ def claims(graph: Graph, decisions: dict[int, tuple[bool, str]],
     return out
 
 
-def _claimed(decisions: dict[int, tuple[bool, str]], op: Operation | None) -> bool:
+def _claimed(decisions: Mapping[int, tuple[bool, str]], op: Operation | None) -> bool:
     return op is not None and decisions.get(op.index, (False, ""))[0]
 
 
-def _decide(graph: Graph, op: Operation, views: list[RocketView], decisions: dict[int, tuple[bool, str]],
+def _decide(graph: Graph, op: Operation, views: list[RocketView], decisions: Mapping[int, tuple[bool, str]],
             placed: dict[int, RocketView], host_written: frozenset[int]) -> tuple[bool, str]:
     near_npu = False
     for v in views:
