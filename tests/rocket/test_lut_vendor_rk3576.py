@@ -8,11 +8,17 @@ teflon.modelgen (16x16x32 int8):
   H-1, C-1 in the DPU and DPU_RDMA), and the LUT access protocol (0x4100 write/table, then 16-bit 0x4104 words);
 - named differences, each explained in VENDOR_DIFFERENCES.
 Every vendor word must also decode with teflon's rk3576 register table.
+
+The second half checks the fit of every public vendor LUT program (docs/hardware/rocket-rk3576.md "Fit of the
+vendor's LUT programs"): the table rule (entry i = Q15 of f on a fixed per-function interval), the fixed index
+window and end words, the OUT_CVT rule of the int8 consumers, and that no register of the bare sigmoid holds the
+input gain (the reason teflon does not emit the RK3576 LUT program yet).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -25,6 +31,7 @@ from .graphs import unary_graph
 from .sim_golden import SHARED
 
 OPS = SHARED / "golden" / "rocket-rk3576-ops"
+_G = "lut-sigmoid-in16x16x32-i8__ru-bare_sigmoid_i8.json"
 FILES = {"relu": "lut-relu-in16x16x32-i8__ru-bare_relu_i8.json",
          "logistic": "lut-sigmoid-in16x16x32-i8__ru-bare_sigmoid_i8.json"}
 
@@ -32,8 +39,8 @@ FILES = {"relu": "lut-relu-in16x16x32-i8__ru-bare_relu_i8.json",
 VENDOR_DIFFERENCES = {
     "task count": "the vendor loads the tables in a separate 1117-word task over a 1x1x16 dummy cube; teflon loads "
                   "them at the start of the consumer's own stream (single LUT registers, one task per kick)",
-    "table length": "the vendor writes 513 entries per table, sampling the float function over a fixed domain "
-                    "(about +-8 for sigmoid); teflon writes 128 per table, one per stored int8 input, holding the "
+    "table length": "the vendor writes 513 entries per table, sampling the float function over a fixed interval "
+                    "(+-6.31 for sigmoid, see LUT_FUNCTIONS); teflon writes 128 per table, one per stored int8 input, holding the "
                     "exact TFLite outputs for this op's quantization (teflon.unary)",
     "index domain": "the vendor scales the input into [-16384, 16384] (0x4110..0x411C = -16384, 0x4140..0x414C = "
                     "16384, INDEX_SELECT 5) and interpolates; teflon indexes the raw int8 input (START -128 / 0, "
@@ -116,3 +123,110 @@ def test_geometry_and_mode_match_vendor(op: str) -> None:
     assert [c for c in ours[0x4100]] == [0x00020000, 0x00030000]
     assert len(load["regs"][0x4104]) - 1 == 2 * 513 and len(ours[0x4104]) == 2 * 128, VENDOR_DIFFERENCES["table length"]
     assert v[0x410C][-1] == 0x00050500 and ours[0x410C][-1] == 0, VENDOR_DIFFERENCES["index domain"]
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+# Per function: the vendor's real interval [a, b] and whether the table is normalized by max |f| on it (unbounded
+# functions) or by 1 (bounded ones). Fitted on the public files; +-6.31 and +-3.02 are the best decimal fits.
+LUT_FUNCTIONS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], float, float, bool]] = {
+    "sigmoid": (_sigmoid, -6.31, 6.31, False),
+    "tanh": (np.tanh, -3.02, 3.02, False),
+    "hardsigmoid": (lambda x: np.clip(x + 3.0, 0.0, 6.0) / 6.0, -3.0, 3.0, False),
+    "hardswish": (lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0, -3.0, 3.0, True),
+    "softplus": (lambda x: np.logaddexp(0.0, x), -4.0, 4.0, True),
+    "swish": (lambda x: x * _sigmoid(x), -5.8, 5.8, True),
+    "elu": (lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0))), -10.0, 0.0, False),
+    "mish": (lambda x: x * np.tanh(np.logaddexp(0.0, x)), -6.0, 4.0, True),
+}
+LUT_FILES = {
+    ("sigmoid", "i8-bare"): _G,
+    ("sigmoid", "f16-conv"): "conv-lut-sigmoid-in16x16x32-oc32-k3x3-f16__ru-conv_sigmoid_f16.json",
+    ("tanh", "i8-conv"): "conv-lut-tanh-in16x16x32-oc32-k3x3-i8__ru-conv_tanh_i8.json",
+    ("hardsigmoid", "f16-conv"): "conv-lut-hardsigmoid-in16x16x32-oc32-k3x3-f16__ru-conv_hardsigmoid_f16.json",
+    ("hardswish", "i8-conv"): "conv-lut-hardswish-in16x16x32-oc32-k3x3-i8__ru-conv_hardswish_i8.json",
+    ("softplus", "f16-conv"): "conv-lut-softplus-in16x16x32-oc32-k3x3-f16__ru-conv_softplus_f16.json",
+    ("swish", "f16-conv"): "conv-lut-swish-in16x16x32-oc32-k3x3-f16__ru-conv_swish_f16.json",
+    ("elu", "i8-conv"): "conv-lut-elu-in16x16x32-oc32-k3x3-i8__ru-conv_elu_i8.json",
+    ("mish", "i8-conv"): "conv-lut-mish-in16x16x32-oc32-k3x3-i8__ru-conv_mish_i8.json",
+}
+_LUT_IDS = [f"{fn}-{kind}" for fn, kind in LUT_FILES]
+
+
+def _lut_file(key: tuple[str, str]) -> tuple[dict[str, object], np.ndarray, dict[int, list[int]]]:
+    """The vendor file, its joined 1025-point table (T0[0..512], T1[1..512]) and the consumer's registers."""
+    path = OPS / LUT_FILES[key]
+    if not path.is_file():
+        pytest.skip(f"no vendor file {path}")
+    d = json.loads(path.read_text())
+    tasks = d["programs"][0]["tasks"]
+    load = next(t for t in tasks if t["role"] == "dpu-lut-load")
+    t0, t1 = (np.array(t["entries_int16"], dtype=np.int64) for t in load["lut_tables_decoded"])
+    assert len(t0) == len(t1) == 513 and t0[512] == t1[0]
+    regs: dict[int, list[int]] = {}
+    for w in (int(x, 16) for x in [t for t in tasks if t["role"] != "dpu-lut-load"][-1]["words"]):
+        regs.setdefault(w & 0xFFFF, []).append((w >> 16) & 0xFFFFFFFF)
+    return d, np.concatenate([t0, t1[1:]]), regs
+
+
+def _rule(fn: str) -> tuple[np.ndarray, float]:
+    """The table the interval rule predicts, and its normalization N (entries are round(32767 f(x) / N))."""
+    f, a, b, unbounded = LUT_FUNCTIONS[fn]
+    y = f(a + (b - a) * np.arange(1025) / 1024)
+    n = float(np.abs(y).max()) if unbounded else 1.0
+    return np.round(32767.0 * y / n), n
+
+
+def _s32(v: int) -> int:
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+@pytest.mark.parametrize("key", list(LUT_FILES), ids=_LUT_IDS)
+def test_vendor_table_is_q15_of_f_on_a_fixed_interval(key: tuple[str, str]) -> None:
+    _, table, _ = _lut_file(key)
+    want, _ = _rule(key[0])
+    err = np.abs(want - table)
+    assert err.max() <= 1 and np.mean(err == 0) >= 0.995, (err.max(), np.mean(err == 0))
+
+
+@pytest.mark.parametrize("key", list(LUT_FILES), ids=_LUT_IDS)
+def test_vendor_window_end_words_and_bn_stage(key: tuple[str, str]) -> None:
+    """The index window is the same for every function (entry i at v = -16384 + 32 i), the end words are the
+    tables' own end entries, and every consumer turns on the BN stage and its DMA (0x4060 = 0x20, DPU_RDMA
+    0x5028 = 0x1A): the input gain/offset that puts x on the window is not in any register."""
+    _, table, r = _lut_file(key)
+    assert [r[o][-1] for o in (0x4110, 0x4114, 0x4118, 0x411C)] == [0xFFFFC000] * 4
+    assert [r[o][-1] for o in (0x4140, 0x4144, 0x4148, 0x414C)] == [0x4000] * 4
+    assert r[0x410C][-1] == 0x00050500 and r[0x4108][-1] == 0x02000006
+    lo, hi = int(table[0]) & 0xFFFF, int(table[-1]) & 0xFFFF
+    assert (r[0x4188][-1], r[0x418C][-1]) == (lo << 16, lo << 16 | lo)
+    assert (r[0x4190][-1], r[0x4194][-1]) == (hi << 16, hi << 16 | hi)
+    assert r[0x4060][-1] == 0x20 and r[0x5028][-1] == 0x1A
+
+
+@pytest.mark.parametrize("key", [k for k in LUT_FILES if k[1].startswith("i8")],
+                         ids=[i for i in _LUT_IDS if "-i8-" in i])
+def test_vendor_out_cvt_maps_q15_to_the_output(key: tuple[str, str]) -> None:
+    """y = OUT_CVT(T): scale round(N 2^sh / (32767 s_y)) in [2^14, 2^15), offset zp_y."""
+    d, _, r = _lut_file(key)
+    q = d["quantization"]["io_tensors_from_rknn"]["y"]  # type: ignore[index]
+    sy, zy = float(q["scale"][0]), int(q["zero_point"][0])
+    _, n = _rule(key[0])
+    scale, shift = r[0x40B0][-1] & 0xFFFF, r[0x40B4][-1]
+    assert 1 << 14 <= scale < 1 << 15
+    assert scale == round(n * 2.0**shift / (32767.0 * sy))
+    assert _s32(r[0x40AC][-1]) == zy
+
+
+def test_no_register_holds_the_bare_sigmoid_input_gain() -> None:
+    """The bare sigmoid needs v = q * 16384 s_x / 6.31 at the LUT; 0x4150/0x4160 (its only other
+    quantization-dependent words) is not that gain under any power-of-two pre-scale (docs: "Input side")."""
+    d, _, r = _lut_file(("sigmoid", "i8-bare"))
+    sx = float(d["quantization"]["io_tensors_from_rknn"]["x"]["scale"][0])  # type: ignore[index]
+    need = 16384.0 * sx / 6.31
+    assert r[0x4150][-1] == r[0x4154][-1] == 0x5A435A43 and r[0x4160][-1] == 0x16161616
+    got = (r[0x4150][-1] & 0xFFFF) / 2.0 ** (r[0x4160][-1] & 0xFF)
+    ratios = [got * 2.0**a / need for a in range(32)]
+    assert all(abs(x - 1.0) > 0.2 for x in ratios), ratios
