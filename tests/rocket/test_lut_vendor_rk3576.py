@@ -221,8 +221,9 @@ def test_vendor_out_cvt_maps_q15_to_the_output(key: tuple[str, str]) -> None:
 
 
 def test_no_register_holds_the_bare_sigmoid_input_gain() -> None:
-    """The bare sigmoid needs v = q * 16384 s_x / 6.31 at the LUT; 0x4150/0x4160 (its only other
-    quantization-dependent words) is not that gain under any power-of-two pre-scale (docs: "Input side")."""
+    """The bare sigmoid needs v = q * 16384 s_x / 6.31 at the LUT. 0x4150/0x4160, the words only the bare sigmoid
+    and softplus consumers add ([INFERRED] the lower table's slope words), are not that gain under any power-of-two
+    pre-scale, and no word holds it as an integer, fp16 or fp32 (docs: "Input side")."""
     d, _, r = _lut_file(("sigmoid", "i8-bare"))
     sx = float(d["quantization"]["io_tensors_from_rknn"]["x"]["scale"][0])  # type: ignore[index]
     need = 16384.0 * sx / 6.31
@@ -230,3 +231,8 @@ def test_no_register_holds_the_bare_sigmoid_input_gain() -> None:
     got = (r[0x4150][-1] & 0xFFFF) / 2.0 ** (r[0x4160][-1] & 0xFF)
     ratios = [got * 2.0**a / need for a in range(32)]
     assert all(abs(x - 1.0) > 0.2 for x in ratios), ratios
+    f16 = int(np.float16(need).view(np.uint16))
+    f32 = int(np.float32(need).view(np.uint32))
+    for off, vals in r.items():
+        for v in vals:
+            assert round(need) != v and f16 not in (v & 0xFFFF, v >> 16) and f32 >> 16 != v >> 16, hex(off)
