@@ -348,6 +348,17 @@ DEFAULT_POOL: list[PoolCase] = [
     PoolCase(7, 9, 24, filter=2, filter_w=3, stride=1),  # 6 taps, non-square
     PoolCase(10, 8, 16, filter=4, filter_w=2, stride=2, dtype="int8"),
     PoolCase(9, 12, 16, filter=7, filter_w=4, stride=2),  # uint8 28 taps: weight 2
+    # global averages wider than the PPU's 8: one 1x1 convolution per 16-channel plane (rocket/flat_pool.py)
+    PoolCase(16, 16, 32, filter=16, stride=1),
+    PoolCase(16, 16, 40, filter=16, stride=1, dtype="int8"),  # int8 n = 256: weight 3
+    PoolCase(12, 20, 24, filter=12, filter_w=20, stride=1, dtype="int8"),
+    PoolCase(16, 16, 32, op="mean"),
+    PoolCase(16, 16, 256, op="mean", dtype="int8"),  # TFLite rounds twice: the closest single rounding
+    PoolCase(16, 16, 64, op="mean", requant=True),
+    PoolCase(12, 20, 33, op="mean", requant=True, dtype="int8", after_conv=True, conv_kernel=1),
+    PoolCase(15, 15, 16, filter=15, stride=1, after_conv=True, conv_kernel=1),
+    PoolCase(2, 2, 32, op="mean", dtype="int8"),  # its double rounding: on the CPU
+    PoolCase(16, 16, 1, op="mean"),  # one channel: on the CPU
 ]
 # MEAN: TFLite's integer MEAN rounds through its own fixed-point multiplier, not (sum + n/2) / n as the average
 # pool does; the PPU computes the pool's rounding (docs/hardware/rocket.md, "Pooling"). Measured bound.
@@ -361,7 +372,7 @@ def pool_cpu_reason(case: PoolCase) -> str | None:
     """Why the rocket backends leave this case's pool on the CPU, or None (python/teflon/rocket/pool.py)."""
     from teflon.modelgen import out_size
     from teflon.rocket.lower import MAX_KERNEL
-    from teflon.rocket.pool import average_conv, average_recips, same_pads
+    from teflon.rocket.pool import KERNEL_RANGE, average_conv, average_recips, same_pads
 
     if case.op == "max":
         return None
@@ -371,10 +382,31 @@ def pool_cpu_reason(case: PoolCase) -> str | None:
             out = out_size(size, k, case.stride, "same")
             if same_pads(size, k, case.stride)[0] or (out - 1) * case.stride + k > size:
                 return "average pool whose windows reach into the padding"
-    if average_recips(kh, kw, case.dtype) is None and (case.op == "mean" or max(kh, kw) > MAX_KERNEL or
-                                                       case.in_c == 1 or average_conv(kh, kw, case.dtype) is None):
-        return f"{kh}x{kw} {case.dtype} average: the PPU's reciprocal multiply cannot round like TFLite"
-    return None
+    ppu = max(kh, kw) <= KERNEL_RANGE[1] and average_recips(kh, kw, case.dtype) is not None
+    if ppu or (case.op == "avg" and max(kh, kw) <= MAX_KERNEL and case.in_c > 1
+               and average_conv(kh, kw, case.dtype) is not None):
+        return None
+    if case.op == "mean" or (kh, kw) == (case.in_h, case.in_w):  # a global average: per-plane convolutions
+        return flat_cpu_reason(case)
+    return f"{kh}x{kw} {case.dtype} average: the PPU's reciprocal multiply cannot round like TFLite"
+
+
+def flat_cpu_reason(case: PoolCase) -> str | None:
+    """Why a global average the PPU cannot take stays on the CPU as per-plane 1x1 convolutions
+    (rocket/flat_pool.py), or None; the cases keep H·W <= 256 (the RK3588 CNA's 4096 input channels)."""
+    from teflon.rocket.flat_pool import MEAN_MIN_SHARE
+    from teflon.rocket.pool import average_conv, mean_conv
+    from teflon.runtime import make_interpreter
+
+    if case.in_c == 1:
+        return "global average of one channel"
+    n = case.in_h * case.in_w
+    if case.op == "avg":
+        return None if average_conv(case.in_h, case.in_w, case.dtype) else "no exact OUT_CVT"
+    tensors = {d["name"]: d["quantization"] for d in make_interpreter(case.build()).get_tensor_details()}
+    (sx, zx), (sy, zy) = tensors["conv" if case.after_conv else "input"], tensors["output"]
+    a = mean_conv(n, case.dtype, sx, zx, sy, zy)
+    return None if a is not None and a.exact >= MEAN_MIN_SHARE else "TFLite's double rounding"
 
 # The other runtime (ai_edge_litert) on a few cases of each kind.
 LITERT_CASES: list[ConvCase | AddCase] = [
@@ -548,10 +580,13 @@ def _convs(case: Any) -> list[ConvCase]:
 
 
 def known_cpu_add(case: AddCase, device: str) -> str | None:
-    """Why `device`'s backend leaves the ADD of a conv-fed AddCase on the CPU (its convolutions still run on the
-    NPU), or None: rk3588 takes Mesa's element-wise reader strides of at least 12 atoms (docs/hardware/rocket.md)."""
-    if device == "rk3588" and case.producers != "inputs" and case.in_h * case.in_w < 12:
+    """Why `device`'s backend leaves the ADD of an AddCase on the CPU (a conv-fed one's convolutions still run on the
+    NPU), or None: rk3588 takes Mesa's element-wise reader strides of at least 12 atoms (docs/hardware/rocket.md);
+    an ADD of two single-channel inputs would copy one through a single-channel convolution (host rows only)."""
+    if device == "rk3588" and case.in_h * case.in_w < 12:
         return "fused ADD on a plane below 12 atoms (Mesa's minimum element-wise surface stride)"
+    if case.producers == "inputs" and case.in_c == 1:
+        return "ADD of single-channel maps"
     return None
 
 

@@ -220,7 +220,7 @@ def test_bench_with_nothing_delegated_says_so_and_records_only_when_asked(tmp_pa
     from teflon.modelgen import AddCase
 
     model = tmp_path / "add.tflite"
-    model.write_bytes(AddCase(8, 8, 16).build())  # a lone ADD: rocket leaves it on the CPU
+    model.write_bytes(AddCase(8, 8, 1).build())  # a lone ADD of single-channel maps: rocket leaves it on the CPU
     perf = tmp_path / "PERFORMANCE.md"
     r = teflon_cli("bench", "--model", str(model), "--device", "rk3588", "--sim", "1", "--runs", "1",
                    "--perf-file", str(perf))

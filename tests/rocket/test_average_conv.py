@@ -54,3 +54,39 @@ def test_weight_choice(kernel: tuple[int, int], dtype: str, weight: int) -> None
 def test_fallback_kernels_are_the_ppu_refusals(kernel: tuple[int, int], dtype: str) -> None:
     """The square kernels the conv fallback serves: those the PPU's reciprocals cannot round."""
     assert average_recips(*kernel, dtype) is None
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+@pytest.mark.parametrize(("h", "w", "requant", "seed"), [(2, 2, False, 0), (7, 7, True, 1), (16, 16, False, 2),
+                                                         (16, 16, True, 3), (3, 5, True, 4), (12, 20, True, 5)])
+def test_tflite_mean_is_the_runtime_mean(h: int, w: int, requant: bool, seed: int, dtype: str) -> None:
+    """pool.tflite_mean (the integer MEAN the per-plane convolutions are proved against) equals the builtin kernel
+    on random inputs, requantizing or not."""
+    from teflon.modelgen import PoolCase, random_inputs
+    from teflon.reference import run_cpu
+    from teflon.rocket.pool import tflite_mean
+    from teflon.runtime import make_interpreter
+
+    case = PoolCase(h, w, 40, op="mean", dtype=dtype, requant=requant, seed=seed)
+    model = case.build()
+    q = {d["name"]: d["quantization"] for d in make_interpreter(model).get_tensor_details()}
+    (sx, zx), (sy, zy) = q["input"], q["output"]
+    off = 128 if dtype == "uint8" else 0
+    for s in range(4):
+        x = random_inputs(model, seed=s)[0]
+        sums = x.astype(np.int64).reshape(-1, 40).sum(axis=0) - off * h * w
+        want = run_cpu(model, [x])[0].reshape(-1).astype(np.int64) - off
+        assert np.array_equal(tflite_mean(sums, h * w, dtype, sx, zx, sy, zy), want), case.name
+
+
+def test_mean_conv_exact_or_measured() -> None:
+    """A uint8 MEAN (one rounding of non-negative sums) has an exact OUT_CVT; TFLite's int8 MEAN of a power-of-two
+    count rounds twice (the multiplier's half step, then the shift's) and gets the closest single rounding, whose
+    share of all sums is measured (flat_pool.MEAN_MIN_SHARE decides the claim); a 2x2 int8 MEAN is far off."""
+    from teflon.rocket.pool import mean_conv
+
+    assert mean_conv(256, "uint8", 0.02, 130, 0.02, 130).exact == 1.0
+    assert mean_conv(240, "int8", 0.02, 3, 0.013, -7).exact == 1.0
+    near = mean_conv(256, "int8", 0.02, 3, 0.02, 3)
+    assert near is not None and 0.998 < near.exact < 1.0
+    assert mean_conv(4, "int8", 0.02, 3, 0.02, 3).exact < 0.9

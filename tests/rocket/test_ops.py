@@ -4,9 +4,10 @@ kernels.
 The per-tensor convolution sweep common to every target is tests/test_ops.py. int8 per-channel weights are delegated with the same tolerance by targets with the `per_channel`
 capability (then also with the weight-scale spreads of real post-training-quantized models) and must come back
 unchanged from the CPU on the others. FULLY_CONNECTED runs as a 1x1 convolution. An ADD or SUB fed by a convolution
-is fused into it (its own measured bound, opcheck.check_add), other ADDs stay on the CPU; MAX_POOL_2D,
-AVERAGE_POOL_2D and MEAN run on the PPU where the parameters allow, an AVERAGE_POOL_2D the PPU cannot round
-like TFLite as a depthwise convolution on the DPU (opcases.pool_cpu_reason). Cases live in opcases.py (with each
+is fused into it (its own measured bound, opcheck.check_add), other ADDs run fused into a 1x1 depthwise copy of one
+input; MAX_POOL_2D, AVERAGE_POOL_2D and MEAN run on the PPU where the parameters allow, an AVERAGE_POOL_2D the PPU
+cannot round like TFLite as a depthwise convolution on the DPU, a global average wider than the PPU's window as
+one 1x1 convolution per 16-channel plane (opcases.pool_cpu_reason). Cases live in opcases.py (with each
 device's known CPU fallbacks and requantization limits), the checks in opcheck.py; the `slow` variants run with
 `scripts/test.sh -m slow`. Ids start with the device: `rk3576-conv2d-in112x112x32-oc64-k3-s2-same-u8`.
 """
@@ -125,7 +126,7 @@ def test_unary_slow(device: str, case: UnaryCase, options: dict[str, str], recor
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# ADD: fused into the producing convolution, or on the CPU (opcheck.check_add); pools on the PPU (opcheck.check_pool)
+# ADD: fused into the producing convolution or a copy (opcheck.check_add); pools (opcheck.check_pool)
 # ---------------------------------------------------------------------------------------------------------------
 
 

@@ -25,8 +25,11 @@ def claim_fused_add(graph: Graph, op: Operation, by_output: dict[int, RocketConv
         check(fused, other)
     except (LoweringError, EncodeError) as e:
         return False, str(e)
-    del by_output[conv.output_tensor]
     by_output[fused.output_tensor] = fused
+    if not conv.nodes:
+        return True, (f"a 1x1 depthwise copy of tensor {conv.input_tensor} with the DPU element-wise add of tensor "
+                      f"{other} (no convolution to fuse into)")
+    del by_output[conv.output_tensor]
     return True, f"fused into node {conv.nodes[0]} (DPU element-wise add of tensor {other})"
 
 
@@ -38,7 +41,7 @@ def claim_pool(graph: Graph, op: Operation, check_pool: Callable[[RocketPool], N
         for c in ops:  # every register value must fit its field
             if isinstance(c, RocketPool):
                 check_pool(c)
-            else:
+            elif isinstance(c, RocketConv):
                 check_conv(c)
     except (LoweringError, EncodeError) as e:
         return False, str(e)

@@ -385,11 +385,25 @@ def add_fusion(graph: Graph, add: Operation, convs: dict[int, RocketConv]) -> tu
             why = (f"fusing the {kind} skips TFLite's rounding of tensor {first.index}, whose LSB is {g:.1f} output "
                    f"LSB (more than {MAX_FUSED_GAIN}: the results would differ by up to {g / 2:.1f} LSB)")
         else:
-            _quant(other, f"{kind} input")
-            sy, zy = _quant(y, f"{kind} output")
-            _check_activation(str(add.options.get("activation", "NONE")), y.dtype, sy, zy, False)
+            _check_add_itself(add, other, y)
             return conv, other.index
-    raise LoweringError(why)
+    # no convolution to fuse into (or none that may take it): a copy of one input takes the ADD (identity_add.py)
+    if not a.dtype == b.dtype == y.dtype:
+        raise LoweringError(f"{why}; {kind} with mixed types ({a.dtype}, {b.dtype} -> {y.dtype})")
+    from .identity_add import identity_fusion
+
+    _check_add_itself(add, a, y)
+    try:
+        return identity_fusion(graph, add)
+    except LoweringError as e:
+        raise LoweringError(f"{why}; {e}") from e
+
+
+def _check_add_itself(add: Operation, other: Tensor, y: Tensor) -> None:
+    """The ADD's quantization and fused activation (no clamp stage after the EW stage)."""
+    _quant(other, f"{add.kind} input")
+    sy, zy = _quant(y, f"{add.kind} output")
+    _check_activation(str(add.options.get("activation", "NONE")), y.dtype, sy, zy, False)
 
 
 def fuse_add(graph: Graph, add: Operation, conv: RocketConv, other: int) -> RocketConv:
@@ -438,9 +452,10 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, u
             others.extend(lower_pool_ops(graph, op))
         elif op.kind in ELEMENTWISE_FUSED:
             conv, other = add_fusion(graph, op, by_output)
-            if outputs is not None and conv.output_tensor in outputs:
+            if conv.nodes and outputs is not None and conv.output_tensor in outputs:
                 raise LoweringError(f"tensor {conv.output_tensor} feeds a fused ADD and is a partition output")
-            del by_output[conv.output_tensor]
+            if conv.nodes:  # a copy (identity_add.py) replaces no convolution
+                del by_output[conv.output_tensor]
             fused = fuse_add(graph, op, conv, other)
             by_output[fused.output_tensor] = fused
         else:

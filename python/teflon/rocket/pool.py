@@ -13,14 +13,21 @@ depthwise convolution on the DPU instead, with constant weights and an OUT_CVT t
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, round_half_away
 from ..ir import Graph, Operation, Tensor
 from .lower import MAX_KERNEL, LoweringError, RocketConv, _check_activation, _quant, same_pads, stored_offset
+
+if TYPE_CHECKING:
+    from .views import RocketView
 
 POOL_KINDS = ("MAX_POOL_2D", "AVERAGE_POOL_2D", "MEAN")
 KERNEL_RANGE = (1, 8)  # per axis: KERNEL_WIDTH/HEIGHT are k - 1 in 4 bits; the vendor uses 2..7 [VENDOR]
@@ -122,8 +129,9 @@ def average_recips(kh: int, kw: int, dtype: str) -> tuple[int, int] | None:
 
 
 # Weights (w - zw) of the averaging convolution, tried in this order: 2 gives the bias half-sum steps, which uint8
-# windows of an even count that is not a power of two need (docs/hardware/rocket.md §6a).
-AVERAGE_WEIGHTS = (1, 2)
+# windows of an even count that is not a power of two need (docs/hardware/rocket.md §6a); larger ones give the
+# 16-bit OUT_CVT scale a finer relative step, which int8 windows of hundreds of values need (flat_pool.py).
+AVERAGE_WEIGHTS = tuple(range(1, 17))
 CVT_SCALE_BITS = 15  # OUT_CVT_SCALE kept in [2^14, 2^15), as requant.out_cvt normalizes it
 
 
@@ -136,6 +144,7 @@ class AverageConv:
     bias: int
     scale: int
     shift: int
+    exact: float = 1.0  # the share of all window sums on which it equals TFLite (1: every one)
 
 
 def dpu_average(sums: np.ndarray, a: AverageConv) -> np.ndarray:
@@ -146,26 +155,115 @@ def dpu_average(sums: np.ndarray, a: AverageConv) -> np.ndarray:
     return np.clip((v * a.scale + (1 << (a.shift - 1))) >> a.shift, -128, 127)
 
 
+def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
+    return -((-a) // b)
+
+
+def _bias_bounds(sums: np.ndarray, want: np.ndarray, g: int, scale: int, shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per sum, the biases b for which dpu_average(sum, (g, b, scale, shift)) == want, an interval [lo, hi]: out = w
+    needs w·2^shift - 2^(shift-1) <= (g·s + b)·scale < w·2^shift + 2^(shift-1), except that saturation also gives
+    127 above and -128 below the range (no bound on that side)."""
+    half = 1 << (shift - 1)
+    lo = np.where(want > -128, _ceil_div(want * (1 << shift) - half, scale) - g * sums, -(1 << 62))
+    hi = np.where(want < 127, _ceil_div(want * (1 << shift) + half, scale) - 1 - g * sums, 1 << 62)
+    return lo, hi
+
+
+def _least(lo: int, hi: int) -> int:
+    """The value of least magnitude in [lo, hi] (the negative one of a tie)."""
+    return 0 if lo <= 0 <= hi else hi if hi < 0 else lo
+
+
+def _best_bias(lo: np.ndarray, hi: np.ndarray) -> tuple[int, int]:
+    """(bias, sums it serves): the bias inside the most of the intervals [lo, hi] (ties: least magnitude)."""
+    cand = np.unique(np.concatenate([lo[lo > -(1 << 62)], [0]]))
+    served = np.searchsorted(np.sort(lo), cand, "right") - np.searchsorted(np.sort(hi), cand, "left")
+    best = np.flatnonzero(served == served.max())
+    b = int(cand[best[np.argmin(np.abs(cand[best]))]])
+    return b, int(served.max())
+
+
+def _cvt_candidates(ratio: Fraction) -> list[tuple[int, int, int]]:
+    """(g, scale, shift) in the order tried: each weight, the scale floor(2^shift · ratio / g) then one more, shift
+    putting it in [2^14, 2^15)."""
+    out = []
+    for g in AVERAGE_WEIGHTS:
+        shift = 1
+        while (1 << shift) * ratio / g < 1 << (CVT_SCALE_BITS - 1):
+            shift += 1
+        low = math.floor((1 << shift) * ratio / g)
+        out += [(g, scale, shift) for scale in (low, low + 1)
+                if 1 << (CVT_SCALE_BITS - 1) <= scale < 1 << CVT_SCALE_BITS]
+    return out
+
+
+def _solve_cvt(sums: np.ndarray, want: np.ndarray, ratio: Fraction, bias_limit: bool) -> AverageConv | None:
+    """Weight g, bias and OUT_CVT for which dpu_average maps every stored sum in `sums` to `want`, or None; `ratio`
+    = output steps per unit of sum (1/n for an average). Tries _cvt_candidates in order and the bias of least
+    magnitude (the negative one of a tie) that works, within +-(g / ratio) when `bias_limit`."""
+    for g, scale, shift in _cvt_candidates(ratio):
+        lo, hi = _bias_bounds(sums, want, g, scale, shift)
+        lo_b, hi_b = int(lo.max()), int(hi.min())
+        if bias_limit:
+            d = math.floor(g / ratio)
+            lo_b, hi_b = max(lo_b, -d), min(hi_b, d)
+        if lo_b <= hi_b:
+            return AverageConv(g, _least(lo_b, hi_b), scale, shift)
+    return None
+
+
+# Weights the inexact search tries (each costs a sort of every sum): larger ones gained < 0.05 % of the sums on
+# 8x8..16x16 int8 MEANs (measured, docs/hardware/rocket.md §6a)
+NEAREST_WEIGHTS = 4
+
+
+def _nearest_cvt(sums: np.ndarray, want: np.ndarray, ratio: Fraction) -> AverageConv | None:
+    """The candidate (the first NEAREST_WEIGHTS weights of _cvt_candidates, best bias) that maps the most sums to
+    `want`, with its exact share over all sums, provided every other sum is off by one step only; None
+    otherwise."""
+    best: tuple[int, AverageConv] | None = None
+    for g, scale, shift in _cvt_candidates(ratio)[:2 * NEAREST_WEIGHTS]:
+        b, served = _best_bias(*_bias_bounds(sums, want, g, scale, shift))
+        if best is None or served > best[0]:
+            best = (served, AverageConv(g, b, scale, shift))
+    if best is None or np.abs(dpu_average(sums, best[1]) - want).max() > 1:
+        return None
+    return replace(best[1], exact=best[0] / len(sums))
+
+
 @cache
 def average_conv(kh: int, kw: int, dtype: str) -> AverageConv | None:
     """Weight, bias and OUT_CVT for which dpu_average equals TFLite's average (tflite_average) for every window sum
-    of a kh x kw window, or None. Tries weight 1 then 2, the scale floor(2^shift / (weight * n)) then one more,
-    biases by magnitude."""
+    of a kh x kw window, or None (_solve_cvt with ratio 1/n, biases within +-(weight · n))."""
     n = kh * kw
     sums = np.arange(-128 * n, 127 * n + 1, dtype=np.int64)
-    want = tflite_average(sums, n, dtype)
-    for g in AVERAGE_WEIGHTS:
-        d = g * n
-        shift = CVT_SCALE_BITS - 1 + (d - 1).bit_length()  # 2^shift / d in [2^14, 2^15]
-        low = (1 << shift) // d
-        for scale in (low, low + 1):
-            if not 1 << (CVT_SCALE_BITS - 1) <= scale < 1 << CVT_SCALE_BITS:
-                continue
-            for bias in sorted(range(-d, d + 1), key=abs):
-                a = AverageConv(g, bias, scale, shift)
-                if np.array_equal(dpu_average(sums, a), want):
-                    return a
-    return None
+    return _solve_cvt(sums, tflite_average(sums, n, dtype), Fraction(1, n), bias_limit=True)
+
+
+def tflite_mean(sums: np.ndarray, n: int, dtype: str, sx: float, zx: int, sy: float, zy: int) -> np.ndarray:
+    """TFLite 2.14's integer MEAN over H, W (keep_dims, 4-D: the optimized uint8 / int8 kernels) of stored window
+    sums, in the stored domain: MultiplyByQuantizedMultiplier(sum of q, sx / (n · sy)) + zy - round(zx · sx / sy),
+    the float products in float32 as the kernel computes them; checked against tflite_runtime on random inputs
+    (tests/rocket/test_average_conv.py)."""
+    off = stored_offset(dtype)
+    fsx, fsy = np.float32(sx), np.float32(sy)
+    bias = int(zy) - round_half_away(float(np.float32(np.float32(zx) * fsx / fsy)))
+    m, shift = quantize_multiplier(float(np.float32(fsx / np.float32(np.float32(n) * fsy))))
+    q = multiply_by_quantized_multiplier(sums + off * n, m, shift) + bias
+    lo, hi = (0, 255) if dtype == "uint8" else (-128, 127)
+    return np.clip(q, lo, hi) - off
+
+
+@cache
+def mean_conv(n: int, dtype: str, sx: float, zx: int, sy: float, zy: int) -> AverageConv | None:
+    """Weight, bias and OUT_CVT for which dpu_average equals TFLite's MEAN (tflite_mean) of n values for every
+    window sum; where no single rounding can (TFLite's int8 MEAN rounds twice: a power-of-two multiplier's half
+    step, then the shift's), the one that matches the most sums, its `exact` share below 1; None when even that
+    is more than one step off somewhere."""
+    sums = np.arange(-128 * n, 127 * n + 1, dtype=np.int64)
+    ratio = Fraction(float(np.float32(sx))) / (n * Fraction(float(np.float32(sy))))
+    want = tflite_mean(sums, n, dtype, sx, zx, sy, zy)
+    return _solve_cvt(sums, want, ratio, bias_limit=False) or _nearest_cvt(sums, want, ratio)
 
 
 def _check_range(what: str, v: int, lo_hi: tuple[int, int]) -> None:
@@ -173,10 +271,26 @@ def _check_range(what: str, v: int, lo_hi: tuple[int, int]) -> None:
         raise LoweringError(f"pool {what} {v} not supported ({lo_hi[0]}..{lo_hi[1]})")
 
 
-def lower_pool_ops(graph: Graph, op: Operation) -> list[RocketPool | RocketConv]:
+def lower_pool_ops(graph: Graph, op: Operation) -> list[RocketPool | RocketConv | list[RocketView]]:
     """The NPU operations of a pooling node: the PPU pass, and for a requantizing MEAN the 1x1 depthwise
     convolution after it (through an intermediate tensor the partition does not see); an AVERAGE_POOL_2D the PPU
-    cannot round like TFLite is one depthwise convolution instead (average_pool_conv). Raises LoweringError."""
+    cannot round like TFLite is one depthwise convolution instead (average_pool_conv); a global average neither
+    takes (a window wider than 8, or the PPU switched off) is a 1x1 convolution per 16-channel plane
+    (flat_pool.py: its views, then its convolutions). Raises LoweringError."""
+    from .flat_pool import FLAT_KINDS, flat_average_ops, is_global
+
+    try:
+        return _window_ops(graph, op)
+    except LoweringError:
+        if op.kind not in FLAT_KINDS:
+            raise
+        pool = window_pool(graph, op, requantize=True, max_kernel=None)
+        if not is_global(pool):
+            raise
+    return flat_average_ops(graph, op, pool)  # type: ignore[return-value]
+
+
+def _window_ops(graph: Graph, op: Operation) -> list[RocketPool | RocketConv]:
     pool = window_pool(graph, op, requantize=True)
     ppu_off = _ppu_off()
     if op.kind == "AVERAGE_POOL_2D" and not pool.pads_consumed and (
@@ -199,7 +313,9 @@ def lower_pool_ops(graph: Graph, op: Operation) -> list[RocketPool | RocketConv]
 
 def intermediate_tensor(graph: Graph, op: Operation) -> int:
     """A tensor index no graph tensor uses, the same for every compile of the graph."""
-    return max(graph.tensors) + 1 + op.index
+    from .flat_pool import synthetic_tensor
+
+    return synthetic_tensor(graph, op, 0)
 
 
 def requantize_conv(p: RocketPool, out_tensor: int, sx: np.float32, sy: np.float32, zy: int) -> RocketConv:
@@ -265,8 +381,10 @@ def _refuse_ppu() -> None:
                         "completion, docs/hardware/rocket.md §6a)")
 
 
-def window_pool(graph: Graph, op: Operation, requantize: bool = False) -> RocketPool:
-    """lower_pool without the average's reciprocals (set_recips)."""
+def window_pool(graph: Graph, op: Operation, requantize: bool = False,
+                max_kernel: int | None = KERNEL_RANGE[1]) -> RocketPool:
+    """lower_pool without the average's reciprocals (set_recips). `max_kernel` None: any window size (a global
+    average that runs as convolutions, flat_pool.py)."""
     if op.kind not in POOL_KINDS:
         raise LoweringError(f"{op.kind} is not a pooling operation")
     if not op.inputs or len(op.outputs) != 1:
@@ -297,7 +415,7 @@ def window_pool(graph: Graph, op: Operation, requantize: bool = False) -> Rocket
                             f"{zx} -> {zy}): the PPU has no output conversion")
     _check_activation(act, y.dtype, sy, zy, False)  # the PPU has no clamp stage
     for what, v in (("kernel height", kh), ("kernel width", kw)):
-        _check_range(what, v, KERNEL_RANGE)
+        _check_range(what, v, (KERNEL_RANGE[0], v if max_kernel is None else max_kernel))
     oh, ow = int(y.shape[1]), int(y.shape[2])
     # a single output position never moves the window: program stride 1 whatever the model says
     sh, sw = (1 if oh == 1 else sh), (1 if ow == 1 else sw)
@@ -349,8 +467,12 @@ def _mean_window(graph: Graph, op: Operation, ih: int, iw: int, ic: int) -> tupl
     return ih, iw, 1, 1, "VALID", "NONE"
 
 
-def describe_pool(ops: list[RocketPool | RocketConv]) -> str:
+def describe_pool(ops: list[RocketPool | RocketConv | list[RocketView]]) -> str:
     p = ops[0]
+    if isinstance(p, list):
+        from .flat_pool import describe
+
+        return describe(ops)
     if isinstance(p, RocketConv):
         return (f"average pool {p.kh}x{p.kw} s{p.stride}x{p.sx} as a depthwise convolution on the DPU (the PPU cannot "
                 "round it like TFLite; OUT_CVT divides exactly)")

@@ -223,6 +223,15 @@ class Views:
             t, plane = v.holder, plane + v.plane
         return t, plane
 
+    def pitch(self, t: int, planes: Mapping[int, int]) -> int:
+        """The plane pitch (16-byte atoms) an operation reads or writes tensor t with: its holder's (`planes`),
+        unless t is a view of other pixels than its holder's (a plane read as one pixel, flat_pool.py), which
+        has its own pitch h·w."""
+        v = self.by_view.get(t)
+        if v is not None and v.info.h * v.info.w != v.holder_info.h * v.holder_info.w:
+            return v.info.h * v.info.w
+        return planes[self.place(t)[0]]
+
     def holders(self) -> dict[int, TensorInfo]:
         """Every buffer-holding tensor a view names, with its geometry."""
         out: dict[int, TensorInfo] = {}

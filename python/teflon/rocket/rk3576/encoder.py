@@ -174,7 +174,7 @@ def compile_ops(rm: RegMap, device: str, ops: list[RocketOp | list[RocketView]],
 
     for k, c in enumerate(convs):
         names, addends = assemble.placed(assemble.buffer_names(k, c), views, lambda t: plane[t] * FEATURE_ATOM)
-        in_plane, out_plane = plane[views.place(c.input_tensor)[0]], plane[views.place(c.output_tensor)[0]]
+        in_plane, out_plane = views.pitch(c.input_tensor, plane), views.pitch(c.output_tensor, plane)
         if isinstance(c, RocketPool):
             streams = pool_streams(rm, c, in_plane)
             regcmd = assemble.patch_addends(regcmd_bytes(streams, [0]), streams, [0], addends)

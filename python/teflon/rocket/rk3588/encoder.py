@@ -102,7 +102,7 @@ def checked_streams(rm: RegMap, c: RocketConv, mesa_compat: bool = False,
         p = op_params(c, mesa_compat)
         return (p, *build_streams(rm, p))
 
-    return memo(graph, (__name__, tuple(c.nodes), mesa_compat), compute)
+    return memo(graph, (__name__, c.key, mesa_compat), compute)
 
 
 def encode_op(rm: RegMap, c: RocketConv, mesa_compat: bool = False, graph: Graph | None = None) -> EncodedOp:

@@ -36,6 +36,7 @@ CBUF_ENTRY_BYTES = 128
 ATOMS_PER_ENTRY = CBUF_ENTRY_BYTES // FEATURE_ATOM
 PARTIAL_WEIGHTS_DATA_BANKS = 7  # Mesa's fixed split when weights do not fit
 MAX_WIDTH = (1 << 11) - 1  # CNA DATAIN_WIDTH and DATAOUT_WIDTH are 11-bit fields (rocket.md §7.2)
+MAX_INPUT_CHANNELS = 4096  # DATAIN_CHANNEL: a multiple of 16 up to 4096 (rocket.md §2.2 #11; the simulator refuses more)
 MAX_COLUMN_TASKS = 4095  # one task per output row and window; the PC's TASK_NUMBER is 12 bits (rocket.md §7.2)
 
 
@@ -208,6 +209,8 @@ def column_split(g: Geometry) -> Split:
 
 
 def split(g: Geometry) -> Split:
+    if g.in_c > MAX_INPUT_CHANNELS:
+        raise SplitError(f"{g.in_c} input channels: the CNA takes up to {MAX_INPUT_CHANNELS} (DATAIN_CHANNEL)")
     if needs_columns(g):
         return column_split(g)
     eps = entries_per_slice(g.in_w, g.in_c)
