@@ -24,7 +24,7 @@ import numpy as np
 from ..ir import Graph, Operation
 from .assemble import TensorInfo
 from .geometry import FEATURE_ATOM
-from .lower import LoweringError, RocketConv, _quant, stored_offset
+from .lower import LoweringError, RocketConv, _quant, stored_offset, synthetic_ids
 from .views import RocketView
 
 FLAT_KINDS = ("AVERAGE_POOL_2D", "MEAN")
@@ -37,11 +37,6 @@ def is_global(p: object) -> bool:
     """A window over the whole map with one output pixel and no padding read (a RocketPool's geometry)."""
     return ((p.out_h, p.out_w) == (1, 1) and (p.kh, p.kw) == (p.in_h, p.in_w)  # type: ignore[attr-defined]
             and not p.pads_consumed)  # type: ignore[attr-defined]
-
-
-def synthetic_tensor(graph: Graph, op: Operation, slot: int) -> int:
-    """A tensor index no graph tensor uses, the same for every compile of the graph: one per (node, slot)."""
-    return max(graph.tensors) + 1 + op.index + len(graph.operations) * slot
 
 
 def plane_weights(channels: int, pixels: int, g: int, dtype: str) -> tuple[np.ndarray, np.ndarray]:
@@ -85,9 +80,10 @@ def flat_average_ops(graph: Graph, op: Operation, pool: object) -> list[RocketCo
     views: list[RocketView] = []
     convs: list[RocketConv] = []
     planes = -(-pool.in_c // FEATURE_ATOM)
+    ids = synthetic_ids(graph, op.index)
     for k in range(planes):
         ck = min(FEATURE_ATOM, pool.in_c - k * FEATURE_ATOM)
-        t_in, t_out = synthetic_tensor(graph, op, 1 + 2 * k), synthetic_tensor(graph, op, 2 + 2 * k)
+        t_in, t_out = next(ids), next(ids)
         flat = TensorInfo(1, 1, n * FEATURE_ATOM, pool.dtype)
         views.append(RocketView([op.index], op.kind, x.index, t_in, k, flat, holder_in))
         views.append(RocketView([op.index], op.kind, y.index, t_out, k, TensorInfo(1, 1, ck, pool.dtype), holder_out))
@@ -110,4 +106,4 @@ def describe(ops: list[RocketConv | list[RocketView]]) -> str:
             f"one pixel of {c.in_c} channels (OUT_CVT proved to give {how} for every sum)")
 
 
-__all__ = ["FLAT_KINDS", "describe", "flat_average_ops", "is_global", "plane_weights", "synthetic_tensor"]
+__all__ = ["FLAT_KINDS", "MEAN_MIN_SHARE", "describe", "flat_average_ops", "is_global", "plane_weights"]

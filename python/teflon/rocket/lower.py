@@ -8,7 +8,9 @@ width = the contiguous TFLite W (dims[2]), rows = TFLite H (dims[1]); see docs/h
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from itertools import count
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -417,6 +419,17 @@ def fuse_add(graph: Graph, add: Operation, conv: RocketConv, other: int) -> Rock
     sign = np.float32(-1.0 if add.kind == "SUB" else 1.0)
     return replace(conv, nodes=[*conv.nodes, add.index], output_tensor=y.index, out_zp=zy - off, out_scale=sy,
                    ew=EwOperand(other, zb - off, sign * sb))
+
+
+def synthetic_tensor(graph: Graph, node: int, slot: int) -> int:
+    """A tensor index no graph tensor uses, the same for every compile of the graph: one per (node, slot), for the
+    intermediate tensors and views an operation lowers to (pool.py, flat_pool.py, rk3576/groups.py)."""
+    return max(graph.tensors, default=-1) + 1 + node + len(graph.operations) * slot
+
+
+def synthetic_ids(graph: Graph, node: int) -> Iterator[int]:
+    """synthetic_tensor of node for slots 1, 2, ... (slot 0 is pool.intermediate_tensor's)."""
+    return (synthetic_tensor(graph, node, slot) for slot in count(1))
 
 
 def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, unary: bool = False,

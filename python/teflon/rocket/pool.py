@@ -24,7 +24,16 @@ import numpy as np
 
 from ..fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, round_half_away
 from ..ir import Graph, Operation, Tensor
-from .lower import MAX_KERNEL, LoweringError, RocketConv, _check_activation, _quant, same_pads, stored_offset
+from .lower import (
+    MAX_KERNEL,
+    LoweringError,
+    RocketConv,
+    _check_activation,
+    _quant,
+    same_pads,
+    stored_offset,
+    synthetic_tensor,
+)
 
 if TYPE_CHECKING:
     from .views import RocketView
@@ -313,9 +322,7 @@ def _window_ops(graph: Graph, op: Operation) -> list[RocketPool | RocketConv]:
 
 def intermediate_tensor(graph: Graph, op: Operation) -> int:
     """A tensor index no graph tensor uses, the same for every compile of the graph."""
-    from .flat_pool import synthetic_tensor
-
-    return synthetic_tensor(graph, op, 0)
+    return synthetic_tensor(graph, op.index, 0)
 
 
 def requantize_conv(p: RocketPool, out_tensor: int, sx: np.float32, sy: np.float32, zy: int) -> RocketConv:

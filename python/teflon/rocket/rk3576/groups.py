@@ -11,8 +11,8 @@ coefs.multiplier_error: at most 1 LSB) holds; a 16-channel plane whose own scale
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
-from itertools import count
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from ...ir import Graph
 from .. import perchannel
 from ..assemble import TensorInfo
 from ..geometry import FEATURE_ATOM
-from ..lower import RocketConv
+from ..lower import RocketConv, synthetic_ids
 from ..perchannel import ScaleSpreadError
 from ..stream import EncodeError
 from ..views import RocketView
@@ -73,7 +73,7 @@ def ranges(c: RocketConv) -> list[tuple[int, int]]:
     return out
 
 
-def split_channels(c: RocketConv, ids: count) -> list[RocketConv | list[RocketView]]:
+def split_channels(c: RocketConv, ids: Iterator[int]) -> list[RocketConv | list[RocketView]]:
     """The views and convolutions of the layer's channel groups (synthetic view tensors numbered from `ids`)."""
     whole_in = TensorInfo(c.in_h, c.in_w, c.in_c, c.dtype)
     whole_out = TensorInfo(c.out_h, c.out_w, c.out_c, c.dtype)
@@ -93,15 +93,9 @@ def split_channels(c: RocketConv, ids: count) -> list[RocketConv | list[RocketVi
     return [views, *parts]
 
 
-def first_free_id(graph: Graph) -> count:
-    """Synthetic tensor numbers past every tensor of the graph."""
-    return count(max(graph.tensors, default=-1) + 1)
-
-
 def expand(graph: Graph, ops: list[object]) -> list[object]:
     """`ops` (lower_partition's) with every per-channel layer whose scales do not fit one multiplier replaced by
     its channel groups."""
-    ids = first_free_id(graph)
     out: list[object] = []
     for op in ops:
         if isinstance(op, RocketConv) and op.w_scales is not None:
@@ -110,7 +104,7 @@ def expand(graph: Graph, ops: list[object]) -> list[object]:
             except ScaleSpreadError:
                 if op.ew is not None:  # the support decision never fuses an ADD into a grouped layer
                     raise EncodeError(f"node {op.nodes[0]}: a fused ADD into a layer split into channel groups")
-                out.extend(split_channels(op, ids))
+                out.extend(split_channels(op, synthetic_ids(graph, op.nodes[-1])))
                 continue
         out.append(op)
     return out

@@ -5,13 +5,13 @@ from __future__ import annotations
 from ...hw.regmap import RegMap
 from ...ir import Graph
 from ..claims import claim_fused_add, claim_pool
-from ..lower import CONV_LOWERINGS, ELEMENTWISE_FUSED, LoweringError, RocketConv, lower_conv_like
+from ..lower import CONV_LOWERINGS, ELEMENTWISE_FUSED, LoweringError, RocketConv, lower_conv_like, synthetic_ids
 from ..perchannel import ScaleSpreadError
 from ..pool import POOL_KINDS
 from ..stream import EncodeError
 from ..views import VIEW_KINDS, claims
 from .encoder import encode_layer, pool_streams
-from .groups import first_free_id, split_channels
+from .groups import split_channels
 
 # A conv with at most 4 input channels (an RGB/RGBA image) could use Rockchip's ARGB first-layer sub-encoding
 # (CONV_MODE 6, CORE 0x3018 = 0x10000081). Its weight byte order and CVT arithmetic are not pinned down by
@@ -50,7 +50,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
                 groups = ""
                 by_output[conv.output_tensor] = conv  # an ADD may fuse into it (not into a channel-grouped layer)
             except ScaleSpreadError:
-                parts = [p for p in split_channels(conv, first_free_id(graph)) if isinstance(p, RocketConv)]
+                parts = [p for p in split_channels(conv, synthetic_ids(graph, op.index)) if isinstance(p, RocketConv)]
                 n = sum(len(encode_layer(regmap, p, p.in_h * p.in_w, graph).streams) for p in parts)
                 groups = f" in {len(parts)} channel groups (per-channel scales too far apart for one multiplier)"
         except (LoweringError, EncodeError) as e:
