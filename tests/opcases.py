@@ -23,7 +23,7 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from teflon.modelgen import AddCase, ConvCase, ElementwiseCase, FcCase, PoolCase, UnaryCase
+from teflon.modelgen import AddCase, ConstOpCase, ConvCase, ElementwiseCase, FcCase, PoolCase, UnaryCase
 
 SIZES = (3, 5, 8, 14, 28, 56, 112)
 CHANNELS = (1, 3, 16, 32, 64, 120, 256)
@@ -504,6 +504,28 @@ SPREAD_SLOW_PER_CHANNEL: list[ConvCase] = SLOW_PER_CHANNEL + unique(
     for c in sweep("conv2d", seed=seed, cap=DEFAULT_MAC_CAP) + sweep("dwconv", seed=seed + 10, cap=DEFAULT_MAC_CAP)
     if c.channels_out > 1
 )
+
+# MUL / ADD / SUB with a constant of one value per channel (bcast-c) or one value (bcast-1): a 1x1 depthwise
+# convolution (rocket/const_elementwise.py), judged as single ops
+DEFAULT_CONST: list[ConstOpCase] = [
+    ConstOpCase(14, 14, 32, "mul"),
+    ConstOpCase(14, 14, 32, "mul", dtype="int8"),
+    ConstOpCase(9, 9, 40, "mul", "1", "relu"),
+    ConstOpCase(20, 20, 96, "mul", dtype="int8", seed=2),
+    ConstOpCase(14, 14, 64, "add"),
+    ConstOpCase(14, 14, 64, "add", dtype="int8"),
+    ConstOpCase(10, 10, 16, "add", "c", "relu6", "int8"),
+    ConstOpCase(8, 8, 24, "sub", "1"),
+    ConstOpCase(8, 8, 24, "rsub", dtype="int8"),
+    ConstOpCase(28, 28, 3, "mul"),
+    ConstOpCase(8, 8, 1, "mul"),  # one channel: on the CPU (a single-channel convolution reads host rows)
+]
+SLOW_CONST: list[ConstOpCase] = [
+    ConstOpCase(size, size, c, op, bcast, act, dt, seed)
+    for (size, c), op, bcast, act, dt, seed in itertools.product(
+        ((7, 16), (16, 64), (28, 24)), ("mul", "add", "sub", "rsub"), ("c", "1"), ("none", "relu", "relu6"), DTYPES,
+        (0, 1))
+]
 
 SLOW_ADD: list[AddCase] = [
     AddCase(size, size, c, prod, out_c=None if prod == "inputs" else oc, kernel=k, activation=act, dtype=dt)

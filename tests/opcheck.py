@@ -24,6 +24,7 @@ from opcases import (
 )
 from teflon.modelgen import (
     AddCase,
+    ConstOpCase,
     ConvCase,
     ElementwiseCase,
     FcCase,
@@ -43,7 +44,7 @@ MIN_EXACT = 0.995
 CHAINED_MIN_EXACT = 1 - 2 * (1 - MIN_EXACT)
 
 Recorder = Callable[[str, object], None]
-Case = ConvCase | AddCase | PoolCase | FcCase | ElementwiseCase | UnaryCase
+Case = ConvCase | AddCase | PoolCase | FcCase | ElementwiseCase | UnaryCase | ConstOpCase
 
 
 def run_case(case: Case, options: dict[str, str], record_property: Recorder,
@@ -195,6 +196,17 @@ def check_add(case: AddCase, options: dict[str, str], record_property: Recorder,
 
 
 POOL_KINDS = ("AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN")
+
+
+def check_const(case: ConstOpCase, options: dict[str, str], record_property: Recorder) -> None:
+    """MUL/ADD/SUB with a constant: a 1x1 depthwise convolution, within the single-op contract (a MUL is claimed only
+    where its requantization plan matches TFLite on >= 99.5 % of the input x constant values); a single-channel map
+    stays on the CPU."""
+    kind = {"mul": "MUL", "add": "ADD"}.get(case.op, "SUB")
+    if case.in_c == 1:
+        check_cpu_fallback(case, options, record_property, (kind,))
+        return
+    check_delegated_conv(case, options, record_property, MIN_EXACT, max_diff=1, kinds=(kind,))
 
 
 def check_pool(case: PoolCase, options: dict[str, str], record_property: Recorder) -> None:

@@ -820,6 +820,78 @@ def add_add(g: GraphBuilder, a: int, b: int, activation: ActivationName = "none"
     return y
 
 
+@dataclass(frozen=True)
+class ConstOpCase:
+    """MUL, ADD or SUB of a (1, H, W, C) map and a constant that is one value per channel (`bcast` "c", shape (C,))
+    or one value (`bcast` "1", shape (1,)); "rsub" is SUB(constant, map). The output is quantized to hold the
+    result's range."""
+
+    in_h: int
+    in_w: int
+    in_c: int
+    op: Literal["mul", "add", "sub", "rsub"] = "mul"
+    bcast: Literal["c", "1"] = "c"
+    activation: ActivationName = "none"
+    dtype: DType = "uint8"
+    seed: int = 0
+
+    @property
+    def name(self) -> str:
+        return case_name([self.op, f"in{self.in_h}x{self.in_w}x{self.in_c}", f"bcast-{self.bcast}"], self.dtype,
+                         self.activation, self.seed)
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def macs(self) -> int:
+        return self.in_h * self.in_w * self.in_c if self.op == "mul" else 0
+
+    def build(self) -> bytes:
+        rng = np.random.default_rng([self.seed, zlib.crc32(self.name.encode())])
+        qmin, qmax = QRANGE[self.dtype]
+        g = GraphBuilder(f"teflon.modelgen {self.name}")
+        xq = QParams.make(float(_log_uniform(rng, 0.004, 0.1)), int(rng.integers(qmin, qmax + 1)))
+        x = g.tensor("input", (1, self.in_h, self.in_w, self.in_c), self.dtype, xq)
+        n = self.in_c if self.bcast == "c" else 1
+        cq = QParams.make(float(_log_uniform(rng, 0.002, 0.05)), int(rng.integers(qmin, qmax + 1)))
+        cvals = rng.integers(qmin, qmax + 1, n).astype(self.dtype)
+        c = g.constant("constant", cvals, cq)
+        # the result's real range over every input and constant value, for the output quantization
+        xr = float(xq.scale[0]) * (np.array([qmin, qmax]) - int(xq.zero_point[0]))
+        cr = float(cq.scale[0]) * (cvals.astype(np.int64) - int(cq.zero_point[0]))
+        if self.op == "mul":
+            ends = np.outer(xr, cr)
+        else:
+            ends = np.add.outer(-xr if self.op == "rsub" else xr, -cr if self.op == "sub" else cr)
+        lo, hi = min(float(ends.min()), 0.0), max(float(ends.max()), 0.0)
+        if self.activation != "none":
+            # the clamped range, unless the activation leaves (almost) nothing of it: then the whole range
+            clamped = (0.0, min(hi, 6.0) if self.activation == "relu6" else hi)
+            if clamped[1] > 0.05 * (hi - lo):
+                lo, hi = clamped
+        scale = max(hi - lo, 1e-6) / (qmax - qmin)
+        yq = QParams.make(scale, int(np.clip(round(qmin - lo / scale), qmin, qmax)))
+        y = g.tensor("output", (1, self.in_h, self.in_w, self.in_c), self.dtype, yq)
+        act = _ACTIVATION[self.activation]
+        version = 2 if self.dtype == "int8" else 1
+        code, opts_type, start, add_act, end = {
+            "mul": (BuiltinOperator.MUL, BuiltinOptions.MulOptions, tflite.MulOptionsStart,
+                    tflite.MulOptionsAddFusedActivationFunction, tflite.MulOptionsEnd),
+            "add": (BuiltinOperator.ADD, BuiltinOptions.AddOptions, tflite.AddOptionsStart,
+                    tflite.AddOptionsAddFusedActivationFunction, tflite.AddOptionsEnd),
+        }.get(self.op, (BuiltinOperator.SUB, BuiltinOptions.SubOptions, tflite.SubOptionsStart,
+                        tflite.SubOptionsAddFusedActivationFunction, tflite.SubOptionsEnd))
+
+        def options(fb: flatbuffers.Builder) -> int:
+            start(fb)
+            add_act(fb, act)
+            return end(fb)
+
+        g.op(code, version, [c, x] if self.op == "rsub" else [x, c], [y], opts_type, options)
+        return g.build([x], [y])
+
+
 # --------------------------------------------------------------------------------------------------------------
 # An op TFLite runs but the NPU backends never claim: AVERAGE_POOL_2D (CPU fallback tests)
 # --------------------------------------------------------------------------------------------------------------

@@ -430,7 +430,7 @@ def test_support_add_and_device() -> None:
     for soc in ("rk3588", "rk3576"):
         assert compiler.supported(g, soc)[1] == (True, "fused into node 0 (DPU element-wise add of tensor 5)")
     g.tensors[5] = Tensor(5, "uint8", (1, 8, 8, 16), q, np.zeros((1, 8, 8, 16), np.uint8))
-    assert "constant input" in compiler.supported(g, "rk3588")[1][1]
+    assert "not one value or one per channel" in compiler.supported(g, "rk3588")[1][1]  # a full-map constant
     with pytest.raises(ValueError, match="unknown device"):
         compiler.supported(g, "rk3568")  # not in the target registry
 

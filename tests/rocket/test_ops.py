@@ -19,6 +19,7 @@ import pytest
 from conftest import device_cases
 from opcases import (
     DEFAULT_ADD,
+    DEFAULT_CONST,
     DEFAULT_PER_CHANNEL,
     DEFAULT_POOL,
     DEFAULT_UNARY,
@@ -26,6 +27,7 @@ from opcases import (
     LITERT_CASES,
     ROCKET_DEFAULT_FC,
     SLOW_ADD,
+    SLOW_CONST,
     SLOW_PER_CHANNEL,
     SLOW_ROCKET_FC,
     SLOW_UNARY,
@@ -38,6 +40,7 @@ from opcheck import (
     CONV_KINDS,
     Recorder,
     check_add,
+    check_const,
     check_cpu_fallback,
     check_delegated_conv,
     check_delegated_op,
@@ -45,7 +48,7 @@ from opcheck import (
     check_unary,
 )
 from teflon import targets
-from teflon.modelgen import AddCase, ConvCase, FcCase, PoolCase, UnaryCase
+from teflon.modelgen import AddCase, ConstOpCase, ConvCase, FcCase, PoolCase, UnaryCase
 
 DEVICES = [t.name for t in targets.of_family("rocket")]
 
@@ -139,6 +142,17 @@ def test_add(device: str, case: AddCase, options: dict[str, str], record_propert
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, SLOW_ADD))
 def test_add_slow(device: str, case: AddCase, options: dict[str, str], record_property: Recorder) -> None:
     check_add(case, options, record_property)
+
+
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_CONST))
+def test_const(device: str, case: ConstOpCase, options: dict[str, str], record_property: Recorder) -> None:
+    check_const(case, options, record_property)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, SLOW_CONST))
+def test_const_slow(device: str, case: ConstOpCase, options: dict[str, str], record_property: Recorder) -> None:
+    check_const(case, options, record_property)
 
 
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_POOL))

@@ -312,9 +312,30 @@ def lower_fc(graph: Graph, op: Operation, per_channel: bool = False, clamp: bool
 CONV_LOWERINGS = {"CONV_2D": lower_conv, "DEPTHWISE_CONV_2D": lower_conv, "FULLY_CONNECTED": lower_fc}
 
 
+def is_conv_like(graph: Graph, op: Operation) -> bool:
+    """A node that lowers to one convolution: a convolution, FULLY_CONNECTED, or a MUL/ADD/SUB with a constant
+    (const_elementwise.py)."""
+    from .const_elementwise import is_const_elementwise
+
+    return op.kind in CONV_LOWERINGS or is_const_elementwise(graph, op)
+
+
+def conv_label(conv: RocketConv) -> str:
+    """What a claimed convolution-like node runs as, for its reason."""
+    if conv.kind == "FULLY_CONNECTED":
+        return "fully connected as conv"
+    if conv.kind == "MUL":
+        return "MUL by a constant as a depthwise conv"
+    if conv.kind in ("ADD", "SUB"):
+        return f"{conv.kind} of a constant as a depthwise copy with a bias"
+    return "depthwise" if conv.depthwise else "conv"
+
+
 def lower_conv_like(graph: Graph, op: Operation, per_channel: bool = False, clamp: bool = False) -> RocketConv:
-    """The RocketConv of a convolution or FULLY_CONNECTED node (LoweringError for any other kind)."""
-    lower = CONV_LOWERINGS.get(op.kind)
+    """The RocketConv of a node is_conv_like takes (LoweringError for any other)."""
+    from .const_elementwise import is_const_elementwise, lower_const_elementwise
+
+    lower = lower_const_elementwise if is_const_elementwise(graph, op) else CONV_LOWERINGS.get(op.kind)
     if lower is None:
         raise LoweringError(f"{op.kind} is not a convolution")
     return lower(graph, op, per_channel, clamp)
@@ -456,7 +477,7 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, u
                     raise LoweringError(f"SiLU nodes {others[-1].nodes} split across partitions")  # type: ignore[union-attr]
             elif not any(n in nodes for n in (p.index for p in graph.operations if p.outputs[0] in op.inputs)):
                 raise LoweringError(f"SiLU MUL (node {n}) without its LOGISTIC in the partition")
-        elif op.kind in CONV_LOWERINGS:
+        elif is_conv_like(graph, op):
             conv = lower_conv_like(graph, op, per_channel, clamp)
             by_output[conv.output_tensor] = conv
         elif op.kind in VIEW_KINDS:

@@ -168,14 +168,36 @@ def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
     return -((-a) // b)
 
 
-def _bias_bounds(sums: np.ndarray, want: np.ndarray, g: int, scale: int, shift: int) -> tuple[np.ndarray, np.ndarray]:
+def _bias_bounds(sums: np.ndarray, want: np.ndarray, g: int | np.ndarray, scale: int, shift: int,
+                 bounds: tuple[int, int] = (-128, 127)) -> tuple[np.ndarray, np.ndarray]:
     """Per sum, the biases b for which dpu_average(sum, (g, b, scale, shift)) == want, an interval [lo, hi]: out = w
-    needs w·2^shift - 2^(shift-1) <= (g·s + b)·scale < w·2^shift + 2^(shift-1), except that saturation also gives
-    127 above and -128 below the range (no bound on that side)."""
+    needs w·2^shift - 2^(shift-1) <= (g·s + b)·scale < w·2^shift + 2^(shift-1), except that a clamp at `bounds`
+    (saturation, or an activation's clamp) also gives the upper bound above and the lower one below (no bound on
+    that side)."""
     half = 1 << (shift - 1)
-    lo = np.where(want > -128, _ceil_div(want * (1 << shift) - half, scale) - g * sums, -(1 << 62))
-    hi = np.where(want < 127, _ceil_div(want * (1 << shift) + half, scale) - 1 - g * sums, 1 << 62)
+    lo = np.where(want > bounds[0], _ceil_div(want * (1 << shift) - half, scale) - g * sums, -(1 << 62))
+    hi = np.where(want < bounds[1], _ceil_div(want * (1 << shift) + half, scale) - 1 - g * sums, 1 << 62)
     return lo, hi
+
+
+def channel_biases(xs: np.ndarray, want: np.ndarray, w: np.ndarray, scale: int, shift: int,
+                   bounds: tuple[int, int]) -> tuple[np.ndarray, int]:
+    """Per channel c the bias b_c for which clip(((w_c·xs + b_c)·scale + 2^(shift-1)) >> shift, bounds) equals
+    want[c] on the most inputs xs (want: channels x len(xs)), and how many (input, channel) pairs they serve."""
+    lo, hi = _bias_bounds(xs[None, :], want, w[:, None], scale, shift, bounds)
+    lo_b, hi_b = lo.max(axis=1), hi.min(axis=1)
+    exact = lo_b <= hi_b
+    biases = np.where(exact, np.clip(0, lo_b, hi_b), 0)
+    served = int(exact.sum()) * len(xs)
+    for ch in np.flatnonzero(~exact):  # channels no bias makes exact: the one serving the most inputs
+        biases[ch], n = _best_bias(lo[ch], hi[ch])
+        served += n
+    return biases.astype(np.int64), served
+
+
+def cvt_pairs(ratio: Fraction) -> list[tuple[int, int]]:
+    """(scale, shift) of OUT_CVT closest below and above `ratio` (scale in [2^14, 2^15))."""
+    return [(scale, shift) for g, scale, shift in _cvt_candidates(ratio) if g == 1]
 
 
 def _least(lo: int, hi: int) -> int:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from ...hw.regmap import RegMap
 from ...ir import Graph
 from ..claims import claim_fused_add, claim_pool
-from ..lower import CONV_LOWERINGS, ELEMENTWISE_FUSED, LoweringError, RocketConv, lower_conv_like, synthetic_ids
+from ..lower import (
+    ELEMENTWISE_FUSED,
+    LoweringError,
+    RocketConv,
+    conv_label,
+    is_conv_like,
+    lower_conv_like,
+    synthetic_ids,
+)
 from ..perchannel import ScaleSpreadError
 from ..pool import POOL_KINDS
 from ..stream import EncodeError
@@ -27,7 +35,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     out: dict[int, tuple[bool, str]] = {}
     by_output: dict[int, RocketConv] = {}  # claimed convolutions (fused ADDs included) by output tensor
     for op in graph.operations:
-        if op.kind in ELEMENTWISE_FUSED:  # SUB: the vendor's Sub programs use the add with a negative scale
+        if op.kind in ELEMENTWISE_FUSED and not is_conv_like(graph, op):  # SUB: the vendor's Sub programs use the add with a negative scale
             # a host-written operand's pitch (the pitch does not change which values fit)
             out[op.index] = claim_fused_add(graph, op, by_output, lambda fused, _: encode_layer(
                 regmap, fused, fused.in_h * fused.in_w, graph, ew_plane=fused.out_h * fused.out_w))  # type: ignore[func-returns-value]
@@ -38,7 +46,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             continue
         if op.kind in VIEW_KINDS:
             continue  # decided below, from its neighbours' decisions
-        if op.kind not in CONV_LOWERINGS:
+        if not is_conv_like(graph, op):
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
             continue
         try:
@@ -56,7 +64,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         except (LoweringError, EncodeError) as e:
             out[op.index] = (False, str(e))
             continue
-        what = "depthwise" if conv.depthwise else "fully connected as conv" if conv.kind == "FULLY_CONNECTED" else "conv"
+        what = conv_label(conv)
         pc = ", per-channel" if conv.w_scales is not None else ""
         path = ""
         if not conv.depthwise and conv.in_c <= IMAGE_INPUT_MAX_C:

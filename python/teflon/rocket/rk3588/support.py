@@ -5,7 +5,15 @@ from __future__ import annotations
 from ...hw.regmap import RegMap
 from ...ir import Graph
 from ..claims import claim_fused_add, claim_pool
-from ..lower import CONV_LOWERINGS, ELEMENTWISE_FUSED, LoweringError, RocketConv, lower_conv_like
+from ..lower import (
+    CONV_LOWERINGS,
+    ELEMENTWISE_FUSED,
+    LoweringError,
+    RocketConv,
+    conv_label,
+    is_conv_like,
+    lower_conv_like,
+)
 from ..pool import POOL_KINDS
 from ..stream import EncodeError
 from ..unary_lower import claim
@@ -28,7 +36,7 @@ def _check_fused(regmap: RegMap, graph: Graph, fused: RocketConv, other: int) ->
 
 
 def _describe(conv: RocketConv, params: OpParams) -> str:
-    what = "depthwise" if conv.depthwise else "fully connected as conv" if conv.kind == "FULLY_CONNECTED" else "conv"
+    what = conv_label(conv)
     n = len(params.split.tasks)
     s = f"{conv.stride}" if conv.sx == conv.stride else f"{conv.stride}x{conv.sx}"
     return f"{what} {conv.kh}x{conv.kw} s{s}, {n} task{'s' * (n > 1)}"
@@ -44,7 +52,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if lut is not None:
             out[op.index] = lut
             continue
-        if op.kind in ELEMENTWISE_FUSED:
+        if op.kind in ELEMENTWISE_FUSED and not is_conv_like(graph, op):
             out[op.index] = claim_fused_add(graph, op, by_output,
                                             lambda fused, other: _check_fused(regmap, graph, fused, other))
             continue
@@ -54,7 +62,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             continue
         if op.kind in VIEW_KINDS:
             continue  # decided below, from its neighbours' decisions
-        if op.kind not in CONV_LOWERINGS:
+        if not is_conv_like(graph, op):
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
             continue
         try:

@@ -1,0 +1,214 @@
+"""MUL, ADD and SUB of a feature map and a constant that is one value or one value per channel (broadcast over H, W):
+a 1x1 depthwise convolution, whose requantization is then the one every convolution has.
+
+- MUL(x, c): weights k·(c - zc) per channel, a per-channel bias and one OUT_CVT, chosen over every input value so
+  that the DPU's single rounding lands where TFLite's MultiplyByQuantizedMultiplier lands (it rounds twice, which
+  a plain requantization misses on up to a few tens of % of a fan-in-1 op's outputs when the multiplier is
+  large); claimed when they agree on at least MIN_SHARE of the (input value, channel) pairs.
+- ADD(x, c) / SUB(x, c) / SUB(c, x): a copy of x with weight ±k (k = COPY_WEIGHT first, identity_add.py) and the
+  constant in the per-channel bias, chosen the same way against TFLite's ADD/SUB arithmetic (tflite_add).
+
+The fused activation (RELU/RELU6 inside the output range) uses the DPU clamp like any convolution's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from ..fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, rounding_divide_by_pot, srdhm32
+from ..ir import Graph, Operation, Tensor
+from .identity_add import COPY_WEIGHT
+from .lower import LoweringError, RocketConv, _check_activation, _quant, _stored, stored_offset
+from .pool import channel_biases, cvt_pairs
+
+CONST_KINDS = ("MUL", "ADD", "SUB")
+
+
+def constant_operand(graph: Graph, op: Operation) -> tuple[Tensor, Tensor, bool] | None:
+    """(the map, the constant, constant first) of a MUL/ADD/SUB with exactly one constant input, else None."""
+    if op.kind not in CONST_KINDS or len(op.inputs) != 2:
+        return None
+    a, b = (graph.tensors[t] for t in op.inputs)
+    if a.is_constant == b.is_constant:
+        return None
+    return (b, a, True) if a.is_constant else (a, b, False)
+
+
+def is_const_elementwise(graph: Graph, op: Operation) -> bool:
+    return constant_operand(graph, op) is not None
+
+
+def _per_channel(c: Tensor, channels: int) -> np.ndarray:
+    """The constant's quantized values broadcast to one per channel (LoweringError for any other broadcast)."""
+    shape = [int(d) for d in c.shape]
+    if any(d != 1 for d in shape[:-1]) or (shape and shape[-1] not in (1, channels)):
+        raise LoweringError(f"constant of shape {tuple(shape)} is not one value or one per channel ({channels})")
+    data = np.asarray(c.data).reshape(-1)
+    return np.broadcast_to(data, (channels,)) if data.size == 1 else data
+
+
+# w - zw of a depthwise weight that every generation takes (the narrowest: rk3576/weights.py, byte pairs)
+WEIGHT_RANGE = (-255, 254)
+# Claimed when the plan matches TFLite on at least this share of every (input value, channel) pair: the single-op
+# contract's exact rate, reached by construction
+MIN_SHARE = 0.995
+# Copy weights tried for ADD / SUB (a larger one makes the bias a finer shift of the rounding thresholds)
+COPY_WEIGHTS = (COPY_WEIGHT, 96, 64, 32, 16, 8, 4, 2, 1)
+
+Quant = tuple[float, int]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Per channel weight w and bias b, and one OUT_CVT: the DPU's stored output for stored input xs is
+    clip(((w·xs + b)·scale + 2^(shift-1)) >> shift) + zys) with zys the stored output zero point (OUT_CVT's offset;
+    pool.dpu_average's arithmetic); `share`: the fraction of (input value, channel) pairs on which it equals
+    TFLite's result."""
+
+    weights: np.ndarray
+    biases: np.ndarray
+    scale: int
+    shift: int
+    share: float
+
+
+def _inputs(dtype: str) -> np.ndarray:
+    """Every quantized input value, in stored order (stored -128..127)."""
+    return np.arange(-128, 128, dtype=np.int64) + stored_offset(dtype)
+
+
+def _f32(v: float) -> float:
+    return float(np.float32(v))
+
+
+def tflite_mul(dtype: str, values: np.ndarray, x: Quant, c: Quant, y: Quant, bounds: tuple[int, int]) -> np.ndarray:
+    """TFLite 2.14's MUL of every input value by each channel's constant value, in the stored domain (channels x
+    256): MultiplyByQuantizedMultiplier((x - zx)·(c - zc), sx·sc/sy in double) + zy, clamped to the activation's
+    stored bounds; checked against tflite_runtime (tests/rocket/test_const_elementwise.py)."""
+    m, shift = quantize_multiplier(_f32(x[0]) * _f32(c[0]) / _f32(y[0]))
+    prod = np.outer(values - c[1], _inputs(dtype) - x[1])
+    return np.clip(multiply_by_quantized_multiplier(prod, m, shift) + y[1] - stored_offset(dtype), *bounds)
+
+
+def tflite_add(dtype: str, values: np.ndarray, x: Quant, c: Quant, y: Quant, bounds: tuple[int, int], sign_x: int,
+               sign_c: int) -> np.ndarray:
+    """TFLite 2.14's quantized ADD (sign_x = sign_c = 1) or SUB (one of them -1) of every input value and each
+    channel's constant value, stored domain (channels x 256): both inputs shifted left by 20 and scaled by
+    s / (2·max scale) with a rounding multiplier each, summed, scaled by 2·max scale / (2^20·sy) with a rounding
+    multiplier, plus zy; checked against tflite_runtime (tests/rocket/test_const_elementwise.py)."""
+    left = 20  # kernels/add.cc, sub.cc: left_shift for 8-bit inputs
+    twice = 2 * max(_f32(x[0]), _f32(c[0]))
+
+    def scaled(q: np.ndarray, quant: Quant) -> np.ndarray:
+        m, shift = quantize_multiplier(_f32(quant[0]) / twice)
+        return rounding_divide_by_pot(srdhm32((q - quant[1]) * (1 << left), m), -shift)
+
+    mo, so = quantize_multiplier(twice / ((1 << left) * _f32(y[0])))
+    raw = sign_x * scaled(_inputs(dtype), x)[None, :] + sign_c * scaled(values, c)[:, None]
+    out = rounding_divide_by_pot(srdhm32(raw, mo), -so) + y[1] - stored_offset(dtype)
+    return np.clip(out, *bounds)
+
+
+def fit_plan(want: np.ndarray, candidates: Iterable[tuple[np.ndarray, Fraction]], zys: int,
+             bounds: tuple[int, int]) -> Plan | None:
+    """The candidate (per-channel weights w, output steps per unit of w·xs) with one OUT_CVT near that ratio and
+    per-channel biases that match `want` (stored outputs, channels x 256) on the most (input, channel) pairs; the
+    first exact one, else the best. OUT_CVT adds the stored output zero point zys, so the plan maps onto the output
+    minus it and the DPU's ReLU at 0 (before OUT_CVT) is TFLite's clamp at the zero point."""
+    want = want - zys
+    bounds = (bounds[0] - zys, bounds[1] - zys)
+    xs = np.arange(-128, 128, dtype=np.int64)
+    best: Plan | None = None
+    for w, ratio in candidates:
+        for scale, shift in cvt_pairs(ratio):
+            biases, served = channel_biases(xs, want, w, scale, shift, bounds)
+            plan = Plan(w, biases, scale, shift, served / want.size)
+            if best is None or plan.share > best.share:
+                best = plan
+            if plan.share == 1.0:
+                return plan
+    return best
+
+
+def _fraction(v: float) -> Fraction:
+    return Fraction(_f32(v))
+
+
+def mul_plan(dtype: str, values: np.ndarray, x: Quant, c: Quant, y: Quant, bounds: tuple[int, int]) -> Plan | None:
+    """MUL: weights k·(c - zc) over k from the largest whose weights (with 0) span at most 255 — one weight zero point
+    keeps them stored int8 — and stay in WEIGHT_RANGE, down to 1."""
+    d = values - c[1]
+    if d.max(initial=0) > WEIGHT_RANGE[1] or d.min(initial=0) < WEIGHT_RANGE[0]:
+        raise LoweringError(f"MUL by a constant {int(d.max()) if d.max() > 0 else int(d.min())} steps from its zero "
+                            f"point: a weight minus its zero point is {WEIGHT_RANGE[0]}..{WEIGHT_RANGE[1]}")
+    spread = int(d.max(initial=0)) - min(int(d.min(initial=0)), 0)
+    top = max(1, min(255 // max(1, spread), WEIGHT_RANGE[1] // max(1, int(np.abs(d).max(initial=0)))))
+    ratio = _fraction(x[0]) * _fraction(c[0]) / _fraction(y[0])
+    return fit_plan(tflite_mul(dtype, values, x, c, y, bounds), ((k * d, ratio / k) for k in range(top, 0, -1)),
+                    y[1] - stored_offset(dtype), bounds)
+
+
+def add_plan(dtype: str, values: np.ndarray, x: Quant, c: Quant, y: Quant, bounds: tuple[int, int], sign_x: int,
+             sign_c: int) -> Plan | None:
+    """ADD / SUB: a copy of the input with weight sign_x·k (COPY_WEIGHTS in order); the constant lands in the
+    biases."""
+    want = tflite_add(dtype, values, x, c, y, bounds, sign_x, sign_c)
+    ratio = _fraction(x[0]) / _fraction(y[0])
+    n = len(values)
+    return fit_plan(want, ((np.full(n, sign_x * k, np.int64), ratio / k) for k in COPY_WEIGHTS),
+                    y[1] - stored_offset(dtype), bounds)
+
+
+def lower_const_elementwise(graph: Graph, op: Operation, per_channel: bool = False, clamp: bool = False) -> RocketConv:
+    """The 1x1 depthwise convolution of a MUL/ADD/SUB with a constant (see the module docstring), or LoweringError."""
+    del per_channel  # the constant has one scale
+    found = constant_operand(graph, op)
+    if found is None or len(op.outputs) != 1:
+        raise LoweringError(f"{op.kind} without exactly one constant input")
+    x, c, const_first = found
+    y = graph.tensors[op.outputs[0]]
+    if not x.dtype == c.dtype == y.dtype or x.dtype not in ("uint8", "int8"):
+        raise LoweringError(f"{op.kind} types {x.dtype}, {c.dtype} -> {y.dtype} (uint8 or int8, all equal)")
+    if len(x.shape) != 4 or x.shape[0] != 1 or tuple(y.shape) != tuple(x.shape):
+        raise LoweringError(f"{op.kind} of {x.shape} -> {y.shape} (4-D NHWC, batch 1, no broadcast of the map)")
+    _, h, w, ch = (int(d) for d in x.shape)
+    if ch == 1:
+        raise LoweringError(f"{op.kind} of a single-channel map: a single-channel convolution reads raw rows only "
+                            "the host writes")
+    (sx, zx), (sc, zc), (sy, zy) = _quant(x, "input"), _quant(c, "constant"), _quant(y, "output")
+    values = _per_channel(c, ch).astype(np.int64)
+    act = str(op.options.get("activation", "NONE"))
+    lo, hi = _check_activation(act, y.dtype, sy, zy, clamp)
+    off = stored_offset(x.dtype)
+    bounds = (-128 if lo is None else lo - off, 127 if hi is None else hi - off)
+    quants = ((float(sx), zx), (float(sc), zc), (float(sy), zy))
+    if op.kind == "MUL":
+        plan = mul_plan(x.dtype, values, *quants, bounds)
+    else:
+        sign_x, sign_c = (-1, 1) if op.kind == "SUB" and const_first else (1, -1) if op.kind == "SUB" else (1, 1)
+        plan = add_plan(x.dtype, values, *quants, bounds, sign_x, sign_c)
+    if plan is None or plan.share < MIN_SHARE:
+        share = "no OUT_CVT in range" if plan is None else f"{100 * plan.share:.2f} %"
+        raise LoweringError(f"{op.kind} with a constant: the closest DPU requantization matches TFLite's (which rounds "
+                            f"twice) on {share} of the input x constant values (< {100 * MIN_SHARE:g} %, "
+                            "docs/hardware/rocket.md)")
+    # stored weights ws = w + zws inside int8 with one zero point zws (the weights span at most 255)
+    w_zp = int(np.clip(0, -128 - plan.weights.min(), 127 - plan.weights.max()))
+    wq = (plan.weights + w_zp + off).astype(x.dtype).reshape(1, 1, 1, ch)
+    # bias b + zxs·w: the encoder folds -zxs·w in (bias_table), leaving v = w·xs + b
+    bias = (plan.biases + (zx - off) * plan.weights).astype(np.int32)
+    return RocketConv(
+        nodes=[op.index], kind=op.kind, input_tensor=x.index, output_tensor=y.index, dtype=x.dtype,
+        in_h=h, in_w=w, in_c=ch, out_h=h, out_w=w, out_c=ch, kh=1, kw=1, stride=1,
+        pad_top=0, pad_bottom=0, pad_left=0, pad_right=0, depthwise=True, in_zp=zx - off, out_zp=zy - off, w_zp=w_zp,
+        in_scale=sx, out_scale=sy, w_scale=np.float32(plan.scale / (1 << plan.shift)), weights=_stored(wq, off),
+        weights_q=wq, bias=bias, cvt=(plan.scale, plan.shift), activation=act,
+        act_min=None if lo is None else lo - off, act_max=None if hi is None else hi - off)
+
+
+__all__ = ["CONST_KINDS", "MIN_SHARE", "Plan", "add_plan", "constant_operand", "fit_plan", "is_const_elementwise",
+           "lower_const_elementwise", "mul_plan", "tflite_add", "tflite_mul"]
