@@ -57,7 +57,7 @@ def _quantize_input(zero_point_shift: int) -> bytes:
 
 def _split_concat(dtype: str) -> bytes:
     """conv -> SPLIT 32 = 16 + 16 -> a conv on each half -> CONCATENATION of the two -> conv: parts read and written
-    by the NPU. (A split part cannot also be a concatenation part: it is a view of one buffer only.)"""
+    by the NPU. (A split part is a view of one buffer only: a concatenation copies it in, see _c2f.)"""
     n = Net("views-split-concat", dtype, per_channel=False)  # type: ignore[arg-type]
     x = n.input(8, 8, 8)
     a, b = n.split(n.conv(x, 32, 1), 2)
@@ -92,7 +92,19 @@ def _split_add_concat(dtype: str) -> bytes:
     return n.build([x], [n.conv(y, 16, 1)])
 
 
+def _c2f(dtype: str) -> bytes:
+    """A YOLOv8 C2f-like block: conv -> SPLIT 32 = 16 + 16 -> conv on the second half -> CONCATENATION of both halves
+    and the conv's output -> conv. The split parts are views of the split's buffer, so the concatenation copies them
+    into its own planes (1x1 depthwise copies, exact) and takes the conv's output as a view."""
+    n = Net("views-c2f", dtype, per_channel=False)  # type: ignore[arg-type]
+    x = n.input(8, 8, 8)
+    a, b = n.split(n.conv(x, 32, 1), 2)
+    y = n.concat([a, b, n.conv(b, 16, 3)])
+    return n.build([x], [n.conv(y, 16, 1)])
+
+
 CASES = {
+    "c2f-split-copied-into-concat": (_c2f, {"SPLIT": True, "CONCATENATION": True}),
     "split-add-concat": (_split_add_concat, {"SPLIT": True, "CONCATENATION": True, "ADD": True}),
     "split-concat": (_split_concat, {"SPLIT": True, "CONCATENATION": True}),
     "host-parts": (_host_parts, {"SPLIT": True, "CONCATENATION": True}),

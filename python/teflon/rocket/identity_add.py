@@ -13,6 +13,8 @@ Measured bound: opcheck.check_add ("inputs" cases), docs/hardware/rocket.md §6.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..ir import Graph, Operation
@@ -44,6 +46,16 @@ def identity_conv(graph: Graph, tensor: int) -> RocketConv:
         weights_q=(weights.astype(np.int16) + off).astype(x.dtype), bias=np.zeros(c, np.int32))
 
 
+def copy_conv(graph: Graph, tensor: int, out: int, node: int) -> RocketConv:
+    """A byte-exact copy of `tensor` into tensor `out` (same quantization) as node `node`'s operation: weight 1, so
+    the accumulator is x - zx and OUT_CVT's scale is exactly 1 (2^14 / 2^14), plus the zero point."""
+    c = identity_conv(graph, tensor)
+    off = stored_offset(c.dtype)
+    weights = np.ones_like(c.weights)
+    return replace(c, nodes=[node], output_tensor=out, w_scale=np.float32(1.0), weights=weights,
+                   weights_q=(weights.astype(np.int16) + off).astype(c.dtype))
+
+
 def identity_fusion(graph: Graph, add: Operation) -> tuple[RocketConv, int]:
     """(the copy of the ADD's first input — for an ADD the input with the coarser scale, so the other one's step in
     copy units, g·sb/sa, stays within g and the EW converter's 16-bit scale —, the other input) or LoweringError;
@@ -55,4 +67,4 @@ def identity_fusion(graph: Graph, add: Operation) -> tuple[RocketConv, int]:
     return identity_conv(graph, first.index), other.index
 
 
-__all__ = ["COPY_WEIGHT", "identity_conv", "identity_fusion"]
+__all__ = ["COPY_WEIGHT", "copy_conv", "identity_conv", "identity_fusion"]

@@ -462,12 +462,13 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, u
     (add_fusion), which then runs at the ADD's position."""
     from .pool import POOL_KINDS, lower_pool_ops
     from .unary_lower import is_unary_node, lower_unary
-    from .views import VIEW_KINDS, lower_views
+    from .views import VIEW_KINDS, lower_view_node
 
     by_index = {op.index: op for op in graph.operations}
     order = {op.index: i for i, op in enumerate(graph.operations)}
     by_output: dict[int, RocketConv] = {}  # the convolutions (fused ADDs included) by output tensor
     others: list[RocketConv | RocketPool | list[RocketView]] = []
+    placed: dict[int, RocketView] = {}  # tensors the partition's view nodes placed so far
     for n in sorted(nodes, key=lambda i: order[i]):
         op = by_index[n]
         if unary and is_unary_node(graph, op):
@@ -481,7 +482,9 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, u
             conv = lower_conv_like(graph, op, per_channel, clamp)
             by_output[conv.output_tensor] = conv
         elif op.kind in VIEW_KINDS:
-            others.append(lower_views(graph, op))
+            view_ops = lower_view_node(graph, op, placed)
+            others.append(view_ops[0])  # type: ignore[arg-type]
+            others.extend(view_ops[1:])  # type: ignore[arg-type]
         elif op.kind in POOL_KINDS:
             others.extend(lower_pool_ops(graph, op))
         elif op.kind in ELEMENTWISE_FUSED:

@@ -151,6 +151,28 @@ def lower_views(graph: Graph, op: Operation) -> list[RocketView]:
     raise LoweringError(f"{op.kind} is not a view node")
 
 
+def lower_view_node(graph: Graph, op: Operation, placed: dict[int, RocketView]) -> list[object]:
+    """The views of a view node in a partition (`placed`: the partition's views so far, updated), and for a
+    CONCATENATION part already placed elsewhere a copy into its plane: [views, copy convolutions...]."""
+    from .identity_add import copy_conv
+    from .lower import synthetic_ids
+
+    views = lower_views(graph, op)
+    copies = copied_parts(op, views, placed)
+    ids = synthetic_ids(graph, op.index)
+    out_views: list[RocketView] = []
+    convs: list[object] = []
+    for v in views:
+        if v.view in copies:
+            t = next(ids)  # the part's plane in the whole, written by the copy
+            out_views.append(RocketView(v.nodes, v.kind, v.holder, t, v.plane, v.info, v.holder_info))
+            convs.append(copy_conv(graph, v.view, t, op.index))
+        else:
+            out_views.append(v)
+    placed.update({v.view: v for v in out_views})
+    return [out_views, *convs]
+
+
 def claims(graph: Graph, decisions: dict[int, tuple[bool, str]],
            host_written: frozenset[int] = frozenset()) -> dict[int, tuple[bool, str]]:
     """Decisions for the graph's view nodes, given every other node's (see the module docstring), in graph order
@@ -168,7 +190,8 @@ def claims(graph: Graph, decisions: dict[int, tuple[bool, str]],
             out[op.index] = (False, str(e))
             continue
         if out[op.index][0]:
-            placed.update({v.view: v for v in views})
+            copies = copied_parts(op, views, placed)
+            placed.update({v.view: v for v in views if v.view not in copies})
     return out
 
 
@@ -176,13 +199,25 @@ def _claimed(decisions: Mapping[int, tuple[bool, str]], op: Operation | None) ->
     return op is not None and decisions.get(op.index, (False, ""))[0]
 
 
+def copied_parts(op: Operation, views: list[RocketView], placed: Mapping[int, object]) -> set[int]:
+    """The parts of a CONCATENATION that are already views of another buffer (a SPLIT's parts, another
+    concatenation's): each is copied into its plane by a 1x1 depthwise copy instead (copy_conv)."""
+    return {v.view for v in views if op.kind == "CONCATENATION" and v.view in placed}
+
+
 def _decide(graph: Graph, op: Operation, views: list[RocketView], decisions: Mapping[int, tuple[bool, str]],
             placed: dict[int, RocketView], host_written: frozenset[int]) -> tuple[bool, str]:
     near_npu = False
+    copies = copied_parts(op, views, placed)
     for v in views:
         for t in (v.view, v.holder):
-            if t in placed and not (op.kind in ALIAS_KINDS and t == v.holder):
+            if t in placed and not (op.kind in ALIAS_KINDS and t == v.holder) and t not in copies:
                 raise LoweringError(f"tensor {t} is already a view of another buffer")
+        if v.view in copies:
+            if v.info.c == 1:
+                raise LoweringError(f"part {v.view} is already a view of another buffer and has one channel (a "
+                                    "single-channel copy reads raw rows only the host writes)")
+            continue
         readers = [c for c in graph.consumers(v.view) if c.index != op.index and _claimed(decisions, c)]
         writer = graph.producer(v.view)
         near_npu |= bool(readers) or (writer is not None and writer.index != op.index and _claimed(decisions, writer))
@@ -207,7 +242,8 @@ def _decide(graph: Graph, op: Operation, views: list[RocketView], decisions: Map
         raise LoweringError(f"{op.kind} is not next to NPU work (nothing to save: the host runs it)")
     if op.kind in ALIAS_KINDS:
         return True, f"{op.kind.lower()} in place (the output is the input's device buffer)"
-    return True, f"{op.kind.lower()} in place (the parts are 16-channel planes of one buffer)"
+    copied = f"; {len(copies)} part(s) already placed elsewhere copied in by a 1x1 depthwise copy" if copies else ""
+    return True, f"{op.kind.lower()} in place (the parts are 16-channel planes of one buffer){copied}"
 
 
 @dataclass
