@@ -23,7 +23,16 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from teflon.modelgen import AddCase, ConstOpCase, ConvCase, ElementwiseCase, FcCase, PoolCase, UnaryCase
+from teflon.modelgen import (
+    AddCase,
+    ConstOpCase,
+    ConvCase,
+    ElementwiseCase,
+    FcCase,
+    PadConvCase,
+    PoolCase,
+    UnaryCase,
+)
 
 SIZES = (3, 5, 8, 14, 28, 56, 112)
 CHANNELS = (1, 3, 16, 32, 64, 120, 256)
@@ -526,6 +535,30 @@ SLOW_CONST: list[ConstOpCase] = [
         ((7, 16), (16, 64), (28, 24)), ("mul", "add", "sub", "rsub"), ("c", "1"), ("none", "relu", "relu6"), DTYPES,
         (0, 1))
 ]
+
+# PAD -> VALID convolution (explicit padding as PyTorch / Keras exports write it): the PAD folds into the
+# convolution's padding (rocket/pad_fold.py) while each side stays below the kernel size
+DEFAULT_PAD_CONV: list[PadConvCase] = [
+    PadConvCase("conv2d", 16, 16, 16, 32),
+    PadConvCase("dwconv", 15, 15, 32, None, 3, 2, (1, 1, 1, 1), "int8"),
+    PadConvCase("conv2d", 28, 28, 3, 16, 3, 2, (1, 1, 1, 1)),
+    PadConvCase("dwconv", 14, 14, 48, None, 5, 1, (2, 2, 2, 2)),
+    PadConvCase("conv2d", 9, 11, 16, 24, 7, 2, (3, 3, 3, 3), "int8"),
+    PadConvCase("conv2d", 20, 20, 32, 32, 3, 1, (3, 0, 0, 0)),  # 3 rows on top of a 3x3 kernel: the PAD stays
+]
+SLOW_PAD_CONV: list[PadConvCase] = [
+    PadConvCase(op, size, size, c, None if op == "dwconv" else 2 * c, k, s, pads, dt)
+    for op, (size, c), k, s, pads, dt in itertools.product(
+        ("conv2d", "dwconv"), ((14, 16), (31, 24)), (3, 5), (1, 2), ((0, 1, 0, 1), (1, 1, 1, 1), (2, 1, 0, 2)), DTYPES)
+]
+
+
+def pad_cpu_reason(case: PadConvCase) -> str | None:
+    """Why the PAD of a PadConvCase stays on the CPU (its convolution still runs on the NPU), or None."""
+    if max(case.pads[0], case.pads[1]) >= case.kernel or max(case.pads[2], case.pads[3]) >= case.kernel:
+        return "a side's padding reaches the kernel size"
+    return None
+
 
 SLOW_ADD: list[AddCase] = [
     AddCase(size, size, c, prod, out_c=None if prod == "inputs" else oc, kernel=k, activation=act, dtype=dt)

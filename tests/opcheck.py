@@ -20,6 +20,7 @@ from opcases import (
     known_cpu,
     known_cpu_add,
     known_requant_limit,
+    pad_cpu_reason,
     pool_cpu_reason,
 )
 from teflon.modelgen import (
@@ -28,6 +29,7 @@ from teflon.modelgen import (
     ConvCase,
     ElementwiseCase,
     FcCase,
+    PadConvCase,
     PoolCase,
     UnaryCase,
     operator_names,
@@ -44,7 +46,7 @@ MIN_EXACT = 0.995
 CHAINED_MIN_EXACT = 1 - 2 * (1 - MIN_EXACT)
 
 Recorder = Callable[[str, object], None]
-Case = ConvCase | AddCase | PoolCase | FcCase | ElementwiseCase | UnaryCase | ConstOpCase
+Case = ConvCase | AddCase | PoolCase | FcCase | ElementwiseCase | UnaryCase | ConstOpCase | PadConvCase
 
 
 def run_case(case: Case, options: dict[str, str], record_property: Recorder,
@@ -196,6 +198,15 @@ def check_add(case: AddCase, options: dict[str, str], record_property: Recorder,
 
 
 POOL_KINDS = ("AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN")
+
+
+def check_pad_conv(case: PadConvCase, options: dict[str, str], record_property: Recorder) -> None:
+    """PAD -> convolution: the PAD folded into the convolution's padding (both delegated, the convolution's
+    tolerance), or on the CPU with the convolution delegated (opcases.pad_cpu_reason)."""
+    if pad_cpu_reason(case):
+        check_delegated_conv(case, options, record_property, cpu_kinds=("PAD",))
+    else:
+        check_delegated_conv(case, options, record_property, kinds=(*CONV_KINDS, "PAD"))
 
 
 def check_const(case: ConstOpCase, options: dict[str, str], record_property: Recorder) -> None:

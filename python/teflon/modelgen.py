@@ -1126,6 +1126,52 @@ def add_pad(g: GraphBuilder, x: int, pads: Sequence[int], out_name: str = "outpu
     return y
 
 
+@dataclass(frozen=True)
+class PadConvCase:
+    """A PAD of the (1, H, W, C) input by `pads` = (top, bottom, left, right), then a VALID CONV_2D / DEPTHWISE_CONV_2D
+    of the padded map (PyTorch- and Keras-exported models write explicit padding this way)."""
+
+    op: Literal["conv2d", "dwconv"]
+    in_h: int
+    in_w: int
+    in_c: int
+    out_c: int | None = None
+    kernel: int = 3
+    stride: int = 2
+    pads: tuple[int, int, int, int] = (0, 1, 0, 1)
+    dtype: DType = "uint8"
+    seed: int = 0
+
+    @property
+    def conv(self) -> ConvCase:
+        t, b, left, r = self.pads
+        return ConvCase(self.op, self.in_h + t + b, self.in_w + left + r, self.in_c, self.out_c, self.kernel,
+                        self.stride, "valid", dtype=self.dtype, seed=self.seed)
+
+    @property
+    def name(self) -> str:
+        pads = "p" + "".join(str(p) for p in self.pads)
+        return self.conv.name.replace(f"in{self.conv.in_h}x{self.conv.in_w}x", f"in{self.in_h}x{self.in_w}x", 1) \
+            .replace("-valid-", f"-{pads}-", 1).replace(self.op, f"pad-{self.op}", 1)
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def macs(self) -> int:
+        return self.conv.macs
+
+    def build(self) -> bytes:
+        rng = np.random.default_rng([self.seed, zlib.crc32(self.name.encode())])
+        conv = self.conv
+        params = conv_params(conv, rng)
+        g = GraphBuilder(f"teflon.modelgen {self.name}")
+        x = g.tensor("input", (1, self.in_h, self.in_w, self.in_c), self.dtype, params.input_quant)
+        padded = add_pad(g, x, (*self.pads, 0, 0), "padded")
+        y = add_conv(g, conv, padded, params, "output")
+        return g.build([x], [y])
+
+
 def _pad_options(fb: flatbuffers.Builder) -> int:
     tflite.PadOptionsStart(fb)
     return tflite.PadOptionsEnd(fb)

@@ -20,6 +20,7 @@ from conftest import device_cases
 from opcases import (
     DEFAULT_ADD,
     DEFAULT_CONST,
+    DEFAULT_PAD_CONV,
     DEFAULT_PER_CHANNEL,
     DEFAULT_POOL,
     DEFAULT_UNARY,
@@ -28,6 +29,7 @@ from opcases import (
     ROCKET_DEFAULT_FC,
     SLOW_ADD,
     SLOW_CONST,
+    SLOW_PAD_CONV,
     SLOW_PER_CHANNEL,
     SLOW_ROCKET_FC,
     SLOW_UNARY,
@@ -44,11 +46,12 @@ from opcheck import (
     check_cpu_fallback,
     check_delegated_conv,
     check_delegated_op,
+    check_pad_conv,
     check_pool,
     check_unary,
 )
 from teflon import targets
-from teflon.modelgen import AddCase, ConstOpCase, ConvCase, FcCase, PoolCase, UnaryCase
+from teflon.modelgen import AddCase, ConstOpCase, ConvCase, FcCase, PadConvCase, PoolCase, UnaryCase
 
 DEVICES = [t.name for t in targets.of_family("rocket")]
 
@@ -153,6 +156,17 @@ def test_const(device: str, case: ConstOpCase, options: dict[str, str], record_p
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, SLOW_CONST))
 def test_const_slow(device: str, case: ConstOpCase, options: dict[str, str], record_property: Recorder) -> None:
     check_const(case, options, record_property)
+
+
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_PAD_CONV))
+def test_pad_conv(device: str, case: PadConvCase, options: dict[str, str], record_property: Recorder) -> None:
+    check_pad_conv(case, options, record_property)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, SLOW_PAD_CONV))
+def test_pad_conv_slow(device: str, case: PadConvCase, options: dict[str, str], record_property: Recorder) -> None:
+    check_pad_conv(case, options, record_property)
 
 
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_POOL))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ir import Graph, Operation, Tensor
+from .pad_fold import PAD_KINDS, folded_pad
 
 if TYPE_CHECKING:
     from .pool import RocketPool
@@ -173,6 +174,9 @@ def lower_conv(graph: Graph, op: Operation, per_channel: bool = False, clamp: bo
     o = op.options
     dw = op.kind == "DEPTHWISE_CONV_2D"
 
+    fold = folded_pad(graph, op)
+    if fold is not None:  # read the PAD's input; its amounts join the padding (pad_fold.py)
+        x = graph.tensors[fold[0].inputs[0]]
     if x.dtype not in ("uint8", "int8"):
         raise LoweringError(f"input type {x.dtype} not supported (uint8 or int8 per-tensor only)")
     if w.dtype != x.dtype or y.dtype != x.dtype:
@@ -218,7 +222,9 @@ def lower_conv(graph: Graph, op: Operation, per_channel: bool = False, clamp: bo
     if not (1 <= kh <= MAX_KERNEL and 1 <= kw <= MAX_KERNEL):
         raise LoweringError(f"kernel {kh}x{kw} not supported (1 to {MAX_KERNEL} rows and columns)")
 
-    if padding == "SAME":
+    if fold is not None:
+        pt, pb, pl, pr = fold[1]
+    elif padding == "SAME":
         pt, pb = same_pads(ih, kh, sh)
         pl, pr = same_pads(iw, kw, sw_)
     else:
@@ -481,6 +487,11 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, u
         elif is_conv_like(graph, op):
             conv = lower_conv_like(graph, op, per_channel, clamp)
             by_output[conv.output_tensor] = conv
+        elif op.kind in PAD_KINDS:
+            reader = graph.consumers(op.outputs[0])
+            if not reader or reader[0].index not in nodes or (outputs is not None and op.outputs[0] in outputs):
+                raise LoweringError(f"PAD (node {n}) folded into node {reader[0].index if reader else '?'}: its "
+                                    "output must not leave the partition")
         elif op.kind in VIEW_KINDS:
             view_ops = lower_view_node(graph, op, placed)
             others.append(view_ops[0])  # type: ignore[arg-type]

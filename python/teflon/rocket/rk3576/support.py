@@ -14,6 +14,7 @@ from ..lower import (
     lower_conv_like,
     synthetic_ids,
 )
+from ..pad_fold import PAD_KINDS, pad_claims
 from ..perchannel import ScaleSpreadError
 from ..pool import POOL_KINDS
 from ..stream import EncodeError
@@ -44,7 +45,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             out[op.index] = claim_pool(graph, op, lambda p: pool_streams(regmap, p, p.in_h * p.in_w),
                                        lambda c: encode_layer(regmap, c, c.in_h * c.in_w, graph))  # type: ignore[func-returns-value]
             continue
-        if op.kind in VIEW_KINDS:
+        if op.kind in VIEW_KINDS or op.kind in PAD_KINDS:
             continue  # decided below, from its neighbours' decisions
         if not is_conv_like(graph, op):
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
@@ -70,5 +71,6 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if not conv.depthwise and conv.in_c <= IMAGE_INPUT_MAX_C:
             path = ", " + ARGB_NOT_USED.format(ic=conv.in_c)
         out[op.index] = (True, f"{what} {conv.kh}x{conv.kw} s{conv.stride}{'' if conv.sx == conv.stride else f'x{conv.sx}'}{pc}{groups}, {n} task{'s' * (n > 1)}{path}")
+    out.update(pad_claims(graph, out))
     out.update(claims(graph, out))
     return out

@@ -14,6 +14,7 @@ from ..lower import (
     is_conv_like,
     lower_conv_like,
 )
+from ..pad_fold import PAD_KINDS, pad_claims
 from ..pool import POOL_KINDS
 from ..stream import EncodeError
 from ..unary_lower import claim
@@ -60,7 +61,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
             out[op.index] = claim_pool(graph, op, lambda p: pool_streams(regmap, p),
                                        lambda c: _check(regmap, c, graph))  # type: ignore[func-returns-value]
             continue
-        if op.kind in VIEW_KINDS:
+        if op.kind in VIEW_KINDS or op.kind in PAD_KINDS:
             continue  # decided below, from its neighbours' decisions
         if not is_conv_like(graph, op):
             out[op.index] = (False, f"{op.kind} is not supported by the rocket backend")
@@ -83,5 +84,6 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if prod is not None and out.get(prod.index, (False, ""))[0]:
             why = f"single-channel input produced by NPU node {prod.index} (raw-rows layout is written by the host only)"
             out[node] = (False, why)
+    out.update(pad_claims(graph, out))
     out.update(claims(graph, out, frozenset(single_channel.values())))
     return out
