@@ -22,12 +22,15 @@ def geometry(h: int, w: int, c: int, oc: int, k: int, s: int, padding: str, dept
     return Geometry(h, w, c, oh, ow, c if depthwise else oc, k, k, s, *pads, depthwise)
 
 
-def register_values(rm: RegMap, words: list[int]) -> dict[str, int]:
+def register_values(rm: RegMap, words: list[int], check: bool = True) -> dict[str, int]:
     """register name -> raw value of a task's register writes (first write wins: CNA_UNDOC_1038 is written twice
-    with one value); special words and the PC block left out."""
+    with one value); special words and the PC block left out. check=False names each word by its address only,
+    without validating the value against teflon's table (a vendor DPU-only program sets bits, e.g. bit 0 of DPU
+    0x400C, that teflon's table does not accept)."""
+    by_address = {} if check else {(rm.unit(r.unit).write_target, r.offset): r.full_name for r in rm.registers}
     out: dict[str, int] = {}
     for w in words:
-        _, name, _ = rm.decode(w)
+        name = rm.decode(w)[1] if check else by_address.get((w >> 48, w & 0xFFFF), "")
         if name and name not in ("SYNC", "OP_ENABLE", "NOP") and not name.startswith("PC_"):
             out.setdefault(name, (w >> 16) & 0xFFFFFFFF)
     return out
