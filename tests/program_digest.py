@@ -70,7 +70,8 @@ def sweep_cases() -> Iterator[tuple[str, Any]]:
     import opcases
 
     seen: set[str] = set()
-    for table in ("DEFAULT_CONV", "DEFAULT_PER_CHANNEL", "DEFAULT_ADD", "DEFAULT_POOL", "DEFAULT_CONST", "LITERT_CASES",
+    for table in ("DEFAULT_CONV", "DEFAULT_PER_CHANNEL", "DEFAULT_ADD", "DEFAULT_POOL", "DEFAULT_CONST", "DEFAULT_PAD_CONV",
+                  "LITERT_CASES",
                   "SLOW_CONV", "SLOW_PER_CHANNEL", "SLOW_ADD"):
         for case in getattr(opcases, table):
             if case.name not in seen:
