@@ -167,6 +167,12 @@ static void decode_options(int code, const void *data, teflon_node *out)
         o[0] = p->axis; o[1] = p->activation;
         break;
     }
+    case TFL_BUILTIN_STRIDED_SLICE: {
+        const tfl_strided_slice_params *p = data;
+        o[0] = p->begin_mask; o[1] = p->end_mask; o[2] = p->ellipsis_mask; o[3] = p->new_axis_mask;
+        o[4] = p->shrink_axis_mask;
+        break;
+    }
     default:
         return;
     }

@@ -67,6 +67,7 @@ enum {
     TFL_BUILTIN_MAX_POOL_2D = 17,
     TFL_BUILTIN_MUL = 18,
     TFL_BUILTIN_SUB = 41,
+    TFL_BUILTIN_STRIDED_SLICE = 45,
     TFL_BUILTIN_LEAKY_RELU = 98,
     TFL_BUILTIN_DELEGATE = 51,
 };
@@ -251,6 +252,14 @@ typedef struct tfl_concatenation_params { /* TfLiteConcatenationParams */
     int axis;
     int activation;
 } tfl_concatenation_params;
+
+typedef struct tfl_strided_slice_params { /* TfLiteStridedSliceParams: its first five ints (2.14 appends a bool) */
+    int begin_mask;
+    int end_mask;
+    int ellipsis_mask;
+    int new_axis_mask;
+    int shrink_axis_mask;
+} tfl_strided_slice_params;
 
 /* A fresh TfLiteIntArray; the runtimes export no helper for this, and free() what they are given. */
 tfl_int_array *tfl_int_array_new(int size);

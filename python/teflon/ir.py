@@ -181,6 +181,8 @@ def decode_options(kind: str, raw: list[int]) -> dict[str, object]:
         names = ["padding", "stride_w", "stride_h", "filter_w", "filter_h", "activation"]
     elif kind == "CONCATENATION":
         names = ["axis", "activation"]
+    elif kind == "STRIDED_SLICE":
+        names = ["begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"]
     elif kind == "LEAKY_RELU":
         return {"alpha": float(np.array([raw[0]], np.int32).view(np.float32)[0])}
     else:

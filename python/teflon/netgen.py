@@ -214,6 +214,29 @@ class Net:
                   options)
         return ys
 
+    def channels(self, x: int, first: int, count: int, strided: bool = False) -> int:
+        """Channels first..first+count-1 of x: a SLICE, or a STRIDED_SLICE (begin/end masks on the whole axes)."""
+        shape = list(self.g.shape(x))
+        y = self._like(x, (*shape[:-1], count), "slice")
+        rank = len(shape)
+        if strided:
+            begin = self._ints([0] * (rank - 1) + [first])
+            end = self._ints([0] * (rank - 1) + [first + count])
+            mask = (1 << (rank - 1)) - 1
+
+            def options(fb: flatbuffers.Builder) -> int:
+                tflite.StridedSliceOptionsStart(fb)
+                tflite.StridedSliceOptionsAddBeginMask(fb, mask)
+                tflite.StridedSliceOptionsAddEndMask(fb, mask)
+                return tflite.StridedSliceOptionsEnd(fb)
+
+            self.g.op(BuiltinOperator.STRIDED_SLICE, self._version(), [x, begin, end, self._ints([1] * rank)], [y],
+                      BuiltinOptions.StridedSliceOptions, options)
+        else:
+            self.g.op(BuiltinOperator.SLICE, self._version(),
+                      [x, self._ints([0] * (rank - 1) + [first]), self._ints([-1] * (rank - 1) + [count])], [y])
+        return self._calibrated(y, self.probe[x][..., first:first + count])
+
     def pool(self, x: int, kind: str, k: int, s: int, padding: PaddingName = "same") -> int:
         _, h, w, c = self.g.shape(x)
         y = self._like(x, (1, out_size(h, k, s, padding), out_size(w, k, s, padding), c), kind)

@@ -103,7 +103,19 @@ def _c2f(dtype: str) -> bytes:
     return n.build([x], [n.conv(y, 16, 1)])
 
 
+def _slices(dtype: str) -> bytes:
+    """conv -> SLICE of channels 16..39 and STRIDED_SLICE of channels 0..15 (views at their planes) -> a conv each ->
+    CONCATENATION; and a SLICE from channel 8 (not a plane start: on the CPU)."""
+    n = Net("views-slices", dtype, per_channel=False)  # type: ignore[arg-type]
+    x = n.input(8, 8, 8)
+    t = n.conv(x, 48, 1)
+    a, b = n.channels(t, 16, 24), n.channels(t, 0, 16, strided=True)
+    y = n.concat([n.conv(b, 16, 3), n.conv(a, 16, 1)])
+    return n.build([x], [n.conv(y, 16, 1), n.conv(n.channels(t, 8, 8), 8, 1)])
+
+
 CASES = {
+    "slices": (_slices, {"SLICE": True, "STRIDED_SLICE": True, "CONCATENATION": True}),
     "c2f-split-copied-into-concat": (_c2f, {"SPLIT": True, "CONCATENATION": True}),
     "split-add-concat": (_split_add_concat, {"SPLIT": True, "CONCATENATION": True, "ADD": True}),
     "split-concat": (_split_concat, {"SPLIT": True, "CONCATENATION": True}),

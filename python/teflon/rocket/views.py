@@ -6,6 +6,8 @@
   reshape that keeps both leaves every byte in place; and the NPU computes on stored bytes (uint8 q - 128, int8 q),
   so uint8 (scale s, zero point z) and int8 (s, z - 128) are the same bytes. The host reads such an output with the
   buffer's own geometry, which yields the row-major bytes TFLite's RESHAPE produces, whatever the new shape.
+- SLICE / STRIDED_SLICE that cut only the channel axis, from a multiple of 16 (stride 1): the output is the input's
+  buffer from plane first / 16 on, as a SPLIT part is.
 - CONCATENATION and SPLIT on the channel axis: the parts are consecutive 16-channel planes of the whole, so each
   part is the whole's buffer from plane (channel offset / 16) on. The operation that writes a part (or the host)
   writes it there; a reader reads it there. Every part but the last must hold a multiple of 16 channels: the DPU
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 from collections import ChainMap
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -30,7 +32,8 @@ from .geometry import FEATURE_ATOM
 from .lower import LoweringError
 
 ALIAS_KINDS = ("RESHAPE", "SQUEEZE", "QUANTIZE")
-PART_KINDS = ("CONCATENATION", "SPLIT")
+SLICE_KINDS = ("SLICE", "STRIDED_SLICE")
+PART_KINDS = ("CONCATENATION", "SPLIT", *SLICE_KINDS)
 VIEW_KINDS = ALIAS_KINDS + PART_KINDS
 
 
@@ -103,7 +106,9 @@ def _channel_axis(t: Tensor, axis: int) -> None:
         raise LoweringError(f"axis {axis} of a rank-{rank} tensor is not the channel axis (only channels are planes)")
 
 
-def _parts(op: Operation, whole: Tensor, parts: list[Tensor], axis: int) -> list[RocketView]:
+def _parts(op: Operation, whole: Tensor, parts: list[Tensor], axis: int, partial: bool = False) -> list[RocketView]:
+    """The views of `parts` (consecutive channel ranges of `whole` from channel 0; `partial`: they need not
+    cover it)."""
     _check_8bit(op, [whole, *parts])
     _channel_axis(whole, axis)
     if any(not _same_quant(whole, p) or p.quant.zero_point != whole.quant.zero_point  # type: ignore[union-attr]
@@ -124,9 +129,61 @@ def _parts(op: Operation, whole: Tensor, parts: list[Tensor], axis: int) -> list
                                 "planes)")
         views.append(RocketView([op.index], op.kind, whole.index, p.index, c0 // FEATURE_ATOM, pi, info))
         c0 += pi.c
-    if c0 != info.c:
+    if c0 != info.c and not (partial and c0 <= info.c):
         raise LoweringError(f"{op.kind} parts hold {c0} channels of {info.c}")
     return views
+
+
+def _constant_ints(graph: Graph, t: int, what: str, n: int) -> np.ndarray:
+    d = graph.tensors[t].data
+    if d is None or np.asarray(d).size != n:
+        raise LoweringError(f"{what} is not a constant of {n} values")
+    return np.asarray(d).reshape(-1).astype(np.int64)
+
+
+def _slice_range(graph: Graph, op: Operation, shape: list[int]) -> tuple[int, int]:
+    """(first, end) channel of a SLICE / STRIDED_SLICE that keeps every other axis whole, or LoweringError."""
+    rank = len(shape)
+    if op.kind == "SLICE":
+        begin = _constant_ints(graph, op.inputs[1], "SLICE begin", rank)
+        size = _constant_ints(graph, op.inputs[2], "SLICE size", rank)
+        end = np.where(size < 0, shape, begin + size)
+    else:
+        if "begin_mask" not in op.options:
+            raise LoweringError("STRIDED_SLICE options (masks) not decoded")
+        o = op.options
+        if o.get("ellipsis_mask") or o.get("new_axis_mask") or o.get("shrink_axis_mask"):
+            raise LoweringError("STRIDED_SLICE with an ellipsis, new or shrunk axis")
+        begin = _constant_ints(graph, op.inputs[1], "STRIDED_SLICE begin", rank)
+        end = _constant_ints(graph, op.inputs[2], "STRIDED_SLICE end", rank)
+        strides = _constant_ints(graph, op.inputs[3], "STRIDED_SLICE strides", rank)
+        if np.any(strides != 1):
+            raise LoweringError(f"STRIDED_SLICE strides {strides.tolist()} (1 only)")
+        bits = np.array([1 << i for i in range(rank)])
+        dims = np.array(shape)
+        begin = np.where(int(o.get("begin_mask", 0)) & bits, 0, np.where(begin < 0, begin + dims, begin))
+        end = np.where(int(o.get("end_mask", 0)) & bits, dims, np.where(end < 0, end + dims, end))
+    begin, end = np.clip(begin, 0, shape), np.clip(end, 0, shape)
+    if np.any(begin[:-1] != 0) or np.any(end[:-1] != np.array(shape[:-1])):
+        raise LoweringError(f"{op.kind} of {shape} from {begin.tolist()} to {end.tolist()}: only the channel axis "
+                            "may be cut (channels are planes)")
+    return int(begin[-1]), int(end[-1])
+
+
+def _slice(graph: Graph, op: Operation) -> list[RocketView]:
+    if len(op.outputs) != 1 or len(op.inputs) != (3 if op.kind == "SLICE" else 4):
+        raise LoweringError("unexpected number of inputs/outputs")
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    shape = [int(d) for d in x.shape]
+    if len(shape) < 2:
+        raise LoweringError(f"{op.kind} of a rank-{len(shape)} tensor")
+    first, end = _slice_range(graph, op, shape)
+    if first % FEATURE_ATOM:
+        raise LoweringError(f"{op.kind} from channel {first}: a part starts on a 16-channel plane")
+    if end - first != int(y.shape[-1]):
+        raise LoweringError(f"{op.kind} output {y.shape} does not hold channels {first}..{end - 1}")
+    views = _parts(op, x, [y], -1, partial=True)
+    return [replace(views[0], plane=first // FEATURE_ATOM)]
 
 
 def lower_views(graph: Graph, op: Operation) -> list[RocketView]:
@@ -148,6 +205,8 @@ def lower_views(graph: Graph, op: Operation) -> list[RocketView]:
             raise LoweringError("SPLIT axis is not a constant")
         x = graph.tensors[op.inputs[1]]
         return _parts(op, x, [graph.tensors[i] for i in op.outputs], int(axis_t.data.reshape(-1)[0]))
+    if op.kind in SLICE_KINDS:
+        return _slice(graph, op)
     raise LoweringError(f"{op.kind} is not a view node")
 
 
