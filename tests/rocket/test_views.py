@@ -100,7 +100,10 @@ def _c2f(dtype: str) -> bytes:
     x = n.input(8, 8, 8)
     a, b = n.split(n.conv(x, 32, 1), 2)
     y = n.concat([a, b, n.conv(b, 16, 3)])
-    return n.build([x], [n.conv(y, 16, 1)])
+    # a second concatenation copying parts of different shapes (16 and 32 channels): one copy each, no shared streams
+    p, q = n.split(n.conv(x, 64, 1), 2)
+    z = n.concat([a, p])
+    return n.build([x], [n.conv(y, 16, 1), n.conv(z, 16, 1), n.conv(q, 8, 1)])
 
 
 def _slices(dtype: str) -> bytes:

@@ -46,13 +46,14 @@ def identity_conv(graph: Graph, tensor: int) -> RocketConv:
         weights_q=(weights.astype(np.int16) + off).astype(x.dtype), bias=np.zeros(c, np.int32))
 
 
-def copy_conv(graph: Graph, tensor: int, out: int, node: int) -> RocketConv:
-    """A byte-exact copy of `tensor` into tensor `out` (same quantization) as node `node`'s operation: weight 1, so
-    the accumulator is x - zx and OUT_CVT's scale is exactly 1 (2^14 / 2^14), plus the zero point."""
+def copy_conv(graph: Graph, tensor: int, out: int, node: int, channel0: int) -> RocketConv:
+    """A byte-exact copy of `tensor` into tensor `out` (same quantization) as node `node`'s operation, which writes
+    the node's channels from `channel0` on (its key among the node's operations: the encoders memoize by it): weight
+    1, so the accumulator is x - zx and OUT_CVT's scale is exactly 1 (2^14 / 2^14), plus the zero point."""
     c = identity_conv(graph, tensor)
     off = stored_offset(c.dtype)
     weights = np.ones_like(c.weights)
-    return replace(c, nodes=[node], output_tensor=out, w_scale=np.float32(1.0), weights=weights,
+    return replace(c, nodes=[node], output_tensor=out, channel0=channel0, w_scale=np.float32(1.0), weights=weights,
                    weights_q=(weights.astype(np.int16) + off).astype(c.dtype))
 
 
