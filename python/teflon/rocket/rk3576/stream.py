@@ -240,14 +240,13 @@ def task_stream(rm: RegMap, p: LayerParams, t: Task) -> Stream:
     e = Emitter(rm)
     values = _values(p, t)
     addresses = _addresses(p, t)
-    words = e.s.words
-    word_of = rm.word_of
+    put = e.put
     none: dict[str, int] = {}
     for name in STREAM_ORDER:
         if name in addresses:
             e.addr(name, *addresses[name])
         else:  # Emitter.__call__ without its keyword packing: 139 words a task
-            words.append(word_of(name, values.get(name, none)))
+            put(name, values.get(name, none))
     return e.s
 
 
