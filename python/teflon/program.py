@@ -62,7 +62,7 @@ class PatchedField:
 class Buffer:
     name: str
     size: int
-    data: bytes | None = None  # initial contents (weights, biases, regcmds); None = zero-filled
+    data: bytes | bytearray | None = None  # initial contents (weights, biases, regcmds); None = zero-filled
     tensor: bool = False  # holds a feature map (I/O or intermediate)
 
 
