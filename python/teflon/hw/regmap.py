@@ -20,10 +20,10 @@ from typing import Any
 
 WORD_VALUE_SHIFT = 16
 WORD_TARGET_SHIFT = 48
-# Words word_of() keeps, by register and field values: a compile writes ~9000 words (MobileNetV2), most of them
-# repeated across tasks and operations; the memo is emptied when it reaches this size (a long sweep compiles
-# thousands of programs in one process).
-WORD_MEMO_LIMIT = 1 << 16
+# Words word_of() keeps, by register and field values: a compile writes ~9000 words (MobileNetV2), of which ~700
+# differ; the memo is emptied when it reaches this size (a long sweep compiles thousands of programs in one
+# process; about 200 bytes an entry).
+WORD_MEMO_LIMIT = 1 << 14
 
 
 class RegMapError(ValueError):
