@@ -245,13 +245,16 @@ def task_stream(rm: RegMap, p: LayerParams, t: Task) -> Stream:
     e = Emitter(rm)
     values = _values(p, t)
     addresses = _addresses(p, t)
-    put = e.put
+    words = e.s.words
+    known = rm.known_words()
     none: dict[str, int] = {}
     for name in STREAM_ORDER:
         if name in addresses:
             e.addr(name, *addresses[name])
-        else:  # Emitter.__call__ without its keyword packing: 139 words a task
-            put(name, values.get(name, none))
+        else:  # Emitter.put inlined (the values are ints): 139 words a task, most of them packed before
+            fields = values.get(name, none)
+            word = known.get((name, *fields.items()))
+            words.append(rm.word_of(name, fields) if word is None else word)
     return e.s
 
 
