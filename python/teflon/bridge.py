@@ -221,13 +221,18 @@ def _compile_body(
             _current = None
         graph = _graph_for(g)
         program = compiler.compile(graph, node_list, _ints(_ffi, inputs, ninputs), _ints(_ffi, outputs, noutputs), dev)
-        data = program.to_blob()
-        mem = _lib.malloc(len(data))
+        parts = program.blob_parts()  # copied piece by piece: the weight-sized data once, straight into C memory
+        size = sum(len(p) for p in parts)
+        mem = _lib.malloc(size)
         if mem == _ffi.NULL:
-            raise MemoryError(f"cannot allocate {len(data)} bytes for the program")
-        _ffi.memmove(mem, data, len(data))
-        blob[0] = _ffi.cast("uint8_t *", mem)
-        blob_len[0] = len(data)
+            raise MemoryError(f"cannot allocate {size} bytes for the program")
+        dst = _ffi.cast("uint8_t *", mem)
+        off = 0
+        for p in parts:
+            _ffi.memmove(dst + off, p, len(p))
+            off += len(p)
+        blob[0] = dst
+        blob_len[0] = size
         for cap in _captures:
             cap.programs.append((node_list, program))
         return 0

@@ -62,7 +62,7 @@ class PatchedField:
 class Buffer:
     name: str
     size: int
-    data: bytes | None = None  # initial contents (weights, biases, regcmds); None = zero-filled
+    data: bytes | bytearray | None = None  # initial contents (weights, biases, regcmds); None = zero-filled
     tensor: bool = False  # holds a feature map (I/O or intermediate)
 
 
@@ -181,9 +181,16 @@ class Program:
 
     # ---- binary form for delegate/program.c -------------------------------------------------
     def to_blob(self) -> bytes:
+        return b"".join(self.blob_parts())
+
+    def blob_parts(self) -> list[bytes]:
+        """The blob as consecutive pieces (to_blob joins them): the tables, then each buffer's data and its padding
+        as they are, so a caller can copy them straight into its own memory (bridge: the weight-sized data is
+        copied once, not gathered into a Python bytes object first)."""
         index = {b.name: i for i, b in enumerate(self.buffers)}
         strings = bytearray()
-        data = bytearray()
+        data: list[bytes] = []
+        ndata = 0
 
         def string(s: str) -> int:
             off = len(strings)
@@ -193,12 +200,13 @@ class Program:
         buf_rows = []
         for b in self.buffers:
             flags = (BUF_HAS_DATA if b.data is not None else 0) | (BUF_TENSOR if b.tensor else 0)
-            doff = len(data)
+            doff = ndata
             if b.data is not None:
                 if len(b.data) > b.size:
                     raise ValueError(f"buffer {b.name}: {len(b.data)} bytes of data exceed size {b.size}")
-                data.extend(b.data)
-                data.extend(b"\0" * (-len(data) % 8))
+                pad = b"\0" * (-len(b.data) % 8)
+                data += (b.data, pad)
+                ndata += len(b.data) + len(pad)
             buf_rows.append(BUFFER.pack(string(b.name), flags, b.size, doff, len(b.data or b"")))
 
         tasks: list[Task] = []
@@ -257,4 +265,4 @@ class Program:
             len(strings),
             data_offset,
         )
-        return b"".join((header, body, tail, data))  # one copy of the (weight-sized) data
+        return [header, bytes(body), tail, *data]

@@ -225,6 +225,28 @@ def test_regmap_rejects(rm: RegMap) -> None:
         rm.decode((0x0201 << 48) | 0x1004 + 0x7000)  # no register there
 
 
+def test_regmap_word_memo(rm: RegMap) -> None:
+    """word_of's memo (an encoder's repeated words) returns the packed word for equal values of any int type, keeps
+    rejecting a value out of range on every call, and is emptied at its limit."""
+    from teflon.hw import regmap
+    from teflon.rocket.stream import Emitter
+
+    packed = rm.word("CNA_CONV_CON3", CONV_X_STRIDE=2, CONV_Y_STRIDE=3)
+    for fields in ({"CONV_X_STRIDE": 2, "CONV_Y_STRIDE": 3}, {"CONV_X_STRIDE": np.int64(2), "CONV_Y_STRIDE": True + 2}):
+        assert rm.word_of("CNA_CONV_CON3", fields) == packed
+    e = Emitter(rm)
+    e("CNA_CONV_CON3", CONV_X_STRIDE=2, CONV_Y_STRIDE=3)
+    e.put("CNA_CONV_CON3", {"CONV_X_STRIDE": 2, "CONV_Y_STRIDE": 3})
+    assert e.s.words == [packed, packed]
+    for _ in range(2):
+        with pytest.raises(RegMapError):
+            e("CNA_CBUF_CON0", DATA_BANK=16)  # 4-bit field
+    fresh = RegMap(rm.table)
+    for i in range(regmap.WORD_MEMO_LIMIT + 1):
+        fresh.word_of("CNA_DMA_CON2", {"SURF_STRIDE": i})
+    assert len(fresh.known_words()) <= regmap.WORD_MEMO_LIMIT
+
+
 def test_format_stream_names(rm: RegMap) -> None:
     words = [
         rm.word("CNA_CBUF_CON0", DATA_BANK=7, WEIGHT_BANK=5),

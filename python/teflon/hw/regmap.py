@@ -20,6 +20,10 @@ from typing import Any
 
 WORD_VALUE_SHIFT = 16
 WORD_TARGET_SHIFT = 48
+# Words word_of() keeps, by register and field values: a compile writes ~9000 words (MobileNetV2), of which ~700
+# differ; the memo is emptied when it reaches this size (a long sweep compiles thousands of programs in one
+# process; about 200 bytes an entry).
+WORD_MEMO_LIMIT = 1 << 14
 
 
 class RegMapError(ValueError):
@@ -134,6 +138,7 @@ class RegMap:
     _units: dict[str, Unit] = field(init=False, repr=False)
     _specials: dict[int, Special] = field(init=False, repr=False)
     _layouts: dict[str, _Layout] = field(init=False, repr=False)
+    _words: dict[tuple[Any, ...], int] = field(init=False, repr=False, compare=False, default_factory=dict)  # word_of's memo
 
     def __post_init__(self) -> None:
         self._units = {u.name: u for u in self.table.units}
@@ -238,7 +243,27 @@ class RegMap:
 
     def word_of(self, reg_name: str, fields: Mapping[str, int]) -> int:
         """word() with the field values as a mapping: the encoders' path, one call per regcmd word (an encoder
-        writes thousands per model, hence _pack inlined)."""
+        writes thousands per model, hence the memo by register and values, and _pack inlined). Only valid words
+        are kept: a value out of range raises on every call."""
+        key = (reg_name, *fields.items())
+        try:
+            return self._words[key]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable value (never from the encoders): pack without the memo
+            return self._word_of(reg_name, fields)
+        word = self._word_of(reg_name, fields)
+        if len(self._words) >= WORD_MEMO_LIMIT:
+            self._words.clear()
+        self._words[key] = word
+        return word
+
+    def known_words(self) -> Mapping[tuple[Any, ...], int]:
+        """word_of's memo, read only: (register name, *field items) -> word, for callers that look a word up
+        before calling word_of (rocket.stream.Emitter)."""
+        return self._words
+
+    def _word_of(self, reg_name: str, fields: Mapping[str, int]) -> int:
         lay = self._layouts.get(reg_name)
         if lay is None:
             raise RegMapError(f"unknown register {reg_name!r} on {self.soc}")

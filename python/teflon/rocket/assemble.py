@@ -113,7 +113,7 @@ def add_tasks(prog: Program, names: dict[str, str], streams: list[Stream], offse
     return tasks
 
 
-def add_operation(prog: Program, names: dict[str, str], weights: tuple[int, bytes] | None, bias: bytes | None,
+def add_operation(prog: Program, names: dict[str, str], weights: tuple[int, bytes | bytearray] | None, bias: bytes | None,
                   regcmd: bytes, streams: list[Stream], offsets: list[int], one_job: bool, record: OpRecord) -> None:
     """Buffers, tasks and jobs of one operation: all tasks in one job, or one job per task. `weights` is
     (allocation size, packed bytes); an operation without weights or bias (a pool) passes None."""

@@ -54,8 +54,22 @@ def _pack_block_rows(w: np.ndarray, rows: int, out: np.ndarray) -> None:
         _view(dst[:, split:], (blocks, kh, kw, rows, ic - whole))[...] = cube.transpose(0, 2, 3, 1, 4)
 
 
-def pack_conv(weights: np.ndarray, w_zp: int) -> np.ndarray:
-    """Pack stored int8 OHWI weights; returns the packed int8 bytes (KH*KW*IC*align(OC,2))."""
+def packed_conv_bytes(shape: tuple[int, ...]) -> int:
+    """Bytes of the packed cube of stored OHWI weights of `shape` (KH*KW*IC*align(OC,2))."""
+    oc, kh, kw, ic = shape
+    return kernels(oc, False) * kh * kw * packed_input_channels(ic)
+
+
+def pack_conv_into(weights: np.ndarray, w_zp: int, out: bytearray, at: int = 0) -> None:
+    """pack_conv written straight into `out` from byte `at` (a weight buffer assembled in place: no copy of the
+    packed bytes into a bytes object)."""
+    n = packed_conv_bytes(weights.shape)
+    pack_conv(weights, w_zp, np.frombuffer(out, np.int8, n, at))
+
+
+def pack_conv(weights: np.ndarray, w_zp: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Pack stored int8 OHWI weights; returns the packed int8 bytes (KH*KW*IC*align(OC,2)), in `out` when given
+    (int8, that many entries)."""
     oc, kh, kw, ic = weights.shape
     ic_p = packed_input_channels(ic)
     oc_p = kernels(oc, False)
@@ -65,7 +79,8 @@ def pack_conv(weights: np.ndarray, w_zp: int) -> np.ndarray:
         full[:oc, :, :, :ic] = weights
         full[:oc, :, :, ic:] = w_zp  # padded input channels hold a real zero weight
         # pad kernels (oc..oc_p) stay 0: their output channel is never read back
-    out = np.empty(oc_p * kh * kw * ic_p, np.int8)
+    if out is None:
+        out = np.empty(oc_p * kh * kw * ic_p, np.int8)
     whole = oc_p // WEIGHT_GROUP * WEIGHT_GROUP
     if whole:
         _pack_block_rows(full[:whole], WEIGHT_GROUP, out[:whole * kh * kw * ic_p])

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..ir import Graph, Operation, Tensor
+from ..ir import Graph, Operation, Tensor, memo
 from .pad_fold import PAD_KINDS, folded_pad
 
 if TYPE_CHECKING:
@@ -338,13 +338,14 @@ def conv_label(conv: RocketConv) -> str:
 
 
 def lower_conv_like(graph: Graph, op: Operation, per_channel: bool = False, clamp: bool = False) -> RocketConv:
-    """The RocketConv of a node is_conv_like takes (LoweringError for any other)."""
+    """The RocketConv of a node is_conv_like takes (LoweringError for any other); once per graph (the support
+    decision and the partition's lowering share it; a RocketConv is never modified)."""
     from .const_elementwise import is_const_elementwise, lower_const_elementwise
 
     lower = lower_const_elementwise if is_const_elementwise(graph, op) else CONV_LOWERINGS.get(op.kind)
     if lower is None:
         raise LoweringError(f"{op.kind} is not a convolution")
-    return lower(graph, op, per_channel, clamp)
+    return memo(graph, (__name__, op.index, per_channel, clamp), lambda: lower(graph, op, per_channel, clamp))
 
 
 def _check_activation(act: str, dtype: str, sy: np.float32, zy: int, clamp: bool) -> tuple[int | None, int | None]:

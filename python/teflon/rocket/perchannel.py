@@ -72,14 +72,14 @@ def adjusted_bias(bias: np.ndarray, zero_point_term: np.ndarray, w_scales: np.nd
     nor the zero-point offset (after a ReLU it can be 100 times the true sum: rescaling it with the bias
     cost tf2_mobilenet_v2_1.0_224_ptq's 7x7x960 depthwise layer a quarter of its exact outputs).
     Identity for per-tensor weights (C = 2^14, s_w = s_one)."""
-    s = np.broadcast_to(np.asarray(w_scales, np.float64).reshape(-1), m.c.shape)
+    s = np.asarray(w_scales, np.float64).reshape(-1)  # one scale per channel, or one for all
     bias = np.asarray(bias, np.int64)
-    if np.all(m.c == 1 << m.bits) and np.all(s == m.s_one):
+    if (m.c == 1 << m.bits).all() and (s == m.s_one).all():
         scaled = bias
     else:
-        scaled = np.rint(bias.astype(np.float64) * s / m.value()).astype(np.int64)
+        scaled = np.rint(bias.astype(np.float64) * np.broadcast_to(s, m.c.shape) / m.value()).astype(np.int64)
     a = scaled + np.asarray(zero_point_term, np.int64)
-    if np.any(np.abs(a) >= 1 << INT32_BITS):
+    if (np.abs(a) >= 1 << INT32_BITS).any():
         raise ValueError("coefficient-table bias term overflows int32")
     return a
 

@@ -14,6 +14,9 @@ import struct
 
 import numpy as np
 
+INT32_MAX = int(np.iinfo(np.int32).max)
+INT32_MIN = int(np.iinfo(np.int32).min)
+
 
 def f32_bits(x: float | np.floating) -> int:
     return struct.unpack("<I", struct.pack("<f", float(np.float32(x))))[0]
@@ -38,7 +41,7 @@ def bias_table(bias: np.ndarray, weights_q: np.ndarray, w_zp_q: int, in_zp: int,
         q = np.where(val >= 0, val // div, -((-val) // div))  # C integer division
     else:
         q = val
-    if q.size and (q.max() > np.iinfo(np.int32).max or q.min() < np.iinfo(np.int32).min):
+    if q.size and (q.max() > INT32_MAX or q.min() < INT32_MIN):
         raise ValueError("bias correction overflows int32")
     return q.astype("<i4")
 

@@ -48,7 +48,7 @@ class EncodedLayer:
     params: LayerParams
     streams: list[Stream]
     offsets: list[int]
-    weights: bytes
+    weights: bytes | bytearray  # packed in place (weights.pack)
     coefs: bytes
 
 
@@ -135,12 +135,11 @@ def _encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None,
     return EncodedLayer(p, streams, offsets, packed, coefs.coefficient_buffer(co.table, co.shift))
 
 
-def _packed_weights(c: RocketConv, chunk: int) -> bytes:
+def _packed_weights(c: RocketConv, chunk: int) -> bytes | bytearray:
     """The weight cubes of the kernel chunks back to back (one cube when the layer has one chunk)."""
     if c.depthwise:
         return weights.pack(c.weights, c.w_zp, True)
-    return b"".join(weights.pack(c.weights[oc0:oc0 + chunk], c.w_zp, False)
-                    for oc0 in range(0, c.out_c, chunk))
+    return weights.pack_chunks(c.weights, chunk)
 
 
 def pool_streams(rm: RegMap, p: RocketPool, in_plane: int) -> list[Stream]:

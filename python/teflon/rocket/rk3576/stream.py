@@ -96,6 +96,11 @@ class LayerParams:
         return self.weight_bytes(0) // 16 if self.conv.depthwise else 2 * self.weight_bytes_per_kernel
 
 
+# The DPU clamp words without a clamp, built once (the field values of every task's body are only read).
+NO_CLAMP: dict[str, dict[str, int]] = {f"DPU_CLAMP{i}_{m}": {f"CLAMP{i}_{m}": INT32_MIN if m == "MIN" else INT32_MAX}
+                                       for i in range(6) for m in ("MIN", "MAX")}
+
+
 def _values(p: LayerParams, task: Task) -> dict[str, dict[str, int]]:
     """Field values of every register of the body, by register name (absent: all fields 0)."""
     c = p.conv
@@ -108,9 +113,9 @@ def _values(p: LayerParams, task: Task) -> dict[str, dict[str, int]]:
     epr = sp.row_entries(t)
     groups_out = -(-ocs // FEATURE_ATOM)
     pp = {"POINTER_PP_EN": 1, "EXECUTER_PP_EN": 1, "POINTER_PP_MODE": 1}
-    clamp = {f"DPU_CLAMP{i}_{m}": {f"CLAMP{i}_{m}": INT32_MIN if m == "MIN" else INT32_MAX}
-             for i in range(6) for m in ("MIN", "MAX")}  # no DPU clamp
+    clamp = NO_CLAMP
     if p.clamp is not None:  # the vendor's fused ReLU / Clip: CLAMP2 = CLAMP3 = (lower, upper), 0x4060 = 0x902
+        clamp = dict(NO_CLAMP)
         lo, hi = p.clamp
         for i in (2, 3):
             clamp[f"DPU_CLAMP{i}_MIN"] = {f"CLAMP{i}_MIN": lo}
@@ -241,13 +246,15 @@ def task_stream(rm: RegMap, p: LayerParams, t: Task) -> Stream:
     values = _values(p, t)
     addresses = _addresses(p, t)
     words = e.s.words
-    word_of = rm.word_of
+    known = rm.known_words()
     none: dict[str, int] = {}
     for name in STREAM_ORDER:
         if name in addresses:
             e.addr(name, *addresses[name])
-        else:  # Emitter.__call__ without its keyword packing: 139 words a task
-            words.append(word_of(name, values.get(name, none)))
+        else:  # Emitter.put inlined (the values are ints): 139 words a task, most of them packed before
+            fields = values.get(name, none)
+            word = known.get((name, *fields.items()))
+            words.append(rm.word_of(name, fields) if word is None else word)
     return e.s
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..cube import pack_conv
+from ..cube import pack_conv_into, packed_conv_bytes
 from ..geometry import FEATURE_ATOM, align
 
 DW_GROUP = 64
@@ -44,7 +44,20 @@ def pack_depthwise(weights: np.ndarray, w_zp: int) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def pack(weights: np.ndarray, w_zp: int, depthwise: bool) -> bytes:
+def pack(weights: np.ndarray, w_zp: int, depthwise: bool) -> bytes | bytearray:
     """Packed weight bytes; `weights` stored int8 (OHWI, or (1, KH, KW, C) depthwise)."""
-    packed = pack_depthwise(weights, w_zp) if depthwise else pack_conv(weights, 0)
-    return packed.tobytes()
+    if depthwise:
+        return pack_depthwise(weights, w_zp).tobytes()
+    return pack_chunks(weights, weights.shape[0])
+
+
+def pack_chunks(weights: np.ndarray, chunk: int) -> bytearray:
+    """The direct cubes of the output-channel chunks of `chunk` kernels back to back (one cube when the layer has
+    one chunk), each packed in place into the buffer returned."""
+    parts = [weights[oc0:oc0 + chunk] for oc0 in range(0, weights.shape[0], chunk)]
+    out = bytearray(sum(packed_conv_bytes(p.shape) for p in parts))
+    at = 0
+    for p in parts:
+        pack_conv_into(p, 0, out, at)
+        at += packed_conv_bytes(p.shape)
+    return out

@@ -27,7 +27,8 @@ def truncate_bits(w_scale: np.float32, weights: np.ndarray, depthwise: bool) -> 
     worst-case MAC result of stored int8 data (|xs| <= 128) inside ACC_BITS signed bits.
     """
     t = 1 if f32_bits(w_scale) in MESA_TRUNCATE_SCALES else 0
-    w = np.abs(weights, dtype=np.int16)  # widened first: |-128| does not fit int8
+    # |w| of int8 read as uint8 is exact (|-128| wraps to -128, i.e. 128): no int16 copy of the weights
+    w = np.abs(weights).view(np.uint8)
     per_oc = channel_sums(w.reshape(-1, w.shape[-1]), 0) if depthwise else channel_sums(w.reshape(w.shape[0], -1), 1)
     bound = int(per_oc.max(initial=0)) * 128
     need = max(bound.bit_length() + 1 - ACC_BITS, 0)  # +1: sign bit

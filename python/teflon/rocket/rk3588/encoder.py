@@ -37,7 +37,7 @@ class EncodedOp:
     params: OpParams
     streams: list[Stream]
     offsets: list[int]  # byte offset of each task's stream in the regcmd buffer
-    weights: bytes
+    weights: bytes | bytearray  # packed in place (weights.pack)
     weights_alloc: int
     bias: bytes
 

@@ -28,6 +28,14 @@ ARGB_CVT_OFFSET = -128
 
 SURF_STRIDE_MASK = (1 << 28) - 1  # CNA_DMA_CON2.SURF_STRIDE is bits 0..27
 
+# Register names (and the unit CVT scales) every task writes, spelled out once rather than per task
+UNIT_CVT_SCALES = tuple((f"CNA_CVT_CON{i + 1}", {f"CVT_SCALE{i}": 1}) for i in range(4))
+DCOMP_AMOUNTS = tuple(f"CNA_DCOMP_AMOUNT{i}" for i in range(16))
+EW_OP_VALUES = tuple(f"DPU_EW_OP_VALUE_{i}" for i in range(8))
+LUT_REGS = tuple(f"DPU_LUT_{reg}" for reg in ("ACCESS_CFG", "ACCESS_DATA", "CFG", "INFO", "LE_START", "LE_END",
+                                              "LO_START", "LO_END", "LE_SLOPE_SCALE", "LE_SLOPE_SHIFT",
+                                              "LO_SLOPE_SCALE", "LO_SLOPE_SHIFT"))
+
 
 @dataclass(frozen=True)
 class EwParams:
@@ -220,8 +228,8 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
             e(f"CNA_CVT_CON{i + 1}", **{f"CVT_SCALE{i}": ARGB_CVT_SCALE, f"CVT_OFFSET{i}": ARGB_CVT_OFFSET})
     else:
         e("CNA_CVT_CON0", DATA_SIGN=1, CVT_TYPE=1, CVT_BYPASS=1)
-        for i in range(4):
-            e(f"CNA_CVT_CON{i + 1}", **{f"CVT_SCALE{i}": 1})
+        for reg, unit_scale in UNIT_CVT_SCALES:
+            e.put(reg, unit_scale)
     e("CNA_FC_CON0")
     e("CNA_FC_CON1")
     e("CNA_PAD_CON0", PAD_LEFT=task.pad_left, PAD_TOP=task.pad_top)
@@ -235,8 +243,8 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
     e("CNA_DCOMP_CTRL")
     e("CNA_DCOMP_REGNUM")
     e.addr("CNA_DCOMP_ADDR0", ROLE_WEIGHTS, 0)
-    for i in range(16):
-        e(f"CNA_DCOMP_AMOUNT{i}")
+    for reg in DCOMP_AMOUNTS:
+        e(reg)
     e("CNA_CVT_CON5", PER_CHANNEL_CVT_EN=0xFFFF if p.argb else 0)
     e("CNA_PAD_CON1", PAD_VALUE=p.pad_value)
 
@@ -275,13 +283,12 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
     e("DPU_OUT_CVT_OFFSET", OUT_CVT_OFFSET=c.out_zp)
     e("DPU_OUT_CVT_SCALE", OUT_CVT_SCALE=p.cvt_scale)
     e("DPU_OUT_CVT_SHIFT", OUT_CVT_SHIFT=p.cvt_shift)
-    for i in range(8):
-        e(f"DPU_EW_OP_VALUE_{i}")
+    for reg in EW_OP_VALUES:
+        e(reg)
     e("DPU_SURFACE_ADD", SURF_ADD=plane * (4 if dw else 2))
     e("DPU_UNDOC_40C4")
-    for reg in ("ACCESS_CFG", "ACCESS_DATA", "CFG", "INFO", "LE_START", "LE_END", "LO_START", "LO_END",
-                "LE_SLOPE_SCALE", "LE_SLOPE_SHIFT", "LO_SLOPE_SCALE", "LO_SLOPE_SHIFT"):
-        e(f"DPU_LUT_{reg}")
+    for reg in LUT_REGS:
+        e(reg)
 
     e("DPU_RDMA_DATA_CUBE_WIDTH", WIDTH=tw - 1)
     e("DPU_RDMA_DATA_CUBE_HEIGHT", HEIGHT=th - 1)

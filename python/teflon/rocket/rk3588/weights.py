@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..cube import WEIGHT_GROUP, kernels, pack_conv, packed_input_channels
+from ..cube import WEIGHT_GROUP, kernels, pack_conv_into, packed_conv_bytes, packed_input_channels
 from ..geometry import FEATURE_ATOM, align
 
 DW_GROUP = 64  # depthwise: channels per block
@@ -31,6 +31,10 @@ def pack_depthwise(weights: np.ndarray, w_zp: int) -> np.ndarray:
     return blocks[np.broadcast_to(keep, blocks.shape)]
 
 
-def pack(weights: np.ndarray, w_zp: int, depthwise: bool) -> bytes:
-    packed = pack_depthwise(weights, w_zp) if depthwise else pack_conv(weights, w_zp)
-    return packed.tobytes()
+def pack(weights: np.ndarray, w_zp: int, depthwise: bool) -> bytes | bytearray:
+    """The packed weight bytes (a regular convolution's are packed in place into the buffer returned)."""
+    if depthwise:
+        return pack_depthwise(weights, w_zp).tobytes()
+    out = bytearray(packed_conv_bytes(weights.shape))
+    pack_conv_into(weights, w_zp, out)
+    return out
