@@ -500,7 +500,8 @@ static void *worker_main(void *arg)
 static void fast_input(struct rkt_fast *f, const struct rkt_conv_task *t, int rows_p, int cols)
 {
     const int ic = t->g.ic, icr = t->ic_real;
-    uint8_t pad[4096];
+    /* DATAIN_CHANNEL_M1 is 14 bits on RK3576 (rk3576/regs.py), RK3588 checks ic <= 4096: 16384 holds both */
+    uint8_t pad[16384];
     for (int ch = 0; ch < ic; ch++)
         pad[ch] = (uint8_t)((ch < icr ? t->pad_value : 0) + 128);
     /* the columns read from memory: a stride may leave trailing input columns unread */

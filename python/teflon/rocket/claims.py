@@ -15,12 +15,13 @@ Decision = tuple[bool, str]
 
 
 def claim_fused_add(graph: Graph, op: Operation, by_output: dict[int, RocketConv],
-                    check: Callable[[RocketConv, int], None]) -> Decision:
+                    check: Callable[[RocketConv, int], None],
+                    fusable: Callable[[RocketConv], bool] | None = None) -> Decision:
     """Fuse the ADD/SUB into the claimed convolution producing one of its inputs; `by_output` (claimed convolutions
     by output tensor) then holds the fused operation instead. `check(fused, operand tensor)` raises the
     generation's refusals."""
     try:
-        conv, other = add_fusion(graph, op, by_output)
+        conv, other = add_fusion(graph, op, by_output, fusable)
         fused = fuse_add(graph, op, conv, other)
         check(fused, other)
     except (LoweringError, EncodeError) as e:

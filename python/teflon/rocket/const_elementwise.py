@@ -103,12 +103,13 @@ def tflite_add(dtype: str, values: np.ndarray, x: Quant, c: Quant, y: Quant, bou
     left = 20  # kernels/add.cc, sub.cc: left_shift for 8-bit inputs
     twice = 2 * max(_f32(x[0]), _f32(c[0]))
 
-    def scaled(q: np.ndarray, quant: Quant) -> np.ndarray:
+    def scaled(q: np.ndarray, quant: Quant, sign: int) -> np.ndarray:
+        # SUB negates the subtrahend's multiplier (kernels/sub.cc), not its scaled value: the rounding of a tie differs
         m, shift = quantize_multiplier(_f32(quant[0]) / twice)
-        return rounding_divide_by_pot(srdhm32((q - quant[1]) * (1 << left), m), -shift)
+        return rounding_divide_by_pot(srdhm32((q - quant[1]) * (1 << left), sign * m), -shift)
 
     mo, so = quantize_multiplier(twice / ((1 << left) * _f32(y[0])))
-    raw = sign_x * scaled(_inputs(dtype), x)[None, :] + sign_c * scaled(values, c)[:, None]
+    raw = scaled(_inputs(dtype), x, sign_x)[None, :] + scaled(values, c, sign_c)[:, None]
     out = rounding_divide_by_pot(srdhm32(raw, mo), -so) + y[1] - stored_offset(dtype)
     return np.clip(out, *bounds)
 

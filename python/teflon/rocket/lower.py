@@ -8,7 +8,7 @@ width = the contiguous TFLite W (dims[2]), rows = TFLite H (dims[1]); see docs/h
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from itertools import count
 from typing import TYPE_CHECKING
@@ -371,10 +371,12 @@ def _check_activation(act: str, dtype: str, sy: np.float32, zy: int, clamp: bool
     return lo, hi
 
 
-def add_fusion(graph: Graph, add: Operation, convs: dict[int, RocketConv]) -> tuple[RocketConv, int]:
+def add_fusion(graph: Graph, add: Operation, convs: dict[int, RocketConv],
+               fusable: Callable[[RocketConv], bool] | None = None) -> tuple[RocketConv, int]:
     """(the convolution whose output the ADD consumes, the ADD's other input) or LoweringError(reason).
 
-    `convs`: the convolutions that run on the NPU, by output tensor. The fused operation runs at the ADD's
+    `convs`: the convolutions that run on the NPU, by output tensor; `fusable`: the generation's own refusal of a
+    convolution to fuse into (rk3576: a layer split into channel groups), the same in its support decision. The fused operation runs at the ADD's
     position, so the other input (a partition input or an earlier operation's output) is ready by then; the
     convolution's own output must feed nothing but the ADD, since it is never written. A SUB (a - b) fuses only
     into the convolution producing a: the operand b enters with a negative scale."""
@@ -402,6 +404,10 @@ def add_fusion(graph: Graph, add: Operation, convs: dict[int, RocketConv]) -> tu
             continue
         if conv.ew is not None:
             why = f"node {conv.nodes[0]} already has a fused ADD or SUB"
+        elif conv.cvt is not None:  # a fitted OUT_CVT (const_elementwise.py): its output requantization is fixed
+            why = f"node {conv.nodes[0]}'s requantization is fitted to its own output"
+        elif fusable is not None and not fusable(conv):
+            why = f"node {conv.nodes[0]} runs as channel groups"
         elif len([op for op in graph.consumers(first.index) if op.index != add.index]) or \
                 add.inputs.count(first.index) != 1:
             why = f"tensor {first.index} (output of node {conv.nodes[0]}) is also used outside the {kind}"
@@ -452,7 +458,8 @@ def fuse_add(graph: Graph, add: Operation, conv: RocketConv, other: int) -> Rock
 def synthetic_tensor(graph: Graph, node: int, slot: int) -> int:
     """A tensor index no graph tensor uses, the same for every compile of the graph: one per (node, slot), for the
     intermediate tensors and views an operation lowers to (pool.py, flat_pool.py, rk3576/groups.py)."""
-    return max(graph.tensors, default=-1) + 1 + node + len(graph.operations) * slot
+    stride = max((op.index for op in graph.operations), default=-1) + 1  # node indices are execution-plan ids
+    return max(graph.tensors, default=-1) + 1 + node + stride * slot
 
 
 def synthetic_ids(graph: Graph, node: int) -> Iterator[int]:
@@ -461,7 +468,8 @@ def synthetic_ids(graph: Graph, node: int) -> Iterator[int]:
 
 
 def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, unary: bool = False,
-                    clamp: bool = False, outputs: list[int] | None = None
+                    clamp: bool = False, outputs: list[int] | None = None,
+                    fusable: Callable[[RocketConv], bool] | None = None
                     ) -> list[RocketConv | RocketPool | list[RocketView]]:
     """Lower the partition's nodes into rocket operations (convolutions, pools; a view node into its views,
     views.py; with `unary`, a table op into a RocketUnary, unary_lower.py; `clamp`: fused RELU/RELU6 through the
@@ -500,7 +508,7 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, u
         elif op.kind in POOL_KINDS:
             others.extend(lower_pool_ops(graph, op))
         elif op.kind in ELEMENTWISE_FUSED:
-            conv, other = add_fusion(graph, op, by_output)
+            conv, other = add_fusion(graph, op, by_output, fusable)
             if conv.nodes and outputs is not None and conv.output_tensor in outputs:
                 raise LoweringError(f"tensor {conv.output_tensor} feeds a fused ADD and is a partition output")
             if conv.nodes:  # a copy (identity_add.py) replaces no convolution

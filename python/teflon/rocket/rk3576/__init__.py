@@ -31,9 +31,9 @@ def compile(regmap: RegMap, device: str, graph: Graph, nodes: list[int], inputs:
             mesa_compat: bool = False) -> Program:
     from ..lower import lower_partition
     from .encoder import compile_ops
-    from .groups import expand
+    from .groups import expand, grouped
 
     del mesa_compat  # nothing to be compatible with
-    return compile_ops(regmap, device,
-                       expand(graph, lower_partition(graph, nodes, per_channel=True, clamp=True, outputs=outputs)),  # type: ignore[arg-type]
-                       inputs, outputs, graph)
+    ops = lower_partition(graph, nodes, per_channel=True, clamp=True, outputs=outputs,
+                          fusable=lambda c: not grouped(c))
+    return compile_ops(regmap, device, expand(graph, ops), inputs, outputs, graph)  # type: ignore[arg-type]

@@ -93,6 +93,18 @@ def split_channels(c: RocketConv, ids: Iterator[int]) -> list[RocketConv | list[
     return [views, *parts]
 
 
+def grouped(c: RocketConv) -> bool:
+    """A per-channel layer whose scales do not fit one multiplier: it runs as channel groups, and no ADD fuses into
+    it (the support decision and lower_partition both ask this)."""
+    if c.w_scales is None:
+        return False
+    try:
+        coefficients(c)
+    except ScaleSpreadError:
+        return True
+    return False
+
+
 def expand(graph: Graph, ops: list[object]) -> list[object]:
     """`ops` (lower_partition's) with every per-channel layer whose scales do not fit one multiplier replaced by
     its channel groups."""

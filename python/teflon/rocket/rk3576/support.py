@@ -20,7 +20,7 @@ from ..pool import POOL_KINDS
 from ..stream import EncodeError
 from ..views import VIEW_KINDS, claims
 from .encoder import encode_layer, pool_streams
-from .groups import split_channels
+from .groups import grouped, split_channels
 
 # A conv with at most 4 input channels (an RGB/RGBA image) could use Rockchip's ARGB first-layer sub-encoding
 # (CONV_MODE 6, CORE 0x3018 = 0x10000081). Its weight byte order and CVT arithmetic are not pinned down by
@@ -39,7 +39,8 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if op.kind in ELEMENTWISE_FUSED and not is_conv_like(graph, op):  # SUB: the vendor's Sub programs use the add with a negative scale
             # a host-written operand's pitch (the pitch does not change which values fit)
             out[op.index] = claim_fused_add(graph, op, by_output, lambda fused, _: encode_layer(
-                regmap, fused, fused.in_h * fused.in_w, graph, ew_plane=fused.out_h * fused.out_w))  # type: ignore[func-returns-value]
+                regmap, fused, fused.in_h * fused.in_w, graph, ew_plane=fused.out_h * fused.out_w),  # type: ignore[func-returns-value]
+                lambda c: not grouped(c))
             continue
         if op.kind in POOL_KINDS:
             out[op.index] = claim_pool(graph, op, lambda p: pool_streams(regmap, p, p.in_h * p.in_w),
