@@ -22,7 +22,7 @@ import numpy as np
 from ..fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, rounding_divide_by_pot, srdhm32
 from ..ir import Graph, Operation, Tensor
 from .identity_add import COPY_WEIGHT
-from .lower import LoweringError, RocketConv, _check_activation, _quant, _stored, stored_offset
+from .lower import LoweringError, RocketConv, _check_activation, _quant, _stored, quantized, stored_offset
 from .pool import channel_biases, cvt_pairs
 
 CONST_KINDS = ("MUL", "ADD", "SUB")
@@ -199,7 +199,7 @@ def lower_const_elementwise(graph: Graph, op: Operation, per_channel: bool = Fal
                             "docs/hardware/rocket.md)")
     # stored weights ws = w + zws inside int8 with one zero point zws (the weights span at most 255)
     w_zp = int(np.clip(0, -128 - plan.weights.min(), 127 - plan.weights.max()))
-    wq = (plan.weights + w_zp + off).astype(x.dtype).reshape(1, 1, 1, ch)
+    wq = quantized(plan.weights + w_zp, x.dtype).reshape(1, 1, 1, ch)
     # bias b + zxs·w: the encoder folds -zxs·w in (bias_table), leaving v = w·xs + b
     bias = (plan.biases + (zx - off) * plan.weights).astype(np.int32)
     return RocketConv(

@@ -24,7 +24,7 @@ import numpy as np
 from ..ir import Graph, Operation
 from .assemble import TensorInfo
 from .geometry import FEATURE_ATOM
-from .lower import LoweringError, RocketConv, _quant, stored_offset, synthetic_ids
+from .lower import LoweringError, RocketConv, _quant, quantized, synthetic_ids
 from .views import RocketView
 
 FLAT_KINDS = ("AVERAGE_POOL_2D", "MEAN")
@@ -46,7 +46,7 @@ def plane_weights(channels: int, pixels: int, g: int, dtype: str) -> tuple[np.nd
     o = np.arange(channels)
     w[o, :, o] = g
     w = w.reshape(channels, 1, 1, pixels * FEATURE_ATOM)
-    return w, (w.astype(np.int16) + stored_offset(dtype)).astype(dtype)
+    return w, quantized(w, dtype)
 
 
 def flat_average_ops(graph: Graph, op: Operation, pool: object) -> list[RocketConv | list[RocketView]]:

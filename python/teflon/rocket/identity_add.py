@@ -18,7 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..ir import Graph, Operation
-from .lower import LoweringError, RocketConv, _quant, stored_offset
+from .lower import LoweringError, RocketConv, _quant, quantized, stored_offset
 
 # The copy's weight: the largest stored int8 weight a uint8 weight byte (g + 128) can hold. The converted operand's
 # rounding is then within 1/254 of the first input's LSB.
@@ -43,7 +43,7 @@ def identity_conv(graph: Graph, tensor: int) -> RocketConv:
         in_h=h, in_w=w, in_c=c, out_h=h, out_w=w, out_c=c, kh=1, kw=1, stride=1,
         pad_top=0, pad_bottom=0, pad_left=0, pad_right=0, depthwise=True, in_zp=zx - off, out_zp=zx - off,
         w_zp=0, in_scale=sx, out_scale=sx, w_scale=np.float32(1.0 / COPY_WEIGHT), weights=weights,
-        weights_q=(weights.astype(np.int16) + off).astype(x.dtype), bias=np.zeros(c, np.int32))
+        weights_q=quantized(weights, x.dtype), bias=np.zeros(c, np.int32))
 
 
 def copy_conv(graph: Graph, tensor: int, out: int, node: int, channel0: int) -> RocketConv:
@@ -51,10 +51,9 @@ def copy_conv(graph: Graph, tensor: int, out: int, node: int, channel0: int) -> 
     the node's channels from `channel0` on (its key among the node's operations: the encoders memoize by it): weight
     1, so the accumulator is x - zx and OUT_CVT's scale is exactly 1 (2^14 / 2^14), plus the zero point."""
     c = identity_conv(graph, tensor)
-    off = stored_offset(c.dtype)
     weights = np.ones_like(c.weights)
     return replace(c, nodes=[node], output_tensor=out, channel0=channel0, w_scale=np.float32(1.0), weights=weights,
-                   weights_q=(weights.astype(np.int16) + off).astype(c.dtype))
+                   weights_q=quantized(weights, c.dtype))
 
 
 def identity_fusion(graph: Graph, add: Operation) -> tuple[RocketConv, int]:

@@ -262,6 +262,11 @@ def _stored(wq: np.ndarray, off: int) -> np.ndarray:
     return (wq ^ np.uint8(0x80)).view(np.int8) if off else wq.view(np.int8)
 
 
+def quantized(stored: np.ndarray, dtype: str) -> np.ndarray:
+    """The inverse of _stored: stored int8 weights (w - the stored zero point) as the quantized bytes of `dtype`."""
+    return (stored.astype(np.int16) + stored_offset(dtype)).astype(dtype)
+
+
 def _bias(b: Tensor | None, oc: int) -> np.ndarray:
     if b is None:
         return np.zeros(oc, np.int32)
@@ -502,9 +507,7 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, u
                 raise LoweringError(f"PAD (node {n}) folded into node {reader[0].index if reader else '?'}: its "
                                     "output must not leave the partition")
         elif op.kind in VIEW_KINDS:
-            view_ops = lower_view_node(graph, op, placed)
-            others.append(view_ops[0])  # type: ignore[arg-type]
-            others.extend(view_ops[1:])  # type: ignore[arg-type]
+            others.extend(lower_view_node(graph, op, placed))  # type: ignore[arg-type]
         elif op.kind in POOL_KINDS:
             others.extend(lower_pool_ops(graph, op))
         elif op.kind in ELEMENTWISE_FUSED:

@@ -30,6 +30,7 @@ from .lower import (
     RocketConv,
     _check_activation,
     _quant,
+    quantized,
     same_pads,
     stored_offset,
     synthetic_tensor,
@@ -382,7 +383,7 @@ def _constant_depthwise(p: RocketPool, kh: int, kw: int, sh: int, sw: int, weigh
     sh / sw, no padding) whose weights are all w - zw = weight (stored weight zero point 0), with one bias."""
     c = p.in_c
     weights = np.full((1, kh, kw, c), weight, np.int8)
-    weights_q = (weights.astype(np.int16) + stored_offset(p.dtype)).astype(p.dtype)
+    weights_q = quantized(weights, p.dtype)
     return RocketConv(
         nodes=list(p.nodes), kind="DEPTHWISE_CONV_2D", input_tensor=p.input_tensor, output_tensor=p.output_tensor,
         dtype=p.dtype, in_h=p.in_h, in_w=p.in_w, in_c=c, out_h=p.out_h, out_w=p.out_w, out_c=c, kh=kh, kw=kw,

@@ -224,7 +224,7 @@ def lower_view_node(graph: Graph, op: Operation, placed: dict[int, RocketView]) 
     for v in views:
         if v.view in copies:
             t = next(ids)  # the part's plane in the whole, written by the copy
-            out_views.append(RocketView(v.nodes, v.kind, v.holder, t, v.plane, v.info, v.holder_info))
+            out_views.append(replace(v, view=t))
             convs.append(copy_conv(graph, v.view, t, op.index, v.plane * FEATURE_ATOM))
         else:
             out_views.append(v)

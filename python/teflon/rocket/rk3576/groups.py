@@ -110,13 +110,10 @@ def expand(graph: Graph, ops: list[object]) -> list[object]:
     its channel groups."""
     out: list[object] = []
     for op in ops:
-        if isinstance(op, RocketConv) and op.w_scales is not None:
-            try:
-                coefficients(op)
-            except ScaleSpreadError:
-                if op.ew is not None:  # the support decision never fuses an ADD into a grouped layer
-                    raise EncodeError(f"node {op.nodes[0]}: a fused ADD into a layer split into channel groups")
-                out.extend(split_channels(op, synthetic_ids(graph, op.nodes[-1])))
-                continue
+        if isinstance(op, RocketConv) and grouped(op):
+            if op.ew is not None:  # the support decision never fuses an ADD into a grouped layer
+                raise EncodeError(f"node {op.nodes[0]}: a fused ADD into a layer split into channel groups")
+            out.extend(split_channels(op, synthetic_ids(graph, op.nodes[-1])))
+            continue
         out.append(op)
     return out
