@@ -656,7 +656,7 @@ def total_macs(cases: Iterable[ConvCase | AddCase | PoolCase]) -> int:
 
 # Slow-sweep cases whose outputs differ from TFLite on more than 0.5 % of the elements (never by more than
 # 1 LSB) for a reason in the hardware's arithmetic, not in the encoder or the simulator: in every one an exact
-# integer model of the programmed DPU (accumulator, OUT_CVT scale/shift, round half up) equals the simulator's
+# integer model of the programmed DPU (accumulator, OUT_CVT scale/shift, round half to even) equals the simulator's
 # output. docs/hardware/rocket.md, "Requantization", explains both groups.
 _DOUBLE_ROUNDING = (  # fan-in 1-16, large M: TFLite's second rounding moves its threshold by 2^-(s+1)
     "conv2d-in112x112x1-oc1-k1-s1-same-i8", "conv2d-in112x112x1-oc1-k1-s1-valid-u8-wzp74",

@@ -315,7 +315,8 @@ static inline void dot2x4(const int16_t *restrict x0, const int16_t *restrict x1
 struct post {
     int trunc, shift, mul_shift_pos, mul_shift_neg;
     int64_t tround;  /* CLIP_TRUNCATE rounding */
-    int64_t pre;     /* OUT_CVT rounding, plus OUT_CVT_OFFSET << shift when that fits (shift <= 31: exact) */
+    int64_t pre;     /* OUT_CVT rounding (ties to even: rkt_requantize), plus OUT_CVT_OFFSET << shift when that fits
+                      * (shift <= 31: exact) */
     int64_t post;    /* OUT_CVT_OFFSET when not folded into pre */
     int64_t lo, hi;  /* the DPU clamp after the multiplier (INT32_MIN, INT32_MAX when off) */
     int64_t scale;
@@ -332,7 +333,7 @@ static struct post post_of(const struct rkt_conv_task *t)
     p.tround = p.trunc ? (int64_t)1 << (p.trunc - 1) : 0;
     p.lo = t->clamp ? t->clamp_lo : INT32_MIN;
     p.hi = t->clamp ? t->clamp_hi : INT32_MAX;
-    p.pre = p.shift ? (int64_t)1 << (p.shift - 1) : 0;
+    p.pre = p.shift ? ((int64_t)1 << (p.shift - 1)) - 1 : 0;
     if (p.shift <= 31)
         p.pre += (int64_t)t->out_offset * ((int64_t)1 << p.shift);
     else

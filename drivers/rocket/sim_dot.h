@@ -96,12 +96,21 @@ static inline int64_t rkt_max64(int64_t a, int64_t b)
     return a > b ? a : b;
 }
 
-/* DPU EW: a stored int8 operand converted, (e + offset) * scale >> shift with the shift rounding half up
- * [INFERRED, as OUT_CVT]. |e + offset| < 2^32 and |scale| <= 2^15 keep the product inside int64. */
+/* x / 2^s rounded to nearest with ties to even, x itself for s = 0: OUT_CVT's shift with CVT_ROUND 0 and the BS
+ * multiplier's shift, both measured on RK3588 and RK3576 by a third party (docs/hardware/rocket.md "OUT_CVT's tie
+ * rule"). Written as floor((x + 2^(s-1) - 1 + q0) / 2^s), q0 the parity of floor(x / 2^s): the SIMD datapaths
+ * use the same form. |x| < 2^62. */
+static inline int64_t rkt_shift_even(int64_t x, int s)
+{
+    return s ? (x + ((int64_t)1 << (s - 1)) - 1 + ((x >> s) & 1)) >> s : x;
+}
+
+/* DPU EW: a stored int8 operand converted, (e + offset) * scale >> shift with the shift rounding ties to even
+ * [INFERRED: as OUT_CVT and the BS multiplier, the converters that were measured]. |e + offset| < 2^32 and
+ * |scale| <= 2^15 keep the product inside int64. */
 static inline int64_t rkt_ew_convert(int8_t e, int64_t offset, int64_t scale, int shift)
 {
-    const int64_t m = ((int64_t)e + offset) * scale;
-    return shift ? (m + ((int64_t)1 << (shift - 1))) >> shift : m;
+    return rkt_shift_even(((int64_t)e + offset) * scale, shift);
 }
 
 /* The converted EW operand of pixel p, channel k of the row `q` describes; 0 with the EW stage bypassed. */
@@ -121,11 +130,13 @@ static inline int64_t rkt_sat32(int64_t v)
 /* CLIP_TRUNCATE -> DPU BS bias -> BS multiplier -> BS clamp -> EW -> OUT_CVT of one channel's CORE value (MAC
  * sum + OW term), shared by the reference and the fast datapath (NVDLA SDP order: the BS stage's ReLU before the
  * EW stage). `lo`/`hi`: the clamp (INT32_MIN/INT32_MAX when off). `ew`: the converted element-wise operand (0 when
- * the EW stage is bypassed), added with 32-bit saturation [INFERRED, as the other DPU stages]. The BS multiplier: the bias-added value times the channel's
- * multiplier, shifted right by the shift selected by the value's sign, rounding half up, saturated to 32 bits;
- * the operands and the sign selection are [R76-GREG]; the rounding, the saturation and taking the sign before
- * the multiplication are [INFERRED] (docs/hardware/rocket-rk3576-sim.md). |v * scale| < 2^47, so every shift up
- * to 63 stays in int64. */
+ * the EW stage is bypassed), added with 32-bit saturation [INFERRED, as the other DPU stages]. The BS multiplier: the
+ * bias-added value times the channel's multiplier, held wide, shifted right by the shift selected by the
+ * product's sign, rounding ties to even, saturated to 32 bits (measured by a third party on both SoCs:
+ * docs/hardware/rocket.md "Per-channel weights").
+ * OUT_CVT: (v * scale) >> shift rounding ties to even (CVT_ROUND 0, measured), then the offset: `pre` is
+ * 2^(shift-1) - 1 (0 for shift 0) plus the offset times 2^shift when the caller folds it in, `post` the offset
+ * otherwise. |v * scale| < 2^47, so every shift up to 63 stays in int64. */
 static inline int8_t rkt_requantize(int trunc, int64_t tround, int32_t bias, int has_mul, int64_t mul,
                                     int mul_shift_pos, int mul_shift_neg, int64_t lo, int64_t hi, int64_t scale,
                                     int64_t pre, int shift, int64_t post, int64_t core, int64_t ew,
@@ -133,15 +144,16 @@ static inline int8_t rkt_requantize(int trunc, int64_t tround, int32_t bias, int
 {
     int64_t v = rkt_sat32(((core + tround) >> trunc) + bias);
     if (has_mul) {
-        const int s = v >= 0 ? mul_shift_pos : mul_shift_neg;
         const int64_t m = v * mul;
-        v = rkt_sat32(s ? (m + ((int64_t)1 << (s - 1))) >> s : m);
+        v = rkt_sat32(rkt_shift_even(m, m >= 0 ? mul_shift_pos : mul_shift_neg));
     }
     v = rkt_max64(rkt_min64(v, hi), lo); /* the DPU clamp (ReLU / ReLUX); a no-op at INT32_MIN, INT32_MAX */
     v = rkt_sat32(v + ew);
     if (lut) /* the LUT is the EW stage, between BN and OUT_CVT [R76-USR] */
         v = rkt_lut_apply(lut, v);
-    return (int8_t)rkt_max64(rkt_min64(((v * scale + pre) >> shift) + post, 127), -128);
+    const int64_t m = v * scale;
+    const int64_t q = (m + pre + (shift ? (m >> shift) & 1 : 0)) >> shift;
+    return (int8_t)rkt_max64(rkt_min64(q + post, 127), -128);
 }
 
 struct rkt_dot_ops {

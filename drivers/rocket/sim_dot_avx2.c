@@ -69,18 +69,26 @@ static inline __m256i clamp64(__m256i v, __m256i lo, __m256i hi)
 }
 
 struct rq2 {
-    __m256i scale, pre, post, lo8, hi8, lo32, hi32, mrnd, bias, unbias, mbias, munbias;
+    __m256i scale, pre, post, lo8, hi8, lo32, hi32, mrnd, bias, unbias, mbias, munbias, par, mpar;
     __m128i trunc, shift, mshift;
 };
+
+/* rkt_shift_even of m by s on |m| < 2^47: floor((m + rnd + parity of floor(m / 2^s)) / 2^s), rnd = 2^(s-1) - 1
+ * (plus any folded offset); `par` is 1 in every lane, or 0 for s = 0 (no rounding). */
+static inline __m256i shift_even4(__m256i m, __m256i rnd, __m256i par, __m128i s, __m256i bias, __m256i unbias)
+{
+    const __m256i q0 = _mm256_and_si256(sra64(m, s, bias, unbias), par);
+    return sra64(_mm256_add_epi64(m, _mm256_add_epi64(rnd, q0)), s, bias, unbias);
+}
 
 /* The stages after the bias on 4 int64 lanes holding int32 values (rkt_requantize lane by lane). */
 static inline __m256i tail4(const struct rq2 *r, __m256i v, __m256i mul, int with_mul)
 {
     if (with_mul) /* |v * mul| < 2^46 */
-        v = clamp64(sra64(_mm256_add_epi64(_mm256_mul_epi32(v, mul), r->mrnd), r->mshift, r->mbias, r->munbias),
+        v = clamp64(shift_even4(_mm256_mul_epi32(v, mul), r->mrnd, r->mpar, r->mshift, r->mbias, r->munbias),
                     r->lo32, r->hi32);
     /* |v * scale| < 2^47, |pre| < 2^47 (checked): the sum stays below 2^48 */
-    const __m256i o = sra64(_mm256_add_epi64(_mm256_mul_epi32(v, r->scale), r->pre), r->shift, r->bias, r->unbias);
+    const __m256i o = shift_even4(_mm256_mul_epi32(v, r->scale), r->pre, r->par, r->shift, r->bias, r->unbias);
     return clamp64(_mm256_add_epi64(o, r->post), r->lo8, r->hi8);
 }
 
@@ -97,9 +105,10 @@ static void requant_avx2(const struct rkt_requant *q, const int32_t *acc, size_t
     const struct rq2 r = {
         .scale = _mm256_set1_epi64x(q->scale), .pre = _mm256_set1_epi64x(q->pre), .post = _mm256_set1_epi64x(q->post),
         .lo8 = _mm256_set1_epi64x(-128), .hi8 = _mm256_set1_epi64x(127), .lo32 = _mm256_set1_epi64x(INT32_MIN),
-        .hi32 = _mm256_set1_epi64x(INT32_MAX), .mrnd = _mm256_set1_epi64x(sp ? (int64_t)1 << (sp - 1) : 0),
+        .hi32 = _mm256_set1_epi64x(INT32_MAX), .mrnd = _mm256_set1_epi64x(sp ? ((int64_t)1 << (sp - 1)) - 1 : 0),
         .bias = _mm256_set1_epi64x((int64_t)1 << 48), .unbias = _mm256_set1_epi64x((int64_t)1 << (48 - q->shift)),
         .mbias = _mm256_set1_epi64x((int64_t)1 << 48), .munbias = _mm256_set1_epi64x((int64_t)1 << (48 - sp)),
+        .par = _mm256_set1_epi64x(q->shift != 0), .mpar = _mm256_set1_epi64x(sp != 0),
         .trunc = _mm_cvtsi32_si128(q->trunc), .shift = _mm_cvtsi32_si128(q->shift), .mshift = _mm_cvtsi32_si128(sp)};
     for (int sf = 0; sf < nsurf; sf++) {
         const int k = sf * 16;

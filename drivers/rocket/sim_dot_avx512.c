@@ -166,7 +166,7 @@ static void depthwise_avx512(const uint8_t *x, size_t xstep, size_t xrow, const 
 /* The task's constants of rkt_requantize as vectors, loaded once: the output stores may alias anything, so
  * nothing would stay in registers if read through `q` inside the loops. */
 struct rq {
-    __m512i tround, scale, pre, post, lo32, hi32, lo8, hi8, shp, shn, rndp, rndn;
+    __m512i tround, scale, pre, post, lo32, hi32, lo8, hi8, shp, shn, rndp, rndn, par, parp, parn;
     __m128i trunc, shift, mshift;
     int one_shift;
 };
@@ -177,17 +177,23 @@ static inline __m128i requant_tail(const struct rq *r, __m512i v, __m512i mul, i
 {
     if (with_mul) {
         const __m512i m = _mm512_mul_epi32(v, mul);
+        /* rkt_shift_even: floor((m + 2^(s-1) - 1 + parity of floor(m / 2^s)) / 2^s) */
         if (r->one_shift) { /* one shift for both signs: the encoders' case */
-            v = _mm512_sra_epi64(_mm512_add_epi64(m, r->rndp), r->mshift);
+            const __m512i q0 = _mm512_and_si512(_mm512_sra_epi64(m, r->mshift), r->parp);
+            v = _mm512_sra_epi64(_mm512_add_epi64(m, _mm512_add_epi64(r->rndp, q0)), r->mshift);
         } else {
-            const __mmask8 neg = _mm512_cmplt_epi64_mask(v, _mm512_setzero_si512());
-            v = _mm512_srav_epi64(_mm512_add_epi64(m, _mm512_mask_blend_epi64(neg, r->rndp, r->rndn)),
-                                  _mm512_mask_blend_epi64(neg, r->shp, r->shn));
+            const __mmask8 neg = _mm512_cmplt_epi64_mask(m, _mm512_setzero_si512()); /* the product's sign */
+            const __m512i sh = _mm512_mask_blend_epi64(neg, r->shp, r->shn);
+            const __m512i q0 = _mm512_and_si512(_mm512_srav_epi64(m, sh), _mm512_mask_blend_epi64(neg, r->parp, r->parn));
+            v = _mm512_srav_epi64(_mm512_add_epi64(m, _mm512_add_epi64(_mm512_mask_blend_epi64(neg, r->rndp, r->rndn), q0)),
+                                  sh);
         }
         v = _mm512_max_epi64(_mm512_min_epi64(v, r->hi32), r->lo32);
     }
     /* |v| < 2^31 and scale < 2^16: the signed 32 x 32 -> 64 product is exact */
-    __m512i o = _mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(v, r->scale), r->pre), r->shift);
+    const __m512i m = _mm512_mul_epi32(v, r->scale);
+    const __m512i q0 = _mm512_and_si512(_mm512_sra_epi64(m, r->shift), r->par); /* ties to even, as above */
+    __m512i o = _mm512_sra_epi64(_mm512_add_epi64(m, _mm512_add_epi64(r->pre, q0)), r->shift);
     o = _mm512_add_epi64(o, r->post);
     return _mm512_cvtepi64_epi8(_mm512_max_epi64(_mm512_min_epi64(o, r->hi8), r->lo8));
 }
@@ -241,8 +247,9 @@ static inline void requant_rows(const struct rkt_requant *q, const int32_t *acc,
         .tround = _mm512_set1_epi64(q->tround), .scale = _mm512_set1_epi64(q->scale), .pre = _mm512_set1_epi64(q->pre),
         .post = _mm512_set1_epi64(q->post), .lo32 = _mm512_set1_epi64(INT32_MIN), .hi32 = _mm512_set1_epi64(INT32_MAX),
         .lo8 = _mm512_set1_epi64(-128), .hi8 = _mm512_set1_epi64(127), .shp = _mm512_set1_epi64(sp),
-        .shn = _mm512_set1_epi64(sn), .rndp = _mm512_set1_epi64(sp ? (int64_t)1 << (sp - 1) : 0),
-        .rndn = _mm512_set1_epi64(sn ? (int64_t)1 << (sn - 1) : 0), .trunc = _mm_cvtsi32_si128(q->trunc),
+        .shn = _mm512_set1_epi64(sn), .rndp = _mm512_set1_epi64(sp ? ((int64_t)1 << (sp - 1)) - 1 : 0),
+        .rndn = _mm512_set1_epi64(sn ? ((int64_t)1 << (sn - 1)) - 1 : 0), .par = _mm512_set1_epi64(q->shift != 0),
+        .parp = _mm512_set1_epi64(sp != 0), .parn = _mm512_set1_epi64(sn != 0), .trunc = _mm_cvtsi32_si128(q->trunc),
         .shift = _mm_cvtsi32_si128(q->shift), .mshift = _mm_cvtsi32_si128(sp), .one_shift = sp == sn};
     /* channels past the computed ones are 0 [INFERRED] */
     const __mmask16 last = (__mmask16)(n % 16 ? (1u << (n % 16)) - 1 : 0xFFFFu);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "sim_dot.h"
 #include "sim_dpu.h"
 
 void rkt_lut_access_cfg(rkt_npu *n, uint32_t addr, int table, int write)
@@ -63,8 +64,7 @@ static int lut_map(rkt_npu *n, const struct rkt_dpu_task *t, int32_t x, int32_t 
 
 static int8_t out_cvt(const struct rkt_dpu_task *t, int32_t v)
 {
-    const int64_t round = t->out_shift ? (int64_t)1 << (t->out_shift - 1) : 0;
-    int64_t y = (((int64_t)v * t->out_scale + round) >> t->out_shift) + t->out_offset;
+    const int64_t y = rkt_shift_even((int64_t)v * t->out_scale, t->out_shift) + t->out_offset;
     return (int8_t)(y < -128 ? -128 : y > 127 ? 127 : y);
 }
 

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "sim_dot.h"
 #include "sim_npu_priv.h"
 
 #define ATOM 16 /* bytes (int8 channels) per feature atom: NC1HWC2 with C2 = 16 */
@@ -54,8 +55,11 @@ static void ppu_window(rkt_npu *n, struct ppu_task *p)
     p->rw = rkt_rd(n, RKT_PPU_RECIP_KERNEL_WIDTH);
     p->rh = rkt_rd(n, RKT_PPU_RECIP_KERNEL_HEIGHT);
     if (p->average) {
-        rkt_check(n, p->rw >= 1, RKT_PPU_RECIP_KERNEL_WIDTH, p->rw, "an average needs a reciprocal (2^16 / k)");
-        rkt_check(n, p->rh >= 1, RKT_PPU_RECIP_KERNEL_HEIGHT, p->rh, "an average needs a reciprocal (2^16 / k)");
+        /* floor(2^16 / k): the vendor's value, and the one the average's rounding was measured with (sim below) */
+        rkt_check(n, p->rw == 0x10000u / (uint32_t)p->kw, RKT_PPU_RECIP_KERNEL_WIDTH, p->rw,
+                  "an average: only floor(2^16 / kernel width), the measured reciprocal");
+        rkt_check(n, p->rh == 0x10000u / (uint32_t)p->kh, RKT_PPU_RECIP_KERNEL_HEIGHT, p->rh,
+                  "an average: only floor(2^16 / kernel height), the measured reciprocal");
     } else {
         rkt_check(n, p->rw == 0, RKT_PPU_RECIP_KERNEL_WIDTH, p->rw, "max pooling: only 0 (the vendor's value)");
         rkt_check(n, p->rh == 0, RKT_PPU_RECIP_KERNEL_HEIGHT, p->rh, "max pooling: only 0 (the vendor's value)");
@@ -111,8 +115,11 @@ static int8_t sat8(int64_t v)
 }
 
 /* One 16-channel surface. Max: the largest input or padding value of the window. Average (no padding): the
- * window sum times RECIP_W x RECIP_H, rounded to nearest (ties up) at 2^-32 [INFERRED: the TRM says the
- * reciprocals are 1/k x 2^16; where the PPU rounds is not documented], saturated to int8. */
+ * window sum times RECIP_W x RECIP_H, rounded to nearest with ties to even at 2^-32, saturated to int8. The
+ * third party's hardware sweeps of the int8 average (RK3588 and RK3576: 2x2 s2, 4x4 s4, 2x3 s1 with the vendor's
+ * reciprocals floor(2^16 / k)) fit this exactly: ties to even where the reciprocals are exact, toward zero where
+ * they fall short of 1/k; where windows are larger the product's rounding is [INFERRED] (docs/hardware/rocket.md
+ * §6a). */
 static void pool_surface(const struct ppu_task *p, const int8_t *in, int8_t *out)
 {
     const int64_t recip = (int64_t)p->rw * p->rh;
@@ -138,7 +145,7 @@ static void pool_surface(const struct ppu_task *p, const int8_t *in, int8_t *out
             }
             int8_t *o = out + ((size_t)oy * p->out_w + ox) * ATOM;
             for (int c = 0; c < ATOM; c++)
-                o[c] = sat8(p->average ? (acc[c] * recip + ((int64_t)1 << 31)) >> 32 : acc[c]);
+                o[c] = sat8(p->average ? rkt_shift_even(acc[c] * recip, 32) : acc[c]);
         }
     }
 }

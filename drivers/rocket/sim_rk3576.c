@@ -426,6 +426,8 @@ static void dpu(rkt_npu *n, struct rk3576_task *st)
     t->out_scale = F(osc, DPU_OUT_CVT_SCALE, OUT_CVT_SCALE);
     const uint32_t osh = rkt_rd(n, RK3576_DPU_OUT_CVT_SHIFT);
     t->out_shift = (int)F(osh, DPU_OUT_CVT_SHIFT, OUT_CVT_SHIFT);
+    rkt_check(n, osh == (uint32_t)t->out_shift, RK3576_DPU_OUT_CVT_SHIFT, osh,
+              "only CVT_ROUND 0 (ties to even, the rule the simulator models)");
     st->out_iova = rkt_rd(n, RK3576_DPU_DST_BASE_ADDR);
     st->surf_stride = rkt_rd(n, RK3576_DPU_DST_SURF_STRIDE);
     st->jump = rkt_rd(n, RK3576_DPU_SURFACE_ADD);

@@ -42,6 +42,7 @@ struct rk3588_task {
     int data_bank, weight_bank, weight_reuse;
     uint32_t in_iova, w_iova, out_iova, bias_iova;
     int bs_mul, bs_ow_stream;    /* BS MUL operand and OW operand from the BS stream (per-channel record) */
+    uint32_t data_format;        /* DPU DATA_FORMAT (its BS_MUL_SHIFT_VALUE_NEG) */
     uint64_t in_len, out_len;    /* device bytes the input and output span */
     int ew_on;                   /* the EW stage adds the ERDMA operand (Mesa's fused ADD) */
     uint32_t ew_src, ew_base, ew_stride, ew_notch; /* DPU_RDMA SRC_BASE, EW_BASE, EW_SURF_STRIDE, SURF_NOTCH */
@@ -243,7 +244,12 @@ static void dpu_cube(rkt_npu *n, struct rk3588_task *st)
     struct rkt_conv_geom *g = &st->t.g;
     rkt_want(n, RK3588_DPU_FEATURE_MODE_CFG, 0x1E4u | (g->depthwise ? 3u << RK3588_DPU_FEATURE_MODE_CFG__CONV_MODE__SHIFT : 0),
          "burst 15, output to memory, CONV_MODE matching CNA");
-    rkt_want(n, RK3588_DPU_DATA_FORMAT, 0, "int8 in/out/processing");
+    /* int8 in/out/processing (0); BS_MUL_SHIFT_VALUE_NEG is the BS multiplier's shift of negative products,
+     * checked with the multiplier (dpu_bs) */
+    st->data_format = rkt_rd(n, RK3588_DPU_DATA_FORMAT);
+    rkt_check(n, (st->data_format & ~(RK3588_DPU_DATA_FORMAT__BS_MUL_SHIFT_VALUE_NEG__MASK
+                                      << RK3588_DPU_DATA_FORMAT__BS_MUL_SHIFT_VALUE_NEG__SHIFT)) == 0,
+              RK3588_DPU_DATA_FORMAT, st->data_format, "int8 in/out/processing: only BS_MUL_SHIFT_VALUE_NEG set");
     rkt_want(n, RK3588_DPU_OFFSET_PEND, 0, "no pending offset");
     st->out_iova = rkt_rd(n, RK3588_DPU_DST_BASE_ADDR);
     t->out_surf_pitch = rkt_rd(n, RK3588_DPU_DST_SURF_STRIDE);
@@ -282,14 +288,21 @@ static void dpu_bs(rkt_npu *n, struct rk3588_task *st)
     rkt_want(n, RK3588_DPU_BS_ALU_CFG, 0, "ALU operand comes from memory");
     const uint32_t mc = rkt_rd(n, RK3588_DPU_BS_MUL_CFG);
     st->bs_mul = !mul_bypass;
+    /* the product's shift: BS_MUL_SHIFT_VALUE for a product >= 0, DATA_FORMAT.BS_MUL_SHIFT_VALUE_NEG for one < 0
+     * (third-party hardware sweep, docs/hardware/rocket.md "Per-channel weights") */
+    const uint32_t sh_neg = FLD(st->data_format, DPU_DATA_FORMAT, BS_MUL_SHIFT_VALUE_NEG);
     if (mul_bypass) {
         rkt_check(n, mc == 0, RK3588_DPU_BS_MUL_CFG, mc, "BS MUL bypassed: only 0");
+        rkt_check(n, sh_neg == 0, RK3588_DPU_DATA_FORMAT, st->data_format,
+                  "BS MUL bypassed: BS_MUL_SHIFT_VALUE_NEG only 0");
     } else {
         const uint32_t sh = FLD(mc, DPU_BS_MUL_CFG, BS_MUL_SHIFT_VALUE);
         rkt_check(n, mc == (1u | sh << RK3588_DPU_BS_MUL_CFG__BS_MUL_SHIFT_VALUE__SHIFT) && sh <= 48, RK3588_DPU_BS_MUL_CFG, mc,
               "BS MUL on: only the operand from memory (BS_MUL_SRC 1) with BS_MUL_SHIFT_VALUE <= 48 from the register "
               "(BS_TRUNCATE_SRC 0, BS_MUL_OPERAND 0)");
-        t->bs_shift_pos = t->bs_shift_neg = (int)sh;
+        rkt_check(n, sh_neg <= 48, RK3588_DPU_DATA_FORMAT, st->data_format, "BS_MUL_SHIFT_VALUE_NEG <= 48");
+        t->bs_shift_pos = (int)sh;
+        t->bs_shift_neg = (int)sh_neg;
     }
     const uint32_t cmp = rkt_rd(n, RK3588_DPU_BS_RELUX_CMP_VALUE);
     t->clamp = !relu_bypass;
@@ -346,7 +359,7 @@ static void dpu_stages(rkt_npu *n, struct rk3588_task *st)
     const uint32_t osh = rkt_rd(n, RK3588_DPU_OUT_CVT_SHIFT);
     t->out_shift = (int)FLD(osh, DPU_OUT_CVT_SHIFT, OUT_CVT_SHIFT);
     rkt_check(n, osh == (uint32_t)t->out_shift && t->out_shift <= 47, RK3588_DPU_OUT_CVT_SHIFT, osh,
-          "only OUT_CVT_SHIFT <= 47 with MINUS_EXP, CVT_ROUND and CVT_TYPE 0");
+          "only OUT_CVT_SHIFT <= 47 with MINUS_EXP, CVT_ROUND (0: ties to even) and CVT_TYPE 0");
     t->out_group_pitch = rkt_rd(n, RK3588_DPU_SURFACE_ADD);
     rkt_want(n, RK3588_DPU_UNDOC_40C4, 0, "undocumented register, only 0");
     for (uint32_t off = RK3588_DPU_LUT_ACCESS_CFG; off <= RK3588_DPU_LUT_LO_SLOPE_SHIFT; off += 4)
@@ -362,8 +375,8 @@ static void dpu_rdma(rkt_npu *n, struct rk3588_task *st)
     rkt_want(n, RK3588_DPU_RDMA_DATA_CUBE_HEIGHT, (uint32_t)t->out_h - 1, "must match the DPU cube height (EW_LINE_NOTCH_ADDR 0)");
     rkt_want(n, RK3588_DPU_RDMA_DATA_CUBE_CHANNEL, (uint32_t)t->oc - 1, "must match the DPU CHANNEL");
     const uint32_t dw_mode = g->depthwise ? 3u << RK3588_DPU_RDMA_FEATURE_MODE_CFG__CONV_MODE__SHIFT : 0;
-    /* BRDMA_DATA_USE: a bitmap of the operands in the BS stream [INFERRED]: 1 ALU (4-byte records), 7 ALU, MUL
-     * and OW (8-byte records int32 ALU, int16 OW, int16 MUL) */
+    /* BRDMA_DATA_USE: 1 a dense int32 bias per channel [MESA]; 7 ALU, OW and MUL operands in 64-byte groups of 8
+     * channels (map_memory; third-party hardware sweep, docs/hardware/rocket.md "Per-channel weights") */
     const uint32_t use = st->bs_mul && st->bs_ow_stream ? 7 : !st->bs_mul && !st->bs_ow_stream ? 1 : 0;
     const uint32_t brdma = rkt_rd(n, RK3588_DPU_RDMA_BRDMA_CFG);
     rkt_check(n, use && brdma == use << RK3588_DPU_RDMA_BRDMA_CFG__BRDMA_DATA_USE__SHIFT, RK3588_DPU_RDMA_BRDMA_CFG, brdma,
@@ -545,8 +558,11 @@ static int map_memory(rkt_npu *n, struct rk3588_task *st)
 {
     struct rkt_conv_task *t = &st->t;
     t->in = rkt_mem(n, RKT_DMA_EXTENT, "input (CNA_FEATURE_DATA_ADDR)", st->in_iova, st->in_len);
-    const size_t rec = st->bs_mul ? 8 : 4; /* BS stream record per output channel */
-    const uint8_t *bias = rkt_mem(n, RKT_DMA_BIAS, "bias table (DPU_RDMA_BS_BASE_ADDR)", st->bias_iova, rec * (uint64_t)t->oc_real);
+    /* the BS stream: int32 biases, or with the multiplier 64-byte groups of 8 channels, int32 A[8] at 0, int16 OW[8]
+     * at 32, int16 MUL[8] at 48 */
+    const int grouped = st->bs_mul;
+    const uint64_t len = grouped ? 64 * (((uint64_t)t->oc_real + 7) / 8) : 4 * (uint64_t)t->oc_real;
+    const uint8_t *bias = rkt_mem(n, RKT_DMA_BIAS, "bias table (DPU_RDMA_BS_BASE_ADDR)", st->bias_iova, len);
     t->out = rkt_mem(n, RKT_DMA_EXTENT, "output (DPU_DST_BASE_ADDR)", st->out_iova, st->out_len);
     if (n->bad)
         return -EINVAL;
@@ -555,16 +571,18 @@ static int map_memory(rkt_npu *n, struct rk3588_task *st)
     if (rkt_tables_reserve(n, (size_t)t->oc_real))
         return -ENOMEM;
     for (int k = 0; k < t->oc_real; k++) {
-        const uint8_t *b = bias + rec * (size_t)k;
+        const uint8_t *g = grouped ? bias + 64 * (size_t)(k / 8) : NULL;
+        const uint8_t *b = grouped ? g + 4 * (size_t)(k % 8) : bias + 4 * (size_t)k;
         n->bias[k] = (int32_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
-        if (rec == 8) {
-            n->ow[k] = (int16_t)(b[4] | b[5] << 8);
-            n->mul[k] = (int16_t)(b[6] | b[7] << 8);
+        if (grouped) {
+            const uint8_t *o = g + 32 + 2 * (size_t)(k % 8), *m = g + 48 + 2 * (size_t)(k % 8);
+            n->ow[k] = (int16_t)(o[0] | o[1] << 8);
+            n->mul[k] = (int16_t)(m[0] | m[1] << 8);
         }
     }
     t->bias = n->bias;
-    t->ow = rec == 8 ? n->ow : NULL;
-    t->bs_mul = rec == 8 ? n->mul : NULL;
+    t->ow = grouped ? n->ow : NULL;
+    t->bs_mul = grouped ? n->mul : NULL;
     return 0;
 }
 

@@ -23,6 +23,7 @@ import numpy as np
 from conftest import shared_path
 from teflon.program import LAYOUT_NC1HWC2, LAYOUT_ROWS, Buffer, IOBinding, Job, Program, Task
 from teflon.rocket.assemble import regcmd_reloc
+from teflon.rocket.rounding import shift_even
 
 SHARED = shared_path() or Path("/nonexistent/shared")
 GOLDEN = SHARED / "golden" / "rocket-rk3588"
@@ -210,7 +211,7 @@ def compare(ref: np.ndarray, out: np.ndarray) -> tuple[float, int]:
 def hardware_model(d: dict[str, Any], x: np.ndarray, ow_op: int | None = None) -> np.ndarray:
     """The simulator's documented datapath (docs/hardware/rocket-sim.md §3) in numpy, for a single-task
     NC1HWC2 golden stream: stored int8 features and weights, Σx·w + BS_OW_OP·Σx, CLIP_TRUNCATE (round half
-    up), + bias table, OUT_CVT (round half up), clamp. Register values come from the stream itself."""
+    up), + bias table, OUT_CVT (round half to even), clamp. Register values come from the stream itself."""
     p = d["params"]
     op = d["outputs"]["operations"][0]
     regs = {w & 0xFFFF: (w >> 16) & 0xFFFFFFFF for w in (int(v, 16) for v in op["tasks"][0]["regcmd"])}
@@ -243,5 +244,5 @@ def hardware_model(d: dict[str, Any], x: np.ndarray, ow_op: int | None = None) -
     if trunc:
         core = (core + (1 << (trunc - 1))) >> trunc
     v = np.clip(core + bias, -(1 << 31), (1 << 31) - 1)
-    q = ((v * scale + (1 << (shift - 1))) >> shift) + offset
+    q = shift_even(v * scale, shift) + offset
     return (np.clip(q, -128, 127) + 128).astype(np.uint8).reshape(1, oh, oww, -1)

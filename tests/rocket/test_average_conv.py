@@ -39,7 +39,7 @@ def _unit_weight_exact(n: int, dtype: str) -> bool:
 @pytest.mark.parametrize(("kernel", "dtype", "weight"), [
     ((6, 6), "uint8", 2),  # an even count that is not a power of two: a tie of either sign needs a half-step bias
     ((2, 3), "uint8", 2),
-    ((4, 4), "uint8", 1),  # a power of two: 2^shift / 16 is exact
+    ((4, 4), "uint8", 2),  # a power of two: 2^shift / 16 is exact, so ties are exact and OUT_CVT sends them to even
     ((5, 5), "uint8", 1),
     ((6, 6), "int8", 1),  # round half away from zero: a scale just above 1/n moves the negative ties
     ((2, 2), "int8", 1),
@@ -50,10 +50,13 @@ def test_weight_choice(kernel: tuple[int, int], dtype: str, weight: int) -> None
     assert _unit_weight_exact(kernel[0] * kernel[1], dtype) == (weight == 1)
 
 
-@pytest.mark.parametrize(("kernel", "dtype"), [((6, 6), "uint8"), ((2, 2), "int8"), ((4, 4), "int8")])
-def test_fallback_kernels_are_the_ppu_refusals(kernel: tuple[int, int], dtype: str) -> None:
-    """The square kernels the conv fallback serves: those the PPU's reciprocals cannot round."""
-    assert average_recips(*kernel, dtype) is None
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_fallback_kernels_are_the_ppu_refusals(dtype: str) -> None:
+    """The kernels the conv fallback serves: those the PPU's reciprocals cannot round, i.e. every even window count
+    (its exact ties go to even or toward zero on the PPU, up or away from zero in TFLite)."""
+    for kh in KERNELS:
+        for kw in KERNELS:
+            assert (average_recips(kh, kw, dtype) is None) == (kh * kw % 2 == 0), f"{kh}x{kw} {dtype}"
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int8"])

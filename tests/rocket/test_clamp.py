@@ -23,6 +23,7 @@ from teflon.modelgen import ConvCase, random_inputs
 from teflon.native import Device, Runner
 from teflon.rocket import target
 from teflon.rocket.requant import clamp_bound
+from teflon.rocket.rounding import shift_even
 
 from .graphs import conv_graph
 
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.usefixtures("delegate_library")
 
 
 def _r(u: np.ndarray, scale: int, shift: int) -> np.ndarray:
-    return (u * scale + ((1 << shift) >> 1)) >> shift
+    return shift_even(u * scale, shift)
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -7,8 +7,10 @@ the S_POINTERs, and for max pooling the seven padding values. Known differences,
 - SRC_SURF_STRIDE (0x7028): the vendor's input is a conv output with round4(IW·IH) planes; ours here is a graph input
   with IW·IH planes (equal when IW·IH is a multiple of 4);
 - average padding values: (j + 1) x the input zero point, and the modelgen zero point is not the vendor's;
-- the vendor's average capture is int8 2x2, which we leave on the CPU (docs/hardware/rocket.md §6a): its program is
-  compared with our uint8 2x2 average, whose geometry and mode words do not depend on the type.
+- the vendor's average capture is int8 2x2, an even window, which teflon runs as a depthwise convolution (the PPU
+  sends its exact ties to even or toward zero, TFLite away from zero: docs/hardware/rocket.md §6a): its program is
+  compared with the PPU task the encoder builds for that same pool (`_ppu_task_words`), the one the support decision
+  would emit had the rounding allowed it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ FILES = {
     "pool-max-in16x16x32-k3x3-s1-p1111-i8-afterconv__ru-max_c32_k3s1_16.json": PoolCase(16, 16, 32, 3, 1, "same",
                                                                                          "int8", op="max"),
     "pool-avg-in16x16x32-k2x2-s2-p0000-i8-afterconv__ru-avg_c32_k2s2_16.json": PoolCase(16, 16, 32, 2, 2, "valid",
-                                                                                         "uint8"),
+                                                                                         "int8"),
 }
 COMPARED = (
     "PPU_S_POINTER", "PPU_RDMA_S_POINTER", "PPU_DATA_CUBE_IN_WIDTH", "PPU_DATA_CUBE_IN_HEIGHT",
@@ -65,12 +67,28 @@ def _by_name(words: list[int]) -> dict[str, int]:
     return out
 
 
+def _ppu_task_words(graph: object) -> list[int]:
+    """The rk3576 encoder's PPU task for the graph's single pool, its reciprocals the vendor's floor(2^16 / k) (the
+    only ones the simulator accepts)."""
+    from teflon.rocket import target
+    from teflon.rocket.pool import RECIP_ONE, window_pool
+    from teflon.rocket.rk3576.encoder import pool_streams
+
+    pool = window_pool(graph, graph.operations[0])  # type: ignore[attr-defined]
+    pool.recip_w, pool.recip_h = RECIP_ONE // pool.kw, RECIP_ONE // pool.kh
+    return pool_streams(target("rk3576").regmap, pool, pool.in_h * pool.in_w)[0].words
+
+
 def _our_words(case: PoolCase) -> list[int]:
     from teflon import bridge, load_delegate
     from teflon.reference import make_interpreter
 
     with bridge.capture() as cap:
         make_interpreter(case.build(), [load_delegate(device="rk3576", sim="1")], reference=True)
+    if case.op == "avg" and case.filter % 2 == 0:  # an even window: the DPU's convolution runs it
+        graph, decisions = cap.support[0]
+        assert "depthwise" in decisions[graph.operations[0].index][1]
+        return _ppu_task_words(graph)
     assert len(cap.programs) == 1, f"{case} was not delegated"
     data = cap.programs[0][1].buffer("op0.regcmd").data or b""
     return list(struct.unpack(f"<{len(data) // 8}Q", data))

@@ -27,6 +27,7 @@ from teflon.modelgen import ConvCase, PoolCase
 from teflon.native import Device, NativeError, Runner
 from teflon.program import Program
 from teflon.rocket import target
+from teflon.rocket.rounding import shift_even
 
 from .graphs import conv_add_graph
 from .sim_golden import GOLDEN, VALUE_MASK, golden_program, load, random_input, task_words
@@ -461,7 +462,10 @@ _PC_RELU6 = ConvCase("conv2d", 14, 14, 16, 32, 3, 1, "same", "relu6", dtype="int
 _PC_DW_RELU = ConvCase("dwconv", 28, 28, 32, None, 3, 1, "same", "relu", dtype="int8", per_channel=True, output_zp=10)
 _U8_RELU6 = ConvCase("conv2d", 14, 14, 16, 32, 3, 1, "same", "relu6", dtype="uint8", output_zp=30, output_scale=0.06)
 _I8_DW_RELU = ConvCase("dwconv", 28, 28, 32, None, 3, 1, "same", "relu", dtype="int8", output_zp=10)
+_PC_PLAIN = ConvCase("conv2d", 14, 14, 16, 32, 3, 1, "same", dtype="int8", per_channel=True)
 BS_CASES = [  # (device, case, registers mutated)
+    # per-channel without a ReLU (which would hide negative products): DATA_FORMAT's BS_MUL_SHIFT_VALUE_NEG
+    ("rk3588", _PC_PLAIN, ("DPU_DATA_FORMAT", "DPU_BS_MUL_CFG")),
     ("rk3588", _PC_RELU6, BS_REGISTERS),  # per-channel direct, ReLUX
     ("rk3588", _PC_DW_RELU, BS_REGISTERS),  # per-channel depthwise, ReLU
     ("rk3588", _U8_RELU6, BS_REGISTERS),  # per-tensor, ReLUX
@@ -481,7 +485,7 @@ def _bs_dont_care(field: str, word: int, info: dict[str, Any]) -> str | None:
     x, x2 = int(clamp[1]), (word >> 16) & 0xFFFFFFFF
 
     def r(u: int) -> int:
-        return (u * scale + ((1 << shift) >> 1)) >> shift
+        return shift_even(u * scale, shift)
 
     return "bound moved inside its OUT_CVT step" if x2 < 1 << 31 and r(x2) == r(x) else None
 
@@ -543,13 +547,18 @@ def test_bs_stage_fields_are_read(device: str, case: ConvCase, registers: tuple[
             if r != "changed":
                 unread.append(f"CLAMP2/3_MAX both {hi // 2}: {r}")
         if device == "rk3588":
-            # the BS stream: per-tensor int32 bias; per-channel 8-byte records (int32 A, int16 OW, int16 MUL)
+            # the BS stream: per-tensor int32 bias; per-channel 64-byte groups of 8 channels (int32 A[8], int16 OW[8],
+            # int16 MUL[8]): the offsets of channel ch's operands (its int32 halves, OW, MUL)
             bias = prog.buffer("op0.bias").data or b""
-            rec = 8 if info["per_channel"] else 4
             for ch in (0, case.channels_out - 1):
-                for pos in ((0, 2, 4, 6) if rec == 8 else (0, 2)):
+                if info["per_channel"]:
+                    grp, j = 64 * (ch // 8), ch % 8
+                    offsets = (grp + 4 * j, grp + 4 * j + 2, grp + 32 + 2 * j, grp + 48 + 2 * j)
+                else:
+                    offsets = (4 * ch, 4 * ch + 2)
+                for pos in offsets:
                     data = bytearray(bias)
-                    data[rec * ch + pos + 1] ^= 0x01  # bit 8 of each operand: large enough to move an output
+                    data[pos + 1] ^= 0x01  # bit 8 of each operand: large enough to move an output
                     r = run("op0.bias", bytes(data))
                     counts[r] += 1
                     if r == "unchanged":

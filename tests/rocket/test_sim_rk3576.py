@@ -33,6 +33,7 @@ from fakesysfs import fake_rocket_sysfs as _sysfs
 from teflon.native import Device, NativeError, Runner
 from teflon.program import Buffer, IOBinding, Job, Program, Task
 from teflon.rocket.assemble import regcmd_reloc
+from teflon.rocket.rounding import shift_even
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = shared_path() or Path("/nonexistent/shared")
@@ -257,10 +258,10 @@ class Case:
         r = _regs(words or self.g.words[0])
         v = self._bias_added()
         sh = np.where(v >= 0, self.shift_word & 0x3F, (self.shift_word >> 8) & 0x3F)
-        u = np.clip((v * self.c + (1 << (sh - 1))) >> sh, -(1 << 31), (1 << 31) - 1)
+        u = np.clip(shift_even(v * self.c, sh), -(1 << 31), (1 << 31) - 1)
         scale, shift = r[0x40B0] & 0xFFFF, r[0x40B4] & 0x3F
         offset = int(np.int32(np.uint32(r[0x40AC])))
-        y = ((u * scale + (1 << (shift - 1))) >> shift) + offset
+        y = shift_even(u * scale, shift) + offset
         return np.clip(y, -128, 127).astype(np.int8)
 
 

@@ -65,7 +65,7 @@ Quant = tuple[float, int]
 @dataclass(frozen=True)
 class Plan:
     """Per channel weight w and bias b, and one OUT_CVT: the DPU's stored output for stored input xs is
-    clip(((w·xs + b)·scale + 2^(shift-1)) >> shift) + zys) with zys the stored output zero point (OUT_CVT's offset;
+    clip(shift_even((w·xs + b)·scale, shift) + zys) with zys the stored output zero point (OUT_CVT's offset;
     pool.dpu_average's arithmetic); `share`: the fraction of (input value, channel) pairs on which it equals
     TFLite's result."""
 

@@ -35,6 +35,7 @@ from .lower import (
     stored_offset,
     synthetic_tensor,
 )
+from .rounding import preimage, shift_even
 
 if TYPE_CHECKING:
     from .views import RocketView
@@ -118,24 +119,22 @@ def tflite_average(sums: np.ndarray, n: int, dtype: str) -> np.ndarray:
 
 
 def ppu_average(sums: np.ndarray, rw: int, rh: int) -> np.ndarray:
-    """The PPU's average as the simulator computes it [INFERRED]: sum x RECIP_W x RECIP_H, one rounding to
-    nearest (ties up) at 2^-32, saturated to int8. Mirrors drivers/rocket/sim_ppu.c."""
-    prod = sums.astype(np.int64) * (rw * rh)
-    return np.clip((prod + (1 << 31)) >> 32, -128, 127)
+    """The PPU's average as the simulator computes it: sum x RECIP_W x RECIP_H, one rounding to nearest (ties to
+    even) at 2^-32, saturated to int8 (the third party's measured cases fit it; docs/hardware/rocket.md §6a).
+    Mirrors drivers/rocket/sim_ppu.c."""
+    return np.clip(shift_even(sums.astype(np.int64) * (rw * rh), 32), -128, 127)
 
 
 @cache
 def average_recips(kh: int, kw: int, dtype: str) -> tuple[int, int] | None:
-    """Reciprocals (width, height) for which ppu_average equals TFLite for every window sum, or None. Tries the
-    vendor's floor(2^16 / k), then the ceiling."""
+    """The reciprocals (width, height) floor(2^16 / k) — the vendor's, and the only ones the hardware was measured
+    with — when ppu_average then equals TFLite for every window sum, else None. Under the ties-to-even rounding
+    that holds for odd window counts only: an even count has exact ties, which the PPU sends to even (reciprocals
+    that divide 2^16) or toward zero (the others) and TFLite up (uint8) or away from zero (int8)."""
     n = kh * kw
     sums = np.arange(-128 * n, 127 * n + 1, dtype=np.int64)
-    want = tflite_average(sums, n, dtype)
-    for pick in (lambda k: RECIP_ONE // k, lambda k: -(-RECIP_ONE // k)):
-        rw, rh = pick(kw), pick(kh)
-        if np.array_equal(ppu_average(sums, rw, rh), want):
-            return rw, rh
-    return None
+    rw, rh = RECIP_ONE // kw, RECIP_ONE // kh
+    return (rw, rh) if np.array_equal(ppu_average(sums, rw, rh), tflite_average(sums, n, dtype)) else None
 
 
 # Weights (w - zw) of the averaging convolution, tried in this order: 2 gives the bias half-sum steps, which uint8
@@ -148,7 +147,7 @@ CVT_SCALE_BITS = 15  # OUT_CVT_SCALE kept in [2^14, 2^15), as requant.out_cvt no
 @dataclass(frozen=True)
 class AverageConv:
     """The DPU arithmetic of an averaging depthwise convolution: v = weight * (window sum of stored inputs) + bias,
-    then OUT_CVT (v * scale + 2^(shift-1)) >> shift with offset 0, saturated to int8."""
+    then OUT_CVT v * scale / 2^shift (rounding.shift_even) with offset 0, saturated to int8."""
 
     weight: int
     bias: int
@@ -162,28 +161,24 @@ def dpu_average(sums: np.ndarray, a: AverageConv) -> np.ndarray:
     rkt_requantize with CLIP_TRUNCATE 0, no BS multiplier (RK3576: C = 2^14, shift 14, the identity), no clamp, no
     EW, OUT_CVT offset 0)."""
     v = sums.astype(np.int64) * a.weight + a.bias
-    return np.clip((v * a.scale + (1 << (a.shift - 1))) >> a.shift, -128, 127)
-
-
-def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
-    return -((-a) // b)
+    return np.clip(shift_even(v * a.scale, a.shift), -128, 127)
 
 
 def _bias_bounds(sums: np.ndarray, want: np.ndarray, g: int | np.ndarray, scale: int, shift: int,
                  bounds: tuple[int, int] = (-128, 127)) -> tuple[np.ndarray, np.ndarray]:
-    """Per sum, the biases b for which dpu_average(sum, (g, b, scale, shift)) == want, an interval [lo, hi]: out = w
-    needs w·2^shift - 2^(shift-1) <= (g·s + b)·scale < w·2^shift + 2^(shift-1), except that a clamp at `bounds`
+    """Per sum, the biases b for which dpu_average(sum, (g, b, scale, shift)) == want, an interval [lo, hi]: g·s + b
+    in the preimage of `want` under OUT_CVT's rounding (rounding.preimage), except that a clamp at `bounds`
     (saturation, or an activation's clamp) also gives the upper bound above and the lower one below (no bound on
     that side)."""
-    half = 1 << (shift - 1)
-    lo = np.where(want > bounds[0], _ceil_div(want * (1 << shift) - half, scale) - g * sums, -(1 << 62))
-    hi = np.where(want < bounds[1], _ceil_div(want * (1 << shift) + half, scale) - 1 - g * sums, 1 << 62)
+    lo, hi = preimage(want, scale, shift)
+    lo = np.where(want > bounds[0], lo - g * sums, -(1 << 62))
+    hi = np.where(want < bounds[1], hi - g * sums, 1 << 62)
     return lo, hi
 
 
 def channel_biases(xs: np.ndarray, want: np.ndarray, w: np.ndarray, scale: int, shift: int,
                    bounds: tuple[int, int]) -> tuple[np.ndarray, int]:
-    """Per channel c the bias b_c for which clip(((w_c·xs + b_c)·scale + 2^(shift-1)) >> shift, bounds) equals
+    """Per channel c the bias b_c for which clip(shift_even((w_c·xs + b_c)·scale, shift), bounds) equals
     want[c] on the most inputs xs (want: channels x len(xs)), and how many (input, channel) pairs they serve."""
     lo, hi = _bias_bounds(xs[None, :], want, w[:, None], scale, shift, bounds)
     lo_b, hi_b = lo.max(axis=1), hi.min(axis=1)

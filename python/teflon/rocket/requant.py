@@ -14,6 +14,8 @@ import struct
 
 import numpy as np
 
+from .rounding import preimage, shift_even
+
 INT32_MAX = int(np.iinfo(np.int32).max)
 INT32_MIN = int(np.iinfo(np.int32).min)
 
@@ -77,12 +79,11 @@ def out_cvt(in_scale: np.float32, w_scale: np.float32, out_scale: np.float32, tr
 
 def clamp_bound(k: int, scale: int, shift: int) -> int | None:
     """The DPU value X for a clamp min(u, X) before OUT_CVT that gives TFLite's clamp min(requant(u), k) after it:
-    the smallest u with R(u) = (u * scale + 2^(shift-1)) >> shift >= k, provided R(X) == k (R is monotone, so
-    then R(min(u, X)) == min(R(u), k) for every u). None when R steps over k (a multiplier above 1), where no
+    the smallest u with R(u) = shift_even(u * scale, shift) >= k (rounding.py), provided R(X) == k (R is monotone,
+    so then R(min(u, X)) == min(R(u), k) for every u). None when R steps over k (a multiplier above 1), where no
     such X exists. The lower clamp max(u, 0) needs no helper: R(0) == 0, so R(max(u, 0)) == max(R(u), 0)."""
-    rnd = (1 << shift) >> 1
-    x = -((rnd - k * (1 << shift)) // scale)  # ceil((k * 2^shift - rnd) / scale)
-    return x if (x * scale + rnd) >> shift == k else None
+    x, _ = preimage(k, scale, shift)  # the least u with R(u) == k, when any u has it
+    return x if shift_even(x * scale, shift) == k else None
 
 
 def activation_clamp(c_act_min: int | None, c_act_max: int | None, out_zp: int, scale: int,

@@ -26,6 +26,7 @@ from .. import assemble
 from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..identity_add import SINGLE_CHANNEL, depthwise_copy
 from ..lower import RocketConv
+from ..rounding import shift_even
 from ..stream import (
     PINGPONG,
     ROLE_BIAS,
@@ -104,10 +105,9 @@ def exact_outputs(t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
     """The stored output of every stored input -128..127 through the programmed stages, as integers: BS (acc + A)
     * C (shift word 0), the LUT ([R76-USR]: v < LE_START -> T0[0], v >= LO_END -> T1[512], else the table of v's
     sign at (v - start) >> sel; an input between entries is refused, and v = 0, the table join both measured ranges
-    hold, only when T0's last entry equals T1[0]; an index past a table is refused), OUT_CVT ((T * scale +
-    2^(shift-1)) >> shift, saturated). The model rounds half up where the hardware's OUT_CVT breaks ties to even
-    ([R76-USR] tests/rk3576_lut_probe.c `rte_shift`); that does not matter here: the entries are multiples of 256,
-    so T * 2^14 is a multiple of 2^22 and the shift never meets a fraction, let alone a tie."""
+    hold, only when T0's last entry equals T1[0]; an index past a table is refused), OUT_CVT (T * scale / 2^shift,
+    rounding.shift_even, saturated). The entries are multiples of 256, so T * 2^14 is a multiple of 2^22 and the
+    shift never meets a fraction, let alone a tie."""
     s = np.arange(-128, 128, dtype=np.int64)
     v = (s + BIAS_A) * GAIN_C
     step = 1 << SEL
@@ -124,7 +124,7 @@ def exact_outputs(t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
         raise EncodeError("LUT input on the table join 0 with T0[512] != T1[0]")
     t = np.where(neg, t0.astype(np.int64)[idx], t1.astype(np.int64)[idx])
     scale, shift = OUT_CVT
-    return np.clip((t * scale + (1 << (shift - 1))) >> shift, -128, 127)
+    return np.clip(shift_even(t * scale, shift), -128, 127)
 
 
 def unary_conv(u: RocketUnary) -> RocketConv:

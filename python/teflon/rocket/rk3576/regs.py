@@ -210,7 +210,9 @@ DPU = (
     _clamp(0x40A8, "CLAMP5_MAX"),
     reg("DPU", "OUT_CVT_OFFSET", 0x40AC, ("OUT_CVT_OFFSET", 0, 31, True)),
     reg("DPU", "OUT_CVT_SCALE", 0x40B0, ("OUT_CVT_SCALE", 0, 15), ("FP32TOFP16_EN", 16, 16)),
-    reg("DPU", "OUT_CVT_SHIFT", 0x40B4, ("OUT_CVT_SHIFT", 0, 5)),
+    reg("DPU", "OUT_CVT_SHIFT", 0x40B4, ("OUT_CVT_SHIFT", 0, 5), ("CVT_ROUND", 30, 30),
+        note="CVT_ROUND: the tie rule of the shift, 0 ties to even, 1 away from zero (third-party hardware sweep, "
+             "docs/hardware/rocket.md \"OUT_CVT's tie rule\"); teflon and the vendor write 0"),
     reg("DPU", "SURFACE_ADD", 0x40B8, ("SURF_ADD", 0, 27),
         note="channel-group jump in 16-byte units (not shifted)"),
     _undoc("DPU", 0x40BC),

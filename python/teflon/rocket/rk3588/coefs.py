@@ -38,12 +38,18 @@ def truncate_bits(w_scale: np.float32, weights: np.ndarray, depthwise: bool) -> 
     return max(t, need)
 
 
+BS_GROUP = 8  # output channels per BS stream group (BRDMA_DATA_USE 7)
+
+
 def bs_records(a: np.ndarray, ow: int, mul: np.ndarray) -> bytes:
-    """The per-channel BS stream (BRDMA_DATA_USE 7): per real output channel an 8-byte record, int32 ALU operand
-    (A), int16 OW operand, int16 MUL operand (C), little-endian [INFERRED from the RK3568 fork's record,
-    docs/hardware/rocket.md "Per-channel weights"]."""
-    rec = np.zeros(len(a), dtype=[("a", "<i4"), ("ow", "<i2"), ("mul", "<i2")])
-    rec["a"] = a
-    rec["ow"] = ow
-    rec["mul"] = mul
+    """The per-channel BS stream (BRDMA_DATA_USE 7): per group of 8 output channels 64 bytes, int32 ALU operands
+    A[8] at 0, int16 OW operands B[8] at 32, int16 MUL operands C[8] at 48, little-endian; the last group is
+    zero-filled (measured on RK3588 by a third party: docs/hardware/rocket.md "Per-channel weights")."""
+    n = len(a)
+    groups = -(-n // BS_GROUP)
+    rec = np.zeros(groups, dtype=[("a", "<i4", BS_GROUP), ("ow", "<i2", BS_GROUP), ("mul", "<i2", BS_GROUP)])
+    pad = groups * BS_GROUP - n
+    rec["a"] = np.pad(np.asarray(a, np.int64), (0, pad)).reshape(groups, BS_GROUP)
+    rec["ow"] = np.pad(np.full(n, ow, np.int64), (0, pad)).reshape(groups, BS_GROUP)
+    rec["mul"] = np.pad(np.asarray(mul, np.int64), (0, pad)).reshape(groups, BS_GROUP)
     return rec.tobytes()

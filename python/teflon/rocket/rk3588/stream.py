@@ -144,8 +144,8 @@ class OpParams:
         return v
 
 
-# BRDMA_CFG.BRDMA_DATA_USE: which BS operands come from the BS stream, a bitmap [INFERRED, rocket.md
-# "Per-channel weights"]: 1 ALU (Mesa's bias-only stream), 2 MUL, 4 OW; 7 = the 8-byte per-channel record.
+# BRDMA_CFG.BRDMA_DATA_USE: 1 = Mesa's bias-only stream; 7 = ALU, OW and MUL operands in 64-byte groups of 8
+# channels (coefs.bs_records; third-party hardware sweep, rocket.md "Per-channel weights").
 BS_STREAM_ALU = 1
 BS_STREAM_ALL = 7
 
@@ -153,7 +153,8 @@ BS_STREAM_ALL = 7
 def bs_stage(e: Emitter, p: OpParams) -> None:
     """DPU BS: ALU (add the bias) -> MUL -> ReLU (NVDLA SDP X1 order). Per-tensor layers keep Mesa's words:
     bias from the stream, OW from BS_OW_OP, MUL and ReLU bypassed. Per-channel layers take ALU, OW and MUL
-    operands from the stream (8-byte records per channel, coefs.bs_records) and shift the product by BS_MUL_SHIFT_VALUE. A fused
+    operands from the stream (coefs.bs_records) and shift the product by BS_MUL_SHIFT_VALUE (and, for a negative
+    product, DATA_FORMAT.BS_MUL_SHIFT_VALUE_NEG: the same value). A fused
     RELU/RELU6 the output range does not apply turns the ReLU on (RELU6: ReLUX, min(max(u, 0), CMP))."""
     c = p.conv
     size_e = 3 if c.depthwise else 1
@@ -255,7 +256,9 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
     e("CORE_UNDOC_3030")
 
     e("DPU_FEATURE_MODE_CFG", BURST_LEN=15, OUTPUT_MODE=2, CONV_MODE=3 * dw)
-    e("DPU_DATA_FORMAT")
+    # the BS multiplier shifts negative products by this field, non-negative ones by BS_MUL_SHIFT_VALUE (measured,
+    # docs/hardware/rocket.md "Per-channel weights"): one shift for both signs
+    e("DPU_DATA_FORMAT", BS_MUL_SHIFT_VALUE_NEG=0 if p.scaling is None else p.scaling.shift)
     e("DPU_OFFSET_PEND")
     e.addr("DPU_DST_BASE_ADDR", ROLE_OUTPUT, task.output_offset)
     e("DPU_DST_SURF_STRIDE", DST_SURF_STRIDE=plane)
