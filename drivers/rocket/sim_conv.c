@@ -171,13 +171,15 @@ int rkt_conv_load_weights(rkt_conv *c, const struct rkt_conv_geom *g, const int8
             for (int ky = 0; ky < kh; ky++)
                 for (int kx = 0; kx < kw; kx++) {
                     int16_t *d = c->w + ((size_t)ky * kw + kx) * ic + cg;
+                    const int8_t *blk = src + pos;
+                    /* RK3576: two bytes per channel, both live and added, channel i's at 4 (i / 2) + i % 2
+                     * and two further on (a third party's one-byte-at-a-time hardware map; wi is a multiple
+                     * of 16 there) */
                     for (int i = 0; i < wi; i++) {
-                        d[i] = src[pos++];
-                        /* RK3576: both bytes of a channel's pair are live and added [R76-GREG]; each a
-                         * signed int8 multiplying the same input [INFERRED] */
-                        if (g->dw_byte_pairs)
-                            d[i] = (int16_t)(d[i] + src[pos++]);
+                        const size_t b = 4 * (size_t)(i / 2) + (size_t)(i % 2);
+                        d[i] = g->dw_byte_pairs ? (int16_t)(blk[b] + blk[b + 2]) : blk[i];
                     }
+                    pos += (size_t)wi * (g->dw_byte_pairs ? 2 : 1);
                 }
         }
         c->kpad = 1;

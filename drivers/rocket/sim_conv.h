@@ -96,8 +96,9 @@ void rkt_conv_destroy(rkt_conv *c);
 
 /* Load the packed weight bytes into the simulated CBUF. Layouts: direct (both SoCs) - kernel groups of
  * 32, input-channel groups of 32 (a trailing group of 16 stays 16 wide), taps row-major, kernel, channel;
- * depthwise - channel groups of 64, taps, channel, one byte per channel (RK3588) or a byte pair whose two
- * signed bytes add up to the weight (g->dw_byte_pairs, RK3576). */
+ * depthwise - channel groups of 64, taps, channel, one byte per channel (RK3588) or two signed bytes per
+ * channel that add up to the weight, interleaved by channel pairs (g->dw_byte_pairs, RK3576: channel i's at
+ * 4 (i / 2) + i % 2 and two further on). */
 int rkt_conv_load_weights(rkt_conv *c, const struct rkt_conv_geom *g, const int8_t *packed,
                           char *err, size_t errlen);
 

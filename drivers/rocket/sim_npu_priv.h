@@ -122,6 +122,10 @@ struct rkt_soc {
      * checks them; `average` selects the accepted form), and the only PPU_RDMA DATA_FORMAT word understood */
     int32_t (*ppu_pad_value)(rkt_npu *n, int average);
     uint32_t ppu_rdma_8bit;
+    /* POOLING_PADDING_CFG: the bit offsets of the left, top, right and bottom pad fields (3 bits each); with
+     * ppu_pad_pairs_equal only left = top and right = bottom are understood (which of a pair is x is unknown) */
+    uint8_t ppu_pad_shift[4];
+    int ppu_pad_pairs_equal;
 };
 
 /* The generations' semantics, for the per-generation table (rkt_family.c). */

@@ -65,10 +65,14 @@ static void ppu_window(rkt_npu *n, struct ppu_task *p)
         rkt_check(n, p->rh == 0, RKT_PPU_RECIP_KERNEL_HEIGHT, p->rh, "max pooling: only 0 (the vendor's value)");
     }
     const uint32_t pad = rkt_rd(n, RKT_PPU_POOLING_PADDING_CFG);
-    p->pl = (int)(pad & 7);
-    p->pt = (int)((pad >> 4) & 7);
-    p->pr = (int)((pad >> 8) & 7);
-    p->pb = (int)((pad >> 12) & 7);
+    const uint8_t *sh = n->soc->ppu_pad_shift;
+    p->pl = (int)((pad >> sh[0]) & 7);
+    p->pt = (int)((pad >> sh[1]) & 7);
+    p->pr = (int)((pad >> sh[2]) & 7);
+    p->pb = (int)((pad >> sh[3]) & 7);
+    rkt_check(n, !n->soc->ppu_pad_pairs_equal || (p->pl == p->pt && p->pr == p->pb), RKT_PPU_POOLING_PADDING_CFG, pad,
+              "leading pads differing from each other or trailing ones differing: which field of a pair is x and "
+              "which y is not known on this SoC");
     rkt_check(n, !p->average || pad == 0, RKT_PPU_POOLING_PADDING_CFG, pad,
               "an average whose windows reach into padding is not simulated (how the PPU counts pad is unknown)");
     p->pad = n->soc->ppu_pad_value(n, p->average);

@@ -878,6 +878,11 @@ const struct rkt_soc rkt_soc_rk3576 = {
     .stream_core_spointers = 1,
     .execute = rk3576_execute,
     .ppu_pad_value = rk3576_ppu_pad_value,
+    .ppu_pad_shift = {RK3576_PPU_POOLING_PADDING_CFG__PAD_LEFT__SHIFT,
+                      RK3576_PPU_POOLING_PADDING_CFG__PAD_TOP__SHIFT,
+                      RK3576_PPU_POOLING_PADDING_CFG__PAD_RIGHT__SHIFT,
+                      RK3576_PPU_POOLING_PADDING_CFG__PAD_BOTTOM__SHIFT},
+    .ppu_pad_pairs_equal = 1,
     /* [INFERRED] IN_PRECISION moved to bits 6..7, 1 = 8-bit (the vendor's 0x40) */
     .ppu_rdma_8bit = 1u << RK3576_PPU_RDMA_DATA_FORMAT__IN_PRECISION__SHIFT,
 };

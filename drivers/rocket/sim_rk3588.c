@@ -746,5 +746,10 @@ const struct rkt_soc rkt_soc_rk3588 = {
     .stream_core_spointers = 0,
     .execute = rk3588_execute,
     .ppu_pad_value = rk3588_ppu_pad_value,
+    .ppu_pad_shift = {RK3588_PPU_POOLING_PADDING_CFG__PAD_LEFT__SHIFT,
+                      RK3588_PPU_POOLING_PADDING_CFG__PAD_TOP__SHIFT,
+                      RK3588_PPU_POOLING_PADDING_CFG__PAD_RIGHT__SHIFT,
+                      RK3588_PPU_POOLING_PADDING_CFG__PAD_BOTTOM__SHIFT},
+    .ppu_pad_pairs_equal = 0,
     .ppu_rdma_8bit = 1u << RK3588_PPU_RDMA_DATA_FORMAT__IN_PRECISION__SHIFT, /* TRM: 1 = 8-bit */
 };

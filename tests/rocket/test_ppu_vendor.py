@@ -131,3 +131,25 @@ def test_ppu_switch_keeps_pools_off_the_ppu(monkeypatch: pytest.MonkeyPatch) -> 
         assert not claimed and "TEFLON_ROCKET_PPU=0" in why, why
         claimed, why = decision(average, device)
         assert claimed and "depthwise" in why, why
+
+
+def test_rk3576_trailing_pads_in_the_low_nibbles() -> None:
+    """RK3576 POOLING_PADDING_CFG holds the trailing pads in its low nibbles (a vendor program for a SAME k3 s2 max
+    pool over 16 writes 0x0011, third-party capture: docs/hardware/rocket.md §6a); a pool whose leading or trailing
+    pads differ between x and y stays on the CPU there (which nibble of a pair is x is not known) and runs on
+    RK3588, whose TRM field order is known."""
+    from teflon import bridge, load_delegate
+    from teflon.reference import make_interpreter
+
+    same = PoolCase(16, 16, 32, 3, 2, "same", "int8", op="max")
+    words = _by_name(_our_words(same))
+    assert words["PPU_POOLING_PADDING_CFG"] == 0x0011
+    uneven = PoolCase(15, 16, 32, 3, 2, "same", "int8", op="max")  # top 1 / bottom 1, left 0 / right 1
+    for device, claimed in (("rk3576", False), ("rk3588", True)):
+        with bridge.capture() as cap:
+            make_interpreter(uneven.build(), [load_delegate(device=device, sim="1")], reference=True)
+        graph, decisions = cap.support[0]
+        ok, why = decisions[graph.operations[0].index]
+        assert ok == claimed, why
+        if not claimed:
+            assert "nibble" in why, why

@@ -121,13 +121,17 @@ def _pack_direct(w: np.ndarray) -> bytes:
 
 
 def _pack_depthwise(w: np.ndarray) -> bytes:
-    """w[channel][ky][kx] (channels padded to 16) -> channel groups of 64, taps, channel, (weight, 0)."""
+    """w[channel][ky][kx] (channels padded to 16) -> channel groups of 64, taps, then per channel pair (2p, 2p+1)
+    the bytes w(2p), w(2p+1), 0, 0: the vendor's second bytes left 0 (docs/hardware/rocket-rk3576.md "Weight
+    cube")."""
     c = w.shape[0]
     parts = []
     for cg in range(0, c, 64):
         block = w[cg : cg + 64].transpose(1, 2, 0)  # (kh, kw, wi)
-        pairs = np.stack([block, np.zeros_like(block)], axis=-1)
-        parts.append(np.ascontiguousarray(pairs).tobytes())
+        kh, kw, wi = block.shape
+        cube = np.zeros((kh, kw, wi // 2, 2, 2), np.int8)  # (..., pair, byte of the channel, channel of the pair)
+        cube[:, :, :, 0, :] = block.reshape(kh, kw, wi // 2, 2)
+        parts.append(cube.tobytes())
     return b"".join(parts)
 
 
@@ -452,20 +456,22 @@ def test_shift_word_is_read(sim: Device) -> None:
 
 
 def test_depthwise_byte_pairs_add_up(sim: Device) -> None:
-    """Both bytes of a depthwise channel's pair are live and added [R76-GREG]: a weight split over the two bytes
-    computes the same as the weight in the first byte, and weights beyond int8 (w0 + w1 down to -256) work."""
+    """Both bytes of a depthwise channel are live and added, channel pairs interleaved (docs/hardware/
+    rocket-rk3576.md "Weight cube"): a weight split over its two bytes computes the same as the weight in the first
+    byte, and weights beyond int8 (the two bytes down to -256) work."""
     g = next(g for g in GOLDENS if g.stem == MUTATION_STREAMS[2])
     case = Case(g)
     rng = np.random.default_rng(5)
-    pairs = np.frombuffer(case.weights, np.int8).reshape(-1, 2).astype(np.int16)
-    t = rng.integers(-64, 64, len(pairs))
-    lo = np.clip(pairs[:, 0] - t, -128, 127)
-    split = np.stack([lo, pairs[:, 0] - lo], axis=1).astype(np.int8).tobytes()
+    cube = np.frombuffer(case.weights, np.int8).reshape(-1, 2, 2).astype(np.int16)  # (channel pair, byte, channel)
+    first = cube[:, 0, :]
+    t = rng.integers(-64, 64, first.shape)
+    lo = np.clip(first - t, -128, 127)
+    split = np.stack([lo, first - lo], axis=1).astype(np.int8).tobytes()
     assert split != case.weights
     assert np.array_equal(case.run(sim, case.program(weights=split)), case.run(sim))
-    wide = np.stack([np.full(len(pairs), -128), np.where(t > 0, -128, 127)], axis=1).astype(np.int8)
+    wide = np.stack([np.full(first.shape, -128), np.where(t > 0, -128, 127)], axis=1).astype(np.int8)
     case.weights = wide.tobytes()
-    per_channel = wide.astype(np.int64).sum(axis=1)  # -256 or -1, in cube order: channel fastest within a tap
+    per_channel = wide.astype(np.int64).sum(axis=1).reshape(-1)  # -256 or -1, channel fastest within a tap
     taps = g.kh * g.kw
     case.w = per_channel[: taps * g.c16].reshape(g.kh, g.kw, g.c16).transpose(2, 0, 1)[: g.ic]
     assert np.array_equal(case.run(sim), case.reference())

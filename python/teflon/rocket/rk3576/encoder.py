@@ -158,6 +158,10 @@ def _packed_weights(c: RocketConv, chunk: int) -> bytes | bytearray:
 def pool_streams(rm: RegMap, p: RocketPool, in_plane: int) -> list[Stream]:
     """The pool's single task; its output plane is the DPU's (vendor round4 planes, as every NPU-produced
     tensor); raises EncodeError."""
+    if p.pad_left != p.pad_top or p.pad_right != p.pad_bottom:
+        raise EncodeError(f"pool padding left {p.pad_left} / top {p.pad_top}, right {p.pad_right} / bottom "
+                          f"{p.pad_bottom}: which RK3576 POOLING_PADDING_CFG nibble of a pair is x and which y is "
+                          "not known (docs/hardware/rocket.md §6a)")
     return [pool_stream(rm, p, in_plane, dpu_plane(p.out_h, p.out_w),
                         pool_pad_registers(p), pool_trailer(rm))]
 

@@ -311,6 +311,12 @@ DPU_RDMA = (
 #   field moved to bits 6..7 and 1 = 8-bit as in the TRM's enum; only that value is accepted.
 PPU = (
     *PPU_COMMON,
+    # The trailing pads in the low nibbles, the leading ones in the high: the vendor's SAME k3 s2 pool over 16
+    # (right = bottom = 1, left = top = 0) writes 0x0011, and the PPU computes it exactly (third-party capture and
+    # hardware sweep, docs/hardware/rocket.md §6a). Which nibble of each pair is x and which y is not known (equal
+    # in every program seen): the encoder writes only pools whose pairs are equal (rk3576/encoder.py).
+    reg("PPU", "POOLING_PADDING_CFG", 0x6040, ("PAD_RIGHT", 0, 2), ("PAD_BOTTOM", 4, 6), ("PAD_LEFT", 8, 10),
+        ("PAD_TOP", 12, 14)),
     *(reg("PPU", f"PADDING_VALUE_{i + 1}_CFG", 0x6044 + 4 * i, (f"PAD_VALUE_{i + 1}X", 0, 18, True))
       for i in range(7)),
 )

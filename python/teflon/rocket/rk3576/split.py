@@ -125,12 +125,30 @@ def weight_slice_bytes(g: Geometry, in_c16: int, kernels: int = WEIGHT_SLICE_OCS
     return min(kernels, align(g.out_c, 2)) * in_c16 * g.kh * g.kw
 
 
+# The largest 32-kernel weight slice with which a task of `groups` 32-kernel output groups computes every group
+# (measured by a third party on an RK3576 at the one-task CBUF split, F = 0: past it the trailing groups come back
+# wrong, one group at a time; docs/hardware/rocket-rk3576.md "Weight slice and output groups"). One group is bounded
+# by the pool alone.
+GROUP_SLICE_LIMITS = ((4, 144 << 10), (3, 148 << 10), (2, 156 << 10))
+
+
+def _slice_fits_groups(slice_bytes: int, ocs: int) -> bool:
+    groups = -(-ocs // WEIGHT_SLICE_OCS)
+    return all(groups < n or slice_bytes <= cap for n, cap in GROUP_SLICE_LIMITS)
+
+
 def kernel_chunk(g: Geometry, limit: int) -> int:
-    """Output channels per kernel chunk, or SplitError when not even one chunk's weights fit."""
+    """Output channels per kernel chunk, or SplitError when not even one chunk's weights fit: all of them when the
+    slice fits the pool and the group limit, else the most 32-kernel groups the limit allows, else 16."""
     area = (POOL - limit) * GRANULE
     in_c16 = align(max(g.in_c, 1), FEATURE_ATOM)
-    if weight_slice_bytes(g, in_c16) <= area:
-        return g.out_c
+    slice_bytes = weight_slice_bytes(g, in_c16)
+    if slice_bytes <= area:
+        if g.depthwise or _slice_fits_groups(slice_bytes, g.out_c):
+            return g.out_c
+        for groups in (3, 2, 1):
+            if _slice_fits_groups(slice_bytes, groups * WEIGHT_SLICE_OCS):
+                return groups * WEIGHT_SLICE_OCS
     need = weight_slice_bytes(g, in_c16, CHUNK_OCS)
     if need > area:
         raise SplitError(f"the weights of {CHUNK_OCS} output channels ({need} bytes) do not fit the CBUF weight "

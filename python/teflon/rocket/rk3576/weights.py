@@ -3,10 +3,12 @@
 Direct convolutions use the RK3588 cube unchanged (..cube.pack_conv) [R76-GREG: identical layout]. Input
 channels are padded to a multiple of 16 with zeros: the CNA only reads the DATAIN_CHANNEL real channels.
 
-Depthwise: groups of 64 channels; inside a group tap-major (kernel row, then column), then channel, with
-two bytes per channel and tap that the MAC adds [R76-GREG]. The vendor leaves the second byte 0; here the
-pair carries w - zw (stored domain), which reaches -255..255 for uint8 weights with a zero point, so the
-weight zero point needs no per-channel B term (the depthwise coefficient group has none).
+Depthwise: groups of 64 channels; inside a group tap-major (kernel row, then column); inside a tap two
+bytes per channel that the MAC adds, interleaved by channel pairs: channel c's bytes at 4*(c/2) + c%2 and two
+further on (measured on an RK3576 by a third party, one weight byte at a time: docs/hardware/rocket-rk3576.md
+"Weight cube"). The vendor leaves the second byte 0; here the two carry w - zw (stored domain), which reaches
+-255..255 for uint8 weights with a zero point, so the weight zero point needs no per-channel B term (the
+depthwise coefficient group has none).
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ def pack_depthwise(weights: np.ndarray, w_zp: int) -> np.ndarray:
     c_p = align(c, FEATURE_ATOM)
     pairs = np.zeros((kh, kw, c_p, 2), np.int8)
     pairs[:, :, :c] = split_pairs(weights[0].astype(np.int16) - w_zp)
+    # per channel pair (2p, 2p+1) the bytes first(2p), first(2p+1), second(2p), second(2p+1); c_p is even, so the
+    # 64-channel groups below are still 128 consecutive bytes of a tap
+    pairs = pairs.reshape(kh, kw, c_p // 2, 2, 2).transpose(0, 1, 2, 4, 3).reshape(kh, kw, c_p, 2)
     # the whole 64-channel groups, then the narrower last one (slices, not a gather of the entries that exist)
     whole = c_p // DW_GROUP * DW_GROUP
     parts = []

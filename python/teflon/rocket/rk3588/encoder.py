@@ -81,7 +81,8 @@ def op_params(c: RocketConv, mesa_compat: bool = False) -> OpParams:
             ew = EwParams(-c.ew.zp, ew_scale, ew_shift)
     except (SplitError, ValueError) as e:
         raise EncodeError(str(e)) from e
-    return OpParams(c, sp, trunc, scale, shift, s, clamp is not None, clamp[1] if clamp else None, ew)
+    return OpParams(c, sp, trunc, scale, shift, s, clamp is not None, clamp[1] if clamp else None, ew,
+                    mesa_compat)
 
 
 def build_streams(rm: RegMap, p: OpParams) -> tuple[list[Stream], list[int]]:

@@ -258,7 +258,8 @@ DPU_RDMA = (
 # PPU / PPU_RDMA (pooling): offsets and fields from the RK3588 TRM part 1 (RKNN chapter, "RKNN_ppu_*" register
 # descriptions) and Mesa's registers.xml, which agree; every offset also appears in the RK3576 vendor pool
 # programs (../shared/golden/rocket-rk3576-ops README §5). PPU_COMMON / PPU_RDMA_COMMON are shared with the
-# RK3576 table; the padding values and the RDMA data format differ (docs/hardware/rocket.md, "Pooling (PPU)").
+# RK3576 table; the padding fields, the padding values and the RDMA data format differ (docs/hardware/rocket.md,
+# "Pooling (PPU)").
 PPU_COMMON = (
     _s_pointer("PPU", 0x6004),
     reg("PPU", "DATA_CUBE_IN_WIDTH", 0x600C, ("CUBE_IN_WIDTH", 0, 12)),
@@ -274,8 +275,6 @@ PPU_COMMON = (
         ("KERNEL_STRIDE_WIDTH", 16, 19), ("KERNEL_STRIDE_HEIGHT", 20, 23)),
     reg("PPU", "RECIP_KERNEL_WIDTH", 0x6038, ("RECIP_KERNEL_WIDTH", 0, 16)),
     reg("PPU", "RECIP_KERNEL_HEIGHT", 0x603C, ("RECIP_KERNEL_HEIGHT", 0, 16)),
-    reg("PPU", "POOLING_PADDING_CFG", 0x6040, ("PAD_LEFT", 0, 2), ("PAD_TOP", 4, 6), ("PAD_RIGHT", 8, 10),
-        ("PAD_BOTTOM", 12, 14)),
     reg("PPU", "DST_BASE_ADDR", 0x6070, ("DST_BASE_ADDR", 4, 31)),
     reg("PPU", "DST_SURF_STRIDE", 0x607C, ("DST_SURF_STRIDE", 4, 31)),
     reg("PPU", "DATA_FORMAT", 0x6084, ("PROC_PRECISION", 0, 2), ("DPU_FLYIN", 3, 3), ("INDEX_ADD", 4, 31)),
@@ -293,6 +292,8 @@ PPU_RDMA_COMMON = (
 )
 PPU = (
     *PPU_COMMON,
+    reg("PPU", "POOLING_PADDING_CFG", 0x6040, ("PAD_LEFT", 0, 2), ("PAD_TOP", 4, 6), ("PAD_RIGHT", 8, 10),
+        ("PAD_BOTTOM", 12, 14)),
     # TRM: one 35-bit padding value, bits 31:0 here and 34:32 in PADDING_VALUE_2_CFG (not NVDLA's seven
     # 19-bit pad_value_Nx registers, which is what the RK3576 vendor programs write at 0x6044..0x605C)
     reg("PPU", "PADDING_VALUE_1_CFG", 0x6044, ("PAD_VALUE_0", 0, 31)),

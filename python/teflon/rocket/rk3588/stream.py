@@ -59,6 +59,7 @@ class OpParams:
     relu: bool = False  # BS ReLU: max(u, 0) before OUT_CVT (a fused RELU/RELU6 the output range does not apply)
     relux: int | None = None  # and the ReLUX bound: min(u, relux) (RELU6)
     ew: EwParams | None = None
+    mesa_compat: bool = False  # Mesa's words where teflon would write others (CNA_PAD_CON1 of depthwise layers)
 
     @property
     def per_channel(self) -> bool:
@@ -134,8 +135,14 @@ class OpParams:
     def pad_value(self) -> int:
         """CNA_PAD_CON1 (signed): the stored input zero point, with Mesa's empirical overrides whose low
         byte is that same value. Mesa's 0xFFFFFF80 for ops in a fused ADD is not reproduced: it would pad
-        with -128 whatever the input zero point."""
+        with -128 whatever the input zero point. Depthwise (outside mesa_compat): the byte in bytes 0 and 1,
+        the form of Mesa's two overrides, for every zero point: on the int8 depthwise path the odd channels
+        among the first 32 of each 64-channel group pad with byte 1 (third-party hardware sweep,
+        docs/hardware/rocket.md §7 "PAD_CON1"), so a sign-extended byte pads them with 0 or -1."""
         c = self.conv
+        if c.depthwise and not self.mesa_compat:
+            v16 = (c.in_zp & 0xFF) * 0x101
+            return v16 - (1 << 16) if v16 & 0x8000 else v16
         v = c.in_zp
         if max(c.kh, c.kw) >= 3 and c.in_zp == -128:
             v = -32640  # 0xFFFF8080
