@@ -294,7 +294,8 @@ static int resolve_device(options *o, char *err, size_t errlen)
         return fail(err, errlen, "device=%s (%s family) is not supported by this build yet (drivable devices: %s)",
                     o->device, t->family, list);
     if (o->cores > t->cores)
-        return fail(err, errlen, "invalid value '%s' for option 'cores' (%s has %u NPU core%s: expected 1..%u)",
+        return fail(err, errlen,
+                    "invalid value '%s' for option 'cores' (%s runs jobs on %u NPU core%s at once: expected 1..%u)",
                     o->cores_text, t->name, t->cores, t->cores == 1 ? "" : "s", t->cores);
     return 0;
 }

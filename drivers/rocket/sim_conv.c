@@ -225,6 +225,13 @@ static inline int8_t sat8(int64_t v)
     return (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
 }
 
+/* The stored pad value of channel ch's padded taps: on the depthwise path the odd channels among the first 32
+ * of each 64-channel group take pad_value_lane1 (docs/hardware/rocket.md §7, "PAD_CON1 per byte lane"). */
+static int rkt_channel_pad(const struct rkt_conv_task *t, int ch)
+{
+    return t->g.depthwise && (ch % 64) < 32 && (ch & 1) ? t->pad_value_lane1 : t->pad_value;
+}
+
 /* CNA: fetch the task input (plus padding) into c->x as int16 [rows_p][cols_p][ic]. */
 static void build_input(rkt_conv *c, const struct rkt_conv_task *t, int rows_p, int cols_p)
 {
@@ -233,7 +240,7 @@ static void build_input(rkt_conv *c, const struct rkt_conv_task *t, int rows_p, 
     int16_t *padvec = c->padpix;
 
     for (int ch = 0; ch < ic; ch++)
-        padvec[ch] = ch < icr ? (int16_t)t->pad_value : 0;
+        padvec[ch] = ch < icr ? (int16_t)rkt_channel_pad(t, ch) : 0;
 
     for (int rp = 0; rp < rows_p; rp++) {
         const int r = rp - t->pad_top;
@@ -508,7 +515,7 @@ static void fast_input(struct rkt_fast *f, const struct rkt_conv_task *t, int ro
     /* DATAIN_CHANNEL_M1 is 14 bits on RK3576 (rk3576/regs.py), RK3588 checks ic <= 4096: 16384 holds both */
     uint8_t pad[16384];
     for (int ch = 0; ch < ic; ch++)
-        pad[ch] = (uint8_t)((ch < icr ? t->pad_value : 0) + 128);
+        pad[ch] = (uint8_t)((ch < icr ? rkt_channel_pad(t, ch) : 0) + 128);
     /* the columns read from memory: a stride may leave trailing input columns unread */
     const int x0 = t->pad_left < cols ? t->pad_left : cols;
     const int x1 = t->pad_left + (t->argb ? t->dma_w : t->in_w) < cols ? t->pad_left + (t->argb ? t->dma_w : t->in_w) : cols;

@@ -44,6 +44,8 @@ struct rkt_conv_task {
     int cvt_scale;
     int cvt_shift;
     int pad_value;            /* stored int8 value of padded taps (real channels) */
+    int pad_value_lane1;      /* depthwise: the pad of the odd channels among the first 32 of each 64-channel
+                               * group (RK3588 reads them from PAD_CON1 byte 1); pad_value elsewhere */
 
     int sx, sy;               /* CONV_X_STRIDE / CONV_Y_STRIDE */
     int pad_left, pad_top;

@@ -306,6 +306,7 @@ static void padding_input(rkt_npu *n, struct rk3576_task *st)
     rkt_check(n, (int32_t)pad1 >= -128 && (int32_t)pad1 <= 127, RK3576_CNA_PAD_CON1, pad1,
               "the pad value must be an int8 sign-extended to 32 bits (the input zero point as stored)");
     t->pad_value = (int32_t)pad1;
+    t->pad_value_lane1 = t->pad_value; /* one value (0x1084 holds an int8): no lane rule known on RK3576 */
     st->in_iova = rkt_rd(n, RK3576_CNA_FEATURE_DATA_ADDR);
     st->ls = rkt_rd(n, RK3576_CNA_DMA_CON1);
     st->ss = rkt_rd(n, RK3576_CNA_DMA_CON2);

@@ -21,13 +21,16 @@ _Static_assert(RK3588_DPU_LUT_ACCESS_CFG == RKT_DPU_LUT_ACCESS_CFG && RK3588_DPU
                "the PC applies LUT access words at these offsets (sim_dpu.c)");
 
 /* PAD_CON1: the stored int8 pad value. Mesa emits it sign-extended from 8 bits, or with the low
- * byte repeated in bits 8..15 and bits 16..31 the sign of bit 15 (0xFFFF8080, 0x0B0B). */
-static int decode_pad(rkt_npu *n, uint32_t v)
+ * byte repeated in bits 8..15 and bits 16..31 the sign of bit 15 (0xFFFF8080, 0x0B0B). Byte 0 pads every
+ * lane but, on the depthwise path, the odd channels among the first 32 of each 64-channel group, which read
+ * byte 1 (third-party hardware sweep, docs/hardware/rocket.md §7): `lane1` gets that byte. */
+static int decode_pad(rkt_npu *n, uint32_t v, int *lane1)
 {
     const uint32_t lo = v & 0xFF, b1 = (v >> 8) & 0xFF, hi = v >> 16;
     const uint32_t sx8 = (lo & 0x80) ? 0xFF : 0x00, sx16 = (b1 & 0x80) ? 0xFFFF : 0x0000;
     rkt_check(n, (b1 == sx8 || b1 == lo) && hi == sx16, RK3588_CNA_PAD_CON1, v,
           "pad value must be an int8 sign-extended to 32 bits, or repeated in bits 8..15 and sign-extended");
+    *lane1 = RKT_SXT(b1, 8);
     return RKT_SXT(lo, 8);
 }
 
@@ -190,7 +193,7 @@ static void cna_fetch(rkt_npu *n, struct rk3588_task *st)
     st->pc0 = rkt_rd(n, RK3588_CNA_PAD_CON0);
     t->pad_top = (int)FLD(st->pc0, CNA_PAD_CON0, PAD_TOP);
     t->pad_left = (int)FLD(st->pc0, CNA_PAD_CON0, PAD_LEFT);
-    t->pad_value = decode_pad(n, rkt_rd(n, RK3588_CNA_PAD_CON1));
+    t->pad_value = decode_pad(n, rkt_rd(n, RK3588_CNA_PAD_CON1), &t->pad_value_lane1);
 
     st->in_iova = rkt_rd(n, RK3588_CNA_FEATURE_DATA_ADDR);
     rkt_want(n, RK3588_CNA_DMA_CON0, 0x000F000F, "burst lengths 15/15 (Mesa's value)");

@@ -29,7 +29,7 @@ class Target:
     # How device=auto recognises the NPU: devicetree compatibles of the NPU core nodes (rocket) or of the SoC
     # root node when the NPU is a DRM render node (etnaviv).
     compatibles: tuple[str, ...]
-    cores: int = 1  # NPU cores a job can be spread over
+    cores: int = 1  # NPU cores teflon runs a partition's jobs on at once (the `cores` option's maximum)
     per_channel: bool = False  # int8 per-channel weights
     drivable: bool = True  # the family's compiler and driver exist
     params: dict[str, int] = field(default_factory=dict)  # generation-specific chip parameters (C: params[])
@@ -39,7 +39,9 @@ class Target:
 TARGETS: tuple[Target, ...] = (
     Target("rk3588", "rocket", "rk3588", 1, ("rockchip,rk3588-rknn-core",), cores=3, per_channel=True,
            source="Linux accel/rocket DT binding rockchip,rk3588-rknn-core.yaml; docs/hardware/rocket.md"),
-    Target("rk3576", "rocket", "rk3576", 2, ("rockchip,rk3576-rknn-core",), cores=2, per_channel=True,
+    # cores=1 although the SoC has two: jobs running on both at once corrupt each other's outputs (third-party
+    # hardware measurement, docs/hardware/rocket-rk3576.md "Two cores at once")
+    Target("rk3576", "rocket", "rk3576", 2, ("rockchip,rk3576-rknn-core",), cores=1, per_channel=True,
            source="RK3576 rocket enablement series (rocket.md §6.3); docs/hardware/rocket-rk3576.md"),
     # etnaviv params: Vivante feature database entries as restated in teflon/etnaviv/chips.py (sources there)
     Target("a311d", "etnaviv", "v7", 3, ("amlogic,a311d",),

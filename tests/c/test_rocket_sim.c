@@ -81,7 +81,8 @@ static int test_kick(void)
     bo[1] = 0x00810000001D0008ull; /* OP_ENABLE CNA+CORE+DPU+DPU_RDMA */
 
     /* the kernels' words */
-    CHECK(teflon_target_named("rk3588")->cores == 3 && teflon_target_named("rk3576")->cores == 2, "core counts");
+    /* cores teflon runs at once: rk3576's two corrupt each other's concurrent jobs (docs/hardware/rocket-rk3576.md) */
+    CHECK(teflon_target_named("rk3588")->cores == 3 && teflon_target_named("rk3576")->cores == 1, "core counts");
     CHECK(rkt_gen_named("rk3576")->polled && !rkt_gen_named("rk3588")->polled, "completion: RK3576 polled");
     CHECK(kernel_word("rk3588", RKT_PC_TASK_CON, 0) == 0x7001, "rk3588 TASK_CON 0x%x",
           kernel_word("rk3588", RKT_PC_TASK_CON, 0));

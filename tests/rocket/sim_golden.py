@@ -227,6 +227,11 @@ def hardware_model(d: dict[str, Any], x: np.ndarray, ow_op: int | None = None) -
     _, oh, oww, _ = p["output"]["shape_nhwc"]
     xs = x[0].astype(np.int64) - 128
     xp = np.pad(xs, ((pads["top"], pads["bottom"]), (pads["left"], pads["right"]), (0, 0)), constant_values=pad)
+    if p["depthwise"]:  # the odd channels among the first 32 of each 64 pad with PAD_CON1 byte 1 (rocket.md §7)
+        ch = np.arange(xs.shape[-1])
+        border = np.ones(xp.shape[:2], bool)
+        border[pads["top"]:pads["top"] + xs.shape[0], pads["left"]:pads["left"] + xs.shape[1]] = False
+        xp[border[:, :, None] & ((ch % 64 < 32) & (ch % 2 == 1))] = int(np.int8(np.uint8((regs[0x1184] >> 8) & 0xFF)))
     win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(0, 1))[::sh, ::sw][:oh, :oww]
     w = np.frombuffer(base64.b64decode(p["weights"]["data_b64"]), np.uint8).reshape(p["weights"]["shape"])
     w = w.astype(np.int64) - 128
