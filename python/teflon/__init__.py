@@ -7,7 +7,7 @@
 Delegate options (all strings on the C side): device = auto | rk3588 | rk3576 | a311d | imx8mp,
 sim = auto | 0 | 1, debug = 0 | 1 (or TEFLON_DEBUG=1), cache_dir = program cache directory (or
 TEFLON_CACHE_DIR; teflon.cache), cache_max_mb = its size limit, cores = NPU cores the independent jobs of a
-program may be spread over (1 .. the device's: rk3588 3, rk3576 2, etnaviv 1; default 1).
+program may be spread over (1 .. the device's: rk3588 3, rk3576 1, etnaviv 1; default 1).
 
 Kept light on purpose: libteflon.so imports this package from inside the interpreter's Prepare, so
 nothing heavy (numpy, the compiler) is imported here.

@@ -1,7 +1,8 @@
 """Per-output-channel weight scales through the DPU BS multiplier, shared by both rocket generations
 (docs/hardware/rocket-rk3576.md "DPU", docs/hardware/rocket.md "Per-channel weights").
 
-Per output channel the DPU computes  u = ((acc + A + B * sum_x) * C + 2^(sh-1)) >> sh,  then OUT_CVT
+Per output channel the DPU computes  u = round((acc + A + B * sum_x) * C / 2^sh)  (to nearest, ties to even:
+rounding.shift_even),  then OUT_CVT
 (RK3588: acc + B * sum_x is the CORE value with the BS OW operand B, A the BS ALU operand, C the BS MUL
 operand, sh BS_MUL_SHIFT_VALUE; RK3576: the coefficient table's A, B, C and its shift word).
 - B: minus the stored weight zero point (direct only on RK3576; depthwise weights carry w - zw there);

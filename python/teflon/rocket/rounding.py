@@ -31,9 +31,12 @@ def _ceil_div(a: Ints, b: int) -> Ints:
 
 def preimage(want: Ints, scale: int, shift: int) -> tuple[Ints, Ints]:
     """The integers t with shift_even(t * scale, shift) == want, as an inclusive interval [lo, hi] (empty when
-    lo > hi); scale > 0, shift >= 1. An even `want` keeps both ties (t·scale = want·2^shift ± 2^(shift-1)), an odd
-    one neither."""
-    assert scale > 0 and shift >= 1
+    lo > hi); scale > 0. An even `want` keeps both ties (t·scale = want·2^shift ± 2^(shift-1)), an odd one
+    neither; shift 0 is exact (t·scale == want)."""
+    if scale <= 0:
+        raise ValueError(f"scale {scale} must be positive")
+    if shift == 0:
+        return _ceil_div(want, scale), want // scale
     half = 1 << (shift - 1)
     base = want * (1 << shift)
     odd = want & 1

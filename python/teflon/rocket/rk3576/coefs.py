@@ -1,7 +1,8 @@
 """RK3576 coefficient table and shift word (docs/hardware/rocket-rk3576.md, "DPU"); the per-channel
 arithmetic (multipliers, bias rescaling, shift, error bound, OUT_CVT) is ..perchannel, shared with RK3588.
 
-Per output channel the DPU computes  u = ((acc + A + B * sum_x) * C + 2^(sh-1)) >> sh,  then OUT_CVT.
+Per output channel the DPU computes  u = round((acc + A + B * sum_x) * C / 2^sh)  (to nearest, ties to even:
+rounding.shift_even),  then OUT_CVT.
 - B: minus the stored weight zero point (direct only; depthwise weights carry w - zw themselves);
 - C: the channel's weight scale relative to the layer's: C = round(2^q * s_w / s_one), where s_one is the
   weight scale C = 2^q stands for. Per-tensor weights: q = 14, C = 2^14 (the vendor's Q14, an exact
