@@ -96,13 +96,21 @@ static inline int64_t rkt_max64(int64_t a, int64_t b)
     return a > b ? a : b;
 }
 
+/* floor((x + rnd + q0) / 2^s), q0 the parity of floor(x / 2^s), for s >= 1: with rnd = 2^(s-1) - 1 the ties-to-even
+ * rounding of x / 2^s (rkt_shift_even); a caller may fold a multiple of 2^s into rnd (OUT_CVT's offset), which
+ * leaves the parity, taken from x alone, unchanged. */
+static inline int64_t rkt_round_shift(int64_t x, int64_t rnd, int s)
+{
+    return (x + rnd + ((x >> s) & 1)) >> s;
+}
+
 /* x / 2^s rounded to nearest with ties to even, x itself for s = 0: OUT_CVT's shift with CVT_ROUND 0 and the BS
  * multiplier's shift, both measured on RK3588 and RK3576 by a third party (docs/hardware/rocket.md "OUT_CVT's tie
  * rule"). Written as floor((x + 2^(s-1) - 1 + q0) / 2^s), q0 the parity of floor(x / 2^s): the SIMD datapaths
  * use the same form. |x| < 2^62. */
 static inline int64_t rkt_shift_even(int64_t x, int s)
 {
-    return s ? (x + ((int64_t)1 << (s - 1)) - 1 + ((x >> s) & 1)) >> s : x;
+    return s ? rkt_round_shift(x, ((int64_t)1 << (s - 1)) - 1, s) : x;
 }
 
 /* DPU EW: a stored int8 operand converted, (e + offset) * scale >> shift with the shift rounding ties to even
@@ -152,7 +160,7 @@ static inline int8_t rkt_requantize(int trunc, int64_t tround, int32_t bias, int
     if (lut) /* the LUT is the EW stage, between BN and OUT_CVT [R76-USR] */
         v = rkt_lut_apply(lut, v);
     const int64_t m = v * scale;
-    const int64_t q = (m + pre + (shift ? (m >> shift) & 1 : 0)) >> shift;
+    const int64_t q = shift ? rkt_round_shift(m, pre, shift) : m + pre;
     return (int8_t)rkt_max64(rkt_min64(q + post, 127), -128);
 }
 

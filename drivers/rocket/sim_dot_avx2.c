@@ -73,9 +73,9 @@ struct rq2 {
     __m128i trunc, shift, mshift;
 };
 
-/* rkt_shift_even of m by s on |m| < 2^47: floor((m + rnd + parity of floor(m / 2^s)) / 2^s), rnd = 2^(s-1) - 1
+/* rkt_round_shift of m by s on |m| < 2^47: floor((m + rnd + parity of floor(m / 2^s)) / 2^s), rnd = 2^(s-1) - 1
  * (plus any folded offset); `par` is 1 in every lane, or 0 for s = 0 (no rounding). */
-static inline __m256i shift_even4(__m256i m, __m256i rnd, __m256i par, __m128i s, __m256i bias, __m256i unbias)
+static inline __m256i round_shift4(__m256i m, __m256i rnd, __m256i par, __m128i s, __m256i bias, __m256i unbias)
 {
     const __m256i q0 = _mm256_and_si256(sra64(m, s, bias, unbias), par);
     return sra64(_mm256_add_epi64(m, _mm256_add_epi64(rnd, q0)), s, bias, unbias);
@@ -85,10 +85,10 @@ static inline __m256i shift_even4(__m256i m, __m256i rnd, __m256i par, __m128i s
 static inline __m256i tail4(const struct rq2 *r, __m256i v, __m256i mul, int with_mul)
 {
     if (with_mul) /* |v * mul| < 2^46 */
-        v = clamp64(shift_even4(_mm256_mul_epi32(v, mul), r->mrnd, r->mpar, r->mshift, r->mbias, r->munbias),
+        v = clamp64(round_shift4(_mm256_mul_epi32(v, mul), r->mrnd, r->mpar, r->mshift, r->mbias, r->munbias),
                     r->lo32, r->hi32);
     /* |v * scale| < 2^47, |pre| < 2^47 (checked): the sum stays below 2^48 */
-    const __m256i o = shift_even4(_mm256_mul_epi32(v, r->scale), r->pre, r->par, r->shift, r->bias, r->unbias);
+    const __m256i o = round_shift4(_mm256_mul_epi32(v, r->scale), r->pre, r->par, r->shift, r->bias, r->unbias);
     return clamp64(_mm256_add_epi64(o, r->post), r->lo8, r->hi8);
 }
 

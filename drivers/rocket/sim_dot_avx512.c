@@ -171,6 +171,14 @@ struct rq {
     int one_shift;
 };
 
+/* rkt_round_shift of m by the shift s (one for every lane): floor((m + rnd + parity of floor(m / 2^s)) / 2^s);
+ * `par` is 1 in every lane, or 0 for s = 0 (no rounding, rnd 0 then). */
+static inline __m512i round_shift8(__m512i m, __m512i rnd, __m512i par, __m128i s)
+{
+    const __m512i q0 = _mm512_and_si512(_mm512_sra_epi64(m, s), par);
+    return _mm512_sra_epi64(_mm512_add_epi64(m, _mm512_add_epi64(rnd, q0)), s);
+}
+
 /* The stages after the bias (RK3576 multiplier, OUT_CVT, saturation) on 8 int64 lanes holding int32 values:
  * rkt_requantize, lane by lane; 8 bytes out. */
 static inline __m128i requant_tail(const struct rq *r, __m512i v, __m512i mul, int with_mul)
@@ -179,8 +187,7 @@ static inline __m128i requant_tail(const struct rq *r, __m512i v, __m512i mul, i
         const __m512i m = _mm512_mul_epi32(v, mul);
         /* rkt_shift_even: floor((m + 2^(s-1) - 1 + parity of floor(m / 2^s)) / 2^s) */
         if (r->one_shift) { /* one shift for both signs: the encoders' case */
-            const __m512i q0 = _mm512_and_si512(_mm512_sra_epi64(m, r->mshift), r->parp);
-            v = _mm512_sra_epi64(_mm512_add_epi64(m, _mm512_add_epi64(r->rndp, q0)), r->mshift);
+            v = round_shift8(m, r->rndp, r->parp, r->mshift);
         } else {
             const __mmask8 neg = _mm512_cmplt_epi64_mask(m, _mm512_setzero_si512()); /* the product's sign */
             const __m512i sh = _mm512_mask_blend_epi64(neg, r->shp, r->shn);
@@ -191,10 +198,7 @@ static inline __m128i requant_tail(const struct rq *r, __m512i v, __m512i mul, i
         v = _mm512_max_epi64(_mm512_min_epi64(v, r->hi32), r->lo32);
     }
     /* |v| < 2^31 and scale < 2^16: the signed 32 x 32 -> 64 product is exact */
-    const __m512i m = _mm512_mul_epi32(v, r->scale);
-    const __m512i q0 = _mm512_and_si512(_mm512_sra_epi64(m, r->shift), r->par); /* ties to even, as above */
-    __m512i o = _mm512_sra_epi64(_mm512_add_epi64(m, _mm512_add_epi64(r->pre, q0)), r->shift);
-    o = _mm512_add_epi64(o, r->post);
+    const __m512i o = _mm512_add_epi64(round_shift8(_mm512_mul_epi32(v, r->scale), r->pre, r->par, r->shift), r->post);
     return _mm512_cvtepi64_epi8(_mm512_max_epi64(_mm512_min_epi64(o, r->hi8), r->lo8));
 }
 

@@ -14,7 +14,7 @@ import struct
 
 import numpy as np
 
-from .rounding import preimage, shift_even
+from .rounding import preimage
 
 INT32_MAX = int(np.iinfo(np.int32).max)
 INT32_MIN = int(np.iinfo(np.int32).min)
@@ -82,8 +82,8 @@ def clamp_bound(k: int, scale: int, shift: int) -> int | None:
     the smallest u with R(u) = shift_even(u * scale, shift) >= k (rounding.py), provided R(X) == k (R is monotone,
     so then R(min(u, X)) == min(R(u), k) for every u). None when R steps over k (a multiplier above 1), where no
     such X exists. The lower clamp max(u, 0) needs no helper: R(0) == 0, so R(max(u, 0)) == max(R(u), 0)."""
-    x, _ = preimage(k, scale, shift)  # the least u with R(u) == k, when any u has it
-    return x if shift_even(x * scale, shift) == k else None
+    lo, hi = preimage(k, scale, shift)  # the u with R(u) == k: the least is X, none when R steps over k
+    return lo if lo <= hi else None
 
 
 def activation_clamp(c_act_min: int | None, c_act_max: int | None, out_zp: int, scale: int,
