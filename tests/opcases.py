@@ -380,8 +380,10 @@ MEAN_REQUANT_MIN_EXACT = 0.6
 def pool_cpu_reason(case: PoolCase) -> str | None:
     """Why the rocket backends leave this case's pool on the CPU, or None (python/teflon/rocket/pool.py)."""
     from teflon.modelgen import out_size
+    from teflon.rocket.average import average_conv, average_recips
+    from teflon.rocket.geometry import same_pads
     from teflon.rocket.lower import MAX_KERNEL
-    from teflon.rocket.pool import KERNEL_RANGE, average_conv, average_recips, same_pads
+    from teflon.rocket.pool import KERNEL_RANGE
 
     if case.op == "max":
         return None
@@ -403,8 +405,8 @@ def pool_cpu_reason(case: PoolCase) -> str | None:
 def flat_cpu_reason(case: PoolCase) -> str | None:
     """Why a global average the PPU cannot take stays on the CPU as per-plane 1x1 convolutions
     (rocket/flat_pool.py), or None; the cases keep H·W <= 256 (the RK3588 CNA's 4096 input channels)."""
+    from teflon.rocket.average import average_conv, mean_conv
     from teflon.rocket.flat_pool import MEAN_MIN_SHARE
-    from teflon.rocket.pool import average_conv, mean_conv
     from teflon.runtime import make_interpreter
 
     if case.in_c == 1:

@@ -146,7 +146,7 @@ def chained_max_diff(model: bytes, producers: tuple[str, ...] = CONV_KINDS) -> i
 
 def fused_add_gain(model: bytes) -> float:
     """The gain s_conv / s_out of the input the rocket encoder fuses (the convolution output with the smaller scale,
-    rocket.lower.add_fusion; a SUB's first input) of the model's ADD or SUB fed by a convolution; 0 without one."""
+    rocket.fused_add.add_fusion; a SUB's first input) of the model's ADD or SUB fed by a convolution; 0 without one."""
     ops = operators(model)
     scales = tensor_scales(model)
     made_by = {t: op.name for op in ops for t in op.outputs}

@@ -73,7 +73,8 @@ def test_silu_pair_is_found() -> None:
 
 def test_silu_pair_split_across_partitions_is_refused() -> None:
     from teflon.ir import Graph, Operation, Quant, Tensor
-    from teflon.rocket.lower import LoweringError, lower_partition
+    from teflon.rocket.partition import lower_partition
+    from teflon.rocket.quantization import LoweringError
 
     def t(i: int, scale: float, zp: int) -> Tensor:
         return Tensor(i, "int8", (1, 4, 4, 8), Quant(np.array([scale], np.float32), np.array([zp], np.int32)))

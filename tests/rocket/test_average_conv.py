@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from teflon.rocket.average import AverageConv, average_conv, average_recips, dpu_average, tflite_average
 from teflon.rocket.lower import MAX_KERNEL
-from teflon.rocket.pool import AverageConv, average_conv, average_recips, dpu_average, tflite_average
 
 KERNELS = range(1, MAX_KERNEL + 1)
 
@@ -63,11 +63,11 @@ def test_fallback_kernels_are_the_ppu_refusals(dtype: str) -> None:
 @pytest.mark.parametrize(("h", "w", "requant", "seed"), [(2, 2, False, 0), (7, 7, True, 1), (16, 16, False, 2),
                                                          (16, 16, True, 3), (3, 5, True, 4), (12, 20, True, 5)])
 def test_tflite_mean_is_the_runtime_mean(h: int, w: int, requant: bool, seed: int, dtype: str) -> None:
-    """pool.tflite_mean (the integer MEAN the per-plane convolutions are proved against) equals the builtin kernel
+    """average.tflite_mean (the integer MEAN the per-plane convolutions are proved against) equals the builtin kernel
     on random inputs, requantizing or not."""
     from teflon.modelgen import PoolCase, random_inputs
     from teflon.reference import run_cpu
-    from teflon.rocket.pool import tflite_mean
+    from teflon.rocket.average import tflite_mean
     from teflon.runtime import make_interpreter
 
     case = PoolCase(h, w, 40, op="mean", dtype=dtype, requant=requant, seed=seed)
@@ -86,7 +86,7 @@ def test_mean_conv_exact_or_measured() -> None:
     """A uint8 MEAN (one rounding of non-negative sums) has an exact OUT_CVT; TFLite's int8 MEAN of a power-of-two
     count rounds twice (the multiplier's half step, then the shift's) and gets the closest single rounding, whose
     share of all sums is measured (flat_pool.MEAN_MIN_SHARE decides the claim); a 2x2 int8 MEAN is far off."""
-    from teflon.rocket.pool import mean_conv
+    from teflon.rocket.average import mean_conv
 
     assert mean_conv(256, "uint8", 0.02, 130, 0.02, 130).exact == 1.0
     assert mean_conv(240, "int8", 0.02, 3, 0.013, -7).exact == 1.0

@@ -71,7 +71,8 @@ def _ppu_task_words(graph: object) -> list[int]:
     """The rk3576 encoder's PPU task for the graph's single pool, its reciprocals the vendor's floor(2^16 / k) (the
     only ones the simulator accepts)."""
     from teflon.rocket import target
-    from teflon.rocket.pool import RECIP_ONE, window_pool
+    from teflon.rocket.average import RECIP_ONE
+    from teflon.rocket.pool import window_pool
     from teflon.rocket.rk3576.encoder import pool_streams
 
     pool = window_pool(graph, graph.operations[0])  # type: ignore[attr-defined]

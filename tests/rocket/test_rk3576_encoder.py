@@ -117,7 +117,7 @@ def _zp(d: dict, keys: tuple[str, ...]) -> int | None:
     return None
 
 
-def _conv_for(layer: dict, in_zp: int, out_zp: int) -> rocket.lower.RocketConv:
+def _conv_for(layer: dict, in_zp: int, out_zp: int) -> rocket.operations.RocketConv:
     """A RocketConv with the vendor layer's geometry and pads (int8, arbitrary weights)."""
     _, c, h, w = layer["input_nchw"]
     _, oc, oh, ow = layer["output_nchw"]

@@ -80,7 +80,8 @@ def _tie_program(graph: Graph, device: str, unit: str) -> tuple[Program, Operati
     """The 2x2 average as a depthwise convolution (weight 1, bias 0, OUT_CVT 2^14 / 2^16) or as a PPU pool
     (reciprocals 2^15): both compute round(sum / 4)."""
     from teflon.rocket import target
-    from teflon.rocket.pool import RECIP_ONE, _constant_depthwise, window_pool
+    from teflon.rocket.average import RECIP_ONE
+    from teflon.rocket.pool import constant_depthwise, window_pool
 
     op = graph.operations[0]
     pool = window_pool(graph, op)
@@ -88,7 +89,7 @@ def _tie_program(graph: Graph, device: str, unit: str) -> tuple[Program, Operati
         pool.recip_w, pool.recip_h = RECIP_ONE // 2, RECIP_ONE // 2
         ops = [pool]
     else:
-        conv = _constant_depthwise(pool, 2, 2, 2, 2, 1, 4 * pool.in_zp)  # v = the window sum of stored inputs
+        conv = constant_depthwise(pool, 2, 2, 2, 2, 1, 4 * pool.in_zp)  # v = the window sum of stored inputs
         one = np.float32(1.0)
         ops = [replace(conv, out_zp=0, in_scale=one, out_scale=one, w_scale=np.float32(2**-2), cvt=(1 << 14, 16))]
     t = target(device)

@@ -10,14 +10,12 @@ word (rocket.md §2.1). Feature maps are NC1HWC2 with C2 = 16 (rocket.md
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..hw.regmap import WORD_VALUE_SHIFT
 from ..program import LAYOUT_NC1HWC2, Buffer, IOBinding, Job, OpRecord, Program, Reloc, Task
 from .geometry import FEATURE_ATOM
-from .lower import EwOperand, RocketConv
-from .pool import RocketPool
+from .operations import EwOperand, RocketConv, RocketPool, TensorInfo
 from .stream import ROLE_BIAS, ROLE_EW, ROLE_INPUT, ROLE_OUTPUT, ROLE_REGCMD, ROLE_WEIGHTS, EncodeError, Stream
 
 if TYPE_CHECKING:
@@ -29,14 +27,6 @@ RocketOp = RocketConv | RocketPool  # an operation that runs (lower_partition al
 def ew_operand(c: RocketOp) -> EwOperand | None:
     """A convolution's fused ADD operand (pools have none)."""
     return c.ew if isinstance(c, RocketConv) else None
-
-
-@dataclass(frozen=True)
-class TensorInfo:
-    h: int
-    w: int
-    c: int
-    dtype: str
 
 
 def tensors(convs: list[RocketOp]) -> dict[int, TensorInfo]:

@@ -1,5 +1,5 @@
 """The claim decisions both rocket generations make the same way, around their own encoders' checks: a fused
-ADD/SUB (lower.add_fusion) and a pool (pool.lower_pool_ops). Each takes the generation's check, which builds the
+ADD/SUB (fused_add.add_fusion) and a pool (pool.lower_pool_ops). Each takes the generation's check, which builds the
 operation's register streams and raises EncodeError when a value does not fit."""
 
 from __future__ import annotations
@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..ir import Graph, Operation
-from .lower import LoweringError, RocketConv, add_fusion, fuse_add
-from .pool import RocketPool, describe_pool, lower_pool_ops
+from .fused_add import add_fusion, fuse_add
+from .operations import RocketConv, RocketPool
+from .pool import describe_pool, lower_pool_ops
+from .quantization import LoweringError
 from .stream import EncodeError
 
 Decision = tuple[bool, str]

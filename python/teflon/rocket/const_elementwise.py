@@ -21,9 +21,10 @@ import numpy as np
 
 from ..fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, rounding_divide_by_pot, srdhm32
 from ..ir import Graph, Operation, Tensor
+from .average import channel_biases, cvt_pairs
 from .identity_add import COPY_WEIGHT, SINGLE_CHANNEL
-from .lower import LoweringError, RocketConv, _check_activation, _quant, _stored, quantized, stored_offset
-from .pool import channel_biases, cvt_pairs
+from .operations import RocketConv
+from .quantization import LoweringError, activation_bounds, quantized, stored_bytes, stored_offset, tensor_quant
 
 CONST_KINDS = ("MUL", "ADD", "SUB")
 
@@ -66,7 +67,7 @@ Quant = tuple[float, int]
 class Plan:
     """Per channel weight w and bias b, and one OUT_CVT: the DPU's stored output for stored input xs is
     clip(shift_even((w·xs + b)·scale, shift) + zys) with zys the stored output zero point (OUT_CVT's offset;
-    pool.dpu_average's arithmetic); `share`: the fraction of (input value, channel) pairs on which it equals
+    average.dpu_average's arithmetic); `share`: the fraction of (input value, channel) pairs on which it equals
     TFLite's result."""
 
     weights: np.ndarray
@@ -179,10 +180,10 @@ def lower_const_elementwise(graph: Graph, op: Operation, per_channel: bool = Fal
     _, h, w, ch = (int(d) for d in x.shape)
     if ch == 1:
         raise LoweringError(f"{op.kind} of a single-channel map: {SINGLE_CHANNEL}")
-    (sx, zx), (sc, zc), (sy, zy) = _quant(x, "input"), _quant(c, "constant"), _quant(y, "output")
+    (sx, zx), (sc, zc), (sy, zy) = tensor_quant(x, "input"), tensor_quant(c, "constant"), tensor_quant(y, "output")
     values = _per_channel(c, ch).astype(np.int64)
     act = str(op.options.get("activation", "NONE"))
-    lo, hi = _check_activation(act, y.dtype, sy, zy, clamp)
+    lo, hi = activation_bounds(act, y.dtype, sy, zy, clamp)
     off = stored_offset(x.dtype)
     bounds = (-128 if lo is None else lo - off, 127 if hi is None else hi - off)
     quants = ((float(sx), zx), (float(sc), zc), (float(sy), zy))
@@ -205,7 +206,7 @@ def lower_const_elementwise(graph: Graph, op: Operation, per_channel: bool = Fal
         nodes=[op.index], kind=op.kind, input_tensor=x.index, output_tensor=y.index, dtype=x.dtype,
         in_h=h, in_w=w, in_c=ch, out_h=h, out_w=w, out_c=ch, kh=1, kw=1, stride=1,
         pad_top=0, pad_bottom=0, pad_left=0, pad_right=0, depthwise=True, in_zp=zx - off, out_zp=zy - off, w_zp=w_zp,
-        in_scale=sx, out_scale=sy, w_scale=np.float32(plan.scale / (1 << plan.shift)), weights=_stored(wq, off),
+        in_scale=sx, out_scale=sy, w_scale=np.float32(plan.scale / (1 << plan.shift)), weights=stored_bytes(wq, off),
         weights_q=wq, bias=bias, cvt=(plan.scale, plan.shift), activation=act,
         act_min=None if lo is None else lo - off, act_max=None if hi is None else hi - off)
 

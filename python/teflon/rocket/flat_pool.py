@@ -10,8 +10,8 @@ OUT_CVT divides (or requantizes) once. Its 16 outputs are plane k of the 1 x 1 x
 (views.RocketView) of the input and output buffers, so nothing is copied.
 
 Rounding: the weight g, bias and OUT_CVT come from an exhaustive check over every window sum the map can produce:
-pool.average_conv for an AVERAGE_POOL_2D (TFLite's (sum + n/2) / n rounding), pool.mean_conv for a MEAN with or
-without its own output quantization (TFLite's fixed-point multiplier, pool.tflite_mean). Those are exact, except
+average.average_conv for an AVERAGE_POOL_2D (TFLite's (sum + n/2) / n rounding), average.mean_conv for a MEAN with or
+without its own output quantization (TFLite's fixed-point multiplier, average.tflite_mean). Those are exact, except
 an int8 MEAN whose double rounding no single rounding reproduces: the closest OUT_CVT serves when it agrees on at
 least MEAN_MIN_SHARE of all window sums (every other one 1 LSB off; docs/hardware/rocket.md §6a), else the node
 stays on the CPU.
@@ -22,21 +22,21 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Operation
-from .assemble import TensorInfo
+from .average import average_conv, mean_conv
 from .geometry import FEATURE_ATOM
-from .lower import LoweringError, RocketConv, _quant, quantized, synthetic_ids
+from .operations import RocketConv, RocketPool, TensorInfo, synthetic_ids
+from .quantization import LoweringError, quantized, tensor_quant
 from .views import RocketView
 
 FLAT_KINDS = ("AVERAGE_POOL_2D", "MEAN")
-# TFLite's int8 MEAN rounds twice (pool.mean_conv); where no single OUT_CVT rounding reproduces it, the closest one
+# TFLite's int8 MEAN rounds twice (average.mean_conv); where no single OUT_CVT rounding reproduces it, the closest one
 # is used when it agrees on at least this share of all window sums, every other sum one step off
 MEAN_MIN_SHARE = 0.99
 
 
-def is_global(p: object) -> bool:
-    """A window over the whole map with one output pixel and no padding read (a RocketPool's geometry)."""
-    return ((p.out_h, p.out_w) == (1, 1) and (p.kh, p.kw) == (p.in_h, p.in_w)  # type: ignore[attr-defined]
-            and not p.pads_consumed)  # type: ignore[attr-defined]
+def is_global(p: RocketPool) -> bool:
+    """A window over the whole map with one output pixel and no padding read."""
+    return (p.out_h, p.out_w) == (1, 1) and (p.kh, p.kw) == (p.in_h, p.in_w) and not p.pads_consumed
 
 
 def plane_weights(channels: int, pixels: int, g: int, dtype: str) -> tuple[np.ndarray, np.ndarray]:
@@ -49,18 +49,15 @@ def plane_weights(channels: int, pixels: int, g: int, dtype: str) -> tuple[np.nd
     return w, quantized(w, dtype)
 
 
-def flat_average_ops(graph: Graph, op: Operation, pool: object) -> list[RocketConv | list[RocketView]]:
+def flat_average_ops(graph: Graph, op: Operation, pool: RocketPool) -> list[RocketConv | list[RocketView]]:
     """The views and per-plane convolutions of the global average `pool` (a RocketPool of node `op`, any kernel
     size, requantizing MEAN allowed); raises LoweringError when the rounding cannot be reproduced."""
-    from .pool import RocketPool, average_conv, mean_conv
-
-    assert isinstance(pool, RocketPool)
     if op.kind not in FLAT_KINDS or not is_global(pool):
         raise LoweringError(f"{op.kind} is not a global average")
     if pool.in_c == 1:
         raise LoweringError("global average of one channel: a single-channel map's device layout is host rows")
     x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    (sx, zx), (sy, zy) = _quant(x, "input"), _quant(y, "output")
+    (sx, zx), (sy, zy) = tensor_quant(x, "input"), tensor_quant(y, "output")
     n = pool.in_h * pool.in_w
     if op.kind == "MEAN":  # TFLite's MEAN rounds through its own multiplier, with or without requantization
         a = mean_conv(n, pool.dtype, float(sx), int(zx), float(sy), int(zy))

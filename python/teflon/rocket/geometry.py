@@ -1,16 +1,24 @@
-"""What both rocket generations' splitters and encoders share about a convolution's shape and feature layout."""
+"""What both rocket generations' lowerings, splitters and encoders share about a convolution's shape and feature
+layout."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .lower import RocketConv
+from .operations import RocketConv
 
 FEATURE_ATOM = 16  # bytes (= channels of 8-bit data) per feature atom: the NC1HWC2 layout's C2 (rocket.md §3.1)
 
 
 def align(x: int, a: int) -> int:
     return -(-x // a) * a
+
+
+def same_pads(size: int, k: int, s: int) -> tuple[int, int]:
+    """TFLite SAME padding along one axis: (before, after), before gets the smaller half."""
+    out = -(-size // s)
+    total = max((out - 1) * s + k - size, 0)
+    return total // 2, total - total // 2
 
 
 class SplitError(ValueError):

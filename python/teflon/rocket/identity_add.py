@@ -1,6 +1,6 @@
 """An ADD or SUB that no convolution on the NPU produces an input of (two partition inputs, a pool's or a table op's
 output, a convolution output that other nodes read too): a 1x1 depthwise convolution that copies the first input,
-with the ADD fused into it exactly as into a real convolution (lower.fuse_add: the other input through the DPU's
+with the ADD fused into it exactly as into a real convolution (fused_add.fuse_add: the other input through the DPU's
 element-wise reader and EW stage, rocket.md §3.5).
 
 The copy multiplies each value by a constant weight g and adds nothing, so its accumulator g·(xa - za) is exact:
@@ -18,7 +18,8 @@ from dataclasses import replace
 import numpy as np
 
 from ..ir import Graph, Operation
-from .lower import LoweringError, RocketConv, _quant, quantized, stored_offset
+from .operations import RocketConv
+from .quantization import LoweringError, quantized, stored_offset, tensor_quant
 
 # The copy's weight: the largest stored int8 weight a uint8 weight byte (g + 128) can hold. The converted operand's
 # rounding is then within 1/254 of the first input's LSB.
@@ -51,7 +52,7 @@ def identity_conv(graph: Graph, tensor: int) -> RocketConv:
     _, h, w, c = (int(d) for d in x.shape)
     if c == 1:
         raise LoweringError(f"ADD of single-channel maps: {SINGLE_CHANNEL}")
-    sx, zx = _quant(x, "ADD input")
+    sx, zx = tensor_quant(x, "ADD input")
     off = stored_offset(x.dtype)
     return depthwise_copy([], x.index, x.index, x.dtype, (h, w, c), COPY_WEIGHT, (zx - off, zx - off),
                           (sx, sx, np.float32(1.0 / COPY_WEIGHT)))
@@ -70,7 +71,7 @@ def copy_conv(graph: Graph, tensor: int, out: int, node: int, channel0: int) -> 
 def identity_fusion(graph: Graph, add: Operation) -> tuple[RocketConv, int]:
     """(the copy of the ADD's first input — for an ADD the input with the coarser scale, so the other one's step in
     copy units, g·sb/sa, stays within g and the EW converter's 16-bit scale —, the other input) or LoweringError;
-    the checks lower.add_fusion makes of the ADD itself (shapes, types, constants, activation) have passed."""
+    the checks fused_add.add_fusion makes of the ADD itself (shapes, types, constants, activation) have passed."""
     a, b = (graph.tensors[t] for t in add.inputs)
     first, other = (a, b)
     if add.kind == "ADD" and a.quant is not None and b.quant is not None and float(b.quant.scale) > float(a.quant.scale):

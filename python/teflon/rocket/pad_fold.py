@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Operation
+from .geometry import same_pads
+from .operations import CONV_KINDS
 
 PAD_KINDS = ("PAD",)
 NOT_FOLDED = ("PAD: its only reader is not a claimed convolution that takes its amounts as padding (H/W pads that "
@@ -40,8 +42,6 @@ def folded_pad(graph: Graph, conv: Operation) -> tuple[Operation, tuple[int, int
     """(the PAD feeding CONV_2D / DEPTHWISE_CONV_2D `conv` that folds into it, the total pads top, bottom, left,
     right: the PAD's plus the convolution's own SAME pads on the padded map), or None. The PAD's output must be read
     by this convolution alone (a partition that must also hand it to TFLite refuses to compile: lower_partition)."""
-    from .lower import CONV_KINDS, same_pads
-
     if conv.kind not in CONV_KINDS or len(conv.inputs) < 2:
         return None
     pad = graph.producer(conv.inputs[0])

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .lower import RocketConv
+from .operations import RocketConv
 from .requant import bias_table, channel_sums
 from .requant import out_cvt as dpu_out_cvt
 from .stream import EncodeError

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ..hw.regmap import RegMap, RegMapError
 from .geometry import FEATURE_ATOM, align
-from .pool import RocketPool
+from .operations import RocketPool
 from .stream import ROLE_INPUT, ROLE_OUTPUT, Emitter, EncodeError, Stream
 
 POOL_MAX, POOL_AVERAGE = 1, 0  # OPERATION_MODE_CFG.POOLING_METHOD [TRM]

@@ -1,7 +1,7 @@
 """DPU arithmetic both rocket generations share (rocket.md §3.4, §3.5): the zero-point-folded bias and the
 OUT_CVT requantization registers.
 
-Stored domain (see lower.py): xs = x - off, ws = w - off. The true accumulator
+Stored domain (see quantization.py): xs = x - off, ws = w - off. The true accumulator
     sum (x - zx)(w - zw) = sum xs*ws  -  zws * sum xs  -  zxs * sum (w - zw)
 is split as: MAC array on stored data; the DPU "OW" stage adds -zws * sum xs (BS_OW_OP = -zws);
 the bias table absorbs -zxs * sum (w - zw) per output channel.

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import unary
 from ..ir import Graph, Operation
-from .lower import LoweringError, stored_offset
+from .quantization import LoweringError, stored_offset
 from .stream import EncodeError
 
 # The node kinds the table path claims (the MUL of a SiLU pair goes with its LOGISTIC).

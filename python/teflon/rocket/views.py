@@ -27,9 +27,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..ir import Graph, Operation, Tensor
-from .assemble import TensorInfo
 from .geometry import FEATURE_ATOM
-from .lower import LoweringError
+from .identity_add import copy_conv
+from .operations import TensorInfo, synthetic_ids
+from .quantization import LoweringError
 
 ALIAS_KINDS = ("RESHAPE", "SQUEEZE", "QUANTIZE")
 SLICE_KINDS = ("SLICE", "STRIDED_SLICE")
@@ -213,9 +214,6 @@ def lower_views(graph: Graph, op: Operation) -> list[RocketView]:
 def lower_view_node(graph: Graph, op: Operation, placed: dict[int, RocketView]) -> list[object]:
     """The views of a view node in a partition (`placed`: the partition's views so far, updated), and for a
     CONCATENATION part already placed elsewhere a copy into its plane: [views, copy convolutions...]."""
-    from .identity_add import copy_conv
-    from .lower import synthetic_ids
-
     views = lower_views(graph, op)
     copies = copied_parts(op, views, placed)
     ids = synthetic_ids(graph, op.index)

@@ -29,7 +29,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
 
 def compile(regmap: RegMap, device: str, graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int],
             mesa_compat: bool = False) -> Program:
-    from ..lower import lower_partition
+    from ..partition import lower_partition
     from .encoder import compile_ops
     from .groups import expand, grouped
 

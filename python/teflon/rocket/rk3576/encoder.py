@@ -18,8 +18,7 @@ from ...program import Buffer, OpRecord, Program
 from .. import assemble, perchannel
 from ..assemble import RocketOp
 from ..geometry import FEATURE_ATOM, SplitError, geometry
-from ..lower import RocketConv
-from ..pool import RocketPool
+from ..operations import RocketConv, RocketPool
 from ..ppu import pool_info, pool_stream
 from ..requant import activation_clamp, ew_cvt
 from ..stream import EncodeError, Stream, regcmd_bytes

@@ -18,9 +18,8 @@ import numpy as np
 
 from ...ir import Graph
 from .. import perchannel
-from ..assemble import TensorInfo
 from ..geometry import FEATURE_ATOM
-from ..lower import RocketConv, synthetic_ids
+from ..operations import RocketConv, TensorInfo, synthetic_ids
 from ..perchannel import ScaleSpreadError
 from ..stream import EncodeError
 from ..views import RocketView

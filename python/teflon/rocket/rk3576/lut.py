@@ -25,7 +25,7 @@ from ...program import Buffer, OpRecord, Program
 from .. import assemble
 from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..identity_add import SINGLE_CHANNEL, depthwise_copy
-from ..lower import RocketConv
+from ..operations import RocketConv
 from ..rounding import shift_even
 from ..stream import (
     PINGPONG,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from teflon.hw.regmap import Field, Register, SocTable, Special, reg
 from teflon.rocket.rk3588.regs import PC as PC_RK3588
-from teflon.rocket.rk3588.regs import PPU_COMMON, PPU_RDMA_COMMON, UNITS, _s_pointer
+from teflon.rocket.rk3588.regs import PPU_COMMON, PPU_RDMA_COMMON, UNITS, s_pointer
 
 INT32_MIN = 0x80000000
 INT32_MAX = 0x7FFFFFFF
@@ -63,7 +63,7 @@ _PC_CHANGES = {
 PC = tuple(_PC_CHANGES.get(r.name, r) for r in PC_RK3588)
 
 CNA = (
-    _s_pointer("CNA", 0x1004),
+    s_pointer("CNA", 0x1004),
     reg(
         "CNA", "CONV_CON1", 0x100C,
         _only("CONV_MODE", 0, 3, 0, 1, 2, 6),  # 0 direct, 1 depthwise, 6 ARGB int8, 2 ARGB fp16
@@ -138,7 +138,7 @@ CNA = (
 )
 
 CORE = (
-    _s_pointer("CORE", 0x3004),
+    s_pointer("CORE", 0x3004),
     reg(
         "CORE", "MISC_CFG", 0x3018,
         ("QD_EN", 0, 0), ("DW_EN", 1, 1), ("DW_BIT3", 3, 3), ("ARGB_BIT7", 7, 7),
@@ -152,7 +152,7 @@ CORE = (
 )
 
 DPU = (
-    _s_pointer("DPU", 0x4004),
+    s_pointer("DPU", 0x4004),
     reg("DPU", "FEATURE_MODE_CFG", 0x400C, _only("FLYING_MODE", 0, 0, 0, 1), _only("OUTPUT_MODE", 1, 2, 2),
         _only("CONV_MODE", 3, 4, 0, 1), _only("BIT30", 30, 30, 0, 1),
         note="CONV_MODE 1 on depthwise; 0x5 (FLYING_MODE, BIT30 clear) in the vendor's DPU-only LUT-load task "
@@ -256,7 +256,7 @@ DPU = (
 )
 
 DPU_RDMA = (
-    _s_pointer("DPU_RDMA", 0x5004),
+    s_pointer("DPU_RDMA", 0x5004),
     reg("DPU_RDMA", "DATA_CUBE_WIDTH", 0x500C, ("WIDTH_M1", 0, 12)),
     reg("DPU_RDMA", "DATA_CUBE_HEIGHT", 0x5010, ("HEIGHT_M1", 0, 12)),
     reg("DPU_RDMA", "DATA_CUBE_CHANNEL", 0x5014, ("CHANNEL_M1", 0, 12)),

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 from ...hw.regmap import RegMap
 from ..geometry import FEATURE_ATOM, align
-from ..lower import RocketConv
-from ..pool import RocketPool
+from ..operations import RocketConv, RocketPool
 from ..ppu import MAX_PAD_VALUE
 from ..stream import (
     ROLE_BIAS,

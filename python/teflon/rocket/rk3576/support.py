@@ -5,18 +5,13 @@ from __future__ import annotations
 from ...hw.regmap import RegMap
 from ...ir import Graph
 from ..claims import claim_fused_add, claim_pool
-from ..lower import (
-    ELEMENTWISE_FUSED,
-    LoweringError,
-    RocketConv,
-    conv_label,
-    is_conv_like,
-    lower_conv_like,
-    synthetic_ids,
-)
+from ..convlike import conv_label, is_conv_like, lower_conv_like
+from ..fused_add import ELEMENTWISE_FUSED
+from ..operations import RocketConv, synthetic_ids
 from ..pad_fold import PAD_KINDS, pad_claims
 from ..perchannel import ScaleSpreadError
 from ..pool import POOL_KINDS
+from ..quantization import LoweringError
 from ..stream import EncodeError
 from ..unary_lower import claim
 from ..views import VIEW_KINDS, claims

@@ -29,7 +29,7 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
 def compile(regmap: RegMap, device: str, graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int],
             mesa_compat: bool = False) -> Program:
     """mesa_compat: requant scale rounded as Mesa does, for byte-equal streams (see ..requant.out_cvt)."""
-    from ..lower import lower_partition
+    from ..partition import lower_partition
     from .encoder import compile_ops
 
     return compile_ops(regmap, device, lower_partition(graph, nodes, per_channel=True, unary=True, clamp=True,

@@ -16,8 +16,7 @@ from ...program import LAYOUT_ROWS, Buffer, IOBinding, OpRecord, Program
 from .. import assemble, perchannel
 from ..assemble import RocketOp
 from ..geometry import FEATURE_ATOM, SplitError, geometry
-from ..lower import RocketConv
-from ..pool import RocketPool
+from ..operations import RocketConv, RocketPool
 from ..ppu import pool_info, pool_stream
 from ..requant import activation_clamp, bias_table, ew_cvt, out_cvt
 from ..stream import EncodeError, Stream, regcmd_bytes
@@ -55,7 +54,7 @@ def op_params(c: RocketConv, mesa_compat: bool = False) -> OpParams:
         sp = split(geometry(c))
         s = None
         if c.cvt is not None:
-            trunc = 0  # pool.average_conv's proof assumes the accumulator reaches the bias untruncated
+            trunc = 0  # average.average_conv's proof assumes the accumulator reaches the bias untruncated
             scale, shift = c.cvt
         elif c.w_scales is not None:
             # per-channel: no CLIP_TRUNCATE (channel_scaling proves every sum fits the 32-bit path)

@@ -32,7 +32,7 @@ _IRQ_BITS = (
 )
 
 
-def _s_pointer(unit: str, offset: int, name: str = "S_POINTER") -> Register:
+def s_pointer(unit: str, offset: int, name: str = "S_POINTER") -> Register:
     return reg(
         unit, name, offset,
         ("POINTER", 0, 0), ("POINTER_PP_EN", 1, 1), ("EXECUTER_PP_EN", 2, 2), ("POINTER_PP_MODE", 3, 3),
@@ -67,7 +67,7 @@ PC = (
 )
 
 CNA = (
-    _s_pointer("CNA", 0x1004),
+    s_pointer("CNA", 0x1004),
     reg(
         "CNA", "CONV_CON1", 0x100C,
         ("CONV_MODE", 0, 3), ("IN_PRECISION", 4, 6), ("PROC_PRECISION", 7, 9), ("ARGB_IN", 12, 15),
@@ -124,7 +124,7 @@ CNA = (
 )
 
 CORE = (
-    _s_pointer("CORE", 0x3004),
+    s_pointer("CORE", 0x3004),
     reg("CORE", "MISC_CFG", 0x3010, ("QD_EN", 0, 0), ("DW_EN", 1, 1), ("PROC_PRECISION", 8, 10),
         ("SOFT_GATING", 14, 19)),
     reg("CORE", "DATAOUT_SIZE_0", 0x3014, ("DATAOUT_WIDTH", 0, 15), ("DATAOUT_HEIGHT", 16, 31)),
@@ -134,7 +134,7 @@ CORE = (
 )
 
 DPU = (
-    _s_pointer("DPU", 0x4004),
+    s_pointer("DPU", 0x4004),
     reg(
         "DPU", "FEATURE_MODE_CFG", 0x400C,
         ("FLYING_MODE", 0, 0), ("OUTPUT_MODE", 1, 2), ("CONV_MODE", 3, 4), ("BURST_LEN", 5, 8), ("SURF_LEN", 9, 24),
@@ -222,7 +222,7 @@ DPU = (
 )
 
 DPU_RDMA = (
-    _s_pointer("DPU_RDMA", 0x5004),
+    s_pointer("DPU_RDMA", 0x5004),
     reg("DPU_RDMA", "DATA_CUBE_WIDTH", 0x500C, ("WIDTH", 0, 12)),
     reg("DPU_RDMA", "DATA_CUBE_HEIGHT", 0x5010, ("HEIGHT", 0, 12), ("EW_LINE_NOTCH_ADDR", 16, 28)),
     reg("DPU_RDMA", "DATA_CUBE_CHANNEL", 0x5014, ("CHANNEL", 0, 12)),
@@ -261,7 +261,7 @@ DPU_RDMA = (
 # RK3576 table; the padding fields, the padding values and the RDMA data format differ (docs/hardware/rocket.md,
 # "Pooling (PPU)").
 PPU_COMMON = (
-    _s_pointer("PPU", 0x6004),
+    s_pointer("PPU", 0x6004),
     reg("PPU", "DATA_CUBE_IN_WIDTH", 0x600C, ("CUBE_IN_WIDTH", 0, 12)),
     reg("PPU", "DATA_CUBE_IN_HEIGHT", 0x6010, ("CUBE_IN_HEIGHT", 0, 12)),
     reg("PPU", "DATA_CUBE_IN_CHANNEL", 0x6014, ("CUBE_IN_CHANNEL", 0, 12)),
@@ -282,7 +282,7 @@ PPU_COMMON = (
         ("SURF_LEN", 16, 31)),
 )
 PPU_RDMA_COMMON = (
-    _s_pointer("PPU_RDMA", 0x7004),
+    s_pointer("PPU_RDMA", 0x7004),
     reg("PPU_RDMA", "CUBE_IN_WIDTH", 0x700C, ("CUBE_IN_WIDTH", 0, 12)),
     reg("PPU_RDMA", "CUBE_IN_HEIGHT", 0x7010, ("CUBE_IN_HEIGHT", 0, 12)),
     reg("PPU_RDMA", "CUBE_IN_CHANNEL", 0x7014, ("CUBE_IN_CHANNEL", 0, 12)),

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from ...hw.regmap import RegMap
 from ..cube import kernels, packed_input_channels
 from ..geometry import FEATURE_ATOM
-from ..lower import RocketConv
+from ..operations import RocketConv, RocketPool
 from ..perchannel import ChannelScaling
-from ..pool import RocketPool
 from ..ppu import MAX_PAD_VALUE
 from ..stream import ROLE_BIAS, ROLE_EW, ROLE_INPUT, ROLE_OUTPUT, ROLE_WEIGHTS, TRAILER_WORDS, Emitter, Stream, chain
 from .split import Split, Task

@@ -5,17 +5,13 @@ from __future__ import annotations
 from ...hw.regmap import RegMap
 from ...ir import Graph
 from ..claims import claim_fused_add, claim_pool
-from ..lower import (
-    CONV_LOWERINGS,
-    ELEMENTWISE_FUSED,
-    LoweringError,
-    RocketConv,
-    conv_label,
-    is_conv_like,
-    lower_conv_like,
-)
+from ..convlike import conv_label, is_conv_like, lower_conv_like
+from ..fused_add import ELEMENTWISE_FUSED
+from ..lower import CONV_LOWERINGS
+from ..operations import RocketConv
 from ..pad_fold import PAD_KINDS, pad_claims
 from ..pool import POOL_KINDS
+from ..quantization import LoweringError
 from ..stream import EncodeError
 from ..unary_lower import claim
 from ..views import VIEW_KINDS, claims
