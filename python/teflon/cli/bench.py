@@ -190,9 +190,10 @@ def fmt(v: float | None) -> str:
 def traffic(session: Any, sim: str) -> tuple[str, str, str, str]:
     """(bytes moved, compulsory bytes, ratio, simulated NPU ms) of one inference from the simulator's counters
     (teflon profile); n/a where the device counts nothing (a real NPU, or a family without simulated counters)."""
-    from teflon.cli.profile import _sim_mode, profile_session
+    from teflon.cli.profile import profile_session
+    from teflon.cli.session import sim_mode
 
-    p = profile_session(session, _sim_mode(sim))
+    p = profile_session(session, sim_mode(sim))
     t = p.totals()
     npu = f"{p.npu_ns / 1e6:.3f}" if p.npu_ns else "n/a"
     if not t["moved"]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from teflon.cli.session import Session, delegate_options, open_interpreter
+from teflon.cli.session import Session, delegate_options, open_interpreter, sim_mode
 from teflon.ir import Graph
 from teflon.program import Program
 
@@ -102,10 +102,6 @@ def weight_bytes(prog: Program, tasks: list[Any]) -> int:
     names = {r.target for r in prog.relocs if r.target.endswith(".weights")
              and any(r.buffer == b and lo <= r.offset < hi for b, lo, hi in ranges)}
     return sum(len(prog.buffer(n).data or b"") for n in names)
-
-
-def _sim_mode(sim: str) -> bool | None:
-    return None if sim == "auto" else sim == "1"
 
 
 def profile_program(graph: Graph, nodes: list[int], prog: Program, partition: int, sim: bool | None = True,
@@ -209,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
     if not session.partitions:
         print("nothing delegated: the whole model runs on the CPU")
         return 0
-    p = profile_session(session, _sim_mode(args.sim))
+    p = profile_session(session, sim_mode(args.sim))
     if args.json:
         print(json.dumps({"layers": [asdict(layer) for layer in p.layers], "other": p.other, "totals": p.totals(),
                           "ratio": p.ratio(), "npu_ns": p.npu_ns, "cores": p.cores}, indent=1))

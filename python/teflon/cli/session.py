@@ -23,6 +23,11 @@ def positive_int(text: str) -> int:
     return value
 
 
+def sim_mode(sim: str) -> bool | None:
+    """The `--sim auto|0|1` choice as teflon.native.Device's `sim`: None lets the device node decide."""
+    return None if sim == "auto" else sim == "1"
+
+
 def key_value(text: str) -> tuple[str, str]:
     """argparse type of -o/--option: key=value."""
     key, sep, value = text.partition("=")
