@@ -260,15 +260,18 @@ static int parse_io(teflon_program *p, blob_layout *l, uint32_t i, char *err, si
     io->c2 = rd32(q + 32);
     io->xor_mask = rd32(q + 36);
     io->pad_value = (int32_t)rd32(q + 40);
+    io->host_order = rd32(q + 44);
     io->offset = rd64(q + 48);
     io->row_pitch = rd64(q + 56);
     io->plane_pitch = rd64(q + 64);
     const uint64_t ext = io_extent(io);
     if (io->buffer >= p->nbuffers || io->direction > TP_DIR_OUT || io->xor_mask > 0xFF || io->pad_value < -128 ||
         io->pad_value > 255 || (io->dtype != TP_DTYPE_UINT8 && io->dtype != TP_DTYPE_INT8) || ext == 0 ||
-        ext > p->buffers[io->buffer].size) {
-        teflon_errf(err, errlen, "I/O binding %u (tensor %d): buffer %u, layout %u, %dx%dx%d, c2 %u, pitches %llu/%llu, "
-                    "offset %llu not valid for its buffer", i, io->tensor, io->buffer, io->layout, io->h, io->w, io->c,
+        ext > p->buffers[io->buffer].size || io->host_order > TP_HOST_NCHW ||
+        (io->host_order == TP_HOST_NCHW && io->layout != TP_LAYOUT_NC1HWC2)) {
+        teflon_errf(err, errlen, "I/O binding %u (tensor %d): buffer %u, layout %u (host order %u), %dx%dx%d, c2 %u, "
+                    "pitches %llu/%llu, offset %llu not valid for its buffer", i, io->tensor, io->buffer, io->layout,
+                    io->host_order, io->h, io->w, io->c,
                     io->c2, (unsigned long long)io->row_pitch, (unsigned long long)io->plane_pitch,
                     (unsigned long long)io->offset);
         return -1;

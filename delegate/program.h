@@ -13,6 +13,8 @@ enum { TP_VERSION = 2 };
 enum { TP_BUF_HAS_DATA = 1, TP_BUF_TENSOR = 2 };
 enum { TP_LAYOUT_NC1HWC2 = 0, TP_LAYOUT_ROWS = 1 };
 enum { TP_DIR_IN = 0, TP_DIR_OUT = 1 };
+/* The host tensor's element order: (y, x, c), or (c, y, x) for an NCHW tensor whose device copy is its NHWC twin. */
+enum { TP_HOST_NHWC = 0, TP_HOST_NCHW = 1 };
 enum { TP_DTYPE_UINT8 = 3, TP_DTYPE_INT8 = 9 };
 
 typedef struct tp_buffer {
@@ -47,6 +49,7 @@ typedef struct tp_io {
     int32_t h, w, c;
     uint32_t c2, xor_mask;
     int32_t pad_value;
+    uint32_t host_order;
     uint64_t offset, row_pitch, plane_pitch;
 } tp_io;
 

@@ -10,7 +10,9 @@ import pytest
 import teflon
 from teflon import bridge, compiler, nchw_islands, netgen
 from teflon.ir import Graph
+from teflon.modelgen import random_inputs
 from teflon.netgen import Net
+from teflon.reference import compare, run_cpu, run_delegate
 from teflon.runtime import make_interpreter
 
 TO_NCHW, TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
@@ -41,7 +43,7 @@ def test_shufflenet_island_is_rewritten_whole(delegate_library: None) -> None:
     assert concat.options["axis"] == 3
     pad = next(op for op in seen.operations if op.kind == "PAD")
     assert seen.tensors[pad.inputs[1]].data.tolist() == [[0, 0], [1, 1], [1, 1], [0, 0]]
-    decisions = compiler.supported(g, "rk3588")
+    decisions = compiler.supported(g, "rk3588")  # the shuffle's TRANSPOSE and RESHAPE are views of its convolution
     assert all(decisions[n][0] and "NCHW island" in decisions[n][1] for n in isl.nodes)
 
 
@@ -63,9 +65,17 @@ def test_island_only_where_no_nchw_tensor_leaves_it(tail: str, found: int, deleg
     assert len(nchw_islands.find(g)) == found
 
 
-def test_island_split_by_a_cpu_node_is_left_alone(delegate_library: None) -> None:
-    g = _graph(netgen.build("nchw_shufflenet", "int8"), "rk3576")
-    isl = nchw_islands.find(g)[0]
-    claimed = {n for n, d in compiler.target("rk3576").supported(nchw_islands.canonical(g, [isl])).items() if d[0]}
-    assert nchw_islands.split_by_cpu(g, isl, claimed | isl.transposes)
-    assert not any("NCHW island" in why for _, why in compiler.supported(g, "rk3576").values())
+def test_island_node_on_the_cpu_reads_and_writes_nchw(delegate_library: None) -> None:
+    """rk3576 keeps the RELU convolution with per-channel weights on the CPU (its own reason): the island around it
+    still runs on the NPU, its tensors crossing to the CPU and back in NCHW order, with the numbers of rk3588
+    (which runs the whole net in one partition)."""
+    model = netgen.build("nchw_shufflenet", "int8")
+    x = random_inputs(model)
+    ref = run_cpu(model, x)
+    runs = {d: run_delegate(model, x, device=d, sim="1") for d in ("rk3588", "rk3576")}
+    assert runs["rk3588"].partitions == 1 and runs["rk3576"].partitions == 2
+    assert len(runs["rk3576"].delegated) == len(runs["rk3576"].ops) - 1
+    for r in runs.values():
+        assert compare(ref, r.outputs).within_model_lsb == 1.0
+    for a, b in zip(runs["rk3588"].outputs, runs["rk3576"].outputs, strict=True):
+        assert np.array_equal(a, b)

@@ -7,11 +7,12 @@ The target registry (teflon.targets) names each device's family; the family pack
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 from typing import Any
 
 from teflon import nchw_islands, targets
 from teflon.ir import Graph, memo
-from teflon.program import Program
+from teflon.program import HOST_NCHW, HOST_NHWC, IOBinding, Program
 
 # Rounds of dropping the NCHW islands a family does not claim whole (each round re-decides on a graph with fewer
 # islands; real models settle in one or two).
@@ -39,23 +40,24 @@ def target(device: str) -> Any:
 
 
 def _islands(graph: Graph, device: str, tgt: Any) -> tuple[Graph, list[nchw_islands.Island], dict]:
-    """(the graph the family sees, the NCHW islands rewritten in it, the family's decisions on it): every island
-    the family claims whole is rewritten (teflon.nchw_islands), the others stay as the converter wrote them."""
+    """(the graph the family sees, the NCHW islands rewritten in it, the family's decisions on it). An island
+    node the family leaves on the CPU runs as the converter wrote it: the NCHW tensors it shares with the NPU
+    cross the partition boundary in NCHW order (the bindings' host order, `_island_bindings`)."""
     def compute() -> tuple[Graph, list[nchw_islands.Island], dict]:
         chosen = [] if not getattr(tgt, "nchw_islands", False) else [
             i for i in nchw_islands.find(graph) if nchw_islands.usable(graph, i) is None]
-        for _ in range(_ISLAND_ROUNDS):
-            seen = nchw_islands.canonical(graph, chosen) if chosen else graph
-            decisions = tgt.supported(seen)
-            claimed = {n for n, d in decisions.items() if d[0]} | {n for i in chosen for n in i.transposes}
-            whole = [i for i in chosen if all(decisions.get(n, (True, ""))[0] for n in i.nodes)
-                     and not nchw_islands.split_by_cpu(graph, i, claimed)]
-            if len(whole) == len(chosen):
-                return seen, chosen, decisions
-            chosen = whole
-        return graph, [], tgt.supported(graph)
+        seen = nchw_islands.canonical(graph, chosen) if chosen else graph
+        return seen, chosen, tgt.supported(seen)
 
     return memo(graph, (__name__, "islands", device), compute)
+
+
+def _transpose_claimed(graph: Graph, node: int, decisions: dict) -> bool:
+    """An island's entry or exit goes with the NPU when a neighbour runs there (it moves no byte on the NPU; on
+    its own it would be a partition of nothing)."""
+    op = next(o for o in graph.operations if o.index == node)
+    near = [graph.producer(op.inputs[0]), *graph.consumers(op.outputs[0])]
+    return any(nb is not None and decisions.get(nb.index, (False, ""))[0] for nb in near)
 
 
 def supported(graph: Graph, device: str) -> dict[int, tuple[bool, str]]:
@@ -68,8 +70,11 @@ def supported(graph: Graph, device: str) -> dict[int, tuple[bool, str]]:
     decisions = dict(decisions)
     for isl in islands:
         for n in isl.nodes:
-            why = "in place" if n not in decisions else decisions[n][1]
-            decisions[n] = (True, f"NCHW island of {len(isl)} nodes run as NHWC: {why}")
+            if n in decisions:
+                claimed, why = decisions[n]
+            else:  # an entry, an exit, or the shuffle's TRANSPOSE/RESHAPE (views of the shuffle's convolution)
+                claimed, why = _transpose_claimed(graph, n, decisions), "moves no byte"
+            decisions[n] = (claimed, f"NCHW island of {len(isl)} nodes run as NHWC: {why}" if claimed else why)
     return {
         op.index: (bool(decisions[op.index][0]), str(decisions[op.index][1]))
         if op.index in decisions
@@ -83,16 +88,30 @@ def compile(graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int
     """Compile the partition `nodes` (node indices) whose runtime inputs/outputs are the given tensors."""
     tgt = target(device)
     seen, islands, _ = _islands(graph, device, tgt)
-    if islands:
-        inside = {t for i in islands for t in i.tensors}
-        crossing = sorted(inside & {*inputs, *outputs})
-        if crossing:
-            raise nchw_islands.NotInIsland(f"NCHW island tensor(s) {crossing} cross the partition boundary")
-        kept = {op.index for op in seen.operations}
-        nodes = [n for n in nodes if n in kept]
-        if not nodes:
-            raise nchw_islands.NotInIsland("the partition holds only an NCHW island's transposes")
-    return tgt.compile(seen, nodes, inputs, outputs, **options)
+    if not islands:
+        return tgt.compile(graph, nodes, inputs, outputs, **options)
+    kept = {op.index for op in seen.operations}
+    nodes = [n for n in nodes if n in kept]
+    if not nodes:
+        raise nchw_islands.NotInIsland("the partition holds only an NCHW island's transposes")
+    sub = nchw_islands.substitutions(graph, islands)
+    prog = tgt.compile(seen, nodes, list(dict.fromkeys(sub.get(t, t) for t in inputs)),
+                       list(dict.fromkeys(sub.get(t, t) for t in outputs)), **options)
+    prog.io = _island_bindings(prog.io, inputs, outputs, sub, {t for i in islands for t in i.tensors})
+    return prog
+
+
+def _island_bindings(io: list[IOBinding], inputs: list[int], outputs: list[int], sub: dict[int, int],
+                     nchw: set[int]) -> list[IOBinding]:
+    """The program's bindings (made for the canonical graph's tensors) for the partition's own tensors: an NCHW
+    island tensor that crosses the boundary is its NHWC twin's device copy read or written in NCHW order."""
+    out: list[IOBinding] = []
+    for b in io:
+        own = [t for t in (inputs if b.direction == "in" else outputs) if sub.get(t, t) == b.tensor]
+        if b.direction == "in":  # one copy in: the NHWC tensor where the partition has both
+            own = sorted(own, key=lambda t: t in nchw)[:1]
+        out.extend(replace(b, tensor=t, host_order=HOST_NCHW if t in nchw else HOST_NHWC) for t in own or [b.tensor])
+    return out
 
 
 def disassemble(program: Program) -> str:

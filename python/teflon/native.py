@@ -21,7 +21,7 @@ import cffi
 import numpy as np
 
 from teflon import delegate_path, targets
-from teflon.program import BUFFER, HEADER, IO, JOB, RELOC, TASK, Program
+from teflon.program import BUFFER, HEADER, HOST_NCHW, IO, JOB, RELOC, TASK, Program
 
 CDEF = """
 void *teflon_native_open(const char *soc, int sim, char *err, size_t errlen);
@@ -93,10 +93,12 @@ def bindings(blob: bytes) -> list[Binding]:
     off = HEADER.size + nbuf * BUFFER.size + nrel * RELOC.size + ntask * TASK.size + njob * JOB.size + 4 * nbol
     out = []
     for i in range(nio):
-        tensor, direction, _buf, _layout, dtype, h, w, c, *_ = IO.unpack_from(blob, off + i * IO.size)
+        tensor, direction, _buf, _layout, dtype, h, w, c, _c2, _xor, _pad, order, *_ = IO.unpack_from(
+            blob, off + i * IO.size)
         if dtype not in DTYPES:
             raise NativeError(f"I/O binding {i}: unsupported TfLiteType {dtype}")
-        out.append(Binding(tensor, "in" if direction == 0 else "out", (1, h, w, c), DTYPES[dtype]))
+        shape = (1, c, h, w) if order == HOST_NCHW else (1, h, w, c)
+        out.append(Binding(tensor, "in" if direction == 0 else "out", shape, DTYPES[dtype]))
     return out
 
 

@@ -15,8 +15,9 @@ tensor outside the islands, byte for byte: only the order of elements inside the
 no island tensor is visible outside it (an island with a graph output, or a tensor read by any operation not in
 the island, is not rewritten).
 
-`canonical(graph, islands)` is the graph a family's support decision and compiler then see (teflon.compiler); the
-islands a family does not claim whole are left as they are.
+`canonical(graph, islands)` is the graph a family's support decision and compiler then see (teflon.compiler). An
+island operation the family leaves on the CPU runs as the converter wrote it, on the NCHW tensors: those it shares
+with the NPU cross the partition boundary in NCHW order (the I/O binding's host order, delegate/layout.c).
 """
 
 from __future__ import annotations
@@ -278,6 +279,23 @@ def _same_quant(ts: list[Tensor]) -> bool:
                and t.dtype == ts[0].dtype for a, t in zip(q, ts))  # type: ignore[union-attr]
 
 
+def substitutions(graph: Graph, islands: Iterable[Island]) -> dict[int, int]:
+    """Tensor -> the tensor that stands for it in the canonical graph: an entry's output is its NHWC input; an
+    exit's input is the NHWC tensor the exit writes (an entry straight into an exit: the exit's output is the
+    entry's input)."""
+    sub: dict[int, int] = {}
+    for isl in islands:
+        ends = sorted((_op(graph, n) for n in isl.transposes), key=lambda op: not _is_entry(graph, op))
+        for op in ends:
+            if _is_entry(graph, op):
+                sub[op.outputs[0]] = op.inputs[0]
+            elif op.inputs[0] in sub:
+                sub[op.outputs[0]] = sub[op.inputs[0]]
+            else:
+                sub[op.inputs[0]] = op.outputs[0]
+    return sub
+
+
 def canonical(graph: Graph, islands: Iterable[Island]) -> Graph:
     """The graph with the given islands computed in NHWC (their entries and exits gone). Node indices are kept;
     the shuffle's TRANSPOSE and second RESHAPE are gone too (the first RESHAPE becomes the convolution)."""
@@ -285,18 +303,9 @@ def canonical(graph: Graph, islands: Iterable[Island]) -> Graph:
 
     def compute() -> Graph:
         b = _Builder(graph)
-        sub: dict[int, int] = {}
-        gone: set[int] = set()
+        sub = substitutions(graph, chosen)
+        gone = {n for isl in chosen for n in isl.transposes}
         for isl in chosen:
-            ends = sorted((_op(graph, n) for n in isl.transposes), key=lambda op: not _is_entry(graph, op))
-            for op in ends:
-                if _is_entry(graph, op):
-                    sub[op.outputs[0]] = op.inputs[0]
-                elif op.inputs[0] in sub:  # an entry straight into an exit: the exit's readers read the entry's input
-                    sub[op.outputs[0]] = sub[op.inputs[0]]
-                else:
-                    sub[op.inputs[0]] = op.outputs[0]
-                gone.add(op.index)
             for t in isl.tensors:
                 x = graph.tensors[t]
                 if t not in sub and len(x.shape) == 4:
@@ -314,8 +323,6 @@ def canonical(graph: Graph, islands: Iterable[Island]) -> Graph:
                 gone.update((t.index, last.index))
                 ops.append(_shuffle_conv(b, graph, op, sub))
                 continue
-            if op.index in gone:
-                continue
             inputs, opts = _remap_params(b, graph, op, [sub.get(i, i) for i in op.inputs])
             ops.append(replace(op, inputs=inputs, outputs=[sub.get(o, o) for o in op.outputs], options=opts))
         return Graph(tensors=b.tensors, operations=ops)
@@ -325,26 +332,6 @@ def canonical(graph: Graph, islands: Iterable[Island]) -> Graph:
 
 def _op(graph: Graph, index: int) -> Operation:
     return memo(graph, (__name__, "by_index"), lambda: {op.index: op for op in graph.operations})[index]
-
-
-def split_by_cpu(graph: Graph, island: Island, claimed: Iterable[int]) -> bool:
-    """Whether a path leaves the island through a node not in `claimed` and comes back into it: TFLite then puts
-    the island's two ends in different partitions, and an NHWC island tensor would cross between them."""
-    claimed = frozenset(claimed)
-    reached: set[int] = set()  # tensors written downstream of the island
-    via_cpu: set[int] = set()  # ... on a path through an unclaimed node
-    for op in graph.operations:
-        ins = [t for t in op.inputs if t >= 0]
-        inside = op.index in island.nodes
-        if inside and any(t in via_cpu for t in ins):
-            return True
-        r = inside or any(t in reached for t in ins)
-        c = any(t in via_cpu for t in ins) or (r and not inside and op.index not in claimed)
-        if r:
-            reached.update(op.outputs)
-        if c:
-            via_cpu.update(op.outputs)
-    return False
 
 
 def usable(graph: Graph, island: Island) -> str | None:

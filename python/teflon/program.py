@@ -28,13 +28,15 @@ RELOC = struct.Struct("<IIQBBBBI")  # buffer, target, offset, width, pos, shift,
 TASK = struct.Struct("<IIQ")  # buffer, bytes, offset
 JOB = struct.Struct("<6I")  # first_task, ntasks, first_in, nin, first_out, nout
 IO = struct.Struct("<iIIIIiiiIIiIQQQ")  # tensor, direction, buffer, layout, dtype, h, w, c, c2, xor,
-# pad_value, pad, offset, row_pitch, plane_pitch
+# pad_value, host_order, offset, row_pitch, plane_pitch
 
 BUF_HAS_DATA = 1
 BUF_TENSOR = 2
 
 LAYOUT_NC1HWC2 = 0  # channel groups of c2 as planes; pixel-major inside a plane
 LAYOUT_ROWS = 1  # single channel, raw bytes row by row (rows padded to row_pitch)
+HOST_NHWC = 0  # the TFLite tensor's bytes in (y, x, c) order
+HOST_NCHW = 1  # ... in (c, y, x) order: an NCHW tensor whose device copy is its NHWC twin (teflon.nchw_islands)
 
 TFLITE_DTYPE = {"uint8": 3, "int8": 9}
 
@@ -111,6 +113,8 @@ class IOBinding:
     with LAYOUT_ROWS (c == 1): offset + y * row_pitch + x.
     Stored value = host value XOR `xor` (0x80 turns uint8 into the NPU's "minus 0x80" int8).
     Padding bytes (channels c..align(c, c2), row tails) get `pad_value` on input.
+    The host tensor holds the elements in (y, x, c) order, or in (c, y, x) order with host_order HOST_NCHW
+    (LAYOUT_NC1HWC2 only).
     """
 
     tensor: int
@@ -127,6 +131,7 @@ class IOBinding:
     plane_pitch: int = 0
     xor: int = 0
     pad_value: int = 0
+    host_order: int = HOST_NHWC
 
 
 @dataclass
@@ -241,7 +246,7 @@ class Program:
                 io.c2,
                 io.xor,
                 io.pad_value,
-                0,
+                io.host_order,
                 io.offset,
                 io.row_pitch,
                 io.plane_pitch,
