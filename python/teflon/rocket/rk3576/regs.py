@@ -13,7 +13,7 @@ inference carry "_M1" when the register holds a count minus one, and the note sa
 
 from __future__ import annotations
 
-from teflon.hw.regmap import Field, Register, SocTable, Special, reg
+from teflon.hw.regmap import Field, FieldRange, Register, SocTable, Special, reg
 from teflon.rocket.rk3588.regs import PC as PC_RK3588
 from teflon.rocket.rk3588.regs import PPU_COMMON, PPU_RDMA_COMMON, UNITS, s_pointer
 
@@ -327,7 +327,15 @@ SPECIALS = (
     Special("OP_ENABLE", 0x0081, register="PC_OPERATION_ENABLE", offset=0x0008),
 )
 
-TABLE = SocTable("rk3576", UNITS, PC + CNA + CORE + DPU + DPU_RDMA + PPU + PPU_RDMA, SPECIALS)
+# Values the datapath takes, narrower than the fields' bits (docs/hardware/rocket-rk3576.md "Program check"):
+# shared by the encoder, rocket/check.py and the simulator (sim_rk3576.c, through the generated header).
+RANGES = (
+    FieldRange("CNA_PAD_CON1", "PAD_VALUE", -128, 127,
+               "R76-VENDOR: the input zero point as stored, an int8 sign-extended to 32 bits, in every vendor "
+               "program (rocket-rk3576.md)"),
+)
+
+TABLE = SocTable("rk3576", UNITS, PC + CNA + CORE + DPU + DPU_RDMA + PPU + PPU_RDMA, SPECIALS, RANGES)
 
 # Per-task register order of the vendor's single-core program (139 words, compile "A"); the CNA
 # UNDOC_1038 appears twice. The encoder emits exactly this order.
