@@ -303,8 +303,7 @@ static void padding_input(rkt_npu *n, struct rk3576_task *st)
     st->pad_bottom = (int)F(st->pad0, CNA_PAD_CON0, PAD_BOTTOM);
     st->pad_right = (int)F(st->pad0, CNA_PAD_CON0, PAD_RIGHT);
     const uint32_t pad1 = rkt_rd(n, RK3576_CNA_PAD_CON1);
-    rkt_check(n, (int32_t)pad1 >= RK3576_CNA_PAD_CON1__PAD_VALUE__MIN && (int32_t)pad1 <= RK3576_CNA_PAD_CON1__PAD_VALUE__MAX,
-              RK3576_CNA_PAD_CON1, pad1,
+    rkt_check(n, (int32_t)pad1 >= -128 && (int32_t)pad1 <= 127, RK3576_CNA_PAD_CON1, pad1,
               "the pad value must be an int8 sign-extended to 32 bits (the input zero point as stored)");
     t->pad_value = (int32_t)pad1;
     t->pad_value_lane1 = t->pad_value; /* one value (0x1084 holds an int8): no lane rule known on RK3576 */

@@ -62,8 +62,8 @@ def test_default_op_programs_pass_the_check(device: str) -> None:
     assert programs >= len(cases) // 2
 
 
-# One program per SoC holding every ranged register: per-channel weights (the BS multiplier and its shifts) and
-# a fused RELU6 inside the output range (ReLUX) on rk3588; a SAME-padded convolution (the pad value) on rk3576.
+# One program per SoC holding every ranged register: on rk3588 per-channel weights (the BS multiplier and its
+# shifts) and a fused RELU6 inside the output range (ReLUX). rk3576's table has no ranges (rk3576/regs.py).
 MUTATION_CASES = {
     "rk3588": ConvCase("conv2d", 8, 8, 16, 32, kernel=3, dtype="int8", per_channel=True, activation="relu6",
                        output_scale=0.01, seed=3),
@@ -121,8 +121,10 @@ def test_mutation_outside_a_range_is_refused(device: str, rng: FieldRange) -> No
         _run(dev, bad)
 
 
-def test_every_soc_has_ranges() -> None:
-    assert {d: bool(target(d).regmap.ranges) for d in DEVICES} == {d: True for d in DEVICES}
+def test_out_cvt_shift_limits() -> None:
+    """The limit the encoders bound OUT_CVT_SHIFT by (requant.bounded_cvt): rk3588's range, rk3576's 6-bit field."""
+    assert target("rk3588").regmap.limits("DPU_OUT_CVT_SHIFT", "OUT_CVT_SHIFT") == (0, 47)
+    assert target("rk3576").regmap.limits("DPU_OUT_CVT_SHIFT", "OUT_CVT_SHIFT") == (0, 63)
 
 
 # The requantization multiplier in_scale * w_scale / out_scale of these layers needs an OUT_CVT shift above 47

@@ -328,12 +328,11 @@ SPECIALS = (
 )
 
 # Values the datapath takes, narrower than the fields' bits (docs/hardware/rocket-rk3576.md "Program check"):
-# shared by the encoder, rocket/check.py and the simulator (sim_rk3576.c, through the generated header).
-RANGES = (
-    FieldRange("CNA_PAD_CON1", "PAD_VALUE", -128, 127,
-               "R76-VENDOR: the input zero point as stored, an int8 sign-extended to 32 bits, in every vendor "
-               "program (rocket-rk3576.md)"),
-)
+# shared by the encoder, rocket/check.py and the simulator (through the generated header). None is known on
+# RK3576: its OUT_CVT_SHIFT field is 6 bits (0..63, all measured by R76-VENDOR's sweeps), and the simulator's
+# other numeric checks depend on the task (e.g. CNA_PAD_CON1 is a sign-extended int8 on the NC1HWC2 path, but
+# the vendor's raw-input programs write 0x00808080 there), so they are not plain field ranges.
+RANGES: tuple[FieldRange, ...] = ()
 
 TABLE = SocTable("rk3576", UNITS, PC + CNA + CORE + DPU + DPU_RDMA + PPU + PPU_RDMA, SPECIALS, RANGES)
 
