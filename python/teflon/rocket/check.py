@@ -46,23 +46,32 @@ class ProgramCheckError(ValueError):
         super().__init__("program check: " + "; ".join(str(p) for p in problems[:5]) + more)
 
 
-def check_words(regmap: RegMap, words: Sequence[int]) -> list[tuple[int, str]]:
-    """(word index, reason) for every word of a regcmd stream the table refuses."""
+def check_words(regmap: RegMap, words: Sequence[int], verdicts: dict[int, str] | None = None) -> list[tuple[int, str]]:
+    """(word index, reason) for every word of a regcmd stream the table refuses. `verdicts`: word -> reason ("" when
+    accepted), kept across calls: most words of a program repeat from task to task, and each is decoded once."""
+    seen = {} if verdicts is None else verdicts
     out: list[tuple[int, str]] = []
     for i, w in enumerate(words):
-        try:
-            regmap.decode(w)
-        except RegMapError as e:
-            out.append((i, str(e)))
+        why = seen.get(w)
+        if why is None:
+            try:
+                regmap.decode(w)
+                why = ""
+            except RegMapError as e:
+                why = str(e)
+            seen[w] = why
+        if why:
+            out.append((i, why))
     return out
 
 
 def check_program(regmap: RegMap, program: Program) -> list[Problem]:
     """Every refused word of every task of `program`, by operation."""
     problems: list[Problem] = []
+    verdicts: dict[int, str] = {}
     for op in program.operations:
         for ti, t in enumerate(op.tasks):
-            for wi, why in check_words(regmap, task_words(program, t)):
+            for wi, why in check_words(regmap, task_words(program, t), verdicts):
                 problems.append(Problem(tuple(op.nodes), op.kind, ti, wi, why))
     return problems
 
