@@ -596,15 +596,19 @@ static int map_memory(rkt_npu *n, struct rk3588_task *st)
 
 /* ---- DPU-only tasks (op-enable DPU + DPU_RDMA): the flying-mode element-wise program with the EW LUT ------ */
 
+/* the shifts the simulator models for INDEX_SELECT: the register table's range, alike for both tables */
+#define LUT_SELECT_MAX RK3588_DPU_LUT_INFO__LUT_LE_INDEX_SELECT__MAX
+_Static_assert(RK3588_DPU_LUT_INFO__LUT_LE_INDEX_SELECT__MAX == RK3588_DPU_LUT_INFO__LUT_LO_INDEX_SELECT__MAX,
+               "both LUT index selects share one range");
+
 static void lut_range(rkt_npu *n, struct rkt_dpu_task *t, int tb, uint32_t start_reg, uint32_t end_reg, int select)
 {
     t->range[tb].start = (int32_t)rkt_rd(n, start_reg);
     t->range[tb].end = (int32_t)rkt_rd(n, end_reg);
     t->range[tb].select = select;
-    rkt_check(n, select < 31, start_reg, (uint32_t)t->range[tb].start, "INDEX_SELECT %d: shifts beyond 30 not simulated", select);
     rkt_check(n, t->range[tb].start <= t->range[tb].end, end_reg, (uint32_t)t->range[tb].end,
               "END below START (%d): an empty table is not understood", t->range[tb].start);
-    rkt_check(n, (((int64_t)t->range[tb].end - t->range[tb].start) >> (select < 31 ? select : 0)) < RKT_LUT_ENTRIES, end_reg,
+    rkt_check(n, (((int64_t)t->range[tb].end - t->range[tb].start) >> (select <= LUT_SELECT_MAX ? select : 0)) < RKT_LUT_ENTRIES, end_reg,
               (uint32_t)t->range[tb].end, "START %d .. END with INDEX_SELECT %d spans more than the %d table entries",
               t->range[tb].start, select, RKT_LUT_ENTRIES);
 }
@@ -673,6 +677,9 @@ static int rk3588_dpu_only(rkt_npu *n)
                   RK3588_DPU_LUT_CFG, cfg, "only the linear LE table (ROAD_SEL 1) without expand/mux/cal modes");
         t.hybrid_lo = (int)FLD(cfg, DPU_LUT_CFG, LUT_HYBRID_PRIORITY);
         const uint32_t info = rkt_rd(n, RK3588_DPU_LUT_INFO);
+        rkt_check(n, FLD(info, DPU_LUT_INFO, LUT_LE_INDEX_SELECT) <= LUT_SELECT_MAX &&
+                  FLD(info, DPU_LUT_INFO, LUT_LO_INDEX_SELECT) <= LUT_SELECT_MAX, RK3588_DPU_LUT_INFO, info,
+                  "INDEX_SELECT: shifts beyond %d not simulated", LUT_SELECT_MAX);
         lut_range(n, &t, 0, RK3588_DPU_LUT_LE_START, RK3588_DPU_LUT_LE_END, (int)FLD(info, DPU_LUT_INFO, LUT_LE_INDEX_SELECT));
         lut_range(n, &t, 1, RK3588_DPU_LUT_LO_START, RK3588_DPU_LUT_LO_END, (int)FLD(info, DPU_LUT_INFO, LUT_LO_INDEX_SELECT));
         for (uint32_t off = RK3588_DPU_LUT_LE_SLOPE_SCALE; off <= RK3588_DPU_LUT_LO_SLOPE_SHIFT; off += 4)

@@ -322,6 +322,9 @@ RANGES = (
                "third-party RK3588 hardware sweep (rocket.md \"Per-channel weights\"): shifts up to 48 measured"),
     FieldRange("CORE_CLIP_TRUNCATE", "CLIP_TRUNCATE", 0, 16,
                "INFERRED (rocket-sim.md CLIP_TRUNCATE): the goldens use at most 1, the modelled truncation is <= 16"),
+    *(FieldRange("DPU_LUT_INFO", f"LUT_{t}_INDEX_SELECT", 0, 30,
+                 "the shifts the simulator models (rocket.md §8; the encoder writes 0, one entry per input)")
+      for t in ("LE", "LO")),
     FieldRange("DPU_BS_RELUX_CMP_VALUE", "BS_RELUX_CMP_DAT", 0, 0x7FFFFFFF,
                "[XML] field, [INFERRED] signed int32 bound >= 0 (rocket-sim.md BS_CFG row, rocket.md "
                "\"Fused RELU/RELU6\")"),
