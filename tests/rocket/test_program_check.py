@@ -188,3 +188,22 @@ def test_shared_model_programs_pass_the_check(device: str, model: Any) -> None:
     rm = target(device).regmap
     for _, prog in pd.delegate_programs(model.read_bytes(), device):
         assert check_program(rm, prog) == []
+
+
+def test_a_program_failing_the_check_stays_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last gate (RocketTarget.compile): a program with a word outside a range fails its compile, and the
+    delegate runs that partition on the CPU instead of failing at invoke."""
+    from teflon.rocket import rk3588
+
+    rm = target("rk3588").regmap
+    rng = next(r for r in rm.ranges if r.register == "DPU_OUT_CVT_SHIFT")
+    compile_ok = rk3588.compile
+    monkeypatch.setattr(rk3588, "compile", lambda *a, **k: _mutate(rm, compile_ok(*a, **k), rng)[0])
+    case = MUTATION_CASES["rk3576"]  # a plain uint8 convolution
+    model = case.build()
+    inputs = random_inputs(model, seed=0)
+    with bridge.capture() as cap:
+        run = run_delegate(model, inputs, device="rk3588", sim="1", cache_dir="")
+    assert not run.delegated and not cap.programs
+    assert any("DPU_OUT_CVT_SHIFT.OUT_CVT_SHIFT = 48 is outside 0..47" in why for _, why in cap.failures), cap.failures
+    np.testing.assert_array_equal(run.outputs[0], run_cpu(model, inputs)[0])
