@@ -235,8 +235,9 @@ static void core(rkt_npu *n, struct rk3588_task *st)
     st->cd1 = rkt_rd(n, RK3588_CORE_DATAOUT_SIZE_1);
     const uint32_t ctr = rkt_rd(n, RK3588_CORE_CLIP_TRUNCATE);
     t->clip_truncate = (int)FLD(ctr, CORE_CLIP_TRUNCATE, CLIP_TRUNCATE);
-    rkt_check(n, FLD(ctr, CORE_CLIP_TRUNCATE, ROUND_TYPE) == 0 && t->clip_truncate <= 16, RK3588_CORE_CLIP_TRUNCATE, ctr,
-          "ROUND_TYPE must be 0 and the truncation at most 16 bits");
+    rkt_check(n, FLD(ctr, CORE_CLIP_TRUNCATE, ROUND_TYPE) == 0 && t->clip_truncate <= RK3588_CORE_CLIP_TRUNCATE__CLIP_TRUNCATE__MAX,
+          RK3588_CORE_CLIP_TRUNCATE, ctr, "ROUND_TYPE must be 0 and the truncation at most %d bits",
+          RK3588_CORE_CLIP_TRUNCATE__CLIP_TRUNCATE__MAX);
     rkt_want(n, RK3588_CORE_UNDOC_3030, 0, "undocumented register, only 0");
 }
 
@@ -300,10 +301,12 @@ static void dpu_bs(rkt_npu *n, struct rk3588_task *st)
                   "BS MUL bypassed: BS_MUL_SHIFT_VALUE_NEG only 0");
     } else {
         const uint32_t sh = FLD(mc, DPU_BS_MUL_CFG, BS_MUL_SHIFT_VALUE);
-        rkt_check(n, mc == (1u | sh << RK3588_DPU_BS_MUL_CFG__BS_MUL_SHIFT_VALUE__SHIFT) && sh <= 48, RK3588_DPU_BS_MUL_CFG, mc,
-              "BS MUL on: only the operand from memory (BS_MUL_SRC 1) with BS_MUL_SHIFT_VALUE <= 48 from the register "
-              "(BS_TRUNCATE_SRC 0, BS_MUL_OPERAND 0)");
-        rkt_check(n, sh_neg <= 48, RK3588_DPU_DATA_FORMAT, st->data_format, "BS_MUL_SHIFT_VALUE_NEG <= 48");
+        rkt_check(n, mc == (1u | sh << RK3588_DPU_BS_MUL_CFG__BS_MUL_SHIFT_VALUE__SHIFT) &&
+                  sh <= RK3588_DPU_BS_MUL_CFG__BS_MUL_SHIFT_VALUE__MAX, RK3588_DPU_BS_MUL_CFG, mc,
+              "BS MUL on: only the operand from memory (BS_MUL_SRC 1) with BS_MUL_SHIFT_VALUE <= %d from the register "
+              "(BS_TRUNCATE_SRC 0, BS_MUL_OPERAND 0)", RK3588_DPU_BS_MUL_CFG__BS_MUL_SHIFT_VALUE__MAX);
+        rkt_check(n, sh_neg <= RK3588_DPU_DATA_FORMAT__BS_MUL_SHIFT_VALUE_NEG__MAX, RK3588_DPU_DATA_FORMAT, st->data_format,
+                  "BS_MUL_SHIFT_VALUE_NEG <= %d", RK3588_DPU_DATA_FORMAT__BS_MUL_SHIFT_VALUE_NEG__MAX);
         t->bs_shift_pos = (int)sh;
         t->bs_shift_neg = (int)sh_neg;
     }
@@ -312,7 +315,8 @@ static void dpu_bs(rkt_npu *n, struct rk3588_task *st)
     t->clamp_lo = 0;
     t->clamp_hi = INT32_MAX;
     if (relux) {
-        rkt_check(n, cmp <= INT32_MAX, RK3588_DPU_BS_RELUX_CMP_VALUE, cmp, "ReLUX bound must be >= 0 (int32)");
+        rkt_check(n, cmp <= RK3588_DPU_BS_RELUX_CMP_VALUE__BS_RELUX_CMP_DAT__MAX, RK3588_DPU_BS_RELUX_CMP_VALUE, cmp,
+                  "ReLUX bound must be >= 0 (int32)");
         t->clamp_hi = (int32_t)cmp;
     } else {
         rkt_check(n, cmp == 0, RK3588_DPU_BS_RELUX_CMP_VALUE, cmp, "without RELUX_EN only 0");
@@ -361,8 +365,9 @@ static void dpu_stages(rkt_npu *n, struct rk3588_task *st)
     t->out_scale = FLD(osc, DPU_OUT_CVT_SCALE, OUT_CVT_SCALE);
     const uint32_t osh = rkt_rd(n, RK3588_DPU_OUT_CVT_SHIFT);
     t->out_shift = (int)FLD(osh, DPU_OUT_CVT_SHIFT, OUT_CVT_SHIFT);
-    rkt_check(n, osh == (uint32_t)t->out_shift && t->out_shift <= 47, RK3588_DPU_OUT_CVT_SHIFT, osh,
-          "only OUT_CVT_SHIFT <= 47 with MINUS_EXP, CVT_ROUND (0: ties to even) and CVT_TYPE 0");
+    rkt_check(n, osh == (uint32_t)t->out_shift && t->out_shift <= RK3588_DPU_OUT_CVT_SHIFT__OUT_CVT_SHIFT__MAX,
+              RK3588_DPU_OUT_CVT_SHIFT, osh, "only OUT_CVT_SHIFT <= %d with MINUS_EXP, CVT_ROUND (0: ties to even) and "
+              "CVT_TYPE 0", RK3588_DPU_OUT_CVT_SHIFT__OUT_CVT_SHIFT__MAX);
     t->out_group_pitch = rkt_rd(n, RK3588_DPU_SURFACE_ADD);
     rkt_want(n, RK3588_DPU_UNDOC_40C4, 0, "undocumented register, only 0");
     for (uint32_t off = RK3588_DPU_LUT_ACCESS_CFG; off <= RK3588_DPU_LUT_LO_SLOPE_SHIFT; off += 4)
@@ -591,15 +596,19 @@ static int map_memory(rkt_npu *n, struct rk3588_task *st)
 
 /* ---- DPU-only tasks (op-enable DPU + DPU_RDMA): the flying-mode element-wise program with the EW LUT ------ */
 
+/* the shifts the simulator models for INDEX_SELECT: the register table's range, alike for both tables */
+#define LUT_SELECT_MAX RK3588_DPU_LUT_INFO__LUT_LE_INDEX_SELECT__MAX
+_Static_assert(RK3588_DPU_LUT_INFO__LUT_LE_INDEX_SELECT__MAX == RK3588_DPU_LUT_INFO__LUT_LO_INDEX_SELECT__MAX,
+               "both LUT index selects share one range");
+
 static void lut_range(rkt_npu *n, struct rkt_dpu_task *t, int tb, uint32_t start_reg, uint32_t end_reg, int select)
 {
     t->range[tb].start = (int32_t)rkt_rd(n, start_reg);
     t->range[tb].end = (int32_t)rkt_rd(n, end_reg);
     t->range[tb].select = select;
-    rkt_check(n, select < 31, start_reg, (uint32_t)t->range[tb].start, "INDEX_SELECT %d: shifts beyond 30 not simulated", select);
     rkt_check(n, t->range[tb].start <= t->range[tb].end, end_reg, (uint32_t)t->range[tb].end,
               "END below START (%d): an empty table is not understood", t->range[tb].start);
-    rkt_check(n, (((int64_t)t->range[tb].end - t->range[tb].start) >> (select < 31 ? select : 0)) < RKT_LUT_ENTRIES, end_reg,
+    rkt_check(n, (((int64_t)t->range[tb].end - t->range[tb].start) >> (select <= LUT_SELECT_MAX ? select : 0)) < RKT_LUT_ENTRIES, end_reg,
               (uint32_t)t->range[tb].end, "START %d .. END with INDEX_SELECT %d spans more than the %d table entries",
               t->range[tb].start, select, RKT_LUT_ENTRIES);
 }
@@ -650,8 +659,9 @@ static int rk3588_dpu_only(rkt_npu *n)
     t.out_scale = FLD(osc, DPU_OUT_CVT_SCALE, OUT_CVT_SCALE);
     const uint32_t osh = rkt_rd(n, RK3588_DPU_OUT_CVT_SHIFT);
     t.out_shift = (int)FLD(osh, DPU_OUT_CVT_SHIFT, OUT_CVT_SHIFT);
-    rkt_check(n, osh == (uint32_t)t.out_shift && t.out_shift <= 47, RK3588_DPU_OUT_CVT_SHIFT, osh,
-              "only OUT_CVT_SHIFT <= 47 (MINUS_EXP, CVT_ROUND, CVT_TYPE 0)");
+    rkt_check(n, osh == (uint32_t)t.out_shift && t.out_shift <= RK3588_DPU_OUT_CVT_SHIFT__OUT_CVT_SHIFT__MAX,
+              RK3588_DPU_OUT_CVT_SHIFT, osh, "only OUT_CVT_SHIFT <= %d with MINUS_EXP, CVT_ROUND 0 and CVT_TYPE 0",
+              RK3588_DPU_OUT_CVT_SHIFT__OUT_CVT_SHIFT__MAX);
     /* output surfaces in groups of two, as in conv mode [INFERRED]: the cube is written densely when
      * SURFACE_ADD is two surfaces */
     rkt_want(n, RK3588_DPU_SURFACE_ADD, (uint32_t)(2 * t.surf_pitch), "two output surfaces per group (dense NC1HWC2)");
@@ -667,6 +677,9 @@ static int rk3588_dpu_only(rkt_npu *n)
                   RK3588_DPU_LUT_CFG, cfg, "only the linear LE table (ROAD_SEL 1) without expand/mux/cal modes");
         t.hybrid_lo = (int)FLD(cfg, DPU_LUT_CFG, LUT_HYBRID_PRIORITY);
         const uint32_t info = rkt_rd(n, RK3588_DPU_LUT_INFO);
+        rkt_check(n, FLD(info, DPU_LUT_INFO, LUT_LE_INDEX_SELECT) <= LUT_SELECT_MAX &&
+                  FLD(info, DPU_LUT_INFO, LUT_LO_INDEX_SELECT) <= LUT_SELECT_MAX, RK3588_DPU_LUT_INFO, info,
+                  "INDEX_SELECT: shifts beyond %d not simulated", LUT_SELECT_MAX);
         lut_range(n, &t, 0, RK3588_DPU_LUT_LE_START, RK3588_DPU_LUT_LE_END, (int)FLD(info, DPU_LUT_INFO, LUT_LE_INDEX_SELECT));
         lut_range(n, &t, 1, RK3588_DPU_LUT_LO_START, RK3588_DPU_LUT_LO_END, (int)FLD(info, DPU_LUT_INFO, LUT_LO_INDEX_SELECT));
         for (uint32_t off = RK3588_DPU_LUT_LE_SLOPE_SCALE; off <= RK3588_DPU_LUT_LO_SLOPE_SHIFT; off += 4)

@@ -203,7 +203,8 @@ def test_default_differs_only_in_requant_scale(path: Path, rm: RegMap) -> None:
 
 def test_regmap_roundtrip(rm: RegMap) -> None:
     for reg in rm.registers:
-        fields = {f.name: (f.mask if not f.signed else -(1 << (f.width - 1))) for f in reg.fields}
+        # each field at its limit: the top of its bits, or of its range where the table narrows it
+        fields = {f.name: rm.limits(reg.full_name, f.name)[1 if not f.signed else 0] for f in reg.fields}
         unit, name, decoded = rm.decode(rm.word(reg.full_name, **fields))
         assert (unit, name) == (reg.unit, reg.full_name)
         assert decoded == fields

@@ -9,7 +9,9 @@ A register table (teflon.hw.regmap.SocTable) gives (P = prefix):
   #define P_TARGET_<SPECIAL> / P_OFFSET_<SPECIAL>   special words (SYNC, the broadcast op-enable, ...)
   #define P_<UNIT>_<REG>     0x1040     register offset, with __DEFINED_MASK and per field __SHIFT, __MASK
                                         (unshifted), __SIGNED, __ALLOWED {..} / __NUM_ALLOWED (values of a field
-                                        whose meaning is unknown: any other is an error)
+                                        whose meaning is unknown: any other is an error), __MIN / __MAX for a
+                                        field the table's `ranges` narrow (the values the datapath takes; the
+                                        compiler's program check reads the same rows)
   struct rocket_reg_desc { uint16_t target; uint16_t offset; const char *name; uint32_t defined_mask; }
   static const struct rocket_reg_desc <prefix lower>_regs[]; #define P_NUM_REGS n
 A descriptor table (teflon.hw.descriptor.DescTable) gives:
@@ -80,6 +82,7 @@ def render_regs(rm: object, p: str, source: str) -> str:  # rm: teflon.hw.regmap
         if s.register:
             out.append(f"#define {p}_REGISTER_{s.name} {p}_{s.register}")
     out.append("")
+    ranges = {(rg.register, rg.field): rg for rg in rm.ranges}
     for r in rm.registers:
         n = f"{p}_{r.full_name}"
         out.append(f"#define {n} 0x{r.offset:04x}" + (f"  /* {r.note} */" if r.note else ""))
@@ -93,6 +96,11 @@ def render_regs(rm: object, p: str, source: str) -> str:  # rm: teflon.hw.regmap
                 vals = ", ".join(f"0x{a & f.mask:x}u" for a in f.allowed)
                 out.append(f"#define {n}__{f.name}__ALLOWED {{{vals}}}")
                 out.append(f"#define {n}__{f.name}__NUM_ALLOWED {len(f.allowed)}")
+            rg = ranges.get((r.full_name, f.name))
+            if rg is not None:
+                out.append(f"/* {r.full_name}.{f.name}: {rg.source.replace('*/', '* /')} */")
+                out.append(f"#define {n}__{f.name}__MIN ({rg.lo})")
+                out.append(f"#define {n}__{f.name}__MAX ({rg.hi})")
     out += [
         "",
         "#ifndef ROCKET_REG_DESC_DEFINED",

@@ -102,12 +102,27 @@ def reg(unit: str, name: str, offset: int,
     return Register(unit, name, offset, tuple(f if isinstance(f, Field) else Field(*f) for f in fields), note)
 
 
+@dataclass(frozen=True)
+class FieldRange:
+    """The values of one field the hardware takes, narrower than its bits (e.g. a 12-bit shift field whose
+    datapath only shifts by up to 47), with the fact's source. One table per SoC next to its registers: the
+    encoder packs no word outside it, the program check (rocket/check.py) decodes against it and the simulator
+    reads it from the generated C header (P_<REG>__<FIELD>__MIN / __MAX)."""
+
+    register: str  # full name, e.g. "DPU_OUT_CVT_SHIFT"
+    field: str
+    lo: int  # smallest accepted value (signed fields: the sign-extended value)
+    hi: int  # largest accepted value
+    source: str  # where the limit comes from (docs/hardware/<family>.md names it too)
+
+
 @dataclass
 class SocTable:
     soc: str
     units: tuple[Unit, ...]
     registers: tuple[Register, ...]
     specials: tuple[Special, ...] = ()
+    ranges: tuple[FieldRange, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -119,15 +134,27 @@ class _Layout:
     fields: dict[str, tuple[int, int, int]]  # field name -> (lo, unshifted mask, smallest accepted value)
     defined_mask: int
     allowed: tuple[tuple[Field, int, frozenset[int]], ...]  # restricted fields: (field, mask, accepted values)
+    ranges: tuple[tuple[Field, FieldRange], ...] = ()  # ranged fields (SocTable.ranges)
+
+    @property
+    def restricted(self) -> bool:
+        return bool(self.allowed or self.ranges)
 
 
-def _make_layout(reg: Register, write_target: int) -> _Layout:
+def _make_layout(reg: Register, write_target: int, ranges: tuple[FieldRange, ...] = ()) -> _Layout:
     return _Layout(
         base=(write_target << WORD_TARGET_SHIFT) | reg.offset,
         fields={f.name: (f.lo, f.mask, -(1 << (f.width - 1)) if f.signed else 0) for f in reg.fields},
         defined_mask=reg.defined_mask,
         allowed=tuple((f, f.mask, frozenset(a & f.mask for a in f.allowed)) for f in reg.fields if f.allowed),
+        ranges=tuple((reg.field(r.field), r) for r in ranges),
     )
+
+
+def field_value(f: Field, value: int) -> int:
+    """Field `f` of a 32-bit register value, sign-extended for a signed field."""
+    v = (value >> f.lo) & f.mask
+    return v - (1 << f.width) if f.signed and v >> (f.width - 1) else v
 
 
 @dataclass(frozen=True)
@@ -171,7 +198,17 @@ class RegMap:
                 used |= f.mask << f.lo
             self._by_name[r.full_name] = r
             self._by_key[key] = r
-        self._layouts = {name: _make_layout(r, self._units[r.unit].write_target) for name, r in self._by_name.items()}
+        ranges: dict[str, tuple[FieldRange, ...]] = {}
+        for rg in self.table.ranges:
+            f = self.register(rg.register).field(rg.field)  # raises on an unknown register or field
+            lowest, highest = (-(1 << (f.width - 1)), (1 << (f.width - 1)) - 1) if f.signed else (0, f.mask)
+            if not lowest <= rg.lo <= rg.hi <= highest:
+                raise RegMapError(f"range {rg.register}.{rg.field} {rg.lo}..{rg.hi} does not fit the field")
+            if any(o.field == rg.field for o in ranges.get(rg.register, ())):
+                raise RegMapError(f"two ranges for {rg.register}.{rg.field}")
+            ranges[rg.register] = (*ranges.get(rg.register, ()), rg)
+        self._layouts = {name: _make_layout(r, self._units[r.unit].write_target, ranges.get(name, ()))
+                         for name, r in self._by_name.items()}
         self._specials = {s.target: s for s in self.table.specials}
         for s in self.table.specials:
             if s.register is not None and s.register not in self._by_name:
@@ -194,6 +231,19 @@ class RegMap:
 
     def unit(self, name: str) -> Unit:
         return self._units[name]
+
+    @property
+    def ranges(self) -> tuple[FieldRange, ...]:
+        return self.table.ranges
+
+    def limits(self, reg_name: str, field_name: str) -> tuple[int, int]:
+        """(smallest, largest) value field `field_name` of `reg_name` takes: its range when the table gives one,
+        else what its bits hold."""
+        for f, rg in self._layout(reg_name).ranges:
+            if f.name == field_name:
+                return rg.lo, rg.hi
+        f = self.register(reg_name).field(field_name)
+        return (-(1 << (f.width - 1)), (1 << (f.width - 1)) - 1) if f.signed else (0, f.mask)
 
     def special(self, name: str) -> Special:
         for s in self.table.specials:
@@ -219,6 +269,8 @@ class RegMap:
             if not lowest <= fv <= mask:
                 raise RegMapError(f"{reg_name}.{name} = {fv} does not fit {mask.bit_length()} bits")
             v |= (fv & mask) << lo
+        if lay.restricted:
+            self._check_allowed(reg_name, lay, v)
         return v
 
     def value(self, reg_name: str, **fields: int) -> int:
@@ -227,10 +279,16 @@ class RegMap:
 
     @staticmethod
     def _check_allowed(reg_name: str, lay: _Layout, value: int) -> None:
+        """The restricted fields of a packed value: the accepted values of `Field.allowed` and the table's
+        ranges."""
         for f, mask, accepted in lay.allowed:
             if (value >> f.lo) & mask not in accepted:
                 raise RegMapError(f"{reg_name}.{f.name} = {(value >> f.lo) & mask:#x} is not one of the "
                                   f"accepted values ({', '.join(hex(a) for a in f.allowed)})")
+        for f, rg in lay.ranges:
+            v = field_value(f, value)
+            if not rg.lo <= v <= rg.hi:
+                raise RegMapError(f"{reg_name}.{f.name} = {v} is outside {rg.lo}..{rg.hi} ({rg.source})")
 
     def check_value(self, reg_name: str, value: int) -> int:
         """Validate a raw 32-bit value: it may only set bits inside defined fields."""
@@ -306,7 +364,7 @@ class RegMap:
             if not lowest <= fv <= mask:
                 return self._pack(reg_name, lay, fields)  # raises the out-of-range value
             value |= (fv & mask) << lo
-        if lay.allowed:
+        if lay.restricted:
             self._check_allowed(reg_name, lay, value)
         return lay.base | (value << WORD_VALUE_SHIFT)
 
@@ -320,13 +378,7 @@ class RegMap:
     # ---- decoding -------------------------------------------------------------------------
     @staticmethod
     def _unpack(reg: Register, value: int) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for f in reg.fields:
-            v = (value >> f.lo) & f.mask
-            if f.signed and v >> (f.width - 1):
-                v -= 1 << f.width
-            out[f.name] = v
-        return out
+        return {f.name: field_value(f, value) for f in reg.fields}
 
     def decode(self, word: int) -> tuple[str, str, dict[str, int]]:
         """(unit, register full name, {field: value}) of one regcmd word.

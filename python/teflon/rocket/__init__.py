@@ -3,7 +3,8 @@
 Family interface (docs/architecture.md, "Adding a family"): `target(name)` returns an object with
     spec                                      the teflon.targets row
     supported(graph) -> {node: (claimed, reason)}
-    compile(graph, nodes, inputs, outputs, *, mesa_compat=False) -> teflon.program.Program
+    compile(graph, nodes, inputs, outputs, *, mesa_compat=False) -> teflon.program.Program (every word
+                                              checked against the register table: check.py)
     disassemble(program) -> str               every task's regcmd words by register and field
     to_json(program) -> dict                  the `regcmd --json` form
     counters(program) -> dict                 tasks / submits / weight bytes per inference (bench)
@@ -50,7 +51,12 @@ class RocketTarget:
 
     def compile(self, graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int], *,
                 mesa_compat: bool = False) -> Program:
-        return self.generation.compile(self.regmap, self.name, graph, nodes, inputs, outputs, mesa_compat)
+        from .check import require_valid
+
+        # the last gate: a word outside the register table fails the compile (the partition stays on the CPU)
+        # instead of the invoke (check.py)
+        return require_valid(self.regmap, self.generation.compile(self.regmap, self.name, graph, nodes, inputs,
+                                                                  outputs, mesa_compat))
 
     def disassemble(self, program: Program) -> str:
         from .disasm import pretty

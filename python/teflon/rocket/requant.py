@@ -77,6 +77,28 @@ def out_cvt(in_scale: np.float32, w_scale: np.float32, out_scale: np.float32, tr
     return scale, shift
 
 
+DPU_VALUE_BITS = 32  # the value OUT_CVT converts is saturated to int32 (rocket-sim.md, rocket-rk3576-sim.md)
+
+
+def constant_cvt(scale: int, shift: int) -> bool:
+    """True when OUT_CVT (scale / 2^shift, ties to even) rounds every int32 value to 0: |v|·scale <= 2^31·scale
+    is at most half of 2^shift, so the output is the offset alone."""
+    return shift > 0 and scale << (DPU_VALUE_BITS - 1) <= 1 << (shift - 1)
+
+
+def bounded_cvt(scale: int, shift: int, max_shift: int) -> tuple[int, int]:
+    """(OUT_CVT_SCALE, OUT_CVT_SHIFT) with the shift inside the generation's range (RegMap.limits, e.g. RK3588's
+    47): unchanged when it is, else the same scale at `max_shift` when both shifts make the output constant
+    (constant_cvt: every int32 value rounds to 0, so the words differ and the outputs do not). A multiplier that
+    small (below 2^-33 with a Q1.14 scale) also gives TFLite's kernels 0 for any int32 accumulator:
+    |acc·M| < 2^31·2^-33. Raises ValueError otherwise."""
+    if shift <= max_shift:
+        return scale, shift
+    if constant_cvt(scale, shift) and constant_cvt(scale, max_shift):
+        return scale, max_shift
+    raise ValueError(f"requant shift {shift} beyond the DPU's {max_shift} with scale {scale}")
+
+
 def clamp_bound(k: int, scale: int, shift: int) -> int | None:
     """The DPU value X for a clamp min(u, X) before OUT_CVT that gives TFLite's clamp min(requant(u), k) after it:
     the smallest u with R(u) = shift_even(u * scale, shift) >= k (rounding.py), provided R(X) == k (R is monotone,
@@ -97,6 +119,8 @@ def activation_clamp(c_act_min: int | None, c_act_max: int | None, out_zp: int, 
     if c_act_max is None:
         return 0, None
     x = clamp_bound(c_act_max - out_zp, scale, shift)
+    if (x is None or not 0 < x < 1 << 31) and constant_cvt(scale, shift) and c_act_max >= out_zp:
+        return 0, None  # every output is the zero point, inside the bounds: the lower clamp alone is exact
     if x is None or not 0 < x < 1 << 31:
         raise ValueError(f"fused RELU6 bound {c_act_max - out_zp} LSB above the zero point is not a clamp before "
                          f"OUT_CVT ({scale} / 2^{shift} steps over it)")

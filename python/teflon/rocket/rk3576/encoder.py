@@ -20,7 +20,7 @@ from ..assemble import RocketOp
 from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..operations import RocketConv, RocketPool
 from ..ppu import pool_info, pool_stream
-from ..requant import activation_clamp, ew_cvt
+from ..requant import activation_clamp, bounded_cvt, ew_cvt
 from ..stream import EncodeError, Stream, regcmd_bytes
 from ..unary_lower import RocketUnary
 from ..views import RocketView, resolve
@@ -78,10 +78,11 @@ def _coefficients_key(c: RocketConv) -> tuple[object, ...]:
     return (__name__, "coefficients", key, c.out_c, None if c.w_scales is None else float(c.out_scale))
 
 
-def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None,
+def layer_params(c: RocketConv, in_plane: int, max_shift: int, graph: Graph | None = None,
                  ew_plane: int = 0) -> tuple[LayerParams, Coefficients]:
-    """Everything but the weight bytes; raises EncodeError. `graph`: see encode_layer; `ew_plane`: the plane pitch
-    of a fused ADD's operand."""
+    """Everything but the weight bytes; raises EncodeError. `max_shift`: the largest OUT_CVT_SHIFT the DPU takes
+    (the register table's, requant.bounded_cvt); `graph`: see encode_layer; `ew_plane`: the plane pitch of a fused
+    ADD's operand."""
     try:
         sp = split(geometry(c))
         co = memo(graph, _coefficients_key(c), lambda: coefficients(c))
@@ -95,6 +96,8 @@ def layer_params(c: RocketConv, in_plane: int, graph: Graph | None = None,
         scale, shift = perchannel.out_cvt(float(c.in_scale), co.multipliers, float(c.out_scale), co.shift)
         if c.cvt is not None:  # per-tensor weights: the coefficient stage is the identity (C = 2^14, shift 14)
             scale, shift = c.cvt
+        if c.ew is None:  # with a fused ADD the operand's term is not small: only the range check applies
+            scale, shift = bounded_cvt(scale, shift, max_shift)
         clamp = activation_clamp(c.act_min, c.act_max, c.out_zp, scale, shift)
     except EncodeError:
         raise  # ScaleSpreadError stays itself (groups.py)
@@ -133,7 +136,7 @@ def _layer_key(c: RocketConv, in_plane: int, ew_plane: int) -> tuple[object, ...
 
 
 def _encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None, ew_plane: int) -> EncodedLayer:
-    p, co = layer_params(c, in_plane, graph, ew_plane)
+    p, co = layer_params(c, in_plane, rm.limits("DPU_OUT_CVT_SHIFT", "OUT_CVT_SHIFT")[1], graph, ew_plane)
     try:
         streams = [task_stream(rm, p, t) for t in p.split.tasks]
         offsets = link(rm, streams)

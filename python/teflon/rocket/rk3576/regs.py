@@ -13,7 +13,7 @@ inference carry "_M1" when the register holds a count minus one, and the note sa
 
 from __future__ import annotations
 
-from teflon.hw.regmap import Field, Register, SocTable, Special, reg
+from teflon.hw.regmap import Field, FieldRange, Register, SocTable, Special, reg
 from teflon.rocket.rk3588.regs import PC as PC_RK3588
 from teflon.rocket.rk3588.regs import PPU_COMMON, PPU_RDMA_COMMON, UNITS, s_pointer
 
@@ -327,7 +327,14 @@ SPECIALS = (
     Special("OP_ENABLE", 0x0081, register="PC_OPERATION_ENABLE", offset=0x0008),
 )
 
-TABLE = SocTable("rk3576", UNITS, PC + CNA + CORE + DPU + DPU_RDMA + PPU + PPU_RDMA, SPECIALS)
+# Values the datapath takes, narrower than the fields' bits (docs/hardware/rocket-rk3576.md "Program check"):
+# shared by the encoder, rocket/check.py and the simulator (through the generated header). None is known on
+# RK3576: its OUT_CVT_SHIFT field is 6 bits (0..63, all measured by R76-VENDOR's sweeps), and the simulator's
+# other numeric checks depend on the task (e.g. CNA_PAD_CON1 is a sign-extended int8 on the NC1HWC2 path, but
+# the vendor's raw-input programs write 0x00808080 there), so they are not plain field ranges.
+RANGES: tuple[FieldRange, ...] = ()
+
+TABLE = SocTable("rk3576", UNITS, PC + CNA + CORE + DPU + DPU_RDMA + PPU + PPU_RDMA, SPECIALS, RANGES)
 
 # Per-task register order of the vendor's single-core program (139 words, compile "A"); the CNA
 # UNDOC_1038 appears twice. The encoder emits exactly this order.

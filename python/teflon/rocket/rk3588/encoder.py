@@ -18,7 +18,7 @@ from ..assemble import RocketOp
 from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..operations import RocketConv, RocketPool
 from ..ppu import pool_info, pool_stream
-from ..requant import activation_clamp, bias_table, ew_cvt, out_cvt
+from ..requant import activation_clamp, bias_table, bounded_cvt, ew_cvt, out_cvt
 from ..stream import EncodeError, Stream, regcmd_bytes
 from ..unary_lower import RocketUnary
 from ..views import RocketView, resolve
@@ -46,9 +46,10 @@ class EncodedOp:
 
 
 
-def op_params(c: RocketConv, mesa_compat: bool = False) -> OpParams:
+def op_params(c: RocketConv, max_shift: int, mesa_compat: bool = False) -> OpParams:
     """Everything but the weight bytes: split, truncate bits, requant. Raises EncodeError.
 
+    max_shift: the largest OUT_CVT_SHIFT the DPU takes (the register table's range, requant.bounded_cvt);
     mesa_compat: round the requant scale as Mesa does (byte-equal streams, see coefs.out_cvt)."""
     try:
         sp = split(geometry(c))
@@ -66,6 +67,8 @@ def op_params(c: RocketConv, mesa_compat: bool = False) -> OpParams:
         else:
             trunc = coefs.truncate_bits(c.w_scale, c.weights, c.depthwise)
             scale, shift = out_cvt(c.in_scale, c.w_scale, c.out_scale, trunc, mesa_rounding=mesa_compat)
+        if c.ew is None:  # with a fused ADD the operand's term is not small: only the range check applies
+            scale, shift = bounded_cvt(scale, shift, max_shift)
         clamp = activation_clamp(c.act_min, c.act_max, c.out_zp, scale, shift)
         ew = None
         if c.ew is not None:
@@ -99,7 +102,7 @@ def checked_streams(rm: RegMap, c: RocketConv, mesa_compat: bool = False,
     decision checks every claimed operation this way, the partition's compile then reuses it)."""
 
     def compute() -> tuple[OpParams, list[Stream], list[int]]:
-        p = op_params(c, mesa_compat)
+        p = op_params(c, rm.limits("DPU_OUT_CVT_SHIFT", "OUT_CVT_SHIFT")[1], mesa_compat)
         return (p, *build_streams(rm, p))
 
     return memo(graph, (__name__, c.key, mesa_compat), compute)

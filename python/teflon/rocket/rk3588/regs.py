@@ -10,7 +10,7 @@ the kernel writes by MMIO, are listed. See docs/hardware/rocket.md.
 
 from __future__ import annotations
 
-from teflon.hw.regmap import Register, SocTable, Special, Unit, reg
+from teflon.hw.regmap import FieldRange, Register, SocTable, Special, Unit, reg
 
 # Target ids (registers.xml enum "target"); a normal write uses id + 1. DDMA/SDMA/GLOBAL ids do not
 # fit the 16-bit word target field and are never written from a stream.
@@ -309,4 +309,25 @@ SPECIALS = (
     Special("OP_ENABLE", 0x0081, register="PC_OPERATION_ENABLE", offset=0x0008),
 )
 
-TABLE = SocTable("rk3588", UNITS, PC + CNA + CORE + DPU + DPU_RDMA + PPU + PPU_RDMA, SPECIALS)
+# Values the datapath takes, narrower than the fields' bits (docs/hardware/rocket.md "Program check"). The
+# encoder packs no word outside them, rocket/check.py checks programs against them and the simulator includes
+# them from the generated header (sim_rk3588.c), so compiler and simulator share one limit per field.
+RANGES = (
+    FieldRange("DPU_OUT_CVT_SHIFT", "OUT_CVT_SHIFT", 0, 47,
+               "[MESA] ../shared/docs/rocket.md §3.4 (OUT_CVT_SHIFT = 141 - E), the limit the simulator models "
+               "(rocket-sim.md OUT_CVT row)"),
+    FieldRange("DPU_BS_MUL_CFG", "BS_MUL_SHIFT_VALUE", 0, 48,
+               "third-party RK3588 hardware sweep (rocket.md \"Per-channel weights\"): shifts up to 48 measured"),
+    FieldRange("DPU_DATA_FORMAT", "BS_MUL_SHIFT_VALUE_NEG", 0, 48,
+               "third-party RK3588 hardware sweep (rocket.md \"Per-channel weights\"): shifts up to 48 measured"),
+    FieldRange("CORE_CLIP_TRUNCATE", "CLIP_TRUNCATE", 0, 16,
+               "INFERRED (rocket-sim.md CLIP_TRUNCATE): the goldens use at most 1, the modelled truncation is <= 16"),
+    *(FieldRange("DPU_LUT_INFO", f"LUT_{t}_INDEX_SELECT", 0, 30,
+                 "the shifts the simulator models (rocket.md §8; the encoder writes 0, one entry per input)")
+      for t in ("LE", "LO")),
+    FieldRange("DPU_BS_RELUX_CMP_VALUE", "BS_RELUX_CMP_DAT", 0, 0x7FFFFFFF,
+               "[XML] field, [INFERRED] signed int32 bound >= 0 (rocket-sim.md BS_CFG row, rocket.md "
+               "\"Fused RELU/RELU6\")"),
+)
+
+TABLE = SocTable("rk3588", UNITS, PC + CNA + CORE + DPU + DPU_RDMA + PPU + PPU_RDMA, SPECIALS, RANGES)
