@@ -10,7 +10,7 @@ from ..ir import Graph
 from .convlike import is_conv_like, lower_conv_like
 from .fused_add import ELEMENTWISE_FUSED, add_fusion, fuse_add
 from .operations import RocketConv, RocketPool
-from .pad_fold import PAD_KINDS
+from .pad_fold import PAD_KINDS, folded_pad
 from .pool import POOL_KINDS, lower_pool_ops
 from .quantization import LoweringError
 from .unary_lower import is_unary_node, lower_unary
@@ -40,7 +40,10 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, u
             elif not any(n in nodes for n in (p.index for p in graph.operations if p.outputs[0] in op.inputs)):
                 raise LoweringError(f"SiLU MUL (node {n}) without its LOGISTIC in the partition")
         elif is_conv_like(graph, op):
-            conv = lower_conv_like(graph, op, per_channel, clamp)
+            # The input PAD folds only when this partition computes it: a PAD left to another partition or to
+            # the CPU hands over its padded output, which the convolution then reads as an input.
+            pad = folded_pad(graph, op)
+            conv = lower_conv_like(graph, op, per_channel, clamp, fold_pad=pad is None or pad[0].index in nodes)
             by_output[conv.output_tensor] = conv
         elif op.kind in PAD_KINDS:
             reader = graph.consumers(op.outputs[0])
