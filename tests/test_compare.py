@@ -278,4 +278,4 @@ def test_compare_reports_not_observable(delegate_library: None, tmp_path: Path, 
     for layer in doc["layers"]:
         assert layer["accumulated"] is None and layer["isolated"] is not None
         assert "accumulated not observable" in layer["notes"][0] and "one output per partition" in layer["notes"][0]
-    assert doc["first_differing"] is None and "no observed layer differs (3 of 3 not observable)" in text
+    assert doc["first_differing"] is None and "no observed layer differs (3 of 3 not observable: 3 its partition did not compile" in text

@@ -54,6 +54,14 @@ def compile(graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int
     return target(device).compile(graph, nodes, inputs, outputs, **options)
 
 
+def internal_tensors(graph: Graph, nodes: list[int], device: str) -> dict[int, int]:
+    """Tensors the partition `nodes` computes but its program cannot hand out as outputs (a PAD folded into its
+    convolution, a convolution an ADD is fused into), each with the node whose output holds it; every other
+    tensor the nodes produce can be a program output. Families that fold nothing have no such tensors."""
+    internal = getattr(target(device), "internal_tensors", None)
+    return {} if internal is None else dict(internal(graph, nodes))
+
+
 def disassemble(program: Program) -> str:
     """The program's command streams / descriptors by register and field."""
     return target(program.device).disassemble(program)

@@ -68,3 +68,26 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, u
     # stable: a node's own operations keep their order
     ops.sort(key=lambda c: order[(c[0] if isinstance(c, list) else c).nodes[-1]])
     return ops
+
+
+def internal_tensors(graph: Graph, nodes: list[int], ops: list[RocketConv | RocketPool | list[RocketView]]
+                     ) -> dict[int, int]:
+    """The tensors the partition's nodes produce that none of its lowered `ops` writes, so the program cannot hand
+    them out, each with the node whose output holds it: a folded PAD's with its convolution, the convolution an ADD
+    fused into with the ADD, a SiLU's LOGISTIC with its MUL."""
+    written: set[int] = set()
+    holder: dict[int, int] = {}  # node -> the last node of the operation that computes it
+    for entry in ops:
+        for item in entry if isinstance(entry, list) else [entry]:
+            written.update((item.view, item.holder) if isinstance(item, RocketView) else (item.output_tensor,))
+            holder.update((n, item.nodes[-1]) for n in item.nodes)
+    by_index = {op.index: op for op in graph.operations}
+    out: dict[int, int] = {}
+    for n in nodes:
+        op = by_index[n]
+        for t in op.outputs:
+            if t in written:
+                continue
+            readers = graph.consumers(t)
+            out[t] = readers[0].index if op.kind in PAD_KINDS and readers else holder.get(n, n)
+    return out
