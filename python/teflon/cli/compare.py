@@ -159,8 +159,8 @@ def image_inputs(model: bytes, image: str | Path) -> list[np.ndarray]:
     """The model's single input from a file.
 
     A `.bin` file is the input tensor's raw bytes (its dtype and element count must match). An image is resized
-    like classify to the input's height and width, as RGB or, for a one-channel input, grey, and laid out NHWC or
-    NCHW (a 4-D input whose last dimension is not 1 or 3 but whose second is); a uint8 input takes the raw pixels,
+    like classify to the input's height and width, as RGB or, for a one-channel or (1, H, W) input, grey, and laid
+    out NHWC or NCHW (a 4-D input whose last dimension is not 1 or 3 but whose second is); a uint8 input takes the raw pixels,
     an int8 input the pixels shifted by 128, a float input the pixels scaled to [0, 1]."""
     infos = graph_inputs(model)
     if len(infos) != 1:
@@ -172,10 +172,14 @@ def image_inputs(model: bytes, image: str | Path) -> list[np.ndarray]:
             raise ValueError(f"{image}: {raw.size} {info.dtype} values, the input {info.shape} takes "
                              f"{int(np.prod(info.shape))}")
         return [raw.reshape(info.shape).copy()]
-    if len(info.shape) != 4:
-        raise ValueError(f"--image needs a 4-D image input, this one is {info.shape} (give a raw .bin instead)")
-    nchw = info.shape[3] not in (1, 3) and info.shape[1] in (1, 3)
-    c, h, w = (info.shape[1], info.shape[2], info.shape[3]) if nchw else (info.shape[3], info.shape[1], info.shape[2])
+    if len(info.shape) == 3 and info.shape[0] == 1:  # (1, H, W): one grey image, rows by columns (an MNIST LSTM)
+        nchw, (c, h, w) = True, (1, info.shape[1], info.shape[2])
+    elif len(info.shape) == 4:
+        nchw = info.shape[3] not in (1, 3) and info.shape[1] in (1, 3)
+        c, h, w = (info.shape[1], info.shape[2], info.shape[3]) if nchw else (info.shape[3], info.shape[1],
+                                                                               info.shape[2])
+    else:
+        raise ValueError(f"--image needs an image input (1xHxW or 4-D), this one is {info.shape} (give a raw .bin)")
     if c not in (1, 3):
         raise ValueError(f"--image needs 1 or 3 channels, the input {info.shape} has {c} (give a raw .bin instead)")
     pixels = load_image(image, h, w, grey=c == 1).reshape(h, w, c)
