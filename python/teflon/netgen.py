@@ -266,6 +266,27 @@ class Net:
         self.g.op(BuiltinOperator.RESHAPE, 1, [x, self._ints(dims)], [y], BuiltinOptions.ReshapeOptions, options)
         return self._calibrated(y, self.probe[x].reshape(dims))
 
+    def transpose(self, x: int, perm: Sequence[int]) -> int:
+        values = self.probe[x].transpose(perm)
+        y = self._like(x, values.shape, "transpose")
+        self.g.op(BuiltinOperator.TRANSPOSE, self._version(), [x, self._ints(perm)], [y])
+        return self._calibrated(y, values)
+
+    def pad(self, x: int, pads: Sequence[tuple[int, int]]) -> int:
+        """PAD with the input's zero point (a real 0), as converters write an explicit convolution padding."""
+        values = np.pad(self.probe[x], pads)
+        y = self._like(x, values.shape, "pad")
+        amounts = self.g.constant(self._name("pads"), np.asarray(pads, np.int32).reshape(-1, 2))
+        self.g.op(BuiltinOperator.PAD, self._version(), [x, amounts], [y])
+        return self._calibrated(y, values)
+
+    def channel_shuffle(self, x: int, groups: int) -> int:
+        """ShuffleNet's channel shuffle on an NCHW tensor as converters write it: RESHAPE to (1, g, C/g, H, W),
+        TRANSPOSE (0, 2, 1, 3, 4), RESHAPE back."""
+        _, c, h, w = self.g.shape(x)
+        t = self.transpose(self.reshape(x, (1, groups, c // groups, h, w)), (0, 2, 1, 3, 4))
+        return self.reshape(t, (1, c, h, w))
+
     def mean_hw(self, x: int) -> int:
         _, _, _, c = self.g.shape(x)
         values = self.probe[x].mean(axis=(1, 2), keepdims=True)
@@ -404,7 +425,26 @@ def movenet(dtype: DType) -> bytes:
     return n.build([x], [heat])
 
 
-NETS: dict[str, Callable[[DType], bytes]] = {"yolo": yolo, "ssd": ssd, "deeplab": deeplab, "movenet": movenet}
+def nchw_shufflenet(dtype: DType) -> bytes:
+    """A PyTorch/ONNX export in miniature (teflon.nchw_islands): every convolution between a TRANSPOSE to NHWC
+    and one back to NCHW, and the glue on NCHW tensors in between: RELU, an explicit PAD, a channel shuffle,
+    SPLIT and CONCATENATION on axis 1, a residual ADD."""
+    n = Net("nchw_shufflenet", dtype)
+    to_nchw, to_nhwc = (0, 3, 1, 2), (0, 2, 3, 1)
+    x = n.input(32, 32, 3)
+    t = n.transpose(n.conv(x, 32, 3, 2), to_nchw)            # (1, 32, 16, 16)
+    t = n.channel_shuffle(t, 2)
+    a, b = n.split(t, 2, axis=1)
+    b = n.transpose(n.conv(n.transpose(b, to_nhwc), 16, 1, 1, "relu"), to_nchw)
+    t = n.concat([a, b], axis=1)
+    t = n.add(t, n.transpose(n.conv(n.transpose(t, to_nhwc), 32, 1), to_nchw))
+    t = n.pad(t, [(0, 0), (0, 0), (1, 1), (1, 1)])
+    y = n.conv(n.transpose(t, to_nhwc), 32, 3, 1, depthwise=True)  # SAME on the padded map: a VALID-sized result
+    return n.build([x], [y])
+
+
+NETS: dict[str, Callable[[DType], bytes]] = {"yolo": yolo, "ssd": ssd, "deeplab": deeplab, "movenet": movenet,
+                                             "nchw_shufflenet": nchw_shufflenet}
 
 
 def build(name: str, dtype: DType) -> bytes:
@@ -413,4 +453,4 @@ def build(name: str, dtype: DType) -> bytes:
     return NETS[name](dtype)
 
 
-__all__ = ["NETS", "Net", "build", "deeplab", "movenet", "ssd", "yolo"]
+__all__ = ["NETS", "Net", "build", "deeplab", "movenet", "nchw_shufflenet", "ssd", "yolo"]

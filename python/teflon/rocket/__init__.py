@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 class RocketTarget:
     spec: targets.Target
     generation: ModuleType = field(repr=False)
+    # The compiler rewrites NCHW islands (teflon.nchw_islands) for this family: views.py runs their glue in place.
+    nchw_islands: bool = True
 
     @property
     def name(self) -> str:
