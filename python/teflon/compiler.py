@@ -96,11 +96,23 @@ def compile(graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int
 
 
 def internal_tensors(graph: Graph, nodes: list[int], device: str) -> dict[int, int]:
-    """Tensors the partition `nodes` computes but its program cannot hand out as outputs (a PAD folded into its
-    convolution, a convolution an ADD is fused into), each with the node whose output holds it; every other
-    tensor the nodes produce can be a program output. Families that fold nothing have no such tensors."""
-    internal = getattr(target(device), "internal_tensors", None)
-    return {} if internal is None else dict(internal(graph, nodes))
+    """Tensors the partition `nodes` computes but its program cannot hand out as outputs, each with the node whose
+    output holds it: what the family folds (a PAD into its convolution, a convolution into the ADD fused into it)
+    and the NCHW tensors of an island run as NHWC (held by the island's last exit transpose in the partition).
+    Every other tensor the nodes produce can be a program output."""
+    tgt = target(device)
+    seen, islands, _ = _islands(graph, device, tgt)
+    kept = {op.index for op in seen.operations}
+    family = getattr(tgt, "internal_tensors", None)
+    out = {} if family is None else dict(family(seen, [n for n in nodes if n in kept]))
+    ops = {op.index: op for op in graph.operations}
+    for isl in islands:
+        exits = [n for n in sorted(isl.transposes) if n in nodes and ops[n].inputs[0] in isl.tensors]
+        for n in sorted(isl.nodes & set(nodes)):
+            for t in ops[n].outputs:
+                if t in isl.tensors:
+                    out[t] = exits[-1] if exits else n
+    return out
 
 
 def disassemble(program: Program) -> str:
