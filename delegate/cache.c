@@ -53,8 +53,8 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The TEFLON_* variables the compiler may read (e.g. TEFLON_ROCKET_FUSE_ADD) change programs without any
- * option changing, so all of them are part of the key, except these, which never reach a compile. */
+/* A TEFLON_* variable the compiler read would change programs without any option changing (none is read
+ * today), so all of them are part of the key, except these, which never reach a compile. */
 static int env_irrelevant(const char *entry)
 {
     static const char *const skip[] = {

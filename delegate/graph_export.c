@@ -198,6 +198,7 @@ static int export_node(tfl_context *context, int node_index, teflon_node *out, c
     out->index = node_index;
     out->builtin_code = reg->builtin_code;
     out->version = reg->version;
+    out->custom_name = reg->builtin_code == TFL_BUILTIN_CUSTOM ? reg->custom_name : NULL;
     out->ninputs = node->inputs->size;
     out->noutputs = node->outputs->size;
     out->inputs = node->inputs->data;

@@ -50,6 +50,7 @@ typedef struct teflon_node {
     const int32_t *inputs;      /* -1 = optional input absent */
     const int32_t *outputs;
     int32_t options[8];
+    const char *custom_name;    /* the custom code of a CUSTOM op (builtin_code 32); NULL otherwise */
 } teflon_node;
 
 typedef struct teflon_graph {

@@ -278,4 +278,27 @@ def test_compare_reports_not_observable(delegate_library: None, tmp_path: Path, 
     for layer in doc["layers"]:
         assert layer["accumulated"] is None and layer["isolated"] is not None
         assert "accumulated not observable" in layer["notes"][0] and "one output per partition" in layer["notes"][0]
-    assert doc["first_differing"] is None and "no observed layer differs (3 of 3 not observable)" in text
+    assert doc["first_differing"] is None and "no observed layer differs (3 of 3 not observable: 3 its partition did not compile" in text
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compare_reports_a_folded_pad_and_compares_its_convolution(device: str, delegate_library: None,
+                                                                   tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """PAD -> conv: on rocket the PAD folds into the convolution's padding (compiler.internal_tensors names its
+    output), its row says so and the convolution's row has both columns; etnaviv folds nothing."""
+    from teflon import targets
+    from teflon.modelgen import PadConvCase
+
+    path = tmp_path / "padconv.tflite"
+    path.write_bytes(PadConvCase("conv2d", 16, 16, 16, 32, pads=(1, 1, 1, 1)).build())
+    doc, text = run_compare(path, device, tmp_path=tmp_path, capsys=capsys)
+    pad, conv = doc["layers"]
+    assert conv["accumulated"] is not None and conv["isolated"] is not None
+    assert conv["accumulated"]["max_abs_diff"] <= 1 and conv["isolated"]["max_abs_diff"] <= 1
+    if targets.get(device).family == "rocket":
+        assert pad["folded_into"] == conv["node"] and pad["accumulated"] is None
+        assert f"folded into node {conv['node']}" in text
+    else:
+        assert pad["folded_into"] is None
+    assert "not observable" not in text and len(doc["outputs"]) == 1

@@ -13,7 +13,7 @@ import pytest
 
 from teflon.cli import main
 from teflon.cli.inspect import CPU_COLOUR, NPU_COLOUR, cpu_reasons, reason_pattern
-from teflon.ir import Graph, Operation
+from teflon.ir import Graph, Operation, op_name
 from teflon.modelgen import PoolCase, operators
 
 NODE = re.compile(r'^\s*n(\d+) \[label="([^"]*)", fillcolor="([^"]*)"')
@@ -102,3 +102,19 @@ def test_inspect_mobilenet_dot(shared_dir: Path, delegate_library: None, tmp_pat
     assert clusters == 1  # the AVERAGE_POOL_2D runs on the PPU: one partition up to the RESHAPE
     summary = [line for line in out.splitlines() if line.startswith("  * ")]
     assert len(summary) == len(cpu) and all(line.split()[1] == "1" for line in summary), out
+
+
+@pytest.mark.parametrize(("code", "custom", "name"), [
+    (3, "", "CONV_2D"), (44, "", "UNIDIRECTIONAL_SEQUENCE_LSTM"), (69, "", "TILE"), (90, "", "FLOOR_DIV"),
+    (107, "", "GATHER_ND"),
+    (32, "TFLite_Detection_PostProcess", "CUSTOM(TFLite_Detection_PostProcess)"), (9999, "", "BUILTIN_9999")])
+def test_op_name_is_the_schema_name(code: int, custom: str, name: str) -> None:
+    assert op_name(code, custom) == name
+
+
+def test_every_builtin_code_of_the_schema_has_its_name() -> None:
+    """The table covers the schema the converter's `tflite` package was generated from, name for name."""
+    import tflite
+
+    schema = {v: k for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_")}
+    assert {code: op_name(code) for code in schema if code != 32} == {c: n for c, n in schema.items() if c != 32}

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from teflon import compiler
-from teflon.ir import BUILTIN_NAMES, TFLITE_TYPES, Graph, Operation, Quant, Tensor, decode_options
+from teflon.ir import TFLITE_TYPES, Graph, Operation, Quant, Tensor, decode_options, op_name
 from teflon.program import Program
 
 Decisions = dict[int, tuple[bool, str]]
@@ -98,7 +98,8 @@ def graph_from_c(ffi: Any, g: Any) -> Graph:
     used: set[int] = set()
     for i in range(g.nnodes):
         n = g.nodes[i]
-        kind = BUILTIN_NAMES.get(n.builtin_code, f"BUILTIN_{n.builtin_code}")
+        custom = ffi.string(n.custom_name).decode(errors="replace") if n.custom_name != ffi.NULL else ""
+        kind = op_name(int(n.builtin_code), custom)
         inputs = _ints(ffi, n.inputs, n.ninputs)
         outputs = _ints(ffi, n.outputs, n.noutputs)
         options = decode_options(kind, list(n.options)) if n.has_options else {}
@@ -111,6 +112,7 @@ def graph_from_c(ffi: Any, g: Any) -> Graph:
                 options=options,
                 builtin_code=int(n.builtin_code),
                 version=int(n.version),
+                custom_name=custom,
             )
         )
         used.update(t for t in inputs + outputs if t >= 0)

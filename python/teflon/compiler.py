@@ -114,6 +114,27 @@ def _island_bindings(io: list[IOBinding], inputs: list[int], outputs: list[int],
     return out
 
 
+def internal_tensors(graph: Graph, nodes: list[int], device: str) -> dict[int, int]:
+    """Tensors the partition `nodes` computes but its program cannot hand out as outputs, each with the node whose
+    output holds it: what the family folds (a PAD into its convolution, a convolution into the ADD fused into it),
+    and in an NCHW island the tensors of a channel shuffle (one convolution writes its result). An island's other
+    NCHW tensors can be outputs (in NCHW order, `_island_bindings`)."""
+    tgt = target(device)
+    seen, islands, _ = _islands(graph, device, tgt)
+    kept = {op.index for op in seen.operations}
+    family = getattr(tgt, "internal_tensors", None)
+    inner = {} if family is None else dict(family(seen, [n for n in nodes if n in kept]))
+    if not islands:
+        return inner
+    sub = nchw_islands.substitutions(graph, islands)
+    out = dict(inner)
+    for op in graph.operations:
+        if op.index in nodes:
+            out.update({t: inner[sub[t]] for t in op.outputs if sub.get(t) in inner})
+    out.update({t: n for t, n in nchw_islands.hidden_tensors(graph, islands).items() if n in nodes})
+    return out
+
+
 def disassemble(program: Program) -> str:
     """The program's command streams / descriptors by register and field."""
     return target(program.device).disassemble(program)

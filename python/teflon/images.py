@@ -7,13 +7,14 @@ from pathlib import Path
 import numpy as np
 
 
-def load_image(path: str | Path, height: int, width: int) -> np.ndarray:
-    """RGB uint8 HWC array resized with PIL's bilinear filter (raw pixels, no normalization)."""
+def load_image(path: str | Path, height: int, width: int, grey: bool = False) -> np.ndarray:
+    """RGB uint8 HWC array resized with PIL's bilinear filter (raw pixels, no normalization); with `grey`, PIL's
+    luminance (L mode) as an HW array."""
     from PIL import Image
 
     with Image.open(path) as img:
-        rgb = img.convert("RGB").resize((width, height), Image.BILINEAR)
-        return np.asarray(rgb, dtype=np.uint8)
+        pixels = img.convert("L" if grey else "RGB").resize((width, height), Image.BILINEAR)
+        return np.asarray(pixels, dtype=np.uint8)
 
 
 def load_labels(path: str | Path) -> list[str]:

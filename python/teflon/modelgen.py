@@ -283,7 +283,7 @@ def graph_inputs(model: bytes) -> list[TensorInfo]:
         dtype = _TYPE_DTYPE.get(t.Type())
         if dtype is None:
             raise ValueError(f"input {i} has unsupported TensorType {t.Type()}")
-        infos.append(TensorInfo(sg.Inputs(i), t.Name().decode(), tuple(int(d) for d in t.ShapeAsNumpy()), dtype))
+        infos.append(TensorInfo(sg.Inputs(i), t.Name().decode(), tuple(int(t.Shape(d)) for d in range(t.ShapeLength())), dtype))
     return infos
 
 
@@ -303,7 +303,8 @@ def operators(model: bytes) -> list[OperatorInfo]:
     sg = m.Subgraphs(0)
 
     def shape(t: int) -> tuple[int, ...]:
-        return tuple(int(d) for d in sg.Tensors(t).ShapeAsNumpy())
+        tensor = sg.Tensors(t)  # ShapeAsNumpy() of a scalar's empty shape is the int 0, not an empty array
+        return tuple(int(tensor.Shape(d)) for d in range(tensor.ShapeLength()))
 
     out = []
     for i in range(sg.OperatorsLength()):

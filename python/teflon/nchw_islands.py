@@ -334,6 +334,19 @@ def _op(graph: Graph, index: int) -> Operation:
     return memo(graph, (__name__, "by_index"), lambda: {op.index: op for op in graph.operations})[index]
 
 
+def hidden_tensors(graph: Graph, islands: Iterable[Island]) -> dict[int, int]:
+    """The tensors no operation of the canonical graph writes (a channel shuffle's two inner tensors), each with
+    the node whose convolution holds the result."""
+    out: dict[int, int] = {}
+    for isl in islands:
+        for n in isl.nodes:
+            op = _op(graph, n)
+            if op.kind == "RESHAPE" and n not in isl.transposes and _shuffle_tail(graph, op) is not None:
+                t, _ = _shuffle_tail(graph, op)  # type: ignore[misc]
+                out.update({op.outputs[0]: n, t.outputs[0]: n})
+    return out
+
+
 def usable(graph: Graph, island: Island) -> str | None:
     """Why an island cannot be rewritten beyond its structure (its shuffles requantize), or None."""
     for n in island.nodes:

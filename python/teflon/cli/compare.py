@@ -58,7 +58,8 @@ HELP = "per-layer NPU vs CPU figures (max/mean |diff|, exact fraction) and the f
 
 def add_args(p: argparse.ArgumentParser) -> None:
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--image", help="input image (resized like classify); default --random 1")
+    source.add_argument("--image", help="input image (resized like classify; NHWC or NCHW, RGB or grey) or a raw .bin "
+                        "of the input tensor's bytes; default --random 1")
     source.add_argument("--random", type=int, metavar="N", help="N random inputs (fixed seed), worst figures over N")
     p.add_argument("--seed", type=int, default=0, help="seed of the first random input (default 0)")
     p.add_argument("--no-isolated", action="store_true", help="skip the isolated (one node at a time) column")
@@ -100,6 +101,27 @@ class Layer:
     accumulated: Figures | None = None
     isolated: Figures | None = None
     notes: list[str] = field(default_factory=list)  # why a column is missing ("not observable: ...")
+    folded_into: int | None = None  # the node whose output holds this one (the program never writes it)
+
+
+@dataclass
+class Output:
+    """One of the model's own outputs: NPU (the unmodified model with the delegate) against the CPU. Differences in
+    the output's stored unit: LSB of an integer tensor, plain values of a float one."""
+
+    tensor: int
+    name: str
+    dtype: str
+    max_abs_diff: float = 0.0
+    mean_abs_diff: float = 0.0
+    exact_fraction: float = 1.0
+
+    def worst(self, ref: np.ndarray, out: np.ndarray) -> None:
+        diff = np.abs(ref.astype(np.float64) - out.reshape(ref.shape).astype(np.float64)).ravel()
+        if diff.size:
+            self.max_abs_diff = max(self.max_abs_diff, float(diff.max()))
+            self.mean_abs_diff = max(self.mean_abs_diff, float(diff.mean()))
+            self.exact_fraction = min(self.exact_fraction, float(np.count_nonzero(diff == 0) / diff.size))
 
 
 @dataclass
@@ -109,6 +131,7 @@ class Report:
     inputs: int
     layers: list[Layer]
     rewrite_check: str  # how the model's own outputs compare with and without the extra outputs
+    outputs: list[Output] = field(default_factory=list)
 
     def first_differing(self, above: int = 0, column: str = "accumulated") -> Layer | None:
         """The first layer (execution order) whose `column` max |diff| exceeds `above` LSB."""
@@ -124,6 +147,7 @@ class Report:
 
         return {"device": self.device, "partitions": self.partitions, "inputs": self.inputs,
                 "rewrite_check": self.rewrite_check, "layers": [asdict(layer) for layer in self.layers],
+                "outputs": [asdict(o) for o in self.outputs],
                 "first_differing": name(self.first_differing()),
                 "first_beyond_1_lsb": name(self.first_differing(1))}
 
@@ -132,18 +156,44 @@ class Report:
 
 
 def image_inputs(model: bytes, image: str | Path) -> list[np.ndarray]:
-    """The model's single image input from a file: resized RGB, shifted by 128 for an int8 input (as classify)."""
+    """The model's single input from a file.
+
+    A `.bin` file is the input tensor's raw bytes (its dtype and element count must match). An image is resized
+    like classify to the input's height and width, as RGB or, for a one-channel or (1, H, W) input, grey, and laid
+    out NHWC or NCHW (a 4-D input whose last dimension is not 1 or 3 but whose second is); a uint8 input takes the raw pixels,
+    an int8 input the pixels shifted by 128, a float input the pixels scaled to [0, 1]."""
     infos = graph_inputs(model)
-    if len(infos) != 1 or len(infos[0].shape) != 4:
-        raise ValueError(f"--image needs a model with one NHWC input, this one has {len(infos)} input(s)")
+    if len(infos) != 1:
+        raise ValueError(f"--image needs a model with one input, this one has {len(infos)}")
     info = infos[0]
-    _, h, w, _ = info.shape
-    pixels = load_image(image, h, w)
+    if Path(image).suffix == ".bin":
+        raw = np.frombuffer(Path(image).read_bytes(), dtype=info.dtype)
+        if raw.size != int(np.prod(info.shape)):
+            raise ValueError(f"{image}: {raw.size} {info.dtype} values, the input {info.shape} takes "
+                             f"{int(np.prod(info.shape))}")
+        return [raw.reshape(info.shape).copy()]
+    if len(info.shape) == 3 and info.shape[0] == 1:  # (1, H, W): one grey image, rows by columns (an MNIST LSTM)
+        nchw, (c, h, w) = True, (1, info.shape[1], info.shape[2])
+    elif len(info.shape) == 4:
+        nchw = info.shape[3] not in (1, 3) and info.shape[1] in (1, 3)
+        c, h, w = (info.shape[1], info.shape[2], info.shape[3]) if nchw else (info.shape[3], info.shape[1],
+                                                                               info.shape[2])
+    else:
+        raise ValueError(f"--image needs an image input (1xHxW or 4-D), this one is {info.shape} (give a raw .bin)")
+    if c not in (1, 3):
+        raise ValueError(f"--image needs 1 or 3 channels, the input {info.shape} has {c} (give a raw .bin instead)")
+    pixels = load_image(image, h, w, grey=c == 1).reshape(h, w, c)
+    if nchw:
+        pixels = pixels.transpose(2, 0, 1)
     if info.dtype == "int8":
-        pixels = (pixels.astype(np.int16) - 128).astype(np.int8)
-    elif info.dtype != "uint8":
-        raise ValueError(f"--image needs a uint8 or int8 input, this one is {info.dtype}")
-    return [pixels.reshape(info.shape)]
+        values: np.ndarray = (pixels.astype(np.int16) - 128).astype(np.int8)
+    elif info.dtype == "uint8":
+        values = pixels
+    elif info.dtype == "float32":
+        values = pixels.astype(np.float32) / np.float32(255.0)
+    else:
+        raise ValueError(f"--image needs a uint8, int8 or float32 input, this one is {info.dtype}")
+    return [np.ascontiguousarray(values).reshape(info.shape)]
 
 
 def random_input_sets(model: bytes, n: int, seed: int = 0) -> list[list[np.ndarray]]:
@@ -196,31 +246,48 @@ def _device_name(run: _DelegatedModel, requested: str) -> str:
 
 
 class _Isolated:
-    """Each delegated node compiled alone and run by the delegate's runner, fed the CPU's inputs."""
+    """Each delegated node compiled alone and run by the delegate's runner, fed the CPU's inputs. A node that other
+    nodes are folded into (a convolution and its PAD, an ADD and the convolution fused into it) is compiled together
+    with them, as the model runs it."""
 
-    def __init__(self, graph: Graph, device: str, sim: str) -> None:
+    def __init__(self, graph: Graph, device: str, sim: str, folded: dict[int, int]) -> None:
         self.ops = {op.index: op for op in graph.operations}
         self.graph = graph
         self.device = device
+        self.folded = folded  # node -> the node it is folded into
         self._dev = Device(device, sim={"1": True, "0": False}.get(sim))
         self._runners: dict[int, Runner | str] = {}
 
+    def group(self, node: int) -> list[int]:
+        """`node` and every node folded into it (directly or through another), in execution order."""
+        members = {node}
+        while True:
+            more = {n for n, k in self.folded.items() if k in members} - members
+            if not more:
+                return sorted(members)
+            members |= more
+
     def inputs_of(self, node: int) -> list[int]:
-        """The node's non-constant inputs: what a one-node partition takes from the host."""
-        return [t for t in self.ops[node].inputs if t >= 0 and self.graph.tensors[t].data is None]
+        """The group's non-constant inputs: what a one-layer partition takes from the host."""
+        nodes = self.group(node)
+        produced = {t for n in nodes for t in self.ops[n].outputs}
+        return list(dict.fromkeys(t for n in nodes for t in self.ops[n].inputs
+                                  if t >= 0 and self.graph.tensors[t].data is None and t not in produced))
 
     def runner(self, node: int) -> Runner | str:
         """The node's runner, or why it cannot run alone."""
         if node not in self._runners:
             try:
-                program = compiler.compile(self.graph, [node], self.inputs_of(node), list(self.ops[node].outputs),
-                                           self.device)
+                program = compiler.compile(self.graph, self.group(node), self.inputs_of(node),
+                                           list(self.ops[node].outputs), self.device)
                 self._runners[node] = Runner(self._dev, program)
             except Exception as exc:  # noqa: BLE001 -- any compiler or loader refusal is reported per layer
                 self._runners[node] = f"{type(exc).__name__}: {exc}"
         return self._runners[node]
 
     def figures(self, layer: Layer, ref: dict[int, np.ndarray]) -> None:
+        if layer.folded_into is not None:
+            return
         runner = self.runner(layer.node)
         if isinstance(runner, str):
             note = f"isolated not observable: {runner}"
@@ -237,40 +304,62 @@ class _Isolated:
         self._dev.close()
 
 
+def _folded(run: _DelegatedModel, device: str) -> tuple[dict[int, int], dict[int, int]]:
+    """What the compiler says of each partition of `run`: ({tensor: holder node} of the tensors its program cannot
+    hand out, {node: holder node} of the nodes whose every output is such a tensor)."""
+    if not run.capture.support:
+        return {}, {}
+    graph = run.capture.support[0][0]
+    internal: dict[int, int] = {}
+    for nodes, _ in run.capture.programs:
+        internal.update(compiler.internal_tensors(graph, list(nodes), device))
+    nodes_folded = {op.index: internal[op.outputs[0]] for op in graph.operations
+                    if op.outputs and all(t in internal for t in op.outputs)}
+    return internal, nodes_folded
+
+
 def layer_report(model: bytes, input_sets: Sequence[Sequence[np.ndarray]], options: dict[str, str], *,
                  runtime: str | None = None, isolated: bool = True) -> Report:
-    """Per delegated node output: accumulated (and isolated) figures, worst over `input_sets`."""
+    """Per delegated node output: accumulated (and isolated) figures, worst over `input_sets`; and the model's own
+    outputs, NPU against CPU."""
     ops = operators(model)
     original = _delegated(model, options, runtime)
     device = _device_name(original, options.get("device", "auto"))
     own_outputs = fbedit.graph_outputs(model)
     names = _tensor_names(model)
-    layers = [Layer(node, ops[node].name, t, names[t], shape)
+    internal, folded = _folded(original, device)
+    layers = [Layer(node, ops[node].name, t, names[t], shape, folded_into=internal.get(t))
               for node in sorted(original.taken) for t, shape in zip(ops[node].outputs, ops[node].output_shapes,
                                                                      strict=True)]
-    watched = [layer.tensor for layer in layers]
-    rewritten = _delegated(fbedit.with_outputs(model, watched), options, runtime) if layers else original
+    for layer in layers:
+        if layer.folded_into is not None:
+            layer.notes.append(f"folded into node {layer.folded_into}: the NPU never writes this tensor, node "
+                               f"{layer.folded_into}'s row covers it")
+    watched = [layer.tensor for layer in layers if layer.folded_into is None]
+    rewritten = _delegated(fbedit.with_outputs(model, watched), options, runtime) if watched else original
     lost = original.taken - rewritten.taken
     for layer in layers:
-        if layer.node in lost:
+        if layer.node in lost and layer.folded_into is None:
             failures = "; ".join(msg for nodes, msg in rewritten.capture.failures if layer.node in nodes)
             layer.notes.append("accumulated not observable: its partition did not compile with the extra outputs"
                                + (f" ({failures})" if failures else ""))
     iso = None
     if isolated and layers and original.capture.support:
-        iso = _Isolated(original.capture.support[0][0], device, options.get("sim", "auto"))
+        iso = _Isolated(original.capture.support[0][0], device, options.get("sim", "auto"), folded)
     needed = list(dict.fromkeys(watched + own_outputs + [t for layer in layers if iso is not None
                                                          for t in iso.inputs_of(layer.node)]))
+    outputs = [Output(t, names[t], ops_dtype) for t, ops_dtype in _output_dtypes(model, own_outputs)]
     worst_own = 0
     try:
         for inputs in input_sets:
             ref = cpu_tensors(model, inputs, needed, runtime)
             plain = _invoke_tensors(original.interpreter, inputs, own_outputs)
             npu = _invoke_tensors(rewritten.interpreter, inputs, watched + own_outputs)
-            for t in own_outputs:
+            for t, out in zip(own_outputs, outputs, strict=True):
                 worst_own = max(worst_own, Figures.of(plain[t], npu[t]).max_abs_diff)
+                out.worst(ref[t], plain[t])
             for layer in layers:
-                if layer.node not in lost:
+                if layer.node not in lost and layer.folded_into is None:
                     layer.accumulated = Figures.of(ref[layer.tensor], npu[layer.tensor]).worst(layer.accumulated)
                 if iso is not None:
                     iso.figures(layer, ref)
@@ -280,14 +369,15 @@ def layer_report(model: bytes, input_sets: Sequence[Sequence[np.ndarray]], optio
     check = ("the model's own outputs are identical with and without the extra outputs" if worst_own == 0 else
              f"the extra outputs changed the model's own outputs (max |diff| {worst_own} LSB): accumulated figures "
              "describe the rewritten model")
-    return Report(device, original.partitions, len(input_sets), layers, check)
+    return Report(device, original.partitions, len(input_sets), layers, check, outputs)
 
 
-def _tensor_names(model: bytes) -> dict[int, str]:
-    import tflite
+def _output_dtypes(model: bytes, tensors: Sequence[int]) -> list[tuple[int, str]]:
+    from tflite.TensorType import TensorType
 
     sg = tflite.Model.GetRootAs(model, 0).Subgraphs(0)
-    return {i: sg.Tensors(i).Name().decode(errors="replace") for i in range(sg.TensorsLength())}
+    types = {v: k.lower() for k, v in vars(TensorType).items() if not k.startswith("_")}
+    return [(t, types.get(sg.Tensors(t).Type(), "?")) for t in tensors]
 
 
 def _tensor_names(model: bytes) -> dict[int, str]:
@@ -327,12 +417,14 @@ def format_report(report: Report, isolated: bool = True) -> str:
         lines.extend(f"      ({note})" for note in layer.notes)
     lines.append("")
     first = report.first_differing()
-    hidden = sum(layer.accumulated is None for layer in report.layers)
+    hidden = unobserved(report)
     if first is not None:
         lines.append(f"first layer whose output differs: {_named(first, 'accumulated')}")
     else:
-        lines.append("no layer differs" if not hidden else
-                     f"no observed layer differs ({hidden} of {len(report.layers)} not observable)")
+        count = sum(hidden.values())
+        lines.append("no layer differs" if not count else
+                     f"no observed layer differs ({count} of {len(report.layers)} not observable: "
+                     + "; ".join(f"{n} {why}" for why, n in hidden.items()) + ")")
     beyond = report.first_differing(1)
     if beyond is not None and beyond is not first:
         lines.append(f"first layer beyond 1 LSB: {_named(beyond, 'accumulated')}")
@@ -343,7 +435,29 @@ def format_report(report: Report, isolated: bool = True) -> str:
             lines.append(f"isolated, the worst layer: {_named(worst, 'isolated')}")
         elif measured:
             lines.append("isolated: no layer differs")
+    if report.outputs:
+        lines.append("")
+        lines.append("the model's outputs, NPU against CPU (LSB; plain values for a float output):")
+        for o in report.outputs:
+            lines.append(f"  tensor {o.tensor} ({o.dtype}, {short_name(o.name)}): exact {100.0 * o.exact_fraction:.2f}%, "
+                         f"worst {o.max_abs_diff:g}, mean {o.mean_abs_diff:.4g}")
     return "\n".join(lines)
+
+
+def unobserved(report: Report) -> dict[str, int]:
+    """Why rows have no accumulated figures, with their counts: folded into another layer, or in a partition that
+    did not compile with the extra outputs (with the compiler's first reason)."""
+    out: dict[str, int] = {}
+    for layer in report.layers:
+        if layer.accumulated is not None:
+            continue
+        if layer.folded_into is not None:
+            why = "folded into another layer (that layer's row covers them)"
+        else:
+            note = next((n for n in layer.notes if n.startswith("accumulated not observable")), "not compared")
+            why = note.removeprefix("accumulated not observable: ")
+        out[why] = out.get(why, 0) + 1
+    return out
 
 
 def run(args: argparse.Namespace) -> int:

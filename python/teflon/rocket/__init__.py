@@ -5,6 +5,8 @@ Family interface (docs/architecture.md, "Adding a family"): `target(name)` retur
     supported(graph) -> {node: (claimed, reason)}
     compile(graph, nodes, inputs, outputs, *, mesa_compat=False) -> teflon.program.Program (every word
                                               checked against the register table: check.py)
+    internal_tensors(graph, nodes) -> {tensor: node}  tensors the partition computes but cannot hand out, each
+                                              with the node whose output holds it (optional: none without it)
     disassemble(program) -> str               every task's regcmd words by register and field
     to_json(program) -> dict                  the `regcmd --json` form
     counters(program) -> dict                 tasks / submits / weight bytes per inference (bench)
@@ -57,6 +59,17 @@ class RocketTarget:
         # instead of the invoke (check.py)
         return require_valid(self.regmap, self.generation.compile(self.regmap, self.name, graph, nodes, inputs,
                                                                   outputs, mesa_compat))
+
+    def internal_tensors(self, graph: Graph, nodes: list[int]) -> dict[int, int]:
+        """Tensors of the partition `nodes` that its program cannot hand out (..partition.internal_tensors)."""
+        from .partition import internal_tensors
+        from .quantization import LoweringError
+
+        try:
+            ops = self.generation.lower(graph, nodes)
+        except LoweringError:
+            return {}  # the partition does not compile at all: compile() says why
+        return internal_tensors(graph, nodes, ops)
 
     def disassemble(self, program: Program) -> str:
         from .disasm import pretty

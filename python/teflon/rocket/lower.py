@@ -35,12 +35,14 @@ def _weight_quant(w: Tensor, per_channel: bool) -> tuple[np.float32, int, np.nda
     return np.float32(scales[0]), int(zps[0]), scales
 
 
-def lower_conv(graph: Graph, op: Operation, per_channel: bool = False, clamp: bool = False) -> RocketConv:
+def lower_conv(graph: Graph, op: Operation, per_channel: bool = False, clamp: bool = False,
+               fold_pad: bool = True) -> RocketConv:
     """Build a RocketConv from a CONV_2D / DEPTHWISE_CONV_2D node, or raise LoweringError(reason).
 
     per_channel: accept per-output-channel weight scales (the DPU BS multiplier scales channels, ..perchannel).
     clamp: accept a fused RELU/RELU6 whose bounds fall inside the output range (the generation's DPU clamps; the
-    bounds go to act_min / act_max), else only one the output range already applies."""
+    bounds go to act_min / act_max), else only one the output range already applies.
+    fold_pad: fold a foldable input PAD (pad_fold.py) into the padding; False reads the PAD's output as given."""
     if op.kind not in CONV_KINDS:
         raise LoweringError(f"{op.kind} is not a convolution")
     if len(op.inputs) < 2 or len(op.outputs) != 1:
@@ -52,7 +54,7 @@ def lower_conv(graph: Graph, op: Operation, per_channel: bool = False, clamp: bo
     o = op.options
     dw = op.kind == "DEPTHWISE_CONV_2D"
 
-    fold = folded_pad(graph, op)
+    fold = folded_pad(graph, op) if fold_pad else None
     if fold is not None:  # read the PAD's input; its amounts join the padding (pad_fold.py)
         x = graph.tensors[fold[0].inputs[0]]
     if x.dtype not in ("uint8", "int8"):

@@ -76,8 +76,9 @@ class RocketConv:
 
     @property
     def key(self) -> tuple[object, ...]:
-        """Identifies the operation among a partition's: its nodes, and its channel group."""
-        return (tuple(self.nodes), self.channel0)
+        """Identifies the operation among a graph's lowerings: its nodes, its channel group, and the tensor it reads (a
+        convolution lowered with its input PAD folded reads the PAD's input, without it the PAD's output)."""
+        return (tuple(self.nodes), self.channel0, self.input_tensor)
 
     @property
     def sx(self) -> int:

@@ -10,7 +10,7 @@ from ..ir import Graph
 from .convlike import is_conv_like, lower_conv_like
 from .fused_add import ELEMENTWISE_FUSED, add_fusion, fuse_add
 from .operations import RocketConv, RocketPool
-from .pad_fold import PAD_KINDS
+from .pad_fold import PAD_KINDS, folded_pad
 from .pool import POOL_KINDS, lower_pool_ops
 from .quantization import LoweringError
 from .unary_lower import is_unary_node, lower_unary
@@ -40,7 +40,10 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, u
             elif not any(n in nodes for n in (p.index for p in graph.operations if p.outputs[0] in op.inputs)):
                 raise LoweringError(f"SiLU MUL (node {n}) without its LOGISTIC in the partition")
         elif is_conv_like(graph, op):
-            conv = lower_conv_like(graph, op, per_channel, clamp)
+            # The input PAD folds only when this partition computes it: a PAD left to another partition or to
+            # the CPU hands over its padded output, which the convolution then reads as an input.
+            pad = folded_pad(graph, op)
+            conv = lower_conv_like(graph, op, per_channel, clamp, fold_pad=pad is None or pad[0].index in nodes)
             by_output[conv.output_tensor] = conv
         elif op.kind in PAD_KINDS:
             reader = graph.consumers(op.outputs[0])
@@ -65,3 +68,26 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, u
     # stable: a node's own operations keep their order
     ops.sort(key=lambda c: order[(c[0] if isinstance(c, list) else c).nodes[-1]])
     return ops
+
+
+def internal_tensors(graph: Graph, nodes: list[int], ops: list[RocketConv | RocketPool | list[RocketView]]
+                     ) -> dict[int, int]:
+    """The tensors the partition's nodes produce that none of its lowered `ops` writes, so the program cannot hand
+    them out, each with the node whose output holds it: a folded PAD's with its convolution, the convolution an ADD
+    fused into with the ADD, a SiLU's LOGISTIC with its MUL."""
+    written: set[int] = set()
+    holder: dict[int, int] = {}  # node -> the last node of the operation that computes it
+    for entry in ops:
+        for item in entry if isinstance(entry, list) else [entry]:
+            written.update((item.view, item.holder) if isinstance(item, RocketView) else (item.output_tensor,))
+            holder.update((n, item.nodes[-1]) for n in item.nodes)
+    by_index = {op.index: op for op in graph.operations}
+    out: dict[int, int] = {}
+    for n in nodes:
+        op = by_index[n]
+        for t in op.outputs:
+            if t in written:
+                continue
+            readers = graph.consumers(t)
+            out[t] = readers[0].index if op.kind in PAD_KINDS and readers else holder.get(n, n)
+    return out

@@ -1,11 +1,13 @@
 """RK3588 generation of the rocket family (Mesa's rocket driver's target; rocket.md): the register table
 (regs), CBUF banks and row splitting (split), weight packing (weights), CLIP_TRUNCATE (coefs), 130-word task streams (stream), the encoder (encoder) and its claims (support).
 
-Generation interface (used by teflon.rocket only): `supported(graph, regmap)` and
+Generation interface (used by teflon.rocket only): `supported(graph, regmap)`, `lower(graph, nodes, outputs)` and
 `compile(regmap, device, graph, nodes, inputs, outputs, mesa_compat)`.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from ...hw.regmap import RegMap
 from ...ir import Graph
@@ -29,9 +31,14 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
 def compile(regmap: RegMap, device: str, graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int],
             mesa_compat: bool = False) -> Program:
     """mesa_compat: requant scale rounded as Mesa does, for byte-equal streams (see ..requant.out_cvt)."""
-    from ..partition import lower_partition
     from .encoder import compile_ops
 
-    return compile_ops(regmap, device, lower_partition(graph, nodes, per_channel=True, unary=True, clamp=True,
-                                                       outputs=outputs), inputs, outputs,
-                       mesa_compat=mesa_compat, graph=graph)
+    return compile_ops(regmap, device, lower(graph, nodes, outputs), inputs, outputs, mesa_compat=mesa_compat,
+                       graph=graph)
+
+
+def lower(graph: Graph, nodes: list[int], outputs: list[int] | None = None) -> list[Any]:
+    """The partition's rocket operations with this generation's options (..partition.lower_partition)."""
+    from ..partition import lower_partition
+
+    return lower_partition(graph, nodes, per_channel=True, unary=True, clamp=True, outputs=outputs)
