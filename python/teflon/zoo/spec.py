@@ -49,13 +49,13 @@ def _entry(base: Path, raw: dict[str, object]) -> ModelSpec:
         raise ValueError(f"{where}: unknown task {task!r}; expected one of {', '.join(TASKS)}")
     prep_raw = raw.get("prep") or {}
     if not isinstance(prep_raw, dict):
-        raise ValueError(f"{where}: prep must be an object")
+        raise TypeError(f"{where}: prep must be an object")
     prep = Prep(**{k: str(v) for k, v in prep_raw.items() if k in ("layout", "color", "norm")})
     if prep.norm not in NORMS:
         raise ValueError(f"{where}: unknown norm {prep.norm!r}; expected one of {', '.join(NORMS)}")
     inputs = raw.get("inputs") or [raw["image"]]
     if not isinstance(inputs, list):
-        raise ValueError(f"{where}: inputs must be a list")
+        raise TypeError(f"{where}: inputs must be a list")
     labels = raw.get("labels")
     return ModelSpec(path=(base / str(raw["model"])).resolve(), task=task,  # type: ignore[arg-type]
                      post=str(raw.get("post", task)), inputs=tuple((base / str(p)).resolve() for p in inputs),
@@ -67,7 +67,7 @@ def read_spec(path: Path) -> list[ModelSpec]:
     """The entries of one spec.json."""
     entries = json.loads(path.read_text())
     if not isinstance(entries, list):
-        raise ValueError(f"{path}: expected a JSON list of model entries")
+        raise TypeError(f"{path}: expected a JSON list of model entries")
     return [_entry(path.parent, e) for e in entries]
 
 
