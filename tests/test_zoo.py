@@ -24,7 +24,7 @@ from teflon.zoo.spec import ModelSpec, load_specs
 EXPECTATIONS_FILE = TESTS / "zoo_expectations.toml"
 TARGETS = [t.name for t in targets.TARGETS if t.drivable]
 # Models whose every case takes well under a second on the simulated NPUs: the default run (the rest: -m slow).
-QUICK = {"vww_96_int8", "pretrainedResnet_quant", "kws_ref_model", "keras_lstm_mnist_ptq",
+QUICK = {"vww_96_int8", "pretrainedResnet_quant", "kws_ref_model", "keras_lstm_mnist_ptq", "yamnet_spectra_in",
          "v3-small_224_1.0_uint8"}
 
 

@@ -71,6 +71,19 @@ def read_spec(path: Path) -> list[ModelSpec]:
     return [_entry(path.parent, e) for e in entries]
 
 
+IMAGE_SUFFIXES = (".bmp", ".jpg", ".jpeg", ".png")
+
+
+def unlisted_classifiers(models_dir: Path, listed: set[Path]) -> list[ModelSpec]:
+    """The .tflite files directly in `models_dir` that no spec.json names: image classifiers fed every image of
+    that directory as raw uint8 pixels (../shared/models/README.md: the published MobileNets)."""
+    images = tuple(sorted(p.resolve() for p in models_dir.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES))
+    return [ModelSpec(path=p.resolve(), task="classify", post="classify", inputs=images, prep=Prep())
+            for p in sorted(models_dir.glob("*.tflite")) if p.resolve() not in listed]
+
+
 def load_specs(models_dir: Path) -> list[ModelSpec]:
-    """Every entry of every spec.json under `models_dir` (sorted by file, then in file order)."""
-    return [s for p in sorted(models_dir.rglob("spec.json")) for s in read_spec(p)]
+    """Every entry of every spec.json under `models_dir` (sorted by file, then in file order), then the unlisted
+    classifiers directly in `models_dir`."""
+    specs = [s for p in sorted(models_dir.rglob("spec.json")) for s in read_spec(p)]
+    return specs + unlisted_classifiers(models_dir, {s.path for s in specs})
