@@ -238,6 +238,16 @@ def test_expectations_need_a_measured_cause(tmp_path: Path) -> None:
     assert not load_expectations(tmp_path / "absent.toml").entries
 
 
+@pytest.mark.parametrize(("listed", "passed", "kind", "says"), [
+    (False, True, "pass", "ok"), (True, False, "xfail", "expected (node 3"), (False, False, "fail", "new failure"),
+    (True, True, "fail", "now passes")])
+def test_expectations_are_strict_both_ways(tmp_path: Path, listed: bool, passed: bool, kind: str, says: str) -> None:
+    path = tmp_path / "e.toml"
+    path.write_text('["m".rk3588]\ncause = "node 3 CONV_2D 1 LSB low"\n' if listed else "")
+    outcome = load_expectations(path).outcome("m", "cat", "rk3588", passed, "ok")
+    assert outcome.kind == kind and says in outcome.message
+
+
 def test_output_lsb_of_a_dequantized_output_and_scalar_tensors() -> None:
     from tflite.BuiltinOperator import BuiltinOperator
 
