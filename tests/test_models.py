@@ -41,6 +41,7 @@ from teflon import targets
 from teflon.images import load_image
 from teflon.modelgen import graph_inputs, operators
 from teflon.reference import MODEL_LSB, compare, run_cpu, run_delegate
+from teflon.zoo.post import top1
 
 # name: {device: (every CONV_2D / DEPTHWISE_CONV_2D must be delegated, max |diff| of the softmax output or None)}
 # (rocket bounds: the measured worst case plus one, so a regression shows; every device must also keep the CPU's
@@ -79,12 +80,6 @@ def _input_for(model: bytes, image: Path) -> np.ndarray:
     return pixels.reshape(info.shape)
 
 
-def _top1(scores: np.ndarray) -> set[int]:
-    """Every index holding the highest score (ties are all acceptable answers)."""
-    flat = scores.reshape(-1)
-    return {int(i) for i in np.flatnonzero(flat == flat.max())}
-
-
 @pytest.fixture(params=DEVICES)
 def device_options(request: pytest.FixtureRequest, delegate_library: None) -> dict[str, str]:
     """Delegate options of each drivable target's simulated NPU."""
@@ -108,7 +103,7 @@ def test_model(name: str, image: str, shared_dir: Path, device_options: dict[str
     cmp = compare(ref, run.outputs)
     convs = run.nodes_of(*CONV_KINDS)
     delegated_convs = [i for i in convs if i in run.delegated]
-    cpu_top, npu_top = _top1(ref[0]), int(np.argmax(run.outputs[0]))
+    cpu_top, npu_top = top1(ref[0]), int(np.argmax(run.outputs[0]))
     print(f"{name} {image} on {device}: {cmp}; top-1 cpu {sorted(cpu_top)} npu {npu_top}; "
           f"{len(delegated_convs)}/{len(convs)} convolutions delegated, {len(run.delegated)}/{len(run.ops)} nodes "
           f"in {run.partitions} partition(s)")

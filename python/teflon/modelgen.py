@@ -271,20 +271,50 @@ class TensorInfo:
     index: int
     name: str
     shape: tuple[int, ...]
-    dtype: str
+    dtype: str  # numpy dtype name; "" for a TensorType numpy has no name for here
+    scale: float = 0.0  # per-tensor scale (the first one of a per-channel tensor); 0.0 when not quantized
+    zero_point: int = 0
+
+
+# Tensor types model readers name beyond the ones the builder writes.
+_READ_DTYPE = {**_TYPE_DTYPE, TensorType.INT16: "int16", TensorType.INT64: "int64", TensorType.BOOL: "bool",
+               TensorType.FLOAT16: "float16", TensorType.UINT32: "uint32"}
+
+
+def _tensor_shape(t: tflite.Tensor) -> tuple[int, ...]:
+    """A tensor's declared shape; () for a scalar (the flatbuffer then has no shape vector, and ShapeAsNumpy
+    returns the integer 0 instead of an array)."""
+    return tuple(int(t.Shape(i)) for i in range(t.ShapeLength()))
+
+
+def _tensor_info(sg: tflite.SubGraph, index: int) -> TensorInfo:
+    t = sg.Tensors(index)
+    q = t.Quantization()
+    scale = float(q.Scale(0)) if q is not None and q.ScaleLength() else 0.0
+    zero_point = int(q.ZeroPoint(0)) if q is not None and q.ZeroPointLength() else 0
+    return TensorInfo(index, t.Name().decode(), _tensor_shape(t), _READ_DTYPE.get(t.Type(), ""), scale, zero_point)
+
+
+def tensor_infos(model: bytes) -> list[TensorInfo]:
+    """Every tensor of the first subgraph, by tensor index."""
+    sg = tflite.Model.GetRootAs(model, 0).Subgraphs(0)
+    return [_tensor_info(sg, i) for i in range(sg.TensorsLength())]
 
 
 def graph_inputs(model: bytes) -> list[TensorInfo]:
     """The first subgraph's input tensors as declared in the flatbuffer."""
     sg = tflite.Model.GetRootAs(model, 0).Subgraphs(0)
-    infos = []
-    for i in range(sg.InputsLength()):
-        t = sg.Tensors(sg.Inputs(i))
-        dtype = _TYPE_DTYPE.get(t.Type())
-        if dtype is None:
-            raise ValueError(f"input {i} has unsupported TensorType {t.Type()}")
-        infos.append(TensorInfo(sg.Inputs(i), t.Name().decode(), tuple(int(t.Shape(d)) for d in range(t.ShapeLength())), dtype))
+    infos = [_tensor_info(sg, sg.Inputs(i)) for i in range(sg.InputsLength())]
+    for i, info in enumerate(infos):
+        if not info.dtype:
+            raise ValueError(f"input {i} has unsupported TensorType {sg.Tensors(info.index).Type()}")
     return infos
+
+
+def graph_outputs(model: bytes) -> list[TensorInfo]:
+    """The first subgraph's output tensors as declared in the flatbuffer."""
+    sg = tflite.Model.GetRootAs(model, 0).Subgraphs(0)
+    return [_tensor_info(sg, sg.Outputs(i)) for i in range(sg.OutputsLength())]
 
 
 @dataclass(frozen=True)
@@ -303,8 +333,7 @@ def operators(model: bytes) -> list[OperatorInfo]:
     sg = m.Subgraphs(0)
 
     def shape(t: int) -> tuple[int, ...]:
-        tensor = sg.Tensors(t)  # ShapeAsNumpy() of a scalar's empty shape is the int 0, not an empty array
-        return tuple(int(tensor.Shape(d)) for d in range(tensor.ShapeLength()))
+        return _tensor_shape(sg.Tensors(t))
 
     out = []
     for i in range(sg.OperatorsLength()):

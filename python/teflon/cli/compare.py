@@ -182,7 +182,7 @@ def image_inputs(model: bytes, image: str | Path) -> list[np.ndarray]:
         raise ValueError(f"--image needs an image input (1xHxW or 4-D), this one is {info.shape} (give a raw .bin)")
     if c not in (1, 3):
         raise ValueError(f"--image needs 1 or 3 channels, the input {info.shape} has {c} (give a raw .bin instead)")
-    pixels = load_image(image, h, w, grey=c == 1).reshape(h, w, c)
+    pixels = load_image(image, h, w, "gray" if c == 1 else "rgb").reshape(h, w, c)
     if nchw:
         pixels = pixels.transpose(2, 0, 1)
     if info.dtype == "int8":
