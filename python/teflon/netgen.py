@@ -417,22 +417,22 @@ def box_decode(dtype: DType, anchors: int = 8400) -> bytes:
     return n.build([x], [n.logistic(centre), size])
 
 
-def residual_projection(dtype: DType) -> bytes:
+def residual_projection(dtype: DType, size: int = 129) -> bytes:
     """DeepLabV3 (MobileNetV2 0.5)'s 1x1 projection at 129x129x12 whose output feeds both the next block's
     expansion conv and the residual ADD after it, as the ADD's second operand (on a311d the first operand's
     producer writes planes past its 12 channels, onto the second: docs/hardware/etnaviv-nn.md)."""
     n = Net("residual_projection", dtype, per_channel=False)
-    x = n.input(129, 129, 8)
+    x = n.input(size, size, 8)
     proj = n.conv(x, 12, 1)
     expand = n.conv(proj, 72, 1, 1, "relu6")
     inner = n.conv(n.conv(expand, 72, 3, 1, "relu6", depthwise=True), 12, 1)
     return n.build([x], [n.add(inner, proj)])
 
 
-def silu_chain(dtype: DType) -> bytes:
+def silu_chain(dtype: DType, size: int = 112) -> bytes:
     """YOLO11n's conv -> LOGISTIC -> MUL (SiLU) chain at 112x112x16, twice."""
     n = Net("silu_chain", dtype, per_channel=False)
-    x = n.input(112, 112, 3)
+    x = n.input(size, size, 3)
     return n.build([x], [n.conv_silu(n.conv_silu(x, 16, 3), 16, 3)])
 
 
