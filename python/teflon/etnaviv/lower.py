@@ -657,6 +657,15 @@ def _v8_add(a: _Act, b_zp: int, ratio: np.float32, ratio_d: float, sub: bool, me
             common: dict) -> EtnaOp:
     """v8 element-wise add/sub as a chunk-selecting convolution over both inputs back to back (§1.3)."""
     h, w, c = a.h, a.w, a.c
+    if not mesa_compat and not (h % 2 == 0 and w * c <= IMAGE_SIZE_MAX):
+        # An element-wise op reads both operands as flat byte arrays in one layout: any even row count R that
+        # divides the N bytes (rows of N / R bytes) gives view A. Views B and C would need a kernel of 2C or 2C/3
+        # x C weights (a YOLOv8 box decode, 1x2x8400: 141 M coefficients, minutes of compile); R = 2 or 4 needs 8
+        # or 32.
+        n = h * w * c
+        rows_a = next((r for r in range(2, n + 1, 2) if n % r == 0 and n // r <= IMAGE_SIZE_MAX), None)
+        if rows_a is not None:
+            h, w, c = rows_a, n // rows_a, 1
     if h % 2 == 0 and w * c <= IMAGE_SIZE_MAX:  # view A: rows of W*C bytes, 4 rows per plane
         rows, cols, in_z, out_z, k = 4, w * c, h // 2, h, 4
         out_rows, out_cols = 1, w * c
