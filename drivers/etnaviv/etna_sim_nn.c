@@ -104,6 +104,12 @@ static int etna_nn_v7_allowed(const int64_t *v) { ETNA_NN_ALLOWED(ETNA_CHK, ETNA
 static int etna_nn_v8_allowed(const int64_t *v) { ETNA_NN_ALLOWED(ETNA_CHK, ETNA_NN_V8) return -1; }
 #undef ETNA_CHK
 
+/* The bounded fields' ranges (the table's `bounds`, which the compiler's program check applies too). */
+#define ETNA_BND(P, F) [ETNA_NNF_##F] = { 1, P##_##F##__MIN, P##_##F##__MAX },
+static const struct etna_bounds etna_nn_v7_bounds[ETNA_NNF_COUNT] = { ETNA_NN_V7__BOUNDED(ETNA_BND, ETNA_NN_V7) };
+static const struct etna_bounds etna_nn_v8_bounds[ETNA_NNF_COUNT] = { ETNA_NN_V8__BOUNDED(ETNA_BND, ETNA_NN_V8) };
+#undef ETNA_BND
+
 /* ---------------------------------------------------------------------------------------------------- */
 /* Bits: LSB-first, stream bit k = bit (k mod 8) of byte k / 8. */
 
@@ -575,10 +581,6 @@ static int etna_nn_validate(etna_sim *sim, struct etna_nn_job *j, uint32_t iova)
     if (!((pool == 0 && pxy == 1) || (pool == 3 && pxy == 0)))
         return etna_fail(sim, "NN 0x%08x: pooling %lld with pooling_xy_size %lld: only none (0, 1) and first pixel "
                          "(3, 0) are modelled", iova, (long long)pool, (long long)pxy);
-    if (v8 && (f[ETNA_NNF_IMAGE_CACHING_MODE] || f[ETNA_NNF_KERNEL_CACHING_MODE]))
-        return etna_fail(sim, "NN 0x%08x: SRAM caching on v8 is not modelled", iova);
-    if (f[ETNA_NNF_IMAGE_CACHING_MODE] > 2 || f[ETNA_NNF_KERNEL_CACHING_MODE] > 2)
-        return etna_fail(sim, "NN 0x%08x: caching mode 3 is not defined", iova);
     const int64_t sram = sim->chip.on_chip_sram_size;
     if (f[ETNA_NNF_KERNEL_CACHING_MODE] &&
         (f[ETNA_NNF_KERNEL_CACHE_START_ADDRESS] >= f[ETNA_NNF_KERNEL_CACHE_END_ADDRESS] ||
@@ -592,10 +594,6 @@ static int etna_nn_validate(etna_sim *sim, struct etna_nn_job *j, uint32_t iova)
         return etna_fail(sim, "NN 0x%08x: image cache range is not inside the SRAM", iova);
     if (!f[ETNA_NNF_IMAGE_CACHING_MODE] && f[ETNA_NNF_IMAGE_CACHE_START_ADDRESS] > f[ETNA_NNF_IMAGE_CACHE_END_ADDRESS])
         return etna_fail(sim, "NN 0x%08x: image cache start above its end", iova);
-    if (f[ETNA_NNF_OUT_IMAGE_TILE_X_SIZE] < 1 || f[ETNA_NNF_OUT_IMAGE_TILE_X_SIZE] > 64 ||
-        f[ETNA_NNF_OUT_IMAGE_TILE_Y_SIZE] < 1)
-        return etna_fail(sim, "NN 0x%08x: output tile %lldx%lld outside 1..64 x 1..127", iova,
-                         (long long)f[ETNA_NNF_OUT_IMAGE_TILE_X_SIZE], (long long)f[ETNA_NNF_OUT_IMAGE_TILE_Y_SIZE]);
     if (v8) {
         int neg = f[ETNA_NNF_IN_IMAGE_X_OFFSET] != 0 || f[ETNA_NNF_IN_IMAGE_Y_OFFSET] != 0;
         if (f[ETNA_NNF_NEG_OFFSET_FLAG_A] != neg || f[ETNA_NNF_NEG_OFFSET_FLAG_B] != neg)
@@ -604,14 +602,6 @@ static int etna_nn_validate(etna_sim *sim, struct etna_nn_job *j, uint32_t iova)
                              (long long)f[ETNA_NNF_NEG_OFFSET_FLAG_A], (long long)f[ETNA_NNF_NEG_OFFSET_FLAG_B],
                              (long long)f[ETNA_NNF_IN_IMAGE_X_OFFSET], (long long)f[ETNA_NNF_IN_IMAGE_Y_OFFSET]);
     }
-    if (f[ETNA_NNF_IN_IMAGE_BORDER_CONST] > 255)
-        return etna_fail(sim, "NN 0x%08x: border constant %lld does not fit the uint8 data", iova,
-                         (long long)f[ETNA_NNF_IN_IMAGE_BORDER_CONST]);
-    if (f[ETNA_NNF_KERNELS_PER_CORE] < 1)
-        return etna_fail(sim, "NN 0x%08x: kernels_per_core 0", iova);
-    if (j->kx < 1 || j->ky < 1 || j->kz < 1 || j->oc < 1 || f[ETNA_NNF_IN_IMAGE_X_SIZE] < 1 ||
-        f[ETNA_NNF_IN_IMAGE_Y_SIZE] < 1 || f[ETNA_NNF_OUT_IMAGE_X_SIZE] < 1 || f[ETNA_NNF_OUT_IMAGE_Y_SIZE] < 1)
-        return etna_fail(sim, "NN 0x%08x: empty kernel, input or output", iova);
     if (f[ETNA_NNF_IN_IMAGE_X_STRIDE] < f[ETNA_NNF_IN_IMAGE_X_SIZE] ||
         f[ETNA_NNF_IN_IMAGE_Y_STRIDE] < f[ETNA_NNF_IN_IMAGE_Y_SIZE])
         return etna_fail(sim, "NN 0x%08x: input strides %lldx%lld smaller than the image %lldx%lld", iova,
@@ -627,9 +617,6 @@ static int etna_nn_validate(etna_sim *sim, struct etna_nn_job *j, uint32_t iova)
         return etna_fail(sim, "NN 0x%08x: output strides %lldx%lld smaller than the written output %lldx%lld", iova,
                          (long long)f[ETNA_NNF_OUT_IMAGE_X_STRIDE], (long long)f[ETNA_NNF_OUT_IMAGE_Y_STRIDE],
                          (long long)wow, (long long)woh);
-    const int64_t shift = f[ETNA_NNF_POST_SHIFT] + (v8 ? 23 : 0);
-    if (shift > 62)
-        return etna_fail(sim, "NN 0x%08x: post shift %lld out of the modelled range", iova, (long long)shift);
     if (j->depthwise && j->fc)
         return etna_fail(sim, "NN 0x%08x: depthwise fully-connected shape", iova);
     return 0;
@@ -762,6 +749,12 @@ int etna_nn_run(etna_sim *sim, uint32_t desc_iova)
     if (bad >= 0)
         return etna_fail(sim, "NN descriptor 0x%08x: %s = %lld is not a modelled value", desc_iova, table[bad].name,
                          (long long)j.f[bad]);
+    bad = etna_out_of_bounds(j.f, v8 ? etna_nn_v8_bounds : etna_nn_v7_bounds, ETNA_NNF_COUNT);
+    if (bad >= 0) {
+        const struct etna_bounds *b = (v8 ? etna_nn_v8_bounds : etna_nn_v7_bounds) + bad;
+        return etna_fail(sim, "NN descriptor 0x%08x: %s = %lld outside %lld..%lld", desc_iova, table[bad].name,
+                         (long long)j.f[bad], (long long)b->min, (long long)b->max);
+    }
     j.kx = j.f[ETNA_NNF_KERNEL_XY_SIZE];
     j.ky = j.f[ETNA_NNF_KERNEL_Y_SIZE];
     j.kz = j.f[ETNA_NNF_KERNEL_Z_SIZE];

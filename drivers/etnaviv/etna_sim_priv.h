@@ -50,6 +50,18 @@ struct etna_field { const char *name; uint8_t nparts, width, is_signed; struct e
 
 int64_t etna_field_get(const uint32_t *words, const struct etna_field *f);
 
+/* A field's [min, max] from the descriptor table's bounds (generated P_F__MIN / __MAX); `set` 0: unbounded. */
+struct etna_bounds { int set; int64_t min, max; };
+
+/* The first of n fields whose value lies outside its bounds, or -1. */
+static inline int etna_out_of_bounds(const int64_t *v, const struct etna_bounds *b, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (b[i].set && (v[i] < b[i].min || v[i] > b[i].max))
+            return (int)i;
+    return -1;
+}
+
 #define ETNA_PART_(P, F, k) { P##_##F##__PART##k##__WORD, P##_##F##__PART##k##__SHIFT, \
                               P##_##F##__PART##k##__POS, P##_##F##__PART##k##__MASK }
 #define ETNA_FIELD1(P, F, S) { #F, 1, P##_##F##__WIDTH, S, { ETNA_PART_(P, F, 0) } }

@@ -66,6 +66,11 @@ static const uint32_t etna_tp_defined[ETNA_TP_WORDS] = {
 };
 #undef ETNA_W
 
+/* The bounded fields' ranges (the table's `bounds`, which the compiler's program check applies too). */
+#define ETNA_BND(P, F) [ETNA_TPF_##F] = { 1, P##_##F##__MIN, P##_##F##__MAX },
+static const struct etna_bounds etna_tp_bounds[ETNA_TPF_COUNT] = { ETNA_TP__BOUNDED(ETNA_BND, ETNA_TP) };
+#undef ETNA_BND
+
 /* Fields whose only modelled value is fixed (the defaults Mesa writes; etnaviv.md §5.2). Others are
  * features (SRAM tiles, squaring, NMS, horizontal/vertical filters, bricks, circular buffers, other data
  * types, the ALU ReLU bit) the simulator does not implement, so another value is refused. */
@@ -147,6 +152,10 @@ int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
             return etna_fail(sim, "TP descriptor 0x%08x: %s = %lld is not modelled (only %lld)", desc_iova,
                              etna_tp_table[etna_tp_fixed[i].f].name, (long long)f[etna_tp_fixed[i].f],
                              (long long)etna_tp_fixed[i].v);
+    const int bad = etna_out_of_bounds(f, etna_tp_bounds, ETNA_TPF_COUNT);
+    if (bad >= 0)
+        return etna_fail(sim, "TP descriptor 0x%08x: %s = %lld outside %lld..%lld", desc_iova, etna_tp_table[bad].name,
+                         (long long)f[bad], (long long)etna_tp_bounds[bad].min, (long long)etna_tp_bounds[bad].max);
     *is_last_core = f[ETNA_TPF_NO_FLUSH] == 0;
 
     const int pwl = (int)f[ETNA_TPF_ALU_PWL_ENABLE];
@@ -162,15 +171,12 @@ int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
     const int64_t wx0 = f[ETNA_TPF_IN_WINDOW_X_START], wy0 = f[ETNA_TPF_IN_WINDOW_Y_START];
     const int64_t wx1 = f[ETNA_TPF_IN_WINDOW_X_END], wy1 = f[ETNA_TPF_IN_WINDOW_Y_END];
     const int64_t tw = f[ETNA_TPF_IN_TILE_X_SIZE], th = f[ETNA_TPF_IN_TILE_Y_SIZE];
-    if (xs == 0 || ys == 0 || zs == 0)
-        return etna_fail(sim, "TP descriptor 0x%08x: empty input image %lldx%lldx%lld", desc_iova, (long long)xs,
-                         (long long)ys, (long long)zs);
     if (wx1 < wx0 || wy1 < wy0)
         return etna_fail(sim, "TP descriptor 0x%08x: empty input window", desc_iova);
     if (stride < xs || slice < stride * ys)
         return etna_fail(sim, "TP descriptor 0x%08x: stride %lld / slice %lld smaller than the image rows/planes",
                          desc_iova, (long long)stride, (long long)slice);
-    if (tw == 0 || th == 0 || f[ETNA_TPF_IN_TILE_X_INC] != tw || f[ETNA_TPF_IN_TILE_Y_INC] != th)
+    if (f[ETNA_TPF_IN_TILE_X_INC] != tw || f[ETNA_TPF_IN_TILE_Y_INC] != th)
         return etna_fail(sim, "TP descriptor 0x%08x: tile %lldx%lld with increments %lldx%lld: only non-empty "
                          "tiles advanced by their own size are modelled", desc_iova, (long long)tw, (long long)th,
                          (long long)f[ETNA_TPF_IN_TILE_X_INC], (long long)f[ETNA_TPF_IN_TILE_Y_INC]);

@@ -163,11 +163,11 @@ class Net:
     def conv_silu(self, x: int, oc: int, k: int = 3, s: int = 1) -> int:
         return self.silu(self.conv(x, oc, k, s))
 
-    def add(self, a: int, b: int, act: ActivationName = "none") -> int:
-        values = self.probe[a] + self.probe[b]
+    def add(self, a: int, b: int, act: ActivationName = "none", sub: bool = False) -> int:
+        values = self.probe[a] - self.probe[b] if sub else self.probe[a] + self.probe[b]
         if act != "none":
             values = np.clip(values, 0, 6 if act == "relu6" else None)
-        y = add_add(self.g, a, b, act, out_name=self._name("add"))
+        y = add_add(self.g, a, b, act, "sub" if sub else "add", out_name=self._name("sub" if sub else "add"))
         if act != "relu6":
             self.g.set_quant(y, self._observed(values))
         return self._calibrated(y, values)
@@ -443,14 +443,52 @@ def nchw_shufflenet(dtype: DType) -> bytes:
     return n.build([x], [y])
 
 
+def box_decode(dtype: DType, anchors: int = 8400) -> bytes:
+    """A YOLOv8 box decode: the 1x4xN distance map split into two 1x2xN halves (lt, rb), whose sum (the centre,
+    times 2) and difference (the size) are taken, with a LOGISTIC on the sum. One tensor feeds an ADD and a SUB as
+    the first operand of one and the second of the other (the operand pairing the etnaviv NN add reads from one
+    buffer)."""
+    n = Net("box_decode", dtype, per_channel=False)
+    x = n.input(1, 4, anchors)
+    lt, rb = n.split(x, 2, axis=2)
+    centre = n.add(lt, rb)
+    size = n.add(rb, lt, sub=True)
+    return n.build([x], [n.logistic(centre), size])
+
+
+def residual_projection(dtype: DType, size: int = 129) -> bytes:
+    """DeepLabV3 (MobileNetV2 0.5)'s 1x1 projection at 129x129x12 whose output feeds both the next block's
+    expansion conv and the residual ADD after it, as the ADD's second operand (on a311d the first operand's
+    producer writes planes past its 12 channels, onto the second: docs/hardware/etnaviv-nn.md)."""
+    n = Net("residual_projection", dtype, per_channel=False)
+    x = n.input(size, size, 8)
+    proj = n.conv(x, 12, 1)
+    expand = n.conv(proj, 72, 1, 1, "relu6")
+    inner = n.conv(n.conv(expand, 72, 3, 1, "relu6", depthwise=True), 12, 1)
+    return n.build([x], [n.add(inner, proj)])
+
+
+def silu_chain(dtype: DType, size: int = 112) -> bytes:
+    """YOLO11n's conv -> LOGISTIC -> MUL (SiLU) chain at 112x112x16, twice."""
+    n = Net("silu_chain", dtype, per_channel=False)
+    x = n.input(size, size, 3)
+    return n.build([x], [n.conv_silu(n.conv_silu(x, 16, 3), 16, 3)])
+
+
 NETS: dict[str, Callable[[DType], bytes]] = {"yolo": yolo, "ssd": ssd, "deeplab": deeplab, "movenet": movenet,
                                              "nchw_shufflenet": nchw_shufflenet}
+# Single structures of real models that went wrong on a target (tests/etnaviv/test_program_check.py)
+STRUCTURES: dict[str, Callable[[DType], bytes]] = {"box_decode": box_decode,
+                                                    "residual_projection": residual_projection,
+                                                    "silu_chain": silu_chain}
 
 
 def build(name: str, dtype: DType) -> bytes:
-    if name not in NETS:
-        raise ValueError(f"unknown net {name!r} (one of {', '.join(NETS)})")
-    return NETS[name](dtype)
+    builders = {**NETS, **STRUCTURES}
+    if name not in builders:
+        raise ValueError(f"unknown net {name!r} (one of {', '.join(builders)})")
+    return builders[name](dtype)
 
 
-__all__ = ["NETS", "Net", "build", "deeplab", "movenet", "nchw_shufflenet", "ssd", "yolo"]
+__all__ = ["NETS", "STRUCTURES", "Net", "box_decode", "build", "deeplab", "movenet", "nchw_shufflenet",
+           "residual_projection", "silu_chain", "ssd", "yolo"]

@@ -47,6 +47,7 @@ class EtnavivTarget:
 
     def compile(self, graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int], *,
                 mesa_compat: bool = False) -> Program:
+        from .check import check_program
         from .encoder import compile_jobs
         from .lower import lower, nhwc
 
@@ -54,8 +55,14 @@ class EtnavivTarget:
         for t in (*inputs, *outputs):
             _, h, w, c = nhwc(graph.tensors[t].shape)
             shapes[t] = (h, w, c, graph.tensors[t].dtype)
-        return compile_jobs(self.name, self.chip, lower(graph, nodes, self.chip, mesa_compat), inputs, outputs,
-                            shapes, mesa_compat)
+        program = compile_jobs(self.name, self.chip, lower(graph, nodes, self.chip, mesa_compat), inputs, outputs,
+                               shapes, mesa_compat)
+        # no program the hardware would refuse reaches invoke (the support decision refused such layers already;
+        # this catches what only the whole partition shows, e.g. buffer extents). mesa_compat reproduces Mesa's
+        # bytes for comparison (regcmd --mesa-compat), quirks included (a reshuffle buffer smaller than its reader)
+        if not mesa_compat:
+            check_program(program, self.chip)
+        return program
 
     def disassemble(self, program: Program) -> str:
         from .disasm import pretty

@@ -10,6 +10,22 @@ them is refused by `DescTable.check` and by the simulator.
 v7 and v8 share the NN layout except for the fields only v8 uses (`depthwise`, the high post-multiplier bits and
 the two negative-offset flags of word 18); v7's table leaves them out, so a v7 descriptor setting them is an error.
 The TP layout is the same on both.
+
+Bounds (`bounds=(min, max)`): the values a field may hold beyond fitting its bits. They are the compile-time
+program check's rules (teflon.etnaviv.check) and, through the generated header, the simulator's, so the two
+refuse exactly the same descriptors. Sources, per field:
+- sizes, kernel sizes, kernels_per_core, TP tile sizes >= 1: an empty image, kernel or tile is no job
+  (etnaviv.md §2.1, §5.1; Mesa never writes 0);
+- out_image_tile_x_size <= 64: MAX_TILE_WIDTH (etnaviv.md §6 step 1);
+- image/kernel_caching_mode <= 2: 3 is not a defined mode (etnaviv.md §2.1 word 8); v8 runs with both off
+  (etnaviv.md §2.4, Mesa's v8 path), so its bound is 0..0;
+- in_image_border_const <= 255: the border is an input value, and inputs are uint8 (etnaviv.md §4 "Bias / zero
+  points");
+- post_shift: the right shift of the requantization (etnaviv.md §4) stays at most 62 bits, where a 64-bit
+  product of a 32-bit accumulator and the 16-bit (v7) / 24-bit (v8) mantissa has been measured and modelled;
+  v8 shifts by post_shift + 23, so its field bound is 0..39, v7's 0..62. A larger shift (tiny scales, e.g.
+  1e-12) has no characterised behaviour (the HWDB's NEGATIVE_POST_SHIFT_FIX hints at shift handling that
+  differs between cores): such a layer stays on the CPU.
 """
 
 from __future__ import annotations
@@ -23,9 +39,9 @@ TP_WORDS = 31
 _NN_COMMON: tuple[DescField, ...] = (
     fld("layer_type", 0, 0, 0),
     fld("no_z_offset", 0, 1, 1),
-    fld("kernel_xy_size", 0, 2, 5),
-    fld("kernel_z_size", 0, 6, 19, (5, 26, 31)),  # bits 14..19 in word 5 (kernel_z_size2)
-    fld("kernels_per_core", 0, 20, 26),
+    fld("kernel_xy_size", 0, 2, 5, bounds=(1, 15)),
+    fld("kernel_z_size", 0, 6, 19, (5, 26, 31), bounds=(1, 0xFFFFF)),  # bits 14..19 in word 5 (kernel_z_size2)
+    fld("kernels_per_core", 0, 20, 26, bounds=(1, 127)),
     fld("pooling", 0, 27, 28, note="0 none, 1 max, 2 avg, 3 first pixel"),
     fld("pooling_xy_size", 0, 29, 29),
     fld("prelu", 0, 30, 30, allowed=(0,)),
@@ -33,28 +49,26 @@ _NN_COMMON: tuple[DescField, ...] = (
     fld("kernel_data_type", 1, 0, 1, (15, 19, 19), allowed=(0,)),
     fld("in_image_data_type", 1, 2, 3, (15, 20, 20), allowed=(0,)),
     fld("out_image_data_type", 1, 4, 5, (15, 21, 21), allowed=(0,)),
-    fld("in_image_x_size", 1, 6, 18),
-    fld("in_image_y_size", 1, 19, 31),
+    fld("in_image_x_size", 1, 6, 18, bounds=(1, 0x1FFF)),
+    fld("in_image_y_size", 1, 19, 31, bounds=(1, 0x1FFF)),
     fld("in_image_x_offset", 2, 0, 2, (4, 16, 16), signed=True),
     fld("in_image_y_offset", 2, 3, 5, (4, 17, 17), signed=True),
     fld("brick_mode", 2, 7, 7, allowed=(0,)),
     fld("brick_distance", 2, 8, 23, allowed=(0,)),
     fld("relu", 2, 24, 24),
     fld("no_flush", 3, 3, 3),
-    fld("out_image_x_size", 3, 6, 18),
-    fld("out_image_y_size", 3, 19, 31),
-    fld("out_image_z_size", 4, 0, 13),
+    fld("out_image_x_size", 3, 6, 18, bounds=(1, 0x1FFF)),
+    fld("out_image_y_size", 3, 19, 31, bounds=(1, 0x1FFF)),
+    fld("out_image_z_size", 4, 0, 13, bounds=(1, 0x3FFF)),
     fld("rounding_mode", 4, 14, 15, allowed=(1,)),
-    fld("out_image_tile_x_size", 4, 18, 24),
-    fld("out_image_tile_y_size", 4, 25, 31),
+    fld("out_image_tile_x_size", 4, 18, 24, bounds=(1, 64)),
+    fld("out_image_tile_y_size", 4, 25, 31, bounds=(1, 127)),
     fld("kernel_address", 5, 0, 25, note="coefficient buffer address >> 6"),
     fld("in_image_address", 6, 0, 31),
     fld("out_image_address", 7, 0, 31),
-    fld("image_caching_mode", 8, 0, 1),
-    fld("kernel_caching_mode", 8, 2, 3),
     fld("partial_cache_data_unit", 8, 4, 5, allowed=(0,)),
     fld("kernel_pattern_msb", 8, 6, 11),
-    fld("kernel_y_size", 8, 12, 15),
+    fld("kernel_y_size", 8, 12, 15, bounds=(1, 15)),
     fld("out_image_y_stride", 8, 16, 31),
     fld("kernel_pattern_low", 9, 0, 31),
     fld("kernel_pattern_high", 10, 0, 31),
@@ -63,7 +77,7 @@ _NN_COMMON: tuple[DescField, ...] = (
     fld("image_cache_start_address", 13, 0, 31),
     fld("image_cache_end_address", 14, 0, 31),
     fld("in_image_border_mode", 15, 0, 1, allowed=(0,)),
-    fld("in_image_border_const", 15, 2, 17),
+    fld("in_image_border_const", 15, 2, 17, bounds=(0, 255)),
     fld("in_image_x_stride", 16, 0, 15),
     fld("in_image_y_stride", 16, 16, 31),
     fld("out_image_x_stride", 17, 0, 15),
@@ -84,11 +98,15 @@ _NN_COMMON: tuple[DescField, ...] = (
 # post_multiplier / post_shift: low bits in word 2, the rest in words 15 and 17 (and 22 on v8), etnaviv.md §4.
 _POST_V7 = (
     fld("post_multiplier", 2, 26, 26, (15, 22, 27), (17, 24, 31)),
-    fld("post_shift", 2, 27, 31, (15, 28, 29)),
+    fld("post_shift", 2, 27, 31, (15, 28, 29), bounds=(0, 62)),
+    fld("image_caching_mode", 8, 0, 1, bounds=(0, 2)),
+    fld("kernel_caching_mode", 8, 2, 3, bounds=(0, 2)),
 )
 _POST_V8 = (
     fld("post_multiplier", 2, 26, 26, (15, 22, 27), (17, 24, 31), (22, 18, 25)),
-    fld("post_shift", 2, 27, 31, (15, 28, 29)),
+    fld("post_shift", 2, 27, 31, (15, 28, 29), bounds=(0, 62 - 23)),
+    fld("image_caching_mode", 8, 0, 1, bounds=(0, 0)),
+    fld("kernel_caching_mode", 8, 2, 3, bounds=(0, 0)),
     fld("depthwise", 22, 17, 17),
     # Set by Mesa's v8 path together with a negative input offset; meaning unknown (etnaviv.md §2.3).
     fld("neg_offset_flag_a", 18, 29, 29),
@@ -104,8 +122,9 @@ def _pairs(word: int, lo_name: str, hi_name: str, signed: bool = False) -> tuple
 
 
 TP = DescTable("ETNA_TP", TP_WORDS, (
-    fld("in_image_x_size", 0, 0, 15),
-    *_pairs(1, "in_image_y_size", "in_image_z_size"),
+    fld("in_image_x_size", 0, 0, 15, bounds=(1, 0xFFFF)),
+    fld("in_image_y_size", 1, 0, 15, bounds=(1, 0xFFFF)),
+    fld("in_image_z_size", 1, 16, 31, bounds=(1, 0xFFFF)),
     fld("in_image_stride", 2, 0, 15),
     fld("in_image_slice", 3, 0, 31),
     *_pairs(4, "in_window_x_start", "in_window_y_start", signed=True),
@@ -128,7 +147,8 @@ TP = DescTable("ETNA_TP", TP_WORDS, (
     fld("alu_load_pwl_lut", 6, 30, 30),
     fld("alu_load_pwl_lut_global_mem", 6, 31, 31),
     fld("in_tile_list_address", 7, 0, 31),
-    *_pairs(8, "in_tile_x_size", "in_tile_y_size"),
+    fld("in_tile_x_size", 8, 0, 15, bounds=(1, 0xFFFF)),
+    fld("in_tile_y_size", 8, 16, 31, bounds=(1, 0xFFFF)),
     *_pairs(9, "in_tile_x_inc", "in_tile_y_inc"),
     fld("in_image_base_address", 10, 0, 31),
     fld("alu_load_pwl_lut_address", 11, 0, 31),

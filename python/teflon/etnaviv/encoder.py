@@ -70,9 +70,25 @@ class Placement:
 
 def place_tensors(jobs: list[EtnaOp], chip: Chip) -> Placement:
     p = Placement()
-    for j in jobs:  # ADD/SUB operands first: they must share a buffer
+    # ADD/SUB operands first: the second right after the first in one buffer; the lowering made these pairs chains
+    # (no tensor has two successors or two predecessors, no cycle), each placed in one buffer
+    after: dict[int, tuple[int, int]] = {}
+    sizes: dict[int, int] = {}
+    for j in jobs:
         if j.input_count == 2:
-            p.place([(j.input_tensor, j.input_tensor_sizes[0]), (j.input_tensor_1, j.input_tensor_sizes[1])])
+            if after.get(j.input_tensor, (j.input_tensor_1, 0))[0] != j.input_tensor_1:
+                raise ValueError(f"tensor {j.input_tensor} is the first operand of adds with different partners")
+            after[j.input_tensor] = (j.input_tensor_1, j.input_tensor_sizes[1])
+            sizes[j.input_tensor] = j.input_tensor_sizes[0]
+    seconds = {b for b, _ in after.values()}
+    for head in [t for t in after if t not in seconds]:
+        chain, t = [(head, sizes[head])], head
+        while t in after:
+            t, size = after[t]
+            chain.append((t, size))
+        p.place(chain)
+    if any(t not in p.where for t in after):
+        raise ValueError("the add operand pairs form a cycle")
     for j in jobs:
         p.place([(j.input_tensor, j.input_tensor_sizes[0])])
         p.place([(j.output_tensor, j.output_tensor_size)])

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..ir import Graph, Operation, Tensor
+from .check import job_violations
 from .chips import Chip
 from .nn import IMAGE_SIZE_MAX, DescriptorError, fc_factors, nn_geometry
 from .ops import KIND_NN, KIND_TP, TP_TYPES, EtnaOp
@@ -210,6 +211,10 @@ class _Lowering:
     where: dict[int, int] = field(default_factory=dict)  # IR tensor -> tensor index holding it (planar copy)
     jobs: list[EtnaOp] = field(default_factory=list)
     outputs: set[int] = field(default_factory=set)
+    # The two-input NN add reads its operands from one buffer, the second right after the first: tensor -> the
+    # tensor some add reads right after it (and back). The encoder places these chains in one buffer each.
+    after: dict[int, int] = field(default_factory=dict)
+    before: dict[int, int] = field(default_factory=dict)
 
     def new_tensor(self) -> int:
         t = self.next_tensor
@@ -264,6 +269,51 @@ class _Lowering:
             self.where[out.index] = out.index
         # NHWC data has no planar copy yet: an entry here would make planar_input skip the TRANSPOSE
         return out.index, False
+
+    def pairable(self, a: int, b: int) -> bool:
+        """Whether `b` can sit right after `a` in one buffer, given the pairs placed so far."""
+        if self.after.get(a) == b:
+            return True
+        if a == b or a in self.after or b in self.before:
+            return False
+        head = a  # b must not be the head of a's chain already (a cycle)
+        while head in self.before:
+            head = self.before[head]
+        return head != b
+
+    def written_at(self, t: int) -> int:
+        """Position in the job list of the last job writing tensor `t` (-1: a partition input)."""
+        return max((i for i, j in enumerate(self.jobs) if j.output_tensor == t), default=-1)
+
+    def phantom_overlap(self, a: int, b: int) -> bool:
+        """Whether `a`'s producer writes planes past `a`'s end (a v7 NN job whose output channels are not a
+        multiple of the cores: its stream's phantom kernels, docs/hardware/etnaviv-coefficients.md) after `b`,
+        which would sit there, was written."""
+        i = self.written_at(a)
+        if i < 0 or self.chip.version != 7:
+            return False
+        job = self.jobs[i]
+        phantom = job.type == KIND_NN and not job.addition and job.output_channels % self.chip.nn_core_count != 0
+        return phantom and self.written_at(b) < i
+
+    def copy(self, a: _Act, layout: str) -> _Act:
+        """`a` copied (a TP pad of zero amounts, byte-exact) to a fresh tensor in the same layout."""
+        t = self.new_tensor()
+        self.tp_job("PAD", a, t, stride=1, pad=(0,) * 6, in_planar=layout == PLANAR)
+        return _replace_index(a, t)
+
+    def pair(self, a: _Act, b: _Act, layout: str) -> tuple[_Act, _Act]:
+        """The operands of a two-input add, copied where needed so that `b` sits right after `a` in one buffer
+        and nothing written later overwrites it."""
+        if self.phantom_overlap(a.index, b.index):
+            a = self.copy(a, layout)
+        if not self.pairable(a.index, b.index):
+            if not self.pairable(a.index, self.next_tensor):
+                a = self.copy(a, layout)
+            if not self.pairable(a.index, b.index):
+                b = self.copy(b, layout)
+        self.after[a.index], self.before[b.index] = b.index, a.index
+        return a, b
 
     def detranspose(self, out: _Act, src_index: int) -> None:
         self.tp_job("DETRANSPOSE", _replace_index(out, src_index), out.index, out, stride=0)
@@ -551,6 +601,7 @@ def _lower_add(st: _Lowering, op: Operation) -> None:
     cb, lb = st.current(b)
     if la != lb:  # element-wise on raw bytes: both operands must be in the same layout
         ca, cb, la = st.planar_input(a), st.planar_input(b), PLANAR
+    ca, cb = st.pair(ca, cb, la)
     out_index, detr = st.output_for(y, la)
     sa, sb = _f32(a.scale), _f32(b.scale)
     ratio = sb / sa
@@ -606,6 +657,15 @@ def _v8_add(a: _Act, b_zp: int, ratio: np.float32, ratio_d: float, sub: bool, me
             common: dict) -> EtnaOp:
     """v8 element-wise add/sub as a chunk-selecting convolution over both inputs back to back (§1.3)."""
     h, w, c = a.h, a.w, a.c
+    if not mesa_compat and not (h % 2 == 0 and w * c <= IMAGE_SIZE_MAX):
+        # An element-wise op reads both operands as flat byte arrays in one layout: any even row count R that
+        # divides the N bytes (rows of N / R bytes) gives view A. Views B and C would need a kernel of 2C or 2C/3
+        # x C weights (a YOLOv8 box decode, 1x2x8400: 141 M coefficients, minutes of compile); R = 2 or 4 needs 8
+        # or 32.
+        n = h * w * c
+        rows_a = next((r for r in range(2, n + 1, 2) if n % r == 0 and n // r <= IMAGE_SIZE_MAX), None)
+        if rows_a is not None:
+            h, w, c = rows_a, n // rows_a, 1
     if h % 2 == 0 and w * c <= IMAGE_SIZE_MAX:  # view A: rows of W*C bytes, 4 rows per plane
         rows, cols, in_z, out_z, k = 4, w * c, h // 2, h, 4
         out_rows, out_cols = 1, w * c
@@ -772,12 +832,17 @@ def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:
             result[op.index] = (False, f"{op.kind} not supported on etnaviv (Mesa's etnaviv path has no job for it)")
             continue
         try:
-            lower_graph(graph, [op.index], chip)
+            jobs = lower_graph(graph, [op.index], chip)
         except LoweringError as exc:
             result[op.index] = (False, str(exc))
             continue
         except (ValueError, KeyError, IndexError) as exc:  # malformed node (missing tensor, odd shape, …)
             result[op.index] = (False, f"malformed {op.kind} node: {exc}")
+            continue
+        bad = [v for job in jobs for v in job_violations(job, chip)]
+        if bad:
+            # the encoding falls outside what the hardware takes (teflon.etnaviv.check): the layer stays on the CPU
+            result[op.index] = (False, f"descriptor outside the hardware's ranges: {'; '.join(bad)}")
             continue
         result[op.index] = (True, _claim_reason(op, chip))
     return result

@@ -30,6 +30,9 @@ class DescField:
     # Non-empty: the only values accepted (a field whose meaning is unknown, seen with these values only).
     allowed: tuple[int, ...] = ()
     note: str = ""  # provenance / meaning, shown by the pretty-printer's legend
+    # (min, max) inclusive: the values the hardware (or the simulator's model of it) takes, inside the bit width.
+    # The compiler's program check and the simulator (through the generated header) refuse anything else.
+    bounds: tuple[int, int] | None = None
 
     @property
     def width(self) -> int:
@@ -41,9 +44,9 @@ class DescField:
 
 
 def fld(name: str, word: int, lo: int, hi: int, *more: tuple[int, int, int], signed: bool = False,
-        allowed: tuple[int, ...] = (), note: str = "") -> DescField:
+        allowed: tuple[int, ...] = (), note: str = "", bounds: tuple[int, int] | None = None) -> DescField:
     """Compact constructor: the first slice as (word, lo, hi), further (high-order) slices as tuples."""
-    return DescField(name, ((word, lo, hi), *more), signed, allowed, note)
+    return DescField(name, ((word, lo, hi), *more), signed, allowed, note, bounds)
 
 
 @dataclass
@@ -115,6 +118,18 @@ class DescTable:
             v -= 1 << f.width
         return v
 
+    def ranged(self) -> tuple[DescField, ...]:
+        """The fields with bounds, in table order."""
+        return tuple(f for f in self.fields if f.bounds is not None)
+
+    def out_of_bounds(self, values: dict[str, int]) -> list[str]:
+        """One message per bounded field of `values` (field -> value) outside its bounds."""
+        bad = []
+        for f in self.ranged():
+            if f.name in values and f.bounds is not None and not f.bounds[0] <= int(values[f.name]) <= f.bounds[1]:
+                bad.append(f"{f.name} = {int(values[f.name])} outside {f.bounds[0]}..{f.bounds[1]}")
+        return bad
+
     def check(self, words: list[int] | tuple[int, ...]) -> None:
         """Raise when a word sets bits outside every field or a restricted field holds another value."""
         if len(words) != self.nwords:
@@ -129,6 +144,9 @@ class DescTable:
             if f.allowed and self.get(words, f.name) not in f.allowed:
                 raise DescError(f"{self.name}.{f.name} = {self.get(words, f.name):#x} is not one of the accepted "
                                 f"values ({', '.join(hex(a) for a in f.allowed)})")
+        bad = self.out_of_bounds({f.name: self.get(words, f.name) for f in self.ranged()})
+        if bad:
+            raise DescError(f"{self.name}: {'; '.join(bad)}")
 
     def decode(self, words: list[int] | tuple[int, ...]) -> dict[str, int]:
         """{field: value} of a valid descriptor (raises on stray bits, see `check`)."""

@@ -17,7 +17,8 @@ A register table (teflon.hw.regmap.SocTable) gives (P = prefix):
 A descriptor table (teflon.hw.descriptor.DescTable) gives:
   #define P_NWORDS 34,  P_WORD<i>__DEFINED_MASK 0x...u (bits a descriptor word may set)
   per field and slice k: P_<FIELD>__PART<k>__WORD, __SHIFT, __MASK (unshifted), __POS (bit position inside the
-  value); P_<FIELD>__NPARTS, __WIDTH, __SIGNED, __ALLOWED / __NUM_ALLOWED.
+  value); P_<FIELD>__NPARTS, __WIDTH, __SIGNED, __ALLOWED / __NUM_ALLOWED, __MIN / __MAX (a bounded field);
+  P__BOUNDED(X, Q) expands X(Q, FIELD) once per bounded field (the simulator's range check walks it).
 
 The table modules are loaded from the source tree by file path, without running any package __init__ and without
 numpy: the build may run in an isolated environment, and importing the installed (editable) package would start
@@ -147,7 +148,12 @@ def render_desc(t: object, p: str, source: str) -> str:  # t: teflon.hw.descript
         if f.allowed:
             out.append(f"#define {n}__ALLOWED {{{', '.join(f'0x{a:x}u' for a in f.allowed)}}}")
             out.append(f"#define {n}__NUM_ALLOWED {len(f.allowed)}")
-    out += ["", f"#endif /* {guard} */", ""]
+        if f.bounds is not None:
+            out.append(f"#define {n}__MIN {f.bounds[0]}")
+            out.append(f"#define {n}__MAX {f.bounds[1]}")
+    bounded = " ".join(f"X(Q, {f.name.upper()})" for f in t.ranged())
+    out += ["", "/* Every bounded field (teflon.etnaviv.check applies the same bounds at compile time). */",
+            f"#define {p}__BOUNDED(X, Q) {bounded}", "", f"#endif /* {guard} */", ""]
     return "\n".join(out)
 
 
