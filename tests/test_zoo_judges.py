@@ -265,3 +265,27 @@ def test_output_lsb_of_a_dequantized_output_and_scalar_tensors() -> None:
     assert tensor_infos(model)[scalar].shape == ()
     assert [o.index for o in graph_outputs(model)] == [y, q] and graph_outputs(model)[1].scale == 0.5
     assert operators(model)[0].name == "DEQUANTIZE"
+
+
+@pytest.mark.parametrize(("entry", "partitions", "kind"), [
+    ("", 12, "pass"), ("", 13, "fail"),
+    ('partitions = 20\nsplit_by = "TRANSPOSE"', 20, "pass"),
+    ('partitions = 20\nsplit_by = "TRANSPOSE"', 21, "fail"),
+    ('partitions = 20\nsplit_by = "TRANSPOSE"', 12, "fail"),
+], ids=["unlisted-12", "unlisted-13", "allowed-20", "above-allowance", "allowance-no-longer-needed"])
+def test_partitions_above_twelve_need_an_entry(tmp_path: Path, entry: str, partitions: int, kind: str) -> None:
+    path = tmp_path / "exp.toml"
+    path.write_text(f'["m".rk3588]\n{entry}\n' if entry else "")
+    exp = load_expectations(path)
+    assert exp.partition_outcome("m", "rk3588", partitions).kind == kind
+    assert exp.expected("m", "cat", "rk3588") is None  # a partitions-only entry expects no failure
+
+
+@pytest.mark.parametrize("entry", ['partitions = 20', 'partitions = 20\nsplit_by = "unknown"',
+                                   'partitions = 10\nsplit_by = "TRANSPOSE"'],
+                         ids=["no-split-by", "vague-split-by", "allowance-not-above-twelve"])
+def test_partition_entries_name_the_ops(tmp_path: Path, entry: str) -> None:
+    path = tmp_path / "exp.toml"
+    path.write_text(f'["m".rk3588]\n{entry}\n')
+    with pytest.raises(ValueError):
+        load_expectations(path)

@@ -32,7 +32,7 @@ from teflon.etnaviv.check import nn_table, program_violations
 from teflon.etnaviv.chips import chip
 from teflon.etnaviv.desc import NN_WORDS, TP, TP_WORDS
 from teflon.etnaviv.lower import support
-from teflon.hw.descriptor import DescField, DescTable
+from teflon.hw.descriptor import DescError, DescField, DescTable
 from teflon.ir import Graph, Operation, Quant, Tensor
 from teflon.modelgen import ConvCase, ElementwiseCase, random_inputs
 from teflon.program import Buffer, Program
@@ -161,6 +161,22 @@ def test_tiny_scale_stays_on_cpu(device: str) -> None:
     claimed, reason = support(graph, chip(device))[0]
     assert not claimed
     assert "post_shift" in reason, reason
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_field_that_does_not_fit_stays_on_cpu(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TP descriptor whose field does not even fit its bits (DeepLab's node 71 on a311d: in_window_y_end 42239
+    in 16 signed bits) is a per-layer refusal with the field in the reason, not an error of the whole decision."""
+    from teflon.etnaviv import check
+
+    def too_wide(*_: object, **__: object) -> list[list[int]]:
+        raise DescError("ETNA_TP.in_window_y_end = 42239 does not fit 16 signed bits")
+
+    monkeypatch.setattr(check, "tp_descriptors", too_wide)
+    tensors = {0: Tensor(0, "uint8", (1, 8, 8, 4), _q(0.05, 128)), 1: Tensor(1, "uint8", (1, 8, 8, 4), _q(1 / 256, 0))}
+    claimed, reason = support(Graph(tensors, [Operation(0, "LOGISTIC", [0], [1])]), chip(device))[0]
+    assert not claimed
+    assert "in_window_y_end" in reason, reason
 
 
 # ---- netgen structures ----------------------------------------------------------------------------------------

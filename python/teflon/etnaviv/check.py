@@ -12,7 +12,7 @@ job reads lies inside the one buffer its address points into: a BO is the unit t
 
 from __future__ import annotations
 
-from ..hw.descriptor import DescTable
+from ..hw.descriptor import DescError, DescTable
 from ..program import Program
 from .chips import Chip
 from .desc import NN_V7, NN_V8, NN_WORDS, TP, TP_WORDS
@@ -34,7 +34,15 @@ def nn_table(chip: Chip) -> DescTable:
 
 
 def job_violations(job: EtnaOp, chip: Chip, mesa_compat: bool = False) -> list[str]:
-    """The descriptor fields of `job` outside their bounds (addresses and the SRAM cache split do not matter)."""
+    """The descriptor fields of `job` outside their bounds (addresses and the SRAM cache split do not matter), or
+    the field that does not fit its bits at all."""
+    try:
+        return _violations(job, chip, mesa_compat)
+    except DescError as exc:
+        return [str(exc)]
+
+
+def _violations(job: EtnaOp, chip: Chip, mesa_compat: bool) -> list[str]:
     if job.type == KIND_NN:
         fields = nn_fields(job, chip, 0, 0, 0, 0, mesa_compat)
         return [f"NN {v}" for v in nn_table(chip).out_of_bounds(fields)]
