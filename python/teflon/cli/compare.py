@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,6 +132,7 @@ class Report:
     layers: list[Layer]
     rewrite_check: str  # how the model's own outputs compare with and without the extra outputs
     outputs: list[Output] = field(default_factory=list)
+    verdicts: list[str] = field(default_factory=list)  # the task-level verdict per input (TaskJudge)
 
     def first_differing(self, above: int = 0, column: str = "accumulated") -> Layer | None:
         """The first layer (execution order) whose `column` max |diff| exceeds `above` LSB."""
@@ -147,7 +148,7 @@ class Report:
 
         return {"device": self.device, "partitions": self.partitions, "inputs": self.inputs,
                 "rewrite_check": self.rewrite_check, "layers": [asdict(layer) for layer in self.layers],
-                "outputs": [asdict(o) for o in self.outputs],
+                "outputs": [asdict(o) for o in self.outputs], "verdicts": self.verdicts,
                 "first_differing": name(self.first_differing()),
                 "first_beyond_1_lsb": name(self.first_differing(1))}
 
@@ -319,9 +320,9 @@ def _folded(run: _DelegatedModel, device: str) -> tuple[dict[int, int], dict[int
 
 
 def layer_report(model: bytes, input_sets: Sequence[Sequence[np.ndarray]], options: dict[str, str], *,
-                 runtime: str | None = None, isolated: bool = True) -> Report:
+                 runtime: str | None = None, isolated: bool = True, judge: TaskJudge | None = None) -> Report:
     """Per delegated node output: accumulated (and isolated) figures, worst over `input_sets`; and the model's own
-    outputs, NPU against CPU."""
+    outputs, NPU against CPU (with `judge`, the task-level verdict of each input)."""
     ops = operators(model)
     original = _delegated(model, options, runtime)
     device = _device_name(original, options.get("device", "auto"))
@@ -350,6 +351,7 @@ def layer_report(model: bytes, input_sets: Sequence[Sequence[np.ndarray]], optio
                                                          for t in iso.inputs_of(layer.node)]))
     outputs = [Output(t, names[t], ops_dtype) for t, ops_dtype in _output_dtypes(model, own_outputs)]
     worst_own = 0
+    verdicts: list[str] = []
     try:
         for inputs in input_sets:
             ref = cpu_tensors(model, inputs, needed, runtime)
@@ -358,6 +360,8 @@ def layer_report(model: bytes, input_sets: Sequence[Sequence[np.ndarray]], optio
             for t, out in zip(own_outputs, outputs, strict=True):
                 worst_own = max(worst_own, Figures.of(plain[t], npu[t]).max_abs_diff)
                 out.worst(ref[t], plain[t])
+            if judge is not None:
+                verdicts.append(judge([ref[t] for t in own_outputs], [plain[t] for t in own_outputs]))
             for layer in layers:
                 if layer.node not in lost and layer.folded_into is None:
                     layer.accumulated = Figures.of(ref[layer.tensor], npu[layer.tensor]).worst(layer.accumulated)
@@ -369,7 +373,7 @@ def layer_report(model: bytes, input_sets: Sequence[Sequence[np.ndarray]], optio
     check = ("the model's own outputs are identical with and without the extra outputs" if worst_own == 0 else
              f"the extra outputs changed the model's own outputs (max |diff| {worst_own} LSB): accumulated figures "
              "describe the rewritten model")
-    return Report(device, original.partitions, len(input_sets), layers, check, outputs)
+    return Report(device, original.partitions, len(input_sets), layers, check, outputs, verdicts)
 
 
 def _output_dtypes(model: bytes, tensors: Sequence[int]) -> list[tuple[int, str]]:
@@ -441,7 +445,37 @@ def format_report(report: Report, isolated: bool = True) -> str:
         for o in report.outputs:
             lines.append(f"  tensor {o.tensor} ({o.dtype}, {short_name(o.name)}): exact {100.0 * o.exact_fraction:.2f}%, "
                          f"worst {o.max_abs_diff:g}, mean {o.mean_abs_diff:.4g}")
+    if report.verdicts:
+        lines.append("")
+        lines.append("task-level verdict, as the model's user judges it (docs/zoo.md rules):")
+        lines.extend(f"  input {k}: {v}" for k, v in enumerate(report.verdicts))
     return "\n".join(lines)
+
+
+TaskJudge = Callable[[list[np.ndarray], list[np.ndarray]], str]
+
+
+def task_judge(model_path: Path, model: bytes) -> TaskJudge:
+    """The task-level judge of a model: its spec.json entry's task and post-processing when a spec.json next to it
+    (or the published classifiers' directory rule) names it (teflon.zoo), else the element rule (>= 99 % of the
+    outputs within 6 LSB)."""
+    from teflon.modelgen import graph_inputs, graph_outputs
+    from teflon.zoo.judge import elements, lsb_comparison
+    from teflon.zoo.run import judge_outputs, output_lsb
+    from teflon.zoo.spec import load_specs
+
+    path = model_path.resolve()
+    spec = next((s for s in load_specs(path.parent) if s.path == path), None)
+    infos, inputs, lsb = graph_outputs(model), graph_inputs(model), output_lsb(model)
+
+    def judge(ref: list[np.ndarray], out: list[np.ndarray]) -> str:
+        cmp = lsb_comparison(ref, out, lsb)
+        v = (judge_outputs(spec, ref, out, infos, inputs[0], cmp) if spec is not None and len(inputs) == 1
+             else elements(cmp))
+        task = spec.task if spec is not None else "no spec.json entry: element rule"
+        return f"{'pass' if v.passed else 'FAIL'} ({task}): {v.figures}" + (f"; {v.reason}" if v.reason else "")
+
+    return judge
 
 
 def unobserved(report: Report) -> dict[str, int]:
@@ -472,7 +506,8 @@ def run(args: argparse.Namespace) -> int:
         input_sets = random_input_sets(model, n, args.seed)
         source = f"{n} random input(s), seeds {args.seed}..{args.seed + n - 1}" + (", worst over them" if n > 1 else "")
     isolated = not args.no_isolated
-    report = layer_report(model, input_sets, delegate_options(args), runtime=args.runtime, isolated=isolated)
+    report = layer_report(model, input_sets, delegate_options(args), runtime=args.runtime, isolated=isolated,
+                          judge=task_judge(Path(args.model), model))
     print(f"model: {args.model}")
     print(f"device: {report.device}, {len({layer.node for layer in report.layers})} delegated node(s) in "
           f"{report.partitions} partition(s)")
