@@ -5,7 +5,7 @@
 - per SoC, one mutation per ranged field (the table's `ranges`): a word of a compiled program set just outside
   the range is refused by the check and by the simulator, both naming the register;
 - a convolution whose requantization multiplier needs an OUT_CVT shift beyond the DPU's (the uint8 SSD detector
-  of issue 18 wrote 131 on rk3588) is encoded within range and matches TFLite; with the bounded encoding taken
+  of a user report wrote 131 on rk3588) is encoded within range and matches TFLite; with the bounded encoding taken
   away it stays on the CPU with the range as its reason, never reaching invoke.
 """
 
