@@ -13,7 +13,7 @@ from teflon.zoo import judge, post
 from teflon.zoo.expectations import load_expectations
 from teflon.zoo.inputs import make_input
 from teflon.zoo.run import output_lsb
-from teflon.zoo.spec import Prep, read_spec
+from teflon.zoo.spec import Prep, read_spec, spec_for_model
 
 U8 = TensorInfo(0, "out", (1, 10), "uint8", 0.1, 0)
 
@@ -200,6 +200,24 @@ def test_spec_resolves_paths_and_prep(tmp_path: Path) -> None:
     (tmp_path / "spec.json").write_text(json.dumps([{"model": "m.tflite", "image": "a", "task": "juggle"}]))
     with pytest.raises(ValueError, match="unknown task"):
         read_spec(tmp_path / "spec.json")
+
+
+def test_spec_for_model_reads_only_its_own_directory(tmp_path: Path) -> None:
+    """compare's judge: the spec.json next to the model (a broken one is a reason, never an error; nothing below the
+    directory is read), and the classifier rule only for a model whose one output is a score vector."""
+    for name in ("det.tflite", "cls.tflite", "a.bmp"):
+        (tmp_path / name).write_bytes(b"")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "spec.json").write_text(json.dumps([{"model": "x.tflite", "image": "a", "task": "juggle"}]))
+    assert spec_for_model(tmp_path / "det.tflite", [(1, 10, 4), (1, 10)]) == (None, "no spec.json entry")
+    spec, why = spec_for_model(tmp_path / "cls.tflite", [(1, 1001)])
+    assert spec is not None and spec.task == "classify" and spec.inputs == (tmp_path / "a.bmp",) and why == ""
+    (tmp_path / "spec.json").write_text(json.dumps([{"model": "det.tflite", "image": "a.bmp", "task": "detect"}]))
+    spec, _ = spec_for_model(tmp_path / "det.tflite", [(1, 10, 4), (1, 10)])
+    assert spec is not None and spec.task == "detect"
+    (tmp_path / "spec.json").write_text(json.dumps([{"model": "det.tflite", "image": "a", "task": "juggle"}]))
+    spec, why = spec_for_model(tmp_path / "det.tflite", [(1, 10, 4)])
+    assert spec is None and "unknown task" in why
 
 
 def test_make_input_layouts_norms_and_grey(tmp_path: Path) -> None:

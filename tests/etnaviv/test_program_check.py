@@ -216,3 +216,5 @@ def test_structure(name: str, dtype: str, device: str, small: bool, delegate_lib
         cmp = compare(ref, out)
         print(f"{name}-{dtype}-{device}: {cmp}")
         assert cmp.within_model_lsb >= MIN_WITHIN
+        if name == "box_decode":  # three single ops: the single-op contract (its SUB's results are exact ties)
+            assert cmp.max_abs_diff <= 1 and cmp.exact_fraction >= 0.995, cmp

@@ -456,23 +456,22 @@ TaskJudge = Callable[[list[np.ndarray], list[np.ndarray]], str]
 
 
 def task_judge(model_path: Path, model: bytes) -> TaskJudge:
-    """The task-level judge of a model: its spec.json entry's task and post-processing when a spec.json next to it
-    (or the published classifiers' directory rule) names it (teflon.zoo), else the element rule (>= 99 % of the
-    outputs within 6 LSB)."""
+    """The task-level judge of a model: its spec.json entry's task and post-processing when the spec.json next to it
+    (or the published classifiers' directory rule) names it (teflon.zoo.spec.spec_for_model), else the element rule
+    (>= 99 % of the outputs within 6 LSB)."""
     from teflon.modelgen import graph_inputs, graph_outputs
     from teflon.zoo.judge import elements, lsb_comparison
     from teflon.zoo.run import judge_outputs, output_lsb
-    from teflon.zoo.spec import load_specs
+    from teflon.zoo.spec import spec_for_model
 
-    path = model_path.resolve()
-    spec = next((s for s in load_specs(path.parent) if s.path == path), None)
     infos, inputs, lsb = graph_outputs(model), graph_inputs(model), output_lsb(model)
+    spec, why = spec_for_model(model_path, [tuple(int(d) for d in i.shape) for i in infos])
 
     def judge(ref: list[np.ndarray], out: list[np.ndarray]) -> str:
         cmp = lsb_comparison(ref, out, lsb)
         v = (judge_outputs(spec, ref, out, infos, inputs[0], cmp) if spec is not None and len(inputs) == 1
              else elements(cmp))
-        task = spec.task if spec is not None else "no spec.json entry: element rule"
+        task = spec.task if spec is not None else f"{why}: element rule"
         return f"{'pass' if v.passed else 'FAIL'} ({task}): {v.figures}" + (f"; {v.reason}" if v.reason else "")
 
     return judge

@@ -19,6 +19,7 @@ for square tensors and refuses what it cannot be sure of; docs/hardware/etnaviv-
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -653,6 +654,20 @@ def add_ratio(ratio: float, q_max: int, p_max: int, sum_max: int | None = None) 
     return int(qs[i]), int(ps[i])
 
 
+def _exact_scale_multiple(q: int, most: int, common: dict) -> int:
+    """The multiple `up` <= most of the ADD/SUB weight q to use: the largest whose requantization multiplier
+    s_a / (up·q·s_y) the v8 post multiplier (23 fraction bits) holds exactly, else `most`. Where TFLite's
+    result can be an exact tie (s_y a power-of-two multiple of s_a, e.g. a difference of two halves of one
+    tensor at twice its scale), an inexact multiplier moves every tie the same way: the box decode's SUB was
+    50 % exact with q = 127 (multiplier 1/254), 100 % with q = 64 (1/128)."""
+    for up in range(most, 0, -1):
+        scale = float(common["input_scale"]) / (up * q) / float(common["output_scale"])
+        m, _ = math.frexp(scale)
+        if (2 * m * (1 << 23)).is_integer():
+            return up
+    return most
+
+
 def _v8_add(a: _Act, b_zp: int, ratio: np.float32, ratio_d: float, sub: bool, mesa_compat: bool,
             common: dict) -> EtnaOp:
     """v8 element-wise add/sub as a chunk-selecting convolution over both inputs back to back (§1.3)."""
@@ -693,7 +708,7 @@ def _v8_add(a: _Act, b_zp: int, ratio: np.float32, ratio_d: float, sub: bool, me
         # The same ratio with the largest weights that fit: the v8 stream codes a weight by its distance from the
         # zero point read as an int8, so weights near 255 code short (measured: MobileNetV2's first ADD 944
         # instead of 1200 bytes); the accumulator only gains precision.
-        up = 255 // (p + q) if sub else 255 // max(p, q)
+        up = _exact_scale_multiple(q, 255 // (p + q) if sub else 255 // max(p, q), common)
         q, p = up * q, up * p
         zp = p if sub else 0
         wa, wb = zp + q, zp - p if sub else p

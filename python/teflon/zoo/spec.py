@@ -87,3 +87,27 @@ def load_specs(models_dir: Path) -> list[ModelSpec]:
     classifiers directly in `models_dir`."""
     specs = [s for p in sorted(models_dir.rglob("spec.json")) for s in read_spec(p)]
     return specs + unlisted_classifiers(models_dir, {s.path for s in specs})
+
+
+def spec_for_model(model_path: Path, output_shapes: list[tuple[int, ...]]) -> tuple[ModelSpec | None, str]:
+    """(the spec entry of one model, "") or (None, why not): the entry of the spec.json in the model's own directory
+    that names it (never a search below it, and a broken file is a reason, not an error), else the published
+    classifiers' rule (unlisted_classifiers) for a model whose one output is a score vector (1 x classes) — a
+    detector next to an image is not judged as a classifier."""
+    path = model_path.resolve()
+    spec_file = path.parent / "spec.json"
+    listed: set[Path] = set()
+    if spec_file.is_file():
+        try:
+            specs = read_spec(spec_file)
+        except (ValueError, TypeError, KeyError) as e:
+            return None, f"{spec_file} unreadable ({e})"
+        found = next((s for s in specs if s.path == path), None)
+        if found is not None:
+            return found, ""
+        listed = {s.path for s in specs}
+    if len(output_shapes) == 1 and len(output_shapes[0]) == 2 and output_shapes[0][0] == 1:
+        found = next((s for s in unlisted_classifiers(path.parent, listed) if s.path == path), None)
+        if found is not None:
+            return found, ""
+    return None, "no spec.json entry"
