@@ -819,11 +819,12 @@ DEFAULT_UNARY: list[UnaryCase] = [
     UnaryCase("leakyrelu", 8, 8, 24, "int8"), UnaryCase("leakyrelu", 14, 14, 8, "uint8"),
     UnaryCase("tanh", 8, 8, 16, "int8"), UnaryCase("tanh", 3, 5, 40, "uint8"),
     UnaryCase("relu", 8, 8, 16, "int8"), UnaryCase("relu6", 8, 8, 16, "uint8"),
-    UnaryCase("relun1", 6, 6, 17, "int8"),
+    UnaryCase("relun1", 6, 6, 17, "int8"), UnaryCase("quantize", 10, 10, 24, "int8"),
+    UnaryCase("quantize", 7, 7, 16, "uint8"),
 ]
 SLOW_UNARY: list[UnaryCase] = [
     UnaryCase(op, size, size, ch, dtype, seed)  # type: ignore[arg-type]
-    for op in ("logistic", "silu", "hardswish", "leakyrelu", "tanh", "relu", "relu6", "relun1")
+    for op in ("logistic", "silu", "hardswish", "leakyrelu", "tanh", "relu", "relu6", "relun1", "quantize")
     for size, ch in ((1, 1), (28, 16), (56, 64), (112, 33))
     for dtype in DTYPES
     for seed in (0, 1)

@@ -13,9 +13,9 @@ from teflon import unary
 from teflon.modelgen import QRANGE, UnaryCase
 from teflon.runtime import RUNTIMES, make_interpreter
 
-OPS = ("logistic", "tanh", "relu", "relu6", "relun1", "leakyrelu", "hardswish", "silu")
+OPS = ("logistic", "tanh", "relu", "relu6", "relun1", "leakyrelu", "hardswish", "silu", "quantize")
 KINDS = {"logistic": "LOGISTIC", "tanh": "TANH", "relu": "RELU", "relu6": "RELU6", "relun1": "RELU_N1_TO_1",
-         "leakyrelu": "LEAKY_RELU", "hardswish": "HARD_SWISH"}
+         "leakyrelu": "LEAKY_RELU", "hardswish": "HARD_SWISH", "quantize": "QUANTIZE"}
 SEEDS = range(32)
 INSTALLED = [r for r, mod in RUNTIMES.items() if importlib.util.find_spec(r) is not None]
 
@@ -48,6 +48,11 @@ def test_table_matches_runtime(op: str, dtype: str, runtime: str) -> None:
         interp.invoke()
         got = interp.get_tensor(interp.get_output_details()[0]["index"]).reshape(-1).astype(np.int64)
         want = _expected(case, interp)
+        if op == "quantize" and runtime != "tflite_runtime":
+            # ai_edge_litert 2.3 requantizes by another rounding: 1 LSB higher on 8 % of the values of these
+            # cases (docs/hardware/rocket.md §8); the table is tflite_runtime 2.14's
+            assert np.abs(got - want).max() <= 1, case.name
+            continue
         if not np.array_equal(got, want):
             diff = np.nonzero(got != want)[0]
             bad.append(f"{case.name}: {diff.size} values differ, first input {qmin + diff[0]}: "

@@ -1207,11 +1207,11 @@ def _pad_options(fb: flatbuffers.Builder) -> int:
     return tflite.PadOptionsEnd(fb)
 
 
-UnaryName = Literal["logistic", "tanh", "relu", "relu6", "relun1", "leakyrelu", "hardswish", "silu"]
+UnaryName = Literal["logistic", "tanh", "relu", "relu6", "relun1", "leakyrelu", "hardswish", "silu", "quantize"]
 _UNARY_CODES = {
     "logistic": BuiltinOperator.LOGISTIC, "tanh": BuiltinOperator.TANH, "relu": BuiltinOperator.RELU,
     "relu6": BuiltinOperator.RELU6, "relun1": BuiltinOperator.RELU_N1_TO_1, "leakyrelu": BuiltinOperator.LEAKY_RELU,
-    "hardswish": BuiltinOperator.HARD_SWISH,
+    "hardswish": BuiltinOperator.HARD_SWISH, "quantize": BuiltinOperator.QUANTIZE,
 }
 
 
@@ -1277,6 +1277,8 @@ class UnaryCase:
             yq = QParams.make(2 / 255 * float(rng.uniform(0.8, 1.2)), mid + int(rng.integers(-10, 10)))
         elif self.op == "hardswish":
             yq = QParams.make(in_scale * float(rng.uniform(0.5, 1.5)), int(rng.integers(qmin + 10, qmin + 60)))
+        elif self.op == "quantize":  # a requantization to the same type (a YOLO head's before a CONCATENATION)
+            yq = QParams.make(in_scale * float(rng.uniform(0.3, 3.0)), int(rng.integers(qmin + 10, qmax - 10)))
         else:  # relu, leakyrelu
             yq = QParams.make(in_scale * float(rng.uniform(0.5, 2.0)), int(rng.integers(qmin, mid)))
         y = g.tensor("output", shape, self.dtype, yq)
@@ -1290,7 +1292,8 @@ class UnaryCase:
 
             g.op(BuiltinOperator.LEAKY_RELU, version, [x], [y], BuiltinOptions.LeakyReluOptions, options)
         else:
-            g.op(_UNARY_CODES[self.op], 1 if self.op in ("relun1", "hardswish") else version, [x], [y])
+            g.op(_UNARY_CODES[self.op], 1 if self.op in ("relun1", "hardswish") else 2 if self.op == "quantize" else version,
+                 [x], [y])
         return g.build([x], [y])
 
 

@@ -13,6 +13,9 @@ same float32 or fixed-point steps, so an NPU that looks each input up in such a 
   others (float32 arithmetic, then QuantizeMultiplier).
 - HARD_SWISH: the integer path (reference_ops::HardSwish): 16-bit fixed point with a "reluish" multiplier and an
   output multiplier, both rounded from Q31 to Q15.
+- QUANTIZE of an 8-bit tensor to its own type with another scale or zero point (a requantization): Requantize,
+  i.e. MultiplyByQuantizedMultiplier by QuantizeMultiplier of the scale ratio taken in double, plus the output
+  zero point, clamped (tensorflow/lite/kernels/quantize.cc).
 - SILU: LOGISTIC followed by a MUL of the LOGISTIC's own input with its output (how TFLite writes x*sigmoid(x));
   the table is the two steps: the LOGISTIC table, then MUL's requantization of (x - zx) * (l - zl).
 
@@ -40,7 +43,7 @@ from teflon.ir import Graph, Operation
 QRANGE = {"uint8": (0, 255), "int8": (-128, 127)}
 
 # The ops with a table, as TFLite names them; SILU is the LOGISTIC + MUL pair (see silu_mul).
-TABLE_KINDS = ("LOGISTIC", "TANH", "RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU", "HARD_SWISH")
+TABLE_KINDS = ("LOGISTIC", "TANH", "RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU", "HARD_SWISH", "QUANTIZE")
 ACTIVATION_LIMITS = {"NONE": (None, None), "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
 
 
@@ -191,6 +194,25 @@ def silu_table(dtype: str, inp: QuantParams, sig: QuantParams, out: QuantParams,
     return mul_table(dtype, x, inp, logistic_table(dtype, inp, sig), sig, out, activation)
 
 
+def quantize_table(dtype: str, inp: QuantParams, out: QuantParams) -> np.ndarray:
+    """QUANTIZE to the same 8-bit type (Requantize): the multiplier of the scale ratio computed in double."""
+    m, shift = quantize_multiplier(float(inp.scale) / float(out.scale))
+    y = out.zero_point + multiply_by_quantized_multiplier(input_values(dtype) - inp.zero_point, m, shift)
+    return np.clip(y, *QRANGE[dtype])
+
+
+def requantizes(graph: Graph, op: Operation) -> bool:
+    """A QUANTIZE from an 8-bit type to itself that changes the values (scale or zero point): a table op. Any other
+    QUANTIZE is a conversion or a relabelling of the same bytes, which is not a table op's business."""
+    if op.kind != "QUANTIZE" or len(op.inputs) != 1 or len(op.outputs) != 1:
+        return False
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if x.dtype not in QRANGE or y.dtype != x.dtype:
+        return False
+    qx, qy = _qp(graph, x.index), _qp(graph, y.index)
+    return qx is not None and qy is not None and qx != qy
+
+
 def table(kind: str, dtype: str, inp: QuantParams, out: QuantParams, alpha: float = 0.0) -> np.ndarray:
     """The table of one op kind of TABLE_KINDS (see the module doc)."""
     if dtype not in QRANGE:
@@ -205,6 +227,8 @@ def table(kind: str, dtype: str, inp: QuantParams, out: QuantParams, alpha: floa
         return leaky_relu_table(dtype, inp, out, alpha)
     if kind == "HARD_SWISH":
         return hard_swish_table(dtype, inp, out)
+    if kind == "QUANTIZE":
+        return quantize_table(dtype, inp, out)
     raise ValueError(f"{kind} has no table")
 
 

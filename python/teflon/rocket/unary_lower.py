@@ -102,8 +102,8 @@ def claim(graph: Graph, op: Operation,
         except (LoweringError, EncodeError) as e:
             return False, f"SiLU: {e}"
         return True, f"SiLU with LOGISTIC node {logistic.index}: one DPU LUT program"
-    if op.kind not in UNARY_KINDS:
-        return None
+    if not is_unary_node(graph, op):
+        return None  # a QUANTIZE that keeps the values is a view (views.py)
     try:
         u = lower_unary(graph, op)
         if check is not None:
@@ -115,4 +115,6 @@ def claim(graph: Graph, op: Operation,
 
 
 def is_unary_node(graph: Graph, op: Operation) -> bool:
+    if op.kind == "QUANTIZE":
+        return unary.requantizes(graph, op)
     return op.kind in UNARY_KINDS or (op.kind == "MUL" and unary.silu_logistic(graph, op) is not None)

@@ -238,7 +238,7 @@ def claims(graph: Graph, decisions: dict[int, tuple[bool, str]],
     out: dict[int, tuple[bool, str]] = {}
     placed: dict[int, RocketView] = {}  # tensor -> the claimed view that places it
     for op in graph.operations:
-        if op.kind not in VIEW_KINDS:
+        if op.kind not in VIEW_KINDS or op.index in decisions:  # decided already: a requantizing QUANTIZE's table
             continue
         try:
             views = lower_views(graph, op)
