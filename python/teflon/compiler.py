@@ -10,7 +10,7 @@ import importlib
 from dataclasses import replace
 from typing import Any
 
-from teflon import nchw_islands, targets
+from teflon import group_convs, nchw_islands, targets
 from teflon.ir import Graph, memo
 from teflon.program import HOST_NCHW, HOST_NHWC, IOBinding, Program
 
@@ -47,9 +47,26 @@ def _islands(graph: Graph, device: str, tgt: Any) -> tuple[Graph, list[nchw_isla
         chosen = [] if not getattr(tgt, "nchw_islands", False) else [
             i for i in nchw_islands.find(graph) if nchw_islands.usable(graph, i) is None]
         seen = nchw_islands.canonical(graph, chosen) if chosen else graph
+        seen, _ = _groups(seen, tgt)
         return seen, chosen, tgt.supported(seen)
 
     return memo(graph, (__name__, "islands", device), compute)
+
+
+def _groups(graph: Graph, tgt: Any) -> tuple[Graph, list[group_convs.Group]]:
+    """The family's view of `graph` with its grouped convolutions merged (teflon.group_convs), when it opts in."""
+    if not getattr(tgt, "group_convs", False):
+        return graph, []
+    found = group_convs.find(graph)
+    return group_convs.rewrite(graph, found) if found else (graph, [])
+
+
+def _merged_groups(graph: Graph, device: str, tgt: Any) -> list[group_convs.Group]:
+    """The grouped convolutions merged in the family's view of `graph` (the view _islands computed)."""
+    chosen = [] if not getattr(tgt, "nchw_islands", False) else [
+        i for i in nchw_islands.find(graph) if nchw_islands.usable(graph, i) is None]
+    seen = nchw_islands.canonical(graph, chosen) if chosen else graph
+    return _groups(seen, tgt)[1]
 
 
 def _transpose_claimed(graph: Graph, node: int, decisions: dict) -> bool:
@@ -68,6 +85,11 @@ def supported(graph: Graph, device: str) -> dict[int, tuple[bool, str]]:
     except CompilerUnavailable as exc:
         return {op.index: (False, str(exc)) for op in graph.operations}
     decisions = dict(decisions)
+    for grp in _merged_groups(graph, device, tgt):
+        claimed, why = decisions.get(grp.concat, (False, "the compiler gave no decision"))
+        for n in grp.nodes:
+            why_n = f"group convolution of {len(grp.convs)} groups, one convolution (node {grp.concat}): {why}"
+            decisions[n] = (claimed, why_n)
     for isl in islands:
         for n in isl.nodes:
             if n in decisions:
@@ -88,8 +110,12 @@ def compile(graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int
     """Compile the partition `nodes` (node indices) whose runtime inputs/outputs are the given tensors."""
     tgt = target(device)
     seen, islands, _ = _islands(graph, device, tgt)
+    hidden = group_convs.hidden_tensors(_merged_groups(graph, device, tgt))
+    if any(t in hidden for t in (*inputs, *outputs)):
+        raise ValueError("a grouped convolution's inner tensor crosses the partition boundary")
     if not islands:
-        return tgt.compile(graph, nodes, inputs, outputs, **options)
+        kept = {op.index for op in seen.operations}
+        return tgt.compile(seen, [n for n in nodes if n in kept], inputs, outputs, **options)
     kept = {op.index for op in seen.operations}
     nodes = [n for n in nodes if n in kept]
     if not nodes:
@@ -117,13 +143,16 @@ def _island_bindings(io: list[IOBinding], inputs: list[int], outputs: list[int],
 def internal_tensors(graph: Graph, nodes: list[int], device: str) -> dict[int, int]:
     """Tensors the partition `nodes` computes but its program cannot hand out as outputs, each with the node whose
     output holds it: what the family folds (a PAD into its convolution, a convolution into the ADD fused into it),
-    and in an NCHW island the tensors of a channel shuffle (one convolution writes its result). An island's other
+    a grouped convolution's parts and branch outputs (teflon.group_convs), and in an NCHW island the tensors of a
+    channel shuffle (one convolution writes its result). An island's other
     NCHW tensors can be outputs (in NCHW order, `_island_bindings`)."""
     tgt = target(device)
     seen, islands, _ = _islands(graph, device, tgt)
     kept = {op.index for op in seen.operations}
     family = getattr(tgt, "internal_tensors", None)
     inner = {} if family is None else dict(family(seen, [n for n in nodes if n in kept]))
+    inner.update({t: n for t, n in group_convs.hidden_tensors(_merged_groups(graph, device, tgt)).items()
+                  if n in nodes})
     if not islands:
         return inner
     sub = nchw_islands.substitutions(graph, islands)

@@ -468,6 +468,18 @@ def residual_projection(dtype: DType, size: int = 129) -> bytes:
     return n.build([x], [n.add(inner, proj)])
 
 
+def group_conv(dtype: DType, size: int = 20) -> bytes:
+    """ShuffleNet V1's grouped convolutions as its converter writes them: SPLIT into 8 parts of 12 channels, a 1x1
+    CONV_2D per part, CONCATENATION of the 8 outputs (45 channels each); then 4 groups of a 3x3 convolution."""
+    n = Net("group_conv", dtype)
+    x = n.input(size, size, 24)
+    t = n.conv(x, 96, 1)
+    t = n.concat([n.conv(p, 45, 1) for p in n.split(t, 8)])
+    t = n.conv(t, 48, 1, act="relu")
+    y = n.concat([n.conv(p, 12, 3) for p in n.split(t, 4)])
+    return n.build([x], [y])
+
+
 def silu_chain(dtype: DType, size: int = 112) -> bytes:
     """YOLO11n's conv -> LOGISTIC -> MUL (SiLU) chain at 112x112x16, twice."""
     n = Net("silu_chain", dtype, per_channel=False)
@@ -490,5 +502,5 @@ def build(name: str, dtype: DType) -> bytes:
     return builders[name](dtype)
 
 
-__all__ = ["NETS", "STRUCTURES", "Net", "box_decode", "build", "deeplab", "movenet", "nchw_shufflenet",
+__all__ = ["NETS", "STRUCTURES", "Net", "box_decode", "build", "deeplab", "group_conv", "movenet", "nchw_shufflenet",
            "residual_projection", "silu_chain", "ssd", "yolo"]

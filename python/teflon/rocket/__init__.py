@@ -39,6 +39,8 @@ class RocketTarget:
     generation: ModuleType = field(repr=False)
     # The compiler rewrites NCHW islands (teflon.nchw_islands) for this family: views.py runs their glue in place.
     nchw_islands: bool = True
+    # ... and merges grouped convolutions (teflon.group_convs): their channel parts need not start on 16-channel planes.
+    group_convs: bool = True
 
     @property
     def name(self) -> str:
