@@ -926,11 +926,14 @@ def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:
             # the encoding falls outside what the hardware takes (teflon.etnaviv.check): the layer stays on the CPU
             result[op.index] = (False, f"descriptor outside the hardware's ranges: {'; '.join(bad)}")
             continue
-        result[op.index] = (True, _claim_reason(op, chip))
+        result[op.index] = (True, _claim_reason(op, chip, sum(j.type == KIND_NN for j in jobs)))
     return result
 
 
-def _claim_reason(op: Operation, chip: Chip) -> str:
+def _claim_reason(op: Operation, chip: Chip, nn_jobs: int = 1) -> str:
+    if op.kind in (*CONV_KINDS, "FULLY_CONNECTED") and nn_jobs > 1:
+        return (f"{op.kind} with per-channel weights runs as {nn_jobs} NN jobs on the v{chip.version} path (one per "
+                "run of output channels with the same requantization)")
     if op.kind in CONV_KINDS:
         return f"{op.kind} runs as an NN job on the v{chip.version} path"
     if op.kind == "FULLY_CONNECTED":
