@@ -798,11 +798,9 @@ _LOWER = {"CONV_2D": _lower_conv, "DEPTHWISE_CONV_2D": _lower_conv, "FULLY_CONNE
 MAX_CHANNEL_JOBS = 16
 
 
-def channel_groups(input_scale: float, wscales: np.ndarray, output_scale: float, version: int,
-                   max_group: int | None = None) -> list[tuple[int, int]]:
+def channel_groups(input_scale: float, wscales: np.ndarray, output_scale: float, version: int) -> list[tuple[int, int]]:
     """Runs [a, b) of output channels whose NN requantization (post multiplier and shift as the descriptor encodes
-    them: the real scale in double from the float32 scales, as TFLite's per-channel multiplier) is the same;
-    runs longer than `max_group` are cut."""
+    them: the real scale in double from the float32 scales, as TFLite's per-channel multiplier) is the same."""
     keys: list[tuple[int, int]] = []
     for s in np.asarray(wscales, np.float32).tolist():
         try:
@@ -813,7 +811,7 @@ def channel_groups(input_scale: float, wscales: np.ndarray, output_scale: float,
     groups: list[tuple[int, int]] = []
     start = 0
     for i in range(1, len(keys) + 1):
-        if i == len(keys) or keys[i] != keys[start] or (max_group is not None and i - start == max_group):
+        if i == len(keys) or keys[i] != keys[start]:
             groups.append((start, i))
             start = i
     return groups
