@@ -96,8 +96,8 @@ def place_tensors(jobs: list[EtnaOp], chip: Chip) -> Placement:
             # v7 streams give every core ceil(OC / cores) kernels: the phantom ones past OC write their
             # (zero-weight) planes after the job's channels (docs/hardware/etnaviv-coefficients.md); a job of a
             # channel group writes from its offset (the next group's job, later, overwrites what lands there)
-            plane = j.output_width * j.output_height if j.output_offset else \
-                j.output_tensor_size // max(j.output_channels, 1)
+            plane = j.output_tensor_size // max(j.output_channels, 1) if j.addition else \
+                j.output_width * j.output_height
             p.grow(j.output_tensor, j.output_offset + plane * _align(j.output_channels, chip.nn_core_count))
     return p
 
