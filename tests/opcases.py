@@ -21,8 +21,11 @@ import itertools
 import math
 import random
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
+from teflon.etnaviv.chips import CHIPS
+from teflon.etnaviv.lower import MAX_CHANNEL_JOBS
 from teflon.modelgen import (
     AddCase,
     ConstOpCase,
@@ -772,6 +775,27 @@ def etnaviv_v8_known_cpu(case: Any) -> str | None:
 KNOWN_CPU["a311d"] = etnaviv_v7_known_cpu
 KNOWN_CPU["imx8mp"] = etnaviv_v8_known_cpu
 
+
+def etnaviv_per_channel_jobs(case: Any, device: str) -> int:
+    """NN jobs of an int8 per-channel case on `device` (teflon.etnaviv.lower: one per run of output channels with one
+    requantization; modelgen draws a distinct scale per run; the v8 native depthwise path cuts runs of
+    2..cores-1 channels into single channels), 0 for per-tensor cases."""
+    if not getattr(case, "per_channel", False):
+        return 0
+    oc = case.out_n if isinstance(case, FcCase) else case.channels_out
+    run = case.scale_runs or 1
+    runs = [min(run, oc - a) for a in range(0, oc, run)]
+    chip = CHIPS[device]
+    if chip.version == 8 and isinstance(case, ConvCase) and case.op == "dwconv" and case.in_c >= chip.nn_core_count:
+        runs = [r for n in runs for r in ([n] if n == 1 or n >= chip.nn_core_count else [1] * n)]
+    return len(runs)
+
+
+_PC_LIMIT = ("per-channel weight scales need more NN jobs than MAX_CHANNEL_JOBS (one per run of output channels "
+             "with the same requantization; docs/hardware/etnaviv-per-channel.md)")
+ETNAVIV_V7_KNOWN_CPU.append((lambda c: etnaviv_per_channel_jobs(c, "a311d") > MAX_CHANNEL_JOBS, _PC_LIMIT))
+ETNAVIV_V8_KNOWN_CPU.append((lambda c: etnaviv_per_channel_jobs(c, "imx8mp") > MAX_CHANNEL_JOBS, _PC_LIMIT))
+
 # ---------------------------------------------------------------------------------------------------------------
 # etnaviv: beyond convolutions (FULLY_CONNECTED, ADD/SUB, PAD, RELU, LOGISTIC) and non-square convolutions
 # ---------------------------------------------------------------------------------------------------------------
@@ -791,6 +815,33 @@ SLOW_ROCKET_FC: list[FcCase] = [
 ETNAVIV_DEFAULT_FC: list[FcCase] = [
     FcCase(64, 10), FcCase(120, 16, dtype="int8"), FcCase(256, 100), FcCase(1000, 128, activation="relu"),
     FcCase(1024, 32, dtype="int8"),
+]
+# int8 per-channel weights on etnaviv: a distinct scale per channel (one NN job each, up to MAX_CHANNEL_JOBS), runs
+# of equal scales (`scale_runs`: several channels per job, v7 phantom planes landing on the next job's channels),
+# the v7 conv-as-FC and space-to-depth paths, v8 native (input offsets) and dense depthwise, FC; two past the limit
+# (CPU, with the job count in the reason).
+ETNAVIV_DEFAULT_PER_CHANNEL: list[ConvCase | FcCase] = [
+    ConvCase("conv2d", 16, 16, 8, 16, 3, 1, "same", dtype="int8", per_channel=True),
+    ConvCase("conv2d", 8, 8, 3, 16, 5, 2, "same", "relu6", dtype="int8", per_channel=True),
+    ConvCase("conv2d", 16, 16, 8, 12, 3, 2, "same", dtype="int8", per_channel=True),
+    ConvCase("conv2d", 3, 3, 16, 8, 3, 1, "valid", dtype="int8", per_channel=True),
+    ConvCase("conv2d", 14, 14, 16, 64, 1, 1, "same", dtype="int8", per_channel=True, scale_runs=6),
+    ConvCase("dwconv", 28, 28, 16, None, 3, 1, "same", dtype="int8", per_channel=True),
+    ConvCase("dwconv", 16, 16, 3, None, 3, 2, "same", dtype="int8", per_channel=True),
+    ConvCase("dwconv", 28, 28, 48, None, 3, 2, "same", "relu", dtype="int8", per_channel=True, scale_runs=12),
+    FcCase(120, 16, dtype="int8", per_channel=True),
+    FcCase(1024, 32, "relu", dtype="int8", per_channel=True, scale_runs=4),
+    ConvCase("conv2d", 14, 14, 16, 32, 3, 1, "same", dtype="int8", per_channel=True),
+    ConvCase("dwconv", 14, 14, 40, None, 3, 1, "same", "relu", dtype="int8", per_channel=True, scale_runs=5),
+]
+# slow: the per-channel covering arrays (SLOW_PER_CHANNEL) with runs of equal scales where a layer has more than 16
+# channels (runs of at least 8 channels: both chips' core counts), and per-channel FC heads
+ETNAVIV_SLOW_PER_CHANNEL: list[ConvCase | FcCase] = [
+    *(replace(c, scale_runs=None if c.channels_out <= MAX_CHANNEL_JOBS else
+              max(8, -(-c.channels_out // MAX_CHANNEL_JOBS))) for c in SLOW_PER_CHANNEL),
+    *(FcCase(n, m, act, "int8", seed, per_channel=True, scale_runs=None if m <= MAX_CHANNEL_JOBS else
+             max(8, -(-m // MAX_CHANNEL_JOBS)))
+      for seed, (n, m, act) in enumerate(itertools.product((16, 256, 1001), (10, 64, 130), ("none", "relu")))),
 ]
 ETNAVIV_DEFAULT_ADD: list[AddCase] = [
     AddCase(8, 8, 16), AddCase(14, 14, 32), AddCase(28, 28, 24, dtype="int8"), AddCase(7, 7, 96),

@@ -454,6 +454,7 @@ class ConvCase:
     kernel_w: int | None = None  # kernel columns when not square (`kernel` is then the kernel rows)
     stride_w: int | None = None  # column stride when it differs (`stride` is then the row stride)
     spread_planes: bool = False  # scale_spread between 16-channel planes only (a plane's scales within 1.25x)
+    scale_runs: int | None = None  # per-channel scales equal in runs of this many consecutive channels
 
     def __post_init__(self) -> None:
         if self.op not in ("conv2d", "dwconv"):
@@ -470,6 +471,8 @@ class ConvCase:
             raise ValueError("scale_spread (>= 1) needs per-channel weights")
         if self.spread_planes and self.scale_spread is None:
             raise ValueError("spread_planes needs scale_spread")
+        if self.scale_runs is not None and (not self.per_channel or self.scale_runs < 1):
+            raise ValueError("scale_runs (>= 1) needs per-channel weights")
         if self.dtype == "int8" and self.weight_zp not in (None, 0):
             raise ValueError("int8 weights are symmetric: TFLite's int8 kernels reject a weight zero point")
         if self.op == "dwconv" and self.out_c not in (None, self.in_c):
@@ -538,6 +541,8 @@ class ConvCase:
                 parts.append(f"{token}{value}")
         if self.scale_spread is not None:
             parts.append(f"spread{'planes' if self.spread_planes else ''}{_fmt(self.scale_spread)}")
+        if self.scale_runs is not None:
+            parts.append(f"runs{self.scale_runs}")
         for token, scale in (("is", self.input_scale), ("ws", self.weight_scale), ("os", self.output_scale)):
             if scale is not None:
                 parts.append(f"{token}{_fmt(scale)}")
@@ -614,6 +619,8 @@ def conv_params(case: ConvCase, rng: np.random.Generator, input_quant: QParams |
                 ends = rng.choice(oc, 2, replace=False)
                 ratio[ends] = case.scale_spread ** np.array([-0.5, 0.5])
             w_scale = (base * ratio).astype(np.float32)
+        if case.scale_runs is not None:  # the first scale of each run for the whole run
+            w_scale = np.repeat(w_scale[::case.scale_runs], case.scale_runs)[:oc]
     else:
         w_scale = np.array([case.weight_scale if case.weight_scale is not None
                             else _log_uniform(rng, 0.002, 0.02)], dtype=np.float32)
@@ -1042,18 +1049,23 @@ def _keep_dims(fb: flatbuffers.Builder) -> int:
 
 @dataclass(frozen=True)
 class FcCase:
-    """FULLY_CONNECTED of a (1, N) input to (1, OUT) with per-tensor weights and an int32 bias; output scale from
-    the expected accumulator spread (as ConvCase does)."""
+    """FULLY_CONNECTED of a (1, N) input to (1, OUT) with per-tensor (or, int8 only, per-output-channel: `pc` in the
+    name) weights and an int32 bias; output scale from the expected accumulator spread (as ConvCase does)."""
 
     in_n: int
     out_n: int
     activation: ActivationName = "none"
     dtype: DType = "uint8"
     seed: int = 0
+    per_channel: bool = False
+    scale_runs: int | None = None  # per-channel scales equal in runs of this many consecutive outputs
 
     @property
     def name(self) -> str:
-        return case_name(["fc", f"in{self.in_n}", f"out{self.out_n}"], self.dtype, self.activation, self.seed)
+        name = case_name(["fc", f"in{self.in_n}", f"out{self.out_n}"], self.dtype, self.activation, self.seed)
+        if self.per_channel:  # the dtype token gets the per-channel mark, as ConvCase's
+            name = name.replace(f"-{DTYPE_TOKEN[self.dtype]}", f"-{DTYPE_TOKEN[self.dtype]}pc", 1)
+        return name + (f"-runs{self.scale_runs}" if self.scale_runs is not None else "")
 
     def __str__(self) -> str:
         return self.name
@@ -1066,7 +1078,7 @@ class FcCase:
         rng = np.random.default_rng([self.seed, zlib.crc32(self.name.encode())])
         # the conv generator already draws weights, bias and quantization for a 1x1 convolution of N channels
         conv = ConvCase("conv2d", 1, 1, self.in_n, self.out_n, 1, 1, "valid", self.activation, self.dtype,
-                        seed=self.seed)
+                        seed=self.seed, per_channel=self.per_channel, scale_runs=self.scale_runs)
         p = conv_params(conv, rng)
         g = GraphBuilder(f"teflon.modelgen {self.name}")
         x = g.tensor("input", (1, self.in_n), self.dtype, p.input_quant)

@@ -12,6 +12,7 @@ from conftest import shared_path
 from teflon.etnaviv.chips import CHIPS, chip_for_version
 from teflon.etnaviv.desc import NN_V7, NN_V8
 from teflon.etnaviv.lower import (
+    MAX_CHANNEL_JOBS,
     LoweringError,
     conv_weights,
     depthwise_dense,
@@ -109,12 +110,15 @@ def _q(scale: float, zp: int) -> Quant:
 
 
 def _conv_graph(h: int, w: int, c: int, oc: int, kh: int, kw: int, stride: int = 1, padding: str = "SAME",
-                dtype: str = "uint8", per_channel: bool = False, kind: str = "CONV_2D") -> Graph:
+                dtype: str = "uint8", per_channel: bool = False, kind: str = "CONV_2D",
+                wscales: list[float] | None = None) -> Graph:
     rng = np.random.default_rng(1)
     lo, hi = (0, 256) if dtype == "uint8" else (-128, 128)
     dw = kind == "DEPTHWISE_CONV_2D"
     wshape = (1, kh, kw, c) if dw else (oc, kh, kw, c)
-    wq = (Quant(np.full(oc, 0.01, np.float32) * np.arange(1, oc + 1), np.zeros(oc, np.int32), 0) if per_channel
+    if per_channel and wscales is None:
+        wscales = list(np.full(oc, 0.01, np.float32) * np.arange(1, oc + 1))
+    wq = (Quant(np.asarray(wscales, np.float32), np.zeros(oc, np.int32), 3 if dw else 0) if wscales is not None
           else _q(0.01, 3))
     oh, ow = (-(-h // stride), -(-w // stride)) if padding == "SAME" else ((h - kh) // stride + 1,
                                                                             (w - kw) // stride + 1)
@@ -154,10 +158,47 @@ def test_unequal_strides_refused() -> None:
         lower_graph(g, [0], CHIPS["a311d"])
 
 
-def test_per_channel_weights_refused_with_reason() -> None:
-    res = support(_conv_graph(8, 8, 4, 8, 3, 3, per_channel=True), CHIPS["a311d"])
-    ok, reason = res[0]
-    assert not ok and "per-channel weight quantization" in reason
+def test_per_channel_weights_refused_beyond_the_job_limit() -> None:
+    """Every channel its own scale (as in real models): one NN job per channel, refused past MAX_CHANNEL_JOBS with
+    the job count in the reason; Mesa's mode refuses per-axis scales."""
+    oc = MAX_CHANNEL_JOBS + 1
+    for chip in CHIPS.values():
+        ok, reason = support(_conv_graph(8, 8, 4, oc, 3, 3, per_channel=True, dtype="int8"), chip)[0]
+        assert not ok and f"per-channel weight scales need {oc} NN jobs" in reason
+        ok, reason = support(_conv_graph(8, 8, 4, oc - 1, 3, 3, per_channel=True, dtype="int8"), chip)[0]
+        assert ok and f"runs as {oc - 1} NN jobs" in reason
+    with pytest.raises(LoweringError, match="per-channel"):
+        lower_graph(_conv_graph(8, 8, 4, 4, 3, 3, per_channel=True, dtype="int8"), [0], CHIPS["a311d"],
+                    mesa_compat=True)
+
+
+@pytest.mark.parametrize("chip", sorted(CHIPS))
+def test_per_channel_jobs_follow_requantization_runs(chip: str) -> None:
+    """Consecutive channels whose encoded requantization is equal share a job; each job writes its channels' planes
+    of the one output tensor, with its own scale, weights and biases."""
+    scales = [0.01, 0.01, 0.01, 0.02, 0.02, 0.01, 0.03, 0.03]
+    g = _conv_graph(8, 8, 4, 8, 3, 3, per_channel=True, dtype="int8", wscales=scales)
+    jobs = [j for j in lower_graph(g, [0], CHIPS[chip]) if j.type == KIND_NN]
+    assert [(j.output_channels, j.output_offset // 64) for j in jobs] == [(3, 0), (2, 3), (1, 5), (2, 6)]
+    assert [j.weight_scale for j in jobs] == [float(np.float32(s)) for s in (0.01, 0.02, 0.01, 0.03)]
+    assert {j.output_tensor for j in jobs} == {jobs[0].output_tensor}
+    bias = g.tensors[2].data
+    assert np.concatenate([j.bias for j in jobs]).tolist() == bias.tolist()
+    assert sum(j.weights.shape[0] for j in jobs) == 8
+
+
+def test_per_channel_v8_depthwise_jobs_read_their_channels() -> None:
+    """A native v8 depthwise job reads only its channels' input planes; runs of 2..cores-1 channels (no verified
+    depthwise channel map, see _lower_conv) become single-channel jobs."""
+    scales = [0.01] * 8 + [0.02, 0.02] + [0.03] * 6
+    g = _conv_graph(8, 8, 16, 16, 3, 3, per_channel=True, dtype="int8", kind="DEPTHWISE_CONV_2D", wscales=scales)
+    jobs = [j for j in lower_graph(g, [0], CHIPS["imx8mp"]) if j.type == KIND_NN]
+    assert [(j.output_channels, j.input_channels, j.input_offset // 64, j.output_offset // 64) for j in jobs] == (
+        [(8, 8, 0, 0), (1, 1, 8, 8), (1, 1, 9, 9), (6, 6, 10, 10)])
+    scales = [0.01] * 8 + [0.03] * 5 + [0.02] * 3  # 5 < 6 cores
+    g = _conv_graph(8, 8, 16, 16, 3, 3, per_channel=True, dtype="int8", kind="DEPTHWISE_CONV_2D", wscales=scales)
+    jobs = [j for j in lower_graph(g, [0], CHIPS["imx8mp"]) if j.type == KIND_NN]
+    assert [j.output_channels for j in jobs] == [8] + [1] * 8
 
 
 def test_support_reasons() -> None:

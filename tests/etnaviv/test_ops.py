@@ -15,7 +15,9 @@ from opcases import (
     ETNAVIV_DEFAULT_ADD,
     ETNAVIV_DEFAULT_ELEMENTWISE,
     ETNAVIV_DEFAULT_FC,
+    ETNAVIV_DEFAULT_PER_CHANNEL,
     ETNAVIV_NON_SQUARE,
+    ETNAVIV_SLOW_PER_CHANNEL,
 )
 from opcheck import Recorder, check_delegated_conv, check_delegated_op
 from teflon import targets
@@ -33,6 +35,21 @@ def test_non_square(device: str, case: ConvCase, options: dict[str, str], record
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_DEFAULT_FC))
 def test_fully_connected(device: str, case: FcCase, options: dict[str, str], record_property: Recorder) -> None:
     check_delegated_op(case, options, record_property, ("FULLY_CONNECTED",))
+
+
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_DEFAULT_PER_CHANNEL))
+def test_per_channel(device: str, case: ConvCase | FcCase, options: dict[str, str],
+                     record_property: Recorder) -> None:
+    """int8 per-channel weights: one NN job per run of output channels with one requantization (up to
+    MAX_CHANNEL_JOBS), judged like any single op; past the limit on the CPU with the job count as the reason."""
+    check_delegated_op(case, options, record_property, ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_SLOW_PER_CHANNEL))
+def test_per_channel_slow(device: str, case: ConvCase | FcCase, options: dict[str, str],
+                          record_property: Recorder) -> None:
+    check_delegated_op(case, options, record_property, ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"))
 
 
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_DEFAULT_ADD))

@@ -25,6 +25,7 @@ from opcases import (
     ETNAVIV_DEFAULT_ADD,
     ETNAVIV_DEFAULT_ELEMENTWISE,
     ETNAVIV_DEFAULT_FC,
+    ETNAVIV_DEFAULT_PER_CHANNEL,
     ETNAVIV_NON_SQUARE,
 )
 from teflon import netgen, targets
@@ -39,7 +40,8 @@ from teflon.program import Buffer, Program
 from teflon.reference import compare, run_cpu, run_delegate
 
 DEVICES = [t.name for t in targets.of_family("etnaviv")]
-SWEEP = [*DEFAULT_CONV, *ETNAVIV_DEFAULT_FC, *ETNAVIV_DEFAULT_ADD, *ETNAVIV_DEFAULT_ELEMENTWISE, *ETNAVIV_NON_SQUARE]
+SWEEP = [*DEFAULT_CONV, *ETNAVIV_DEFAULT_FC, *ETNAVIV_DEFAULT_ADD, *ETNAVIV_DEFAULT_ELEMENTWISE, *ETNAVIV_NON_SQUARE,
+         *ETNAVIV_DEFAULT_PER_CHANNEL]
 MIN_WITHIN = 0.995  # whole-model tolerance: >= 99.5 % of the outputs within teflon.reference.MODEL_LSB
 
 
@@ -137,6 +139,38 @@ def test_mutation_rejected(device: str, kind: str, field: str, delegate_library:
     assert any(field in v for v in found), found
     with _runner(device, bad) as runner, pytest.raises(NativeError, match=f"(?i){field}"):
         runner.run(_zero_inputs(bad))
+
+
+# ---- per-channel layers: one NN job per channel group ---------------------------------------------------------
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_per_channel_jobs_write_their_planes(device: str, delegate_library: None) -> None:
+    """A per-channel layer's NN jobs (one per channel: every scale differs) write consecutive channel planes of one
+    output buffer, and the simulator follows each job's output address: pointed at the next job's plane, the first
+    job's channel is never written (the next job overwrites what it wrote) while every other channel is unchanged."""
+    case = ConvCase("conv2d", 8, 8, 4, 6, 3, dtype="int8", per_channel=True)
+    (_, program), = _programs(case.build(), device)
+    table = nn_table(chip(device))
+    descs = program.buffer("descriptors").data or b""
+    nn = [r for r in program.operations if r.kind == "NN"]
+    assert len(nn) == 6
+    outs = []
+    for r in nn:
+        offsets = r.info["descriptors"]
+        assert isinstance(offsets, list)
+        words = [int.from_bytes(descs[offsets[0] + 4 * i: offsets[0] + 4 * i + 4], "little") for i in range(NN_WORDS)]
+        outs.append(table.get(words, "out_image_address"))
+    assert [o - outs[0] for o in outs] == [64 * c for c in range(6)]  # 8x8 planes
+    inputs = {t: np.random.default_rng(1).integers(-128, 128, a.shape).astype(a.dtype)
+              for t, a in _zero_inputs(program).items()}
+    with _runner(device, program) as runner:
+        good = next(iter(runner.run(inputs).values()))
+    moved = _mutated(program, "NN", table, "out_image_address", outs[1])
+    assert program_violations(moved, chip(device)) == []
+    with _runner(device, moved) as runner:
+        bad = next(iter(runner.run(inputs).values()))
+    assert (bad[..., 1:] == good[..., 1:]).all()
+    assert (bad[..., 0] != good[..., 0]).mean() > 0.5
 
 
 # ---- refusals in the support decision -------------------------------------------------------------------------

@@ -82,6 +82,8 @@ _NN_COMMON: tuple[DescField, ...] = (
     fld("in_image_y_stride", 16, 16, 31),
     fld("out_image_x_stride", 17, 0, 15),
     fld("out_image_circular_buf_size", 18, 0, 25, allowed=(0,)),
+    # 0 only: neither chip is shown to have per-channel post multipliers and their stream layout is not public
+    # (docs/hardware/etnaviv-per-channel.md); per-channel layers run as one job per requantization run instead
     fld("per_channel_post_mul", 18, 26, 26, allowed=(0,)),
     fld("out_image_circular_buf_end_addr_plus_1", 19, 0, 25, allowed=(0x3FFFFFF,)),
     fld("in_image_circular_buf_size", 20, 0, 25, allowed=(0,)),

@@ -94,9 +94,11 @@ def place_tensors(jobs: list[EtnaOp], chip: Chip) -> Placement:
         p.place([(j.output_tensor, j.output_tensor_size)])
         if j.type == KIND_NN and chip.version == 7:
             # v7 streams give every core ceil(OC / cores) kernels: the phantom ones past OC write their
-            # (zero-weight) planes after the tensor (docs/hardware/etnaviv-coefficients.md)
-            plane = j.output_tensor_size // max(j.output_channels, 1)
-            p.grow(j.output_tensor, plane * _align(j.output_channels, chip.nn_core_count))
+            # (zero-weight) planes after the job's channels (docs/hardware/etnaviv-coefficients.md); a job of a
+            # channel group writes from its offset (the next group's job, later, overwrites what lands there)
+            plane = j.output_tensor_size // max(j.output_channels, 1) if j.addition else \
+                j.output_width * j.output_height
+            p.grow(j.output_tensor, j.output_offset + plane * _align(j.output_channels, chip.nn_core_count))
     return p
 
 
@@ -139,8 +141,8 @@ class _Builder:
         coefs, cache = coefficients(op, self.chip, self.mesa_compat)
         name = f"job{j}.coefficients"
         self.prog.add_buffer(Buffer(name, _align(len(coefs), 64), coefs))
-        words = nn_descriptor(op, self.chip, cache, 0, self.addr(op.input_tensor), self.addr(op.output_tensor),
-                              self.mesa_compat)
+        words = nn_descriptor(op, self.chip, cache, 0, self.addr(op.input_tensor) + op.input_offset,
+                              self.addr(op.output_tensor) + op.output_offset, self.mesa_compat)
         d = self.descriptor(words, [(NN_WORD_KERNEL, name, COEF_SHIFT), (NN_WORD_IN, self.buf(op.input_tensor), 0),
                                     (NN_WORD_OUT, self.buf(op.output_tensor), 0)])
         return [d], {"coefficients": {"buffer": name, "offset": 0, "size": len(coefs)}}

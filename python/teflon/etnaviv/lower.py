@@ -108,24 +108,43 @@ def _act(t: Tensor, what: str) -> _Act:
     return _Act(t.index, h, w, c, zp + shift, scale, t.dtype)
 
 
-def _stored_weights(w: Tensor) -> tuple[np.ndarray, int, float]:
-    """(uint8 weights in the stored domain, stored zero point, scale)."""
+def _stored_weights(w: Tensor, oc: int | None = None, axis: int = 0) -> tuple[np.ndarray, int, float,
+                                                                            np.ndarray | None]:
+    """(uint8 weights in the stored domain, stored zero point, scale, per-channel scales or None).
+
+    Per-channel (per-axis) weights need `oc` and the quantized axis (output channels: 0 for CONV_2D and
+    FULLY_CONNECTED, 3 for DEPTHWISE_CONV_2D) and one zero point for every channel; `scale` is then channel 0's."""
     if w.data is None:
         raise LoweringError("weights are not constant")
     shift = _dtype_shift(w.dtype)
-    scale, zp = _quant(w, "weight")
+    q = w.quant
+    if q is not None and len(q.scales) > 0 and not q.per_tensor and oc is not None:
+        scales = np.asarray(q.scales, np.float32).reshape(-1)
+        if scales.size != oc or q.axis != axis:
+            raise LoweringError(f"per-channel weight scales ({scales.size} along axis {q.axis}) not along the "
+                                f"{oc} output channels (axis {axis})")
+        zps = np.asarray(q.zero_points).reshape(-1)
+        if (zps != zps[0]).any():
+            raise LoweringError("per-channel weight zero points differ (the NN engine has one weight zero point)")
+        if not (scales > 0).all() or not np.isfinite(scales).all():
+            raise LoweringError("per-channel weight scale not positive")
+        zp, per_channel = int(zps[0]), scales
+        scale = float(scales[0])
+    else:
+        scale, zp = _quant(w, "weight")
+        per_channel = None
     data = np.asarray(w.data)
     stored = (data.astype(np.int16) + shift).astype(np.uint8) if shift else data.astype(np.uint8)
-    return stored, zp + shift, scale
+    return stored, zp + shift, scale, per_channel
 
 
-def _bias(graph: Graph, op: Operation, oc: int) -> np.ndarray:
+def _bias(graph: Graph, op: Operation, oc: int, per_channel: bool = False) -> np.ndarray:
     if len(op.inputs) < 3 or op.inputs[2] < 0:
         return np.zeros(oc, np.int32)
     b = graph.tensors[op.inputs[2]]
     if b.data is None or b.dtype != "int32":
         raise LoweringError("bias must be a constant int32 tensor")
-    if b.quant is not None and len(b.quant.scales) > 1 and not b.quant.per_tensor:
+    if not per_channel and b.quant is not None and len(b.quant.scales) > 1 and not b.quant.per_tensor:
         raise LoweringError("per-channel bias quantization not supported")
     bias = np.asarray(b.data, np.int32).reshape(-1)
     if bias.size != oc:
@@ -340,6 +359,7 @@ class _Conv:
     pads: tuple[int, int, int, int]  # top, bottom, left, right
     depthwise: bool
     relu: bool
+    wscales: np.ndarray | None = None  # per-channel weight scales (one per output channel), None: per-tensor
 
 
 def _read_conv(graph: Graph, op: Operation, chip: Chip, mesa_compat: bool) -> _Conv:
@@ -352,7 +372,7 @@ def _read_conv(graph: Graph, op: Operation, chip: Chip, mesa_compat: bool) -> _C
     wt = graph.tensors[op.inputs[1]]
     if not (x.dtype == y.dtype == wt.dtype):
         raise LoweringError(f"mixed types (input {x.dtype}, weights {wt.dtype}, output {y.dtype})")
-    w, wzp, wscale = _stored_weights(wt)
+    w, wzp, wscale, wscales = _stored_weights(wt, y.c, 3 if dw else 0)
     sh, sw = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
     if sh != sw:
         raise LoweringError(f"unequal strides {sh}x{sw} not supported")
@@ -382,8 +402,9 @@ def _read_conv(graph: Graph, op: Operation, chip: Chip, mesa_compat: bool) -> _C
         pt = pb = pl = pr = 0
     if (x.h + pt + pb - kh) // sh + 1 != y.h or (x.w + pl + pr - kw) // sh + 1 != y.w:
         raise LoweringError(f"output shape {y.h}x{y.w} inconsistent with input {x.h}x{x.w} and kernel")
-    bias = _bias(graph, op, y.c)
-    return _Conv(x, y, w, wzp, wscale, bias, kh, kw, sh, (pt, pb, pl, pr), dw, _relu(o.get("activation"), y))
+    bias = _bias(graph, op, y.c, wscales is not None)
+    return _Conv(x, y, w, wzp, wscale, bias, kh, kw, sh, (pt, pb, pl, pr), dw, _relu(o.get("activation"), y),
+                 wscales)
 
 
 def _stride2_plan(c: _Conv, chip: Chip, mesa_compat: bool) -> tuple[bool, bool]:
@@ -443,8 +464,7 @@ def _lower_conv_as_fc(st: _Lowering, c: _Conv) -> None:
                  weight_height=1, weight_zero_point=c.wzp, weight_scale=c.wscale, weight_tensor_size=full.size,
                  bias_tensor_size=4 * c.y.c, input_tensor_sizes=(n, 0), output_tensor_size=c.y.size,
                  weights=full.reshape(oc, n), bias=c.bias)
-    _check_nn(job, st.chip, st.mesa_compat)
-    st.jobs.append(job)
+    _emit_nn(st, job, c.wscales)
     if detr:
         st.detranspose(c.y, out_index)
 
@@ -521,8 +541,7 @@ def _lower_conv(st: _Lowering, op: Operation) -> None:
                  weight_height=kw, weight_zero_point=c.wzp, weight_scale=c.wscale, weight_tensor_size=w.size,
                  bias_tensor_size=4 * c.y.c, input_tensor_sizes=(nn_in.size, 0), output_tensor_size=c.y.size,
                  weights=w, bias=c.bias)
-    _check_nn(job, st.chip, st.mesa_compat)
-    st.jobs.append(job)
+    _emit_nn(st, job, c.wscales, nn_in.h * nn_in.w)
     if detr:
         st.detranspose(c.y, out_index)
 
@@ -551,11 +570,11 @@ def _lower_fc(st: _Lowering, op: Operation) -> None:
         # the descriptor would equal a pointwise convolution's, whose coefficients the v7 core reads in blocks
         # of six input channels; this FC's stream is sequential (docs/hardware/etnaviv-nn.md)
         raise LoweringError(f"FULLY_CONNECTED of {n} inputs (no factor 2..15) with more than 8 outputs on v7")
-    w, wzp, wscale = _stored_weights(wt)
+    w, wzp, wscale, wscales = _stored_weights(wt, y.c, 0)
     if w.size != n * y.c:
         raise LoweringError(f"weights of {w.size} values for {n} inputs and {y.c} outputs")
     w = np.ascontiguousarray(w.reshape(y.c, n))
-    bias = _bias(g, op, y.c)
+    bias = _bias(g, op, y.c, wscales is not None)
     relu = _relu(op.options.get("activation"), y)
     xin = st.planar_input(x)
     out_index, detr = st.output_for(y, PLANAR)
@@ -566,8 +585,7 @@ def _lower_fc(st: _Lowering, op: Operation) -> None:
                  weight_zero_point=wzp, weight_scale=wscale, weight_tensor_size=w.size,
                  bias_tensor_size=4 * y.c, input_tensor_sizes=(n, 0), output_tensor_size=y.size, weights=w,
                  bias=bias)
-    _check_nn(job, st.chip, st.mesa_compat)
-    st.jobs.append(job)
+    _emit_nn(st, job, wscales)
     if detr:
         st.detranspose(y, out_index)
 
@@ -785,6 +803,68 @@ _LOWER = {"CONV_2D": _lower_conv, "DEPTHWISE_CONV_2D": _lower_conv, "FULLY_CONNE
           "ABS": _lower_elementwise_tp, "LOGISTIC": _lower_elementwise_tp}
 
 
+# Per-channel weights: the NN descriptor holds one post multiplier and shift, and neither of the two chips has the
+# vendor's per-channel requantization feature in the public feature database (docs/hardware/etnaviv-per-channel.md).
+# A layer with per-channel scales runs as one NN job per run of consecutive output channels whose requantization,
+# as the descriptor encodes it, is identical (exactly what one job with per-channel multipliers would compute).
+# Real models give every channel its own scale (one job per channel, measured on the zoo); every job reads the
+# whole input again, so the split is claimed only up to this many jobs (the measurement behind the number:
+# docs/hardware/etnaviv-per-channel.md).
+MAX_CHANNEL_JOBS = 16
+
+
+def channel_groups(input_scale: float, wscales: np.ndarray, output_scale: float, version: int) -> list[tuple[int, int]]:
+    """Runs [a, b) of output channels whose NN requantization (post multiplier and shift as the descriptor encodes
+    them: the real scale in double from the float32 scales, as TFLite's per-channel multiplier) is the same."""
+    keys: list[tuple[int, int]] = []
+    for s in np.asarray(wscales, np.float32).tolist():
+        try:
+            ps = post_scale(float(input_scale) * float(s) / float(output_scale), version, nearest=True)
+        except RequantError as exc:
+            raise LoweringError(str(exc)) from None
+        keys.append((ps.multiplier, ps.shift))
+    groups: list[tuple[int, int]] = []
+    start = 0
+    for i in range(1, len(keys) + 1):
+        if i == len(keys) or keys[i] != keys[start]:
+            groups.append((start, i))
+            start = i
+    return groups
+
+
+def _emit_nn(st: _Lowering, job: EtnaOp, wscales: np.ndarray | None, in_plane: int = 0) -> None:
+    """Append an NN job, or for per-channel weights one job per channel group (each writing its channels' planes of
+    the same output tensor; v8 native depthwise jobs also read only their channels' input planes)."""
+    if wscales is None:
+        _check_nn(job, st.chip, st.mesa_compat)
+        st.jobs.append(job)
+        return
+    if st.mesa_compat:
+        raise LoweringError("per-channel weight quantization (Mesa refuses per-axis scales)")
+    native_dw = job.depthwise and st.chip.version == 8
+    groups = channel_groups(job.input_scale, wscales, job.output_scale, st.chip.version)
+    if native_dw:  # a native depthwise job of 2..cores-1 channels has no verified channel map (see _lower_conv)
+        groups = [g for a, b in groups for g in
+                  ([(a, b)] if b - a == 1 or b - a >= st.chip.nn_core_count else [(i, i + 1) for i in range(a, b)])]
+    if len(groups) > MAX_CHANNEL_JOBS:
+        raise LoweringError(
+            f"per-channel weight scales need {len(groups)} NN jobs (one per run of output channels with the same "
+            f"requantization; limit {MAX_CHANNEL_JOBS}): the NN descriptor has one post multiplier and neither "
+            "chip lists the per-channel requantization feature (docs/hardware/etnaviv-per-channel.md)")
+    plane = job.output_width * job.output_height
+    assert job.weights is not None and job.bias is not None
+    for a, b in groups:
+        k = b - a
+        w = job.weights[a:b]
+        sub = replace(job, output_channels=k, weight_scale=float(np.float32(wscales[a])), weights=w,
+                      bias=job.bias[a:b], weight_tensor_size=w.size, bias_tensor_size=4 * k,
+                      output_offset=a * plane)
+        if native_dw:
+            sub = replace(sub, input_channels=k, input_offset=a * in_plane)
+        _check_nn(sub, st.chip, st.mesa_compat)
+        st.jobs.append(sub)
+
+
 def _check_nn(job: EtnaOp, chip: Chip, mesa_compat: bool) -> None:
     """Refuse what the descriptor or requantization cannot express (the coefficient size does not matter)."""
     try:
@@ -859,11 +939,14 @@ def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:
             # the encoding falls outside what the hardware takes (teflon.etnaviv.check): the layer stays on the CPU
             result[op.index] = (False, f"descriptor outside the hardware's ranges: {'; '.join(bad)}")
             continue
-        result[op.index] = (True, _claim_reason(op, chip))
+        result[op.index] = (True, _claim_reason(op, chip, sum(j.type == KIND_NN for j in jobs)))
     return result
 
 
-def _claim_reason(op: Operation, chip: Chip) -> str:
+def _claim_reason(op: Operation, chip: Chip, nn_jobs: int = 1) -> str:
+    if op.kind in (*CONV_KINDS, "FULLY_CONNECTED") and nn_jobs > 1:
+        return (f"{op.kind} with per-channel weights runs as {nn_jobs} NN jobs on the v{chip.version} path (one per "
+                "run of output channels with the same requantization)")
     if op.kind in CONV_KINDS:
         return f"{op.kind} runs as an NN job on the v{chip.version} path"
     if op.kind == "FULLY_CONNECTED":

@@ -21,7 +21,7 @@ KIND_NN = 0  # Mesa `type`: ETNA_JOB_TYPE_NN
 KIND_TP = 1  # ETNA_JOB_TYPE_TP
 
 # Mesa `tp_type` values, by name (etnaviv.md §5; the golden's job `tp_type` strings)
-EXTRA_FIELDS = ("weights", "bias", "in_planar")  # not Mesa's
+EXTRA_FIELDS = ("weights", "bias", "in_planar", "input_offset", "output_offset")  # not Mesa's
 
 TP_TYPES = ("TRANSPOSE", "DETRANSPOSE", "RESHUFFLE", "PAD", "RELU", "ABSOLUTE", "LOGISTIC")
 
@@ -76,6 +76,10 @@ class EtnaOp:
     weights: np.ndarray | None = field(default=None, repr=False, compare=False)
     bias: np.ndarray | None = field(default=None, repr=False, compare=False)
     in_planar: bool = field(default=False, compare=False)
+    # byte offsets into the input / output tensor: one job of a per-channel layer split into jobs of output
+    # channels with one requantization each reads and writes those channels' planes (docs/hardware/etnaviv-per-channel.md)
+    input_offset: int = field(default=0, compare=False)
+    output_offset: int = field(default=0, compare=False)
 
     @property
     def tp_name(self) -> str | None:
