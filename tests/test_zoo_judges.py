@@ -212,6 +212,7 @@ def test_spec_for_model_reads_only_its_own_directory(tmp_path: Path) -> None:
     assert spec_for_model(tmp_path / "det.tflite", [(1, 10, 4), (1, 10)]) == (None, "no spec.json entry")
     spec, why = spec_for_model(tmp_path / "cls.tflite", [(1, 1001)])
     assert spec is not None and spec.task == "classify" and spec.inputs == (tmp_path / "a.bmp",) and why == ""
+    assert spec_for_model(tmp_path / "cls.tflite", [(1, 1)])[0] is None  # one score (a wake word): no classes
     (tmp_path / "spec.json").write_text(json.dumps([{"model": "det.tflite", "image": "a.bmp", "task": "detect"}]))
     spec, _ = spec_for_model(tmp_path / "det.tflite", [(1, 10, 4), (1, 10)])
     assert spec is not None and spec.task == "detect"

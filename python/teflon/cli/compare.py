@@ -319,6 +319,9 @@ def _folded(run: _DelegatedModel, device: str) -> tuple[dict[int, int], dict[int
     return internal, nodes_folded
 
 
+STATE_OPS = ("VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE")
+
+
 def layer_report(model: bytes, input_sets: Sequence[Sequence[np.ndarray]], options: dict[str, str], *,
                  runtime: str | None = None, isolated: bool = True, judge: TaskJudge | None = None) -> Report:
     """Per delegated node output: accumulated (and isolated) figures, worst over `input_sets`; and the model's own
@@ -352,8 +355,14 @@ def layer_report(model: bytes, input_sets: Sequence[Sequence[np.ndarray]], optio
     outputs = [Output(t, names[t], ops_dtype) for t, ops_dtype in _output_dtypes(model, own_outputs)]
     worst_own = 0
     verdicts: list[str] = []
+    # A stateful model (resource variables: streaming audio models) answers each input from its history; the CPU
+    # side runs every input on a fresh interpreter, so the delegated ones must start fresh too.
+    stateful = any(op.name in STATE_OPS for op in ops)
     try:
-        for inputs in input_sets:
+        for k, inputs in enumerate(input_sets):
+            if stateful and k:
+                original = _delegated(model, options, runtime)
+                rewritten = _delegated(fbedit.with_outputs(model, watched), options, runtime) if watched else original
             ref = cpu_tensors(model, inputs, needed, runtime)
             plain = _invoke_tensors(original.interpreter, inputs, own_outputs)
             npu = _invoke_tensors(rewritten.interpreter, inputs, watched + own_outputs)

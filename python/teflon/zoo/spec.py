@@ -92,8 +92,8 @@ def load_specs(models_dir: Path) -> list[ModelSpec]:
 def spec_for_model(model_path: Path, output_shapes: list[tuple[int, ...]]) -> tuple[ModelSpec | None, str]:
     """(the spec entry of one model, "") or (None, why not): the entry of the spec.json in the model's own directory
     that names it (never a search below it, and a broken file is a reason, not an error), else the published
-    classifiers' rule (unlisted_classifiers) for a model whose one output is a score vector (1 x classes) — a
-    detector next to an image is not judged as a classifier."""
+    classifiers' rule (unlisted_classifiers) for a model whose one output is a score vector (1 x classes, classes > 1)
+    next to images — a detector next to an image, or a one-score wake-word model, is not judged as a classifier."""
     path = model_path.resolve()
     spec_file = path.parent / "spec.json"
     listed: set[Path] = set()
@@ -106,8 +106,8 @@ def spec_for_model(model_path: Path, output_shapes: list[tuple[int, ...]]) -> tu
         if found is not None:
             return found, ""
         listed = {s.path for s in specs}
-    if len(output_shapes) == 1 and len(output_shapes[0]) == 2 and output_shapes[0][0] == 1:
-        found = next((s for s in unlisted_classifiers(path.parent, listed) if s.path == path), None)
+    if len(output_shapes) == 1 and len(output_shapes[0]) == 2 and output_shapes[0][0] == 1 and output_shapes[0][1] > 1:
+        found = next((s for s in unlisted_classifiers(path.parent, listed) if s.path == path and s.inputs), None)
         if found is not None:
             return found, ""
     return None, "no spec.json entry"
