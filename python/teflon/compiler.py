@@ -43,30 +43,28 @@ def _islands(graph: Graph, device: str, tgt: Any) -> tuple[Graph, list[nchw_isla
     """(the graph the family sees, the NCHW islands rewritten in it, the family's decisions on it). An island
     node the family leaves on the CPU runs as the converter wrote it: the NCHW tensors it shares with the NPU
     cross the partition boundary in NCHW order (the bindings' host order, `_island_bindings`)."""
-    def compute() -> tuple[Graph, list[nchw_islands.Island], dict]:
+    seen, chosen, _ = _rewrites(graph, device, tgt)
+    return seen, chosen, memo(graph, (__name__, "decisions", device), lambda: tgt.supported(seen))
+
+
+def _rewrites(graph: Graph, device: str, tgt: Any) -> tuple[Graph, list[nchw_islands.Island], list[group_convs.Group]]:
+    """(the graph the family sees, its NCHW islands, its merged grouped convolutions): the islands rewritten as
+    NHWC (teflon.nchw_islands), then the grouped convolutions merged (teflon.group_convs), each where the family
+    opts in (its target's `nchw_islands` / `group_convs`)."""
+    def compute() -> tuple[Graph, list[nchw_islands.Island], list[group_convs.Group]]:
         chosen = [] if not getattr(tgt, "nchw_islands", False) else [
             i for i in nchw_islands.find(graph) if nchw_islands.usable(graph, i) is None]
         seen = nchw_islands.canonical(graph, chosen) if chosen else graph
-        seen, _ = _groups(seen, tgt)
-        return seen, chosen, tgt.supported(seen)
+        found = group_convs.find(seen) if getattr(tgt, "group_convs", False) else []
+        seen, groups = group_convs.rewrite(seen, found) if found else (seen, [])
+        return seen, chosen, groups
 
-    return memo(graph, (__name__, "islands", device), compute)
-
-
-def _groups(graph: Graph, tgt: Any) -> tuple[Graph, list[group_convs.Group]]:
-    """The family's view of `graph` with its grouped convolutions merged (teflon.group_convs), when it opts in."""
-    if not getattr(tgt, "group_convs", False):
-        return graph, []
-    found = group_convs.find(graph)
-    return group_convs.rewrite(graph, found) if found else (graph, [])
+    return memo(graph, (__name__, "rewrites", device), compute)
 
 
 def _merged_groups(graph: Graph, device: str, tgt: Any) -> list[group_convs.Group]:
-    """The grouped convolutions merged in the family's view of `graph` (the view _islands computed)."""
-    chosen = [] if not getattr(tgt, "nchw_islands", False) else [
-        i for i in nchw_islands.find(graph) if nchw_islands.usable(graph, i) is None]
-    seen = nchw_islands.canonical(graph, chosen) if chosen else graph
-    return _groups(seen, tgt)[1]
+    """The grouped convolutions merged in the family's view of `graph`."""
+    return _rewrites(graph, device, tgt)[2]
 
 
 def _transpose_claimed(graph: Graph, node: int, decisions: dict) -> bool:
