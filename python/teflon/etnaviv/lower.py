@@ -26,6 +26,7 @@ import numpy as np
 from ..ir import Graph, Operation, Tensor
 from .check import job_violations
 from .chips import Chip
+from .lower_unary import TABLE_OPS, is_table_binary, silu_only, table_plan
 from .nn import IMAGE_SIZE_MAX, DescriptorError, fc_factors, nn_geometry
 from .ops import KIND_NN, KIND_TP, TP_TYPES, EtnaOp
 from .requant import RequantError, conv_scale, post_scale
@@ -715,6 +716,8 @@ def _v8_add(a: _Act, b_zp: int, ratio: np.float32, ratio_d: float, sub: bool, me
 
 def _lower_elementwise_tp(st: _Lowering, op: Operation) -> None:
     g = st.graph
+    if op.kind == "LOGISTIC" and not st.mesa_compat and silu_only(g, op, st.nodes, st.outputs):
+        return  # its SiLU MULs compute it from x themselves (lower_unary.py)
     if len(op.inputs) != 1 or len(op.outputs) != 1:
         raise LoweringError("unexpected number of inputs/outputs")
     x = _act(g.tensors[op.inputs[0]], "input")
@@ -724,6 +727,24 @@ def _lower_elementwise_tp(st: _Lowering, op: Operation) -> None:
     cx, lay = st.current(x)
     out_index, detr = st.output_for(y, lay)
     st.tp_job(ELEMENTWISE_TP[op.kind], cx, out_index, _replace_index(y, out_index), stride=1)
+    if detr:
+        st.detranspose(y, out_index)
+
+
+def _lower_table(st: _Lowering, op: Operation) -> None:
+    """A per-element map of one 8-bit tensor as a TP TABLE job (lower_unary.py)."""
+    if op.kind in ("ADD", "SUB") and not is_table_binary(st.graph, op):
+        return _lower_add(st, op)  # two feature maps: the NN job
+    plan = table_plan(st.graph, op)
+    if isinstance(plan, str):
+        raise LoweringError(plan)
+    x, y = _act(st.graph.tensors[plan.input], "input"), _act(st.graph.tensors[plan.output], "output")
+    if (x.h, x.w, x.c) != (y.h, y.w, y.c):
+        raise LoweringError("input and output shapes differ")
+    cx, lay = st.current(x)
+    out_index, detr = st.output_for(y, lay)
+    st.tp_job("TABLE", cx, out_index, _replace_index(y, out_index), stride=1, lut=plan.fit.lut,
+              input_zero_point=plan.fit.in_zp)
     if detr:
         st.detranspose(y, out_index)
 
@@ -767,7 +788,7 @@ def _lower_pad(st: _Lowering, op: Operation) -> None:
 
 _LOWER = {"CONV_2D": _lower_conv, "DEPTHWISE_CONV_2D": _lower_conv, "FULLY_CONNECTED": _lower_fc,
           "ADD": _lower_add, "SUB": _lower_add, "PAD": _lower_pad, "RELU": _lower_elementwise_tp,
-          "ABS": _lower_elementwise_tp, "LOGISTIC": _lower_elementwise_tp}
+          "ABS": _lower_elementwise_tp, "LOGISTIC": _lower_elementwise_tp} | dict.fromkeys(TABLE_OPS, _lower_table)
 
 
 def _check_nn(job: EtnaOp, chip: Chip, mesa_compat: bool) -> None:
