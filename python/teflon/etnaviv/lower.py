@@ -26,7 +26,7 @@ import numpy as np
 from ..ir import Graph, Operation, Tensor
 from .check import job_violations
 from .chips import Chip
-from .lower_unary import TABLE_OPS, is_table_binary, silu_only, table_plan
+from .lower_unary import TABLE_OPS, claim_reason, is_table_binary, silu_only, table_plan
 from .nn import IMAGE_SIZE_MAX, DescriptorError, fc_factors, nn_geometry
 from .ops import KIND_NN, KIND_TP, TP_TYPES, EtnaOp
 from .requant import RequantError, conv_scale, post_scale
@@ -865,7 +865,7 @@ def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:
             # the encoding falls outside what the hardware takes (teflon.etnaviv.check): the layer stays on the CPU
             result[op.index] = (False, f"descriptor outside the hardware's ranges: {'; '.join(bad)}")
             continue
-        result[op.index] = (True, _claim_reason(op, chip))
+        result[op.index] = (True, claim_reason(graph, op) or _claim_reason(op, chip))
     return result
 
 

@@ -169,3 +169,12 @@ def table_plan(graph: Graph, op: Operation) -> TablePlan | str:
         return (f"{kind}: the TP table reproduces TFLite on {round(fit.exact * 256)}/256 input values only (max "
                 f"{fit.max_diff} LSB; a bend of the map between two table entries, pwl_table.py)")
     return TablePlan(x, y, kind, target, fit)
+
+
+def claim_reason(graph: Graph, op: Operation) -> str | None:
+    """The support reason of a node this module lowers (None: not one of them)."""
+    if op.kind not in TABLE_OPS or (op.kind in ("ADD", "SUB") and not is_table_binary(graph, op)):
+        return None
+    if silu_input(graph, op) is not None:
+        return "MUL of x and LOGISTIC(x) (SiLU) runs as one TP table job reading x"
+    return f"{op.kind} runs as a TP table job (a PWL table fitted to TFLite's map of the 256 input values)"
