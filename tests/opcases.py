@@ -855,4 +855,4 @@ ETNAVIV_SLOW_TABLE: list[UnaryCase | ConstOpCase] = [
       for act in ("none", "relu") for dtype in DTYPES for seed in (0, 1) if act == "none" or op not in ("max", "min")),
 ]
 # SILU's measured limit (lower_unary.MIN_EXACT): TFLite rounds the sigmoid to 1/256 before the MUL
-ETNAVIV_TABLE_MIN_EXACT = {"silu": 0.97}
+ETNAVIV_TABLE_MIN_EXACT = {"silu": 0.95}

@@ -22,10 +22,11 @@ from .pwl_table import TableFit, fit_table
 
 TABLE_OPS = ("TANH", "HARD_SWISH", "LEAKY_RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE", *unary.CONST_KINDS)
 # Claimed when at most one input value is off (by one LSB): the single-op contract's 99.5 %. SILU's measured limit
-# (docs/hardware/etnaviv-tp.md §6 "TABLE"): TFLite rounds the sigmoid to 1/256 before the MUL, a staircase the
-# 8-input segments cannot always follow; up to 7 of 256 input values 1 LSB off were measured.
+# (docs/hardware/etnaviv-tp.md §6a): TFLite rounds the sigmoid to 1/256 before the MUL, a staircase the 8-input
+# segments cannot always follow; the zoo's worst (YOLOv5n) leaves 11 of 256 input values 1 LSB off, and a search
+# for the fewest misses over a grid of entry values finds the same counts.
 MIN_EXACT_DEFAULT = 255 / 256
-MIN_EXACT = {"SILU": 0.97}
+MIN_EXACT = {"SILU": 0.95}
 STORED_SHIFT = {"uint8": 0, "int8": 128}  # stored byte = value + shift (int8 tensors live +128 in NPU memory)
 
 

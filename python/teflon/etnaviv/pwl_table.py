@@ -15,7 +15,8 @@ its sides. `fit_table` finds, per half, entry values that put every interpolated
 interval (a saturated target — 0 or 255 — only bounds one side), by propagating the feasible interval of each
 entry outwards (each step a two-variable linear feasibility problem, solved by its vertices) and choosing the
 entries back inwards at the middle of what is left. A segment whose inputs no line can round right (a kink of the
-target between two entries, e.g. a clamp at an unsaturated output value) is relaxed to one LSB; the input zero
+target between two entries, e.g. a clamp at an unsaturated output value) allows one LSB on as few of its inputs as
+it can; the input zero
 point is then moved onto the kinks or the missed inputs (`in_zp` candidates), which puts them among the exact
 entries of the middle.
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import combinations
 
 import numpy as np
 
@@ -33,6 +35,7 @@ EXACT = 32  # |v| below this has an entry of its own
 SAT = 64.0  # how far beyond a saturated target an entry may go (keeps the fp21 values fine-grained)
 MARGIN = 1e-3  # kept from each rounding boundary (LSB)
 RELAXED = 1.0  # the widening of an infeasible segment's intervals (LSB): within one LSB
+MAX_RELAXED = 3  # inputs of one segment allowed one LSB before the whole segment is
 KINK_CANDIDATES = 6  # input zero points tried beyond the tensor's own
 
 
@@ -109,6 +112,24 @@ def _project_b(rows: np.ndarray) -> tuple[float, float] | None:
     return float(xb[inside].min()), float(xb[inside].max())
 
 
+def _relax(fa: tuple[float, float], fb: tuple[float, float], t: np.ndarray, r: np.ndarray, s: np.ndarray
+           ) -> tuple[tuple[float, float] | None, np.ndarray, np.ndarray]:
+    """An infeasible segment: allow one LSB on as few of its inputs as possible (up to MAX_RELAXED, else all),
+    keeping the widest interval of the outer entry; (that interval or None, the bounds used)."""
+    strict, loose = _bounds(r, s), _bounds(r, s, RELAXED)
+    for n in range(1, min(MAX_RELAXED, len(t)) + 1):
+        best: tuple[tuple[float, float] | None, np.ndarray, np.ndarray] = (None, strict[0], strict[1])
+        for drop in combinations(range(len(t)), n):
+            pick = np.isin(np.arange(len(t)), drop)
+            lo, hi = np.where(pick, loose[0], strict[0]), np.where(pick, loose[1], strict[1])
+            got = _project_b(_rows(fa, fb, t, lo, hi))
+            if got is not None and (best[0] is None or got[1] - got[0] > best[0][1] - best[0][0]):
+                best = (got, lo, hi)
+        if best[0] is not None:
+            return best
+    return _project_b(_rows(fa, fb, t, *loose)), loose[0], loose[1]
+
+
 def _fit_half(lut: np.ndarray, sign: int, target: np.ndarray, in_zp: int, out_zp: int) -> None:
     """Entries of one half (sign +1: entries 0..511, -1: 512..1023) for the stored targets `target`."""
     def known(v: int) -> bool:
@@ -138,12 +159,10 @@ def _fit_half(lut: np.ndarray, sign: int, target: np.ndarray, in_zp: int, out_zp
         ms = np.array([m for m in range(p0 + 1, p1) if known(sign * m)], np.int64)
         t = (ms - p0) / (p1 - p0)
         r, s = rel(sign * ms) if len(ms) else (np.zeros(0), np.zeros(0))
-        got = None
-        for widen in (0.0, RELAXED):
-            lo, hi = _bounds(r, s, widen)
-            got = _project_b(_rows(feasible[k], node[k + 1], t, lo, hi))
-            if got is not None:
-                break
+        lo, hi = _bounds(r, s)
+        got = _project_b(_rows(feasible[k], node[k + 1], t, lo, hi))
+        if got is None:
+            got, lo, hi = _relax(feasible[k], node[k + 1], t, r, s)
         if got is None:  # no line keeps the inside within one LSB: the ends alone
             lo, hi = np.full(len(t), -1e9), np.full(len(t), 1e9)
             got = node[k + 1]
