@@ -25,6 +25,7 @@ from opcases import (
     ETNAVIV_DEFAULT_ADD,
     ETNAVIV_DEFAULT_ELEMENTWISE,
     ETNAVIV_DEFAULT_FC,
+    ETNAVIV_DEFAULT_TABLE,
     ETNAVIV_NON_SQUARE,
 )
 from teflon import netgen, targets
@@ -39,7 +40,8 @@ from teflon.program import Buffer, Program
 from teflon.reference import compare, run_cpu, run_delegate
 
 DEVICES = [t.name for t in targets.of_family("etnaviv")]
-SWEEP = [*DEFAULT_CONV, *ETNAVIV_DEFAULT_FC, *ETNAVIV_DEFAULT_ADD, *ETNAVIV_DEFAULT_ELEMENTWISE, *ETNAVIV_NON_SQUARE]
+SWEEP = [*DEFAULT_CONV, *ETNAVIV_DEFAULT_FC, *ETNAVIV_DEFAULT_ADD, *ETNAVIV_DEFAULT_ELEMENTWISE, *ETNAVIV_DEFAULT_TABLE,
+         *ETNAVIV_NON_SQUARE]
 MIN_WITHIN = 0.995  # whole-model tolerance: >= 99.5 % of the outputs within teflon.reference.MODEL_LSB
 
 
