@@ -174,6 +174,9 @@ def table_plan(graph: Graph, op: Operation) -> TablePlan | str:
 
 def claim_reason(graph: Graph, op: Operation) -> str | None:
     """The support reason of a node this module lowers (None: not one of them)."""
+    if op.kind == "LOGISTIC" and graph.consumers(op.outputs[0]) and all(
+            (silu_input(graph, u) or (None, None))[1] is op for u in graph.consumers(op.outputs[0])):
+        return "LOGISTIC runs as a TP job, or inside its SiLU MUL's table job when that MUL shares its partition"
     if op.kind not in TABLE_OPS or (op.kind in ("ADD", "SUB") and not is_table_binary(graph, op)):
         return None
     if silu_input(graph, op) is not None:
