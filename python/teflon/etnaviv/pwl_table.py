@@ -13,16 +13,16 @@ mantissa bits interpolate linearly towards the next entry [INFERRED, §6]. For t
 So outside |v| < 32 the table is a chain of linear segments, and an entry is shared by the segments on both of
 its sides. `fit_table` finds, per half, entry values that put every interpolated input inside its rounding
 interval (a saturated target — 0 or 255 — only bounds one side), by propagating the feasible interval of each
-entry outwards (each step a two-variable linear feasibility problem, solved by its vertices) and choosing the
-entries back inwards at the middle of what is left. A segment whose inputs no line can round right (a kink of the
-target between two entries, e.g. a clamp at an unsaturated output value) allows one LSB on as few of its inputs as
-it can; the input zero
-point is then moved onto the kinks or the missed inputs (`in_zp` candidates), which puts them among the exact
-entries of the middle.
+entry outwards (each step a two-variable linear feasibility problem) and choosing the entries back inwards at the
+middle of what is left. A segment whose inputs no line can round right (a kink of the target between two entries,
+e.g. a clamp at an unsaturated output value) allows one LSB on as few of its inputs as it can; the input zero point
+is then moved onto the kinks or the missed inputs (`in_zp` candidates), which puts them among the exact entries of
+the middle.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
@@ -72,8 +72,22 @@ def hw_outputs(lut: np.ndarray, in_zp: int, out_zp: int) -> np.ndarray:
     return np.clip(r + out_zp, 0, 255).astype(np.int64)
 
 
+def _word(y: float) -> int:
+    """The fp21 word of a value _quantized returned (the array path outside the normal range)."""
+    if not 2.0**-14 <= abs(y) < 2.0**15:
+        return int(f32_to_fp21(np.float32(y)))
+    m, e = math.frexp(abs(y))  # abs(y) = m 2^e, 1/2 <= m < 1, m a multiple of 2^-16
+    return (1 << 20 if y < 0 else 0) | ((e - 1 + 15) << 15) | (int(m * 65536.0) - 32768)
+
+
 def _quantized(y: float) -> float:
-    return float(fp21_value(f32_to_fp21(np.float32(y))))
+    """y as the table holds it: float32, then the significand rounded to 16 bits half to even (f32_to_fp21 on a
+    normal value; the array path for the rest)."""
+    f = float(np.float32(y))
+    if not 2.0**-14 <= abs(f) < 2.0**15:
+        return float(fp21_value(f32_to_fp21(np.float32(y))))
+    m, e = math.frexp(f)
+    return math.ldexp(round(m * 65536.0), e - 16)
 
 
 def _bounds(rel: np.ndarray, stored: np.ndarray, widen: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
@@ -84,32 +98,24 @@ def _bounds(rel: np.ndarray, stored: np.ndarray, widen: float = 0.0) -> tuple[np
     return lo, hi
 
 
-def _rows(fa: tuple[float, float], fb: tuple[float, float], t: np.ndarray, lo: np.ndarray, hi: np.ndarray
-          ) -> np.ndarray:
-    """Constraints alpha * a + beta * b <= gamma of one segment: a in fa, b in fb, lo <= (1-t) a + t b <= hi."""
-    base = [(1.0, 0.0, fa[1]), (-1.0, 0.0, -fa[0]), (0.0, 1.0, fb[1]), (0.0, -1.0, -fb[0])]
-    rows = np.array(base, np.float64)
-    if len(t):
-        inner = np.concatenate([np.stack([1 - t, t, hi], 1), np.stack([t - 1, -t, -lo], 1)])
-        rows = np.concatenate([rows, inner])
-    return rows
-
-
-def _project_b(rows: np.ndarray) -> tuple[float, float] | None:
-    """The range of b over the polygon {rows}: min and max over its vertices (None when empty)."""
-    i, j = np.triu_indices(len(rows), 1)
-    a1, b1, c1 = rows[i].T
-    a2, b2, c2 = rows[j].T
-    det = a1 * b2 - a2 * b1
-    ok = np.abs(det) > 1e-12
-    with np.errstate(divide="ignore", invalid="ignore"):
-        xa = (c1 * b2 - c2 * b1) / det
-        xb = (a1 * c2 - a2 * c1) / det
-    xa, xb = xa[ok], xb[ok]
-    inside = np.all(rows[:, :1] * xa + rows[:, 1:2] * xb <= rows[:, 2:3] + 1e-9, axis=0)
-    if not inside.any():
+def _project(fa: tuple[float, float], fb: tuple[float, float], t: np.ndarray, lo: np.ndarray, hi: np.ndarray
+             ) -> tuple[float, float] | None:
+    """The range of the outer entry b over one segment's feasible set: a in fa, b in fb, lo <= (1-t) a + t b <= hi
+    (None when empty). For a given b every constraint bounds a from below or above by a line in b; b is feasible
+    when every lower line stays under every upper line, one linear inequality in b per pair."""
+    w = 1 - t
+    p = np.concatenate([[fa[0]], lo / w])  # lower bounds of a: p + q b
+    r = np.concatenate([[fa[1]], hi / w])  # upper bounds of a: r + q b (the same slopes)
+    q = np.concatenate([[0.0], -t / w])
+    c = q[:, None] - q[None, :]  # lower i under upper j:  c b <= d
+    d = r[None, :] - p[:, None]
+    flat = np.abs(c) < 1e-12
+    if np.any(flat & (d < -1e-9)):
         return None
-    return float(xb[inside].min()), float(xb[inside].max())
+    neg, pos = c < -1e-12, c > 1e-12
+    b_lo = max(fb[0], float(np.max(d[neg] / c[neg], initial=-np.inf)))
+    b_hi = min(fb[1], float(np.min(d[pos] / c[pos], initial=np.inf)))
+    return (b_lo, b_hi) if b_lo <= b_hi + 1e-9 else None
 
 
 def _relax(fa: tuple[float, float], fb: tuple[float, float], t: np.ndarray, r: np.ndarray, s: np.ndarray
@@ -120,14 +126,15 @@ def _relax(fa: tuple[float, float], fb: tuple[float, float], t: np.ndarray, r: n
     for n in range(1, min(MAX_RELAXED, len(t)) + 1):
         best: tuple[tuple[float, float] | None, np.ndarray, np.ndarray] = (None, strict[0], strict[1])
         for drop in combinations(range(len(t)), n):
-            pick = np.isin(np.arange(len(t)), drop)
+            pick = np.zeros(len(t), bool)
+            pick[list(drop)] = True
             lo, hi = np.where(pick, loose[0], strict[0]), np.where(pick, loose[1], strict[1])
-            got = _project_b(_rows(fa, fb, t, lo, hi))
+            got = _project(fa, fb, t, lo, hi)
             if got is not None and (best[0] is None or got[1] - got[0] > best[0][1] - best[0][0]):
                 best = (got, lo, hi)
         if best[0] is not None:
             return best
-    return _project_b(_rows(fa, fb, t, *loose)), loose[0], loose[1]
+    return _project(fa, fb, t, *loose), loose[0], loose[1]
 
 
 def _fit_half(lut: np.ndarray, sign: int, target: np.ndarray, in_zp: int, out_zp: int) -> None:
@@ -139,10 +146,10 @@ def _fit_half(lut: np.ndarray, sign: int, target: np.ndarray, in_zp: int, out_zp
         stored = target[vs + in_zp]
         return stored - out_zp, stored
 
-    for m in range(0 if sign > 0 else 1, EXACT):
-        v = sign * m
-        if known(v):
-            lut[entry_index(v)] = f32_to_fp21(np.float32(target[v + in_zp] - out_zp))
+    exact = [sign * m for m in range(0 if sign > 0 else 1, EXACT) if known(sign * m)]
+    if exact:
+        values = np.array([target[v + in_zp] - out_zp for v in exact], np.float32)
+        lut[[entry_index(v) for v in exact]] = f32_to_fp21(values)
     segments = []  # per segment: (t, lo, hi) of its known interior inputs, with the relaxation applied
     node = []  # per chain entry: its own interval
     for p in CHAIN:
@@ -160,7 +167,7 @@ def _fit_half(lut: np.ndarray, sign: int, target: np.ndarray, in_zp: int, out_zp
         t = (ms - p0) / (p1 - p0)
         r, s = rel(sign * ms) if len(ms) else (np.zeros(0), np.zeros(0))
         lo, hi = _bounds(r, s)
-        got = _project_b(_rows(feasible[k], node[k + 1], t, lo, hi))
+        got = _project(feasible[k], node[k + 1], t, lo, hi)
         if got is None:
             got, lo, hi = _relax(feasible[k], node[k + 1], t, r, s)
         if got is None:  # no line keeps the inside within one LSB: the ends alone
@@ -170,7 +177,7 @@ def _fit_half(lut: np.ndarray, sign: int, target: np.ndarray, in_zp: int, out_zp
         feasible.append(got)
     # choose back inwards: each entry in the middle of what its outer neighbour (already fp21) leaves it
     b = _quantized(0.5 * sum(feasible[-1]))
-    lut[entry_index(sign * CHAIN[-1])] = f32_to_fp21(np.float32(b))
+    lut[entry_index(sign * CHAIN[-1])] = _word(b)
     for k in range(len(CHAIN) - 2, -1, -1):
         t, lo, hi = segments[k]
         a_lo, a_hi = feasible[k]
@@ -180,7 +187,7 @@ def _fit_half(lut: np.ndarray, sign: int, target: np.ndarray, in_zp: int, out_zp
         if a_lo > a_hi:  # only fp21 rounding of b can cause this: stay as close as possible
             a_lo = a_hi = 0.5 * (a_lo + a_hi)
         b = _quantized(0.5 * (a_lo + a_hi))
-        lut[entry_index(sign * CHAIN[k])] = f32_to_fp21(np.float32(b))
+        lut[entry_index(sign * CHAIN[k])] = _word(b)
 
 
 def _fit(target: np.ndarray, in_zp: int, out_zp: int) -> TableFit:
