@@ -9,7 +9,7 @@ import pytest
 
 from teflon import unary
 from teflon.etnaviv.chips import CHIPS
-from teflon.etnaviv.lower import lower_graph, support
+from teflon.etnaviv.lower import lower, lower_graph, support
 from teflon.etnaviv.ops import KIND_TP, TP_TYPES, EtnaOp
 from teflon.etnaviv.pwl import pwl_lut
 from teflon.etnaviv.pwl_table import _fit, fit_table, hw_outputs
@@ -92,3 +92,11 @@ def test_silu_pair(extra_reader: bool) -> None:
     assert any(j[0] == "LOGISTIC" for j in jobs) == extra_reader
     compat = [j.tp_name for j in lower_graph(g, nodes, chip, mesa_compat=True)]
     assert "LOGISTIC" in compat
+
+
+def test_silu_sigmoid_requested_as_output() -> None:
+    """A sigmoid the runtime binds as a partition output (a graph output also read by the MUL) keeps its job."""
+    g = _silu_graph(False)
+    nodes = [op.index for op in g.operations]
+    jobs = lower(g, nodes, CHIPS["a311d"], outputs=[1, 2]).jobs
+    assert [j.tp_name for j in jobs if j.type == KIND_TP].count("LOGISTIC") == 1

@@ -68,8 +68,8 @@ class EtnavivTarget:
         for t in (*inputs, *outputs):
             _, h, w, c = nhwc(graph.tensors[t].shape)
             shapes[t] = (h, w, c, graph.tensors[t].dtype)
-        program = compile_jobs(self.name, self.chip, lower(graph, nodes, self.chip, mesa_compat), inputs, outputs,
-                               shapes, mesa_compat)
+        program = compile_jobs(self.name, self.chip, lower(graph, nodes, self.chip, mesa_compat, outputs), inputs,
+                               outputs, shapes, mesa_compat)
         # no program the hardware would refuse reaches invoke (the support decision refused such layers already;
         # this catches what only the whole partition shows, e.g. buffer extents). mesa_compat reproduces Mesa's
         # bytes for comparison (regcmd --mesa-compat), quirks included (a reshuffle buffer smaller than its reader)

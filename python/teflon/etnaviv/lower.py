@@ -19,6 +19,7 @@ for square tensors and refuses what it cannot be sure of; docs/hardware/etnaviv-
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -216,6 +217,7 @@ class _Lowering:
     # tensor some add reads right after it (and back). The encoder places these chains in one buffer each.
     after: dict[int, int] = field(default_factory=dict)
     before: dict[int, int] = field(default_factory=dict)
+    requested: set[int] = field(default_factory=set)  # the partition outputs the runtime asked for
 
     def new_tensor(self) -> int:
         t = self.next_tensor
@@ -716,7 +718,7 @@ def _v8_add(a: _Act, b_zp: int, ratio: np.float32, ratio_d: float, sub: bool, me
 
 def _lower_elementwise_tp(st: _Lowering, op: Operation) -> None:
     g = st.graph
-    if op.kind == "LOGISTIC" and not st.mesa_compat and silu_only(g, op, st.nodes, st.outputs):
+    if op.kind == "LOGISTIC" and not st.mesa_compat and silu_only(g, op, st.nodes, st.outputs | st.requested):
         return  # its SiLU MULs compute it from x themselves (lower_unary.py)
     if len(op.inputs) != 1 or len(op.outputs) != 1:
         raise LoweringError("unexpected number of inputs/outputs")
@@ -822,12 +824,15 @@ class Lowered:
     planar: frozenset[int]  # IR tensors whose own buffer ends up holding planar (not NHWC) bytes
 
 
-def lower(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False) -> Lowered:
+def lower(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False, outputs: Iterable[int] = ()
+          ) -> Lowered:
     """The job list of a partition (node indices in execution order) and the layout its outputs end in;
-    raises LoweringError with the reason."""
+    raises LoweringError with the reason. `outputs`: the partition outputs the runtime binds (a graph output
+    read inside the partition too is one; a SiLU's sigmoid among them keeps its LOGISTIC job)."""
     by_index = {op.index: op for op in graph.operations}
     st = _Lowering(graph, list(nodes), chip, mesa_compat, max(graph.tensors, default=-1) + 1)
     st.outputs = partition_outputs(graph, nodes)
+    st.requested = set(outputs)
     for n in nodes:
         op = by_index[n]
         fn = _LOWER.get(op.kind)
