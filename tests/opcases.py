@@ -883,3 +883,28 @@ SLOW_UNARY: list[UnaryCase] = [
 # Devices whose rocket generation does not emit a LUT program: the ops stay on the CPU, unchanged (none: rk3588 runs
 # the DPU alone, rk3576 a LUT-load task and a copy convolution, docs/hardware/rocket-rk3576.md).
 UNARY_KNOWN_CPU: dict[str, str] = {}
+
+
+# Per-element maps of one 8-bit tensor on etnaviv: one TP job whose PWL table and input zero point reproduce
+# teflon.unary's TFLite table (etnaviv/pwl_table.py, lower_unary.py; docs/hardware/etnaviv-tp.md §6 "TABLE").
+ETNAVIV_TABLE_OPS = ("tanh", "hardswish", "leakyrelu", "relu6", "relun1", "silu", "quantize")
+ETNAVIV_DEFAULT_TABLE: list[UnaryCase | ConstOpCase] = [
+    UnaryCase("tanh", 8, 8, 16, "int8"), UnaryCase("hardswish", 14, 14, 8, "uint8"),
+    UnaryCase("hardswish", 5, 5, 3, "int8"), UnaryCase("leakyrelu", 8, 8, 24, "int8"),
+    UnaryCase("relu6", 5, 5, 3, "uint8"), UnaryCase("relun1", 6, 6, 17, "int8"),
+    UnaryCase("silu", 16, 16, 32, "uint8"), UnaryCase("silu", 7, 9, 20, "int8"),
+    UnaryCase("quantize", 14, 14, 16, "int8"), UnaryCase("quantize", 3, 5, 40, "uint8"),
+    ConstOpCase(9, 9, 16, "mul", "1", "relu"), ConstOpCase(9, 9, 16, "add", "1", dtype="int8"),
+    ConstOpCase(8, 8, 24, "rsub", "1"), ConstOpCase(8, 8, 24, "sub", "1", dtype="int8"),
+    ConstOpCase(7, 7, 32, "max", "1", dtype="int8"), ConstOpCase(7, 7, 32, "min", "1"),
+]
+ETNAVIV_SLOW_TABLE: list[UnaryCase | ConstOpCase] = [
+    *(UnaryCase(op, size, size, ch, dtype, seed)  # type: ignore[arg-type]
+      for op in ETNAVIV_TABLE_OPS for size, ch in ((1, 1), (28, 16), (56, 64)) for dtype in DTYPES
+      for seed in (0, 1, 2)),
+    *(ConstOpCase(size, size, ch, op, "1", act, dtype, seed)  # type: ignore[arg-type]
+      for op in ("mul", "add", "sub", "rsub", "max", "min") for size, ch in ((1, 1), (28, 16))
+      for act in ("none", "relu") for dtype in DTYPES for seed in (0, 1) if act == "none" or op not in ("max", "min")),
+]
+# SILU's measured limit (lower_unary.MIN_EXACT): TFLite rounds the sigmoid to 1/256 before the MUL
+ETNAVIV_TABLE_MIN_EXACT = {"silu": 0.95}

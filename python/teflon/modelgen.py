@@ -861,12 +861,12 @@ def add_add(g: GraphBuilder, a: int, b: int, activation: ActivationName = "none"
 class ConstOpCase:
     """MUL, ADD or SUB of a (1, H, W, C) map and a constant that is one value per channel (`bcast` "c", shape (C,))
     or one value (`bcast` "1", shape (1,)); "rsub" is SUB(constant, map). The output is quantized to hold the
-    result's range."""
+    result's range. MAXIMUM / MINIMUM ("max", "min") keep the map's quantization for the constant and the output."""
 
     in_h: int
     in_w: int
     in_c: int
-    op: Literal["mul", "add", "sub", "rsub"] = "mul"
+    op: Literal["mul", "add", "sub", "rsub", "max", "min"] = "mul"
     bcast: Literal["c", "1"] = "c"
     activation: ActivationName = "none"
     dtype: DType = "uint8"
@@ -893,6 +893,12 @@ class ConstOpCase:
         n = self.in_c if self.bcast == "c" else 1
         cq = QParams.make(float(_log_uniform(rng, 0.002, 0.05)), int(rng.integers(qmin, qmax + 1)))
         cvals = rng.integers(qmin, qmax + 1, n).astype(self.dtype)
+        if self.op in ("max", "min"):
+            c = g.constant("constant", cvals, xq)
+            y = g.tensor("output", (1, self.in_h, self.in_w, self.in_c), self.dtype, xq)
+            code = BuiltinOperator.MAXIMUM if self.op == "max" else BuiltinOperator.MINIMUM
+            g.op(code, 2 if self.dtype == "int8" else 1, [x, c], [y])
+            return g.build([x], [y])
         c = g.constant("constant", cvals, cq)
         # the result's real range over every input and constant value, for the output quantization
         xr = float(xq.scale[0]) * (np.array([qmin, qmax]) - int(xq.zero_point[0]))
@@ -1289,8 +1295,8 @@ class UnaryCase:
             yq = QParams.make(2 / 255 * float(rng.uniform(0.8, 1.2)), mid + int(rng.integers(-10, 10)))
         elif self.op == "hardswish":
             yq = QParams.make(in_scale * float(rng.uniform(0.5, 1.5)), int(rng.integers(qmin + 10, qmin + 60)))
-        elif self.op == "quantize":  # a requantization to the same type (a YOLO head's before a CONCATENATION)
-            yq = QParams.make(in_scale * float(rng.uniform(0.3, 3.0)), int(rng.integers(qmin + 10, qmax - 10)))
+        elif self.op == "quantize":  # requantization within the type
+            yq = QParams.make(in_scale * float(rng.uniform(0.5, 2.0)), int(rng.integers(qmin, qmax + 1)))
         else:  # relu, leakyrelu
             yq = QParams.make(in_scale * float(rng.uniform(0.5, 2.0)), int(rng.integers(qmin, mid)))
         y = g.tensor("output", shape, self.dtype, yq)

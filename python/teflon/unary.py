@@ -13,9 +13,11 @@ same float32 or fixed-point steps, so an NPU that looks each input up in such a 
   others (float32 arithmetic, then QuantizeMultiplier).
 - HARD_SWISH: the integer path (reference_ops::HardSwish): 16-bit fixed point with a "reluish" multiplier and an
   output multiplier, both rounded from Q31 to Q15.
-- QUANTIZE of an 8-bit tensor to its own type with another scale or zero point (a requantization): Requantize,
-  i.e. MultiplyByQuantizedMultiplier by QuantizeMultiplier of the scale ratio taken in double, plus the output
-  zero point, clamped (tensorflow/lite/kernels/quantize.cc).
+- QUANTIZE of an 8-bit tensor (requantization, optimized_ops::Requantize): MultiplyByQuantizedMultiplier of
+  (x - zx) by the double ratio of the float32 scales, plus the output zero point, clamped to the output type.
+- ADD / SUB / MUL / MAXIMUM / MINIMUM with one operand a single constant value (`const_table`): the two-input
+  kernels' arithmetic with the constant's value for every input (add_values; MAXIMUM/MINIMUM compare the raw
+  quantized values, as the kernels do).
 - SILU: LOGISTIC followed by a MUL of the LOGISTIC's own input with its output (how TFLite writes x*sigmoid(x));
   the table is the two steps: the LOGISTIC table, then MUL's requantization of (x - zx) * (l - zl).
 
@@ -37,6 +39,7 @@ from teflon.fixedpoint import (
     saturating_left_shift16,
     sdhm16,
     srdhm16,
+    srdhm32,
 )
 from teflon.ir import Graph, Operation
 
@@ -187,18 +190,11 @@ def mul_table(dtype: str, a_values: np.ndarray, a: QuantParams, b_values: np.nda
     return np.clip(y, *activation_range(activation, out, dtype))
 
 
-def silu_table(dtype: str, inp: QuantParams, sig: QuantParams, out: QuantParams, activation: str = "NONE"
-               ) -> np.ndarray:
-    """MUL(x, LOGISTIC(x)): the LOGISTIC table, then MUL's requantization."""
-    x = input_values(dtype)
-    return mul_table(dtype, x, inp, logistic_table(dtype, inp, sig), sig, out, activation)
-
-
-def quantize_table(dtype: str, inp: QuantParams, out: QuantParams) -> np.ndarray:
-    """QUANTIZE to the same 8-bit type (Requantize): the multiplier of the scale ratio computed in double."""
+def quantize_table(in_dtype: str, out_dtype: str, inp: QuantParams, out: QuantParams) -> np.ndarray:
+    """QUANTIZE of an 8-bit tensor into another 8-bit quantization (kernels/quantize.cc: the scale ratio in double)."""
     m, shift = quantize_multiplier(float(inp.scale) / float(out.scale))
-    y = out.zero_point + multiply_by_quantized_multiplier(input_values(dtype) - inp.zero_point, m, shift)
-    return np.clip(y, *QRANGE[dtype])
+    y = out.zero_point + multiply_by_quantized_multiplier(input_values(in_dtype) - inp.zero_point, m, shift)
+    return np.clip(y, *QRANGE[out_dtype])
 
 
 def requantizes(graph: Graph, op: Operation) -> bool:
@@ -211,6 +207,52 @@ def requantizes(graph: Graph, op: Operation) -> bool:
         return False
     qx, qy = _qp(graph, x.index), _qp(graph, y.index)
     return qx is not None and qy is not None and qx != qy
+
+
+def add_values(a_values: np.ndarray, a: QuantParams, b_values: np.ndarray, b: QuantParams, out: QuantParams,
+               sign_a: int = 1, sign_b: int = 1) -> np.ndarray:
+    """TFLite 2.14's quantized ADD (sign_a = sign_b = 1) or SUB (one of them -1) of 8-bit operands, element by
+    element (broadcasting as numpy does), unclamped: both inputs shifted left by 20 and scaled by s / (2 max s)
+    with a rounding multiplier each, summed, scaled by 2 max s / (2^20 s_out), plus the output zero point
+    (kernels/add.cc, sub.cc; the ratios in double)."""
+    left = 20  # left_shift for 8-bit inputs
+    twice = 2 * max(float(np.float32(a.scale)), float(np.float32(b.scale)))
+
+    def scaled(q: np.ndarray, qp: QuantParams, sign: int) -> np.ndarray:
+        # SUB negates the subtrahend's multiplier (kernels/sub.cc), not its scaled value: the rounding of a tie differs
+        m, shift = quantize_multiplier(float(np.float32(qp.scale)) / twice)
+        return rounding_divide_by_pot(srdhm32((np.asarray(q, np.int64) - qp.zero_point) * (1 << left), sign * m),
+                                      -shift)
+
+    mo, so = quantize_multiplier(twice / ((1 << left) * float(np.float32(out.scale))))
+    raw = scaled(a_values, a, sign_a) + scaled(b_values, b, sign_b)
+    return rounding_divide_by_pot(srdhm32(raw, mo), -so) + out.zero_point
+
+
+CONST_KINDS = ("ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM")
+
+
+def const_table(kind: str, dtype: str, inp: QuantParams, c_value: int, c: QuantParams, out: QuantParams,
+                activation: str = "NONE", const_first: bool = False) -> np.ndarray:
+    """`kind` (CONST_KINDS) of the 8-bit tensor and one constant quantized value (`const_first`: the constant
+    is the first operand, which only SUB cares about)."""
+    x = input_values(dtype)
+    cv = np.full_like(x, c_value)
+    if kind == "MAXIMUM":
+        return np.maximum(x, cv)
+    if kind == "MINIMUM":
+        return np.minimum(x, cv)
+    if kind == "MUL":
+        return mul_table(dtype, x, inp, cv, c, out, activation)
+    sx, sc = (1, 1) if kind == "ADD" else ((-1, 1) if const_first else (1, -1))
+    return np.clip(add_values(x, inp, cv, c, out, sx, sc), *activation_range(activation, out, dtype))
+
+
+def silu_table(dtype: str, inp: QuantParams, sig: QuantParams, out: QuantParams, activation: str = "NONE"
+               ) -> np.ndarray:
+    """MUL(x, LOGISTIC(x)): the LOGISTIC table, then MUL's requantization."""
+    x = input_values(dtype)
+    return mul_table(dtype, x, inp, logistic_table(dtype, inp, sig), sig, out, activation)
 
 
 def table(kind: str, dtype: str, inp: QuantParams, out: QuantParams, alpha: float = 0.0) -> np.ndarray:
@@ -228,7 +270,7 @@ def table(kind: str, dtype: str, inp: QuantParams, out: QuantParams, alpha: floa
     if kind == "HARD_SWISH":
         return hard_swish_table(dtype, inp, out)
     if kind == "QUANTIZE":
-        return quantize_table(dtype, inp, out)
+        return quantize_table(dtype, dtype, inp, out)
     raise ValueError(f"{kind} has no table")
 
 

@@ -1,7 +1,9 @@
 """Single-op sweeps on every simulated etnaviv NPU (the target registry's etnaviv rows) against TFLite's builtin CPU
 kernels: the same case ids and tolerance rules as every sweep (the common convolution sweep is tests/test_ops.py): a
 claimed op within 1 LSB of the CPU with >= 99.5 % of the elements exact (judged as a rate). Beyond convolutions
-the etnaviv compiler claims FULLY_CONNECTED, ADD/SUB (two-input NN jobs), PAD, RELU and LOGISTIC (TP jobs); the
+the etnaviv compiler claims FULLY_CONNECTED, ADD/SUB (two-input NN jobs), PAD, RELU and LOGISTIC (TP jobs), and
+per-element maps of one tensor as TP TABLE jobs (TANH, HARD_SWISH, LEAKY_RELU, RELU6, RELU_N1_TO_1, QUANTIZE,
+ADD/SUB/MUL/MAXIMUM/MINIMUM with one constant value, the SiLU pair); the
 device's known CPU fallbacks (opcases.KNOWN_CPU) must come back unchanged. Ids start with the device:
 `a311d-conv2d-in112x112x32-oc64-k3-s2-same-u8`.
 """
@@ -16,12 +18,15 @@ from opcases import (
     ETNAVIV_DEFAULT_ELEMENTWISE,
     ETNAVIV_DEFAULT_FC,
     ETNAVIV_DEFAULT_PER_CHANNEL,
+    ETNAVIV_DEFAULT_TABLE,
     ETNAVIV_NON_SQUARE,
     ETNAVIV_SLOW_PER_CHANNEL,
+    ETNAVIV_SLOW_TABLE,
+    ETNAVIV_TABLE_MIN_EXACT,
 )
-from opcheck import Recorder, check_delegated_conv, check_delegated_op
+from opcheck import MIN_EXACT, Recorder, check_delegated_conv, check_delegated_op
 from teflon import targets
-from teflon.modelgen import AddCase, ConvCase, ElementwiseCase, FcCase
+from teflon.modelgen import AddCase, ConstOpCase, ConvCase, ElementwiseCase, FcCase, UnaryCase, operator_names
 
 DEVICES = [t.name for t in targets.of_family("etnaviv")]
 
@@ -60,6 +65,27 @@ def test_add_sub(device: str, case: AddCase, options: dict[str, str], record_pro
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_DEFAULT_ELEMENTWISE))
 def test_elementwise(device: str, case: ElementwiseCase, options: dict[str, str], record_property: Recorder) -> None:
     check_delegated_op(case, options, record_property, ("RELU", "LOGISTIC", "PAD"))
+
+
+def _check_table(case: UnaryCase | ConstOpCase, options: dict[str, str], record_property: Recorder) -> None:
+    """Every node of the model (a SiLU: LOGISTIC and MUL) as one TP TABLE job, within 1 LSB and >= 99.5 % exact
+    (SILU: its measured limit)."""
+    min_exact = ETNAVIV_TABLE_MIN_EXACT.get(getattr(case, "op", ""), MIN_EXACT)
+    check_delegated_conv(case, options, record_property, min_exact=min_exact,
+                         kinds=tuple(operator_names(case.build())))
+
+
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_DEFAULT_TABLE))
+def test_table(device: str, case: UnaryCase | ConstOpCase, options: dict[str, str],
+               record_property: Recorder) -> None:
+    _check_table(case, options, record_property)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_SLOW_TABLE))
+def test_table_slow(device: str, case: UnaryCase | ConstOpCase, options: dict[str, str],
+                    record_property: Recorder) -> None:
+    _check_table(case, options, record_property)
 
 
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, [

@@ -26,6 +26,7 @@ from opcases import (
     ETNAVIV_DEFAULT_ELEMENTWISE,
     ETNAVIV_DEFAULT_FC,
     ETNAVIV_DEFAULT_PER_CHANNEL,
+    ETNAVIV_DEFAULT_TABLE,
     ETNAVIV_NON_SQUARE,
 )
 from teflon import netgen, targets
@@ -40,8 +41,8 @@ from teflon.program import Buffer, Program
 from teflon.reference import compare, run_cpu, run_delegate
 
 DEVICES = [t.name for t in targets.of_family("etnaviv")]
-SWEEP = [*DEFAULT_CONV, *ETNAVIV_DEFAULT_FC, *ETNAVIV_DEFAULT_ADD, *ETNAVIV_DEFAULT_ELEMENTWISE, *ETNAVIV_NON_SQUARE,
-         *ETNAVIV_DEFAULT_PER_CHANNEL]
+SWEEP = [*DEFAULT_CONV, *ETNAVIV_DEFAULT_FC, *ETNAVIV_DEFAULT_ADD, *ETNAVIV_DEFAULT_ELEMENTWISE, *ETNAVIV_DEFAULT_TABLE,
+         *ETNAVIV_NON_SQUARE, *ETNAVIV_DEFAULT_PER_CHANNEL]
 MIN_WITHIN = 0.995  # whole-model tolerance: >= 99.5 % of the outputs within teflon.reference.MODEL_LSB
 
 

@@ -7,8 +7,9 @@ Family interface (docs/architecture.md, "Adding a family"): `target(name)` retur
     disassemble(program) -> str               every job's descriptors by field
     to_json(program) -> dict                  the `regcmd --json` form (teflon.etnaviv.disasm)
     counters(program) -> dict                 NN/TP jobs / submits / coefficient bytes per inference (bench)
+    internal_tensors(graph, nodes) -> {tensor: node}  a SiLU's sigmoid its MULs compute themselves (lower_unary)
 The NN path's generation (v7: A311D class, v8: i.MX8M Plus class) differs in per-version modules (nn_v7/nn_v8,
-coefs_v7/coefs_v8); lowering (lower), TP jobs (tp, pwl), tiling, requantization, the command stream (cmdstream)
+coefs_v7/coefs_v8); lowering (lower, lower_unary), TP jobs (tp, pwl, pwl_table), tiling, requantization, the command stream (cmdstream)
 and assembly (encoder) are shared.
 """
 
@@ -45,6 +46,18 @@ class EtnavivTarget:
 
         return support(graph, self.chip)
 
+    def internal_tensors(self, graph: Graph, nodes: list[int]) -> dict[int, int]:
+        """The sigmoid of a SiLU pair whose MULs compute it from x themselves (lower_unary.silu_only): no job
+        writes it; the (first) MUL's output holds it."""
+        from .lower import partition_outputs
+        from .lower_unary import silu_only
+
+        outputs = partition_outputs(graph, nodes)
+        inside = set(nodes)
+        return {op.outputs[0]: min(u.index for u in graph.consumers(op.outputs[0]))
+                for op in graph.operations if op.index in inside and op.kind == "LOGISTIC"
+                and silu_only(graph, op, nodes, outputs)}
+
     def compile(self, graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int], *,
                 mesa_compat: bool = False) -> Program:
         from .check import check_program
@@ -55,8 +68,8 @@ class EtnavivTarget:
         for t in (*inputs, *outputs):
             _, h, w, c = nhwc(graph.tensors[t].shape)
             shapes[t] = (h, w, c, graph.tensors[t].dtype)
-        program = compile_jobs(self.name, self.chip, lower(graph, nodes, self.chip, mesa_compat), inputs, outputs,
-                               shapes, mesa_compat)
+        program = compile_jobs(self.name, self.chip, lower(graph, nodes, self.chip, mesa_compat, outputs), inputs,
+                               outputs, shapes, mesa_compat)
         # no program the hardware would refuse reaches invoke (the support decision refused such layers already;
         # this catches what only the whole partition shows, e.g. buffer extents). mesa_compat reproduces Mesa's
         # bytes for comparison (regcmd --mesa-compat), quirks included (a reshuffle buffer smaller than its reader)

@@ -18,9 +18,10 @@ from .chips import Chip
 from .desc import NN_V7, NN_V8, NN_WORDS, TP, TP_WORDS
 from .nn import nn_fields
 from .ops import KIND_NN, EtnaOp
+from .pwl import PWL_TYPES
 from .tp import tp_descriptors
 
-LUT_OPS = ("RELU", "ABSOLUTE", "LOGISTIC")  # TP jobs with a PWL table (teflon.etnaviv.pwl)
+LUT_OPS = PWL_TYPES  # TP jobs with a PWL table (teflon.etnaviv.pwl)
 NN_WORD_IN = 6  # in_image_address (etnaviv.md §2.1)
 PAGE = 4096  # a GEM BO is whole pages: the device MMU maps (and may read) up to the page end (etna_sim_mem.c, etnaviv-kernel.md)
 

@@ -20,6 +20,7 @@ for square tensors and refuses what it cannot be sure of; docs/hardware/etnaviv-
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -27,6 +28,7 @@ import numpy as np
 from ..ir import Graph, Operation, Tensor
 from .check import job_violations
 from .chips import Chip
+from .lower_unary import TABLE_OPS, claim_reason, is_table_binary, silu_only, table_plan
 from .nn import IMAGE_SIZE_MAX, DescriptorError, fc_factors, nn_geometry
 from .ops import KIND_NN, KIND_TP, TP_TYPES, EtnaOp
 from .requant import RequantError, conv_scale, post_scale
@@ -235,6 +237,7 @@ class _Lowering:
     # tensor some add reads right after it (and back). The encoder places these chains in one buffer each.
     after: dict[int, int] = field(default_factory=dict)
     before: dict[int, int] = field(default_factory=dict)
+    requested: set[int] = field(default_factory=set)  # the partition outputs the runtime asked for
 
     def new_tensor(self) -> int:
         t = self.next_tensor
@@ -748,6 +751,8 @@ def _v8_add(a: _Act, b_zp: int, ratio: np.float32, ratio_d: float, sub: bool, me
 
 def _lower_elementwise_tp(st: _Lowering, op: Operation) -> None:
     g = st.graph
+    if op.kind == "LOGISTIC" and not st.mesa_compat and silu_only(g, op, st.nodes, st.outputs | st.requested):
+        return  # its SiLU MULs compute it from x themselves (lower_unary.py)
     if len(op.inputs) != 1 or len(op.outputs) != 1:
         raise LoweringError("unexpected number of inputs/outputs")
     x = _act(g.tensors[op.inputs[0]], "input")
@@ -757,6 +762,24 @@ def _lower_elementwise_tp(st: _Lowering, op: Operation) -> None:
     cx, lay = st.current(x)
     out_index, detr = st.output_for(y, lay)
     st.tp_job(ELEMENTWISE_TP[op.kind], cx, out_index, _replace_index(y, out_index), stride=1)
+    if detr:
+        st.detranspose(y, out_index)
+
+
+def _lower_table(st: _Lowering, op: Operation) -> None:
+    """A per-element map of one 8-bit tensor as a TP TABLE job (lower_unary.py)."""
+    if op.kind in ("ADD", "SUB") and not is_table_binary(st.graph, op):
+        return _lower_add(st, op)  # two feature maps: the NN job
+    plan = table_plan(st.graph, op)
+    if isinstance(plan, str):
+        raise LoweringError(plan)
+    x, y = _act(st.graph.tensors[plan.input], "input"), _act(st.graph.tensors[plan.output], "output")
+    if (x.h, x.w, x.c) != (y.h, y.w, y.c):
+        raise LoweringError("input and output shapes differ")
+    cx, lay = st.current(x)
+    out_index, detr = st.output_for(y, lay)
+    st.tp_job("TABLE", cx, out_index, _replace_index(y, out_index), stride=1, lut=plan.fit.lut,
+              input_zero_point=plan.fit.in_zp)
     if detr:
         st.detranspose(y, out_index)
 
@@ -800,7 +823,7 @@ def _lower_pad(st: _Lowering, op: Operation) -> None:
 
 _LOWER = {"CONV_2D": _lower_conv, "DEPTHWISE_CONV_2D": _lower_conv, "FULLY_CONNECTED": _lower_fc,
           "ADD": _lower_add, "SUB": _lower_add, "PAD": _lower_pad, "RELU": _lower_elementwise_tp,
-          "ABS": _lower_elementwise_tp, "LOGISTIC": _lower_elementwise_tp}
+          "ABS": _lower_elementwise_tp, "LOGISTIC": _lower_elementwise_tp} | dict.fromkeys(TABLE_OPS, _lower_table)
 
 
 # Per-channel weights: the NN descriptor holds one post multiplier and shift, and neither of the two chips has the
@@ -896,12 +919,15 @@ class Lowered:
     planar: frozenset[int]  # IR tensors whose own buffer ends up holding planar (not NHWC) bytes
 
 
-def lower(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False) -> Lowered:
+def lower(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False, outputs: Iterable[int] = ()
+          ) -> Lowered:
     """The job list of a partition (node indices in execution order) and the layout its outputs end in;
-    raises LoweringError with the reason."""
+    raises LoweringError with the reason. `outputs`: the partition outputs the runtime binds (a graph output
+    read inside the partition too is one; a SiLU's sigmoid among them keeps its LOGISTIC job)."""
     by_index = {op.index: op for op in graph.operations}
     st = _Lowering(graph, list(nodes), chip, mesa_compat, max(graph.tensors, default=-1) + 1)
     st.outputs = partition_outputs(graph, nodes)
+    st.requested = set(outputs)
     for n in nodes:
         op = by_index[n]
         fn = _LOWER.get(op.kind)
@@ -939,7 +965,7 @@ def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:
             # the encoding falls outside what the hardware takes (teflon.etnaviv.check): the layer stays on the CPU
             result[op.index] = (False, f"descriptor outside the hardware's ranges: {'; '.join(bad)}")
             continue
-        result[op.index] = (True, _claim_reason(op, chip, sum(j.type == KIND_NN for j in jobs)))
+        result[op.index] = (True, claim_reason(graph, op) or _claim_reason(op, chip, sum(j.type == KIND_NN for j in jobs)))
     return result
 
 

@@ -21,9 +21,10 @@ KIND_NN = 0  # Mesa `type`: ETNA_JOB_TYPE_NN
 KIND_TP = 1  # ETNA_JOB_TYPE_TP
 
 # Mesa `tp_type` values, by name (etnaviv.md §5; the golden's job `tp_type` strings)
-EXTRA_FIELDS = ("weights", "bias", "in_planar", "input_offset", "output_offset")  # not Mesa's
+EXTRA_FIELDS = ("weights", "bias", "in_planar", "input_offset", "output_offset", "lut")  # not Mesa's
 
-TP_TYPES = ("TRANSPOSE", "DETRANSPOSE", "RESHUFFLE", "PAD", "RELU", "ABSOLUTE", "LOGISTIC")
+# TABLE is teflon's: a PWL job whose table reproduces any 8-bit map (pwl_table.py); Mesa has no such job
+TP_TYPES = ("TRANSPOSE", "DETRANSPOSE", "RESHUFFLE", "PAD", "RELU", "ABSOLUTE", "LOGISTIC", "TABLE")
 
 
 def f32_bits(x: float) -> int:
@@ -80,6 +81,7 @@ class EtnaOp:
     # channels with one requantization each reads and writes those channels' planes (docs/hardware/etnaviv-per-channel.md)
     input_offset: int = field(default=0, compare=False)
     output_offset: int = field(default=0, compare=False)
+    lut: np.ndarray | None = field(default=None, repr=False, compare=False)  # a TABLE job's 1024 fp21 words
 
     @property
     def tp_name(self) -> str | None:

@@ -21,7 +21,7 @@ LUT_ENTRIES = 1024  # HWDB TPEngine_PwlLUTCount
 HALF = 512
 FP21_MAX = 0xF7FFF  # largest finite fp21: exponent 30, mantissa 0x7FFF
 FP21_NEG_ZERO = 0x100000
-PWL_TYPES = ("RELU", "ABSOLUTE", "LOGISTIC")
+PWL_TYPES = ("RELU", "ABSOLUTE", "LOGISTIC", "TABLE")  # TABLE: any 8-bit map (pwl_table.py), not Mesa's
 
 
 def _identity_half() -> np.ndarray:
@@ -94,9 +94,11 @@ def logistic_lut(input_scale: float) -> np.ndarray:
     return lut
 
 
-def _entry(v: int) -> int:
+def entry_index(v: int) -> int:
     """LUT index of the integer input v: the top 10 bits of its fp21 pattern (sign, exponent, 4 mantissa bits)."""
     a = abs(v)
+    if a == 0:
+        return 0
     e = a.bit_length() - 1
     pattern = ((e + 15) << 15) | (((a - (1 << e)) << 15) >> e)
     return (pattern >> 11) + (HALF if v < 0 else 0)
@@ -124,13 +126,13 @@ def logistic_lut_fitted(op: EtnaOp) -> np.ndarray:
     if not m > 0:
         return lut
     for sign in (1, -1):
-        y_prev = float(fp21_value(lut[_entry(sign * 32)]))  # entries below |v| = 32 are exact inputs
+        y_prev = float(fp21_value(lut[entry_index(sign * 32)]))  # entries below |v| = 32 are exact inputs
         for v0 in range(32, 256):
             h = 1 << (v0.bit_length() - 5)  # entry spacing: 2, 4, 8 in [32, 64), [64, 128), [128, 256)
             if v0 % h:
                 continue
             v1 = v0 + h
-            idx = _entry(sign * v1)
+            idx = entry_index(sign * v1)
             vs = np.arange(v0 + 1, v1 + 1)
             t = (vs - v0) / h
             tgt = _logistic_targets(op, sign * vs) - op.output_zero_point
@@ -147,7 +149,7 @@ def logistic_lut_fitted(op: EtnaOp) -> np.ndarray:
 
 
 def pwl_lut(op: EtnaOp, mesa_compat: bool = True) -> np.ndarray | None:
-    """The 1024 u32 LUT words of a RELU/ABSOLUTE/LOGISTIC TP job; None for other jobs (no LUT).
+    """The 1024 u32 LUT words of a RELU/ABSOLUTE/LOGISTIC/TABLE TP job; None for other jobs (no LUT).
     mesa_compat=False fits the LOGISTIC entries to TFLite's rounding (`logistic_lut_fitted`)."""
     if op.type != KIND_TP:
         return None
@@ -158,6 +160,8 @@ def pwl_lut(op: EtnaOp, mesa_compat: bool = True) -> np.ndarray | None:
         return abs_lut()
     if name == "LOGISTIC":
         return logistic_lut(op.input_scale) if mesa_compat else logistic_lut_fitted(op)
+    if name == "TABLE":
+        return op.lut
     return None
 
 
@@ -167,6 +171,8 @@ def tp_requant(op: EtnaOp) -> tuple[int, int]:
     The real factor is (1 + multiplier / 2^15) * 2^-shift with `shift` a signed 7-bit value [INFERRED]: LOGISTIC
     with the usual output scale 1/256 needs 2^+8, i.e. shift -8 (written 0x78).
     """
+    if TP_TYPES[op.tp_type] == "TABLE":
+        return 0, 0  # scale 1: the table holds the output relative to the output zero point (pwl_table.py)
     out_scale = np.float32(op.output_scale)
     num = np.float32(1.0) if TP_TYPES[op.tp_type] == "LOGISTIC" else np.float32(op.input_scale)
     with np.errstate(divide="ignore", over="ignore"):

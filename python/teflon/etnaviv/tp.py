@@ -233,7 +233,8 @@ def _pad(op: EtnaOp, ncores: int, mesa_compat: bool, in_planar: bool) -> list[_C
 # ---- RELU / ABSOLUTE / LOGISTIC (PWL lookup) --------------------------------------------------------------------
 
 def pwl_cores(op: EtnaOp, tp_core_count: int) -> int:
-    if TP_TYPES[op.tp_type] in ("RELU", "LOGISTIC") and op.input_width < 6:
+    # TABLE (teflon's) follows LOGISTIC, the one Mesa PWL job whose table is not an identity [INFERRED]
+    if TP_TYPES[op.tp_type] in ("RELU", "LOGISTIC", "TABLE") and op.input_width < 6:
         return 1
     return tp_core_count
 
@@ -300,7 +301,7 @@ def tp_descriptors(op: EtnaOp, tp_core_count: int, in_addr: int, out_addr: int, 
     """One 31-word TP descriptor per core used by a TP job.
 
     in_addr / out_addr: GPU VAs of the job's input and output tensors (already including any tensor offset);
-    lut_addr: VA of the 1024-word PWL LUT (RELU/ABSOLUTE/LOGISTIC only). in_planar: PAD only — the input tensor
+    lut_addr: VA of the 1024-word PWL LUT (RELU/ABSOLUTE/LOGISTIC/TABLE only). in_planar: PAD only — the input tensor
     holds planar data (a conv output not transposed back) rather than NHWC.
     """
     if op.type != KIND_TP:

@@ -19,7 +19,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, rounding_divide_by_pot, srdhm32
+from .. import unary
+from ..fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
 from ..ir import Graph, Operation, Tensor
 from .average import channel_biases, cvt_pairs
 from .identity_add import COPY_WEIGHT, SINGLE_CHANNEL
@@ -98,21 +99,11 @@ def tflite_mul(dtype: str, values: np.ndarray, x: Quant, c: Quant, y: Quant, bou
 def tflite_add(dtype: str, values: np.ndarray, x: Quant, c: Quant, y: Quant, bounds: tuple[int, int], sign_x: int,
                sign_c: int) -> np.ndarray:
     """TFLite 2.14's quantized ADD (sign_x = sign_c = 1) or SUB (one of them -1) of every input value and each
-    channel's constant value, stored domain (channels x 256): both inputs shifted left by 20 and scaled by
-    s / (2·max scale) with a rounding multiplier each, summed, scaled by 2·max scale / (2^20·sy) with a rounding
-    multiplier, plus zy; checked against tflite_runtime (tests/rocket/test_const_elementwise.py)."""
-    left = 20  # kernels/add.cc, sub.cc: left_shift for 8-bit inputs
-    twice = 2 * max(_f32(x[0]), _f32(c[0]))
-
-    def scaled(q: np.ndarray, quant: Quant, sign: int) -> np.ndarray:
-        # SUB negates the subtrahend's multiplier (kernels/sub.cc), not its scaled value: the rounding of a tie differs
-        m, shift = quantize_multiplier(_f32(quant[0]) / twice)
-        return rounding_divide_by_pot(srdhm32((q - quant[1]) * (1 << left), sign * m), -shift)
-
-    mo, so = quantize_multiplier(twice / ((1 << left) * _f32(y[0])))
-    raw = scaled(_inputs(dtype), x, sign_x)[None, :] + scaled(values, c, sign_c)[:, None]
-    out = rounding_divide_by_pot(srdhm32(raw, mo), -so) + y[1] - stored_offset(dtype)
-    return np.clip(out, *bounds)
+    channel's constant value, stored domain (channels x 256): teflon.unary.add_values; checked against
+    tflite_runtime (tests/rocket/test_const_elementwise.py)."""
+    qx, qc, qy = (unary.QuantParams(np.float32(q[0]), q[1]) for q in (x, c, y))
+    out = unary.add_values(_inputs(dtype)[None, :], qx, np.asarray(values, np.int64)[:, None], qc, qy, sign_x, sign_c)
+    return np.clip(out - stored_offset(dtype), *bounds)
 
 
 def fit_plan(want: np.ndarray, candidates: Iterable[tuple[np.ndarray, Fraction]], zys: int,
