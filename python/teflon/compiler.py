@@ -111,11 +111,10 @@ def compile(graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int
     hidden = group_convs.hidden_tensors(_merged_groups(graph, device, tgt))
     if any(t in hidden for t in (*inputs, *outputs)):
         raise ValueError("a grouped convolution's inner tensor crosses the partition boundary")
-    if not islands:
-        kept = {op.index for op in seen.operations}
-        return tgt.compile(seen, [n for n in nodes if n in kept], inputs, outputs, **options)
     kept = {op.index for op in seen.operations}
     nodes = [n for n in nodes if n in kept]
+    if not islands:
+        return tgt.compile(seen, nodes, inputs, outputs, **options)
     if not nodes:
         raise nchw_islands.NotInIsland("the partition holds only an NCHW island's transposes")
     sub = nchw_islands.substitutions(graph, islands)

@@ -50,11 +50,9 @@ def _split_axis(graph: Graph, op: Operation) -> int | None:
     return int(np.asarray(a.data).reshape(-1)[0])
 
 
-def _only_reader(graph: Graph, tensor: int, outputs: frozenset[int]) -> Operation | None:
+def _only_reader(graph: Graph, tensor: int) -> Operation | None:
     readers = graph.consumers(tensor)
-    if len(readers) != 1 or tensor in outputs:
-        return None
-    return readers[0]
+    return readers[0] if len(readers) == 1 else None
 
 
 def _weights_quant(w: Tensor) -> tuple[np.ndarray, np.ndarray] | None:
@@ -71,14 +69,14 @@ def _weights_quant(w: Tensor) -> tuple[np.ndarray, np.ndarray] | None:
     return np.asarray(q.scales, np.float32), np.asarray(zps, np.int32)
 
 
-def _group(graph: Graph, split: Operation, outputs: frozenset[int]) -> Group | None:
+def _group(graph: Graph, split: Operation) -> Group | None:
     if split.kind != "SPLIT" or len(split.inputs) != 2:
         return None
     x = graph.tensors[split.inputs[1]]
     axis = _split_axis(graph, split)
     if axis is None or not _channel_axis(axis, len(x.shape)) or x.quant is None or not x.quant.per_tensor:
         return None
-    convs = [_only_reader(graph, t, outputs) for t in split.outputs]
+    convs = [_only_reader(graph, t) for t in split.outputs]
     if any(c is None or c.kind != "CONV_2D" or c.inputs[0] != t for c, t in zip(convs, split.outputs)):
         return None
     first = convs[0]
@@ -86,10 +84,10 @@ def _group(graph: Graph, split: Operation, outputs: frozenset[int]) -> Group | N
     if any(len(c.inputs) != 3 or any(c.options.get(k) != first.options.get(k) for k in _SAME_OPTIONS)  # type: ignore[union-attr]
            for c in convs):
         return None
-    concat = _only_reader(graph, first.outputs[0], outputs)
+    concat = _only_reader(graph, first.outputs[0])
     if concat is None or concat.kind != "CONCATENATION" or concat.inputs != [c.outputs[0] for c in convs]:  # type: ignore[union-attr]
         return None
-    if any(_only_reader(graph, c.outputs[0], outputs) is not concat for c in convs):  # type: ignore[union-attr]
+    if any(_only_reader(graph, c.outputs[0]) is not concat for c in convs):  # type: ignore[union-attr]
         return None
     y = graph.tensors[concat.outputs[0]]
     if not _channel_axis(int(concat.options.get("axis", -1)), len(y.shape)) or \
@@ -108,9 +106,11 @@ def _group(graph: Graph, split: Operation, outputs: frozenset[int]) -> Group | N
     return Group(split.index, tuple(c.index for c in convs), concat.index, hidden)  # type: ignore[union-attr]
 
 
-def find(graph: Graph, graph_outputs: frozenset[int] = frozenset()) -> list[Group]:
-    """The grouped convolutions of the graph that merge exactly (see the module doc)."""
-    return [g for op in graph.operations if (g := _group(graph, op, graph_outputs)) is not None]
+def find(graph: Graph) -> list[Group]:
+    """The grouped convolutions of the graph that merge exactly (see the module doc). A part or branch output that
+    is also a model output has a reader outside the group only in the runtime's eyes: compiler.compile refuses a
+    partition whose boundary crosses a group's inner tensors."""
+    return [g for op in graph.operations if (g := _group(graph, op)) is not None]
 
 
 def _merged_weights(graph: Graph, convs: list[Operation], in_c: int) -> tuple[np.ndarray, Quant, np.ndarray, Quant] | None:
@@ -123,7 +123,8 @@ def _merged_weights(graph: Graph, convs: list[Operation], in_c: int) -> tuple[np
     scales = np.concatenate([q[0] for q in quants])  # type: ignore[index]
     zps = np.concatenate([q[1] for q in quants])  # type: ignore[index]
     dtype = ws[0].data.dtype  # type: ignore[union-attr]
-    if dtype == np.uint8 and not (np.all(scales == scales[0]) and np.all(zps == zps[0])):
+    per_channel = not (np.all(scales == scales[0]) and np.all(zps == zps[0]))
+    if dtype == np.uint8 and per_channel:
         return None
     kh, kw = ws[0].shape[1:3]
     oc = int(sum(w.shape[0] for w in ws))
@@ -136,7 +137,6 @@ def _merged_weights(graph: Graph, convs: list[Operation], in_c: int) -> tuple[np
         o, i = o + n, i + cg
     if i != in_c:
         return None
-    per_channel = not (np.all(scales == scales[0]) and np.all(zps == zps[0]))
     wq = Quant(scales, zps, 0) if per_channel else Quant(scales[:1], zps[:1], 0)
     bias = np.concatenate([np.asarray(b.data).reshape(-1) for b in bs]).astype(np.int32)
     b_scales = np.concatenate([np.resize(np.asarray(b.quant.scales, np.float32), b.shape[0])  # type: ignore[union-attr]

@@ -19,7 +19,6 @@ for square tensors and refuses what it cannot be sure of; docs/hardware/etnaviv-
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
@@ -677,15 +676,18 @@ def add_ratio(ratio: float, q_max: int, p_max: int, sum_max: int | None = None) 
 
 def _exact_scale_multiple(q: int, most: int, common: dict) -> int:
     """The multiple `up` <= most of the ADD/SUB weight q to use: the largest whose requantization multiplier
-    s_a / (up·q·s_y) the v8 post multiplier (23 fraction bits) holds exactly, else `most`. Where TFLite's
+    s_a / (up·q·s_y) the v8 post multiplier (requant.post_scale) holds exactly, else `most`. Where TFLite's
     result can be an exact tie (s_y a power-of-two multiple of s_a, e.g. a difference of two halves of one
     tensor at twice its scale), an inexact multiplier moves every tie the same way: the box decode's SUB was
     50 % exact with q = 127 (multiplier 1/254), 100 % with q = 64 (1/128)."""
     for up in range(most, 0, -1):
-        scale = float(common["input_scale"]) / (up * q) / float(common["output_scale"])
-        m, _ = math.frexp(scale)
-        if (2 * m * (1 << 23)).is_integer():
-            return up
+        # the scale as nn.py derives it for the descriptor (weight scale 1 / (up·q)), encoded as the encoder does
+        scale = float(common["input_scale"]) * (1.0 / (up * q)) / float(common["output_scale"])
+        try:
+            if post_scale(scale, 8, nearest=True).real(8) == scale:
+                return up
+        except RequantError:
+            continue
     return most
 
 
