@@ -622,7 +622,110 @@ static int etna_nn_validate(etna_sim *sim, struct etna_nn_job *j, uint32_t iova)
     return 0;
 }
 
-static int etna_nn_compute(etna_sim *sim, struct etna_nn_job *j, uint32_t iova)
+/* The reference MAC loop of one kernel: every tap, zero weights included (the fast loop must match it). */
+static void etna_mac_reference(const struct etna_nn_job *j, unsigned k, const int16_t *pad, int64_t pw, int64_t ph,
+                               int64_t ow, int64_t oh, int32_t *acc /* row pitch pw */)
+{
+    const int16_t *wk = j->w + (size_t)k * j->taps;
+    const int64_t plane_taps = j->kx * j->ky;
+    /* v8 depthwise: kernel of channel c reads plane c only. */
+    const int64_t z0 = j->depthwise ? j->dest[k] : 0, nz = j->depthwise ? 1 : j->kz;
+    for (int64_t z = 0; z < nz; z++)
+        for (int64_t a = 0; a < j->ky; a++)
+            for (int64_t b = 0; b < j->kx; b++) {
+                const int32_t wv = wk[z * plane_taps + a * j->kx + b];
+                if (!wv)
+                    continue;
+                for (int64_t y = 0; y < oh; y++) {
+                    const int16_t *src = pad + ((z0 + z) * ph + y + a) * pw + b;
+                    int32_t *dst = acc + y * pw;
+                    for (int64_t x = 0; x < ow; x++)
+                        dst[x] += wv * src[x];
+                }
+            }
+}
+
+/* The fast MAC loop of one kernel: its listed non-zero taps only (the v7 dense depthwise form keeps kx*ky of
+ * its kz*kx*ky taps), each a weight times a window of the padded planes. The accumulators are laid out with the
+ * padded row pitch `pw`, so each tap is one contiguous run over every output row (the kx - 1 columns past each
+ * row's end are accumulated too and never written out). Built for AVX2 as well where the compiler can
+ * (picked per call by the CPU it runs on); the sums are the same integers either way. */
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void etna_mac_fast(const struct etna_nn_kernels *kn, unsigned k, const int16_t *pad, int64_t run,
+                          int32_t *acc)
+{
+    for (uint64_t t = kn->first[k]; t < kn->first[k + 1]; t++) {
+        const int32_t wv = kn->w[t];
+        const int16_t *restrict src = pad + kn->off[t];
+        int32_t *restrict dst = acc;
+        for (int64_t i = 0; i < run; i++)
+            dst[i] += wv * src[i];
+    }
+}
+
+/* The decoded kernels of `j` as tap lists for padded planes `pw` x `ph` (etna_mac_fast). */
+static int etna_nn_kernels_build(etna_sim *sim, const struct etna_nn_job *j, int64_t pw, int64_t ph,
+                                 struct etna_nn_kernels *kn)
+{
+    const uint64_t all = (uint64_t)j->nkernels * (uint64_t)j->taps;
+    uint64_t nz = 0;
+    for (uint64_t i = 0; i < all; i++)
+        nz += j->w[i] != 0;
+    memset(kn, 0, sizeof(*kn));
+    kn->n = j->nkernels;
+    kn->bias = malloc(sizeof(*kn->bias) * (j->nkernels + 1u));
+    kn->dest = malloc(sizeof(*kn->dest) * (j->nkernels + 1u));
+    kn->first = malloc(sizeof(*kn->first) * (j->nkernels + 1u));
+    kn->off = malloc(sizeof(*kn->off) * (nz + 1));
+    kn->w = malloc(sizeof(*kn->w) * (nz + 1));
+    if (!kn->bias || !kn->dest || !kn->first || !kn->off || !kn->w) {
+        etna_nn_kernels_free(kn);
+        return etna_fail(sim, "out of memory");
+    }
+    memcpy(kn->bias, j->bias, sizeof(*kn->bias) * j->nkernels);
+    memcpy(kn->dest, j->dest, sizeof(*kn->dest) * j->nkernels);
+    const int64_t plane_taps = j->kx * j->ky;
+    uint64_t n = 0;
+    for (unsigned k = 0; k < j->nkernels; k++) {
+        kn->first[k] = n;
+        const int16_t *wk = j->w + (size_t)k * j->taps;
+        const int64_t z0 = j->depthwise ? j->dest[k] : 0;
+        for (int64_t t = 0; t < j->taps; t++)
+            if (wk[t]) {
+                const int64_t z = t / plane_taps, a = t % plane_taps / j->kx, b = t % j->kx;
+                kn->off[n] = ((z0 + z) * ph + a) * pw + b;
+                kn->w[n++] = wk[t];
+            }
+    }
+    kn->first[j->nkernels] = n;
+    return 0;
+}
+
+/* One output row: acc[i * step] times the post multiplier, shifted with halves away from zero (etna_round_shift,
+ * written without branches so the loop vectorizes), + the zero point, clamped to [lo, 255]. */
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void etna_requant_row(const int32_t *acc, int64_t step, int64_t n, int64_t mult, unsigned shift, int32_t ozp,
+                             int32_t lo, uint8_t *restrict row)
+{
+    const int64_t half = shift ? (int64_t)1 << (shift - 1) : 0;
+    for (int64_t x = 0; x < n; x++) {
+        const int64_t p = (int64_t)acc[x * step] * mult;
+        const int64_t sign = p < 0 ? -1 : 0;
+        const int64_t mag = (p ^ sign) - sign;                  /* |p| */
+        const int64_t q = (int64_t)((uint64_t)(mag + half) >> shift);
+        int64_t v = ((q ^ sign) - sign) + ozp;
+        v = v < lo ? lo : v > 255 ? 255 : v;
+        row[x] = (uint8_t)v;
+    }
+}
+
+/* Runs the job: `kn` NULL takes the reference loop over j's dense weights, else the fast loop over kn. */
+static int etna_nn_compute(etna_sim *sim, const struct etna_nn_job *j, const struct etna_nn_kernels *kn,
+                           uint32_t iova)
 {
     const int64_t *f = j->f;
     const int v8 = j->version == 8;
@@ -638,30 +741,38 @@ static int etna_nn_compute(etna_sim *sim, struct etna_nn_job *j, uint32_t iova)
                          (unsigned long long)in_len);
 
     /* Input planes with the border, relative to the MAC's input offset: v7 multiplies the raw uint8
-     * activation, v8 the activation - 128 (etnaviv.md §3.3 bias correction). */
+     * activation, v8 the activation - 128 (etnaviv.md §3.3 bias correction). Held as int16 (-128..255). */
     const int32_t centre = v8 ? 128 : 0;
-    const int32_t border = (int32_t)f[ETNA_NNF_IN_IMAGE_BORDER_CONST] - centre;
+    const int16_t border = (int16_t)(f[ETNA_NNF_IN_IMAGE_BORDER_CONST] - centre);
     const int64_t pw = ow + j->kx - 1, ph = oh + j->ky - 1;
-    int32_t *pad = malloc(sizeof(*pad) * (size_t)(j->kz * pw * ph));
-    int32_t *acc = malloc(sizeof(*acc) * (size_t)(ow * oh));
+    int16_t *pad = malloc(sizeof(*pad) * (size_t)(j->kz * pw * ph));
+    int32_t *acc = malloc(sizeof(*acc) * (size_t)(pw * oh)); /* pitch pw: see etna_mac_fast */
     if (!pad || !acc) {
         free(pad);
         free(acc);
         return etna_fail(sim, "out of memory");
     }
-    /* The input DMA: one burst per plane row, of the columns the padded window covers. */
+    /* The input DMA: one burst per plane row, of the columns the padded window covers (every row lies inside the
+     * span checked above, so the bytes are counted without looking the BO up again). */
     const int64_t xa = xo > 0 ? xo : 0, xb = pw + xo < ix ? pw + xo : ix;
+    const int64_t pa = xb > xa ? xa - xo : pw, pb = xb > xa ? xb - xo : pw; /* padded columns read from memory */
     for (int64_t z = 0; z < j->kz; z++)
         for (int64_t py = 0; py < ph; py++) {
             const int64_t y = py + yo;
-            const uint8_t *row = y >= 0 && y < iy && xb > xa
-                                     ? etna_mem_access(sim, ETNA_DMA_FEATURE, (uint64_t)in_addr + z * plane + y * xs + xa,
-                                                       (uint64_t)(xb - xa))
-                                     : NULL;
-            for (int64_t px = 0; px < pw; px++) {
-                const int64_t x = px + xo;
-                pad[(z * ph + py) * pw + px] = row && x >= xa && x < xb ? (int32_t)row[x - xa] - centre : border;
+            int16_t *prow = pad + (z * ph + py) * pw;
+            if (y < 0 || y >= iy || xb <= xa) {
+                for (int64_t px = 0; px < pw; px++)
+                    prow[px] = border;
+                continue;
             }
+            const uint8_t *row = in + z * plane + y * xs + xa;
+            etna_mem_count(sim, ETNA_DMA_FEATURE, (uint64_t)(xb - xa));
+            for (int64_t px = 0; px < pa; px++)
+                prow[px] = border;
+            for (int64_t px = pa; px < pb; px++)
+                prow[px] = (int16_t)((int32_t)row[px - pa] - centre);
+            for (int64_t px = pb; px < pw; px++)
+                prow[px] = border;
         }
 
     const int pooled = f[ETNA_NNF_POOLING] == 3;
@@ -672,17 +783,19 @@ static int etna_nn_compute(etna_sim *sim, struct etna_nn_job *j, uint32_t iova)
     const unsigned shift = (unsigned)(f[ETNA_NNF_POST_SHIFT] + (v8 ? 23 : 0));
     const int32_t ozp = (int32_t)f[ETNA_NNF_OUT_ZERO_POINT];
     const int32_t lo = f[ETNA_NNF_RELU] ? ozp : 0;
-    const int64_t plane_taps = j->kx * j->ky;
+    const unsigned nkernels = kn ? kn->n : j->nkernels;
+    const int32_t *bias = kn ? kn->bias : j->bias;
+    const uint32_t *dest = kn ? kn->dest : j->dest;
     int rc = 0;
-    for (unsigned k = 0; k < j->nkernels && !rc; k++) {
+    for (unsigned k = 0; k < nkernels && !rc; k++) {
         uint64_t dest_off;
         if (v8) {
-            dest_off = (uint64_t)j->dest[k] * oplane;
+            dest_off = (uint64_t)dest[k] * oplane;
         } else {
-            dest_off = j->dest[k];
+            dest_off = dest[k];
             if (dest_off % oplane) {
                 rc = etna_fail(sim, "NN 0x%08x: kernel %u output offset %u is not a multiple of the output plane "
-                               "%lld", iova, k, j->dest[k], (long long)oplane);
+                               "%lld", iova, k, dest[k], (long long)oplane);
                 break;
             }
         }
@@ -693,34 +806,18 @@ static int etna_nn_compute(etna_sim *sim, struct etna_nn_job *j, uint32_t iova)
                            (unsigned long long)out_addr + dest_off, (unsigned long long)out_len);
             break;
         }
-        for (int64_t i = 0; i < ow * oh; i++)
-            acc[i] = j->bias[k];
-        const int16_t *wk = j->w + (size_t)k * j->taps;
-        /* v8 depthwise: kernel of channel c reads plane c only. */
-        const int64_t z0 = j->depthwise ? j->dest[k] : 0, nz = j->depthwise ? 1 : j->kz;
-        for (int64_t z = 0; z < nz; z++)
-            for (int64_t a = 0; a < j->ky; a++)
-                for (int64_t b = 0; b < j->kx; b++) {
-                    const int32_t wv = wk[z * plane_taps + a * j->kx + b];
-                    if (!wv)
-                        continue;
-                    for (int64_t y = 0; y < oh; y++) {
-                        const int32_t *src = pad + ((z0 + z) * ph + y + a) * pw + b;
-                        int32_t *dst = acc + y * ow;
-                        for (int64_t x = 0; x < ow; x++)
-                            dst[x] += wv * src[x];
-                    }
-                }
+        for (int64_t i = 0; i < pw * oh; i++)
+            acc[i] = bias[k];
+        if (kn)
+            etna_mac_fast(kn, k, pad, (oh - 1) * pw + ow, acc);
+        else
+            etna_mac_reference(j, k, pad, pw, ph, ow, oh, acc);
         sim->stats.macs += (uint64_t)(ow * oh) * (uint64_t)j->taps;
         /* The output DMA: one burst per written row of the kernel's plane (inside the extent checked above). */
         for (int64_t y = 0; y < woh; y++) {
-            uint8_t *row = etna_mem_access(sim, ETNA_DMA_WRITE, (uint64_t)out_addr + dest_off + y * oxs, (uint64_t)wow);
-            for (int64_t x = 0; x < wow; x++) {
-                int64_t a = acc[(pooled ? 2 * y : y) * ow + (pooled ? 2 * x : x)];
-                int64_t v = etna_round_shift(a * mult, shift) + ozp;
-                v = v < lo ? lo : v > 255 ? 255 : v;
-                row[x] = (uint8_t)v;
-            }
+            etna_mem_count(sim, ETNA_DMA_WRITE, (uint64_t)wow);
+            etna_requant_row(acc + (pooled ? 2 * y : y) * pw, pooled ? 2 : 1, wow, mult, shift, ozp, lo,
+                             out + y * oxs);
         }
     }
     free(pad);
@@ -776,12 +873,31 @@ int etna_nn_run(etna_sim *sim, uint32_t desc_iova)
         return etna_fail(sim, "NN descriptor 0x%08x: coefficient address 0x%08x is not inside a BO", desc_iova, kaddr);
     const uint8_t *cb = cbo->map + (kaddr - cbo->iova);
     const uint64_t cb_len = (uint64_t)cbo->iova + cbo->size - kaddr;
+    uint64_t coef_len = 0;
+    const struct etna_nn_kernels *kn =
+        sim->reference ? NULL : etna_nn_cache_find(sim, desc_iova, w, kaddr, cb, cb_len, &coef_len);
+    if (kn) { /* the same descriptor and coefficient bytes as a run already decoded: the same fetch */
+        etna_mem_access(sim, ETNA_DMA_WEIGHT, kaddr, coef_len);
+        return etna_nn_compute(sim, &j, kn, desc_iova);
+    }
     int rc = v8 ? etna_v8_decode(sim, &j, cb, cb_len) : etna_v7_decode(sim, &j, cb, cb_len);
     /* the coefficient fetch: the bytes the decoder consumed, one burst from the kernel address */
     if (!rc)
         etna_mem_access(sim, ETNA_DMA_WEIGHT, kaddr, j.coef_bytes);
+    struct etna_nn_kernels built;
+    memset(&built, 0, sizeof(built));
+    if (!rc && !sim->reference) {
+        const int64_t pw = j.f[ETNA_NNF_OUT_IMAGE_X_SIZE] + j.kx - 1, ph = j.f[ETNA_NNF_OUT_IMAGE_Y_SIZE] + j.ky - 1;
+        rc = etna_nn_kernels_build(sim, &j, pw, ph, &built);
+        if (!rc) {
+            kn = etna_nn_cache_put(sim, desc_iova, w, kaddr, cb, j.coef_bytes, &built);
+            if (!kn)
+                kn = &built;
+        }
+    }
     if (!rc)
-        rc = etna_nn_compute(sim, &j, desc_iova);
+        rc = etna_nn_compute(sim, &j, kn, desc_iova);
+    etna_nn_kernels_free(&built);
     free(j.w);
     free(j.bias);
     free(j.dest);

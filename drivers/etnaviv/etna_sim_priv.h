@@ -7,6 +7,32 @@
 
 #include "etna_sim.h"
 
+/* A decoded NN job's kernels in the form the fast MAC loop reads: per kernel its non-zero taps, each the offset
+ * of the tap's first feature in the job's padded input planes and the weight (relative to the zero point). */
+struct etna_nn_kernels {
+    unsigned n;                     /* kernels */
+    int32_t *bias;                  /* [n] */
+    uint32_t *dest;                 /* [n]: v7 output byte offset, v8 output channel */
+    uint64_t *first;                /* [n + 1]: kernel k's taps are off/w[first[k] .. first[k + 1]) */
+    int64_t *off;
+    int16_t *w;
+};
+
+/* Decoded kernels kept per descriptor address, reused while the descriptor words and the coefficient bytes the
+ * decoder consumed are unchanged (compared on every run, so a rewritten buffer is decoded again). */
+struct etna_nn_cache_entry {
+    uint32_t desc_iova, kaddr;
+    uint32_t words[34];
+    uint8_t *coef;                  /* copy of the coefficient bytes the decoder consumed */
+    uint64_t coef_len;
+    struct etna_nn_kernels k;
+};
+struct etna_nn_cache {
+    struct etna_nn_cache_entry *slots; /* open addressing on desc_iova; coef == NULL: empty */
+    unsigned cap, count;
+    uint64_t bytes;                 /* memory the entries hold */
+};
+
 #define ETNA_PAGE 4096u
 
 struct etna_bo {
@@ -26,6 +52,10 @@ struct etna_sim {
     uint32_t nn_config;
     uint32_t unk3950;
     uint32_t tp_desc_pending;       /* TP descriptors of the current multi-core job kicked so far */
+    /* TEFLON_SIM_REFERENCE=1 at creation: NN jobs through the reference MAC loop (every tap of every kernel)
+     * instead of the fast one (non-zero taps only, int16 features); both compute the same integer sums. */
+    int reference;
+    struct etna_nn_cache nn_cache;  /* the fast path's decoded kernels (etna_sim_nn_cache.c) */
 };
 
 /* printf-style error into sim->err; always returns -1. */
@@ -38,10 +68,25 @@ enum etna_dma { ETNA_DMA_FEATURE, ETNA_DMA_WEIGHT, ETNA_DMA_OTHER, ETNA_DMA_WRIT
 /* etna_mem_span for a range an engine actually reads or writes (one burst): counts its `len` bytes as `dma`.
  * Range checks of a whole extent before the bursts use etna_mem_span, which counts nothing. */
 uint8_t *etna_mem_access(etna_sim *sim, enum etna_dma dma, uint64_t iova, uint64_t len);
+/* Counts a burst of `len` bytes inside a range already found with etna_mem_span (no BO lookup). */
+void etna_mem_count(etna_sim *sim, enum etna_dma dma, uint64_t len);
 /* The BO containing iova (NULL if none). */
 const struct etna_bo *etna_mem_bo(const etna_sim *sim, uint64_t iova);
 
 int etna_nn_run(etna_sim *sim, uint32_t desc_iova);
+
+void etna_nn_kernels_free(struct etna_nn_kernels *k);
+/* The cached kernels of the job at desc_iova when its 34 descriptor words and the coefficient bytes at cb
+ * (cb_len readable) equal what they were decoded from (*coef_len: how many bytes those are), else NULL. */
+const struct etna_nn_kernels *etna_nn_cache_find(const etna_sim *sim, uint32_t desc_iova, const uint32_t *words,
+                                                 uint32_t kaddr, const uint8_t *cb, uint64_t cb_len,
+                                                 uint64_t *coef_len);
+/* Keep `k` (decoded from words and the first coef_len bytes at cb) for desc_iova; returns the kept kernels, or
+ * NULL when the cache is full (the caller keeps `k` and frees it). On success `k` is emptied. */
+const struct etna_nn_kernels *etna_nn_cache_put(etna_sim *sim, uint32_t desc_iova, const uint32_t *words,
+                                                uint32_t kaddr, const uint8_t *cb, uint64_t coef_len,
+                                                struct etna_nn_kernels *k);
+void etna_nn_cache_clear(etna_sim *sim);
 int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core);
 
 /* A descriptor field split over up to four word slices (layout from the generated headers). */

@@ -166,20 +166,24 @@ def cache_timing(model: str, opts: dict[str, str], runtime: str | None) -> tuple
         return _process_timing(model, cached, runtime), _process_timing(model, cached, runtime)
 
 
-def program_counters(session: Any) -> dict[str, int]:
+def program_counters(session: Any) -> dict[str, int | None]:
     """Tasks (rocket regcmd tasks, etnaviv NN/TP jobs), submits and weight bytes per inference, summed over the
-    partitions, and the weight bytes of the same partitions compiled as Mesa would (`--mesa-compat`)."""
+    partitions, and the weight bytes of the same partitions compiled as Mesa would (`--mesa-compat`); None for
+    those when a partition holds what Mesa refuses (e.g. etnaviv per-channel weights)."""
     from teflon.cli.regcmd import mesa_compat
     from teflon.compiler import target
 
-    total = {"tasks": 0, "submits": 0, "weight_bytes": 0, "mesa_weight_bytes": 0}
+    total: dict[str, int | None] = {"tasks": 0, "submits": 0, "weight_bytes": 0, "mesa_weight_bytes": 0}
     graph = session.capture.support[0][0] if session.capture.support else None
     for nodes, prog in session.capture.programs:
         t = target(prog.device)
         for k, v in t.counters(prog).items():
-            total[k] += v
-        if graph is not None:
-            total["mesa_weight_bytes"] += t.counters(mesa_compat(graph, nodes, prog))["weight_bytes"]
+            total[k] = (total[k] or 0) + v
+        if graph is not None and total["mesa_weight_bytes"] is not None:
+            try:
+                total["mesa_weight_bytes"] += t.counters(mesa_compat(graph, nodes, prog))["weight_bytes"]
+            except ValueError:  # Mesa's choices cannot compile this partition
+                total["mesa_weight_bytes"] = None
     return total
 
 
@@ -233,7 +237,9 @@ def run(args: argparse.Namespace) -> int:
         devices = ", ".join(sorted({prog.device for _, prog in warm.capture.programs}))
         npu_ms: float | None = time_invoke(warm.interpreter, args.runs)
         cache = cache_timing(args.model, opts, args.runtime)
-        weights = f"weights {counts['weight_bytes']} B (mesa-compat {counts['mesa_weight_bytes']} B)"
+        mesa = counts["mesa_weight_bytes"]
+        weights = (f"weights {counts['weight_bytes']} B (mesa-compat "
+                   f"{'n/a: Mesa refuses a partition' if mesa is None else f'{mesa} B'})")
         print(f"device: {devices} ({warm.npu_kind()} NPU), {partitions} partition(s), {tasks} tasks (jobs) and "
               f"{counts['submits']} submits per inference")
         print(weights)

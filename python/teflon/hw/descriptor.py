@@ -56,9 +56,15 @@ class DescTable:
     fields: tuple[DescField, ...]
     _by_name: dict[str, DescField] = field(init=False, repr=False)
     _defined: list[int] = field(init=False, repr=False)
+    # Per field, what put() needs, worked out once: (lowest, highest accepted value, accepted set or None,
+    # mask, ((word, lo, slice mask), ...)). Compiling a layer split into thousands of jobs packs every
+    # descriptor field thousands of times.
+    _plans: dict[str, tuple[int, int, frozenset[int] | None, int, tuple[tuple[int, int, int], ...]]] = field(
+        init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._by_name = {}
+        self._plans = {}
         self._defined = [0] * self.nwords
         for f in self.fields:
             if f.name in self._by_name:
@@ -71,6 +77,10 @@ class DescTable:
                 if self._defined[word] & bits:
                     raise DescError(f"{self.name}.{f.name} overlaps another field in word {word}")
                 self._defined[word] |= bits
+            w = f.width
+            lowest, highest = (-(1 << (w - 1)), (1 << (w - 1)) - 1) if f.signed else (0, f.mask)
+            self._plans[f.name] = (lowest, highest, frozenset(f.allowed) if f.allowed else None, f.mask,
+                                   tuple((word, lo, (1 << (hi - lo + 1)) - 1) for word, lo, hi in f.parts))
 
     def field(self, name: str) -> DescField:
         try:
@@ -91,20 +101,21 @@ class DescTable:
 
     def put(self, words: list[int], name: str, value: int) -> None:
         """Write one field into `words` (replacing what it held)."""
-        f = self.field(name)
+        try:
+            lowest, highest, allowed, mask, slices = self._plans[name]
+        except KeyError:
+            raise DescError(f"{self.name} has no field {name!r}") from None
         v = int(value)
-        lo_limit = -(1 << (f.width - 1)) if f.signed else 0
-        hi_limit = (1 << (f.width - 1)) - 1 if f.signed else f.mask
-        if not lo_limit <= v <= hi_limit:
+        if not lowest <= v <= highest:
+            f = self._by_name[name]
             raise DescError(f"{self.name}.{name} = {v} does not fit {f.width}{' signed' if f.signed else ''} bits")
-        if f.allowed and v not in f.allowed:
+        if allowed is not None and v not in allowed:
             raise DescError(f"{self.name}.{name} = {v:#x} is not one of the accepted values "
-                            f"({', '.join(hex(a) for a in f.allowed)})")
-        v &= f.mask
-        for word, lo, hi in f.parts:
-            n = hi - lo + 1
-            words[word] = (words[word] & ~(((1 << n) - 1) << lo)) | ((v & ((1 << n) - 1)) << lo)
-            v >>= n
+                            f"({', '.join(hex(a) for a in self._by_name[name].allowed)})")
+        v &= mask
+        for word, lo, m in slices:
+            words[word] = (words[word] & ~(m << lo)) | ((v & m) << lo)
+            v >>= m.bit_length()
 
     # ---- decoding -----------------------------------------------------------------------------------------
     def get(self, words: list[int] | tuple[int, ...], name: str) -> int:
