@@ -121,21 +121,27 @@ struct etna_bits {
 
 static uint32_t etna_bits_read(struct etna_bits *b, unsigned width)
 {
-    uint32_t v = 0;
     if (b->pos + width > b->nbits) {
         b->overrun = 1;
         return 0;
     }
-    for (unsigned i = 0; i < width;) {
-        uint64_t at = b->pos + i;
-        unsigned take = 8 - (unsigned)(at & 7);
-        if (take > width - i)
-            take = width - i;
-        v |= (uint32_t)((b->p[at >> 3] >> (at & 7)) & ((1u << take) - 1)) << i;
-        i += take;
+    /* width <= 32 and the bit offset in the first byte <= 7: the value lies in the 8 bytes from pos / 8, read
+     * as one little-endian word where the stream has them (a per-byte assembly near its end) */
+    const uint64_t at = b->pos >> 3;
+    const unsigned sh = (unsigned)(b->pos & 7);
+    uint64_t v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (at + 8 <= (b->nbits + 7) >> 3) {
+        memcpy(&v, b->p + at, 8);
+    } else
+#endif
+    {
+        const uint64_t nbytes = (b->nbits + 7) >> 3;
+        for (unsigned i = 0; i < 8 && at + i < nbytes; i++)
+            v |= (uint64_t)b->p[at + i] << (8 * i);
     }
     b->pos += width;
-    return v;
+    return (uint32_t)((v >> sh) & (((uint64_t)1 << width) - 1));
 }
 
 /* Stream padding must be zero: the simulator refuses content it would not read. */
@@ -301,10 +307,31 @@ static int etna_v7_decode(etna_sim *sim, struct etna_nn_job *j, const uint8_t *c
                 for (int64_t z = 0; z < j->kz; z++)
                     for (int64_t k = k0; k < k0 + kn; k++) {
                         int16_t *wk = wc + k * j->taps + z * plane_taps;
-                        for (int64_t t = 0; t < plane_taps; t++) {
+                        /* A pending zero-point run covering this whole plane of a kernel (no raw word inside it):
+                         * its weights are w - zp = 0, as calloc left them. The v7 dense depthwise form is mostly
+                         * such planes. */
+                        if (z > 0 && z < j->kz - 1 && r.z) {
+                            if (!r.run && !r.has_lit) { /* the token etna_v7_weight would read next */
+                                r.run = etna_bits_read(&r.b, r.z);
+                                r.lit = etna_bits_read(&r.b, 8);
+                                r.has_lit = 1;
+                            }
+                            if (r.run >= (unsigned)plane_taps) {
+                                r.run -= (unsigned)plane_taps;
+                                continue;
+                            }
+                        }
+                        for (int64_t t = 0; t < plane_taps;) {
+                            if (r.run && (z || t)) { /* the rest of a zero-point run: weights 0, as calloc left them */
+                                const int64_t n = (int64_t)r.run < plane_taps - t ? (int64_t)r.run : plane_taps - t;
+                                r.run -= (unsigned)n;
+                                t += n;
+                                continue;
+                            }
                             wk[taps[t]] = (int16_t)((int)etna_v7_weight(&r) - (int)zp);
                             if (z == 0 && t == 0)
                                 j->bias[c * kpc + k] = (int32_t)etna_v7_raw(&r);
+                            t++;
                         }
                         if (z == j->kz - 1)
                             j->dest[c * kpc + k] = etna_v7_raw(&r);
