@@ -778,12 +778,14 @@ KNOWN_CPU["imx8mp"] = etnaviv_v8_known_cpu
 
 def etnaviv_per_channel_jobs(case: Any, device: str) -> int:
     """NN jobs of an int8 per-channel case on `device` (teflon.etnaviv.lower: one per run of output channels with one
-    requantization; modelgen draws a distinct scale per run; the v8 native depthwise path cuts runs of
+    requantization; modelgen draws a distinct scale per run, one for all channels with scale_spread 1; the v8 native depthwise path cuts runs of
     2..cores-1 channels into single channels), 0 for per-tensor cases."""
     if not getattr(case, "per_channel", False):
         return 0
     oc = case.out_n if isinstance(case, FcCase) else case.channels_out
     run = case.scale_runs or 1
+    if getattr(case, "scale_spread", None) == 1:  # a spread of 1 draws one scale for every channel
+        run = oc
     runs = [min(run, oc - a) for a in range(0, oc, run)]
     chip = CHIPS[device]
     if chip.version == 8 and isinstance(case, ConvCase) and case.op == "dwconv" and case.in_c >= chip.nn_core_count:

@@ -78,10 +78,17 @@ def _etnaviv_add_ratio(device: str, case: Any, cmp: Comparison) -> bool:
     return device in ETNAVIV and isinstance(case, AddCase) and cmp.max_abs_diff <= 1
 
 
+def _fan_in_1(case: Any) -> bool:
+    return ((isinstance(case, ConvCase) and case.kernel == case.kw == 1 and (case.op == "dwconv" or case.in_c == 1))
+            or (isinstance(case, FcCase) and case.in_n == 1))  # a FULLY_CONNECTED runs as a 1x1 convolution
+
+
 def _rocket_fan_in_1(device: str, case: Any, cmp: Comparison) -> bool:
-    fan_in_1 = ((isinstance(case, ConvCase) and case.kernel == case.kw == 1 and (case.op == "dwconv" or case.in_c == 1))
-                or (isinstance(case, FcCase) and case.in_n == 1))  # a FULLY_CONNECTED runs as a 1x1 convolution
-    return targets.get(device).family == "rocket" and fan_in_1 and cmp.max_abs_diff <= 1
+    return targets.get(device).family == "rocket" and _fan_in_1(case) and cmp.max_abs_diff <= 1
+
+
+def _etnaviv_fan_in_1(device: str, case: Any, cmp: Comparison) -> bool:
+    return device in ETNAVIV and _fan_in_1(case) and cmp.max_abs_diff <= 1
 
 
 def _etnaviv_logistic(device: str, case: Any, cmp: Comparison) -> bool:
@@ -96,6 +103,11 @@ FINDINGS: tuple[Finding, ...] = (
             _rocket_fan_in_1, ("rk3588-conv2d-in2x1x1-oc1-k1-s1-same-u8-izp0-is0.004-ws0.002",
                                "rk3576-dwconv-in29x1x1-k1-s1-same-i8-izp0-is0.004-ws0.002003",
                                "rk3588-fc-in1-out1-i8-seed981")),
+    Finding("etnaviv: fan-in-1 convolutions within 1 LSB but below 99.5 % exact: TFLite's double rounding vs the "
+            "NN engine's single rounding, the class of opcases._ETNAVIV_DOUBLE_ROUNDING (evidence: "
+            "tests/etnaviv/test_ops.py::test_single_rounding_limit; on the id below the NPU equals the exactly "
+            "rounded result on every element and TFLite differs on 4 of 68, measured 2026-11-29)", _etnaviv_fan_in_1,
+            ("imx8mp-dwconv-in17x4x1-k1-s1-same-u8-izp1-is0.04979-ws0.01832",)),
     Finding("etnaviv: LOGISTIC within 1 LSB but below 99.5 % exact for some input quantizations (the TP's "
             "piecewise-linear table; not listed in tests/opcases.py)", _etnaviv_logistic,
             ("a311d-logistic-in13x13x13-u8", "imx8mp-logistic-in17x13x33-u8-seed243")),
