@@ -25,7 +25,9 @@ from dataclasses import replace
 from typing import Any
 
 from teflon.etnaviv.chips import CHIPS
-from teflon.etnaviv.lower import MAX_CHANNEL_JOBS
+from teflon.etnaviv.lower import MAX_CHANNEL_JOBS, MAX_V7_POOL_WEIGHTS, same_pads
+from teflon.etnaviv.pool_requant import pool_post_scale
+from teflon.etnaviv.requant import RequantError
 from teflon.modelgen import (
     AddCase,
     ConstOpCase,
@@ -797,6 +799,39 @@ _PC_LIMIT = ("per-channel weight scales need more NN jobs than MAX_CHANNEL_JOBS 
              "with the same requantization; docs/hardware/etnaviv-per-channel.md)")
 ETNAVIV_V7_KNOWN_CPU.append((lambda c: etnaviv_per_channel_jobs(c, "a311d") > MAX_CHANNEL_JOBS, _PC_LIMIT))
 ETNAVIV_V8_KNOWN_CPU.append((lambda c: etnaviv_per_channel_jobs(c, "imx8mp") > MAX_CHANNEL_JOBS, _PC_LIMIT))
+
+# etnaviv AVERAGE_POOL_2D: a depthwise NN job with unit weights and a multiplier proven against TFLite's rounding
+# (teflon.etnaviv.pool_requant). Padded windows, strides other than 1 and 2, windows over 15 and (v7) non-square
+# windows wider than 3 or dense forms over MAX_V7_POOL_WEIGHTS stay on the CPU with the reason.
+ETNAVIV_DEFAULT_POOL: list[PoolCase] = [c for c in DEFAULT_POOL if c.op == "avg"] + [
+    PoolCase(7, 7, 1024, filter=7, stride=1),  # MobileNetV1's head: dense on v7 (51 M coefficients) -> CPU there
+    PoolCase(7, 7, 96, filter=7, stride=1, dtype="int8"),
+    PoolCase(14, 14, 96, filter=14, stride=1),  # v7 uint8: n = 196 needs more than 15 fraction bits -> CPU there
+    PoolCase(14, 14, 48, filter=14, stride=1, dtype="int8"),
+    PoolCase(3, 3, 8, filter=3, stride=1, dtype="int8"),
+]
+
+
+def etnaviv_pool_cpu_reason(case: PoolCase, device: str) -> str | None:
+    """Why an etnaviv AVERAGE_POOL_2D case stays on the CPU, or None (it must be delegated)."""
+    version = CHIPS[device].version
+    kh, kw = case.filter, case.kernel_w
+    if case.stride not in (1, 2):
+        return "stride other than 1 or 2"
+    if kh > 15 or kw > 15:
+        return "window over the NN kernel's 15"
+    if case.padding == "same" and any((*same_pads(case.in_h, kh, case.stride), *same_pads(case.in_w, kw, case.stride))):
+        return "padded window (TFLite divides by the pixels inside)"
+    if version == 7 and kh != kw and max(kh, kw) > 3:
+        return "non-square window wider than 3 on v7"
+    if version == 7 and case.in_c * case.in_c * kh * kw > MAX_V7_POOL_WEIGHTS:
+        return "v7 dense form over MAX_V7_POOL_WEIGHTS"
+    try:
+        pool_post_scale(kh * kw, case.dtype, version)
+    except RequantError as exc:
+        return str(exc)
+    return None
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # etnaviv: beyond convolutions (FULLY_CONNECTED, ADD/SUB, PAD, RELU, LOGISTIC) and non-square convolutions

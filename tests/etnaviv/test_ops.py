@@ -18,15 +18,26 @@ from opcases import (
     ETNAVIV_DEFAULT_ELEMENTWISE,
     ETNAVIV_DEFAULT_FC,
     ETNAVIV_DEFAULT_PER_CHANNEL,
+    ETNAVIV_DEFAULT_POOL,
     ETNAVIV_DEFAULT_TABLE,
     ETNAVIV_NON_SQUARE,
     ETNAVIV_SLOW_PER_CHANNEL,
     ETNAVIV_SLOW_TABLE,
     ETNAVIV_TABLE_MIN_EXACT,
+    etnaviv_pool_cpu_reason,
 )
-from opcheck import MIN_EXACT, Recorder, check_delegated_conv, check_delegated_op
+from opcheck import MIN_EXACT, Recorder, check_cpu_fallback, check_delegated_conv, check_delegated_op
 from teflon import targets
-from teflon.modelgen import AddCase, ConstOpCase, ConvCase, ElementwiseCase, FcCase, UnaryCase, operator_names
+from teflon.modelgen import (
+    AddCase,
+    ConstOpCase,
+    ConvCase,
+    ElementwiseCase,
+    FcCase,
+    PoolCase,
+    UnaryCase,
+    operator_names,
+)
 
 DEVICES = [t.name for t in targets.of_family("etnaviv")]
 
@@ -55,6 +66,17 @@ def test_per_channel(device: str, case: ConvCase | FcCase, options: dict[str, st
 def test_per_channel_slow(device: str, case: ConvCase | FcCase, options: dict[str, str],
                           record_property: Recorder) -> None:
     check_delegated_op(case, options, record_property, ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"))
+
+
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_DEFAULT_POOL))
+def test_average_pool(device: str, case: PoolCase, options: dict[str, str], record_property: Recorder) -> None:
+    """AVERAGE_POOL_2D as a unit-weight depthwise NN job: exactly TFLite's rounding where claimed (the multiplier
+    is proven over every reachable window sum); the rest on the CPU with the compiler's reason."""
+    reason = etnaviv_pool_cpu_reason(case, device)
+    if reason:
+        check_cpu_fallback(case, options, record_property, ("AVERAGE_POOL_2D",))
+        return
+    check_delegated_op(case, options, record_property, ("AVERAGE_POOL_2D", "CONV_2D"))
 
 
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_DEFAULT_ADD))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +31,7 @@ from .chips import Chip
 from .lower_unary import TABLE_OPS, claim_reason, is_table_binary, silu_only, table_plan
 from .nn import IMAGE_SIZE_MAX, DescriptorError, fc_factors, nn_geometry
 from .ops import KIND_NN, KIND_TP, TP_TYPES, EtnaOp
+from .pool_requant import pool_post_scale, real_multiplier
 from .requant import RequantError, conv_scale, post_scale
 from .tiling import TilingError
 
@@ -443,7 +445,7 @@ def _covers_input(c: _Conv) -> bool:
     return c.y.h == 1 and c.y.w == 1 and not any(c.pads) and c.x.h * c.x.w > 1
 
 
-def _lower_conv_as_fc(st: _Lowering, c: _Conv) -> None:
+def _lower_conv_as_fc(st: _Lowering, c: _Conv, nn_fields: dict[str, Any] | None = None) -> None:
     """v7: a convolution with one output pixel and no padding, lowered as Mesa's FULLY_CONNECTED over the planar
     input (weights [OC][C][H][W], the zero point where the window does not reach). The v7 coefficient order of a
     descriptor whose kernel covers the whole input with a 1x1 output is Mesa's FC order (input memory order,
@@ -466,7 +468,7 @@ def _lower_conv_as_fc(st: _Lowering, c: _Conv) -> None:
                  weight_height=1, weight_zero_point=c.wzp, weight_scale=c.wscale, weight_tensor_size=full.size,
                  bias_tensor_size=4 * c.y.c, input_tensor_sizes=(n, 0), output_tensor_size=c.y.size,
                  weights=full.reshape(oc, n), bias=c.bias)
-    _emit_nn(st, job, c.wscales)
+    _emit_nn(st, replace(job, **(nn_fields or {})), c.wscales)
     if detr:
         st.detranspose(c.y, out_index)
 
@@ -481,10 +483,15 @@ def _dense_depthwise(c: _Conv) -> _Conv:
 
 
 def _lower_conv(st: _Lowering, op: Operation) -> None:
+    lower_conv(st, _read_conv(st.graph, op, st.chip, st.mesa_compat))
+
+
+def lower_conv(st: _Lowering, c: _Conv, nn_fields: dict[str, Any] | None = None) -> None:
+    """The jobs of one convolution; `nn_fields` replaces fields of its NN job (an AVERAGE_POOL_2D lowered as a
+    unit-weight depthwise convolution sets its own requantization: teflon.etnaviv.lower_pool)."""
     chip, v = st.chip, st.chip.version
-    c = _read_conv(st.graph, op, chip, st.mesa_compat)
     if not st.mesa_compat and v == 7 and _covers_input(c):
-        _lower_conv_as_fc(st, c)
+        _lower_conv_as_fc(st, c, nn_fields)
         return
     if not st.mesa_compat and v == 8 and c.depthwise and 1 < c.x.c < chip.nn_core_count:
         # Mesa's v8 depthwise channel map (etnaviv.md §3.1) folds below channel 0 when C < the core count (an
@@ -543,9 +550,70 @@ def _lower_conv(st: _Lowering, op: Operation) -> None:
                  weight_height=kw, weight_zero_point=c.wzp, weight_scale=c.wscale, weight_tensor_size=w.size,
                  bias_tensor_size=4 * c.y.c, input_tensor_sizes=(nn_in.size, 0), output_tensor_size=c.y.size,
                  weights=w, bias=c.bias)
-    _emit_nn(st, job, c.wscales, nn_in.h * nn_in.w)
+    _emit_nn(st, replace(job, **(nn_fields or {})), c.wscales, nn_in.h * nn_in.w)
     if detr:
         st.detranspose(c.y, out_index)
+
+
+# The densest v7 depthwise form an average pool may take ([C][C][kh][kw] coefficients, most of them the zero
+# point): MobileNetV2's widest depthwise layer on a311d (960 channels, 3x3) is 8.3 M, and its compile and first
+# run already take most of a second (docs/hardware/etnaviv-sim.md).
+MAX_V7_POOL_WEIGHTS = 9_000_000
+
+
+def _lower_avgpool(st: _Lowering, op: Operation) -> None:
+    """AVERAGE_POOL_2D as a depthwise convolution with unit weights whose NN job adds the raw window (bias: n times
+    TFLite's zero point) and divides by the window count n with a multiplier proven to round every reachable sum as
+    TFLite does (teflon.etnaviv.pool_requant; docs/hardware/etnaviv-pool.md). Windows without padding only (a
+    padded window's count varies)."""
+    if len(op.inputs) != 1 or len(op.outputs) != 1:
+        raise LoweringError("unexpected number of inputs/outputs")
+    o = op.options
+    if "filter_h" not in o:
+        raise LoweringError("AVERAGE_POOL_2D options not decoded")
+    x = _act(st.graph.tensors[op.inputs[0]], "input")
+    y = _act(st.graph.tensors[op.outputs[0]], "output")
+    if x.dtype != y.dtype or x.zp != y.zp or np.float32(x.scale) != np.float32(y.scale):
+        raise LoweringError("AVERAGE_POOL_2D with different input and output quantization")
+    if o.get("activation", "NONE") not in ("NONE", None):
+        raise LoweringError(f"AVERAGE_POOL_2D with a fused {o.get('activation')} (not characterised)")
+    kh, kw = int(o["filter_h"]), int(o["filter_w"])
+    sh, sw = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
+    if sh != sw or sh not in (1, 2):
+        raise LoweringError(f"stride {sh}x{sw} (1 or 2, equal)")
+    if kh > 15 or kw > 15:
+        raise LoweringError(f"window {kh}x{kw} larger than the NN kernel's 15")
+    if st.chip.version == 7 and kh != kw and max(kh, kw) > 3:
+        # the v7 dense depthwise form's coefficient order is Mesa's square-kernel one (teflon.etnaviv.coefs_v7)
+        raise LoweringError(f"non-square {kh}x{kw} window wider than 3 on v7 (no known coefficient order)")
+    pads = (*same_pads(x.h, kh, sh), *same_pads(x.w, kw, sh)) if o.get("padding") == "SAME" else (0, 0, 0, 0)
+    if any(pads):
+        raise LoweringError("AVERAGE_POOL_2D whose window reaches the padding (TFLite divides by the pixels inside, "
+                            "one multiplier cannot)")
+    if (x.h - kh) // sh + 1 != y.h or (x.w - kw) // sh + 1 != y.w:
+        raise LoweringError(f"output shape {y.h}x{y.w} inconsistent with input {x.h}x{x.w} and window")
+    if st.chip.version == 7 and x.c * x.c * kh * kw > MAX_V7_POOL_WEIGHTS:
+        raise LoweringError(f"v7 has no depthwise form: {x.c} channels x {kh}x{kw} would be "
+                            f"{x.c * x.c * kh * kw} dense coefficients (limit {MAX_V7_POOL_WEIGHTS})")
+    count = kh * kw
+    try:
+        ps = pool_post_scale(count, x.dtype, st.chip.version)
+    except RequantError as exc:
+        raise LoweringError(str(exc)) from None
+    shift = _dtype_shift(x.dtype)
+    c = _Conv(x, y, np.ones((1, kh, kw, x.c), np.uint8), 0, 1.0, np.full(x.c, count * (x.zp - shift), np.int32),
+              kh, kw, sh, (0, 0, 0, 0), True, False)
+    # the job's real multiplier is the proven one (scales 1 and m give it exactly), its output offset the stored
+    # value of TFLite's 0 (the job computes TFLite's raw result, not a requantized one)
+    fields = {"input_scale": 1.0, "output_scale": 1.0, "weight_scale": real_multiplier(ps, st.chip.version),
+              "output_zero_point": shift}
+    # Mesa has no pooling job to reproduce: `--mesa-compat` emits teflon's own jobs for the pool, as for the other
+    # ops Mesa lacks (its convolution choices would give another job list for the same op)
+    mesa_compat, st.mesa_compat = st.mesa_compat, False
+    try:
+        lower_conv(st, c, fields)
+    finally:
+        st.mesa_compat = mesa_compat
 
 
 def _lower_fc(st: _Lowering, op: Operation) -> None:
@@ -824,6 +892,7 @@ def _lower_pad(st: _Lowering, op: Operation) -> None:
 
 
 _LOWER = {"CONV_2D": _lower_conv, "DEPTHWISE_CONV_2D": _lower_conv, "FULLY_CONNECTED": _lower_fc,
+          "AVERAGE_POOL_2D": _lower_avgpool,
           "ADD": _lower_add, "SUB": _lower_add, "PAD": _lower_pad, "RELU": _lower_elementwise_tp,
           "ABS": _lower_elementwise_tp, "LOGISTIC": _lower_elementwise_tp} | dict.fromkeys(TABLE_OPS, _lower_table)
 
@@ -981,4 +1050,6 @@ def _claim_reason(op: Operation, chip: Chip, nn_jobs: int = 1) -> str:
         return "FULLY_CONNECTED runs as an NN job (input factorised into a 3-D kernel)"
     if op.kind in ("ADD", "SUB"):
         return f"{op.kind} runs as a two-input NN convolution"
+    if op.kind == "AVERAGE_POOL_2D":
+        return "AVERAGE_POOL_2D runs as a unit-weight depthwise NN job (TFLite's rounding, proven for its window)"
     return f"{op.kind} runs as a TP job"
