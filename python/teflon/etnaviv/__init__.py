@@ -30,6 +30,11 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class EtnavivTarget:
     spec: targets.Target
+    # The compiler rewrites NCHW islands (teflon.nchw_islands) for this family: its glue (channel CONCATENATION /
+    # SPLIT, reshapes) runs in place as views (views.py), its convolutions without the transposes around them.
+    nchw_islands: bool = True
+    # ... and merges grouped convolutions (teflon.group_convs).
+    group_convs: bool = False
 
     @property
     def name(self) -> str:
