@@ -106,6 +106,20 @@ def _split_add(n: Net) -> list[int]:
     return [n.add(a, b)]
 
 
+def _split_v(n: Net) -> list[int]:
+    """Parts of 4, 12 and 8 channels (SPLIT_V): any channel offset is a plane offset."""
+    x = n.input(8, 8, 24)
+    parts = n.split_v(n.pad(x, PADS), [4, 12, 8])
+    return [n.concat([n.conv(p, 8, k=1) for p in parts])]
+
+
+def _squeeze_expand(n: Net) -> list[int]:
+    """A 1x1 plane squeezed to (1, C), expanded back: views of one buffer."""
+    x = n.input(1, 1, 8)
+    y = n.squeeze(n.conv(x, 16, k=1), [1, 2])
+    return [n.pad(n.expand_dims(n.expand_dims(y, 1), 1), PADS)]
+
+
 def _exact_glue(n: Net) -> list[int]:
     """Only exact jobs: a PAD (TP), the split parts swapped by a concatenation (views of another buffer: copied)."""
     x = n.input(8, 8, 16)
@@ -155,6 +169,8 @@ CASES = [
     ("split-in10x10x24-n3-axis3", _split_convs, False),
     ("split-in8x8x16-n2-axis3-outputs", _split_outputs, False),
     ("split-in10x10x16-n2-axis3-add", _split_add, False),
+    ("splitv-in10x10x24-4+12+8-axis3", _split_v, False),
+    ("squeeze-expand-in1x1x16", _squeeze_expand, False),
     ("exact-split-in10x10x16-n2-concat-swapped", _exact_glue, True),
     ("exact-concat-in10x10x8+10x10x8-pads", _exact_concat_pad, True),
     ("reshape-in8x8x16-to16x4x16", _reshape_pixels, False),
@@ -266,3 +282,17 @@ def test_view_between_cpu_nodes_not_claimed() -> None:
     ok, why = support(g, CHIPS["a311d"])[0]
     assert not ok and "not next to NPU work" in why
     assert "nor in Mesa's etnaviv" in support(g, CHIPS["a311d"])[1][1]
+
+
+def test_v7_phantom_planes_over_an_earlier_part_copy_it() -> None:
+    """a311d: a 3-channel NN job writes 8 planes (phantom kernels); with the 8-channel part written before it, the
+    3-channel part is computed in its own buffer and copied in (written after, it may stay a view)."""
+    from teflon.etnaviv.chips import CHIPS
+
+    g = _concat_graph((3, 8))
+    copies = {order: [j.tp_name for j in lower(g, list(order), CHIPS["a311d"], outputs=[3]).jobs if j.type == 1]
+              for order in ((1, 0, 2), (0, 1, 2))}
+    assert copies[(1, 0, 2)] == ["TRANSPOSE", "PAD", "DETRANSPOSE"]
+    assert copies[(0, 1, 2)] == ["TRANSPOSE", "DETRANSPOSE"]
+    v8 = [j.tp_name for j in lower(g, [1, 0, 2], CHIPS["imx8mp"], outputs=[3]).jobs if j.type == 1]
+    assert v8 == ["TRANSPOSE", "DETRANSPOSE"]  # v8 streams have no phantom kernels
