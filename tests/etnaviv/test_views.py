@@ -74,6 +74,15 @@ def _concat_phantom(n: Net) -> list[int]:
     return [n.concat([a, b])]
 
 
+def _concat_phantom_add(n: Net) -> list[int]:
+    """v7: the last part's job writes phantom planes past the whole's end, where the ADD's other operand (written
+    earlier) would sit: the whole is copied for the ADD."""
+    x, z = n.input(8, 8, 8), n.input(8, 8, 11)
+    c = n.pad(z, PADS)
+    y = n.concat([n.pad(x, PADS), n.conv(n.pad(x, PADS), 3, k=1)])
+    return [n.add(y, c)]
+
+
 def _concat_nested(n: Net) -> list[int]:
     x = n.input(8, 8, 8)
     inner = n.concat([n.conv(x, 8, k=1), n.conv(x, 4, k=1)])
@@ -164,6 +173,7 @@ CASES = [
     ("concat-in8x8x16+input8x8x8-axis3", _concat_input, False),
     ("concat-in8x8x8+8x8x4+same-axis3", _concat_twice, False),
     ("concat-in8x8x3+8x8x8-axis3-phantom", _concat_phantom, False),
+    ("concat-in10x10x8+10x10x3-axis3-phantom-add", _concat_phantom_add, False),
     ("concat-nested-in8x8x8+8x8x4+8x8x4-axis3", _concat_nested, False),
     ("concat-in1x1x16+1x1x8-axis3", _concat_flat, False),
     ("split-in10x10x24-n3-axis3", _split_convs, False),
@@ -296,3 +306,23 @@ def test_v7_phantom_planes_over_an_earlier_part_copy_it() -> None:
     assert copies[(0, 1, 2)] == ["TRANSPOSE", "DETRANSPOSE"]
     v8 = [j.tp_name for j in lower(g, [1, 0, 2], CHIPS["imx8mp"], outputs=[3]).jobs if j.type == 1]
     assert v8 == ["TRANSPOSE", "DETRANSPOSE"]  # v8 streams have no phantom kernels
+
+
+def test_concat_as_first_add_operand_keeps_its_partner_clear() -> None:
+    """a311d: a concatenation whose last part's job writes phantom planes past the whole's end, then ADDed to a
+    tensor written before that job: the ADD's second operand would sit right after the whole, so the whole is
+    copied for the ADD."""
+    from teflon.etnaviv.chips import CHIPS
+
+    g = _concat_graph((8, 3))  # y = concat(a 8, b 3): 11 channels
+    rng = np.random.default_rng(1)
+    g.tensors[4] = _act(4, (1, 8, 8, 11))
+    g.tensors[5] = _act(5, (1, 8, 8, 11))
+    g.tensors[14] = Tensor(14, "uint8", (11, 1, 1, 8), Quant(np.array([0.01], np.float32), np.array([120], np.int32)),
+                           rng.integers(0, 256, (11, 1, 1, 8)).astype(np.uint8))
+    g.tensors[15] = Tensor(15, "int32", (11,), None, np.zeros(11, np.int32))
+    g.operations = [_conv1x1(3, 0, 4, 14, 15), *g.operations,
+                    Operation(4, "ADD", [3, 4], [5], {"activation": "NONE"})]
+    low = lower(g, [3, 0, 1, 2, 4], CHIPS["a311d"], outputs=[5])
+    add = next(j for j in low.jobs if j.input_count == 2)
+    assert add.input_tensor != 3 and [j.tp_name for j in low.jobs if j.type == 1].count("PAD") == 1

@@ -317,7 +317,10 @@ class _Lowering:
     def phantom_overlap(self, a: int, b: int) -> bool:
         """Whether `a`'s producer writes planes past `a`'s end (a v7 NN job whose output channels are not a
         multiple of the cores: its stream's phantom kernels, docs/hardware/etnaviv-coefficients.md) after `b`,
-        which would sit there, was written."""
+        which would sit there, was written. A holder of views (a concatenation) is written through its parts."""
+        if a in self.held:
+            end, last = self.extent(a)
+            return end > self.held[a] and max(self.extent(b)[1], self.written_at(b)) < last
         i = self.written_at(a)
         if i < 0 or self.chip.version != 7:
             return False
