@@ -122,6 +122,13 @@ def _split_v(n: Net) -> list[int]:
     return [n.concat([n.conv(p, 8, k=1) for p in parts])]
 
 
+def _slices(n: Net) -> list[int]:
+    """Channel ranges as SLICE and STRIDED_SLICE (masks on the whole axes): plane ranges of the input."""
+    x = n.input(8, 8, 16)
+    p = n.pad(x, PADS)
+    return [n.conv(n.channels(p, 4, 8), 8, k=1), n.pad(n.channels(p, 13, 3, strided=True), PADS)]
+
+
 def _squeeze_expand(n: Net) -> list[int]:
     """A 1x1 plane squeezed to (1, C), expanded back: views of one buffer."""
     x = n.input(1, 1, 8)
@@ -181,6 +188,7 @@ CASES = [
     ("split-in10x10x16-n2-axis3-add", _split_add, False),
     ("splitv-in10x10x24-4+12+8-axis3", _split_v, False),
     ("squeeze-expand-in1x1x16", _squeeze_expand, False),
+    ("slice-in10x10x16-c4+8-and-strided-c13+3", _slices, False),
     ("exact-split-in10x10x16-n2-concat-swapped", _exact_glue, True),
     ("exact-concat-in10x10x8+10x10x8-pads", _exact_concat_pad, True),
     ("reshape-in8x8x16-to16x4x16", _reshape_pixels, False),
@@ -268,6 +276,24 @@ def test_non_channel_axis_refused_with_reason() -> None:
                [Operation(0, "CONCATENATION", [0, 1], [2], {"axis": 1, "activation": "NONE"})])
     plan = parts_plan(g1, g1.operations[0])
     assert not isinstance(plan, str) and plan.offsets == [0, 32]  # one channel: rows are bytes
+
+
+def test_slice_plans() -> None:
+    from teflon.etnaviv.views import slice_plan
+
+    def plan(shape: tuple[int, ...], begin: list[int], size: list[int]) -> object:
+        t = {0: _act(0, shape), 1: _act(1, tuple(d if s < 0 else s for d, s in zip(shape, size))),
+             2: Tensor(2, "int32", (len(shape),), None, np.array(begin, np.int32)),
+             3: Tensor(3, "int32", (len(shape),), None, np.array(size, np.int32))}
+        g = Graph(t, [Operation(0, "SLICE", [0, 2, 3], [1])])
+        return slice_plan(g, g.operations[0])
+
+    p = plan((1, 4420, 4), [0, 0, 2], [-1, -1, 2])  # lightface's box halves: channels of a 1x4420 row
+    assert not isinstance(p, str) and p.offsets == [2 * 4420]
+    p = plan((1, 6, 8, 1), [0, 2, 0, 0], [-1, 3, -1, -1])  # rows of a one-channel tensor
+    assert not isinstance(p, str) and p.offsets == [16]
+    assert "not a byte range" in str(plan((1, 6, 8, 2), [0, 2, 0, 0], [-1, 3, -1, -1]))
+    assert "cuts 2 axes" in str(plan((1, 6, 8, 2), [0, 2, 0, 1], [-1, 3, -1, 1]))
 
 
 def test_reshape_plans() -> None:

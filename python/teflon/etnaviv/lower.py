@@ -32,7 +32,18 @@ from .nn import IMAGE_SIZE_MAX, DescriptorError, fc_factors, nn_geometry
 from .ops import KIND_NN, KIND_TP, TP_TYPES, EtnaOp
 from .requant import RequantError, conv_scale, post_scale
 from .tiling import TilingError
-from .views import PART_KINDS, RESHAPE_KINDS, TO_NCHW, TO_NHWC, VIEW_KINDS, PartsPlan, parts_plan, reshape_plan
+from .views import (
+    PART_KINDS,
+    RESHAPE_KINDS,
+    SLICE_KINDS,
+    TO_NCHW,
+    TO_NHWC,
+    VIEW_KINDS,
+    PartsPlan,
+    parts_plan,
+    reshape_plan,
+    slice_plan,
+)
 
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 ELEMENTWISE_TP = {"RELU": "RELU", "ABS": "ABSOLUTE", "LOGISTIC": "LOGISTIC"}
@@ -856,8 +867,8 @@ def _lower_table(st: _Lowering, op: Operation) -> None:
 
 
 def _lower_parts(st: _Lowering, op: Operation) -> None:
-    """CONCATENATION / SPLIT / SPLIT_V as byte ranges of one planar buffer (views.py)."""
-    plan = parts_plan(st.graph, op)
+    """CONCATENATION / SPLIT / SPLIT_V / SLICE / STRIDED_SLICE as byte ranges of one planar buffer (views.py)."""
+    plan = slice_plan(st.graph, op) if op.kind in SLICE_KINDS else parts_plan(st.graph, op)
     if isinstance(plan, str):
         raise LoweringError(plan)
     if op.kind == "CONCATENATION":
@@ -961,7 +972,8 @@ def _lower_pad(st: _Lowering, op: Operation) -> None:
 _LOWER = {"CONV_2D": _lower_conv, "DEPTHWISE_CONV_2D": _lower_conv, "FULLY_CONNECTED": _lower_fc,
           "ADD": _lower_add, "SUB": _lower_add, "PAD": _lower_pad, "RELU": _lower_elementwise_tp,
           "ABS": _lower_elementwise_tp, "LOGISTIC": _lower_elementwise_tp} | dict.fromkeys(TABLE_OPS, _lower_table) \
-    | dict.fromkeys(PART_KINDS, _lower_parts) | dict.fromkeys((*RESHAPE_KINDS, "TRANSPOSE"), _lower_reshape)
+    | dict.fromkeys((*PART_KINDS, *SLICE_KINDS), _lower_parts) \
+    | dict.fromkeys((*RESHAPE_KINDS, "TRANSPOSE"), _lower_reshape)
 
 
 # Per-channel weights: the NN descriptor holds one post multiplier and shift, and neither of the two chips has the
@@ -1170,6 +1182,8 @@ def _claim_reason(op: Operation, chip: Chip, nn_jobs: int = 1) -> str:
         return "FULLY_CONNECTED runs as an NN job (input factorised into a 3-D kernel)"
     if op.kind in ("ADD", "SUB"):
         return f"{op.kind} runs as a two-input NN convolution"
+    if op.kind in SLICE_KINDS:
+        return f"{op.kind} in place: the kept channels are a plane range of the input's buffer"
     if op.kind in PART_KINDS:
         return (f"{op.kind} in place: its parts are plane ranges of one buffer (producers write into it, readers "
                 "read from it; a part that cannot sit there is copied in by a TP job)")

@@ -6,6 +6,7 @@ c*H*W + h*W + w. Two consequences make glue free, as in Mesa's etnaviv (docs/har
   producer writes its part straight into the whole's buffer at the part's first plane and a reader of a split part
   reads that range. On the H axis the same holds for one-channel tensors, on W for one-row one-channel tensors
   (every axis outside the cut one, in planar order, has size 1).
+- SLICE / STRIDED_SLICE (unit strides) that cut one such axis: one part of a split.
 - RESHAPE / SQUEEZE / EXPAND_DIMS: TFLite's reshape keeps the row-major (NHWC) byte order. Planar bytes are
   unchanged when the channel count stays (only the pixels are regrouped: plane c keeps its H*W bytes in row-major
   order) or when both tensors are "flat" (one channel or one pixel: planar and NHWC bytes coincide). Any reshape
@@ -26,8 +27,9 @@ import numpy as np
 from ..ir import Graph, Operation, Tensor
 
 PART_KINDS = ("CONCATENATION", "SPLIT", "SPLIT_V")
+SLICE_KINDS = ("SLICE", "STRIDED_SLICE")
 RESHAPE_KINDS = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
-VIEW_KINDS = (*PART_KINDS, *RESHAPE_KINDS, "TRANSPOSE")
+VIEW_KINDS = (*PART_KINDS, *SLICE_KINDS, *RESHAPE_KINDS, "TRANSPOSE")
 AXIS_NAMES = {1: "H", 2: "W", 3: "C"}
 TO_NCHW, TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
 
@@ -136,6 +138,75 @@ def parts_plan(graph: Graph, op: Operation) -> PartsPlan | str:
     return PartsPlan(whole.index, [p.index for p in parts], offsets, AXIS_NAMES[axis4])
 
 
+def _ints(graph: Graph, t: int, what: str, n: int) -> np.ndarray | str:
+    d = graph.tensors[t].data
+    if d is None or np.asarray(d).size != n:
+        return f"{what} is not a constant of {n} values"
+    return np.asarray(d).reshape(-1).astype(np.int64)
+
+
+def _slice_bounds(graph: Graph, op: Operation, shape: list[int]) -> tuple[np.ndarray, np.ndarray] | str:
+    """(begin, end) per axis of a SLICE / STRIDED_SLICE with unit strides, or the reason there are none."""
+    rank = len(shape)
+    dims = np.array(shape)
+    if op.kind == "SLICE":
+        begin = _ints(graph, op.inputs[1], "SLICE begin", rank)
+        size = _ints(graph, op.inputs[2], "SLICE size", rank)
+        if isinstance(begin, str) or isinstance(size, str):
+            return begin if isinstance(begin, str) else str(size)
+        return begin, np.where(size < 0, dims, begin + size)
+    o = op.options
+    if "begin_mask" not in o:
+        return "STRIDED_SLICE options (masks) not decoded"
+    if o.get("ellipsis_mask") or o.get("new_axis_mask") or o.get("shrink_axis_mask"):
+        return "STRIDED_SLICE with an ellipsis, a new or a shrunk axis"
+    got = [_ints(graph, op.inputs[k], f"STRIDED_SLICE {w}", rank) for k, w in ((1, "begin"), (2, "end"), (3, "strides"))]
+    bad = next((g for g in got if isinstance(g, str)), None)
+    if bad is not None:
+        return str(bad)
+    begin, end, strides = (np.asarray(g) for g in got)
+    if np.any(strides != 1):
+        return f"STRIDED_SLICE strides {strides.tolist()} (1 only: a strided pick is no byte range)"
+    bits = np.array([1 << i for i in range(rank)])
+    begin = np.where(int(o.get("begin_mask", 0)) & bits, 0, np.where(begin < 0, begin + dims, begin))
+    end = np.where(int(o.get("end_mask", 0)) & bits, dims, np.where(end < 0, end + dims, end))
+    return np.clip(begin, 0, dims), np.clip(end, 0, dims)
+
+
+def slice_plan(graph: Graph, op: Operation) -> PartsPlan | str:
+    """A SLICE / STRIDED_SLICE that keeps every axis but one whole, and cuts a byte range of the planar input:
+    one part of a split."""
+    if len(op.outputs) != 1 or len(op.inputs) != (3 if op.kind == "SLICE" else 4):
+        return "unexpected number of inputs/outputs"
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    bad = _same_type([x, y], op.kind)
+    if bad:
+        return bad
+    if x.is_constant:
+        return f"{op.kind} of a constant tensor"
+    shape = [int(d) for d in x.shape]
+    s4 = nhwc4(x.shape)
+    if s4 is None or s4[0] != 1 or len(shape) < 2:
+        return f"{op.kind} of a {tuple(shape)} tensor (rank 2 to 4, batch 1)"
+    bounds = _slice_bounds(graph, op, shape)
+    if isinstance(bounds, str):
+        return bounds
+    begin, end = bounds
+    cut = [i for i in range(len(shape)) if begin[i] != 0 or end[i] != shape[i]]
+    if len(cut) > 1:
+        return f"{op.kind} of {tuple(shape)} cuts {len(cut)} axes (one byte range needs one)"
+    axis = cut[0] if cut else len(shape) - 1
+    axis4 = axis + 4 - len(shape)
+    outer = {3: 1, 1: s4[3], 2: s4[3] * s4[1]}.get(axis4, 0)
+    if outer != 1:
+        return (f"{op.kind} on the {AXIS_NAMES.get(axis4, 'N')} axis of a {s4[1]}x{s4[2]}x{s4[3]} tensor: the NPU "
+                "stores one plane per channel, so the slice is not a byte range")
+    if int(end[axis] - begin[axis]) != int(y.shape[axis]):
+        return f"{op.kind} output {tuple(y.shape)} does not match its bounds"
+    inner = int(np.prod(s4[axis4 + 1:])) if axis4 < 3 else s4[1] * s4[2]
+    return PartsPlan(x.index, [y.index], [int(begin[axis]) * inner], AXIS_NAMES[axis4])
+
+
 @dataclass(frozen=True)
 class ReshapePlan:
     """A RESHAPE-like node or a layout TRANSPOSE: `x` read, `y` written. `planar_same`: y's planar bytes are x's
@@ -184,4 +255,5 @@ def reshape_plan(graph: Graph, op: Operation) -> ReshapePlan | str:
     return ReshapePlan(x.index, y.index, sx[3] == sy[3] or (_flat(sx) and _flat(sy)))
 
 
-__all__ = ["PART_KINDS", "RESHAPE_KINDS", "VIEW_KINDS", "PartsPlan", "ReshapePlan", "parts_plan", "reshape_plan"]
+__all__ = ["PART_KINDS", "RESHAPE_KINDS", "SLICE_KINDS", "VIEW_KINDS", "PartsPlan", "ReshapePlan", "parts_plan",
+           "reshape_plan", "slice_plan"]
