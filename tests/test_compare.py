@@ -204,7 +204,8 @@ def test_compare_mobilenet_v1(device: str, mobilenet: Path, delegate_library: No
     from teflon import targets
 
     rocket = targets.get(device).family == "rocket"
-    assert len(doc["layers"]) == (30 if rocket else 28)  # every convolution of MobileNetV1 (+ the pool, the reshape)
+    # every convolution of MobileNetV1 and the reshape (a view on both families), + the pool on rocket
+    assert len(doc["layers"]) == (30 if rocket else 29)
     assert doc["first_differing"] is not None  # one rounding per layer: the NPU is not bit-exact end to end
     # the published classifiers' directory rule (teflon.zoo.spec): judged as a classifier, top-1 kept
     assert doc["verdicts"] and doc["verdicts"][0].startswith("pass (classify): top-1"), doc["verdicts"]

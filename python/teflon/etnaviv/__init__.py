@@ -67,16 +67,16 @@ class EtnavivTarget:
                 mesa_compat: bool = False) -> Program:
         from .check import check_program
         from .encoder import compile_jobs
-        from .lower import LoweringError, lower, nhwc
+        from .lower import lower, nhwc
 
         shapes = {}
         for t in (*inputs, *outputs):
             _, h, w, c = nhwc(graph.tensors[t].shape)
             shapes[t] = (h, w, c, graph.tensors[t].dtype)
-        lowered = lower(graph, nodes, self.chip, mesa_compat, outputs)
-        if not lowered.jobs:  # only views (views.py): nothing for the NPU to do, the CPU copies faster
-            raise LoweringError("the partition holds only views (no NPU job)")
-        program = compile_jobs(self.name, self.chip, lowered, inputs, outputs, shapes, mesa_compat)
+        # a partition of views alone (views.py; the support decision avoids them) is a stream with no job: the
+        # outputs are the inputs' bytes in place
+        program = compile_jobs(self.name, self.chip, lower(graph, nodes, self.chip, mesa_compat, outputs), inputs,
+                               outputs, shapes, mesa_compat)
         # no program the hardware would refuse reaches invoke (the support decision refused such layers already;
         # this catches what only the whole partition shows, e.g. buffer extents). mesa_compat reproduces Mesa's
         # bytes for comparison (regcmd --mesa-compat), quirks included (a reshuffle buffer smaller than its reader)
