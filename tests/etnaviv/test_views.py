@@ -24,7 +24,7 @@ from teflon import targets
 from teflon.etnaviv.lower import lower
 from teflon.etnaviv.views import parts_plan, reshape_plan
 from teflon.ir import Graph, Operation, Quant, Tensor
-from teflon.modelgen import DTYPE_TOKEN, random_inputs
+from teflon.modelgen import DTYPE_TOKEN, QParams, random_inputs
 from teflon.netgen import Net
 from teflon.reference import compare, run_cpu, run_delegate
 
@@ -81,6 +81,15 @@ def _concat_phantom_add(n: Net) -> list[int]:
     c = n.pad(z, PADS)
     y = n.concat([n.pad(x, PADS), n.conv(n.pad(x, PADS), 3, k=1)])
     return [n.add(y, c)]
+
+
+def _concat_requant(n: Net) -> list[int]:
+    """uint8: a part of another quantization (the graph input z) is requantized into its planes by an exact TP
+    TABLE job, as TFLite's ConcatenationWithScaling; the other part is written in place."""
+    x, z = n.input(8, 8, 8), n.input(10, 10, 4)
+    y = n.concat([n.pad(x, PADS), z])
+    n.g.set_quant(z, QParams.make(0.01, 120))
+    return [y]
 
 
 def _concat_nested(n: Net) -> list[int]:
@@ -192,11 +201,14 @@ CASES = [
     ("exact-split-in10x10x16-n2-concat-swapped", _exact_glue, True),
     ("exact-concat-in10x10x8+10x10x8-pads", _exact_concat_pad, True),
     ("reshape-in8x8x16-to16x4x16", _reshape_pixels, False),
+    ("exact-concat-requant-in10x10x8+input10x10x4-s0.01-zp120", _concat_requant, True),
     ("reshape-in8x8x16-to8x16x8", _reshape_channels, False),
     ("reshape-in1x1x16-to16-and-back", _reshape_flat, False),
     ("transpose-nchw-in8x8x16-pad", _transposes, False),
 ]
-GLUE = [GlueCase(name, dtype, fn, exact) for name, fn, exact in CASES for dtype in ("uint8", "int8")]
+# TFLite refuses an int8 concatenation that would requantize: that case is uint8 only
+GLUE = [GlueCase(name, dtype, fn, exact) for name, fn, exact in CASES for dtype in ("uint8", "int8")
+        if not (fn is _concat_requant and dtype == "int8")]
 
 
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, GLUE))
@@ -261,10 +273,23 @@ def test_concat_parts_are_views_of_the_output(chip: str) -> None:
     assert {low.aliases[t] for t in set(nn_out)} == {(holder, 0), (holder, 8 * 64)}
 
 
-def test_concat_of_other_quantization_refused() -> None:
+def test_concat_of_other_quantization() -> None:
+    """uint8: TFLite's requantization as a TP table (refused with the count when the table is not exact); int8:
+    refused (TFLite refuses it too)."""
+    from teflon.etnaviv.chips import CHIPS
+    from teflon.etnaviv.views import concat_requant_table
+
     g = _concat_graph((8, 8), _q(0.1, 128))
+    assert not isinstance(parts_plan(g, g.operations[2]), str)
+    table = concat_requant_table(g, 2, 3)
+    assert table is not None and table[128] == 128 and table[129] == 130  # 0.1 / 0.05: two steps per step
+    jobs = lower(g, [0, 1, 2], CHIPS["a311d"], outputs=[3]).jobs
+    assert [j.tp_name for j in jobs if j.type == 1] == ["TRANSPOSE", "TABLE", "DETRANSPOSE"]
+    for t in g.tensors.values():
+        if t.dtype == "uint8" and t.index < 10:
+            t.dtype = "int8"
     why = parts_plan(g, g.operations[2])
-    assert isinstance(why, str) and "quantization" in why
+    assert isinstance(why, str) and "int8 CONCATENATION" in why
 
 
 def test_non_channel_axis_refused_with_reason() -> None:

@@ -30,6 +30,7 @@ from .chips import Chip
 from .lower_unary import TABLE_OPS, claim_reason, is_table_binary, silu_only, table_plan
 from .nn import IMAGE_SIZE_MAX, DescriptorError, fc_factors, nn_geometry
 from .ops import KIND_NN, KIND_TP, TP_TYPES, EtnaOp
+from .pwl_table import TableFit, fit_table
 from .requant import RequantError, conv_scale, post_scale
 from .tiling import TilingError
 from .views import (
@@ -40,6 +41,7 @@ from .views import (
     TO_NHWC,
     VIEW_KINDS,
     PartsPlan,
+    concat_requant_table,
     parts_plan,
     reshape_plan,
     slice_plan,
@@ -890,10 +892,11 @@ def _concat_in_place(st: _Lowering, plan: PartsPlan) -> None:
     whose phantom planes would land on a part written before it) is copied in by a byte-exact TP job."""
     g = st.graph
     y = _act(g.tensors[plan.whole], "output")
+    tables = [_requant_fit(g, t, plan.whole) for t in plan.parts]
     holder, detr = st.output_for(y, PLANAR)
     srcs = [st.planar_input(_act(g.tensors[t], "input")) for t in plan.parts]
-    keep = [st.aliasable(s.index) and s.index != holder and s.index not in {p.index for p in srcs[:k]}
-            for k, s in enumerate(srcs)]
+    keep = [tables[k] is None and st.aliasable(s.index) and s.index != holder
+            and s.index not in {p.index for p in srcs[:k]} for k, s in enumerate(srcs)]
     extents = [st.extent(s.index) for s in srcs]
     for k, s in enumerate(srcs):
         end, last = extents[k]
@@ -901,9 +904,32 @@ def _concat_in_place(st: _Lowering, plan: PartsPlan) -> None:
             keep[k] = not any(keep[j] and plan.offsets[j] < plan.offsets[k] + end and extents[j][1] < last
                               for j in range(k + 1, len(srcs)))
     for k, s in enumerate(srcs):
-        st.view(s.index if keep[k] else st.copy(s, PLANAR).index, holder, plan.offsets[k], y.size)
+        fit = tables[k]
+        if fit is not None:  # requantized into its range by a TABLE job
+            t = st.new_tensor()
+            dst = _Act(t, s.h, s.w, s.c, y.zp, y.scale, y.dtype)
+            st.tp_job("TABLE", s, t, dst, stride=1, lut=fit.lut, input_zero_point=fit.in_zp)
+            st.view(t, holder, plan.offsets[k], y.size)
+        else:
+            st.view(s.index if keep[k] else st.copy(s, PLANAR).index, holder, plan.offsets[k], y.size)
     if detr:
         st.detranspose(y, holder)
+
+
+def _requant_fit(g: Graph, part: int, whole: int) -> TableFit | None:
+    """The TP table of a uint8 concatenation part TFLite requantizes (None: same quantization), or LoweringError
+    when the table cannot reproduce TFLite's bytes exactly."""
+    target = concat_requant_table(g, part, whole)
+    if target is None:
+        return None
+    pq, wq = g.tensors[part].quant, g.tensors[whole].quant
+    assert pq is not None and wq is not None
+    fit = fit_table(target, pq.zero_point, wq.zero_point)
+    if fit.max_diff > 0:
+        raise LoweringError(f"CONCATENATION part {part} of another quantization: the TP table reproduces TFLite's "
+                            f"requantization on {round(fit.exact * 256)}/256 input values only (zero-copy needs the "
+                            "same quantization)")
+    return fit
 
 
 def _lower_reshape(st: _Lowering, op: Operation) -> None:

@@ -4,7 +4,8 @@ The NPU stores an activation tensor planar, one H*W plane per channel (etnaviv.m
 c*H*W + h*W + w. Two consequences make glue free, as in Mesa's etnaviv (docs/hardware/etnaviv-views.md):
 - CONCATENATION / SPLIT / SPLIT_V on the channel axis: the parts are consecutive plane ranges of the whole, so a
   producer writes its part straight into the whole's buffer at the part's first plane and a reader of a split part
-  reads that range. On the H axis the same holds for one-channel tensors, on W for one-row one-channel tensors
+  reads that range. A uint8 concatenation part of another quantization is requantized into its range by a TP
+  TABLE job (TFLite's float arithmetic as a 256-entry table) when the table is exact. On the H axis the same holds for one-channel tensors, on W for one-row one-channel tensors
   (every axis outside the cut one, in planar order, has size 1).
 - SLICE / STRIDED_SLICE (unit strides) that cut one such axis: one part of a split.
 - RESHAPE / SQUEEZE / EXPAND_DIMS: TFLite's reshape keeps the row-major (NHWC) byte order. Planar bytes are
@@ -40,6 +41,22 @@ def nhwc4(shape: tuple[int, ...]) -> tuple[int, int, int, int] | None:
         return None
     s = (1,) * (4 - len(shape)) + tuple(int(d) for d in shape)
     return s[0], s[1], s[2], s[3]
+
+
+def concat_requant_table(graph: Graph, part: int, whole: int) -> np.ndarray | None:
+    """TFLite's uint8 CONCATENATION output for each byte of a part of another quantization (None: the same, the
+    bytes are copied): ConcatenationWithScaling rounds q * s + b in float32, s = s_in * (1 / s_out), b = -zp_in * s,
+    half away from zero, adds the output zero point and saturates."""
+    pt, wt = graph.tensors[part], graph.tensors[whole]
+    if _same_quant(pt, wt):
+        return None
+    assert pt.quant is not None and wt.quant is not None
+    f32 = np.float32
+    scale = f32(pt.quant.scale) * (f32(1.0) / f32(wt.quant.scale))
+    bias = f32(-pt.quant.zero_point) * scale
+    v = np.arange(256, dtype=np.float32) * scale + bias  # float32 throughout, as the kernel
+    rounded = np.sign(v) * np.floor(np.abs(v).astype(np.float64) + 0.5)  # std::round: half away from zero
+    return np.clip(rounded.astype(np.int64) + wt.quant.zero_point, 0, 255)
 
 
 @dataclass(frozen=True)
@@ -114,11 +131,9 @@ def parts_plan(graph: Graph, op: Operation) -> PartsPlan | str:
     assert w4 is not None
     if w4[0] != 1:
         return f"{op.kind} with batch {w4[0]} (batch 1 only)"
-    if op.kind == "CONCATENATION" and any(not _same_quant(whole, p) for p in parts):
-        # TFLite requantizes uint8 parts of another scale or zero point (float arithmetic per element); int8
-        # concatenations share one quantization (TFLite checks it)
-        return ("CONCATENATION of inputs with another scale or zero point than the output (TFLite requantizes "
-                "them; zero-copy needs the same quantization)")
+    if op.kind == "CONCATENATION" and whole.dtype != "uint8" and any(not _same_quant(whole, p) for p in parts):
+        # TFLite refuses an int8 concatenation that would requantize (concatenation.cc Prepare)
+        return "int8 CONCATENATION of inputs with another scale or zero point than the output"
     # the part is a byte range exactly when every axis outside the cut one, in planar order (C, H, W), is 1
     outer = {3: 1, 1: w4[3], 2: w4[3] * w4[1]}.get(axis4, 0)
     if axis4 == 0:
@@ -255,5 +270,5 @@ def reshape_plan(graph: Graph, op: Operation) -> ReshapePlan | str:
     return ReshapePlan(x.index, y.index, sx[3] == sy[3] or (_flat(sx) and _flat(sy)))
 
 
-__all__ = ["PART_KINDS", "RESHAPE_KINDS", "SLICE_KINDS", "VIEW_KINDS", "PartsPlan", "ReshapePlan", "parts_plan",
-           "reshape_plan", "slice_plan"]
+__all__ = ["PART_KINDS", "RESHAPE_KINDS", "SLICE_KINDS", "VIEW_KINDS", "PartsPlan", "ReshapePlan",
+           "concat_requant_table", "parts_plan", "reshape_plan", "slice_plan"]
