@@ -92,6 +92,29 @@ def _concat_requant(n: Net) -> list[int]:
     return [y]
 
 
+def _concat_h(n: Net) -> list[int]:
+    """Along H (8 channels): no range of the planes, a range of the NHWC bytes: the convolution's part is
+    detransposed into its rows, the graph input's part copied in by the host."""
+    x, z = n.input(8, 8, 8), n.input(4, 8, 8)
+    return [n.pad(n.concat([n.conv(x, 8, k=1), z], axis=1), PADS)]
+
+
+def _split_h(n: Net) -> list[int]:
+    """Rows of a padded tensor as NHWC ranges, each read by a convolution."""
+    x = n.input(12, 8, 8)
+    a, b = n.split(n.pad(x, PADS), 2, axis=1)
+    return [n.conv(a, 8, k=1), n.conv(b, 8, k=3)]
+
+
+def _concat_rows(n: Net) -> list[int]:
+    """The face detector's box rows: (1, N, 4) pieces concatenated along N (W of a one-row tensor), then sliced."""
+    x = n.input(8, 8, 8)
+    a = n.reshape(n.conv(x, 4, k=1), (1, 64, 4))
+    b = n.reshape(n.conv(x, 4, k=3), (1, 64, 4))
+    y = n.concat([a, b], axis=1)
+    return [n.channels(y, 0, 2), n.channels(y, 2, 2)]
+
+
 def _concat_nested(n: Net) -> list[int]:
     x = n.input(8, 8, 8)
     inner = n.concat([n.conv(x, 8, k=1), n.conv(x, 4, k=1)])
@@ -200,6 +223,9 @@ CASES = [
     ("slice-in10x10x16-c4+8-and-strided-c13+3", _slices, False),
     ("exact-split-in10x10x16-n2-concat-swapped", _exact_glue, True),
     ("exact-concat-in10x10x8+10x10x8-pads", _exact_concat_pad, True),
+    ("concat-in8x8x8+input4x8x8-axis1", _concat_h, False),
+    ("split-in14x10x8-n2-axis1", _split_h, False),
+    ("concat-rows-in64x4+64x4-axis1-sliced", _concat_rows, False),
     ("reshape-in8x8x16-to16x4x16", _reshape_pixels, False),
     ("exact-concat-requant-in10x10x8+input10x10x4-s0.01-zp120", _concat_requant, True),
     ("reshape-in8x8x16-to8x16x8", _reshape_channels, False),
@@ -295,8 +321,12 @@ def test_concat_of_other_quantization() -> None:
 def test_non_channel_axis_refused_with_reason() -> None:
     g = Graph({0: _act(0, (1, 4, 8, 2)), 1: _act(1, (1, 4, 8, 2)), 2: _act(2, (1, 8, 8, 2))},
               [Operation(0, "CONCATENATION", [0, 1], [2], {"axis": 1, "activation": "NONE"})])
-    why = parts_plan(g, g.operations[0])
-    assert isinstance(why, str) and "H axis" in why and "plane per channel" in why
+    plan = parts_plan(g, g.operations[0])
+    assert not isinstance(plan, str) and plan.nhwc and plan.offsets == [0, 64]  # NHWC rows
+    g2 = Graph({0: _act(0, (1, 4, 8, 2)), 1: _act(1, (1, 4, 8, 2)), 2: _act(2, (1, 4, 16, 2))},
+               [Operation(0, "CONCATENATION", [0, 1], [2], {"axis": 2, "activation": "NONE"})])
+    why = parts_plan(g2, g2.operations[0])
+    assert isinstance(why, str) and "W axis" in why and "neither of the planar bytes" in why
     g1 = Graph({0: _act(0, (1, 4, 8, 1)), 1: _act(1, (1, 4, 8, 1)), 2: _act(2, (1, 8, 8, 1))},
                [Operation(0, "CONCATENATION", [0, 1], [2], {"axis": 1, "activation": "NONE"})])
     plan = parts_plan(g1, g1.operations[0])
@@ -317,7 +347,7 @@ def test_slice_plans() -> None:
     assert not isinstance(p, str) and p.offsets == [2 * 4420]
     p = plan((1, 6, 8, 1), [0, 2, 0, 0], [-1, 3, -1, -1])  # rows of a one-channel tensor
     assert not isinstance(p, str) and p.offsets == [16]
-    assert "not a byte range" in str(plan((1, 6, 8, 2), [0, 2, 0, 0], [-1, 3, -1, -1]))
+    assert "neither" in str(plan((1, 6, 8, 2), [0, 0, 2, 0], [-1, -1, 3, -1]))  # columns of a 6-row tensor
     assert "cuts 2 axes" in str(plan((1, 6, 8, 2), [0, 2, 0, 1], [-1, 3, -1, 1]))
 
 

@@ -399,7 +399,7 @@ class _Lowering:
         """The tensor holding `a` in NHWC order: its own data, the IR tensor a detranspose wrote, or a new
         DETRANSPOSE."""
         cur, lay = self.current(a)
-        if lay == NHWC:
+        if lay == NHWC or a.c == 1 or a.h * a.w == 1:  # flat: the planar bytes are the NHWC bytes
             return cur
         if cur.index != a.index and any(j.output_tensor == a.index and j.tp_name == "DETRANSPOSE" for j in self.jobs):
             return a
@@ -869,7 +869,8 @@ def _lower_table(st: _Lowering, op: Operation) -> None:
 
 
 def _lower_parts(st: _Lowering, op: Operation) -> None:
-    """CONCATENATION / SPLIT / SPLIT_V / SLICE / STRIDED_SLICE as byte ranges of one planar buffer (views.py)."""
+    """CONCATENATION / SPLIT / SPLIT_V / SLICE / STRIDED_SLICE as byte ranges of one buffer, planar or NHWC
+    (views.py)."""
     plan = slice_plan(st.graph, op) if op.kind in SLICE_KINDS else parts_plan(st.graph, op)
     if isinstance(plan, str):
         raise LoweringError(plan)
@@ -877,9 +878,13 @@ def _lower_parts(st: _Lowering, op: Operation) -> None:
         _concat_in_place(st, plan)
         return
     x = _act(st.graph.tensors[plan.whole], "input")
-    whole = st.planar_input(x)
+    whole = st.nhwc_bytes(x) if plan.nhwc else st.planar_input(x)
     for t, offset in zip(plan.parts, plan.offsets):
         y = _act(st.graph.tensors[t], "output")
+        if plan.nhwc:  # NHWC bytes: what the runtime reads too
+            st.layout[y.index] = NHWC
+            st.view(y.index, whole.index, offset, x.size)
+            continue
         out_index, detr = st.output_for(y, PLANAR)
         st.view(out_index, whole.index, offset, x.size)
         if detr:
@@ -893,8 +898,10 @@ def _concat_in_place(st: _Lowering, plan: PartsPlan) -> None:
     g = st.graph
     y = _act(g.tensors[plan.whole], "output")
     tables = [_requant_fit(g, t, plan.whole) for t in plan.parts]
-    holder, detr = st.output_for(y, PLANAR)
-    srcs = [st.planar_input(_act(g.tensors[t], "input")) for t in plan.parts]
+    layout = NHWC if plan.nhwc else PLANAR
+    holder, detr = st.output_for(y, layout)
+    fetch = st.nhwc_bytes if plan.nhwc else st.planar_input
+    srcs = [fetch(_act(g.tensors[t], "input")) for t in plan.parts]
     keep = [tables[k] is None and st.aliasable(s.index) and s.index != holder
             and s.index not in {p.index for p in srcs[:k]} for k, s in enumerate(srcs)]
     extents = [st.extent(s.index) for s in srcs]
@@ -911,7 +918,7 @@ def _concat_in_place(st: _Lowering, plan: PartsPlan) -> None:
             st.tp_job("TABLE", s, t, dst, stride=1, lut=fit.lut, input_zero_point=fit.in_zp)
             st.view(t, holder, plan.offsets[k], y.size)
         else:
-            st.view(s.index if keep[k] else st.copy(s, PLANAR).index, holder, plan.offsets[k], y.size)
+            st.view(s.index if keep[k] else st.copy(s, layout).index, holder, plan.offsets[k], y.size)
     if detr:
         st.detranspose(y, holder)
 
@@ -1165,8 +1172,12 @@ def _near_npu(graph: Graph, result: dict[int, tuple[bool, str]]) -> dict[int, tu
                 continue
             before = [p for p in (graph.producer(t) for t in op.inputs if t >= 0) if p is not None]
             after = [c for t in op.outputs for c in graph.consumers(t)]
-            if any(p.index in claimed and not _via_cpu(graph, p.index, op.index, claimed) for p in before) or any(
-                    c.index in claimed and not _via_cpu(graph, op.index, c.index, claimed) for c in after):
+            # joining a producer's partition needs every input there: an input the CPU writes later would start
+            # a partition of its own (TFLite's partitioning)
+            by_producer = all(p.index in claimed for p in before) and any(
+                not _via_cpu(graph, p.index, op.index, claimed) for p in before)
+            if by_producer or any(c.index in claimed and not _via_cpu(graph, op.index, c.index, claimed)
+                                  for c in after):
                 claimed.add(op.index)
                 grew = True
     for op in views:

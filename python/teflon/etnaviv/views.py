@@ -4,7 +4,9 @@ The NPU stores an activation tensor planar, one H*W plane per channel (etnaviv.m
 c*H*W + h*W + w. Two consequences make glue free, as in Mesa's etnaviv (docs/hardware/etnaviv-views.md):
 - CONCATENATION / SPLIT / SPLIT_V on the channel axis: the parts are consecutive plane ranges of the whole, so a
   producer writes its part straight into the whole's buffer at the part's first plane and a reader of a split part
-  reads that range. A uint8 concatenation part of another quantization is requantized into its range by a TP
+  reads that range. Where the planar bytes of a cut are no range but the NHWC bytes are (H cuts, W cuts of one-row
+  tensors: YOLO heads, the face detector's box rows), the parts are ranges of the NHWC bytes instead (a TP
+  detranspose writes a planar part straight into its range). A uint8 concatenation part of another quantization is requantized into its range by a TP
   TABLE job (TFLite's float arithmetic as a 256-entry table) when the table is exact. On the H axis the same holds for one-channel tensors, on W for one-row one-channel tensors
   (every axis outside the cut one, in planar order, has size 1).
 - SLICE / STRIDED_SLICE (unit strides) that cut one such axis: one part of a split.
@@ -68,6 +70,21 @@ class PartsPlan:
     parts: list[int]
     offsets: list[int]
     axis: str  # "C", "H" or "W"
+    nhwc: bool = False  # the ranges are of the NHWC bytes (the planar ones are not ranges)
+
+
+def _byte_range(s4: tuple[int, int, int, int], axis4: int) -> tuple[bool, int] | None:
+    """(in NHWC bytes, bytes per step along the axis) when a cut along `axis4` is a byte range of the planar bytes
+    (preferred: the NPU's own layout) or else of the NHWC bytes: every axis outside the cut one, in that byte order,
+    has size 1. None: neither."""
+    _, h, w, c = s4
+    planar = {3: (1, h * w), 1: (c, w), 2: (c * h, 1)}
+    nhwc = {1: (1, w * c), 2: (h, c), 3: (h * w, 1)}
+    if axis4 in planar and planar[axis4][0] == 1:
+        return False, planar[axis4][1]
+    if axis4 in nhwc and nhwc[axis4][0] == 1:
+        return True, nhwc[axis4][1]
+    return None
 
 
 def _same_type(tensors: list[Tensor], kind: str) -> str | None:
@@ -134,13 +151,13 @@ def parts_plan(graph: Graph, op: Operation) -> PartsPlan | str:
     if op.kind == "CONCATENATION" and whole.dtype != "uint8" and any(not _same_quant(whole, p) for p in parts):
         # TFLite refuses an int8 concatenation that would requantize (concatenation.cc Prepare)
         return "int8 CONCATENATION of inputs with another scale or zero point than the output"
-    # the part is a byte range exactly when every axis outside the cut one, in planar order (C, H, W), is 1
-    outer = {3: 1, 1: w4[3], 2: w4[3] * w4[1]}.get(axis4, 0)
     if axis4 == 0:
         return f"{op.kind} on the batch axis"
-    if outer != 1:
-        return (f"{op.kind} on the {AXIS_NAMES[axis4]} axis of a {w4[1]}x{w4[2]}x{w4[3]} tensor: the NPU stores one "
-                "plane per channel, so the parts are not byte ranges of the whole (no TP copy job for it yet)")
+    where = _byte_range(w4, axis4)
+    if where is None:
+        return (f"{op.kind} on the {AXIS_NAMES[axis4]} axis of a {w4[1]}x{w4[2]}x{w4[3]} tensor: the parts are byte "
+                "ranges neither of the planar bytes (one plane per channel) nor of the NHWC bytes (no TP copy job "
+                "for it yet)")
     offsets, at = [], 0
     for p, s in zip(parts, shapes[1:]):
         assert s is not None
@@ -150,7 +167,7 @@ def parts_plan(graph: Graph, op: Operation) -> PartsPlan | str:
         at += s[1] * s[2] * s[3]
     if at != w4[1] * w4[2] * w4[3]:
         return f"{op.kind} parts hold {at} of {w4[1] * w4[2] * w4[3]} elements"
-    return PartsPlan(whole.index, [p.index for p in parts], offsets, AXIS_NAMES[axis4])
+    return PartsPlan(whole.index, [p.index for p in parts], offsets, AXIS_NAMES[axis4], where[0])
 
 
 def _ints(graph: Graph, t: int, what: str, n: int) -> np.ndarray | str:
@@ -212,14 +229,14 @@ def slice_plan(graph: Graph, op: Operation) -> PartsPlan | str:
         return f"{op.kind} of {tuple(shape)} cuts {len(cut)} axes (one byte range needs one)"
     axis = cut[0] if cut else len(shape) - 1
     axis4 = axis + 4 - len(shape)
-    outer = {3: 1, 1: s4[3], 2: s4[3] * s4[1]}.get(axis4, 0)
-    if outer != 1:
-        return (f"{op.kind} on the {AXIS_NAMES.get(axis4, 'N')} axis of a {s4[1]}x{s4[2]}x{s4[3]} tensor: the NPU "
-                "stores one plane per channel, so the slice is not a byte range")
+    where = _byte_range(s4, axis4)
+    if where is None:
+        return (f"{op.kind} on the {AXIS_NAMES.get(axis4, 'N')} axis of a {s4[1]}x{s4[2]}x{s4[3]} tensor: the slice "
+                "is a byte range neither of the planar bytes nor of the NHWC bytes")
     if int(end[axis] - begin[axis]) != int(y.shape[axis]):
         return f"{op.kind} output {tuple(y.shape)} does not match its bounds"
-    inner = int(np.prod(s4[axis4 + 1:])) if axis4 < 3 else s4[1] * s4[2]
-    return PartsPlan(x.index, [y.index], [int(begin[axis]) * inner], AXIS_NAMES[axis4])
+    nhwc, step = where
+    return PartsPlan(x.index, [y.index], [int(begin[axis]) * step], AXIS_NAMES[axis4], nhwc)
 
 
 @dataclass(frozen=True)
