@@ -168,6 +168,14 @@ def _squeeze_expand(n: Net) -> list[int]:
     return [n.pad(n.expand_dims(n.expand_dims(y, 1), 1), PADS)]
 
 
+def _split_add_in_place(n: Net) -> list[int]:
+    """A YOLOv8 box decode's halves: the SPLIT's parts sit back to back, so the first ADD reads them in place; the
+    second (second half first) gets copies."""
+    x = n.input(1, 4, 64)
+    lt, rb = n.split(n.pad(x, [(0, 0), (0, 0), (0, 0), (0, 0)]), 2, axis=2)
+    return [n.add(lt, rb), n.add(rb, lt)]
+
+
 def _exact_glue(n: Net) -> list[int]:
     """Only exact jobs: a PAD (TP), the split parts swapped by a concatenation (views of another buffer: copied)."""
     x = n.input(8, 8, 16)
@@ -221,6 +229,7 @@ CASES = [
     ("splitv-in10x10x24-4+12+8-axis3", _split_v, False),
     ("squeeze-expand-in1x1x16", _squeeze_expand, False),
     ("slice-in10x10x16-c4+8-and-strided-c13+3", _slices, False),
+    ("split-in1x4x64-n2-axis2-add-both-orders", _split_add_in_place, False),
     ("exact-split-in10x10x16-n2-concat-swapped", _exact_glue, True),
     ("exact-concat-in10x10x8+10x10x8-pads", _exact_concat_pad, True),
     ("concat-in8x8x8+input4x8x8-axis1", _concat_h, False),
@@ -407,3 +416,16 @@ def test_concat_as_first_add_operand_keeps_its_partner_clear() -> None:
     low = lower(g, [3, 0, 1, 2, 4], CHIPS["a311d"], outputs=[5])
     add = next(j for j in low.jobs if j.input_count == 2)
     assert add.input_tensor != 3 and [j.tp_name for j in low.jobs if j.type == 1].count("PAD") == 1
+
+
+def test_add_of_back_to_back_views_reads_them_in_place() -> None:
+    from teflon.etnaviv.chips import CHIPS
+
+    t = {0: _act(0, (1, 1, 4, 64)), 1: _act(1, (1, 1, 2, 64)), 2: _act(2, (1, 1, 2, 64)),
+         3: _act(3, (1, 1, 2, 64)), 9: Tensor(9, "int32", (1,), None, np.array([2], np.int32))}
+    g = Graph(t, [Operation(0, "SPLIT", [9, 0], [1, 2]), Operation(1, "ADD", [1, 2], [3], {"activation": "NONE"})])
+    for chip in DEVICES:
+        low = lower(g, [0, 1], CHIPS[chip], outputs=[3])
+        add = next(j for j in low.jobs if j.input_count == 2)
+        assert (add.input_tensor, add.input_tensor_1) == (1, 2)  # no copy: the halves are read where they are
+        assert low.aliases[1] == (0, 0) and low.aliases[2] == (0, 128)

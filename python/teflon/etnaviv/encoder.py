@@ -79,7 +79,7 @@ def place_tensors(jobs: list[EtnaOp], chip: Chip, aliases: dict[int, tuple[int, 
     after: dict[int, tuple[int, int]] = {}
     sizes: dict[int, int] = {}
     for j in jobs:
-        if j.input_count == 2:
+        if j.input_count == 2 and j.input_tensor not in aliases:  # two views back to back in a holder: in place
             if after.get(j.input_tensor, (j.input_tensor_1, 0))[0] != j.input_tensor_1:
                 raise ValueError(f"tensor {j.input_tensor} is the first operand of adds with different partners")
             after[j.input_tensor] = (j.input_tensor_1, j.input_tensor_sizes[1])
@@ -98,6 +98,11 @@ def place_tensors(jobs: list[EtnaOp], chip: Chip, aliases: dict[int, tuple[int, 
             if t not in aliases:
                 p.place([(t, size)])
     _place_views(p, aliases, held)
+    for j in jobs:
+        if j.input_count == 2 and j.input_tensor in aliases:
+            (na, oa), (nb, ob) = p.where[j.input_tensor], p.where[j.input_tensor_1]
+            if (na, oa + j.input_tensor_sizes[0]) != (nb, ob):
+                raise ValueError(f"add operands {j.input_tensor}, {j.input_tensor_1} are views not back to back")
     for j in jobs:
         if j.type == KIND_NN and chip.version == 7:
             # v7 streams give every core ceil(OC / cores) kernels: the phantom ones past OC write their

@@ -349,7 +349,10 @@ class _Lowering:
 
     def pair(self, a: _Act, b: _Act, layout: str) -> tuple[_Act, _Act]:
         """The operands of a two-input add, copied where needed so that `b` sits right after `a` in one buffer
-        and nothing written later overwrites it."""
+        and nothing written later overwrites it. Two views that already sit back to back in one holder (the halves
+        of a split, in order) are read where they are."""
+        if self.adjacent(a, b):
+            return a, b
         if self.phantom_overlap(a.index, b.index):
             a = self.copy(a, layout)
         if not self.pairable(a.index, b.index):
@@ -370,6 +373,21 @@ class _Lowering:
         assert t not in self.alias and t != holder
         self.alias[t] = (holder, offset)
         self.held[holder] = max(self.held.get(holder, 0), holder_size)
+
+    def placed_in(self, t: int) -> tuple[int, int]:
+        """(the tensor whose buffer holds `t`, t's byte offset in it) through the chain of views."""
+        off = 0
+        while t in self.alias:
+            t, o = self.alias[t]
+            off += o
+        return t, off
+
+    def adjacent(self, a: _Act, b: _Act) -> bool:
+        """Whether views `a` and `b` sit back to back in one holder, `b` right after `a`."""
+        if a.index not in self.alias or b.index not in self.alias:
+            return False
+        (ha, oa), (hb, ob) = self.placed_in(a.index), self.placed_in(b.index)
+        return ha == hb and ob == oa + a.size
 
     def inside(self, t: int) -> dict[int, int]:
         """{tensor: byte offset from t's start} of t and of every view placed inside t (transitively)."""
