@@ -93,7 +93,9 @@ def supported(graph: Graph, device: str) -> dict[int, tuple[bool, str]]:
             if n in decisions:
                 claimed, why = decisions[n]
             else:  # an entry, an exit, or the shuffle's TRANSPOSE/RESHAPE (views of the shuffle's convolution)
-                claimed, why = _transpose_claimed(graph, n, decisions), "moves no byte"
+                claimed = _transpose_claimed(graph, n, decisions)
+                why = "moves no byte" if claimed else ("an NCHW island's entry, exit or shuffle view: it moves no "
+                                                       "byte, and no neighbour runs on the NPU")
             decisions[n] = (claimed, f"NCHW island of {len(isl)} nodes run as NHWC: {why}" if claimed else why)
     return {
         op.index: (bool(decisions[op.index][0]), str(decisions[op.index][1]))

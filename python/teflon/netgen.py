@@ -214,6 +214,58 @@ class Net:
                   options)
         return ys
 
+    def split_v(self, x: int, sizes: Sequence[int], axis: int = 3) -> list[int]:
+        """SPLIT_V into parts of the given sizes along `axis`."""
+        shape = list(self.g.shape(x))
+        if sum(sizes) != shape[axis]:
+            raise ValueError(f"{list(sizes)} does not split {shape[axis]}")
+        ys, at = [], 0
+        for size in sizes:
+            part = [*shape[:axis], size, *shape[axis + 1:]]
+            y = self._like(x, part, "splitv")
+            self._calibrated(y, np.take(self.probe[x], range(at, at + size), axis=axis))
+            ys.append(y)
+            at += size
+
+        def options(fb: flatbuffers.Builder) -> int:
+            tflite.SplitVOptionsStart(fb)
+            tflite.SplitVOptionsAddNumSplits(fb, len(sizes))
+            return tflite.SplitVOptionsEnd(fb)
+
+        self.g.op(BuiltinOperator.SPLIT_V, self._version(), [x, self._ints(sizes), self._ints([axis])], ys,
+                  BuiltinOptions.SplitVOptions, options)
+        return ys
+
+    def squeeze(self, x: int, dims: Sequence[int]) -> int:
+        """SQUEEZE of the given size-1 axes."""
+        shape = [d for i, d in enumerate(self.g.shape(x)) if i not in dims]
+        y = self._like(x, shape, "squeeze")
+
+        def options(fb: flatbuffers.Builder) -> int:
+            tflite.SqueezeOptionsStartSqueezeDimsVector(fb, len(dims))
+            for d in reversed(dims):
+                fb.PrependInt32(d)
+            vec = fb.EndVector()
+            tflite.SqueezeOptionsStart(fb)
+            tflite.SqueezeOptionsAddSqueezeDims(fb, vec)
+            return tflite.SqueezeOptionsEnd(fb)
+
+        self.g.op(BuiltinOperator.SQUEEZE, 1, [x], [y], BuiltinOptions.SqueezeOptions, options)
+        return self._calibrated(y, self.probe[x].reshape(shape))
+
+    def expand_dims(self, x: int, axis: int) -> int:
+        shape = list(self.g.shape(x))
+        shape.insert(axis, 1)
+        y = self._like(x, shape, "expand")
+
+        def options(fb: flatbuffers.Builder) -> int:
+            tflite.ExpandDimsOptionsStart(fb)
+            return tflite.ExpandDimsOptionsEnd(fb)
+
+        self.g.op(BuiltinOperator.EXPAND_DIMS, 1, [x, self._ints([axis])], [y], BuiltinOptions.ExpandDimsOptions,
+                  options)
+        return self._calibrated(y, self.probe[x].reshape(shape))
+
     def channels(self, x: int, first: int, count: int, strided: bool = False) -> int:
         """Channels first..first+count-1 of x: a SLICE, or a STRIDED_SLICE (begin/end masks on the whole axes)."""
         shape = list(self.g.shape(x))

@@ -30,6 +30,11 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class EtnavivTarget:
     spec: targets.Target
+    # The compiler rewrites NCHW islands (teflon.nchw_islands) for this family: its glue (channel CONCATENATION /
+    # SPLIT, reshapes) runs in place as views (views.py), its convolutions without the transposes around them.
+    nchw_islands: bool = True
+    # ... and merges grouped convolutions (teflon.group_convs).
+    group_convs: bool = False
 
     @property
     def name(self) -> str:
@@ -68,6 +73,8 @@ class EtnavivTarget:
         for t in (*inputs, *outputs):
             _, h, w, c = nhwc(graph.tensors[t].shape)
             shapes[t] = (h, w, c, graph.tensors[t].dtype)
+        # a partition of views alone (views.py; the support decision avoids them) is a stream with no job: the
+        # outputs are the inputs' bytes in place
         program = compile_jobs(self.name, self.chip, lower(graph, nodes, self.chip, mesa_compat, outputs), inputs,
                                outputs, shapes, mesa_compat)
         # no program the hardware would refuse reaches invoke (the support decision refused such layers already;

@@ -24,7 +24,7 @@ from ..program import LAYOUT_NC1HWC2, Buffer, IOBinding, Job, OpRecord, Program,
 from . import cmdstream, coefs_v7, coefs_v8
 from .chips import Chip
 from .coefs_common import CoefJob
-from .lower import Lowered
+from .lower import Lowered, write_extent
 from .nn import nn_descriptor, nn_geometry
 from .ops import KIND_NN, EtnaOp
 from .pwl import pwl_lut
@@ -68,14 +68,18 @@ class Placement:
         self.sizes[name] = max(self.sizes[name], off + nbytes)
 
 
-def place_tensors(jobs: list[EtnaOp], chip: Chip) -> Placement:
+def place_tensors(jobs: list[EtnaOp], chip: Chip, aliases: dict[int, tuple[int, int]] | None = None,
+                  held: dict[int, int] | None = None) -> Placement:
+    """Every tensor's buffer and offset. `aliases`: views (tensor -> (holder, byte offset), lower.py), placed
+    inside their holder's buffer; `held`: each holder's size."""
+    aliases, held = aliases or {}, held or {}
     p = Placement()
     # ADD/SUB operands first: the second right after the first in one buffer; the lowering made these pairs chains
     # (no tensor has two successors or two predecessors, no cycle), each placed in one buffer
     after: dict[int, tuple[int, int]] = {}
     sizes: dict[int, int] = {}
     for j in jobs:
-        if j.input_count == 2:
+        if j.input_count == 2 and j.input_tensor not in aliases:  # two views back to back in a holder: in place
             if after.get(j.input_tensor, (j.input_tensor_1, 0))[0] != j.input_tensor_1:
                 raise ValueError(f"tensor {j.input_tensor} is the first operand of adds with different partners")
             after[j.input_tensor] = (j.input_tensor_1, j.input_tensor_sizes[1])
@@ -90,16 +94,42 @@ def place_tensors(jobs: list[EtnaOp], chip: Chip) -> Placement:
     if any(t not in p.where for t in after):
         raise ValueError("the add operand pairs form a cycle")
     for j in jobs:
-        p.place([(j.input_tensor, j.input_tensor_sizes[0])])
-        p.place([(j.output_tensor, j.output_tensor_size)])
+        for t, size in ((j.input_tensor, j.input_tensor_sizes[0]), (j.output_tensor, j.output_tensor_size)):
+            if t not in aliases:
+                p.place([(t, size)])
+    _place_views(p, aliases, held)
+    for j in jobs:
+        if j.input_count == 2 and j.input_tensor in aliases:
+            (na, oa), (nb, ob) = p.where[j.input_tensor], p.where[j.input_tensor_1]
+            if (na, oa + j.input_tensor_sizes[0]) != (nb, ob):
+                raise ValueError(f"add operands {j.input_tensor}, {j.input_tensor_1} are views not back to back")
+    for j in jobs:
         if j.type == KIND_NN and chip.version == 7:
             # v7 streams give every core ceil(OC / cores) kernels: the phantom ones past OC write their
-            # (zero-weight) planes after the job's channels (docs/hardware/etnaviv-coefficients.md); a job of a
-            # channel group writes from its offset (the next group's job, later, overwrites what lands there)
-            plane = j.output_tensor_size // max(j.output_channels, 1) if j.addition else \
-                j.output_width * j.output_height
-            p.grow(j.output_tensor, j.output_offset + plane * _align(j.output_channels, chip.nn_core_count))
+            # (zero-weight) planes after the job's channels (lower.write_extent); a job of a channel group writes
+            # from its offset (the next group's job, later, overwrites what lands there)
+            p.grow(j.output_tensor, write_extent(j, chip))
     return p
+
+
+def _place_views(p: Placement, aliases: dict[int, tuple[int, int]], held: dict[int, int]) -> None:
+    """Views at their holder's place plus their offset (a holder no job names gets a buffer of its own)."""
+    def root(t: int) -> tuple[int, int]:
+        off = 0
+        while t in aliases:
+            t, o = aliases[t]
+            off += o
+        return t, off
+
+    for h, size in held.items():
+        r, off = root(h)
+        if r not in p.where:
+            p.place([(r, held.get(r, size))])
+        p.grow(r, off + size)
+    for t in aliases:
+        r, off = root(t)
+        name, base = p.where[r]
+        p.where[t] = (name, base + off)
 
 
 def coefficients(op: EtnaOp, chip: Chip, mesa_compat: bool) -> tuple[bytes, int]:
@@ -166,7 +196,7 @@ def compile_jobs(device: str, chip: Chip, lowered: Lowered, inputs: list[int], o
     """`graph_shapes`: (H, W, C, dtype) of every partition input and output tensor."""
     prog = Program(device=device)
     jobs = lowered.jobs
-    placement = place_tensors(jobs, chip)
+    placement = place_tensors(jobs, chip, lowered.aliases, lowered.held)
     for name, size in placement.sizes.items():
         prog.add_buffer(Buffer(name, _align(max(size, 1), TENSOR_ALIGN), tensor=True))
     b = _Builder(prog, chip, mesa_compat, placement)

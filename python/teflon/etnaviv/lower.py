@@ -32,8 +32,22 @@ from .lower_unary import TABLE_OPS, claim_reason, is_table_binary, silu_only, ta
 from .nn import IMAGE_SIZE_MAX, DescriptorError, fc_factors, nn_geometry
 from .ops import KIND_NN, KIND_TP, TP_TYPES, EtnaOp
 from .pool_requant import pool_post_scale, real_multiplier
+from .pwl_table import TableFit, fit_table
 from .requant import RequantError, conv_scale, post_scale
 from .tiling import TilingError
+from .views import (
+    PART_KINDS,
+    RESHAPE_KINDS,
+    SLICE_KINDS,
+    TO_NCHW,
+    TO_NHWC,
+    VIEW_KINDS,
+    PartsPlan,
+    concat_requant_table,
+    parts_plan,
+    reshape_plan,
+    slice_plan,
+)
 
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 ELEMENTWISE_TP = {"RELU": "RELU", "ABS": "ABSOLUTE", "LOGISTIC": "LOGISTIC"}
@@ -239,6 +253,11 @@ class _Lowering:
     after: dict[int, int] = field(default_factory=dict)
     before: dict[int, int] = field(default_factory=dict)
     requested: set[int] = field(default_factory=set)  # the partition outputs the runtime asked for
+    # Views (views.py): tensor -> (holder tensor, byte offset): the tensor's bytes are the holder's from that offset
+    # on (a concatenation part, a split part, a reshape). A tensor is a view of at most one holder; a holder may be a
+    # view itself. `held`: the size of every holder (it may be written only through its views).
+    alias: dict[int, tuple[int, int]] = field(default_factory=dict)
+    held: dict[int, int] = field(default_factory=dict)
 
     def new_tensor(self) -> int:
         t = self.next_tensor
@@ -295,10 +314,11 @@ class _Lowering:
         return out.index, False
 
     def pairable(self, a: int, b: int) -> bool:
-        """Whether `b` can sit right after `a` in one buffer, given the pairs placed so far."""
+        """Whether `b` can sit right after `a` in one buffer, given the pairs placed so far (a view sits in its
+        holder already)."""
         if self.after.get(a) == b:
             return True
-        if a == b or a in self.after or b in self.before:
+        if a == b or a in self.after or b in self.before or a in self.alias or b in self.alias:
             return False
         head = a  # b must not be the head of a's chain already (a cycle)
         while head in self.before:
@@ -312,7 +332,10 @@ class _Lowering:
     def phantom_overlap(self, a: int, b: int) -> bool:
         """Whether `a`'s producer writes planes past `a`'s end (a v7 NN job whose output channels are not a
         multiple of the cores: its stream's phantom kernels, docs/hardware/etnaviv-coefficients.md) after `b`,
-        which would sit there, was written."""
+        which would sit there, was written. A holder of views (a concatenation) is written through its parts."""
+        if a in self.held:
+            end, last = self.extent(a)
+            return end > self.held[a] and max(self.extent(b)[1], self.written_at(b)) < last
         i = self.written_at(a)
         if i < 0 or self.chip.version != 7:
             return False
@@ -328,7 +351,10 @@ class _Lowering:
 
     def pair(self, a: _Act, b: _Act, layout: str) -> tuple[_Act, _Act]:
         """The operands of a two-input add, copied where needed so that `b` sits right after `a` in one buffer
-        and nothing written later overwrites it."""
+        and nothing written later overwrites it. Two views that already sit back to back in one holder (the halves
+        of a split, in order) are read where they are."""
+        if self.adjacent(a, b):
+            return a, b
         if self.phantom_overlap(a.index, b.index):
             a = self.copy(a, layout)
         if not self.pairable(a.index, b.index):
@@ -341,6 +367,80 @@ class _Lowering:
 
     def detranspose(self, out: _Act, src_index: int) -> None:
         self.tp_job("DETRANSPOSE", _replace_index(out, src_index), out.index, out, stride=0)
+
+    # ---- views (views.py) ----
+
+    def view(self, t: int, holder: int, offset: int, holder_size: int) -> None:
+        """Make tensor `t` the bytes of `holder` from `offset` on."""
+        assert t not in self.alias and t != holder
+        self.alias[t] = (holder, offset)
+        self.held[holder] = max(self.held.get(holder, 0), holder_size)
+
+    def placed_in(self, t: int) -> tuple[int, int]:
+        """(the tensor whose buffer holds `t`, t's byte offset in it) through the chain of views."""
+        off = 0
+        while t in self.alias:
+            t, o = self.alias[t]
+            off += o
+        return t, off
+
+    def adjacent(self, a: _Act, b: _Act) -> bool:
+        """Whether views `a` and `b` sit back to back in one holder, `b` right after `a`."""
+        if a.index not in self.alias or b.index not in self.alias:
+            return False
+        (ha, oa), (hb, ob) = self.placed_in(a.index), self.placed_in(b.index)
+        return ha == hb and ob == oa + a.size
+
+    def inside(self, t: int) -> dict[int, int]:
+        """{tensor: byte offset from t's start} of t and of every view placed inside t (transitively)."""
+        out = {t: 0}
+        grew = True
+        while grew:
+            grew = False
+            for v, (h, off) in self.alias.items():
+                if h in out and v not in out:
+                    out[v] = out[h] + off
+                    grew = True
+        return out
+
+    def extent(self, t: int) -> tuple[int, int]:
+        """(bytes from t's start that jobs write into t or its views, position of the last such job; -1 when no
+        job writes there)."""
+        at = self.inside(t)
+        ends = [(at[j.output_tensor] + write_extent(j, self.chip), i) for i, j in enumerate(self.jobs)
+                if j.output_tensor in at]
+        return max((e for e, _ in ends), default=0), max((i for _, i in ends), default=-1)
+
+    def aliasable(self, t: int) -> bool:
+        """Whether `t` may become a view: not one already, not an ADD operand placed in a pair's buffer."""
+        return t not in self.alias and t not in self.after and t not in self.before
+
+    def nhwc_bytes(self, a: _Act) -> _Act:
+        """The tensor holding `a` in NHWC order: its own data, the IR tensor a detranspose wrote, or a new
+        DETRANSPOSE."""
+        cur, lay = self.current(a)
+        if lay == NHWC or a.c == 1 or a.h * a.w == 1:  # flat: the planar bytes are the NHWC bytes
+            return cur
+        if cur.index != a.index and any(j.output_tensor == a.index and j.tp_name == "DETRANSPOSE" for j in self.jobs):
+            return a
+        t = self.new_tensor()
+        self.tp_job("DETRANSPOSE", cur, t, stride=0)
+        return _replace_index(a, t)
+
+
+def write_extent(job: EtnaOp, chip: Chip) -> int:
+    """Bytes from the start of a job's output tensor the job writes: a v7 NN job's stream gives every core
+    ceil(OC / cores) kernels, and the phantom ones past OC write their (zero-weight) planes after the job's channels
+    (docs/hardware/etnaviv-coefficients.md)."""
+    if job.type != KIND_NN:
+        return job.output_tensor_size
+    if job.addition:
+        plane = job.output_tensor_size // max(job.output_channels, 1)
+    else:
+        plane = job.output_width * job.output_height
+    channels = -(-job.output_channels // chip.nn_core_count) * chip.nn_core_count if chip.version == 7 else \
+        job.output_channels
+    return job.output_offset + plane * channels
 
 
 def _replace_index(a: _Act, index: int) -> _Act:
@@ -854,6 +954,103 @@ def _lower_table(st: _Lowering, op: Operation) -> None:
         st.detranspose(y, out_index)
 
 
+def _lower_parts(st: _Lowering, op: Operation) -> None:
+    """CONCATENATION / SPLIT / SPLIT_V / SLICE / STRIDED_SLICE as byte ranges of one buffer, planar or NHWC
+    (views.py)."""
+    plan = slice_plan(st.graph, op) if op.kind in SLICE_KINDS else parts_plan(st.graph, op)
+    if isinstance(plan, str):
+        raise LoweringError(plan)
+    if op.kind == "CONCATENATION":
+        _concat_in_place(st, plan)
+        return
+    x = _act(st.graph.tensors[plan.whole], "input")
+    whole = st.nhwc_bytes(x) if plan.nhwc else st.planar_input(x)
+    for t, offset in zip(plan.parts, plan.offsets):
+        y = _act(st.graph.tensors[t], "output")
+        if plan.nhwc:  # NHWC bytes: what the runtime reads too
+            st.layout[y.index] = NHWC
+            st.view(y.index, whole.index, offset, x.size)
+            continue
+        out_index, detr = st.output_for(y, PLANAR)
+        st.view(out_index, whole.index, offset, x.size)
+        if detr:
+            st.detranspose(y, out_index)
+
+
+def _concat_in_place(st: _Lowering, plan: PartsPlan) -> None:
+    """Every part's producer writes into the whole's buffer at the part's offset. A part that cannot be a view
+    there (a view of another buffer already, an ADD operand in its pair's buffer, named twice, or a v7 producer
+    whose phantom planes would land on a part written before it) is copied in by a byte-exact TP job."""
+    g = st.graph
+    y = _act(g.tensors[plan.whole], "output")
+    tables = [_requant_fit(g, t, plan.whole) for t in plan.parts]
+    layout = NHWC if plan.nhwc else PLANAR
+    holder, detr = st.output_for(y, layout)
+    fetch = st.nhwc_bytes if plan.nhwc else st.planar_input
+    srcs = [fetch(_act(g.tensors[t], "input")) for t in plan.parts]
+    keep = [tables[k] is None and st.aliasable(s.index) and s.index != holder
+            and s.index not in {p.index for p in srcs[:k]} for k, s in enumerate(srcs)]
+    extents = [st.extent(s.index) for s in srcs]
+    for k, s in enumerate(srcs):
+        end, last = extents[k]
+        if keep[k] and end > s.size:  # phantom planes past the part's end: parts written earlier must not sit there
+            keep[k] = not any(keep[j] and plan.offsets[j] < plan.offsets[k] + end and extents[j][1] < last
+                              for j in range(k + 1, len(srcs)))
+    for k, s in enumerate(srcs):
+        fit = tables[k]
+        if fit is not None:  # requantized into its range by a TABLE job
+            t = st.new_tensor()
+            dst = _Act(t, s.h, s.w, s.c, y.zp, y.scale, y.dtype)
+            st.tp_job("TABLE", s, t, dst, stride=1, lut=fit.lut, input_zero_point=fit.in_zp)
+            st.view(t, holder, plan.offsets[k], y.size)
+        else:
+            st.view(s.index if keep[k] else st.copy(s, layout).index, holder, plan.offsets[k], y.size)
+    if detr:
+        st.detranspose(y, holder)
+
+
+def _requant_fit(g: Graph, part: int, whole: int) -> TableFit | None:
+    """The TP table of a uint8 concatenation part TFLite requantizes (None: same quantization), or LoweringError
+    when the table cannot reproduce TFLite's bytes exactly."""
+    target = concat_requant_table(g, part, whole)
+    if target is None:
+        return None
+    pq, wq = g.tensors[part].quant, g.tensors[whole].quant
+    assert pq is not None and wq is not None
+    fit = fit_table(target, pq.zero_point, wq.zero_point)
+    if fit.max_diff > 0:
+        raise LoweringError(f"CONCATENATION part {part} of another quantization: the TP table reproduces TFLite's "
+                            f"requantization on {round(fit.exact * 256)}/256 input values only (zero-copy needs the "
+                            "same quantization)")
+    return fit
+
+
+def _lower_reshape(st: _Lowering, op: Operation) -> None:
+    """RESHAPE / SQUEEZE / EXPAND_DIMS / a layout TRANSPOSE as a view of the bytes that already hold the result
+    (views.py); a reshape that regroups channels of planar data reads the NHWC bytes (a detranspose)."""
+    plan = reshape_plan(st.graph, op)
+    if isinstance(plan, str):
+        raise LoweringError(plan)
+    x = _act(st.graph.tensors[plan.x], "input")
+    y = _act(st.graph.tensors[plan.y], "output")
+    if plan.perm == TO_NCHW:  # the NCHW tensor's row-major bytes are the input's planes
+        src, lay = st.planar_input(x), NHWC
+    elif plan.perm == TO_NHWC:  # the NHWC tensor's planes are the input's row-major bytes
+        src, lay = st.nhwc_bytes(x), PLANAR
+    else:
+        src, lay = st.current(x)
+        if lay == PLANAR and not plan.planar_same:
+            src, lay = st.nhwc_bytes(x), NHWC
+    if lay == NHWC:
+        st.layout[y.index] = NHWC
+        st.view(y.index, src.index, 0, x.size)
+        return
+    out_index, detr = st.output_for(y, PLANAR)
+    st.view(out_index, src.index, 0, x.size)
+    if detr:
+        st.detranspose(y, out_index)
+
+
 def _pad_amounts(g: Graph, op: Operation) -> np.ndarray:
     if len(op.inputs) != 2 or len(op.outputs) != 1:
         raise LoweringError("PAD with a constant value (PADV2) or unexpected inputs not supported")
@@ -894,7 +1091,9 @@ def _lower_pad(st: _Lowering, op: Operation) -> None:
 _LOWER = {"CONV_2D": _lower_conv, "DEPTHWISE_CONV_2D": _lower_conv, "FULLY_CONNECTED": _lower_fc,
           "AVERAGE_POOL_2D": _lower_avgpool,
           "ADD": _lower_add, "SUB": _lower_add, "PAD": _lower_pad, "RELU": _lower_elementwise_tp,
-          "ABS": _lower_elementwise_tp, "LOGISTIC": _lower_elementwise_tp} | dict.fromkeys(TABLE_OPS, _lower_table)
+          "ABS": _lower_elementwise_tp, "LOGISTIC": _lower_elementwise_tp} | dict.fromkeys(TABLE_OPS, _lower_table) \
+    | dict.fromkeys((*PART_KINDS, *SLICE_KINDS), _lower_parts) \
+    | dict.fromkeys((*RESHAPE_KINDS, "TRANSPOSE"), _lower_reshape)
 
 
 # Per-channel weights: the NN descriptor holds one post multiplier and shift, and neither of the two chips has the
@@ -988,6 +1187,8 @@ def partition_outputs(graph: Graph, nodes: list[int]) -> set[int]:
 class Lowered:
     jobs: list[EtnaOp]
     planar: frozenset[int]  # IR tensors whose own buffer ends up holding planar (not NHWC) bytes
+    aliases: dict[int, tuple[int, int]] = field(default_factory=dict)  # view -> (holder, byte offset)
+    held: dict[int, int] = field(default_factory=dict)  # holder -> its size in bytes
 
 
 def lower(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False, outputs: Iterable[int] = ()
@@ -1006,9 +1207,12 @@ def lower(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False,
             raise LoweringError(f"{op.kind} not supported on etnaviv")
         fn(st, op)
     written = {j.output_tensor: j for j in st.jobs}  # the last job writing each tensor
-    planar = frozenset(t for t, lay in st.layout.items() if lay == PLANAR and t in written
-                       and written[t].tp_name != "DETRANSPOSE")
-    return Lowered(st.jobs, planar)
+    # a view or a holder no job writes directly holds planar bytes when its layout says so and no detranspose
+    # moved its data elsewhere
+    planar = frozenset(t for t, lay in st.layout.items() if lay == PLANAR and (
+        (t in written and written[t].tp_name != "DETRANSPOSE")
+        or ((t in st.alias or t in st.held) and st.where.get(t, t) == t)))
+    return Lowered(st.jobs, planar, dict(st.alias), dict(st.held))
 
 
 def lower_graph(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False) -> list[EtnaOp]:
@@ -1021,7 +1225,8 @@ def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:
     result: dict[int, tuple[bool, str]] = {}
     for op in graph.operations:
         if op.kind not in _LOWER:
-            result[op.index] = (False, f"{op.kind} not supported on etnaviv (Mesa's etnaviv path has no job for it)")
+            why = f"{op.kind} not supported on etnaviv (no NPU job for it in teflon, nor in Mesa's etnaviv)"
+            result[op.index] = (False, why)
             continue
         try:
             jobs = lower_graph(graph, [op.index], chip)
@@ -1037,7 +1242,58 @@ def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:
             result[op.index] = (False, f"descriptor outside the hardware's ranges: {'; '.join(bad)}")
             continue
         result[op.index] = (True, claim_reason(graph, op) or _claim_reason(op, chip, sum(j.type == KIND_NN for j in jobs)))
+    return _near_npu(graph, result)
+
+
+def _near_npu(graph: Graph, result: dict[int, tuple[bool, str]]) -> dict[int, tuple[bool, str]]:
+    """A view node (views.py) moves no byte on the NPU: it is claimed only where it can join NPU work (a claimed
+    producer or reader, possibly through other views, with no path through a CPU node between them, which would
+    keep the two in different partitions); alone it would be a partition of copies."""
+    views = [op for op in graph.operations if op.kind in VIEW_KINDS and result[op.index][0]]
+    claimed = {i for i, (ok, _) in result.items() if ok} - {op.index for op in views}
+    grew = True
+    while grew:
+        grew = False
+        for op in views:
+            if op.index in claimed:
+                continue
+            before = [p for p in (graph.producer(t) for t in op.inputs if t >= 0) if p is not None]
+            after = [c for t in op.outputs for c in graph.consumers(t)]
+            # joining a producer's partition needs every input there: an input the CPU writes later would start
+            # a partition of its own (TFLite's partitioning)
+            by_producer = all(p.index in claimed for p in before) and any(
+                not _via_cpu(graph, p.index, op.index, claimed) for p in before)
+            if by_producer or any(c.index in claimed and not _via_cpu(graph, op.index, c.index, claimed)
+                                  for c in after):
+                claimed.add(op.index)
+                grew = True
+    for op in views:
+        if op.index not in claimed:
+            why = (f"{op.kind} is not next to NPU work (it moves no byte on the NPU; the CPU runs it where its "
+                   "neighbours run)")
+            result[op.index] = (False, why)
     return result
+
+
+def _via_cpu(graph: Graph, src: int, dst: int, claimed: set[int]) -> bool:
+    """Whether some path from node `src` to node `dst` passes through a node outside `claimed` (nodes are in
+    execution order, so such a path only visits nodes between the two)."""
+    by_index = {op.index: op for op in graph.operations}
+    seen: set[tuple[int, bool]] = set()
+    todo = [(src, False)]
+    while todo:
+        n, cpu = todo.pop()
+        for t in by_index[n].outputs:
+            for c in graph.consumers(t):
+                if c.index == dst:
+                    if cpu:
+                        return True
+                    continue
+                state = (c.index, cpu or c.index not in claimed)
+                if c.index < dst and state not in seen:
+                    seen.add(state)
+                    todo.append(state)
+    return False
 
 
 def _claim_reason(op: Operation, chip: Chip, nn_jobs: int = 1) -> str:
@@ -1052,4 +1308,12 @@ def _claim_reason(op: Operation, chip: Chip, nn_jobs: int = 1) -> str:
         return f"{op.kind} runs as a two-input NN convolution"
     if op.kind == "AVERAGE_POOL_2D":
         return "AVERAGE_POOL_2D runs as a unit-weight depthwise NN job (TFLite's rounding, proven for its window)"
+    if op.kind in SLICE_KINDS:
+        return f"{op.kind} in place: the kept channels are a plane range of the input's buffer"
+    if op.kind in PART_KINDS:
+        return (f"{op.kind} in place: its parts are plane ranges of one buffer (producers write into it, readers "
+                "read from it; a part that cannot sit there is copied in by a TP job)")
+    if op.kind in VIEW_KINDS:
+        return (f"{op.kind} in place: the output is the bytes of its input (a reshape regrouping the channels of "
+                "planar data reads them after a TP detranspose)")
     return f"{op.kind} runs as a TP job"
