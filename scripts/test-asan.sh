@@ -40,4 +40,6 @@ python -m pytest -n auto -q -p no:cacheprovider -m "not slow" \
     tests/rocket/test_channel_groups_rk3576.py \
     tests/rocket/test_unary_views.py \
     tests/etnaviv/test_counters.py \
+    tests/etnaviv/test_sim_fast.py \
+    tests/etnaviv/test_views.py \
     -k "not ai_edge_litert and not op_sweep_through_shim" "$@"
