@@ -35,19 +35,10 @@ UNDOC = {"CNA_UNDOC_121" + d for d in "048C"} | {"CNA_UNDOC_122" + d for d in "0
     "CNA_UNDOC_1230", "CORE_UNDOC_302C", "DPU_UNDOC_40C4", "DPU_RDMA_UNDOC_5030", "DPU_RDMA_UNDOC_503C",
     "PPU_RDMA_UNDOC_7018"}
 
-_BANDS = "row bands and channel groups (vendor delta tasks) are not encoded on rk3568 yet"
 # file stem prefix -> why its layer tasks do not match yet
 NOT_YET = {
-    "add-": "ADD (DPU-only element-wise task) is not encoded on rk3568 yet",
-    "avgpool-in32x32x16": "pooling (PPU task) is not encoded on rk3568 yet",
-    "avgpool-in7x7x128": "the vendor lowers a global average to a depthwise conv with 8-byte BS stream (not encoded)",
-    "maxpool-": "pooling (PPU task) is not encoded on rk3568 yet",
-    "conv-in112x112x64": _BANDS,
-    "conv-in224x224x3": "the toolkit's packed-pixel first-layer path (and its row bands) is not encoded",
-    "conv-in56x56x64-oc128": "weights beyond the CBUF banks left beside the input (the vendor's weight streaming) "
-                             "are not encoded on rk3568 yet",
-    "dwconv-in112x112x64": _BANDS,
-    "dwconv-in56x56x128": _BANDS,
+    "avgpool-in7x7x128": "the toolkit lowers this global average to a depthwise conv with its own weights and the "
+                         "8-byte BS stream (its choice: teflon writes a PPU task; the 8-byte stream is not encoded)",
 }
 
 

@@ -38,8 +38,8 @@ def test_delegate_refuses_the_device(device: str, delegate_library: None) -> Non
 @pytest.mark.parametrize("device", ROWS)
 def test_nothing_is_claimed(device: str) -> None:
     encodable = conv_graph(ConvCase("conv2d", 16, 16, 32, out_c=32))
-    too_big = conv_graph(ConvCase("conv2d", 112, 112, 64, out_c=64))
-    for g, verdict in ((encodable, "the encoder would write it as one task"), (too_big, "CBUF banks")):
+    too_big = conv_graph(ConvCase("conv2d", 112, 112, 64, out_c=64))  # four row bands, two of them delta tasks
+    for g, verdict in ((encodable, "the encoder would write it as 1 task"), (too_big, "as 4 tasks")):
         (claimed, why), = compiler.supported(g, device).values()
         assert not claimed
         assert "no simulator" in why and verdict in why, why

@@ -1,6 +1,7 @@
 """RK3566/RK3568 generation of the rocket family (docs/hardware/rk3568.md): the register table (regs), feature and
-CBUF geometry (layout), weight packing (weights), the 133-word conv task (stream), the encoder (encoder) and its
-claims (support: none until a simulator runs the generation's programs).
+CBUF geometry (layout), weight packing (weights), channel groups and row bands (split), the 133-word conv task and
+its delta tasks (stream), the PPU pool task (pool), the DPU-only ADD (add), the encoder (encoder) and its claims
+(support: none until a simulator runs the generation's programs).
 
 Generation interface (used by teflon.rocket only): `supported(graph, regmap)`, `lower(graph, nodes, outputs)` and
 `compile(regmap, device, graph, nodes, inputs, outputs, mesa_compat)`; `mesa_compat` changes nothing (no Mesa
@@ -31,20 +32,31 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
 
 def compile(regmap: RegMap, device: str, graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int],
             mesa_compat: bool = False) -> Program:
-    from ..operations import RocketConv
-    from ..stream import EncodeError
     from .encoder import compile_ops
 
     del mesa_compat
-    ops = lower(graph, nodes, outputs)
-    convs = [o for o in ops if isinstance(o, RocketConv)]
-    if len(convs) != len(ops):
-        raise EncodeError("rk3568 encodes convolutions only")
-    return compile_ops(regmap, device, convs, inputs, outputs)
+    return compile_ops(regmap, device, lower(graph, nodes, outputs), inputs, outputs)
 
 
 def lower(graph: Graph, nodes: list[int], outputs: list[int] | None = None) -> list[Any]:
-    """The partition's rocket operations: per-tensor convolutions with fused RELU/RELU6 clamps."""
-    from ..partition import lower_partition
+    """The partition's operations in graph order: per-tensor convolutions (fused RELU/RELU6 through the BN stage)
+    window pools and ADDs of two maps; anything else raises LoweringError."""
+    from ..convlike import is_conv_like, lower_conv_like
+    from ..pool import window_pool
+    from ..quantization import LoweringError
+    from .add import lower_add
 
-    return lower_partition(graph, nodes, per_channel=False, unary=False, clamp=True, outputs=outputs)
+    del outputs
+    ops: list[Any] = []
+    for op in graph.operations:
+        if op.index not in nodes:
+            continue
+        if is_conv_like(graph, op):
+            ops.append(lower_conv_like(graph, op, per_channel=False, clamp=True))
+        elif op.kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
+            ops.append(window_pool(graph, op))
+        elif op.kind == "ADD":
+            ops.append(lower_add(graph, op))
+        else:
+            raise LoweringError(f"{op.kind} (node {op.index}) is not encoded on rk3568")
+    return ops

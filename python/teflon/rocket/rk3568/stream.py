@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from ...hw.regmap import RegMap
 from ..geometry import align
 from ..operations import RocketConv
-from ..stream import ROLE_BIAS, ROLE_INPUT, ROLE_OUTPUT, ROLE_WEIGHTS, Emitter, Stream
-from .layout import ATOM, CBUF_BANKS, data_banks, data_entries, dpu_plane, in_channels
+from ..stream import ROLE_BIAS, ROLE_INPUT, ROLE_OUTPUT, ROLE_WEIGHTS, Emitter, Stream, chain
+from .layout import ATOM, CBUF_BANKS, data_entries, dpu_plane, in_channels
 from .regs import CNA, CORE, DMA_CON0, DPU, DPU_RDMA, RDMA_BURST_LEN
+from .split import Window
 
 PROLOGUE = ("CNA_S_POINTER", "CMAC_S_POINTER", "CORE_S_POINTER", "CNA_CBUF_CON0", "DPU_S_POINTER",
             "DPU_RDMA_S_POINTER")
@@ -31,6 +32,9 @@ S_POINTER = {"POINTER_PP_EN": 1, "EXECUTER_PP_EN": 1, "POINTER_PP_MODE": 1}  # 0
 # (16 -> 1, 18 -> 0; 7 -> 2, 10 -> 1) [INF from GOLD; IAV T28 gives 28 / 14, which Wout 22 and 15 contradict]
 GRAINS_WOUT = (17, 9)
 BS_BYTES_PER_CHANNEL = 4  # the per-tensor bias-only BS stream [IAV T43 probe-D2; GOLD]
+ARGB_IN = 10  # CONV_CON1 on the packed-pixel first-layer path [IAV T30/T46; GOLD 0xA000]
+CVT_SHIFT = 14  # the CNA converter's scale 2^14 = 1.0 and its truncation [IAV T46]
+PACKED_MAX_C = 3  # the packed-pixel path: 3-channel graph inputs (the one case the vendor programs here show)
 
 
 @dataclass(frozen=True)
@@ -64,25 +68,34 @@ def bs_words(c: RocketConv) -> int:
     return out_channels(c) * BS_BYTES_PER_CHANNEL // 8
 
 
-def conv_stream(rm: RegMap, c: RocketConv, rq: Requant) -> Stream:
-    """The single task of a layer whose input rows and weights fit the CBUF (the caller checked)."""
+def packed_row_bytes(w: int, c: int) -> int:
+    """Bytes of one row of a packed-pixel input (c bytes per pixel, rows aligned to 8 bytes) [IAV T46/T54; GOLD]."""
+    return align(w * c, ATOM)
+
+
+def conv_stream(rm: RegMap, layer: RocketConv, w: Window, banks: int, rq: Requant, packed: bool = False) -> Stream:
+    """The full 133-word body of one task (split.py window `w` of `layer`, the layer's bank split `banks`). `packed`:
+    the first-layer path, the input read as packed pixels (c bytes each) and converted by the CNA: uint8 - 128."""
     e = Emitter(rm)
+    c = w.conv
     dw = c.depthwise
     icp = in_channels(c.in_c) if not dw else align(c.in_c, 32)
     ocp = out_channels(c)
     rows = rows_read(c)
-    dbanks = data_banks(c.in_w, rows, c.in_c)
     taps = c.kh * c.kw
     per_kernel = taps * icp
+    in_plane = layer.in_h * layer.in_w * ATOM  # host-written input planes: W x H atoms [GOLD SURF_STRIDE]
+    plane = dpu_plane(layer.out_h, layer.out_w) * ATOM
+    cbuf = {"DATA_BANK": banks, "WEIGHT_BANK": CBUF_BANKS - banks, "WEIGHT_REUSE": int(w.reuse)}
     for name in PROLOGUE[:3]:
         e(name, **S_POINTER)
-    e("CNA_CBUF_CON0", DATA_BANK=dbanks, WEIGHT_BANK=CBUF_BANKS - dbanks)
+    e("CNA_CBUF_CON0", **cbuf)
     e("DPU_S_POINTER", **S_POINTER)
     e("DPU_RDMA_S_POINTER", **S_POINTER)
-    e("CNA_CONV_CON1", CONV_MODE=3 if dw else 0)
-    e("CNA_CONV_CON2", FEATURE_GRAINS=feature_grains(c))
+    e("CNA_CONV_CON1", CONV_MODE=3 if dw else 0, ARGB_IN=ARGB_IN if packed else 0)
+    e("CNA_CONV_CON2", FEATURE_GRAINS=feature_grains(layer))
     e("CNA_CONV_CON3", CONV_X_STRIDE=c.sx, CONV_Y_STRIDE=c.stride)
-    e("CNA_CONV_CON4")
+    e("CNA_CONV_CON4", ARGB_PIXELS_X9=c.in_w * rows * 9 if packed else 0)
     e("CNA_DATA_SIZE0", DATAIN_HEIGHT=rows, DATAIN_WIDTH=c.in_w)
     e("CNA_DATA_SIZE1", DATAIN_CHANNEL=align(c.in_c, ATOM), DATAIN_CHANNEL_REAL_M1=c.in_c - 1)
     e("CNA_DATA_SIZE2", DATAOUT_WIDTH=c.out_w)
@@ -90,25 +103,32 @@ def conv_stream(rm: RegMap, c: RocketConv, rq: Requant) -> Stream:
     e("CNA_WEIGHT_SIZE0", WEIGHT_BYTES=per_kernel if dw else per_kernel * c.out_c)
     e("CNA_WEIGHT_SIZE1", WEIGHT_BYTES_PER_KERNEL=per_kernel)
     e("CNA_WEIGHT_SIZE2", WEIGHT_KERNELS=1 if dw else c.out_c, WEIGHT_HEIGHT=c.kh, WEIGHT_WIDTH=c.kw)
-    e("CNA_CBUF_CON0", DATA_BANK=dbanks, WEIGHT_BANK=CBUF_BANKS - dbanks)
+    e("CNA_CBUF_CON0", **cbuf)
     e("CNA_CBUF_CON1", DATA_ENTRIES=data_entries(c.in_w, c.in_c), DATAIN_WIDTH=c.in_w)
-    e("CNA_CVT_CON0", CVT_TYPE=1, DATA_SIGN=1)  # 0xA: converter in the path [IAV T29]
-    for i in range(4):
-        e(f"CNA_CVT_CON{i + 1}", **{f"CVT_SCALE{i}": 1})
+    if packed:  # x * 2^14 >> 14 - 128 on the three colour lanes, the fourth lane 1:1 [IAV T46; GOLD fields]
+        e("CNA_CVT_CON0", CVT_BYPASS=1, CVT_TRUNCATE_0=CVT_SHIFT, CVT_TRUNCATE_1=CVT_SHIFT, CVT_TRUNCATE_2=CVT_SHIFT)
+        for i in range(3):
+            e(f"CNA_CVT_CON{i + 1}", **{f"CVT_SCALE{i}": 1 << CVT_SHIFT, f"CVT_OFFSET{i}": -0x80})
+        e("CNA_CVT_CON4", CVT_SCALE3=1)
+    else:
+        e("CNA_CVT_CON0", CVT_TYPE=1, DATA_SIGN=1)  # 0xA: converter in the path [IAV T29]
+        for i in range(4):
+            e(f"CNA_CVT_CON{i + 1}", **{f"CVT_SCALE{i}": 1})
     e("CNA_FC_CON0")
     e("CNA_FC_CON1")
     e("CNA_PAD_CON0", PAD_TOP=c.pad_top, PAD_LEFT=c.pad_left, PAD_VALUE=c.in_zp)
-    e.addr("CNA_FEATURE_DATA_ADDR", ROLE_INPUT, 0)
+    line = packed_row_bytes(layer.in_w, layer.in_c) if packed else layer.in_w * ATOM
+    e.addr("CNA_FEATURE_DATA_ADDR", ROLE_INPUT, w.in_row0 * line + w.ch0 // ATOM * in_plane)
     e("CNA_FC_CON2")
     e("CNA_DMA_CON0", DATA_BURST_LEN=DMA_CON0 & 0xF, FETCH_PIXEL_LEN=(DMA_CON0 >> 8) & 0xFF,
       WEIGHT_BURST_LEN=(DMA_CON0 >> 16) & 0xF, BIT20=1)
-    e("CNA_DMA_CON1", LINE_STRIDE=c.in_w)
-    e("CNA_DMA_CON2", SURF_STRIDE=c.in_w * c.in_h)
+    e("CNA_DMA_CON1", LINE_STRIDE=line // ATOM)
+    e("CNA_DMA_CON2", SURF_STRIDE=layer.in_w * layer.in_h)
     e("CNA_FC_DATA_SIZE0", DMA_HEIGHT=rows, DMA_WIDTH=c.in_w)
     e("CNA_FC_DATA_SIZE1", DMA_CHANNEL=align(c.in_c, ATOM))
     e("CNA_DCOMP_CTRL")
     e("CNA_DCOMP_REGNUM")
-    e.addr("CNA_DCOMP_ADDR0", ROLE_WEIGHTS, 0)
+    e.addr("CNA_DCOMP_ADDR0", ROLE_WEIGHTS, w.ch0 * taps if dw else 0)  # depthwise: whole 32-channel groups
     for i in range(1, 8):
         e(f"CNA_DCOMP_ADDR{i}")
     for i in range(8):
@@ -120,12 +140,11 @@ def conv_stream(rm: RegMap, c: RocketConv, rq: Requant) -> Stream:
     e("CORE_DATAOUT_SIZE_0", DATAOUT_WIDTH_M1=c.out_w - 1, DATAOUT_HEIGHT_M1=c.out_h - 1)
     e("CORE_DATAOUT_SIZE_1", DATAOUT_CHANNEL_M1=ocp - 1)
     e("CORE_UNDOC_302C")
-    plane = dpu_plane(c.out_h, c.out_w) * ATOM
     # 0x108 conv, 0x138 depthwise [GOLD]: with RK3588's fields a burst length of 9 on depthwise layers
     e("DPU_FEATURE_MODE_CFG", CONV_MODE=3 if dw else 1, BURST_LEN=9 if dw else 8)
     e("DPU_DATA_FORMAT")
     e("DPU_OFFSET_PEND")
-    e.addr("DPU_DST_BASE_ADDR", ROLE_OUTPUT, 0)
+    e.addr("DPU_DST_BASE_ADDR", ROLE_OUTPUT, w.out_row0 * layer.out_w * ATOM + w.ch0 // ATOM * plane)
     e("DPU_DST_SURF_STRIDE", DST_SURF_STRIDE_BYTES=plane)
     e("DPU_DATA_CUBE_WIDTH", WIDTH_M1=c.out_w - 1)
     e("DPU_DATA_CUBE_HEIGHT", HEIGHT_M1=c.out_h - 1)
@@ -166,7 +185,7 @@ def conv_stream(rm: RegMap, c: RocketConv, rq: Requant) -> Stream:
     e("DPU_RDMA_DATA_CUBE_CHANNEL", CHANNEL_M1=ocp - 1)
     e("DPU_RDMA_SRC_BASE_ADDR")
     e("DPU_RDMA_BRDMA_CFG", BRDMA_DATA_USE=1)  # 2: the bias-only stream [IAV T43]
-    e.addr("DPU_RDMA_BS_BASE_ADDR", ROLE_BIAS, 0)
+    e.addr("DPU_RDMA_BS_BASE_ADDR", ROLE_BIAS, w.ch0 * BS_BYTES_PER_CHANNEL)
     e("DPU_RDMA_BS_LENGTH", BS_WORDS_M1=bs_words(c) - 1)
     e("DPU_RDMA_NRDMA_CFG", NRDMA_DISABLE=1)
     e("DPU_RDMA_BN_BASE_ADDR")
@@ -190,6 +209,25 @@ def end_trailer(rm: RegMap) -> list[int]:
             rm.special_word("OP_ENABLE", **OP_ENABLE_CONV)]
 
 
-def terminate(rm: RegMap, s: Stream) -> Stream:
-    s.words.extend(end_trailer(rm))
-    return s
+# Registers every delta task writes, changed or not: the addresses and the CNA's DMA size [GOLD: all 4 delta tasks]
+DELTA_ALWAYS = frozenset({"CNA_FEATURE_DATA_ADDR", "CNA_FC_DATA_SIZE0", "CNA_FC_DATA_SIZE1",
+                          *(f"CNA_DCOMP_ADDR{i}" for i in range(8)), "DPU_DST_BASE_ADDR", "DPU_RDMA_SRC_BASE_ADDR",
+                          "DPU_RDMA_BS_BASE_ADDR", "DPU_RDMA_BN_BASE_ADDR", "DPU_RDMA_EW_BASE_ADDR"})
+_DELTA_KEEP = tuple(i < len(PROLOGUE) or name in DELTA_ALWAYS for i, name in enumerate(BODY))
+
+
+def delta(full: Stream, bank_before: Stream) -> Stream:
+    """A task that rewrites only what differs from the task before it on the same ping-pong register bank (plus the
+    prologue and DELTA_ALWAYS), relying on that bank's state for the rest: the vendor's 22-31-word tasks [GOLD]."""
+    keep = [i for i, (a, b) in enumerate(zip(full.words, bank_before.words)) if _DELTA_KEEP[i] or a != b]
+    index = {old: new for new, old in enumerate(keep)}
+    return Stream([full.words[i] for i in keep], [(index[i], role) for i, role in full.relocs if i in index])
+
+
+def task_streams(rm: RegMap, bodies: list[Stream]) -> tuple[list[Stream], list[int]]:
+    """Full bodies -> the chained tasks: the first task of each ping-pong bank full, later ones deltas, each with its
+    trailer (next task's address and words - 1, amount scale 1 [VEND]); returns the streams and their offsets."""
+    streams = [b if i < 2 else delta(b, bodies[i - 2]) for i, b in enumerate(bodies)]
+    for s in streams:
+        s.words.extend(end_trailer(rm))
+    return streams, chain(rm, streams, [len(s.words) - 1 for s in streams])
