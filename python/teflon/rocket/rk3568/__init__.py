@@ -30,6 +30,13 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     return _supported(graph, regmap)
 
 
+def encodable_nodes(graph: Graph, regmap: RegMap) -> list[int]:
+    """The nodes the encoder writes, each as a partition of its own (support.py says why the others are not)."""
+    from .support import encodable
+
+    return [op.index for op in graph.operations if encodable(graph, regmap, op.index).startswith("the encoder")]
+
+
 def compile(regmap: RegMap, device: str, graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int],
             mesa_compat: bool = False) -> Program:
     from .encoder import compile_ops
