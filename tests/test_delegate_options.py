@@ -294,14 +294,18 @@ def test_device_auto_follows_the_npu_cores_devicetree(compatible: str, soc: str,
     assert f"delegate created for {soc} (simulated NPU)" in r.stderr, r.stderr
 
 
-def test_device_auto_refuses_an_unknown_rockchip_npu(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("compatible", "expected"), [("rockchip,rk3562-rknn-core", "rk3562"),
+                                                      ("rockchip,rk3568-rknn-core", "cannot drive yet")],
+                         ids=["unknown-rk3562", "known-not-drivable-rk3568"])
+def test_device_auto_refuses_an_unknown_rockchip_npu(compatible: str, expected: str, tmp_path: Path) -> None:
+    """An NPU core this build does not know, or knows but cannot drive yet (rk3568: no simulator), is refused."""
     from fakesysfs import fake_rocket_sysfs
 
-    root = fake_rocket_sysfs(tmp_path, {"fde40000.npu": "rockchip,rk3568-rknn-core"})
+    root = fake_rocket_sysfs(tmp_path, {"fde40000.npu": compatible})
     code = ("import teflon\ntry:\n    teflon.load_delegate(device='auto')\nexcept ValueError as e:\n"
             "    print('refused:', e)\n")
     env = {**os.environ, "TEFLON_SYSFS_ROOT": str(root)}
     r = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env,
                        timeout=120)
     assert r.returncode == 0, r.stderr
-    assert "refused:" in r.stdout and "rk3568" in r.stdout, r.stdout + r.stderr
+    assert "refused:" in r.stdout and expected in r.stdout, r.stdout + r.stderr

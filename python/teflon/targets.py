@@ -24,7 +24,7 @@ from pathlib import Path
 class Target:
     name: str  # the `device` option value
     family: str  # teflon.<family>, drivers/<family>/
-    generation: str  # the per-generation modules of the family (rocket: rk3588, rk3576; etnaviv: v7, v8)
+    generation: str  # the per-generation modules of the family (rocket: rk3588, rk3576, rk3568; etnaviv: v7, v8)
     blob_id: int  # program blob header `target` (never reused)
     # How device=auto recognises the NPU: devicetree compatibles of the NPU core nodes (rocket) or of the SoC
     # root node when the NPU is a DRM render node (etnaviv).
@@ -43,6 +43,15 @@ TARGETS: tuple[Target, ...] = (
     # hardware measurement, docs/hardware/rocket-rk3576.md "Two cores at once")
     Target("rk3576", "rocket", "rk3576", 2, ("rockchip,rk3576-rknn-core",), cores=1, per_channel=True,
            source="RK3576 rocket enablement series (rocket.md §6.3); docs/hardware/rocket-rk3576.md"),
+    # RK3566 and RK3568 carry one NPU as far as software knows (one RKNN target dir, one vendor-driver config for
+    # both) [INFERRED identity, not measured]; one core (vendor rknpu rk356x config core_mask 0x1); compatible from
+    # the RK3568 RFC v4 7/9 binding (not upstream). Measured by nobody here: no board; the register facts are
+    # third-party silicon measurements and Rockchip's own programs (docs/hardware/rk3568.md). Not drivable until
+    # the rk3568 simulator exists: the delegate refuses the device rather than claim ops it cannot run.
+    Target("rk3568", "rocket", "rk3568", 5, ("rockchip,rk3568-rknn-core",), cores=1, drivable=False,
+           source="RK3568 RFC v4 7/9 (rockchip,rk3568-rknn-core); vendor rknpu rk356x config; docs/hardware/rk3568.md"),
+    Target("rk3566", "rocket", "rk3568", 6, ("rockchip,rk3568-rknn-core",), cores=1, drivable=False,
+           source="same NPU as rk3568 [INFERRED: one RKNN target RK3566_RK3568]; docs/hardware/rk3568.md §1"),
     # etnaviv params: Vivante feature database entries as restated in teflon/etnaviv/chips.py (sources there)
     Target("a311d", "etnaviv", "v7", 3, ("amlogic,a311d",),
            params={"version": 7, "nn_core_count": 8, "nn_mad_per_core": 64, "tp_core_count": 4,

@@ -458,7 +458,7 @@ def test_support_add_and_device() -> None:
     g = graph(5, constant=True)
     assert "not one value or one per channel" in compiler.supported(g, "rk3588")[1][1]  # a full-map constant
     with pytest.raises(ValueError, match="unknown device"):
-        compiler.supported(g, "rk3568")  # not in the target registry
+        compiler.supported(g, "rk3562")  # not in the target registry
 
 
 def test_io_bindings_and_jobs() -> None:

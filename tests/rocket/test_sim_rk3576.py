@@ -580,12 +580,14 @@ def test_kick_words(harness: Path) -> None:
          "rc=0 soc=rk3576"),
         ({"fdab0000.npu": "rockchip,rk3588-rknn-core-top;rockchip,rknn-core-top"}, "driver", "rc=0 soc=rk3588"),
         ({"27700000.npu": "rockchip,rk3576-rknn-core"}, "accel", "rc=0 soc=rk3576"),
-        ({"fde40000.npu": "rockchip,rk3568-rknn-core"}, "driver", "rc=-95 soc=rockchip,rk3568-rknn-core"),
-        ({"a.npu": "rockchip,rk3568-rknn-core", "b.npu": "rockchip,rk3576-rknn-core"}, "driver", "rc=0 soc=rk3576"),
+        ({"fe000000.npu": "rockchip,rk3562-rknn-core"}, "driver", "rc=-95 soc=rockchip,rk3562-rknn-core"),
+        ({"a.npu": "rockchip,rk3562-rknn-core", "b.npu": "rockchip,rk3576-rknn-core"}, "driver", "rc=0 soc=rk3576"),
+        # a known row the delegate then refuses as not drivable (tests/rocket/test_rk3568_status.py)
+        ({"fde40000.npu": "rockchip,rk3568-rknn-core"}, "driver", "rc=0 soc=rk3568"),
         ({"fdab0000.gpu": "arm,mali-valhall-csf"}, "driver", "rc=-19 soc="),
     ],
     ids=["none", "rk3588", "rk3576", "rk3588-core-top", "rk3576-accel-of-node", "unknown-soc", "known-wins",
-         "not-an-npu"],
+         "rk3568-known", "not-an-npu"],
 )
 def test_soc_detection(harness: Path, tmp_path: Path, cores: dict[str, str], where: str, expect: str) -> None:
     root = _sysfs(tmp_path, cores, where)

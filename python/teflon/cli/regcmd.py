@@ -70,12 +70,46 @@ def mesa_compat(graph: Graph, nodes: list[int], prog: Program) -> Program:
     return compile_partition(graph, nodes, inputs, outputs, prog.device, mesa_compat=True)
 
 
+def compile_only(args: argparse.Namespace) -> list[Program] | None:
+    """A known device the delegate cannot drive yet whose compiler exists (rk3568: no simulator): the model's graph
+    as the delegate hands it over (captured on the fallback simulator), every node its encoder writes compiled as a
+    partition of its own. None for a drivable device or one without such a compiler."""
+    from teflon import compiler, targets
+
+    if args.device not in targets.names() or targets.get(args.device).drivable:
+        return None
+    encodable = getattr(compiler.target(args.device), "encodable", None)
+    if encodable is None:
+        return None
+    session = open_interpreter(args.model, {**delegate_options(args), "device": targets.FALLBACK, "sim": "1"},
+                               runtime=args.runtime)
+    graph = session.capture.support[0][0]
+    nodes = encodable(graph)
+    if nodes is None:
+        return None
+    print(f"teflon regcmd: {args.device} is compile-only in this build (no simulator): {len(nodes)} encodable "
+          "node(s), each compiled as its own partition; nothing is delegated on this device", file=sys.stderr)
+    programs = []
+    for n in nodes:
+        op = next(o for o in graph.operations if o.index == n)
+        inputs = [t for t in op.inputs if t >= 0 and not graph.tensors[t].is_constant]
+        programs.append(compiler.compile(graph, [n], inputs, list(op.outputs), args.device))
+    return programs
+
+
 def run(args: argparse.Namespace) -> int:
+    programs = compile_only(args)
+    if programs is not None:
+        return emit(args, programs)
     session = open_interpreter(args.model, delegate_options(args), runtime=args.runtime)
     programs = [prog for _, prog in session.capture.programs]
     if args.mesa_compat:
         programs = [mesa_compat(session.capture.support[0][0], nodes, prog)
                     for nodes, prog in session.capture.programs]
+    return emit(args, programs)
+
+
+def emit(args: argparse.Namespace, programs: list[Program]) -> int:
     if not programs:
         print("nothing was delegated; no program to show", file=sys.stderr)
         return 1

@@ -12,6 +12,8 @@ Family interface (docs/architecture.md, "Adding a family"): `target(name)` retur
     counters(program) -> dict                 tasks / submits / weight bytes per inference (bench)
     cbuf_weight_bytes() -> int                weights that stay on chip for a whole operation (profile;
                                               optional: families without it skip the re-read check)
+    encodable(graph) -> list[int] | None      a compile-only generation's encodable nodes (regcmd on a row that is
+                                              not drivable yet), else None
 Each hardware generation is a subpackage (rk3588/, rk3576/: registers, split, weights, coefficients, streams,
 encoder, support) over the shared modules here (lower, geometry, cube, requant, stream, assemble, disasm); a
 target row names its generation.
@@ -61,6 +63,12 @@ class RocketTarget:
         # instead of the invoke (check.py)
         return require_valid(self.regmap, self.generation.compile(self.regmap, self.name, graph, nodes, inputs,
                                                                   outputs, mesa_compat))
+
+    def encodable(self, graph: Graph) -> list[int] | None:
+        """Nodes the generation's encoder writes although it claims none (a compile-only generation, no simulator
+        yet: rk3568), or None when the generation has no such list (its claims are `supported`)."""
+        nodes = getattr(self.generation, "encodable_nodes", None)
+        return None if nodes is None else list(nodes(graph, self.regmap))
 
     def internal_tensors(self, graph: Graph, nodes: list[int]) -> dict[int, int]:
         """Tensors of the partition `nodes` that its program cannot hand out (..partition.internal_tensors)."""

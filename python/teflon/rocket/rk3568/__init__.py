@@ -1,0 +1,69 @@
+"""RK3566/RK3568 generation of the rocket family (docs/hardware/rk3568.md): the register table (regs), feature and
+CBUF geometry (layout), weight packing (weights), channel groups and row bands (split), the 133-word conv task and
+its delta tasks (stream), the PPU pool task (pool), the DPU-only ADD (add), the encoder (encoder) and its claims
+(support: none until a simulator runs the generation's programs).
+
+Generation interface (used by teflon.rocket only): `supported(graph, regmap)`, `lower(graph, nodes, outputs)` and
+`compile(regmap, device, graph, nodes, inputs, outputs, mesa_compat)`; `mesa_compat` changes nothing (no Mesa
+encoder for the RK3568 upstream).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...hw.regmap import RegMap
+from ...ir import Graph
+from ...program import Program
+
+
+def cbuf_weight_bytes() -> int:
+    """Weight bytes the CBUF keeps beside the smallest data area (one bank of eight)."""
+    from .layout import BANK_BYTES, CBUF_BANKS
+
+    return (CBUF_BANKS - 1) * BANK_BYTES
+
+
+def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
+    from .support import supported as _supported
+
+    return _supported(graph, regmap)
+
+
+def encodable_nodes(graph: Graph, regmap: RegMap) -> list[int]:
+    """The nodes the encoder writes, each as a partition of its own (support.py says why the others are not)."""
+    from .support import encodable
+
+    return [op.index for op in graph.operations if encodable(graph, regmap, op.index).startswith("the encoder")]
+
+
+def compile(regmap: RegMap, device: str, graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int],
+            mesa_compat: bool = False) -> Program:
+    from .encoder import compile_ops
+
+    del mesa_compat
+    return compile_ops(regmap, device, lower(graph, nodes, outputs), inputs, outputs)
+
+
+def lower(graph: Graph, nodes: list[int], outputs: list[int] | None = None) -> list[Any]:
+    """The partition's operations in graph order: per-tensor convolutions (fused RELU/RELU6 through the BN stage)
+    window pools and ADDs of two maps; anything else raises LoweringError."""
+    from ..convlike import is_conv_like, lower_conv_like
+    from ..pool import window_pool
+    from ..quantization import LoweringError
+    from .add import lower_add
+
+    del outputs
+    ops: list[Any] = []
+    for op in graph.operations:
+        if op.index not in nodes:
+            continue
+        if is_conv_like(graph, op):
+            ops.append(lower_conv_like(graph, op, per_channel=False, clamp=True))
+        elif op.kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
+            ops.append(window_pool(graph, op))
+        elif op.kind == "ADD":
+            ops.append(lower_add(graph, op))
+        else:
+            raise LoweringError(f"{op.kind} (node {op.index}) is not encoded on rk3568")
+    return ops

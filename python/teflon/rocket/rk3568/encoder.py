@@ -1,0 +1,166 @@
+"""RK3568: rocket convolutions -> teflon.program.Program (docs/hardware/rk3568.md).
+
+Buffers: `t<index>` per feature-map tensor (NC1HWC2, C2 = 8), `op<k>.weights`, `op<k>.bias` (the per-tensor BS
+stream: int32 per output channel, bias - zx_stored * sum(w - zw), padded to the declared channels), `op<k>.regcmd`.
+One job per operation: its tasks (channel groups, row bands, delta tasks: split.py, stream.py) chain in one regcmd
+buffer and rely on each other's register state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...hw.regmap import RegMap, RegMapError
+from ...program import LAYOUT_NC1HWC2, Buffer, IOBinding, OpRecord, Program
+from .. import assemble
+from ..operations import RocketConv, RocketPool
+from ..requant import bias_table, bounded_cvt, out_cvt
+from ..stream import ROLE_EW, ROLE_INPUT, ROLE_OUTPUT, ROLE_REGCMD, EncodeError, Stream, regcmd_bytes
+from . import weights
+from .add import RocketAdd, add_stream
+from .layout import ATOM, dpu_plane
+from .pool import pool_stream
+from .split import split
+from .stream import PACKED_MAX_C, Requant, conv_stream, out_channels, packed_row_bytes, task_streams
+
+
+@dataclass
+class EncodedLayer:
+    streams: list[Stream]
+    offsets: list[int]
+    weights: bytes
+    bias: bytes
+    requant: Requant
+
+
+def requant(rm: RegMap, c: RocketConv) -> Requant:
+    """OUT_CVT (Q1.14 scale, carried into the shift at 2^15: requant.out_cvt) and a fused RELU/RELU6 [IAV T51/T57]."""
+    if c.w_scales is not None:
+        raise EncodeError("per-channel weights are not encoded on rk3568 yet (the 8-byte BS stream)")
+    if c.ew is not None:
+        raise EncodeError("a fused ADD is not encoded on rk3568 yet")
+    try:
+        scale, shift = out_cvt(c.in_scale, c.w_scale, c.out_scale, 0)
+        scale, shift = bounded_cvt(scale, shift, rm.limits("DPU_OUT_CVT_SHIFT", "OUT_CVT_SHIFT")[1])
+    except ValueError as e:
+        raise EncodeError(str(e)) from e
+    # The vendor's fused activation is the BN stage on the accumulator (after the bias): ReLU at 0, ReLU6 also at
+    # round(6 / (s_in x s_w)), whether or not the output range already clips there [IAV T57; GOLD 0x12 / 0x92]. At
+    # the bound this may differ from TFLite's clamp after requantization by one LSB (rk3568.md §4).
+    if c.activation not in ("NONE", "RELU", "RELU6"):
+        raise EncodeError(f"fused {c.activation} is not encoded on rk3568")
+    relux = round(6.0 / (float(c.in_scale) * float(c.w_scale))) if c.activation == "RELU6" else None
+    if relux is not None and not 0 < relux < 1 << 31:
+        raise EncodeError(f"fused RELU6 bound {relux} outside the accumulator")
+    return Requant(scale, shift, relux, c.activation != "NONE")
+
+
+def packed_input(c: RocketConv, host_written: bool) -> bool:
+    """The vendor's first-layer path: a 3-channel uint8 graph input read as packed pixels [GOLD; IAV T46]."""
+    return host_written and c.in_c == PACKED_MAX_C and not c.depthwise and c.dtype == "uint8"
+
+
+def encode_layer(rm: RegMap, c: RocketConv, host_input: bool = False) -> EncodedLayer:
+    """The layer's tasks (split.py: channel groups, row bands, delta tasks) with its weights and BS stream; raises
+    EncodeError. Weights larger than the weight banks are fetched as the CNA goes, as the vendor programs them
+    [GOLD: 72 KiB of weights beside one weight bank; IAV T48]."""
+    if c.in_w > 2047 or c.out_w > 2047:  # 11-bit width fields [IAV T76]
+        raise EncodeError(f"map width {max(c.in_w, c.out_w)} beyond the 11-bit width fields")
+    if c.stride_w is not None and c.stride_w != c.stride:
+        raise EncodeError("different row and column strides are not encoded on rk3568 yet")
+    packed = weights.pack_depthwise(c.weights, c.w_zp) if c.depthwise else weights.pack_conv(c.weights, c.w_zp)
+    sp = split(c, len(packed))
+    rq = requant(rm, c)
+    table = np.zeros(out_channels(c), "<i4")
+    try:
+        table[:c.out_c] = bias_table(c.bias, c.weights_q, c.w_zp_q, c.in_zp, c.depthwise, 0)
+        pixels = packed_input(c, host_input)
+        streams, offsets = task_streams(rm, [conv_stream(rm, c, w, sp.data_banks, rq, pixels) for w in sp.windows])
+    except (ValueError, RegMapError) as e:
+        raise EncodeError(str(e)) from e
+    return EncodedLayer(streams, offsets, packed, table.tobytes(), rq)
+
+
+def tensor_bytes(c: int, plane: int) -> int:
+    return -(-c // ATOM) * plane * ATOM
+
+
+def binding(t: int, direction: str, c: RocketConv | RocketPool | RocketAdd, plane: int, pad: int = 0) -> IOBinding:
+    h, w, ch = (c.in_h, c.in_w, c.in_c) if direction == "in" else (c.out_h, c.out_w, c.out_c)
+    return IOBinding(t, direction, f"t{t}", c.dtype, h, w, ch, LAYOUT_NC1HWC2, ATOM, 0, w * ATOM, plane * ATOM,
+                     assemble.xor(c.dtype), pad)
+
+
+def compile_ops(rm: RegMap, device: str, convs: list[RocketConv | RocketPool | RocketAdd], inputs: list[int],
+                outputs: list[int]) -> Program:
+    """A program of operations reading partition inputs (each its own job)."""
+    prog = Program(device=device)
+    planes: dict[int, int] = {}
+    for c in convs:
+        # host-written: W x H atoms as the vendor's convolutions read graph inputs [GOLD SURF_STRIDE]; the PPU reads
+        # align4 planes [GOLD: the vendor copies a 13x13 input into one first]
+        in_plane = c.in_h * c.in_w if isinstance(c, RocketConv) else dpu_plane(c.in_h, c.in_w)
+        planes.setdefault(c.input_tensor, in_plane)
+        if isinstance(c, RocketAdd):
+            planes.setdefault(c.ew_tensor, in_plane)
+        planes[c.output_tensor] = dpu_plane(c.out_h, c.out_w)
+    produced = {c.output_tensor for c in convs}
+    for c in convs:
+        if c.input_tensor in produced or (isinstance(c, RocketAdd) and c.ew_tensor in produced):
+            raise EncodeError("an operation reading another's output is not encoded on rk3568 yet")
+    assemble.check_outputs(convs, outputs)  # type: ignore[arg-type]
+    channels = {c.input_tensor: c.in_c for c in convs} | {c.output_tensor: c.out_c for c in convs} | {
+        c.ew_tensor: c.c for c in convs if isinstance(c, RocketAdd)}
+    for t, plane in planes.items():
+        prog.add_buffer(Buffer(f"t{t}", tensor_bytes(channels[t], plane), tensor=True))
+    for k, c in enumerate(convs):
+        if isinstance(c, RocketAdd):
+            s = add_stream(rm, c)
+            names = {ROLE_INPUT: f"t{c.input_tensor}", ROLE_EW: f"t{c.ew_tensor}", ROLE_OUTPUT: f"t{c.output_tensor}",
+                     ROLE_REGCMD: f"op{k}.regcmd"}
+            assemble.add_operation(prog, names, None, None, regcmd_bytes([s], [0]), [s], [0], True,
+                                   OpRecord(c.nodes, c.kind, [], {"input_tensor": c.input_tensor,
+                                                                  "ew_tensor": c.ew_tensor,
+                                                                  "output_tensor": c.output_tensor}))
+            continue
+        if isinstance(c, RocketPool):
+            s = pool_stream(rm, c)
+            assemble.add_operation(prog, assemble.buffer_names(k, c), None, None, regcmd_bytes([s], [0]), [s], [0],
+                                   True, OpRecord(c.nodes, c.kind, [], {"input_tensor": c.input_tensor,
+                                                                        "output_tensor": c.output_tensor}))
+            continue
+        enc = encode_layer(rm, c, c.input_tensor in inputs)
+        names = assemble.buffer_names(k, c)
+        regcmd = regcmd_bytes(enc.streams, enc.offsets)
+        assemble.add_operation(prog, names, (len(enc.weights), enc.weights), enc.bias, regcmd, enc.streams, enc.offsets,
+                               True, OpRecord(c.nodes, assemble.op_kind(c), [], _op_info(c, enc)))
+    for c in convs:
+        if isinstance(c, RocketAdd):
+            for t, zp in ((c.input_tensor, c.a_zp), (c.ew_tensor, c.b_zp)):
+                if t in inputs:
+                    prog.io.append(binding(t, "in", c, planes[t], zp & 0xFF))
+            if c.output_tensor in outputs:
+                prog.io.append(binding(c.output_tensor, "out", c, planes[c.output_tensor]))
+            continue
+        if isinstance(c, RocketPool):
+            if c.input_tensor in inputs:
+                prog.io.append(binding(c.input_tensor, "in", c, planes[c.input_tensor], c.in_zp & 0xFF))
+            if c.output_tensor in outputs:
+                prog.io.append(binding(c.output_tensor, "out", c, planes[c.output_tensor]))
+            continue
+        if c.input_tensor in inputs and packed_input(c, True):  # raw uint8 pixels, the CNA subtracts 128
+            row = packed_row_bytes(c.in_w, c.in_c)
+            prog.io.append(IOBinding(c.input_tensor, "in", f"t{c.input_tensor}", c.dtype, c.in_h, c.in_w, c.in_c,
+                                     LAYOUT_NC1HWC2, c.in_c, 0, row, row * c.in_h, 0, 0))
+        elif c.input_tensor in inputs:
+            prog.io.append(binding(c.input_tensor, "in", c, planes[c.input_tensor], c.in_zp & 0xFF))
+        if c.output_tensor in outputs:
+            prog.io.append(binding(c.output_tensor, "out", c, planes[c.output_tensor]))
+    return prog
+
+
+def _op_info(c: RocketConv, enc: EncodedLayer) -> dict[str, object]:
+    return {"depthwise": c.depthwise, "per_channel": False, "out_cvt": [enc.requant.cvt_scale, enc.requant.cvt_shift],
+            "input_tensor": c.input_tensor, "output_tensor": c.output_tensor, "macs": c.macs}

@@ -1,0 +1,38 @@
+"""RK3568 feature-map and CBUF geometry (docs/hardware/rk3568.md §3): 8-channel atoms, 8 CBUF banks of 32 KiB.
+
+Feature maps are NC1HWC2 with C2 = 8: a plane of 8 channels x W x H bytes, line stride W x 8 bytes; a plane the DPU
+writes is align4(W x H) atoms (a 1x1 map keeps 1), one the host writes W x H atoms (as the vendor programs read
+graph inputs) [IAV RELOG T44/T57; GOLD].
+"""
+
+from __future__ import annotations
+
+from ..geometry import align
+
+ATOM = 8  # channels (= bytes) per feature atom: C2 [IAV T44; GOLD strides in 8-byte units]
+CBUF_BANKS = 8  # [IAV T44; FORK rkt_ml.h citing TRM Part2 §9.1]
+BANK_BYTES = 32 * 1024
+ENTRY_BYTES = 32  # one CBUF data entry [IAV T57: DATA_ENTRIES = W x ceil(C/8) / 4]
+BANK_ENTRIES = BANK_BYTES // ENTRY_BYTES
+
+
+def dpu_plane(h: int, w: int) -> int:
+    """Atoms of an output plane as the DPU writes it: align4(W x H), a single atom kept [IAV T57; GOLD]."""
+    n = h * w
+    return n if n == 1 else align(n, 4)
+
+
+def in_channels(c: int) -> int:
+    """Input channels as the CNA reads them: one 8-channel atom up to 8, else whole 16-channel pairs [GOLD: every
+    DATA_ENTRIES and WEIGHT_SIZE1 of the vendor programs]."""
+    return 8 if c <= 8 else align(c, 16)
+
+
+def data_entries(w: int, c: int) -> int:
+    """CBUF entries of one input row (DATA_ENTRIES)."""
+    return -(-w * (in_channels(c) // ATOM) // 4)
+
+
+def data_banks(w: int, h: int, c: int) -> int:
+    """Banks the input rows of a single-task layer take: the least that hold them [IAV T44; GOLD]."""
+    return -(-data_entries(w, c) * h // BANK_ENTRIES)

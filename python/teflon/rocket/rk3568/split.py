@@ -1,0 +1,92 @@
+"""How an RK3568 layer becomes tasks (docs/hardware/rk3568.md §3 "Splitting"): the vendor's choices, taken so that
+programs compare equal [GOLD; the README calls splitting a toolkit choice].
+
+- A depthwise layer whose input rows do not fit the seven data banks is first split into channel groups: the group
+  halves (down to 32 channels) until the whole map fits (56x56x128 -> two groups of 64; 112x112x64 -> 32).
+- A task whose rows still do not fit is split into row bands: each band reads as many input rows as seven banks hold
+  (rows x DATA_ENTRIES <= 7 x 1024) and computes the whole output rows they give; the next band starts at its first
+  output row's first input row. The data/weight bank split is the layer's (its largest band's).
+- Tasks run group by group, band by band; a band of the same group as the task before it reuses the CBUF weights
+  (WEIGHT_REUSE) when they fit the weight banks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..geometry import align
+from ..operations import RocketConv
+from ..stream import EncodeError
+from .layout import BANK_BYTES, BANK_ENTRIES, CBUF_BANKS, data_entries
+
+DW_MIN_GROUP = 32
+MAX_DATA_BANKS = CBUF_BANKS - 1
+
+
+@dataclass(frozen=True)
+class Window:
+    conv: RocketConv  # the task's convolution: its rows (in_h / out_h / pad_top) and channels
+    in_row0: int  # first input row of the layer it reads
+    out_row0: int
+    ch0: int  # first channel (depthwise groups; 0 otherwise)
+    reuse: bool  # the weights are still in the CBUF from the task before
+
+
+@dataclass(frozen=True)
+class Split:
+    data_banks: int
+    windows: list[Window]
+
+
+def _rows_read(c: RocketConv) -> int:
+    return min(c.in_h, (c.out_h - 1) * c.stride + c.kh - c.pad_top)
+
+
+def _group(c: RocketConv, ch0: int, n: int) -> RocketConv:
+    sl = slice(ch0, ch0 + n)
+    return replace(c, in_c=n, out_c=n, weights=c.weights[..., sl], weights_q=c.weights_q[..., sl],
+                   bias=np.asarray(c.bias)[sl])
+
+
+def _bands(c: RocketConv, max_rows: int) -> list[tuple[int, int, RocketConv]]:
+    """(first input row, first output row, band conv) of each row band."""
+    if _rows_read(c) <= max_rows:
+        return [(0, 0, c)]
+    out: list[tuple[int, int, RocketConv]] = []
+    y = 0
+    while y < c.out_h:
+        top = c.pad_top if y == 0 else 0
+        row0 = y * c.stride - c.pad_top + top  # first input row read (>= 0)
+        n = min((max_rows + top - c.kh) // c.stride + 1, c.out_h - y)
+        if n < 1:
+            raise EncodeError(f"a {c.kh}-row kernel does not fit {max_rows} CBUF rows")
+        rows = min(c.in_h - row0, (n - 1) * c.stride + c.kh - top)
+        out.append((row0, y, replace(c, in_h=rows, out_h=n, pad_top=top)))
+        y += n
+    return out
+
+
+def split(c: RocketConv, weight_bytes: int) -> Split:
+    per_row = data_entries(c.in_w, c.in_c)
+    group = c.in_c if c.depthwise else 0
+    if c.depthwise:
+        cap = MAX_DATA_BANKS * BANK_ENTRIES
+        while group > DW_MIN_GROUP and data_entries(c.in_w, align(group, DW_MIN_GROUP)) * _rows_read(c) > cap:
+            group = max(DW_MIN_GROUP, align(group // 2, DW_MIN_GROUP))
+        per_row = data_entries(c.in_w, group)
+    max_rows = MAX_DATA_BANKS * BANK_ENTRIES // per_row
+    if max_rows < 1:
+        raise EncodeError(f"one input row needs {per_row} CBUF entries (a bank holds {BANK_ENTRIES})")
+    parts = [(0, c)] if not c.depthwise or group >= c.in_c else [
+        (g0, _group(c, g0, min(group, c.in_c - g0))) for g0 in range(0, c.in_c, group)]
+    windows: list[Window] = []
+    rows_max = 0
+    for g0, gc in parts:
+        for i, (row0, y0, bc) in enumerate(_bands(gc, max_rows)):
+            rows_max = max(rows_max, _rows_read(bc))
+            windows.append(Window(bc, row0, y0, g0, i > 0))
+    banks = -(-per_row * rows_max // BANK_ENTRIES)
+    fits = weight_bytes // max(len(parts), 1) <= (CBUF_BANKS - banks) * BANK_BYTES
+    return Split(banks, [replace(w, reuse=w.reuse and fits) for w in windows])
