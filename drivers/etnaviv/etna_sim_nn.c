@@ -307,22 +307,10 @@ static int etna_v7_decode(etna_sim *sim, struct etna_nn_job *j, const uint8_t *c
                 for (int64_t z = 0; z < j->kz; z++)
                     for (int64_t k = k0; k < k0 + kn; k++) {
                         int16_t *wk = wc + k * j->taps + z * plane_taps;
-                        /* A pending zero-point run covering this whole plane of a kernel (no raw word inside it):
-                         * its weights are w - zp = 0, as calloc left them. The v7 dense depthwise form is mostly
-                         * such planes. */
-                        if (z > 0 && z < j->kz - 1 && r.z) {
-                            if (!r.run && !r.has_lit) { /* the token etna_v7_weight would read next */
-                                r.run = etna_bits_read(&r.b, r.z);
-                                r.lit = etna_bits_read(&r.b, 8);
-                                r.has_lit = 1;
-                            }
-                            if (r.run >= (unsigned)plane_taps) {
-                                r.run -= (unsigned)plane_taps;
-                                continue;
-                            }
-                        }
                         for (int64_t t = 0; t < plane_taps;) {
-                            if (r.run && (z || t)) { /* the rest of a zero-point run: weights 0, as calloc left them */
+                            /* the rest of a zero-point run at once (not before the bias word after tap 0 of plane
+                             * 0): weights 0, as calloc left them; the v7 dense depthwise form is mostly such runs */
+                            if (r.run && (z || t)) {
                                 const int64_t n = (int64_t)r.run < plane_taps - t ? (int64_t)r.run : plane_taps - t;
                                 r.run -= (unsigned)n;
                                 t += n;
@@ -741,21 +729,16 @@ static int etna_nn_kernels_build(etna_sim *sim, const struct etna_nn_job *j, int
     return 0;
 }
 
-/* One output row: acc[i * step] times the post multiplier, shifted with halves away from zero (etna_round_shift,
- * written without branches so the loop vectorizes), + the zero point, clamped to [lo, 255]. */
+/* One output row: acc[i * step] times the post multiplier, rounded by etna_round_shift, + the zero point, clamped
+ * to [lo, 255]. */
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 static void etna_requant_row(const int32_t *acc, int64_t step, int64_t n, int64_t mult, unsigned shift, int32_t ozp,
                              int32_t lo, uint8_t *restrict row)
 {
-    const int64_t half = shift ? (int64_t)1 << (shift - 1) : 0;
     for (int64_t x = 0; x < n; x++) {
-        const int64_t p = (int64_t)acc[x * step] * mult;
-        const int64_t sign = p < 0 ? -1 : 0;
-        const int64_t mag = (p ^ sign) - sign;                  /* |p| */
-        const int64_t q = (int64_t)((uint64_t)(mag + half) >> shift);
-        int64_t v = ((q ^ sign) - sign) + ozp;
+        int64_t v = etna_round_shift((int64_t)acc[x * step] * mult, shift) + ozp;
         v = v < lo ? lo : v > 255 ? 255 : v;
         row[x] = (uint8_t)v;
     }

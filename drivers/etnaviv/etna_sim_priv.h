@@ -116,13 +116,14 @@ static inline int etna_out_of_bounds(const int64_t *v, const struct etna_bounds 
 #define ETNA_FIELD4(P, F, S) { #F, 4, P##_##F##__WIDTH, S, \
                                { ETNA_PART_(P, F, 0), ETNA_PART_(P, F, 1), ETNA_PART_(P, F, 2), ETNA_PART_(P, F, 3) } }
 
-/* Rounds x / 2^shift to nearest, halves away from zero (the NN/TP rounding_mode 1 model, etnaviv-sim.md). */
+/* Rounds x / 2^shift to nearest, halves away from zero (the NN/TP rounding_mode 1 model, etnaviv-sim.md), |x| <
+ * 2^62. Written without branches (the magnitude rounded, the sign put back) so loops over it vectorize. */
 static inline int64_t etna_round_shift(int64_t x, unsigned shift)
 {
-    if (shift == 0)
-        return x;
-    int64_t half = (int64_t)1 << (shift - 1);
-    return x >= 0 ? (x + half) >> shift : -((-x + half) >> shift);
+    const int64_t sign = x < 0 ? -1 : 0;
+    const int64_t mag = (x ^ sign) - sign;
+    const int64_t q = (int64_t)((uint64_t)(mag + (((int64_t)1 << shift) >> 1)) >> shift);
+    return (q ^ sign) - sign;
 }
 
 #endif

@@ -242,10 +242,7 @@ class Net:
         y = self._like(x, shape, "squeeze")
 
         def options(fb: flatbuffers.Builder) -> int:
-            tflite.SqueezeOptionsStartSqueezeDimsVector(fb, len(dims))
-            for d in reversed(dims):
-                fb.PrependInt32(d)
-            vec = fb.EndVector()
+            vec = _int32_vector(fb, tflite.SqueezeOptionsStartSqueezeDimsVector, dims)
             tflite.SqueezeOptionsStart(fb)
             tflite.SqueezeOptionsAddSqueezeDims(fb, vec)
             return tflite.SqueezeOptionsEnd(fb)
@@ -307,10 +304,7 @@ class Net:
         dims = [int(d) for d in shape]
 
         def options(fb: flatbuffers.Builder) -> int:
-            tflite.ReshapeOptionsStartNewShapeVector(fb, len(dims))
-            for d in reversed(dims):
-                fb.PrependInt32(d)
-            vec = fb.EndVector()
+            vec = _int32_vector(fb, tflite.ReshapeOptionsStartNewShapeVector, dims)
             tflite.ReshapeOptionsStart(fb)
             tflite.ReshapeOptionsAddNewShape(fb, vec)
             return tflite.ReshapeOptionsEnd(fb)
@@ -387,6 +381,15 @@ def _pool_float(x: np.ndarray, kind: str, k: int, s: int, padding: PaddingName) 
         return _windows(x, k, s, padding, -np.inf).max(axis=(4, 5))
     ones = np.ones_like(x[..., :1])
     return _windows(x, k, s, padding, 0.0).sum(axis=(4, 5)) / _windows(ones, k, s, padding, 0.0).sum(axis=(4, 5))
+
+
+def _int32_vector(fb: flatbuffers.Builder, start: Callable[[flatbuffers.Builder, int], object],
+                  values: Sequence[int]) -> int:
+    """An options table's int32 vector (flatbuffers are built back to front)."""
+    start(fb, len(values))
+    for v in reversed(values):
+        fb.PrependInt32(int(v))
+    return fb.EndVector()
 
 
 def _mul_options(fb: flatbuffers.Builder) -> int:

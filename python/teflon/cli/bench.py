@@ -173,18 +173,19 @@ def program_counters(session: Any) -> dict[str, int | None]:
     from teflon.cli.regcmd import mesa_compat
     from teflon.compiler import target
 
-    total: dict[str, int | None] = {"tasks": 0, "submits": 0, "weight_bytes": 0, "mesa_weight_bytes": 0}
+    total: dict[str, int] = {"tasks": 0, "submits": 0, "weight_bytes": 0}
+    mesa: int | None = 0
     graph = session.capture.support[0][0] if session.capture.support else None
     for nodes, prog in session.capture.programs:
         t = target(prog.device)
         for k, v in t.counters(prog).items():
-            total[k] = (total[k] or 0) + v
-        if graph is not None and total["mesa_weight_bytes"] is not None:
+            total[k] += v
+        if graph is not None and mesa is not None:
             try:
-                total["mesa_weight_bytes"] += t.counters(mesa_compat(graph, nodes, prog))["weight_bytes"]
+                mesa += t.counters(mesa_compat(graph, nodes, prog))["weight_bytes"]
             except ValueError:  # Mesa's choices cannot compile this partition
-                total["mesa_weight_bytes"] = None
-    return total
+                mesa = None
+    return {**total, "mesa_weight_bytes": mesa}
 
 
 def fmt(v: float | None) -> str:

@@ -31,7 +31,7 @@ from .chips import Chip
 from .lower_unary import TABLE_OPS, claim_reason, is_table_binary, silu_only, table_plan
 from .nn import IMAGE_SIZE_MAX, DescriptorError, fc_factors, nn_geometry
 from .ops import KIND_NN, KIND_TP, TP_TYPES, EtnaOp
-from .pool_requant import pool_post_scale, real_multiplier
+from .pool_requant import pool_post_scale
 from .pwl_table import TableFit, fit_table
 from .requant import RequantError, conv_scale, post_scale
 from .tiling import TilingError
@@ -705,7 +705,7 @@ def _lower_avgpool(st: _Lowering, op: Operation) -> None:
               kh, kw, sh, (0, 0, 0, 0), True, False)
     # the job's real multiplier is the proven one (scales 1 and m give it exactly), its output offset the stored
     # value of TFLite's 0 (the job computes TFLite's raw result, not a requantized one)
-    fields = {"input_scale": 1.0, "output_scale": 1.0, "weight_scale": real_multiplier(ps, st.chip.version),
+    fields = {"input_scale": 1.0, "output_scale": 1.0, "weight_scale": ps.real(st.chip.version),
               "output_zero_point": shift}
     # Mesa has no pooling job to reproduce: `--mesa-compat` emits teflon's own jobs for the pool, as for the other
     # ops Mesa lacks (its convolution choices would give another job list for the same op)

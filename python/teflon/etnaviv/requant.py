@@ -24,10 +24,15 @@ class PostScale:
     multiplier: int  # fraction bits below the implicit one (15 bits on v7, 23 on v8)
     shift: int  # 7-bit right shift
 
-    def real(self, version: int) -> float:
-        """The multiplier the hardware applies (for tests and error estimates)."""
+    def integer(self, version: int) -> tuple[int, int]:
+        """(m, s): the NN engine multiplies the accumulator by m and shifts right by s (etnaviv.md §4)."""
         frac_bits = 15 if version == 7 else 23
-        return (1.0 + self.multiplier / (1 << frac_bits)) / 2.0 ** (self.shift - (15 if version == 7 else 0))
+        return (1 << frac_bits) + self.multiplier, self.shift + (0 if version == 7 else 23)
+
+    def real(self, version: int) -> float:
+        """The multiplier the hardware applies (exact in a double: at most 24 significant bits)."""
+        m, s = self.integer(version)
+        return m / 2.0**s
 
 
 def conv_scale(input_scale: float, weight_scale: float, output_scale: float) -> np.float32:
@@ -36,19 +41,20 @@ def conv_scale(input_scale: float, weight_scale: float, output_scale: float) -> 
         return np.float32(np.float32(np.float32(input_scale) * np.float32(weight_scale)) / np.float32(output_scale))
 
 
-def post_scale(scale: float, version: int, nearest: bool = False) -> PostScale:
+def post_scale(scale: float, version: int, nearest: bool = False, up: bool = False) -> PostScale:
     """post_multiplier / post_shift of an NN descriptor for the real multiplier `scale` (etnaviv.md §4).
 
     nearest=False is Mesa's: the float32 pattern of `scale`, v7 keeping the top 15 mantissa bits (truncated).
     nearest=True (teflon's default): `scale` as given (a double, computed like TFLite's multiplier) rounded to the
     nearest 15 (v7) / 23 (v8) fraction bits; truncation biases every v7 output down by up to 2^-15 relative,
-    which on a 255-step output range turns into systematic 1-LSB differences (docs/hardware/etnaviv-nn.md)."""
+    which on a 255-step output range turns into systematic 1-LSB differences (docs/hardware/etnaviv-nn.md).
+    up=True (with nearest): the smallest encodable multiplier >= `scale` instead of the nearest."""
     frac_bits = 15 if version == 7 else 23
     if nearest:
         if not scale > 0 or not math.isfinite(scale):
             raise RequantError(f"requantization scale {scale!r} is not positive and finite")
         m, e = math.frexp(scale)  # scale = m * 2^e, m in [0.5, 1): float32 exponent field e + 126
-        mant = round((2 * m - 1) * (1 << frac_bits))
+        mant = (math.ceil if up else round)((2 * m - 1) * (1 << frac_bits))
         exp = e + 126
         if mant == 1 << frac_bits:  # rounded up to the next power of two
             mant, exp = 0, exp + 1

@@ -205,17 +205,26 @@ def _slice_bounds(graph: Graph, op: Operation, shape: list[int]) -> tuple[np.nda
     return np.clip(begin, 0, dims), np.clip(end, 0, dims)
 
 
-def slice_plan(graph: Graph, op: Operation) -> PartsPlan | str:
-    """A SLICE / STRIDED_SLICE that keeps every axis but one whole, and cuts a byte range of the planar input:
-    one part of a split."""
-    if len(op.outputs) != 1 or len(op.inputs) != (3 if op.kind == "SLICE" else 4):
-        return "unexpected number of inputs/outputs"
+def _map_io(graph: Graph, op: Operation) -> tuple[Tensor, Tensor] | str:
+    """(input, output) of a one-input view node, or why it is no view: types that differ, a constant input."""
     x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     bad = _same_type([x, y], op.kind)
     if bad:
         return bad
     if x.is_constant:
         return f"{op.kind} of a constant tensor"
+    return x, y
+
+
+def slice_plan(graph: Graph, op: Operation) -> PartsPlan | str:
+    """A SLICE / STRIDED_SLICE that keeps every axis but one whole, and cuts a byte range of the planar input:
+    one part of a split."""
+    if len(op.outputs) != 1 or len(op.inputs) != (3 if op.kind == "SLICE" else 4):
+        return "unexpected number of inputs/outputs"
+    io = _map_io(graph, op)
+    if isinstance(io, str):
+        return io
+    x, y = io
     shape = [int(d) for d in x.shape]
     s4 = nhwc4(x.shape)
     if s4 is None or s4[0] != 1 or len(shape) < 2:
@@ -259,12 +268,10 @@ def reshape_plan(graph: Graph, op: Operation) -> ReshapePlan | str:
     """How a RESHAPE / SQUEEZE / EXPAND_DIMS / TRANSPOSE keeps its input's bytes, or the reason it moves them."""
     if not op.inputs or len(op.outputs) != 1:
         return "unexpected number of inputs/outputs"
-    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    bad = _same_type([x, y], op.kind)
-    if bad:
-        return bad
-    if x.is_constant:
-        return f"{op.kind} of a constant tensor"
+    io = _map_io(graph, op)
+    if isinstance(io, str):
+        return io
+    x, y = io
     sx, sy = nhwc4(x.shape), nhwc4(y.shape)
     if sx is None or sy is None:
         return f"{op.kind} of a {max(len(x.shape), len(y.shape))}-D tensor (4 dims at most)"
