@@ -1,165 +1,112 @@
-"""Vela 5.2.0 (default Regor core, ethos-u65-256) as the decision oracle for teflon's Ethos-U compiler.
+"""Compare teflon's Ethos-U65 compile of a single-op model with Vela 5.2.0's default (Regor) compile, kick by kick.
 
-`compile_raw(model)` runs `vela --output-format raw` once per model per process (cached by the model's hash) and
-returns the command words and the read-only blob. `commands(words)` decodes the words into (name, fields) with the
-field layouts of the installed Vela's U55/U65 register module (an oracle: it only reads). `kick_states` gives the
-register state in force at each compute kick. Nothing here is used by teflon itself.
+At each compute kick (NPU_OP_CONV / DEPTHWISE / POOL / ELEMENTWISE) the register state in force must be equal,
+except placement: feature-map / weight / scale / DMA addresses, weight and scale stream lengths, the weight and
+scale regions and Vela's weight DMA (Vela streams weights into fast memory, region 2; teflon reads them from the
+coefficient region 0). The decoded weight values of each kick (ethosu.mlw_codec.decode on both streams) and the
+scale records (bytes) must be equal too. Vela's per-operation API encodes teflon's weights in tests until teflon's
+own encoder is merged (`oracle_weight_encoder`).
 """
 
 from __future__ import annotations
 
-import ctypes
-import hashlib
-import struct
-import subprocess
-import sys
-import tempfile
-from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
+from dataclasses import dataclass, field
 
 import numpy as np
 
-ACCEL = "ethos-u65-256"
-KICKS = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_ELEMENTWISE")
-# Commands whose value is an address or a stream length: allowed to differ (placement / compression).
-ADDRESS_LIKE = {
-    "NPU_SET_IFM_BASE0", "NPU_SET_IFM_BASE1", "NPU_SET_IFM_BASE2", "NPU_SET_IFM_BASE3",
-    "NPU_SET_OFM_BASE0", "NPU_SET_OFM_BASE1", "NPU_SET_OFM_BASE2", "NPU_SET_OFM_BASE3",
-    "NPU_SET_IFM2_BASE0", "NPU_SET_IFM2_BASE1", "NPU_SET_IFM2_BASE2", "NPU_SET_IFM2_BASE3",
+from teflon.ethosu import program
+from teflon.ethosu.lower import Kick
+from teflon.ethosu.regs import KICKS, U65
+
+from . import tflite_graph, vela_oracle
+
+PLACEMENT = frozenset({
+    *(f"NPU_SET_{fm}_BASE{i}" for fm in ("IFM", "OFM", "IFM2") for i in range(4)),
     "NPU_SET_WEIGHT_BASE", "NPU_SET_WEIGHT_LENGTH", "NPU_SET_SCALE_BASE", "NPU_SET_SCALE_LENGTH",
+    "NPU_SET_WEIGHT_REGION", "NPU_SET_SCALE_REGION",
     "NPU_SET_WEIGHT1_BASE", "NPU_SET_WEIGHT1_LENGTH", "NPU_SET_SCALE1_BASE", "NPU_SET_SCALE1_LENGTH",
-    "NPU_SET_DMA0_SRC", "NPU_SET_DMA0_DST",
-}
+    "NPU_SET_DMA0_SRC", "NPU_SET_DMA0_DST", "NPU_SET_DMA0_LEN", "NPU_SET_DMA0_SRC_REGION",
+    "NPU_SET_DMA0_DST_REGION", "NPU_SET_DMA0_SIZE0", "NPU_SET_DMA0_SIZE1", "NPU_SET_DMA0_SKIP0",
+    "NPU_SET_DMA0_SKIP1",
+})
 
 
-def available() -> bool:
-    try:
-        import ethosu.vela  # noqa: F401
-    except ImportError:
-        return False
-    return True
+def oracle_weight_encoder(k: Kick) -> bytes:
+    from ethosu.vela import api
+
+    assert k.weights is not None and k.block is not None
+    order = api.NpuBlockTraversal.PART_KERNEL_FIRST if k.block.part_kernel and not k.depthwise else \
+        api.NpuBlockTraversal.DEPTH_FIRST
+    return bytes(api.npu_encode_weights(api.NpuAccelerator.Ethos_U65_256, k.weights.astype(np.int16), (1, 1), 8,
+                                        k.block.ofm[2], k.depthwise, order))
 
 
-@dataclass(frozen=True)
-class VelaOutput:
-    words: tuple[int, ...]  # command words, driver-actions header stripped
-    weights: bytes  # the read-only blob (region 0)
-    npz: dict
+@dataclass
+class Result:
+    kicks: tuple[int, int]  # (teflon, vela)
+    diffs: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.diffs and self.kicks[0] == self.kicks[1]
 
 
-def _strip_header(buf: bytes) -> list[int]:
-    words = list(struct.unpack(f"<{len(buf) // 4}I", buf[: len(buf) // 4 * 4]))
-    if not words or words[0] != 0x31504F43:  # "COP1"
-        return words
-    i = 1
-    while i < len(words):
-        tag = words[i]
-        kind, hi, param = tag & 0xFF, (tag >> 8) & 0xFF, tag >> 16
-        i += 1
-        if kind == 1:  # config: two register images
-            i += 2
-        elif kind == 2:  # the command stream
-            n = (hi << 16) | param
-            return words[i : i + n]
-    return []
+def _name(n: str) -> str:
+    return n.removeprefix("NPU_SET_")
 
 
-def _as_bytes(a: np.ndarray) -> bytes:
-    return bytes(a.item()) if a.dtype.kind == "S" else a.astype(np.uint8).tobytes()
+def _show(name: str, v: int | None) -> str:
+    if v is None:
+        return "-"
+    return str(U65.fields_of(U65.command(name), v))
 
 
-@cache
-def _compile_cached(model: bytes) -> VelaOutput:
-    vela = str(Path(sys.executable).with_name("vela"))
-    with tempfile.TemporaryDirectory() as td:
-        src = Path(td) / f"m{hashlib.sha256(model).hexdigest()[:12]}.tflite"
-        src.write_bytes(model)
-        subprocess.run([vela, "--accelerator-config", ACCEL, "--output-format", "raw", "--output-dir", td, str(src)],
-                       capture_output=True, text=True, check=True, cwd=td)
-        z = np.load(next(Path(td).glob("*.npz")), allow_pickle=True)
-        raw = {k: z[k] for k in z.files}
-    return VelaOutput(tuple(_strip_header(_as_bytes(raw["cmd_data"]))), _as_bytes(raw["weight_data"]), raw)
+def _streams(state: dict[str, int], blob: bytes) -> tuple[bytes | None, bytes | None]:
+    """Vela's weight and scale bytes for one kick, followed through its weight DMA when it made one."""
+    def get(base: str, length: str, region: str) -> bytes | None:
+        if base not in state:
+            return None
+        addr, n = state[base] & (1 << 40) - 1, state[length] & 0xFFFFFFFF
+        if state.get(region, 0) != 0:  # in fast memory: the DMA copied it from region 0
+            addr = addr - (state["NPU_SET_DMA0_DST"] & (1 << 40) - 1) + (state["NPU_SET_DMA0_SRC"] & (1 << 40) - 1)
+        return blob[addr:addr + n]
+
+    return (get("NPU_SET_WEIGHT_BASE", "NPU_SET_WEIGHT_LENGTH", "NPU_SET_WEIGHT_REGION"),
+            get("NPU_SET_SCALE_BASE", "NPU_SET_SCALE_LENGTH", "NPU_SET_SCALE_REGION"))
 
 
-def compile_raw(model: bytes) -> VelaOutput:
-    return _compile_cached(model)
+def compare(model: bytes) -> Result:
+    from ethosu import mlw_codec
 
-
-@cache
-def _tables() -> tuple[dict[int, str], dict[int, str], object]:
-    from ethosu.vela.ethos_u55_regs import ethos_u55_regs as regs
-
-    return ({m.value: m.name for m in regs.cmd0}, {m.value: m.name for m in regs.cmd1}, regs)
-
-
-_SKIP = ("cmd_code", "must_be_zero", "must_be_zero0", "payload_size")
-
-
-def commands(words: list[int] | tuple[int, ...]) -> list[tuple[str, dict[str, int]]]:
-    """(name, fields) per command, fields as Vela's register module lays them out (reserved bits dropped)."""
-    n0, n1, regs = _tables()
-    out = []
-    i = 0
-    while i < len(words):
-        w = words[i]
-        op, cmd1 = w & 0x3FF, bool(w & 0x4000)
-        raw = struct.pack("<I", w) + (struct.pack("<I", words[i + 1]) if cmd1 else b"")
-        i += 2 if cmd1 else 1
-        name = (n1 if cmd1 else n0).get(op, f"OP_{op:#x}")
-        cls = getattr(regs, name.lower() + "_t", None)
-        if cls is None:
-            out.append((name, {"raw": int.from_bytes(raw, "little")}))
-            continue
-        s = cls.from_buffer_copy(raw.ljust(ctypes.sizeof(cls), b"\0"))
-        out.append((name, {f[0]: int(getattr(s, f[0])) for f in cls._fields_
-                           if f[0] not in _SKIP and not f[0].startswith("reserved")}))
-    return out
-
-
-def values(words: list[int] | tuple[int, ...]) -> list[tuple[str, int]]:
-    """(name, value) per command: the 16-bit param of a cmd0, param << 32 | payload of a cmd1."""
-    n0, n1, _ = _tables()
-    out = []
-    i = 0
-    while i < len(words):
-        w = words[i]
-        op, cmd1, param = w & 0x3FF, bool(w & 0x4000), w >> 16
-        if cmd1:
-            out.append((n1.get(op, f"CMD1_{op:#x}"), param << 32 | words[i + 1]))
-            i += 2
-        else:
-            out.append((n0.get(op, f"CMD0_{op:#x}"), param))
-            i += 1
-    return out
-
-
-def kick_states(cmds: list[tuple[str, int]]) -> list[dict[str, int]]:
-    """The register state (name -> value) in force at each compute kick; the kick itself under its own name."""
-    state: dict[str, int] = {}
-    out = []
-    for name, fields in cmds:
-        if name in KICKS:
-            snap = dict(state)
-            snap[name] = fields
-            out.append(snap)
-        elif name.startswith("NPU_SET_"):
-            state[name] = fields
-    return out
-
-
-def diff_state(ours: dict[str, int], theirs: dict[str, int],
-               ignore: set[str] | frozenset[str] = frozenset(ADDRESS_LIKE)) -> list[str]:
-    """Registers whose fields differ (addresses and stream lengths ignored); a register only one side set and the
-    other left at its reset value 0 counts as equal."""
-    out = []
-    for k in sorted(set(ours) | set(theirs)):
-        if k in ignore:
-            continue
-        a, b = ours.get(k), theirs.get(k)
-        if a == b:
-            continue
-        if (a or 0) == (b or 0):
-            continue
-        out.append(f"{k}: ours {a} vela {b}")
-    return out
+    graph = tflite_graph.load(model)
+    ours = program.lower_graph(graph, [op.index for op in graph.operations], vela_compat=True,
+                               weight_encoder=oracle_weight_encoder)
+    vela = vela_oracle.compile_raw(model)
+    mine = U65.state_at_kicks(ours.words, KICKS)
+    theirs = U65.state_at_kicks(vela.words, KICKS)
+    res = Result((len(mine), len(theirs)))
+    if res.kicks[0] != res.kicks[1]:
+        res.diffs.append(f"kicks: teflon {res.kicks[0]}, vela {res.kicks[1]}")
+    for i, ((ka, a), (kb, b)) in enumerate(zip(mine, theirs)):
+        if ka != kb:
+            res.diffs.append(f"kick {i}: {ka} vs {kb}")
+        for n in sorted(set(a) | set(b)):
+            if n in PLACEMENT or a.get(n, 0) == b.get(n, 0):
+                continue
+            res.diffs.append(f"kick {i} {_name(n)}: teflon {_show(n, a.get(n))} vela {_show(n, b.get(n))}")
+        vw, vs = _streams(b, vela.read_only)
+        placed = ours.placed[i]
+        tw = ours.coeffs[placed.weights[0]:placed.weights[0] + placed.weights[1]] if placed.weights else None
+        ts = ours.coeffs[placed.scales[0]:placed.scales[0] + placed.scales[1]] if placed.scales else None
+        if (vw is None) != (tw is None):
+            res.diffs.append(f"kick {i}: weights teflon {tw is not None} vela {vw is not None}")
+        elif vw is not None and tw is not None:
+            dv, dt = np.asarray(mlw_codec.decode(bytearray(vw))), np.asarray(mlw_codec.decode(bytearray(tw)))
+            if dv.shape != dt.shape or not np.array_equal(dv, dt):
+                res.diffs.append(f"kick {i}: decoded weights differ ({dt.size} vs {dv.size} values)")
+        if vs is not None:  # Vela pads the records to 16 bytes
+            vs = vs[:len(ts or b"")]
+        if ts != vs:
+            res.diffs.append(f"kick {i}: scale records differ ({len(ts or b'')} vs {len(vs or b'')} bytes)"
+                             + (f" first record {ts[:10].hex()} vs {vs[:10].hex()}" if ts and vs else ""))
+    return res

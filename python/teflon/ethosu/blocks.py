@@ -73,7 +73,7 @@ def part_kernel_first(ifm_depth: int, kernel: tuple[int, int], ifm_bits: int = 8
     taps = kernel[0] * kernel[1]
     depth_use = ifm_depth / _round_up(ifm_depth, 32 if ifm_bits == 8 else 16)
     part_use = ifm_depth * taps / (_round_up(ifm_depth, 8) * _round_up(taps, 4 if ifm_bits == 8 else 2))
-    return part_use > depth_use
+    return part_use >= depth_use  # a tie goes to part-kernel-first (Regor; inferred from a 24-channel 3x3 compile)
 
 
 def _ifm_block_depth(ifm_depth: int, ifm_bits: int, part_kernel: bool) -> int:

@@ -1,0 +1,88 @@
+"""Requantization numbers of Ethos-U65 operations: per-channel multiplier/shift, activation clamps, pool and
+elementwise scales, and the 10-byte scale records.
+
+A scale s is stored as a 32-bit multiplier m and a 6-bit right shift n with s = m * 2**-n, m = round(f * 2**31) for
+the frexp fraction f in [0.5, 1) (docs/ethosu.md §1.3: checked against Vela's records). The scale record layout
+(40-bit bias, 32-bit multiplier, 6-bit shift, little-endian, 10 bytes) is that of Vela's `npu_encode_bias`
+(api.py). Where Regor rounds differently from a plain reading is recorded in docs/hardware/ethosu-compiler.md.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
+ROUND_TFL, ROUND_TRUNCATE, ROUND_NATURAL = 0, 1, 2  # NPU_SET_*_PRECISION round_mode (teflon.ethosu.regs)
+RECORD_BYTES = 10
+MAX_SHIFT = 63  # the 6-bit shift field
+
+
+def quantise(scale: float) -> tuple[int, int]:
+    """(multiplier, shift) with scale = multiplier * 2**-shift, multiplier a Q31 fraction in [2**30, 2**31)."""
+    if scale == 0:
+        return 0, 0
+    frac, exp = math.frexp(scale)
+    m = int(np.round(frac * (1 << 31)))  # half away from zero would differ only on an exact tie
+    if m == 1 << 31:
+        m //= 2
+        exp += 1
+    shift = 31 - exp
+    if shift > MAX_SHIFT:  # too small to represent: shrink the multiplier with the shift
+        m >>= shift - MAX_SHIFT
+        shift = MAX_SHIFT
+    if shift < 0:
+        raise ValueError(f"scale {scale} is too large for the 32-bit multiplier")
+    return m, shift
+
+
+def records(bias: np.ndarray, mults: list[int], shifts: list[int]) -> list[bytes]:
+    """One 10-byte record per channel: bias (40 bits, signed) | multiplier << 40 | shift << 72."""
+    out = []
+    for b, m, s in zip(bias.tolist(), mults, shifts):
+        if not -(1 << 39) <= b < 1 << 39:
+            raise ValueError(f"bias {b} does not fit 40 bits")
+        v = (b & ((1 << 40) - 1)) | (m << 40) | (s << 72)
+        out.append(v.to_bytes(RECORD_BYTES, "little"))
+    return out
+
+
+def conv_scale_records(bias: np.ndarray, ifm_scale: float, weight_scales: np.ndarray, ofm_scale: float,
+                       float_product: bool = False) -> list[bytes]:
+    """Scale records of a convolution: per channel s_in * s_w[c] / s_out. TFLite's kernels compute this two ways
+    and Vela follows each: int8 convolutions and per-channel fully-connected layers in double throughout
+    (reference_integer_ops / PopulateConvolutionQuantizationParams), uint8 ones and per-tensor fully-connected
+    layers with the product s_in * s_w in float32 first (GetQuantizedConvolutionMultipler). Both reproduce
+    Vela's records to the last bit (docs "Scaling")."""
+    sw = np.asarray(weight_scales, np.float32)
+    if float_product:
+        prods = (np.float32(ifm_scale) * sw).astype(np.float64)
+    else:
+        prods = float(np.float32(ifm_scale)) * sw.astype(np.float64)
+    ms, ss = [], []
+    for p in prods.tolist():
+        m, s = quantise(p / float(np.float32(ofm_scale)))
+        ms.append(m)
+        ss.append(s)
+    return records(np.asarray(bias, np.int64), ms, ss)
+
+
+def quantize_value(x: float, scale: float, zero_point: int) -> int:
+    return zero_point + round(x / scale)
+
+
+def activation_range(dtype: str, scale: float, zero_point: int, activation: str) -> tuple[int, int]:
+    lo, hi = QRANGE[dtype]
+    if activation in ("RELU", "RELU6", "RELU_N1_TO_1"):
+        lo = max(lo, quantize_value(-1.0 if activation == "RELU_N1_TO_1" else 0.0, scale, zero_point))
+    if activation in ("RELU6", "RELU_N1_TO_1"):
+        hi = min(hi, quantize_value(6.0 if activation == "RELU6" else 1.0, scale, zero_point))
+    return lo, hi
+
+
+def pool_scale(ifm_scale: float, ofm_scale: float, kind: str, taps: int) -> tuple[int, int]:
+    """NPU_SET_OFM_SCALE of a pool: unit scale when the scales agree, else s_in / s_out."""
+    if kind == "max" or np.float32(ifm_scale) == np.float32(ofm_scale):
+        return 1, 0
+    return quantise(float(np.float32(ifm_scale)) / float(np.float32(ofm_scale)))
