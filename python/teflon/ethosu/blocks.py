@@ -125,6 +125,12 @@ def find(g: OpGeometry) -> BlockConfig | None:
     space = tuple(_round_up(min(o, m), u) for o, m, u in zip(g.ofm, BLOCK_MAX, UBLOCK))
     ofm_elems = g.ofm[0] * g.ofm[1] * g.ofm[2]
     ifm_elems = g.ifm[0] * g.ifm[1] * g.ifm[2]
+    if g.kind == KIND_ELEMENTWISE:  # Regor: one block over the whole OFM when it fits (inferred, docs)
+        whole = tuple(_round_up(o, u) for o, u in zip(g.ofm, UBLOCK))
+        if all(b <= m for b, m in zip(whole, BLOCK_MAX)):
+            layout = _layout(g, whole, _ifm_block(g, whole, whole[2]), acc_bits)
+            if layout is not None:
+                return BlockConfig(whole, _ifm_block(g, whole, whole[2]), layout, False, acc_bits)
     best: BlockConfig | None = None
     best_cost, best_cover = math.inf, math.inf
     depth = max(UBLOCK[2], min(space[2], SPLIT_DEPTH))

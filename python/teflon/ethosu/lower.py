@@ -9,12 +9,14 @@ models) is in docs/hardware/ethosu-compiler.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from teflon.ethosu import blocks, quant
 from teflon.ethosu.blocks import BlockConfig, OpGeometry
+from teflon.ir import Graph, Operation
 
 Regs = dict[str, dict[str, int]]
 QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
@@ -171,7 +173,7 @@ def used_extent(in_size: int, out_size: int, kernel: int, stride: int, pad_befor
 def lower_conv(spec: ConvSpec, vela_compat: bool = False) -> list[Kick]:
     ifm, ofm = spec.ifm, spec.ofm
     oc, kh, kw, _ = spec.weights.shape
-    sy, sx = spec.stride
+    sy, sx = effective_stride(spec.stride, ofm.shape)
     kind = blocks.KIND_DEPTHWISE if spec.depthwise else blocks.KIND_CONV
     geo = OpGeometry(kind, ifm.shape, ofm.shape, (kh, kw), (sy, sx))
     cfg = blocks.find(geo)
@@ -210,6 +212,11 @@ def lower_conv(spec: ConvSpec, vela_compat: bool = False) -> list[Kick]:
     return kicks
 
 
+def effective_stride(stride: tuple[int, int], ofm_shape: tuple[int, int, int]) -> tuple[int, int]:
+    """A stride along an axis with one output is never applied: Vela writes 1 there (and plans its blocks so)."""
+    return (1 if ofm_shape[0] == 1 else stride[0], 1 if ofm_shape[1] == 1 else stride[1])
+
+
 def conv_is_buffered(geo: OpGeometry, cfg: BlockConfig) -> bool:
     """Whether Vela streams this operation's weights into fast memory (inferred from Regor's compiles: when the OFM
     takes more than one block in height x width, so the weights would be fetched more than once)."""
@@ -229,15 +236,20 @@ class PoolSpec:
 
 def lower_pool(spec: PoolSpec) -> list[Kick]:
     ifm, ofm = spec.ifm, spec.ofm
-    (kh, kw), (sy, sx) = spec.kernel, spec.stride
+    (kh, kw), (sy, sx) = spec.kernel, effective_stride(spec.stride, ofm.shape)
     cfg = blocks.find(OpGeometry(blocks.KIND_POOL, ifm.shape, ofm.shape, (kh, kw), (sy, sx)))
     if cfg is None:
         raise LoweringError("no block configuration fits")
     pt, pb = padding(ifm.shape[0], ofm.shape[0], kh, sy, spec.same)
     pl, pr = padding(ifm.shape[1], ofm.shape[1], kw, sx, spec.same)
-    scale, shift = quant.pool_scale(ifm.scale, ofm.scale, spec.kind, kh * kw)
+    padded = any((pt, pb, pl, pr))
+    scale, shift = quant.pool_scale(spec.kind, kh * kw, padded)
+    if spec.kind == "avg":  # in and out share their quantization (support.py): the average needs no zero point
+        ifm, ofm = replace(ifm, zero_point=0), replace(ofm, zero_point=0)
     r: Regs = {"NPU_SET_PARALLEL_MODE": {"cores_m1": 0}}
-    r.update(ifm_regs(ifm))
+    used = (used_extent(ifm.shape[0], ofm.shape[0], kh, sy, pt), used_extent(ifm.shape[1], ofm.shape[1], kw, sx, pl),
+            ifm.shape[2])
+    r.update(ifm_regs(ifm, used=used))
     r["NPU_SET_IFM_PRECISION"] = precision(ifm.dtype)
     r["NPU_SET_IFM_UPSCALE"] = {"mode": 0}
     r["NPU_SET_IFM_PAD_TOP"] = {"value": pt}
@@ -256,19 +268,44 @@ def lower_pool(spec: PoolSpec) -> list[Kick]:
 
 @dataclass(frozen=True)
 class EltSpec:
-    """ADD / SUB / MUL of two feature maps (the second may be broadcast or a scalar)."""
+    """ADD / SUB / MUL of a feature map with a second feature map, a per-channel constant (`const`, a (1, 1, C)
+    map in the coefficient region) or one constant value (`scalar`)."""
 
     kind: str  # "ADD", "SUB", "MUL"
     ifm: FeatureMap
-    ifm2: FeatureMap | None
+    ifm2: FeatureMap | None  # None with a scalar
     ofm: FeatureMap
     activation: str = "NONE"
-    scalar: int | None = None  # the second operand as one quantized value (then ifm2 is None)
-    reversed: bool = False  # the feature map is the second TFLite operand
+    scalar: int | None = None  # the second operand's one quantized value
+    const: bytes | None = None  # the per-channel constant's bytes (ifm2 describes it)
 
 
-def elementwise_spec(graph: object, op: object, fm: object, activation: str) -> EltSpec:
-    raise LoweringError("elementwise operations are not lowered yet")
+def elementwise_spec(graph: Graph, op: Operation, fm: Callable[..., FeatureMap], activation: str) -> EltSpec:
+    a, b = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
+    if a.is_constant:
+        raise LoweringError(f"{op.kind} with a constant first operand")
+    ifm = fm(a)
+    ofm = fm(graph.tensors[op.outputs[0]])
+    if ifm.dtype != ofm.dtype:
+        raise LoweringError(f"{op.kind} changes the type")
+    if ifm.shape[2] < MIN_ELEMENTWISE_DEPTH:
+        raise LoweringError(f"{op.kind} of {ifm.shape[2]} channels: Vela reshapes such maps (not modelled)")
+    if not b.is_constant:
+        ifm2 = fm(b)
+        if ifm2.shape != ifm.shape or ifm2.dtype != ifm.dtype:
+            raise LoweringError(f"{op.kind} of maps shaped {ifm.shape} and {ifm2.shape}: equal shapes only")
+        return EltSpec(op.kind, ifm, ifm2, ofm, activation)
+    assert b.data is not None and b.quant is not None
+    if b.dtype != ifm.dtype or not b.quant.per_tensor:
+        raise LoweringError(f"{op.kind} constant of type {b.dtype} or per-channel quantization")
+    data = b.data.reshape(-1)
+    if data.size == 1:
+        cq = FeatureMap((1, 1, 1), b.dtype, b.quant.zero_point, float(b.quant.scale))
+        return EltSpec(op.kind, ifm, cq, ofm, activation, scalar=int(data[0]))
+    if b.data.shape[-1] != ifm.shape[2] or data.size != ifm.shape[2]:
+        raise LoweringError(f"{op.kind} constant of shape {b.data.shape}: one value or one per channel only")
+    cq = FeatureMap((1, 1, data.size), b.dtype, b.quant.zero_point, float(b.quant.scale), region=REGION_COEFFS)
+    return EltSpec(op.kind, ifm, cq, ofm, activation, const=data.astype(b.dtype).tobytes())
 
 
 def lower(spec: ConvSpec | PoolSpec | EltSpec, vela_compat: bool = False) -> list[Kick]:
@@ -279,5 +316,46 @@ def lower(spec: ConvSpec | PoolSpec | EltSpec, vela_compat: bool = False) -> lis
     return lower_elementwise(spec)
 
 
+MIN_ELEMENTWISE_DEPTH = 8  # Regor reshapes elementwise operations on fewer channels (inferred; docs)
+ELEMENTWISE_MODE = {"MUL": 0, "ADD": 1, "SUB": 2}  # NPU_OP_ELEMENTWISE mode (teflon.ethosu.regs)
+
+
 def lower_elementwise(spec: EltSpec) -> list[Kick]:
-    raise LoweringError("elementwise operations are not lowered yet")
+    ifm, ifm2, ofm = spec.ifm, spec.ifm2, spec.ofm
+    assert ifm2 is not None
+    scalar = spec.scalar is not None
+    cfg = blocks.find(OpGeometry(blocks.KIND_ELEMENTWISE, ifm.shape, ofm.shape, scalar=scalar))
+    if cfg is None:
+        raise LoweringError("no block configuration fits")
+    r: Regs = {"NPU_SET_PARALLEL_MODE": {"cores_m1": 0}}
+    scale_mode = 0
+    if spec.kind == "MUL":
+        m, n = quant.mul_scale(ifm.scale, ifm2.scale, ofm.scale)
+    else:
+        opa, ofm_scale, scale_mode = quant.add_scales(ifm.scale, ifm2.scale, ofm.scale)
+        r["NPU_SET_OPA_SCALE"] = {"scale": opa[0], "shift": opa[1]}
+        r["NPU_SET_OPB_SCALE"] = {"scale": 0}
+        m, n = ofm_scale
+    r["NPU_SET_OFM_SCALE"] = {"scale": m, "shift": n}
+    r.update(ifm_regs(ifm))
+    r["NPU_SET_IFM_PRECISION"] = precision(ifm.dtype, scale_mode=scale_mode)
+    r["NPU_SET_IFM_UPSCALE"] = {"mode": 0}
+    r.update(ofm_regs(ofm))
+    r["NPU_SET_OFM_PRECISION"] = precision(ofm.dtype, scale_mode=1)
+    r.update(activation_regs(ofm, spec.activation))
+    if scalar:
+        r["NPU_SET_IFM2_SCALAR"] = {"value": spec.scalar}
+    else:
+        regs2 = ifm_regs(ifm2, "IFM2")
+        if spec.const is not None:  # a (1, 1, C) map read once per pixel: Vela gives both strides the row
+            regs2["NPU_SET_IFM2_STRIDE_X"] = regs2["NPU_SET_IFM2_STRIDE_Y"]
+        r.update(regs2)
+    r["NPU_SET_IFM2_ZERO_POINT"] = {"value": ifm2.zero_point}
+    r["NPU_SET_IFM2_PRECISION"] = precision(ifm2.dtype)
+    bh, bw = int(ifm2.shape[0] != ofm.shape[0]), int(ifm2.shape[1] != ofm.shape[1])
+    r["NPU_SET_IFM2_BROADCAST"] = {"broadcast_height": 0 if scalar else bh, "broadcast_width": 0 if scalar else bw,
+                                   "broadcast_depth": 0, "operand_order": 0, "broadcast_scalar": int(scalar)}
+    r.update(block_regs(cfg, ifm2=True))
+    r["NPU_SET_BLOCKDEP"] = {"value": 0}
+    return [Kick("NPU_OP_ELEMENTWISE", {"mode": ELEMENTWISE_MODE[spec.kind]}, r, block=cfg,
+                 info={"const": spec.const} if spec.const is not None else {})]

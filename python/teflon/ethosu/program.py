@@ -63,16 +63,13 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
     for op in ops:
         s = support.spec(graph, op)
         fms = {}
-        for name in ("ifm", "ifm2", "ofm"):
+        for name, tensor in (("ifm", op.inputs[0]), ("ifm2", op.inputs[1] if len(op.inputs) > 1 else -1),
+                             ("ofm", op.outputs[0])):
             fm = getattr(s, name, None)
-            if fm is not None:
-                tensor = op.outputs[0] if name == "ofm" else op.inputs[0 if name == "ifm" else 1]
-                if name == "ifm2" and getattr(s, "reversed", False):
-                    tensor = op.inputs[0]
-                elif name == "ifm" and getattr(s, "reversed", False):
-                    tensor = op.inputs[1]
-                h, w, c = fm.shape
-                fms[name] = _place(fm, at(tensor, h * w * c))
+            if fm is None or fm.region != REGION_ARENA or getattr(s, "scalar", None) is not None:
+                continue  # no second operand, a constant (coefficient region) or a scalar (in the command)
+            h, w, c = fm.shape
+            fms[name] = _place(fm, at(tensor, h * w * c))
         s = replace(s, **fms)
         new = lower.lower(s, vela_compat)
         kicks += new
@@ -81,6 +78,11 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
     placed = []
     for k in kicks:
         sc = wt = None
+        const = k.info.get("const")
+        if isinstance(const, bytes):  # an elementwise operand held as a constant
+            k.regs["NPU_SET_IFM2_BASE0"] = {"addr": len(coeffs)}
+            coeffs += const
+            coeffs += bytes(_align(len(coeffs)) - len(coeffs))
         if k.scales is not None:
             sc = (len(coeffs), len(k.scales))
             coeffs += k.scales

@@ -81,8 +81,31 @@ def activation_range(dtype: str, scale: float, zero_point: int, activation: str)
     return lo, hi
 
 
-def pool_scale(ifm_scale: float, ofm_scale: float, kind: str, taps: int) -> tuple[int, int]:
-    """NPU_SET_OFM_SCALE of a pool: unit scale when the scales agree, else s_in / s_out."""
-    if kind == "max" or np.float32(ifm_scale) == np.float32(ofm_scale):
+def pool_scale(kind: str, taps: int, padded: bool) -> tuple[int, int]:
+    """NPU_SET_OFM_SCALE of a pool whose input and output share their quantization. Max pool and a padded average
+    pool: unit scale (the hardware's AVERAGE divides by the taps it read). An unpadded average pool: 1 / taps as
+    (2**(31 + k) + 2**k) // taps with shift 31 + k, k = bit length of taps - 1 (the rounding Vela's records show)."""
+    if kind == "max" or padded or taps == 1:
         return 1, 0
-    return quantise(float(np.float32(ifm_scale)) / float(np.float32(ofm_scale)))
+    k = (taps - 1).bit_length()
+    return ((1 << (31 + k)) + (1 << k)) // taps, 31 + k
+
+
+ADD_INPUT_SHIFT = 20  # TFLite's 8-bit ADD/SUB left shift (reference add.h: left_shift = 20)
+
+
+def add_scales(s1: float, s2: float, so: float) -> tuple[tuple[int, int], tuple[int, int], int]:
+    """ADD/SUB as TFLite scales it: both inputs over twice the larger input scale, shifted up by 20 bits; the
+    smaller-scaled operand gets the 32-bit OPA multiplier (IFM_PRECISION scale_mode 1 = operand A, 2 = operand B;
+    B on a tie), the other goes through unscaled; the output divides by 2**20 * s_out / (2 * s_max).
+    Returns ((opa scale, shift), (ofm scale, shift), scale_mode)."""
+    a, b, o = float(np.float32(s1)), float(np.float32(s2)), float(np.float32(so))
+    hi, lo = max(a, b), min(a, b)
+    opa = quantise(lo / (2 * hi) * (1 << ADD_INPUT_SHIFT))
+    out = quantise(2 * hi / ((1 << ADD_INPUT_SHIFT) * o))
+    return opa, out, 1 if a < b else 2
+
+
+def mul_scale(s1: float, s2: float, so: float) -> tuple[int, int]:
+    """MUL: s1 * s2 / s_out, all in float32 (Vela's multipliers end in eight zero bits: a float32 mantissa)."""
+    return quantise(float(np.float32(np.float32(s1) * np.float32(s2)) / np.float32(so)))

@@ -125,8 +125,8 @@ def _pool(graph: Graph, op: Operation) -> PoolSpec:
     if kh > MAX_KERNEL or kw > MAX_KERNEL or not (1 <= sy <= MAX_STRIDE and 1 <= sx <= MAX_STRIDE):
         raise Unsupported(f"pool {kh}x{kw} stride {sy}x{sx}")
     kind = "max" if op.kind == "MAX_POOL_2D" else "avg"
-    if kind == "max" and (ifm.scale != ofm.scale or ifm.zero_point != ofm.zero_point):
-        raise Unsupported("max pool that requantizes")
+    if ifm.scale != ofm.scale or ifm.zero_point != ofm.zero_point:
+        raise Unsupported("pool that requantizes (not checked against Vela)")
     return PoolSpec(ifm, ofm, kind, (kh, kw), (sy, sx), str(op.options.get("padding", "VALID")) == "SAME",
                     _activation(op))
 
