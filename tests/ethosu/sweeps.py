@@ -36,7 +36,12 @@ SWEEP: list[Case] = [
     _conv("conv2d", 16, 16, 16, 32, 1, 1, "same", dt="uint8", seed=11),
     _conv("conv2d", 13, 15, 64, 16, 3, 2, "same", "relu", seed=12),
     _conv("conv2d", 1, 15, 1, 128, 5, 2, "same", "relu6", pc=True, seed=13),
+    _conv("conv2d", 12, 12, 16, 16, 7, 1, "same", pc=True),
+    _conv("conv2d", 12, 12, 16, 16, 2, 2, "valid", pc=True),
+    mg.ConvCase("conv2d", 10, 10, 8, 16, kernel=3, kernel_w=1, stride=1, padding="same", dtype="int8"),
+    mg.ConvCase("conv2d", 10, 10, 8, 16, kernel=1, kernel_w=5, stride=2, stride_w=1, padding="same", dtype="int8"),
     _conv("dwconv", 8, 8, 16, None, 3, 1, "same", pc=True),
+    _conv("dwconv", 12, 12, 16, None, 7, 2, "same", pc=True),
     _conv("dwconv", 8, 8, 32, None, 3, 1, "same", "relu6", pc=True, seed=1),
     _conv("dwconv", 9, 9, 24, None, 5, 2, "valid", seed=2),
     _conv("dwconv", 12, 10, 8, None, 3, 2, "same", "relu", "uint8", seed=3),
@@ -64,6 +69,7 @@ SWEEP: list[Case] = [
     mg.PoolCase(9, 9, 24, filter=3, stride=2, padding="valid", op="avg", dtype="uint8", seed=4),
     mg.PoolCase(16, 16, 32, filter=2, stride=2, op="avg", dtype="int8"),
     mg.PoolCase(12, 12, 64, filter=5, stride=1, padding="same", op="avg", dtype="uint8"),
+    mg.PoolCase(10, 10, 16, filter=4, stride=2, padding="valid", op="max", dtype="int8"),
 ]
 
 

@@ -13,9 +13,9 @@ from teflon.ethosu import lower
 from teflon.ethosu.lower import ConvSpec, EltSpec, FeatureMap, LoweringError, PoolSpec
 from teflon.ir import Graph, Operation, Tensor
 
-ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
+ACTIVATIONS = ("NONE", "RELU", "RELU6")  # the ones checked against Vela
 MAX_DIM = 65536  # the *_M1 registers are 16 bits
-MAX_STRIDE = 3  # strides beyond 3 are not checked against Vela here
+MAX_STRIDE = 2  # strides beyond 2 are not checked against Vela here
 MAX_KERNEL = 8  # one sub-kernel: larger kernels are decomposed by Vela, not here
 Spec = ConvSpec | PoolSpec | EltSpec
 
