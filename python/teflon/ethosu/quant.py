@@ -84,8 +84,9 @@ def activation_range(dtype: str, scale: float, zero_point: int, activation: str)
 def pool_scale(kind: str, taps: int, padded: bool) -> tuple[int, int]:
     """NPU_SET_OFM_SCALE of a pool whose input and output share their quantization. Max pool and a padded average
     pool: unit scale (the hardware's AVERAGE divides by the taps it read). An unpadded average pool: 1 / taps as
-    (2**(31 + k) + 2**k) // taps with shift 31 + k, k = bit length of taps - 1 (the rounding Vela's records show)."""
-    if kind == "max" or padded or taps == 1:
+    (2**(31 + k) + 2**k) // taps with shift 31 + k, k = bit length of taps - 1 (the rounding Vela's records show;
+    one tap gives (2**31 + 1, 31)). A copy (lower.copy_spec) keeps the unit scale instead."""
+    if kind == "max" or padded:
         return 1, 0
     k = (taps - 1).bit_length()
     return ((1 << (31 + k)) + (1 << k)) // taps, 31 + k

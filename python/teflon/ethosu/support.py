@@ -10,14 +10,14 @@ from __future__ import annotations
 import numpy as np
 
 from teflon.ethosu import lower
-from teflon.ethosu.lower import ConvSpec, EltSpec, FeatureMap, LoweringError, PoolSpec
+from teflon.ethosu.lower import ConcatSpec, ConvSpec, EltSpec, FeatureMap, LoweringError, PoolSpec
 from teflon.ir import Graph, Operation, Tensor
 
 ACTIVATIONS = ("NONE", "RELU", "RELU6")  # the ones checked against Vela
 MAX_DIM = 65536  # the *_M1 registers are 16 bits
 MAX_STRIDE = 2  # strides beyond 2 are not checked against Vela here
 MAX_KERNEL = 8  # one sub-kernel: larger kernels are decomposed by Vela, not here
-Spec = ConvSpec | PoolSpec | EltSpec
+Spec = ConvSpec | PoolSpec | EltSpec | ConcatSpec
 
 
 class Unsupported(LoweringError):
@@ -135,8 +135,44 @@ def _eltwise(graph: Graph, op: Operation) -> EltSpec:
     return lower.elementwise_spec(graph, op, _fm, _activation(op))
 
 
+def _same_quant(a: FeatureMap, b: FeatureMap) -> bool:
+    return a.dtype == b.dtype and a.zero_point == b.zero_point and np.float32(a.scale) == np.float32(b.scale)
+
+
+def _reshape(graph: Graph, op: Operation) -> PoolSpec:
+    """A RESHAPE on its own: a copy of the bytes (inside a partition it would be a view)."""
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if len(x.shape) != 4 or x.shape[0] != 1:
+        raise Unsupported(f"RESHAPE of a {x.shape} tensor: NHWC inputs with batch 1 only")
+    ifm = _fm(x)
+    if int(np.prod(y.shape)) != int(np.prod(x.shape)):
+        raise Unsupported("RESHAPE changes the element count")
+    ofm = _fm(y, ifm.shape)
+    if not _same_quant(ifm, ofm):
+        raise Unsupported("RESHAPE that requantizes")
+    return lower.copy_spec(ifm, ofm)
+
+
+def _concat(graph: Graph, op: Operation) -> ConcatSpec:
+    y = graph.tensors[op.outputs[0]]
+    axis = int(op.options.get("axis", -1))
+    if axis not in (3, -1) or len(y.shape) != 4:
+        raise Unsupported(f"CONCATENATION along axis {axis}: channels of NHWC maps only")
+    ofm = _fm(y)
+    ifms = tuple(_fm(graph.tensors[t]) for t in op.inputs)
+    for fm in ifms:
+        if fm.shape[:2] != ofm.shape[:2] or not _same_quant(fm, ofm):
+            raise Unsupported("CONCATENATION inputs that requantize or differ in H x W")
+    if any(graph.tensors[t].is_constant for t in op.inputs):
+        raise Unsupported("CONCATENATION of a constant")
+    if _activation(op) != "NONE":
+        raise Unsupported("CONCATENATION with a fused activation")
+    return ConcatSpec(ifms, ofm)
+
+
 HANDLERS = {"CONV_2D": _conv, "DEPTHWISE_CONV_2D": _conv, "FULLY_CONNECTED": _fc, "MAX_POOL_2D": _pool,
-            "AVERAGE_POOL_2D": _pool, "ADD": _eltwise, "SUB": _eltwise, "MUL": _eltwise}
+            "AVERAGE_POOL_2D": _pool, "ADD": _eltwise, "SUB": _eltwise, "MUL": _eltwise, "RESHAPE": _reshape,
+            "CONCATENATION": _concat}
 
 
 def spec(graph: Graph, op: Operation) -> Spec:
