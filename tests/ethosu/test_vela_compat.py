@@ -79,3 +79,6 @@ def test_program_stream_is_in_range(case: sweeps.Case) -> None:
     assert words[0] == program.TASK_MAGIC
     assert not stream.check(words[2 + program.MAX_REGIONS:])
     assert {b.direction for b in p.io} == {"in", "out"}
+    doc = program.to_json(p)
+    assert len(doc["jobs"]) == 1 and doc["jobs"][0]["kicks"]  # type: ignore[index]
+    assert "NPU_OP_STOP" in program.disassemble(p)

@@ -137,3 +137,40 @@ def compile(graph: Graph, nodes: Sequence[int], inputs: Sequence[int], outputs: 
         kinds = [k.op for k, n in zip(c.kicks, c.nodes_of_kick) if n == node]
         p.operations.append(prog.OpRecord([node], kinds[0], [t], {"kicks": len(kinds)}))
     return p
+
+
+def task_words(p: prog.Program, task: prog.Task) -> list[int]:
+    """The command words of a task (its header dropped)."""
+    data = p.buffer(task.buffer).data or b""
+    raw = bytes(data[task.offset:task.offset + task.nbytes])
+    words = list(struct.unpack(f"<{len(raw) // 4}I", raw))
+    if not words or words[0] != TASK_MAGIC:
+        raise ValueError(f"task in {task.buffer} does not start with the ethosu task header")
+    return words[2 + MAX_REGIONS:]
+
+
+def disassemble(p: prog.Program) -> str:
+    """Every task's words by command and field (teflon.ethosu.regs)."""
+    from teflon.ethosu.regs import U65
+
+    lines = []
+    for j, job in enumerate(p.jobs):
+        for t in job.tasks:
+            lines.append(f"# job {j} task {t.buffer}+0x{t.offset:x} ({t.nbytes} bytes)")
+            lines += U65.pretty(task_words(p, t))
+    return "\n".join(lines)
+
+
+def to_json(p: prog.Program) -> dict[str, object]:
+    """`regcmd --json`: per job, the register state at each compute kick (command -> fields), which is what
+    tests/ethosu compares with Vela; plus the raw words."""
+    from teflon.ethosu.regs import KICKS, U65
+
+    jobs = []
+    for job in p.jobs:
+        for t in job.tasks:
+            words = task_words(p, t)
+            kicks = [{"op": name, "state": {n: U65.fields_of(U65.command(n), v) for n, v in state.items()}}
+                     for name, state in U65.state_at_kicks(words, KICKS)]
+            jobs.append({"buffer": t.buffer, "offset": t.offset, "kicks": kicks, "words": words})
+    return {"device": p.device, "jobs": jobs}
