@@ -3,8 +3,8 @@
 At each compute kick (NPU_OP_CONV / DEPTHWISE / POOL / ELEMENTWISE) the register state in force must be equal,
 except placement: feature-map / weight / scale / DMA addresses, weight and scale stream lengths, the weight and
 scale regions and Vela's weight DMA (Vela streams weights into fast memory, region 2; teflon reads them from the
-coefficient region 0). The decoded weight values of each kick (ethosu.mlw_codec.decode on both streams) and the
-scale records (bytes) must be equal too. Vela's per-operation API encodes teflon's weights in tests until teflon's
+coefficient region 0). The decoded weight values of each kick (ethosu.mlw_codec.decode on both streams), the
+scale records and a LUT kick's table (the bytes its DMA copies into SHRAM) must be equal too. Vela's per-operation API encodes teflon's weights in tests until teflon's
 own encoder is merged (`oracle_weight_encoder`).
 """
 
@@ -137,6 +137,12 @@ def compare(model: bytes) -> Result:
             dv, dt = np.asarray(mlw_codec.decode(bytearray(vw))), np.asarray(mlw_codec.decode(bytearray(tw)))
             if dv.shape != dt.shape or not np.array_equal(dv, dt):
                 res.diffs.append(f"kick {i}: decoded weights differ ({dt.size} vs {dv.size} values)")
+        if U65.fields_of(U65.command("NPU_SET_ACTIVATION"), b.get("NPU_SET_ACTIVATION", 0))["type"] >= 16:
+            mask = (1 << 40) - 1
+            vl = vela.read_only[b["NPU_SET_DMA0_SRC"] & mask:][:b["NPU_SET_DMA0_LEN"] & 0xFFFFFFFF]
+            tl = ours.coeffs[a.get("NPU_SET_DMA0_SRC", 0) & mask:][:a.get("NPU_SET_DMA0_LEN", 0) & 0xFFFFFFFF]
+            if vl != tl:
+                res.diffs.append(f"kick {i}: LUT differs ({tl[:8].hex()}... vs {vl[:8].hex()}...)")
         if vs is not None:  # Vela pads the records to 16 bytes
             vs = vs[:len(ts or b"")]
         if ts != vs:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from teflon import modelgen as mg
 from teflon import netgen
 
-Case = mg.ConvCase | mg.FcCase | mg.AddCase | mg.ConstOpCase | mg.PoolCase
+Case = mg.ConvCase | mg.FcCase | mg.AddCase | mg.ConstOpCase | mg.PoolCase | mg.UnaryCase
 
 
 def _conv(op: str, h: int, w: int, ci: int, co: int | None, k: int, s: int, pad: str, act: str = "none",
@@ -72,6 +72,13 @@ SWEEP: list[Case] = [
     mg.PoolCase(16, 16, 32, filter=2, stride=2, op="avg", dtype="int8"),
     mg.PoolCase(12, 12, 64, filter=5, stride=1, padding="same", op="avg", dtype="uint8"),
     mg.PoolCase(10, 10, 16, filter=4, stride=2, padding="valid", op="max", dtype="int8"),
+    mg.UnaryCase("logistic", 4, 4, 16, dtype="int8"),
+    mg.UnaryCase("logistic", 8, 8, 16, dtype="uint8"),
+    mg.UnaryCase("logistic", 4, 4, 16, dtype="int8", seed=5),
+    mg.UnaryCase("tanh", 6, 8, 24, dtype="int8"),
+    mg.UnaryCase("tanh", 3, 3, 32, dtype="uint8", seed=3),
+    mg.UnaryCase("leakyrelu", 4, 4, 16, dtype="int8"),
+    mg.UnaryCase("leakyrelu", 6, 8, 32, dtype="uint8", seed=2),
 ]
 
 
@@ -80,7 +87,7 @@ def held_out(seed: int, n: int) -> list[Case]:
     rnd = random.Random(seed)
     out: list[Case] = []
     while len(out) < n:
-        kind = rnd.choice(["conv2d", "conv2d", "dwconv", "fc", "add", "const", "pool"])
+        kind = rnd.choice(["conv2d", "conv2d", "dwconv", "fc", "add", "const", "pool", "lut"])
         dt = rnd.choice(["int8", "int8", "uint8"])
         act = rnd.choice(["none", "relu", "relu6"])
         sd = 100 + len(out)
@@ -93,6 +100,8 @@ def held_out(seed: int, n: int) -> list[Case]:
             out.append(_conv(kind, h, w, rnd.choice([1, 3, 8, 16, 32]) if kind == "conv2d" else c,
                              rnd.choice([8, 16, 24, 32, 64]), k, s, pad, act, dt,
                              dt == "int8" and rnd.random() < 0.6, sd))
+        elif kind == "lut":
+            out.append(mg.UnaryCase(rnd.choice(["logistic", "tanh", "leakyrelu"]), h, w, c, dtype=dt, seed=sd))  # type: ignore[arg-type]
         elif kind == "fc":
             out.append(mg.FcCase(rnd.choice([16, 32, 64, 100, 256]), rnd.choice([8, 10, 16, 64, 128]), dtype=dt,  # type: ignore[arg-type]
                                  per_channel=dt == "int8" and rnd.random() < 0.5, activation=act, seed=sd))  # type: ignore[arg-type]

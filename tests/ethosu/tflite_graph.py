@@ -20,7 +20,8 @@ def _options(kind: str, op: tflite.Operator) -> dict[str, object]:
     cls = {"CONV_2D": tflite.Conv2DOptions, "DEPTHWISE_CONV_2D": tflite.DepthwiseConv2DOptions,
            "ADD": tflite.AddOptions, "SUB": tflite.SubOptions, "MUL": tflite.MulOptions,
            "FULLY_CONNECTED": tflite.FullyConnectedOptions, "AVERAGE_POOL_2D": tflite.Pool2DOptions,
-           "MAX_POOL_2D": tflite.Pool2DOptions, "CONCATENATION": tflite.ConcatenationOptions}.get(kind)
+           "MAX_POOL_2D": tflite.Pool2DOptions, "CONCATENATION": tflite.ConcatenationOptions,
+           "LEAKY_RELU": tflite.LeakyReluOptions}.get(kind)
     if cls is None:
         return {}
     o = cls()
@@ -35,6 +36,8 @@ def _options(kind: str, op: tflite.Operator) -> dict[str, object]:
                    "DilationHFactor": "dilation_h", "DepthMultiplier": "depth_multiplier",
                    "FilterWidth": "filter_w", "FilterHeight": "filter_h", "Axis": "axis"}[name]
             out[key] = int(getattr(o, name)())
+    if hasattr(o, "Alpha"):
+        out["alpha"] = float(o.Alpha())
     if hasattr(o, "FusedActivationFunction"):
         out["activation"] = ACTIVATION.get(int(o.FusedActivationFunction()), "UNKNOWN")
     return out

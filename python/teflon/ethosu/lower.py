@@ -61,6 +61,8 @@ class Kick:
     block: BlockConfig | None = None
     depthwise: bool = False
     info: dict[str, object] = field(default_factory=dict)
+    pre: list[tuple[str, dict[str, int]]] = field(default_factory=list)  # commands before the registers (DMA)
+    wait: list[tuple[str, dict[str, int]]] = field(default_factory=list)  # commands right before the kick
 
 
 def _signed(dtype: str) -> int:
@@ -339,13 +341,15 @@ def elementwise_spec(graph: Graph, op: Operation, fm: Callable[..., FeatureMap],
     return EltSpec(op.kind, ifm, cq, ofm, activation, const=data.astype(b.dtype).tobytes())
 
 
-def lower(spec: ConvSpec | PoolSpec | EltSpec | ConcatSpec, vela_compat: bool = False) -> list[Kick]:
+def lower(spec: ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec, vela_compat: bool = False) -> list[Kick]:
     if isinstance(spec, ConvSpec):
         return lower_conv(spec, vela_compat)
     if isinstance(spec, PoolSpec):
         return lower_pool(spec)
     if isinstance(spec, ConcatSpec):
         return [k for part in spec.parts() for k in lower_pool(part)]
+    if isinstance(spec, LutSpec):
+        return lower_lut(spec)
     return lower_elementwise(spec)
 
 
@@ -392,3 +396,33 @@ def lower_elementwise(spec: EltSpec) -> list[Kick]:
     r["NPU_SET_BLOCKDEP"] = {"value": 0}
     return [Kick("NPU_OP_ELEMENTWISE", {"mode": ELEMENTWISE_MODE[spec.kind]}, r, block=cfg,
                  info={"const": spec.const} if spec.const is not None else {})]
+
+
+# The LUT lives in the top SHRAM banks (blocks.RESERVED_END_BANKS): Vela DMAs the 256 bytes there before the kick.
+LUT_SHRAM_ADDRESS = (blocks.TOTAL_BANKS - blocks.RESERVED_END_BANKS) * blocks.BANK_BYTES
+LUT_DMA_REGION = 3  # NPU_SET_DMA0_DST_REGION.region with internal = 1, as Vela 5.2.0 writes it for the LUT
+
+
+@dataclass(frozen=True)
+class LutSpec:
+    """LOGISTIC / TANH of an 8-bit map through a 256-entry table: an identity 1x1 AVERAGE pool (the OFM keeps the
+    IFM's zero point, so the value passes unchanged) whose activation is LUT0."""
+
+    ifm: FeatureMap
+    ofm: FeatureMap
+    table: bytes  # 256 entries, index = the input value (int8: -128..127, uint8: 0..255)
+
+
+def lower_lut(spec: LutSpec) -> list[Kick]:
+    ofm = replace(spec.ofm, zero_point=spec.ifm.zero_point)
+    k = lower_pool(PoolSpec(spec.ifm, ofm, "avg", (1, 1), (1, 1), False, "NONE", copy=True))[0]
+    k.regs["NPU_SET_ACTIVATION"] = {"type": 16, "clip_range": 0}
+    k.pre = [("NPU_SET_DMA0_SRC_REGION", {"region": REGION_COEFFS, "internal": 0, "stride_mode": 0}),
+             ("NPU_SET_DMA0_SRC", {"addr": 0}),  # the table's offset, set where the program places it
+             ("NPU_SET_DMA0_DST_REGION", {"region": LUT_DMA_REGION, "internal": 1, "stride_mode": 0}),
+             ("NPU_SET_DMA0_DST", {"addr": LUT_SHRAM_ADDRESS}),
+             ("NPU_SET_DMA0_LEN", {"length": len(spec.table)}),
+             ("NPU_OP_DMA_START", {"channel_mode": 0})]
+    k.wait = [("NPU_OP_DMA_WAIT", {"outstanding": 0, "channel": 0})]
+    k.info["lut"] = spec.table
+    return [k]

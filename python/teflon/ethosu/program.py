@@ -88,6 +88,11 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
     placed = []
     for k in kicks:
         sc = wt = None
+        lut = k.info.get("lut")
+        if isinstance(lut, bytes):  # the activation table, DMA'd into SHRAM before the kick
+            k.pre = [(n, {"addr": len(coeffs)} if n == "NPU_SET_DMA0_SRC" else f) for n, f in k.pre]
+            coeffs += lut
+            coeffs += bytes(_align(len(coeffs)) - len(coeffs))
         const = k.info.get("const")
         if isinstance(const, bytes):  # an elementwise operand held as a constant
             k.regs["NPU_SET_IFM2_BASE0"] = {"addr": len(coeffs)}

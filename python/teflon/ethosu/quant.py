@@ -10,6 +10,7 @@ the frexp fraction f in [0.5, 1) (docs/ethosu.md §1.3: checked against Vela's r
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -110,3 +111,60 @@ def add_scales(s1: float, s2: float, so: float) -> tuple[tuple[int, int], tuple[
 def mul_scale(s1: float, s2: float, so: float) -> tuple[int, int]:
     """MUL: s1 * s2 / s_out, all in float32 (Vela's multipliers end in eight zero bits: a float32 mantissa)."""
     return quantise(float(np.float32(np.float32(s1) * np.float32(s2)) / np.float32(so)))
+
+
+def lut8(dtype: str, s_in: float, zp_in: int, s_out: float, zp_out: int, fn: Callable[[np.ndarray], np.ndarray]
+         ) -> bytes:
+    """The 256-entry table of an 8-bit unary function: entry x (the input value) holds
+    clamp(round_half_away(zp_out + fn(s_in * (x - zp_in)) / s_out)), computed in double from the float32 scales
+    (the rule of Vela's convert_to_lut8, checked against its tables)."""
+    lo, hi = QRANGE[dtype]
+    x = np.arange(lo, hi + 1, dtype=np.float64)
+    y = zp_out + fn(float(np.float32(s_in)) * (x - zp_in)) / float(np.float32(s_out))
+    q = np.clip(np.sign(y) * np.floor(np.abs(y) + 0.5), lo, hi)
+    return q.astype(np.int64).astype(np.int8 if dtype == "int8" else np.uint8).tobytes()
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _tfl_multiplier(real: float) -> tuple[int, int]:
+    """TFLite's QuantizeMultiplier: (Q31 multiplier, left shift), real = m * 2**(shift - 31)."""
+    if real == 0:
+        return 0, 0
+    frac, exp = math.frexp(real)
+    m = round(frac * (1 << 31))
+    if m == 1 << 31:
+        m //= 2
+        exp += 1
+    return m, exp
+
+
+def _tfl_multiply(x: np.ndarray, m: int, shift: int) -> np.ndarray:
+    """TFLite's MultiplyByQuantizedMultiplier on int64 arrays: a rounding doubling high multiply, then a rounding
+    right shift (half away from zero)."""
+    v = x.astype(np.int64) * (1 << max(shift, 0))
+    prod = v * m
+    nudge = np.where(prod >= 0, 1 << 30, 1 - (1 << 30))
+    high = (prod + nudge) // (1 << 31)
+    high = np.where((prod + nudge) < 0, -((-(prod + nudge)) // (1 << 31)), high)  # C's truncating division
+    right = max(-shift, 0)
+    if right == 0:
+        return high
+    mask = (1 << right) - 1
+    rem = high & mask
+    threshold = (mask >> 1) + (high < 0)
+    return (high >> right) + (rem > threshold)
+
+
+def leaky_relu_lut(dtype: str, s_in: float, zp_in: int, s_out: float, zp_out: int, alpha: float) -> bytes:
+    """LEAKY_RELU's table as TFLite's integer kernel computes it: (x - zp_in) times the identity multiplier
+    s_in / s_out when not negative, times alpha * s_in / s_out when negative, plus zp_out, clamped."""
+    lo, hi = QRANGE[dtype]
+    x = np.arange(lo, hi + 1, dtype=np.int64) - zp_in
+    si, so = float(np.float32(s_in)), float(np.float32(s_out))
+    m1, e1 = _tfl_multiplier(si / so)
+    m2, e2 = _tfl_multiplier(float(np.float32(alpha)) * si / so)
+    y = np.where(x >= 0, _tfl_multiply(x, m1, e1), _tfl_multiply(x, m2, e2)) + zp_out
+    return np.clip(y, lo, hi).astype(np.int8 if dtype == "int8" else np.uint8).tobytes()

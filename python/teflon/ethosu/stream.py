@@ -40,11 +40,17 @@ def emit(kicks: Sequence[Kick], placed: Sequence[Placed]) -> list[int]:
     words: list[int] = []
     state: dict[str, int] = {}
     for k, p in zip(kicks, placed):
+        for name, fields in k.pre:
+            if not name.startswith("NPU_OP_"):
+                state[name] = U65.value(name, **fields)
+            words += U65.words(name, **fields)
         for name, fields in kick_registers(k, p).items():
             value = U65.value(name, **fields)
             if state.get(name) == value:
                 continue
             state[name] = value
+            words += U65.words(name, **fields)
+        for name, fields in k.wait:
             words += U65.words(name, **fields)
         words += U65.words(k.op, **k.op_fields)
     words += U65.words("NPU_OP_STOP", mask=0xFFFF)

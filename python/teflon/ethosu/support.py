@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from teflon.ethosu import lower
-from teflon.ethosu.lower import ConcatSpec, ConvSpec, EltSpec, FeatureMap, LoweringError, PoolSpec
+from teflon.ethosu import lower, quant
+from teflon.ethosu.lower import ConcatSpec, ConvSpec, EltSpec, FeatureMap, LoweringError, LutSpec, PoolSpec
 from teflon.ir import Graph, Operation, Tensor
 
 ACTIVATIONS = ("NONE", "RELU", "RELU6")  # the ones checked against Vela
 MAX_DIM = 65536  # the *_M1 registers are 16 bits
 MAX_STRIDE = 2  # strides beyond 2 are not checked against Vela here
 MAX_KERNEL = 8  # one sub-kernel: larger kernels are decomposed by Vela, not here
-Spec = ConvSpec | PoolSpec | EltSpec | ConcatSpec
+Spec = ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec
+LUT_FUNCTIONS = {"LOGISTIC": quant.sigmoid, "TANH": np.tanh}
 
 
 class Unsupported(LoweringError):
@@ -170,9 +171,23 @@ def _concat(graph: Graph, op: Operation) -> ConcatSpec:
     return ConcatSpec(ifms, ofm)
 
 
+def _lut(graph: Graph, op: Operation) -> LutSpec:
+    ifm = _fm(graph.tensors[op.inputs[0]])
+    ofm = _fm(graph.tensors[op.outputs[0]])
+    if ifm.dtype != ofm.dtype or ifm.shape != ofm.shape:
+        raise Unsupported(f"{op.kind} that changes type or shape")
+    if op.kind == "LEAKY_RELU":
+        table = quant.leaky_relu_lut(ifm.dtype, ifm.scale, ifm.zero_point, ofm.scale, ofm.zero_point,
+                                     float(op.options.get("alpha", 0.2)))  # type: ignore[arg-type]
+    else:
+        table = quant.lut8(ifm.dtype, ifm.scale, ifm.zero_point, ofm.scale, ofm.zero_point, LUT_FUNCTIONS[op.kind])
+    return LutSpec(ifm, ofm, table)
+
+
 HANDLERS = {"CONV_2D": _conv, "DEPTHWISE_CONV_2D": _conv, "FULLY_CONNECTED": _fc, "MAX_POOL_2D": _pool,
             "AVERAGE_POOL_2D": _pool, "ADD": _eltwise, "SUB": _eltwise, "MUL": _eltwise, "RESHAPE": _reshape,
-            "CONCATENATION": _concat}
+            "CONCATENATION": _concat, "LOGISTIC": _lut, "TANH": _lut,
+            "LEAKY_RELU": _lut}
 
 
 def spec(graph: Graph, op: Operation) -> Spec:
