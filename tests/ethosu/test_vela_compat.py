@@ -23,14 +23,10 @@ def _check(case: sweeps.Case) -> None:
 
 
 # Held-out cases where a known, documented divergence shows (docs/hardware/ethosu-compiler.md): Vela's
-# weight-buffering split (a cycle-cost decision of its scheduler), and its block choice among exactly tied
-# candidates for 1x1 pools (LUT activations, copies). Expected to differ, strictly: a fix shows as XPASS.
+# weight-buffering split, a cycle-cost decision of its scheduler. Expected to differ, strictly: a fix shows as
+# XPASS.
 SPLIT = "Vela's weight-buffering split (scheduler cost model) is not reproduced"
-TIE = "Vela's block choice among tied 1x1-pool candidates is not reproduced"
 KNOWN = {
-    "logistic-in12x11x20-i8-seed109": TIE,
-    "tanh-in12x8x20-i8-seed162": TIE,
-    "logistic-in4x16x48-i8-seed219": TIE,
     "dwconv-in9x8x48-k3-s2-same-i8pc-seed156": SPLIT,
     "dwconv-in16x16x64-k5-s1-valid-i8-seed174": SPLIT,
     "dwconv-in4x11x48-k5-s2-same-i8pc-relu6-seed196": SPLIT,

@@ -11,8 +11,9 @@ inferred by comparing compiles of single-op models (docs/hardware/ethosu-compile
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+
+import numpy as np
 
 # U65-256 (Vela architecture_features.py, accelerator_configs[Ethos_U65_256] and the SHRAM constants)
 BANK_BYTES = 1024
@@ -66,14 +67,15 @@ class OpGeometry:
 
 
 def part_kernel_first(ifm_depth: int, kernel: tuple[int, int], ifm_bits: int = 8) -> bool:
-    """Part-kernel-first traversal when it uses the MACs better than depth-first: depth-first pads the IFM depth
-    to 32 (8-bit) per pass, part-kernel pads the depth to 8 and the kernel taps to 4."""
+    """Part-kernel-first traversal when it uses the MACs at least as well as depth-first: depth-first pads the IFM
+    depth to 32 (8-bit) per pass, part-kernel pads the depth to 8 and the kernel taps to 4 (Regor
+    ChooseKernelMethod, in double; a tie goes to part-kernel-first)."""
     if ifm_depth <= 8:
         return True
     taps = kernel[0] * kernel[1]
     depth_use = ifm_depth / _round_up(ifm_depth, 32 if ifm_bits == 8 else 16)
-    part_use = ifm_depth * taps / (_round_up(ifm_depth, 8) * _round_up(taps, 4 if ifm_bits == 8 else 2))
-    return part_use >= depth_use  # a tie goes to part-kernel-first (Regor; inferred from a 24-channel 3x3 compile)
+    part_use = (ifm_depth / _round_up(ifm_depth, 8)) * (taps / _round_up(taps, 4 if ifm_bits == 8 else 2))
+    return part_use >= depth_use
 
 
 def _ifm_block_depth(ifm_depth: int, ifm_bits: int, part_kernel: bool) -> int:
@@ -113,11 +115,14 @@ def _ifm_block(g: OpGeometry, ofm_blk: tuple[int, int, int], depth: int) -> tupl
 
 
 def find(g: OpGeometry) -> BlockConfig | None:
-    """The cheapest OFM block by (IFM + weight fetches) per OFM element; ties go to the later candidate, among
-    small (<= 4x4) blocks to the one covering more of the IFM."""
+    """The cheapest OFM block by (IFM + weight fetches) per OFM element (elementwise: by OFM elements per block),
+    halved when the IFM fits twice in the block; on a tie the later candidate wins only among blocks of at most 4x4
+    that cover at least as much IFM. Costs are float32 products in Regor's order (FindBlockConfig): ties decide
+    the block, so the rounding has to be the same. A size that did not fit is not tried at larger depths."""
+    f32 = np.float32
     conv = g.kind in (KIND_CONV, KIND_DEPTHWISE)
     equal_depth = g.kind != KIND_CONV
-    part = conv and part_kernel_first(g.ifm[2], g.kernel, g.ifm_bits)
+    part = g.kind == KIND_CONV and part_kernel_first(g.ifm[2], g.kernel, g.ifm_bits)
     acc_bits = 40 if g.ifm_bits == 16 and g.kind != KIND_POOL else 32
     repeats = _div_up(g.kernel[1], SUBKERNEL_MAX[1]) * _div_up(g.kernel[0], SUBKERNEL_MAX[0])
     ifm_depth_blk = _ifm_block_depth(g.ifm[2], g.ifm_bits, part)
@@ -125,60 +130,56 @@ def find(g: OpGeometry) -> BlockConfig | None:
     space = tuple(_round_up(min(o, m), u) for o, m, u in zip(g.ofm, BLOCK_MAX, UBLOCK))
     ofm_elems = g.ofm[0] * g.ofm[1] * g.ofm[2]
     ifm_elems = g.ifm[0] * g.ifm[1] * g.ifm[2]
-    if g.kind == KIND_ELEMENTWISE:  # Regor: one block over the whole OFM when it fits (inferred, docs)
-        whole = tuple(_round_up(o, u) for o, u in zip(g.ofm, UBLOCK))
-        if all(b <= m for b, m in zip(whole, BLOCK_MAX)):
-            layout = _layout(g, whole, _ifm_block(g, whole, whole[2]), acc_bits)
-            if layout is not None:
-                return BlockConfig(whole, _ifm_block(g, whole, whole[2]), layout, False, acc_bits)
     best: BlockConfig | None = None
-    best_cost, best_cover = math.inf, math.inf
+    best_cost, best_cover = f32(np.inf), f32(np.inf)
     depth = max(UBLOCK[2], min(space[2], SPLIT_DEPTH))
     if depth < g.ofm[2]:
         depth = _round_up(depth, SPLIT_DEPTH)
+    misfit: set[tuple[int, int]] = set()
     while depth <= space[2]:
-        misfit: set[tuple[int, int]] = set()
         for h in range(UBLOCK[0], space[0] + 1, UBLOCK[0]):
             for w in range(UBLOCK[1], space[1] + 1, UBLOCK[1]):
                 if (h, w) in misfit:
                     continue
-                ofm_blk = (h, w, depth)
-                ifm_blk = _ifm_block(g, ofm_blk, depth if equal_depth else ifm_depth_blk)
-                fit_blk = ofm_blk
-                if g.ofm[0] == 1 and g.kernel[0] == 1:  # 1-D: the accumulators of a one-row OFM (U65-256/512)
-                    fit_blk = (min(h, g.ofm[0]), w, depth)
-                layout = _layout(g, fit_blk, ifm_blk, acc_bits)
+                ifm_blk = _ifm_block(g, (h, w, depth), depth if equal_depth else ifm_depth_blk)
+                fit = (min(h, g.ofm[0]), w, depth) if g.ofm[0] == 1 and g.kernel[0] == 1 else (h, w, depth)
+                layout = _layout(g, fit, ifm_blk, acc_bits)
                 if layout is None:
-                    misfit.add((w, h))
+                    misfit.add((h, w))
                     continue
-                full = [_div_up(o, b) for o, b in zip(g.ofm, ofm_blk)]
-                frac = [o / b for o, b in zip(g.ofm, ofm_blk)]
-                # float products associated as written: equal costs decide ties, and rounding must agree
-                weights = weight_wh * g.ifm[2] * (full[1] * full[0])
-                if g.kind != KIND_DEPTHWISE:
-                    weights *= depth * frac[2]
-                ifm_fetch = (ifm_blk[1] * ifm_blk[0]) * g.ifm[2] * repeats * (frac[1] * frac[0])
-                if not equal_depth:
-                    ifm_fetch *= full[2]
-                if g.kind == KIND_ELEMENTWISE:
-                    cost = max(ofm_elems / (h * w * depth), 1)
-                else:
-                    cost = (ifm_fetch + weights) / ofm_elems
+                cost = _cost(g, fit, ifm_blk, weight_wh, repeats, equal_depth, ofm_elems, (h, w, depth))
                 if ifm_elems < ifm_blk[0] * ifm_blk[1] * ifm_blk[2] * 2:
-                    cost /= 2
+                    cost = cost / f32(2)
                 if cost > best_cost:
                     continue
                 if cost == best_cost:
-                    cover_h, cover_w = min(g.ifm[0], ifm_blk[0]), min(g.ifm[1], ifm_blk[1])
-                    cover = g.ifm[0] * g.ifm[1] / (cover_h * cover_w)
+                    cover_wh = min(g.ifm[0], ifm_blk[0]) * min(g.ifm[1], ifm_blk[1])
+                    cover = f32(g.ifm[0] * g.ifm[1]) / f32(max(cover_wh, 1))
                     if not (cover <= best_cover and h <= 4 and w <= 4):
                         continue
                     best_cover = cover
                 else:
-                    best_cover = math.inf
+                    best_cover = f32(np.inf)
                 best_cost = cost
-                best = BlockConfig(ofm_blk, ifm_blk, layout, part, acc_bits)
+                best = BlockConfig((h, w, depth), ifm_blk, layout, part, acc_bits)
         depth += UBLOCK[2]
         if depth < g.ofm[2]:
             depth = _round_up(depth, SPLIT_DEPTH)
     return best
+
+
+def _cost(g: OpGeometry, blk: tuple[int, int, int], ifm_blk: tuple[int, int, int], weight_wh: int, repeats: int,
+          equal_depth: bool, ofm_elems: int, searched: tuple[int, int, int]) -> np.float32:
+    """Fetches per OFM element of one candidate, in float32 as Regor evaluates them."""
+    f32 = np.float32
+    if g.kind == KIND_ELEMENTWISE:
+        return f32(ofm_elems) / f32(searched[0] * searched[1] * searched[2])
+    full = [_div_up(o, b) for o, b in zip(g.ofm, blk)]
+    bh, bw, bc = (f32(o) / f32(b) for o, b in zip(g.ofm, blk))
+    weights = f32(weight_wh * g.ifm[2] * full[0] * full[1])
+    if g.kind != KIND_DEPTHWISE:
+        weights = weights * (bc * f32(blk[2]))
+    ifm_fetch = f32(ifm_blk[0] * ifm_blk[1] * g.ifm[2] * repeats) * bw * bh
+    if not equal_depth:
+        ifm_fetch = ifm_fetch * f32(full[2])
+    return (ifm_fetch + weights) / f32(ofm_elems)
