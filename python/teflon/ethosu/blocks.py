@@ -3,10 +3,11 @@ buffers and accumulators sit in the shared buffer (IB_END, IFM2_IB_START, AB_STA
 
 The NPU computes an OFM block (H x W x C) at a time out of an IFM block held in SHRAM; the block must fit SHRAM
 next to its accumulators. The architecture numbers (48 banks of 1 KB, 2 reserved at each end, 2x2x8 micro-blocks,
-bank granules, 64x32x128 largest block, 8x8 sub-kernel) are the U65-256 row of Vela 5.2.0's
-`architecture_features.py`; the layout arithmetic and the cost-ranked search over blocks follow the procedure of
-its `architecture_allocator.py` (written here anew). That Vela's default Regor core makes the same choices was
-inferred by comparing compiles of single-op models (docs/hardware/ethosu-compiler.md, "Block configuration").
+bank granules, 32x64x128 largest block, 8x8 sub-kernel) are the U65-256 row of Vela 5.2.0's
+`architecture_features.py`. The layout arithmetic and the cost-ranked search follow Regor's
+`ArchEthosU55::FindBlockConfig` / `TryBlockConfig` / `ChooseKernelMethod` (Vela's C++ core, read as the fact
+source; written anew here), float32 rounding included: the sweeps in tests/ethosu/test_vela_compat.py check the
+choices against Vela's compiles (docs/hardware/ethosu-compiler.md, "Block configuration").
 """
 
 from __future__ import annotations
