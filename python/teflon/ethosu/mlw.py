@@ -1,0 +1,651 @@
+"""The Ethos-U55/U65 compressed weight stream ("mlw"): encoder and reference decoder.
+
+Format: docs/hardware/ethosu-weights.md §2 (written from Arm's codec as shipped in Mesa and Vela; clean room).
+A stream carries signed values -255..255 (weights minus their zero point, in brick order: teflon.ethosu.bricks)
+as slices of Golomb-Rice (GRC) coded palette/direct indices, ends with an end-of-stream marker and is padded to
+a multiple of 16 bytes.
+
+`encode(values)` writes a stream. It chooses, per stream, a palette (up to 32 most frequent values) or none and
+whether zeros travel as GRC-coded zero runs; it cuts the stream into slices by a dynamic programme over
+fixed-size segments, each slice with the cheapest of the 13 weight GRC settings (divisor 0..5 plain or
+truncated, or uncompressed). `encode(values, uncompressed=True)` writes plain fixed-width indices instead.
+Everything that touches every value is vectorised; the only scalar loops run once per segment (the slice plan)
+or once per 12-symbol chunk (the zero-run interleaving).
+
+`decode(data)` is a scalar reference decoder for tests; the simulator decodes with drivers/ethosu/ethosu_mlw.c.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# Slice header field values (§2.2): ZDIV 0..3 zero-run divisor, 6 no zero runs, 7 end of stream; WDIV 0..5
+# divisor, 7 uncompressed. Mesa mlw_codec/source/ml_encoder_internal.hpp (ZDIV_DISABLE, ZDIV_EOS,
+# WDIV_UNCOMPRESSED, ETHOSU_SLICELEN_BITS).
+ZDIV_DISABLE = 6
+ZDIV_EOS = 7
+WDIV_UNCOMPRESSED = 7
+SLICELEN_BITS = 15
+MAX_SLICE = 1 << SLICELEN_BITS  # SLICELEN holds the weight count minus one
+PALETTE_MAX = 32  # PALSIZE is 5 bits of size-1 (§2.3)
+DIROFS_MAX = 31  # DIROFS is 5 bits
+NEGATIVE_ZERO = 1  # the sign-magnitude code no value has: a safe filler entry
+INDEX_MAX = 511  # weight indices are 9 bits (Mesa mlw_decode.cpp: "HW supports 9bit")
+GRC_Q_MAX = 31  # largest GRC quotient Arm's encoder writes (mlw_encode.cpp search_grc_params); inferred limit
+CHUNK = 12  # unary positions per weight chunk; 8 when uncompressed wider than 5 bits (§2.4)
+STREAM_ALIGN = 16  # streams end 128-bit aligned with 0xFF (mlw_encode.cpp ml_encode_eos)
+
+# Weight GRC settings the encoder chooses from: (divisor, truncated) and None = uncompressed.
+W_CONFIGS: tuple[tuple[int, bool] | None, ...] = (*((d, False) for d in range(6)), *((d, True) for d in range(6)),
+                                                   None)
+Z_DIVS = (0, 1, 2, 3)
+SEGMENT = 256  # values per segment of the slice plan
+SLICE_COST = 36  # bits a new slice costs: its 23-bit header plus about half a chunk of padding (estimate)
+
+
+class MlwError(ValueError):
+    """A stream that does not decode."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Bit packing
+
+
+def pack(values: np.ndarray, widths: np.ndarray) -> tuple[bytes, int]:
+    """Fields back to back, LSB first (stream bit k is bit k % 8 of byte k // 8); widths <= 32.
+
+    Fields are in stream order, so each 64-bit word's fields are contiguous: np.add.reduceat adds them (no
+    overlap: adding is OR-ing), and the part of a field that spills into the next word is added there."""
+    widths = np.asarray(widths, dtype=np.int64)
+    values = np.asarray(values).astype(np.uint64) & ((np.uint64(1) << widths.astype(np.uint64)) - np.uint64(1))
+    ends = np.cumsum(widths)
+    nbits = int(ends[-1]) if ends.size else 0
+    keep = widths > 0
+    values, widths, starts = values[keep], widths[keep], (ends - widths)[keep]
+    words = np.zeros(nbits // 64 + 2, dtype=np.uint64)
+    if values.size:
+        word = starts >> 6
+        shift = (starts & 63).astype(np.uint64)
+        low = values << shift
+        spill = (starts & 63) + widths > 64
+        high = np.where(spill, values >> np.where(spill, np.uint64(64) - shift, np.uint64(0)), np.uint64(0))
+        first = np.flatnonzero(np.diff(word, prepend=-1))
+        words[word[first]] += np.add.reduceat(low, first)
+        words[word[first] + 1] += np.add.reduceat(high, first)
+    return words.astype("<u8").tobytes()[: (nbits + 7) // 8], nbits
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Palette and indices (§2.3)
+
+
+def sign_magnitude(values: np.ndarray) -> np.ndarray:
+    """-255..255 -> the 9-bit code (|v| << 1) | (v < 0) that palette entries and direct indices use."""
+    v = np.asarray(values, dtype=np.int64)
+    return (np.abs(v) << 1) | (v < 0)
+
+
+def from_sign_magnitude(codes: np.ndarray) -> np.ndarray:
+    c = np.asarray(codes, dtype=np.int64)
+    return np.where(c & 1, -(c >> 1), c >> 1).astype(np.int16)
+
+
+@dataclass(frozen=True)
+class Palette:
+    """A stream's palette: `entries` are sign-magnitude codes (index i decodes to entries[i]); an index >= the
+    palette size decodes to the code index - size + dirofs. `bits` is PALBITS (the entry width, or without a
+    palette the uncompressed index width)."""
+
+    entries: tuple[int, ...]
+    dirofs: int
+    bits: int
+
+    @property
+    def size(self) -> int:
+        return len(self.entries)
+
+
+def _bits_for(value: int) -> int:
+    """PALBITS for entries up to `value`: 2..9 bits."""
+    return max(2, int(value).bit_length())
+
+
+def choose_palette(codes: np.ndarray, zero_runs: bool, use_palette: bool) -> Palette:
+    """The most frequent codes (zero excluded when zeros travel as runs) as a palette, or no palette."""
+    coded = codes[codes != 0] if zero_runs else codes
+    freq = np.bincount(coded, minlength=INDEX_MAX + 1)
+    used = np.flatnonzero(freq)
+    max_code = int(used[-1]) if used.size else 0
+    if not use_palette or used.size == 0:
+        dirofs = min(int(used[0]) if used.size else 0, DIROFS_MAX)
+        return Palette((), dirofs, _bits_for(max_code))
+    order = [int(c) for c in np.argsort(-freq, kind="stable")[: min(PALETTE_MAX, used.size)]]
+
+    def fits(entries: list[int]) -> tuple[bool, int]:
+        """Whether every code outside `entries` has a 9-bit direct index; and the DIROFS that gives it."""
+        rest = np.setdiff1d(used, entries)
+        dirofs = min(int(rest[0]), DIROFS_MAX) if rest.size else 0
+        return (not rest.size or int(rest[-1]) - dirofs + len(entries) <= INDEX_MAX), dirofs
+
+    size = len(order)
+    while size and not fits(order[:size])[0]:  # direct indices must stay 9-bit: shrink the palette until they do
+        size -= 1
+    entries = order[:size]
+    if size == 1:  # a palette of one is not codable (PALSIZE 0 means none): pad it with -0, which no value is
+        entries = entries + [NEGATIVE_ZERO] if fits(entries + [NEGATIVE_ZERO])[0] else []
+    dirofs = fits(entries)[1]
+    return Palette(tuple(entries), dirofs, _bits_for(max(entries)) if entries else _bits_for(max_code))
+
+
+def to_indices(codes: np.ndarray, pal: Palette) -> np.ndarray:
+    """Sign-magnitude codes -> weight indices under `pal` (every code must be in the palette or >= dirofs)."""
+    lut = np.full(INDEX_MAX + 1, -1, dtype=np.int64)
+    direct = np.arange(INDEX_MAX + 1) - pal.dirofs + pal.size
+    lut[pal.dirofs:] = direct[pal.dirofs:]
+    lut[list(pal.entries)[::-1]] = np.arange(pal.size)[::-1]  # first (most frequent) wins on a duplicate
+    idx = lut[codes]
+    if (idx < 0).any() or (idx > INDEX_MAX).any():
+        raise ValueError("value not codable under the palette")
+    return idx
+
+
+def uncompressed_bits(pal: Palette, idx_max: int) -> int | None:
+    """Index width of the uncompressed mode, or None when it cannot code indices up to idx_max (§2.4)."""
+    if pal.size == 0:
+        return pal.bits
+    ub = max(0, (pal.size - 1).bit_length())
+    return ub if idx_max < pal.size else None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Costs and the slice plan
+
+
+def _cost_per_value(idx: np.ndarray, cfg: tuple[int, bool] | None, ub: int | None) -> np.ndarray | None:
+    """Bits each index costs under one weight GRC setting (inf where it cannot be coded), None if unusable."""
+    if cfg is None:
+        return None if ub is None else np.full(idx.shape, float(ub))
+    div, trunc = cfg
+    q = idx >> div
+    if trunc:
+        bits = 1 + (q > 0) + div
+        return np.where(q > 2, np.inf, bits.astype(np.float64))
+    return np.where(q > GRC_Q_MAX, np.inf, (q + 1 + div).astype(np.float64))
+
+
+def plan_slices(idx: np.ndarray, ub: int | None) -> tuple[list[tuple[int, int, int]], float]:
+    """Cut the indices into slices (start, end, config number in W_CONFIGS) minimising the estimated bits.
+
+    A Viterbi pass over SEGMENT-value segments: staying on a setting is free, changing it starts a slice and
+    costs SLICE_COST. Runs longer than MAX_SLICE are cut afterwards."""
+    n = idx.size
+    nseg = -(-n // SEGMENT)
+    seg_starts = np.arange(nseg) * SEGMENT
+    cost = np.full((nseg, len(W_CONFIGS)), np.inf)
+    for c, cfg in enumerate(W_CONFIGS):
+        per = _cost_per_value(idx, cfg, ub)
+        if per is not None:
+            cost[:, c] = np.add.reduceat(per, seg_starts)
+    best = np.empty_like(cost)
+    back = np.zeros((nseg, len(W_CONFIGS)), dtype=np.int64)
+    best[0] = cost[0] + SLICE_COST
+    for s in range(1, nseg):  # one step per segment, vectorised over the settings
+        prev = best[s - 1]
+        j = int(np.argmin(prev))
+        switch = prev[j] + SLICE_COST
+        stay = prev <= switch
+        back[s] = np.where(stay, np.arange(len(W_CONFIGS)), j)
+        best[s] = np.where(stay, prev, switch) + cost[s]
+    c = int(np.argmin(best[-1]))
+    total = float(best[-1, c])
+    choice = np.empty(nseg, dtype=np.int64)
+    for s in range(nseg - 1, -1, -1):
+        choice[s] = c
+        c = int(back[s, c])
+    change = np.flatnonzero(np.diff(choice)) + 1
+    bounds = [0, *(int(x) * SEGMENT for x in change), n]
+    slices = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        for s in range(a, b, MAX_SLICE):
+            slices.append((s, min(s + MAX_SLICE, b), int(choice[a // SEGMENT])))
+    return slices, total
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Slice writers
+
+
+def _header(n: int, zdiv: int, wdiv: int, trunc: bool, pal: Palette | None) -> tuple[list[int], list[int]]:
+    vals = [zdiv, n - 1, wdiv, int(trunc), int(pal is not None)]
+    widths = [3, SLICELEN_BITS, 3, 1, 1]
+    if pal is not None:
+        vals += [pal.dirofs, max(0, pal.size - 1), pal.bits - 2, *pal.entries]
+        widths += [5, 5, 3, *([pal.bits] * pal.size)]
+    return vals, widths
+
+
+@dataclass
+class _Chunks:
+    """One slice's weight symbols as unary chunks: per chunk the WUNARY0 field, the WUNARY1 field and its width,
+    and per symbol its remainder and the chunk it completes in."""
+
+    unary0: np.ndarray
+    unary1: np.ndarray
+    unary1_len: np.ndarray
+    remainders: np.ndarray
+    done_in: np.ndarray
+    rem_bits: int
+    has_unary: bool
+    per_chunk: int
+
+
+def _weight_chunks(idx: np.ndarray, cfg: tuple[int, bool] | None, ub: int | None) -> _Chunks:
+    n = idx.size
+    if cfg is None:  # uncompressed: one position per symbol, no unary fields (§2.4)
+        assert ub is not None
+        per_chunk = 8 if ub > 5 else CHUNK
+        nchunks = -(-n // per_chunk)
+        z = np.zeros(nchunks, dtype=np.int64)
+        return _Chunks(z, z, z, idx, np.arange(n) // per_chunk, ub, False, per_chunk)
+    div, trunc = cfg
+    q = idx >> div
+    # Each position carries a code 0, 1 or 2 (unary0 = code > 0, unary1 = code > 1 where unary0 is set). A plain
+    # quotient q is q // 2 twos then q % 2; a truncated one is the single code q (§2.4).
+    npos = np.ones(n, dtype=np.int64) if trunc else q // 2 + 1
+    ends = np.cumsum(npos)
+    total = int(ends[-1])
+    nchunks = -(-total // CHUNK)
+    codes = np.zeros(nchunks * CHUNK, dtype=np.int64)
+    sym = np.repeat(np.arange(n), npos)
+    k = np.arange(total) - np.repeat(ends - npos, npos)  # position within its symbol
+    if trunc:
+        codes[:total] = q[sym]
+    else:
+        last = k == npos[sym] - 1
+        codes[:total] = np.where(last, q[sym] & 1, 2)
+    u0 = (codes > 0).reshape(nchunks, CHUNK)
+    u1 = (codes > 1).reshape(nchunks, CHUNK)
+    pow2 = np.int64(1) << np.arange(CHUNK, dtype=np.int64)
+    unary0 = (u0 * pow2).sum(axis=1)
+    rank = np.cumsum(u0, axis=1) - u0  # unary1 bits are packed over the set unary0 positions only
+    unary1 = (u1 << rank).sum(axis=1)
+    return _Chunks(unary0, unary1, u0.sum(axis=1), idx & ((1 << div) - 1), (ends - 1) // CHUNK, div, True, CHUNK)
+
+
+def _zero_chunks(runs: np.ndarray, zdiv: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Zero runs as unary chunks: (ZUNARY per chunk, chunk each run completes in, chunk width). A run r is
+    r >> zdiv ones then a zero (§2.5)."""
+    width = CHUNK if zdiv < 3 else 8
+    q = runs >> zdiv
+    ends = np.cumsum(q + 1)
+    total = int(ends[-1])
+    nchunks = -(-total // width)
+    bits = np.zeros(nchunks * width, dtype=np.int64)
+    bits[:total] = 1
+    bits[ends - 1] = 0
+    unary = (bits.reshape(nchunks, width) << np.arange(width, dtype=np.int64)).sum(axis=1)
+    return unary, (ends - 1) // width, width
+
+
+def _interleave(w: _Chunks, z: tuple[np.ndarray, np.ndarray, int] | None, zdiv: int, runs: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The slice body in stream order: per step, WUNARY0, ZUNARY, WUNARY1, then the remainders of the weight and
+    zero chunks of the step before (§2.6). Without zero runs step t is weight chunk t and the order is computed
+    directly; with them a scalar loop replays the decoder's flow control once per step and a sort interleaves."""
+    nw = w.unary0.size
+    if z is None:
+        return _plain_body(w, nw)
+    zu, zdone, zwidth = z
+    steps_w, steps_z = _zero_run_schedule(w, zu, zwidth, runs.size)
+    nsym = w.remainders.size
+    vals = [w.remainders, zu, runs & ((1 << zdiv) - 1)]
+    widths = [np.full(nsym, w.rem_bits), np.full(zu.size, zwidth), np.full(runs.size, zdiv)]
+    keys = [_key(steps_w[w.done_in] + 1, 3, np.arange(nsym)), _key(steps_z, 1, np.zeros(zu.size, np.int64)),
+            _key(steps_z[zdone] + 1, 4, np.arange(runs.size))]
+    if w.has_unary:
+        vals += [w.unary0, w.unary1]
+        widths += [np.full(nw, CHUNK), w.unary1_len]
+        keys += [_key(steps_w, 0, np.zeros(nw, np.int64)), _key(steps_w, 2, np.zeros(nw, np.int64))]
+    order = np.argsort(np.concatenate(keys), kind="stable")
+    return np.concatenate(vals)[order], np.concatenate(widths)[order]
+
+
+def _key(step: np.ndarray, slot: int, sub: np.ndarray) -> np.ndarray:
+    """Sort key of a field: its step, its slot in the step (0 WUNARY0, 1 ZUNARY, 2 WUNARY1, 3 weight
+    remainders, 4 zero-run remainders), then its order within the slot."""
+    return (step.astype(np.int64) * 5 + slot) * (1 << 32) + sub
+
+
+def _zero_run_schedule(w: _Chunks, zu: np.ndarray, zwidth: int, z_cnt: int) -> tuple[np.ndarray, np.ndarray]:
+    """The step at which each weight chunk and each zero-run chunk goes out, replaying the decoder: a step sends
+    a weight chunk while the weights lead the zero runs by fewer than 8 symbols, and a zero-run chunk while they
+    do not trail them (§2.6)."""
+    w_cnt = w.remainders.size
+    w_after = _symbols_after(w).tolist()
+    z_after = _zero_symbols_after(zu, zwidth).tolist()
+    steps_w: list[int] = []
+    steps_z: list[int] = []
+    a = b = t = wp = zp = 0
+    while wp < w_cnt or zp < z_cnt:  # one iteration per step, not per value
+        balance = wp - zp
+        w_on = balance < 8 and wp < w_cnt
+        z_on = balance >= 0 and zp < z_cnt
+        if w_on:
+            steps_w.append(t)
+            a += 1
+            wp = w_after[a]
+        if z_on:
+            steps_z.append(t)
+            b += 1
+            zp = z_after[b]
+        t += 1
+    return np.array(steps_w, dtype=np.int64), np.array(steps_z, dtype=np.int64)
+
+
+def _plain_body(w: _Chunks, nw: int) -> tuple[np.ndarray, np.ndarray]:
+    """Slice body without zero runs, placed without a sort: step t holds WUNARY0_t, WUNARY1_t, then the
+    remainders of the symbols that complete in chunk t - 1; the last step holds only remainders."""
+    nsym = w.remainders.size
+    if not w.has_unary:
+        return w.remainders, np.full(nsym, w.rem_bits)
+    before = np.searchsorted(w.done_in, np.arange(nw))  # symbols completing in chunks < t
+    t = np.arange(nw)
+    start = 2 * t + np.concatenate([[0], before[: nw - 1]])
+    c = w.done_in
+    dest = np.concatenate([start, start + 1, 2 * (c + 1) + 2 * (c + 1 < nw) + np.arange(nsym)])
+    vals = np.empty(dest.size, dtype=np.int64)
+    widths = np.empty(dest.size, dtype=np.int64)
+    vals[dest] = np.concatenate([w.unary0, w.unary1, w.remainders])
+    widths[dest] = np.concatenate([np.full(nw, CHUNK), w.unary1_len, np.full(nsym, w.rem_bits)])
+    return vals, widths
+
+
+def _symbols_after(w: _Chunks) -> np.ndarray:
+    """Weight symbols the decoder has counted after each number of chunks."""
+    counts = np.bincount(w.done_in, minlength=w.unary0.size)
+    return np.concatenate([[0], np.cumsum(counts)])
+
+
+def _zero_symbols_after(zu: np.ndarray, width: int) -> np.ndarray:
+    """Zero-run symbols counted after each number of ZUNARY chunks: every 0 bit ends one, padding included."""
+    ones = np.unpackbits(zu.astype("<u2").view(np.uint8).reshape(-1, 2), axis=1).sum(axis=1)
+    return np.concatenate([[0], np.cumsum(width - ones)])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The stream
+
+
+def _split_zero_runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(non-zero values, zero runs): runs[0] before the first non-zero value, runs[k + 1] after value k."""
+    nz = np.flatnonzero(values)
+    if nz.size == 0:
+        raise ValueError("all-zero slice")
+    gaps = np.diff(np.concatenate([[-1], nz, [values.size]])) - 1
+    return values[nz], gaps
+
+
+def _zero_run_bits(runs: np.ndarray) -> tuple[int, float]:
+    """The cheapest zero-run divisor and its estimated bits."""
+    best = (0, np.inf)
+    for d in Z_DIVS:
+        bits = float(((runs >> d) + 1 + d).sum())
+        if bits < best[1]:
+            best = (d, bits)
+    return best
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The choices `encode` made for one stream (for tests and reports)."""
+
+    zero_runs: bool
+    palette: Palette
+    slices: tuple[tuple[int, int, int], ...]
+    zdiv: int
+
+
+def _plan(values: np.ndarray) -> tuple[Plan, np.ndarray, np.ndarray | None, float]:
+    """Try palette / no palette with and without zero runs; keep the cheapest estimate."""
+    best: tuple[Plan, np.ndarray, np.ndarray | None, float] | None = None
+    variants = [False]
+    if (values == 0).mean() > 0.1 and values.any():
+        variants.append(True)
+    for zero_runs in variants:
+        if zero_runs:
+            coded, runs = _split_zero_runs(values)
+            zdiv, zbits = _zero_run_bits(runs)
+        else:
+            coded, runs, zdiv, zbits = values, None, ZDIV_DISABLE, 0.0
+        codes = sign_magnitude(coded)
+        for use_palette in (True, False):
+            pal = choose_palette(codes, zero_runs, use_palette)
+            idx = to_indices(codes, pal)
+            ub = uncompressed_bits(pal, int(idx.max()))
+            slices, bits = plan_slices(idx, ub)
+            if zero_runs:  # zero runs go with the weights, one slice per run of settings: keep one slice
+                slices = _single_slice(idx, ub)
+                bits = _slice_bits(idx, slices, ub)
+            total = bits + zbits + pal.size * pal.bits
+            if best is None or total < best[3]:
+                best = (Plan(zero_runs, pal, tuple(slices), zdiv), idx, runs, total)
+    assert best is not None
+    return best
+
+
+def _single_slice(idx: np.ndarray, ub: int | None) -> list[tuple[int, int, int]]:
+    """One setting for the whole slice (zero-run streams; longer than MAX_SLICE is refused by the caller)."""
+    costs = [np.inf if (p := _cost_per_value(idx, cfg, ub)) is None else float(p.sum()) for cfg in W_CONFIGS]
+    return [(0, idx.size, int(np.argmin(costs)))]
+
+
+def _slice_bits(idx: np.ndarray, slices: list[tuple[int, int, int]], ub: int | None) -> float:
+    total = 0.0
+    for a, b, c in slices:
+        per = _cost_per_value(idx[a:b], W_CONFIGS[c], ub)
+        total += np.inf if per is None else float(per.sum()) + SLICE_COST
+    return total
+
+
+def encode(values: np.ndarray, *, uncompressed: bool = False) -> bytes:
+    """Signed values (-255..255, brick order) -> a compressed weight stream, 16-byte aligned."""
+    v = np.asarray(values).reshape(-1).astype(np.int64)
+    if v.size == 0:
+        raise ValueError("empty weight stream")
+    if v.min() < -255 or v.max() > 255:
+        raise ValueError("weight values must be within -255..255 (weight minus zero point)")
+    if uncompressed:
+        codes = sign_magnitude(v)
+        pal = choose_palette(codes, False, False)
+        idx = to_indices(codes, pal)
+        plan = Plan(False, pal, tuple((a, min(a + MAX_SLICE, v.size), len(W_CONFIGS) - 1)
+                                      for a in range(0, v.size, MAX_SLICE)), ZDIV_DISABLE)
+        runs = None
+    else:
+        plan, idx, runs, _ = _plan(v)
+        if plan.zero_runs and idx.size > MAX_SLICE:
+            plan, idx, runs = _plan_no_zero_runs(v)
+    return _write(plan, idx, runs)
+
+
+def _plan_no_zero_runs(v: np.ndarray) -> tuple[Plan, np.ndarray, None]:
+    codes = sign_magnitude(v)
+    best = None
+    for use_palette in (True, False):
+        pal = choose_palette(codes, False, use_palette)
+        idx = to_indices(codes, pal)
+        ub = uncompressed_bits(pal, int(idx.max()))
+        slices, bits = plan_slices(idx, ub)
+        bits += pal.size * pal.bits
+        if best is None or bits < best[2]:
+            best = (Plan(False, pal, tuple(slices), ZDIV_DISABLE), idx, bits)
+    assert best is not None
+    return best[0], best[1], None
+
+
+def _write(plan: Plan, idx: np.ndarray, runs: np.ndarray | None) -> bytes:
+    pal = plan.palette
+    ub = uncompressed_bits(pal, int(idx.max()))
+    vals: list[np.ndarray] = []
+    widths: list[np.ndarray] = []
+    for k, (a, b, c) in enumerate(plan.slices):
+        cfg = W_CONFIGS[c]
+        wdiv = WDIV_UNCOMPRESSED if cfg is None else cfg[0]
+        trunc = False if cfg is None else cfg[1]
+        hv, hw = _header(b - a, plan.zdiv if plan.zero_runs else ZDIV_DISABLE, wdiv, trunc, pal if k == 0 else None)
+        vals.append(np.array(hv, dtype=np.int64))
+        widths.append(np.array(hw, dtype=np.int64))
+        w = _weight_chunks(idx[a:b], cfg, ub)
+        z = _zero_chunks(runs, plan.zdiv) if (plan.zero_runs and runs is not None) else None
+        bv, bw = _interleave(w, z, plan.zdiv, runs if runs is not None else np.zeros(0, dtype=np.int64))
+        vals.append(bv)
+        widths.append(bw)
+    vals.append(np.array([ZDIV_EOS]))
+    widths.append(np.array([3]))
+    data, nbits = pack(np.concatenate(vals), np.concatenate(widths))
+    pad_bits = (-nbits) % 8
+    out = bytearray(data)
+    if pad_bits:  # the end marker is followed by ones up to the byte boundary
+        out[-1] |= (0xFF << (8 - pad_bits)) & 0xFF
+    out += b"\xff" * ((-len(out)) % STREAM_ALIGN)
+    return bytes(out)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reference decoder (scalar; tests and tools only)
+
+
+class _Bits:
+    """LSB-first field reader that refuses to read past the end."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = bytes(data)
+        self.nbits = len(self.data) * 8
+        self.pos = 0
+
+    def left(self) -> int:
+        return self.nbits - self.pos
+
+    def read(self, width: int) -> int:
+        if width == 0:
+            return 0
+        if self.pos + width > self.nbits:
+            raise MlwError(f"stream truncated: {width}-bit field at bit {self.pos} of {self.nbits}")
+        byte = self.pos >> 3
+        chunk = int.from_bytes(self.data[byte:byte + 6], "little")
+        value = (chunk >> (self.pos & 7)) & ((1 << width) - 1)
+        self.pos += width
+        return value
+
+
+def decode(data: bytes) -> np.ndarray:
+    """A weight stream -> its int16 values. Raises MlwError on a malformed or truncated stream."""
+    bits = _Bits(data)
+    out: list[np.ndarray] = []
+    pal: Palette | None = None
+    while True:
+        if bits.left() < 3:  # the end marker may be cut short by the end of the buffer
+            break
+        zdiv = bits.read(3)
+        if zdiv == ZDIV_EOS:
+            bits.pos = (bits.pos + 7) & ~7  # byte align; 0xFF padding reads as further end markers
+            if bits.left() <= 0:
+                break
+            continue
+        values, pal = _decode_slice(bits, zdiv, pal)
+        out.append(values)
+    if not out:
+        raise MlwError("stream holds no slice")
+    return np.concatenate(out)
+
+
+def _decode_slice(bits: _Bits, zdiv: int, pal: Palette | None) -> tuple[np.ndarray, Palette]:
+    if zdiv not in (0, 1, 2, 3, ZDIV_DISABLE):
+        raise MlwError(f"bad ZDIV {zdiv}")
+    w_cnt = bits.read(SLICELEN_BITS) + 1
+    wdiv, trunc, newpal = bits.read(3), bits.read(1), bits.read(1)
+    if newpal:
+        dirofs, palsize, palbits = bits.read(5), bits.read(5), bits.read(3) + 2
+        palsize = palsize + 1 if palsize else 0
+        pal = Palette(tuple(bits.read(palbits) for _ in range(palsize)), dirofs, palbits)
+    if pal is None:
+        raise MlwError("first slice defines no palette")
+    if wdiv == WDIV_UNCOMPRESSED:
+        div = pal.bits if pal.size == 0 else max(0, (pal.size - 1).bit_length())
+        unary = False
+    elif wdiv > 5:
+        raise MlwError(f"bad WDIV {wdiv}")
+    else:
+        div, unary = wdiv, True
+    zero_runs = zdiv != ZDIV_DISABLE
+    z_cnt = (w_cnt + newpal) if zero_runs else 0
+    w_idx, z_runs = _decode_body(bits, w_cnt, z_cnt, div, bool(trunc), unary, zdiv)
+    codes = np.array([pal.entries[i] if i < pal.size else i - pal.size + pal.dirofs for i in w_idx], np.int64)
+    if (codes > INDEX_MAX).any():
+        raise MlwError("weight index decodes past 9 bits")
+    weights = from_sign_magnitude(codes)
+    if not zero_runs:
+        return weights, pal
+    runs = np.array(z_runs, dtype=np.int64)
+    lead = runs[0] if newpal else 0
+    after = runs[1:] if newpal else runs
+    pieces = [np.zeros(lead, np.int16)]
+    for k in range(w_cnt):
+        pieces += [weights[k:k + 1], np.zeros(after[k], np.int16)]
+    return np.concatenate(pieces), pal
+
+
+def _decode_body(bits: _Bits, w_cnt: int, z_cnt: int, div: int, trunc: bool, unary: bool, zdiv: int
+                 ) -> tuple[list[int], list[int]]:
+    """The chunk loop of one slice (§2.6): returns the weight indices and the zero runs."""
+    w_vals: list[int] = []
+    z_vals: list[int] = []
+    w_q: list[int] = []
+    z_q: list[int] = []
+    wq = zq = 0
+    prev_w: list[int] = []
+    prev_z: list[int] = []
+    width = 8 if (not unary and div > 5) else CHUNK
+    zwidth = CHUNK if zdiv < 3 else 8
+    while True:
+        balance = len(w_q) - len(z_q) if z_cnt else 0
+        w_on = (balance < 8 or not z_cnt) and len(w_q) < w_cnt
+        z_on = bool(z_cnt) and balance >= 0 and len(z_q) < z_cnt
+        u0 = bits.read(CHUNK) if (w_on and unary) else 0
+        new_z: list[int] = []
+        if z_on:
+            zu = bits.read(zwidth)
+            for i in range(zwidth):
+                if zu >> i & 1:
+                    zq += 1
+                else:
+                    new_z.append(zq)
+                    zq = 0
+        new_w: list[int] = []
+        if w_on:
+            n1 = bin(u0 & ((1 << width) - 1)).count("1")
+            u1 = bits.read(n1)
+            for i in range(width):
+                if len(new_w) >= w_cnt - len(w_q):
+                    break
+                code = 0
+                if u0 >> i & 1:
+                    code = 1 + (u1 & 1)
+                    u1 >>= 1
+                wq += code
+                if code < 2 or trunc:
+                    new_w.append(wq)
+                    wq = 0
+        for q in prev_w:
+            w_vals.append((q << div) + bits.read(div))
+        for q in prev_z:
+            z_vals.append((q << zdiv) + bits.read(zdiv) if zdiv else q)
+        w_q += new_w
+        z_q += new_z
+        prev_w = new_w
+        prev_z = new_z[: max(0, z_cnt - (len(z_q) - len(new_z)))]
+        if not (w_on or z_on):
+            break
+    return w_vals[:w_cnt], z_vals[:z_cnt]
