@@ -17,6 +17,7 @@ or once per 12-symbol chunk (the zero-run interleaving).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -207,7 +208,7 @@ def plan_slices(idx: np.ndarray, ub: int | None) -> tuple[list[tuple[int, int, i
     change = np.flatnonzero(np.diff(choice)) + 1
     bounds = [0, *(int(x) * SEGMENT for x in change), n]
     slices = []
-    for a, b in zip(bounds[:-1], bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         for s in range(a, b, MAX_SLICE):
             slices.append((s, min(s + MAX_SLICE, b), int(choice[a // SEGMENT])))
     return slices, total
@@ -625,7 +626,7 @@ def _decode_body(bits: _Bits, w_cnt: int, z_cnt: int, div: int, trunc: bool, una
                     zq = 0
         new_w: list[int] = []
         if w_on:
-            n1 = bin(u0 & ((1 << width) - 1)).count("1")
+            n1 = (u0 & ((1 << width) - 1)).bit_count()
             u1 = bits.read(n1)
             for i in range(width):
                 if len(new_w) >= w_cnt - len(w_q):
