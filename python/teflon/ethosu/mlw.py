@@ -17,6 +17,7 @@ or once per 12-symbol chunk (the zero-run interleaving).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -42,7 +43,9 @@ STREAM_ALIGN = 16  # streams end 128-bit aligned with 0xFF (mlw_encode.cpp ml_en
 W_CONFIGS: tuple[tuple[int, bool] | None, ...] = (*((d, False) for d in range(6)), *((d, True) for d in range(6)),
                                                    None)
 Z_DIVS = (0, 1, 2, 3)
-SEGMENT = 256  # values per segment of the slice plan
+SEGMENT = 512  # values per segment of the slice plan
+VITERBI_SETTINGS = 4  # settings the slice plan considers (the best ones for the whole stream)
+ZERO_RUN_MIN_FRACTION = 0.1  # zero runs are only tried when at least this share of the values is zero
 SLICE_COST = 36  # bits a new slice costs: its 23-bit header plus about half a chunk of padding (estimate)
 
 
@@ -55,27 +58,25 @@ class MlwError(ValueError):
 
 
 def pack(values: np.ndarray, widths: np.ndarray) -> tuple[bytes, int]:
-    """Fields back to back, LSB first (stream bit k is bit k % 8 of byte k // 8); widths <= 32.
+    """Fields back to back, LSB first (stream bit k is bit k % 8 of byte k // 8); widths <= 32 and every value
+    already within its width (non-negative, < 2**width).
 
-    Fields are in stream order, so each 64-bit word's fields are contiguous: np.add.reduceat adds them (no
+    Fields are in stream order, so each 32-bit word's fields are contiguous: np.add.reduceat adds them (no
     overlap: adding is OR-ing), and the part of a field that spills into the next word is added there."""
     widths = np.asarray(widths, dtype=np.int64)
-    values = np.asarray(values).astype(np.uint64) & ((np.uint64(1) << widths.astype(np.uint64)) - np.uint64(1))
     ends = np.cumsum(widths)
     nbits = int(ends[-1]) if ends.size else 0
-    keep = widths > 0
-    values, widths, starts = values[keep], widths[keep], (ends - widths)[keep]
-    words = np.zeros(nbits // 64 + 2, dtype=np.uint64)
-    if values.size:
-        word = starts >> 6
-        shift = (starts & 63).astype(np.uint64)
-        low = values << shift
-        spill = (starts & 63) + widths > 64
-        high = np.where(spill, values >> np.where(spill, np.uint64(64) - shift, np.uint64(0)), np.uint64(0))
+    starts = ends - widths  # zero-width fields stay: they add nothing
+    word = starts >> 5
+    # a field shifted into place within its 32-bit word fits 32 + 31 bits: split it into the two words it spans
+    placed = np.asarray(values).astype(np.uint64) << (starts & 31).astype(np.uint64)
+    words = np.zeros(nbits // 32 + 2, dtype=np.uint64)
+    if placed.size:
         first = np.flatnonzero(np.diff(word, prepend=-1))
-        words[word[first]] += np.add.reduceat(low, first)
-        words[word[first] + 1] += np.add.reduceat(high, first)
-    return words.astype("<u8").tobytes()[: (nbits + 7) // 8], nbits
+        words[word[first]] += np.add.reduceat(placed & np.uint64(0xFFFFFFFF), first)
+        words[word[first] + 1] += np.add.reduceat(placed >> np.uint64(32), first)
+    words = words.astype(np.uint32)
+    return words.astype("<u4").tobytes()[: (nbits + 7) // 8], nbits
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -84,7 +85,7 @@ def pack(values: np.ndarray, widths: np.ndarray) -> tuple[bytes, int]:
 
 def sign_magnitude(values: np.ndarray) -> np.ndarray:
     """-255..255 -> the 9-bit code (|v| << 1) | (v < 0) that palette entries and direct indices use."""
-    v = np.asarray(values, dtype=np.int64)
+    v = np.asarray(values, dtype=np.int32)
     return (np.abs(v) << 1) | (v < 0)
 
 
@@ -113,10 +114,8 @@ def _bits_for(value: int) -> int:
     return max(2, int(value).bit_length())
 
 
-def choose_palette(codes: np.ndarray, zero_runs: bool, use_palette: bool) -> Palette:
-    """The most frequent codes (zero excluded when zeros travel as runs) as a palette, or no palette."""
-    coded = codes[codes != 0] if zero_runs else codes
-    freq = np.bincount(coded, minlength=INDEX_MAX + 1)
+def choose_palette(freq: np.ndarray, use_palette: bool) -> Palette:
+    """The most frequent codes of the histogram `freq` (512 sign-magnitude codes) as a palette, or none."""
     used = np.flatnonzero(freq)
     max_code = int(used[-1]) if used.size else 0
     if not use_palette or used.size == 0:
@@ -126,9 +125,11 @@ def choose_palette(codes: np.ndarray, zero_runs: bool, use_palette: bool) -> Pal
 
     def fits(entries: list[int]) -> tuple[bool, int]:
         """Whether every code outside `entries` has a 9-bit direct index; and the DIROFS that gives it."""
-        rest = np.setdiff1d(used, entries)
-        dirofs = min(int(rest[0]), DIROFS_MAX) if rest.size else 0
-        return (not rest.size or int(rest[-1]) - dirofs + len(entries) <= INDEX_MAX), dirofs
+        rest = freq > 0
+        rest[entries] = False
+        left = np.flatnonzero(rest)
+        dirofs = min(int(left[0]), DIROFS_MAX) if left.size else 0
+        return (not left.size or int(left[-1]) - dirofs + len(entries) <= INDEX_MAX), dirofs
 
     size = len(order)
     while size and not fits(order[:size])[0]:  # direct indices must stay 9-bit: shrink the palette until they do
@@ -140,13 +141,18 @@ def choose_palette(codes: np.ndarray, zero_runs: bool, use_palette: bool) -> Pal
     return Palette(tuple(entries), dirofs, _bits_for(max(entries)) if entries else _bits_for(max_code))
 
 
-def to_indices(codes: np.ndarray, pal: Palette) -> np.ndarray:
-    """Sign-magnitude codes -> weight indices under `pal` (every code must be in the palette or >= dirofs)."""
-    lut = np.full(INDEX_MAX + 1, -1, dtype=np.int64)
-    direct = np.arange(INDEX_MAX + 1) - pal.dirofs + pal.size
-    lut[pal.dirofs:] = direct[pal.dirofs:]
+def index_lut(pal: Palette) -> np.ndarray:
+    """Sign-magnitude code -> weight index under `pal` (-1 where a code has none: below DIROFS, not in the
+    palette)."""
+    lut = np.full(INDEX_MAX + 1, -1, dtype=np.int32)
+    lut[pal.dirofs:] = np.arange(pal.dirofs, INDEX_MAX + 1) - pal.dirofs + pal.size
     lut[list(pal.entries)[::-1]] = np.arange(pal.size)[::-1]  # first (most frequent) wins on a duplicate
-    idx = lut[codes]
+    return lut
+
+
+def to_indices(codes: np.ndarray, pal: Palette) -> np.ndarray:
+    """Sign-magnitude codes -> weight indices under `pal` (int32)."""
+    idx = index_lut(pal)[codes]
     if (idx < 0).any() or (idx > INDEX_MAX).any():
         raise ValueError("value not codable under the palette")
     return idx
@@ -164,54 +170,71 @@ def uncompressed_bits(pal: Palette, idx_max: int) -> int | None:
 # Costs and the slice plan
 
 
-def _cost_per_value(idx: np.ndarray, cfg: tuple[int, bool] | None, ub: int | None) -> np.ndarray | None:
-    """Bits each index costs under one weight GRC setting (inf where it cannot be coded), None if unusable."""
-    if cfg is None:
-        return None if ub is None else np.full(idx.shape, float(ub))
-    div, trunc = cfg
-    q = idx >> div
-    if trunc:
-        bits = 1 + (q > 0) + div
-        return np.where(q > 2, np.inf, bits.astype(np.float64))
-    return np.where(q > GRC_Q_MAX, np.inf, (q + 1 + div).astype(np.float64))
+UNCODABLE = 1e12  # cost of a setting that cannot code a value (finite: it multiplies zero counts)
 
 
-def plan_slices(idx: np.ndarray, ub: int | None) -> tuple[list[tuple[int, int, int]], float]:
-    """Cut the indices into slices (start, end, config number in W_CONFIGS) minimising the estimated bits.
+@functools.lru_cache(maxsize=16)
+def cost_table(ub: int | None) -> np.ndarray:
+    """(settings, 512) bits of each weight index under each of W_CONFIGS: a plain GRC index i costs
+    (i >> d) + 1 + d bits, a truncated one 1 + d bits plus one when i >> d is not 0, an uncompressed one ub
+    bits (§2.4)."""
+    i = np.arange(INDEX_MAX + 1)
+    table = np.full((len(W_CONFIGS), i.size), UNCODABLE)
+    for d in range(6):
+        q = i >> d
+        table[d] = np.where(q > GRC_Q_MAX, UNCODABLE, q + 1 + d)
+        table[6 + d] = np.where(q > 2, UNCODABLE, 1 + d + (q > 0))
+    if ub is not None:
+        table[12] = np.where(i < (1 << ub), ub, UNCODABLE)
+    table.flags.writeable = False  # shared by the cache
+    return table
 
-    A Viterbi pass over SEGMENT-value segments: staying on a setting is free, changing it starts a slice and
-    costs SLICE_COST. Runs longer than MAX_SLICE are cut afterwards."""
+
+def segment_costs(idx: np.ndarray, ub: int | None) -> np.ndarray:
+    """(segments, settings) estimated bits of each SEGMENT-value segment under each of W_CONFIGS: the
+    segment's index histogram times cost_table (UNCODABLE or more where a setting cannot code a segment)."""
+    nseg = -(-idx.size // SEGMENT)
+    seg = np.arange(idx.size, dtype=np.int32) // SEGMENT
+    hist = np.bincount(seg * (INDEX_MAX + 1) + idx, minlength=nseg * (INDEX_MAX + 1))
+    return hist.reshape(nseg, INDEX_MAX + 1).astype(np.float32) @ cost_table(ub).T.astype(np.float32)
+
+
+def _viterbi(cost: np.ndarray) -> tuple[list[int], float]:
+    """Per segment, the setting minimising the total with SLICE_COST per change of setting (a new slice).
+    Scalar over segments, over the VITERBI_SETTINGS settings best for the whole stream: cheaper than numpy
+    calls at this size."""
+    keep = [int(c) for c in np.argsort(cost.sum(axis=0))[:VITERBI_SETTINGS]]
+    rows = cost[:, keep].tolist()
+    ncfg = len(keep)
+    best = [c + SLICE_COST for c in rows[0]]
+    back: list[list[int]] = []
+    for row in rows[1:]:
+        j = min(range(ncfg), key=best.__getitem__)
+        switch = best[j] + SLICE_COST
+        back.append([c if b <= switch else j for c, b in enumerate(best)])
+        best = [min(b, switch) + r for b, r in zip(best, row, strict=True)]
+    c = min(range(ncfg), key=best.__getitem__)
+    total = best[c]
+    choice = [c]
+    for step in reversed(back):
+        c = step[c]
+        choice.append(c)
+    return [keep[c] for c in choice[::-1]], total
+
+
+def plan_slices(idx: np.ndarray, ub: int | None, cost: np.ndarray | None = None
+                ) -> tuple[list[tuple[int, int, int]], float]:
+    """Cut the indices into slices (start, end, config number in W_CONFIGS) minimising the estimated bits:
+    a Viterbi pass over SEGMENT-value segments (`segment_costs`); runs longer than MAX_SLICE are cut."""
     n = idx.size
-    nseg = -(-n // SEGMENT)
-    seg_starts = np.arange(nseg) * SEGMENT
-    cost = np.full((nseg, len(W_CONFIGS)), np.inf)
-    for c, cfg in enumerate(W_CONFIGS):
-        per = _cost_per_value(idx, cfg, ub)
-        if per is not None:
-            cost[:, c] = np.add.reduceat(per, seg_starts)
-    best = np.empty_like(cost)
-    back = np.zeros((nseg, len(W_CONFIGS)), dtype=np.int64)
-    best[0] = cost[0] + SLICE_COST
-    for s in range(1, nseg):  # one step per segment, vectorised over the settings
-        prev = best[s - 1]
-        j = int(np.argmin(prev))
-        switch = prev[j] + SLICE_COST
-        stay = prev <= switch
-        back[s] = np.where(stay, np.arange(len(W_CONFIGS)), j)
-        best[s] = np.where(stay, prev, switch) + cost[s]
-    c = int(np.argmin(best[-1]))
-    total = float(best[-1, c])
-    choice = np.empty(nseg, dtype=np.int64)
-    for s in range(nseg - 1, -1, -1):
-        choice[s] = c
-        c = int(back[s, c])
-    change = np.flatnonzero(np.diff(choice)) + 1
-    bounds = [0, *(int(x) * SEGMENT for x in change), n]
+    choice, total = _viterbi(segment_costs(idx, ub) if cost is None else cost)
+    change = [s for s in range(1, len(choice)) if choice[s] != choice[s - 1]]
+    bounds = [0, *(s * SEGMENT for s in change), n]
     slices = []
     for a, b in itertools.pairwise(bounds):
         for s in range(a, b, MAX_SLICE):
             slices.append((s, min(s + MAX_SLICE, b), int(choice[a // SEGMENT])))
-    return slices, total
+    return slices, total + SLICE_COST * (len(slices) - len(change) - 1)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -225,6 +248,22 @@ def _header(n: int, zdiv: int, wdiv: int, trunc: bool, pal: Palette | None) -> t
         vals += [pal.dirofs, max(0, pal.size - 1), pal.bits - 2, *pal.entries]
         widths += [5, 5, 3, *([pal.bits] * pal.size)]
     return vals, widths
+
+
+_POPCOUNT = np.array([(i).bit_count() for i in range(1 << CHUNK)], dtype=np.int32)
+
+
+def _extract_table() -> np.ndarray:
+    """(mask << 6 | bits) -> the bits of `bits` under the set bits of the 6-bit `mask`, packed (PEXT)."""
+    table = np.zeros(1 << 12, dtype=np.int32)
+    for mask in range(64):
+        ones = [k for k in range(6) if mask >> k & 1]
+        for bits in range(64):
+            table[mask << 6 | bits] = sum(((bits >> k) & 1) << r for r, k in enumerate(ones))
+    return table
+
+
+_EXTRACT6 = _extract_table()
 
 
 @dataclass
@@ -254,25 +293,28 @@ def _weight_chunks(idx: np.ndarray, cfg: tuple[int, bool] | None, ub: int | None
     q = idx >> div
     # Each position carries a code 0, 1 or 2 (unary0 = code > 0, unary1 = code > 1 where unary0 is set). A plain
     # quotient q is q // 2 twos then q % 2; a truncated one is the single code q (§2.4).
-    npos = np.ones(n, dtype=np.int64) if trunc else q // 2 + 1
-    ends = np.cumsum(npos)
-    total = int(ends[-1])
-    nchunks = -(-total // CHUNK)
-    codes = np.zeros(nchunks * CHUNK, dtype=np.int64)
-    sym = np.repeat(np.arange(n), npos)
-    k = np.arange(total) - np.repeat(ends - npos, npos)  # position within its symbol
     if trunc:
-        codes[:total] = q[sym]
+        ends = np.arange(1, n + 1, dtype=np.int64)
+        total = n
     else:
-        last = k == npos[sym] - 1
-        codes[:total] = np.where(last, q[sym] & 1, 2)
-    u0 = (codes > 0).reshape(nchunks, CHUNK)
-    u1 = (codes > 1).reshape(nchunks, CHUNK)
-    pow2 = np.int64(1) << np.arange(CHUNK, dtype=np.int64)
-    unary0 = (u0 * pow2).sum(axis=1)
-    rank = np.cumsum(u0, axis=1) - u0  # unary1 bits are packed over the set unary0 positions only
-    unary1 = (u1 << rank).sum(axis=1)
-    return _Chunks(unary0, unary1, u0.sum(axis=1), idx & ((1 << div) - 1), (ends - 1) // CHUNK, div, True, CHUNK)
+        ends = np.cumsum((q >> 1) + 1, dtype=np.int64)
+        total = int(ends[-1])
+    nchunks = -(-total // CHUNK)
+    codes = np.zeros(nchunks * CHUNK, dtype=np.int8)
+    if trunc:
+        codes[:n] = q
+    else:
+        codes[:total] = 2
+        codes[ends - 1] = q & 1
+    codes = codes.reshape(nchunks, CHUNK)
+    unary0 = np.packbits(codes > 0, axis=1, bitorder="little").view("<u2")[:, 0].astype(np.int32)
+    twos = np.packbits(codes > 1, axis=1, bitorder="little").view("<u2")[:, 0].astype(np.int32)
+    # WUNARY1 holds the "> 1" bits of the positions whose unary0 bit is set, packed together: a bit extract
+    # of `twos` under the mask `unary0`, done as two 6-bit table lookups.
+    lo = _EXTRACT6[(unary0 & 63) << 6 | (twos & 63)]
+    hi = _EXTRACT6[(unary0 >> 6) << 6 | (twos >> 6)]
+    unary1 = lo | (hi << _POPCOUNT[unary0 & 63])
+    return _Chunks(unary0, unary1, _POPCOUNT[unary0], idx & ((1 << div) - 1), (ends - 1) // CHUNK, div, True, CHUNK)
 
 
 def _zero_chunks(runs: np.ndarray, zdiv: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -408,11 +450,12 @@ class Plan:
     zdiv: int
 
 
-def _plan(values: np.ndarray) -> tuple[Plan, np.ndarray, np.ndarray | None, float]:
-    """Try palette / no palette with and without zero runs; keep the cheapest estimate."""
-    best: tuple[Plan, np.ndarray, np.ndarray | None, float] | None = None
+def _plan(values: np.ndarray) -> tuple[Plan, np.ndarray, np.ndarray | None]:
+    """Choose zero runs or not and palette or not by each variant's best single-setting estimate (from code
+    histograms alone), then plan the slices of the chosen variant."""
+    candidates = []
     variants = [False]
-    if (values == 0).mean() > 0.1 and values.any():
+    if (values == 0).mean() > ZERO_RUN_MIN_FRACTION and values.any():
         variants.append(True)
     for zero_runs in variants:
         if zero_runs:
@@ -421,33 +464,18 @@ def _plan(values: np.ndarray) -> tuple[Plan, np.ndarray, np.ndarray | None, floa
         else:
             coded, runs, zdiv, zbits = values, None, ZDIV_DISABLE, 0.0
         codes = sign_magnitude(coded)
+        freq = np.bincount(codes, minlength=INDEX_MAX + 1)
         for use_palette in (True, False):
-            pal = choose_palette(codes, zero_runs, use_palette)
-            idx = to_indices(codes, pal)
-            ub = uncompressed_bits(pal, int(idx.max()))
-            slices, bits = plan_slices(idx, ub)
-            if zero_runs:  # zero runs go with the weights, one slice per run of settings: keep one slice
-                slices = _single_slice(idx, ub)
-                bits = _slice_bits(idx, slices, ub)
-            total = bits + zbits + pal.size * pal.bits
-            if best is None or total < best[3]:
-                best = (Plan(zero_runs, pal, tuple(slices), zdiv), idx, runs, total)
-    assert best is not None
-    return best
-
-
-def _single_slice(idx: np.ndarray, ub: int | None) -> list[tuple[int, int, int]]:
-    """One setting for the whole slice (zero-run streams; longer than MAX_SLICE is refused by the caller)."""
-    costs = [np.inf if (p := _cost_per_value(idx, cfg, ub)) is None else float(p.sum()) for cfg in W_CONFIGS]
-    return [(0, idx.size, int(np.argmin(costs)))]
-
-
-def _slice_bits(idx: np.ndarray, slices: list[tuple[int, int, int]], ub: int | None) -> float:
-    total = 0.0
-    for a, b, c in slices:
-        per = _cost_per_value(idx[a:b], W_CONFIGS[c], ub)
-        total += np.inf if per is None else float(per.sum()) + SLICE_COST
-    return total
+            pal = choose_palette(freq, use_palette)
+            lut = index_lut(pal)
+            idx_freq = np.bincount(np.clip(lut, 0, INDEX_MAX), weights=freq, minlength=INDEX_MAX + 1)
+            ub = uncompressed_bits(pal, int(lut[freq > 0].max()))
+            estimate = float((cost_table(ub) @ idx_freq).min()) + zbits + pal.size * pal.bits
+            candidates.append((estimate, zero_runs, pal, codes, runs, zdiv, ub))
+    _, zero_runs, pal, codes, runs, zdiv, ub = min(candidates, key=lambda c: c[0])
+    idx = to_indices(codes, pal)
+    slices, _ = plan_slices(idx, ub)
+    return Plan(zero_runs, pal, tuple(slices), zdiv), idx, runs
 
 
 def encode(values: np.ndarray, *, uncompressed: bool = False) -> bytes:
@@ -459,31 +487,14 @@ def encode(values: np.ndarray, *, uncompressed: bool = False) -> bytes:
         raise ValueError("weight values must be within -255..255 (weight minus zero point)")
     if uncompressed:
         codes = sign_magnitude(v)
-        pal = choose_palette(codes, False, False)
+        pal = choose_palette(np.bincount(codes, minlength=INDEX_MAX + 1), False)
         idx = to_indices(codes, pal)
         plan = Plan(False, pal, tuple((a, min(a + MAX_SLICE, v.size), len(W_CONFIGS) - 1)
                                       for a in range(0, v.size, MAX_SLICE)), ZDIV_DISABLE)
         runs = None
     else:
-        plan, idx, runs, _ = _plan(v)
-        if plan.zero_runs and idx.size > MAX_SLICE:
-            plan, idx, runs = _plan_no_zero_runs(v)
+        plan, idx, runs = _plan(v)
     return _write(plan, idx, runs)
-
-
-def _plan_no_zero_runs(v: np.ndarray) -> tuple[Plan, np.ndarray, None]:
-    codes = sign_magnitude(v)
-    best = None
-    for use_palette in (True, False):
-        pal = choose_palette(codes, False, use_palette)
-        idx = to_indices(codes, pal)
-        ub = uncompressed_bits(pal, int(idx.max()))
-        slices, bits = plan_slices(idx, ub)
-        bits += pal.size * pal.bits
-        if best is None or bits < best[2]:
-            best = (Plan(False, pal, tuple(slices), ZDIV_DISABLE), idx, bits)
-    assert best is not None
-    return best[0], best[1], None
 
 
 def _write(plan: Plan, idx: np.ndarray, runs: np.ndarray | None) -> bytes:
@@ -499,8 +510,11 @@ def _write(plan: Plan, idx: np.ndarray, runs: np.ndarray | None) -> bytes:
         vals.append(np.array(hv, dtype=np.int64))
         widths.append(np.array(hw, dtype=np.int64))
         w = _weight_chunks(idx[a:b], cfg, ub)
-        z = _zero_chunks(runs, plan.zdiv) if (plan.zero_runs and runs is not None) else None
-        bv, bw = _interleave(w, z, plan.zdiv, runs if runs is not None else np.zeros(0, dtype=np.int64))
+        # The first slice carries the zero run before its first weight too; every slice the runs after its
+        # weights (§2.5).
+        z_runs = runs[a + (k > 0):b + 1] if runs is not None else np.zeros(0, dtype=np.int64)
+        z = _zero_chunks(z_runs, plan.zdiv) if runs is not None else None
+        bv, bw = _interleave(w, z, plan.zdiv, z_runs)
         vals.append(bv)
         widths.append(bw)
     vals.append(np.array([ZDIV_EOS]))
