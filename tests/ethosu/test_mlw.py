@@ -13,12 +13,13 @@ Skips when Vela (`ethosu`) is not importable; the C parts skip without a C compi
 from __future__ import annotations
 
 import ctypes
+import importlib.metadata
+import importlib.util
 import itertools
 import shutil
-import struct
 import subprocess
-import sys
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -26,12 +27,30 @@ import pytest
 from teflon import modelgen as mg
 from teflon.ethosu import bricks, mlw, scales
 
-mlw_codec = pytest.importorskip("ethosu.mlw_codec")
+from .vela_oracle import compile_raw
+
+
+def _load_mlw_codec() -> ModuleType:
+    """Vela's weight codec (`ethosu.mlw_codec`), loaded from the installed wheel's file: with tests/ on sys.path
+    the name `ethosu` is this test package, not Vela's."""
+    try:
+        files = importlib.metadata.distribution("ethos-u-vela").files or []
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("ethos-u-vela is not installed (pip install ethos-u-vela==5.2.0)")
+    found = [f for f in files if f.name.startswith("mlw_codec.") and f.suffix in (".so", ".pyd")]
+    if not found:
+        pytest.skip("ethos-u-vela has no mlw_codec extension")
+    spec = importlib.util.spec_from_file_location("mlw_codec", found[0].locate())
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+mlw_codec = _load_mlw_codec()
 
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "drivers" / "ethosu"
-VELA = Path(sys.executable).with_name("vela")
-ACCEL = "ethos-u65-256"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -216,7 +235,7 @@ def test_c_decoder_refuses_truncated(clib: ctypes.CDLL) -> None:
         v = _values(kind, 900, 4)
         good = mlw.encode(v)
         body = len(good.rstrip(b"\xff"))  # the slices end in the last byte before the 0xFF padding
-        for k in range(0, body - 1):
+        for k in range(body - 1):
             rc, out, err = c_decode(clib, good[:k])
             assert rc < 0 or out.size < v.size, (kind, k)
             if rc < 0:
@@ -230,7 +249,7 @@ def test_c_decoder_refuses_truncated(clib: ctypes.CDLL) -> None:
 
 def test_c_decoder_output_bound(clib: ctypes.CDLL) -> None:
     v = _values("normal", 1000, 6)
-    rc, out, err = c_decode(clib, mlw.encode(v), max_out=999)
+    rc, _out, err = c_decode(clib, mlw.encode(v), max_out=999)
     assert rc < 0 and "more than 999" in err
 
 
@@ -335,25 +354,9 @@ WEIGHT_BASE, WEIGHT_LENGTH, SCALE_BASE, SCALE_LENGTH, DMA0_SRC, DMA0_DST, DMA0_L
     0x20, 0x21, 0x22, 0x23, 0x30, 0x31, 0x32)
 
 
-def _command_words(cmd: bytes) -> list[int]:
-    """The command words after Vela's COP1 driver-action header (tags: 1 config + 2 words, 5 nop, 2 stream)."""
-    w = struct.unpack(f"<{len(cmd) // 4}I", cmd[: len(cmd) // 4 * 4])
-    i = 1
-    while i < len(w):
-        tag = w[i]
-        i += 1
-        if tag & 0xFF == 1:
-            i += 2
-        elif tag & 0xFF == 2:
-            n = ((tag >> 8) & 0xFF) << 16 | tag >> 16
-            return list(w[i:i + n])
-    raise AssertionError("no command stream in Vela's output")
-
-
-def _kickoffs(cmd: bytes, read_only: bytes) -> list[dict]:
+def _kickoffs(words: tuple[int, ...], read_only: bytes) -> list[dict]:
     """Each CONV/DEPTHWISE kick-off: its geometry registers and the weight/scale bytes it reads (following DMAs
     of the read-only region into other regions)."""
-    words = _command_words(cmd)
     c0: dict[int, int] = {}
     c1: dict[int, int] = {}
     mem = {0: bytearray(read_only)}
@@ -409,21 +412,6 @@ def _op_tensors(data: bytes) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], 
     return w, array(op.Inputs(2), np.int32), quant, code
 
 
-def _compile(case: mg.ConvCase | mg.FcCase, tmp: Path) -> tuple[bytes, bytes, bytes]:
-    if not VELA.exists():
-        pytest.skip("the vela command is not installed next to this Python")
-    model = tmp / "model.tflite"
-    model.write_bytes(case.build())
-    subprocess.run([str(VELA), "--accelerator-config", ACCEL, "--output-format", "raw", "--output-dir", str(tmp),
-                    str(model)], check=True, capture_output=True)
-    z = np.load(next(tmp.glob("*.npz")))
-
-    def blob(a: np.ndarray) -> bytes:  # Regor stores each blob as one bytes scalar
-        return bytes(a.item()) if a.dtype.kind == "S" else a.astype(np.uint8).tobytes()
-
-    return model.read_bytes(), blob(z["cmd_data"]), blob(z["weight_data"])
-
-
 def _model_cases(full: bool) -> list[pytest.param]:
     if full:
         conv = list(itertools.product([1, 3, 5], [3, 8, 16, 40], [8, 16, 24, 64], [1, 2]))
@@ -445,10 +433,12 @@ def _model_cases(full: bool) -> list[pytest.param]:
     return [pytest.param(c, id=c.name) for c in cases]
 
 
-def _check_model(case: mg.ConvCase | mg.FcCase, tmp: Path, clib: ctypes.CDLL) -> None:
-    data, cmd, read_only = _compile(case, tmp)
+def _check_model(case: mg.ConvCase | mg.FcCase, clib: ctypes.CDLL) -> None:
+    data = case.build()
+    raw = compile_raw(data)
+    assert raw.read_only_region == 0
     w, bias, (s_in, s_w, s_out), code = _op_tensors(data)
-    ops = _kickoffs(cmd, read_only)
+    ops = _kickoffs(raw.words, raw.read_only)
     assert ops, "no convolution in Vela's stream"
     o0 = 0
     for op in ops:
@@ -471,12 +461,11 @@ def _check_model(case: mg.ConvCase | mg.FcCase, tmp: Path, clib: ctypes.CDLL) ->
 
 
 @pytest.mark.parametrize("case", _model_cases(False))
-def test_vela_compile_bricks_and_scales(case: mg.ConvCase | mg.FcCase, tmp_path: Path, clib: ctypes.CDLL) -> None:
-    _check_model(case, tmp_path, clib)
+def test_vela_compile_bricks_and_scales(case: mg.ConvCase | mg.FcCase, clib: ctypes.CDLL) -> None:
+    _check_model(case, clib)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", _model_cases(True))
-def test_vela_compile_bricks_and_scales_sweep(case: mg.ConvCase | mg.FcCase, tmp_path: Path,
-                                              clib: ctypes.CDLL) -> None:
-    _check_model(case, tmp_path, clib)
+def test_vela_compile_bricks_and_scales_sweep(case: mg.ConvCase | mg.FcCase, clib: ctypes.CDLL) -> None:
+    _check_model(case, clib)
