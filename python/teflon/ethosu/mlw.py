@@ -57,26 +57,45 @@ class MlwError(ValueError):
 # Bit packing
 
 
-def pack(values: np.ndarray, widths: np.ndarray) -> tuple[bytes, int]:
-    """Fields back to back, LSB first (stream bit k is bit k % 8 of byte k // 8); widths <= 32 and every value
-    already within its width (non-negative, < 2**width).
+class BitWriter:
+    """Collects fields at absolute bit positions, LSB first (stream bit k is bit k % 8 of byte k // 8), in groups
+    whose fields are in stream order; `tobytes` adds them up. Every value must fit its width (< 2**width,
+    widths <= 32) and fields must not overlap: adding is then OR-ing."""
 
-    Fields are in stream order, so each 32-bit word's fields are contiguous: np.add.reduceat adds them (no
-    overlap: adding is OR-ing), and the part of a field that spills into the next word is added there."""
-    widths = np.asarray(widths, dtype=np.int64)
-    ends = np.cumsum(widths)
-    nbits = int(ends[-1]) if ends.size else 0
-    starts = ends - widths  # zero-width fields stay: they add nothing
-    word = starts >> 5
-    # a field shifted into place within its 32-bit word fits 32 + 31 bits: split it into the two words it spans
-    placed = np.asarray(values).astype(np.uint64) << (starts & 31).astype(np.uint64)
-    words = np.zeros(nbits // 32 + 2, dtype=np.uint64)
-    if placed.size:
-        first = np.flatnonzero(np.diff(word, prepend=-1))
-        words[word[first]] += np.add.reduceat(placed & np.uint64(0xFFFFFFFF), first)
-        words[word[first] + 1] += np.add.reduceat(placed >> np.uint64(32), first)
-    words = words.astype(np.uint32)
-    return words.astype("<u4").tobytes()[: (nbits + 7) // 8], nbits
+    def __init__(self) -> None:
+        self.groups: list[tuple[np.ndarray, np.ndarray]] = []
+        self.nbits = 0
+
+    def put(self, starts: np.ndarray, values: np.ndarray, end: int) -> None:
+        """A group of fields at `starts` (ascending); `end` is the bit after the group's last field."""
+        self.groups.append((np.asarray(starts, dtype=np.int64), np.asarray(values)))
+        self.nbits = max(self.nbits, end)
+
+    def put_fields(self, values: np.ndarray, widths: np.ndarray) -> None:
+        """Fields back to back from the current end."""
+        widths = np.asarray(widths, dtype=np.int64)
+        ends = self.nbits + np.cumsum(widths)
+        self.put(ends - widths, values, int(ends[-1]) if ends.size else self.nbits)
+
+    def tobytes(self) -> bytes:
+        words = np.zeros(self.nbits // 32 + 2, dtype=np.uint64)
+        for starts, values in self.groups:
+            if not starts.size:
+                continue
+            word = starts >> 5
+            # a field shifted into place within its 32-bit word fits 63 bits: split it over the two words
+            placed = values.astype(np.uint64) << (starts & 31).astype(np.uint64)
+            first = np.flatnonzero(np.diff(word, prepend=-1))  # each word's fields are contiguous
+            words[word[first]] += np.add.reduceat(placed & np.uint64(0xFFFFFFFF), first)
+            words[word[first] + 1] += np.add.reduceat(placed >> np.uint64(32), first)
+        return words.astype("<u4").tobytes()[: (self.nbits + 7) // 8]
+
+
+def pack(values: np.ndarray, widths: np.ndarray) -> tuple[bytes, int]:
+    """Fields back to back from bit 0 (see BitWriter); returns (bytes, bit length)."""
+    writer = BitWriter()
+    writer.put_fields(values, widths)
+    return writer.tobytes(), writer.nbits
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -332,14 +351,12 @@ def _zero_chunks(runs: np.ndarray, zdiv: int) -> tuple[np.ndarray, np.ndarray, i
     return unary, (ends - 1) // width, width
 
 
-def _interleave(w: _Chunks, z: tuple[np.ndarray, np.ndarray, int] | None, zdiv: int, runs: np.ndarray
+def _interleave(w: _Chunks, z: tuple[np.ndarray, np.ndarray, int], zdiv: int, runs: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """The slice body in stream order: per step, WUNARY0, ZUNARY, WUNARY1, then the remainders of the weight and
-    zero chunks of the step before (§2.6). Without zero runs step t is weight chunk t and the order is computed
-    directly; with them a scalar loop replays the decoder's flow control once per step and a sort interleaves."""
+    """A slice body with zero runs in stream order (values, widths): per step, WUNARY0, ZUNARY, WUNARY1, then the
+    remainders of the weight and zero chunks of the step before (§2.6). A scalar loop replays the decoder's flow
+    control once per step; a sort interleaves the fields."""
     nw = w.unary0.size
-    if z is None:
-        return _plain_body(w, nw)
     zu, zdone, zwidth = z
     steps_w, steps_z = _zero_run_schedule(w, zu, zwidth, runs.size)
     nsym = w.remainders.size
@@ -387,22 +404,34 @@ def _zero_run_schedule(w: _Chunks, zu: np.ndarray, zwidth: int, z_cnt: int) -> t
     return np.array(steps_w, dtype=np.int64), np.array(steps_z, dtype=np.int64)
 
 
-def _plain_body(w: _Chunks, nw: int) -> tuple[np.ndarray, np.ndarray]:
-    """Slice body without zero runs, placed without a sort: step t holds WUNARY0_t, WUNARY1_t, then the
-    remainders of the symbols that complete in chunk t - 1; the last step holds only remainders."""
+def _put_plain_body(out: BitWriter, w: _Chunks) -> None:
+    """Slice body without zero runs, placed at absolute positions from out's end: step t holds WUNARY0_t,
+    WUNARY1_t, then the remainders of the symbols that end in chunk t - 1; the last step only remainders."""
+    base = out.nbits
     nsym = w.remainders.size
     if not w.has_unary:
-        return w.remainders, np.full(nsym, w.rem_bits)
-    before = np.searchsorted(w.done_in, np.arange(nw))  # symbols completing in chunks < t
-    t = np.arange(nw)
-    start = 2 * t + np.concatenate([[0], before[: nw - 1]])
-    c = w.done_in
-    dest = np.concatenate([start, start + 1, 2 * (c + 1) + 2 * (c + 1 < nw) + np.arange(nsym)])
-    vals = np.empty(dest.size, dtype=np.int64)
-    widths = np.empty(dest.size, dtype=np.int64)
-    vals[dest] = np.concatenate([w.unary0, w.unary1, w.remainders])
-    widths[dest] = np.concatenate([np.full(nw, CHUNK), w.unary1_len, np.full(nsym, w.rem_bits)])
-    return vals, widths
+        starts = base + np.arange(nsym, dtype=np.int64) * w.rem_bits
+        out.put(starts, w.remainders, base + nsym * w.rem_bits)
+        return
+    nw = w.unary0.size
+    ended = np.bincount(w.done_in, minlength=nw)  # symbols ending in each chunk
+    step_bits = np.zeros(nw + 1, dtype=np.int64)
+    step_bits[:nw] = CHUNK + w.unary1_len
+    step_bits[1:] += ended * w.rem_bits
+    step_start = base + np.concatenate([[0], np.cumsum(step_bits)])
+    unary_starts = np.empty(2 * nw, dtype=np.int64)
+    unary_starts[0::2] = step_start[:nw]
+    unary_starts[1::2] = step_start[:nw] + CHUNK
+    unary_values = np.empty(2 * nw, dtype=np.int64)
+    unary_values[0::2] = w.unary0
+    unary_values[1::2] = w.unary1
+    out.put(unary_starts, unary_values, int(step_start[-1]))
+    if w.rem_bits:
+        before = np.concatenate([[0], np.cumsum(ended)])  # symbols ending before each chunk
+        head = np.concatenate([CHUNK + w.unary1_len, [0]])  # unary bits at the start of each step
+        c = w.done_in + 1  # the step that carries the remainder
+        starts = step_start[c] + head[c] + (np.arange(nsym) - before[w.done_in]) * w.rem_bits
+        out.put(starts, w.remainders, int(step_start[-1]))
 
 
 def _symbols_after(w: _Chunks) -> np.ndarray:
@@ -500,32 +529,29 @@ def encode(values: np.ndarray, *, uncompressed: bool = False) -> bytes:
 def _write(plan: Plan, idx: np.ndarray, runs: np.ndarray | None) -> bytes:
     pal = plan.palette
     ub = uncompressed_bits(pal, int(idx.max()))
-    vals: list[np.ndarray] = []
-    widths: list[np.ndarray] = []
+    out = BitWriter()
     for k, (a, b, c) in enumerate(plan.slices):
         cfg = W_CONFIGS[c]
         wdiv = WDIV_UNCOMPRESSED if cfg is None else cfg[0]
         trunc = False if cfg is None else cfg[1]
         hv, hw = _header(b - a, plan.zdiv if plan.zero_runs else ZDIV_DISABLE, wdiv, trunc, pal if k == 0 else None)
-        vals.append(np.array(hv, dtype=np.int64))
-        widths.append(np.array(hw, dtype=np.int64))
+        out.put_fields(np.array(hv, dtype=np.int64), np.array(hw, dtype=np.int64))
         w = _weight_chunks(idx[a:b], cfg, ub)
+        if runs is None:
+            _put_plain_body(out, w)
+            continue
         # The first slice carries the zero run before its first weight too; every slice the runs after its
         # weights (§2.5).
-        z_runs = runs[a + (k > 0):b + 1] if runs is not None else np.zeros(0, dtype=np.int64)
-        z = _zero_chunks(z_runs, plan.zdiv) if runs is not None else None
-        bv, bw = _interleave(w, z, plan.zdiv, z_runs)
-        vals.append(bv)
-        widths.append(bw)
-    vals.append(np.array([ZDIV_EOS]))
-    widths.append(np.array([3]))
-    data, nbits = pack(np.concatenate(vals), np.concatenate(widths))
+        z_runs = runs[a + (k > 0):b + 1]
+        out.put_fields(*_interleave(w, _zero_chunks(z_runs, plan.zdiv), plan.zdiv, z_runs))
+    out.put_fields(np.array([ZDIV_EOS]), np.array([3]))
+    nbits = out.nbits
+    data = bytearray(out.tobytes())
     pad_bits = (-nbits) % 8
-    out = bytearray(data)
     if pad_bits:  # the end marker is followed by ones up to the byte boundary
-        out[-1] |= (0xFF << (8 - pad_bits)) & 0xFF
-    out += b"\xff" * ((-len(out)) % STREAM_ALIGN)
-    return bytes(out)
+        data[-1] |= (0xFF << (8 - pad_bits)) & 0xFF
+    data += b"\xff" * ((-len(data)) % STREAM_ALIGN)
+    return bytes(data)
 
 
 # ---------------------------------------------------------------------------------------------------------------
