@@ -43,7 +43,7 @@ STREAM_ALIGN = 16  # streams end 128-bit aligned with 0xFF (mlw_encode.cpp ml_en
 W_CONFIGS: tuple[tuple[int, bool] | None, ...] = (*((d, False) for d in range(6)), *((d, True) for d in range(6)),
                                                    None)
 Z_DIVS = (0, 1, 2, 3)
-SEGMENT = 512  # values per segment of the slice plan
+SEGMENT = 1024  # values per segment of the slice plan
 VITERBI_SETTINGS = 4  # settings the slice plan considers (the best ones for the whole stream)
 ZERO_RUN_MIN_FRACTION = 0.1  # zero runs are only tried when at least this share of the values is zero
 SLICE_COST = 36  # bits a new slice costs: its 23-bit header plus about half a chunk of padding (estimate)
@@ -59,15 +59,15 @@ class MlwError(ValueError):
 
 class BitWriter:
     """Collects fields at absolute bit positions, LSB first (stream bit k is bit k % 8 of byte k // 8), in groups
-    whose fields are in stream order; `tobytes` adds them up. Every value must fit its width (< 2**width,
-    widths <= 32) and fields must not overlap: adding is then OR-ing."""
+    in any order; `tobytes` adds them up per 32-bit word (np.bincount). Every value must fit its width
+    (< 2**width, widths <= 32) and fields must not overlap: adding is then OR-ing."""
 
     def __init__(self) -> None:
         self.groups: list[tuple[np.ndarray, np.ndarray]] = []
         self.nbits = 0
 
     def put(self, starts: np.ndarray, values: np.ndarray, end: int) -> None:
-        """A group of fields at `starts` (ascending); `end` is the bit after the group's last field."""
+        """A group of fields at `starts`; `end` is the bit after the group's last field."""
         self.groups.append((np.asarray(starts, dtype=np.int64), np.asarray(values)))
         self.nbits = max(self.nbits, end)
 
@@ -78,17 +78,18 @@ class BitWriter:
         self.put(ends - widths, values, int(ends[-1]) if ends.size else self.nbits)
 
     def tobytes(self) -> bytes:
-        words = np.zeros(self.nbits // 32 + 2, dtype=np.uint64)
-        for starts, values in self.groups:
-            if not starts.size:
-                continue
-            word = starts >> 5
-            # a field shifted into place within its 32-bit word fits 63 bits: split it over the two words
-            placed = values.astype(np.uint64) << (starts & 31).astype(np.uint64)
-            first = np.flatnonzero(np.diff(word, prepend=-1))  # each word's fields are contiguous
-            words[word[first]] += np.add.reduceat(placed & np.uint64(0xFFFFFFFF), first)
-            words[word[first] + 1] += np.add.reduceat(placed >> np.uint64(32), first)
-        return words.astype("<u4").tobytes()[: (self.nbits + 7) // 8]
+        if not self.groups:
+            return b""
+        starts = np.concatenate([g[0] for g in self.groups])
+        values = np.concatenate([g[1].astype(np.uint64) for g in self.groups])
+        nwords = self.nbits // 32 + 2
+        word = starts >> 5
+        # a field shifted into place within its 32-bit word fits 63 bits: split it over the two words; the sums
+        # per word stay below 2**32, exact in float64
+        placed = values << (starts & 31).astype(np.uint64)
+        low = np.bincount(word, weights=(placed & np.uint64(0xFFFFFFFF)).astype(np.float64), minlength=nwords)
+        high = np.bincount(word + 1, weights=(placed >> np.uint64(32)).astype(np.float64), minlength=nwords)
+        return (low + high)[:nwords].astype(np.uint64).astype("<u4").tobytes()[: (self.nbits + 7) // 8]
 
 
 def pack(values: np.ndarray, widths: np.ndarray) -> tuple[bytes, int]:
@@ -160,12 +161,14 @@ def choose_palette(freq: np.ndarray, use_palette: bool) -> Palette:
     return Palette(tuple(entries), dirofs, _bits_for(max(entries)) if entries else _bits_for(max_code))
 
 
+@functools.lru_cache(maxsize=8)
 def index_lut(pal: Palette) -> np.ndarray:
     """Sign-magnitude code -> weight index under `pal` (-1 where a code has none: below DIROFS, not in the
     palette)."""
     lut = np.full(INDEX_MAX + 1, -1, dtype=np.int32)
     lut[pal.dirofs:] = np.arange(pal.dirofs, INDEX_MAX + 1) - pal.dirofs + pal.size
     lut[list(pal.entries)[::-1]] = np.arange(pal.size)[::-1]  # first (most frequent) wins on a duplicate
+    lut.flags.writeable = False  # shared by the cache
     return lut
 
 
@@ -351,6 +354,28 @@ def _zero_chunks(runs: np.ndarray, zdiv: int) -> tuple[np.ndarray, np.ndarray, i
     return unary, (ends - 1) // width, width
 
 
+def _chunk_fields(values: np.ndarray, width: int, chunk: np.ndarray, nchunks: int
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The `width`-bit fields `values`, which follow each other in the stream chunk by chunk (`chunk`, ascending),
+    merged into two fields per chunk: (values (nchunks, 2), widths (nchunks, 2)), low 32 bits first. None when
+    a chunk's bits may exceed 64 (wide uncompressed indices): the caller then keeps one field per value. Fewer,
+    wider fields make the packing cheaper."""
+    if width * CHUNK > 64:
+        return None
+    counts = np.bincount(chunk, minlength=nchunks)
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.arange(values.size) - first[chunk]
+    merged = np.zeros(nchunks, dtype=np.uint64)
+    if values.size and width:
+        shifted = values.astype(np.uint64) << (rank * width).astype(np.uint64)
+        nonempty = np.flatnonzero(counts)
+        merged[nonempty] = np.add.reduceat(shifted, first[nonempty])
+    bits = counts * width
+    vals = np.stack([merged & np.uint64(0xFFFFFFFF), merged >> np.uint64(32)], axis=1)
+    widths = np.stack([np.minimum(bits, 32), np.maximum(bits - 32, 0)], axis=1)
+    return vals, widths
+
+
 def _interleave(w: _Chunks, z: tuple[np.ndarray, np.ndarray, int], zdiv: int, runs: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
     """A slice body with zero runs in stream order (values, widths): per step, WUNARY0, ZUNARY, WUNARY1, then the
@@ -358,18 +383,31 @@ def _interleave(w: _Chunks, z: tuple[np.ndarray, np.ndarray, int], zdiv: int, ru
     control once per step; a sort interleaves the fields."""
     nw = w.unary0.size
     zu, zdone, zwidth = z
+    nz = zu.size
     steps_w, steps_z = _zero_run_schedule(w, zu, zwidth, runs.size)
-    nsym = w.remainders.size
-    vals = [w.remainders, zu, runs & ((1 << zdiv) - 1)]
-    widths = [np.full(nsym, w.rem_bits), np.full(zu.size, zwidth), np.full(runs.size, zdiv)]
-    keys = [_key(steps_w[w.done_in] + 1, 3, np.arange(nsym)), _key(steps_z, 1, np.zeros(zu.size, np.int64)),
-            _key(steps_z[zdone] + 1, 4, np.arange(runs.size))]
+    zero_w = np.zeros(nw, np.int64)
+    vals: list[np.ndarray] = [zu]
+    widths: list[np.ndarray] = [np.full(nz, zwidth)]
+    keys: list[np.ndarray] = [_key(steps_z, 1, np.zeros(nz, np.int64))]
     if w.has_unary:
         vals += [w.unary0, w.unary1]
         widths += [np.full(nw, CHUNK), w.unary1_len]
-        keys += [_key(steps_w, 0, np.zeros(nw, np.int64)), _key(steps_w, 2, np.zeros(nw, np.int64))]
+        keys += [_key(steps_w, 0, zero_w), _key(steps_w, 2, zero_w)]
+    # each chunk's remainders go out together in the next step: slot 3 (weights), 4 (zero runs)
+    for rem, bits, done, nchunks, steps, slot in ((w.remainders, w.rem_bits, w.done_in, nw, steps_w, 3),
+                                                  (runs & ((1 << zdiv) - 1), zdiv, zdone, nz, steps_z, 4)):
+        merged = _chunk_fields(rem, bits, done, nchunks)
+        if merged is None:
+            vals.append(rem)
+            widths.append(np.full(rem.size, bits))
+            keys.append(_key(steps[done] + 1, slot, np.arange(rem.size)))
+        else:
+            vals.append(merged[0].reshape(-1))
+            widths.append(merged[1].reshape(-1))
+            keys.append(_key(np.repeat(steps + 1, 2), slot, np.tile([0, 1], nchunks)))
     order = np.argsort(np.concatenate(keys), kind="stable")
-    return np.concatenate(vals)[order], np.concatenate(widths)[order]
+    return (np.concatenate([v.astype(np.uint64) for v in vals])[order],
+            np.concatenate(widths)[order])
 
 
 def _key(step: np.ndarray, slot: int, sub: np.ndarray) -> np.ndarray:
@@ -405,33 +443,23 @@ def _zero_run_schedule(w: _Chunks, zu: np.ndarray, zwidth: int, z_cnt: int) -> t
 
 
 def _put_plain_body(out: BitWriter, w: _Chunks) -> None:
-    """Slice body without zero runs, placed at absolute positions from out's end: step t holds WUNARY0_t,
-    WUNARY1_t, then the remainders of the symbols that end in chunk t - 1; the last step only remainders."""
-    base = out.nbits
+    """Slice body without zero runs, appended to out: step t holds WUNARY0_t, WUNARY1_t, then the remainders of
+    the symbols that end in chunk t - 1; the last step only remainders (§2.6)."""
     nsym = w.remainders.size
-    if not w.has_unary:
-        starts = base + np.arange(nsym, dtype=np.int64) * w.rem_bits
-        out.put(starts, w.remainders, base + nsym * w.rem_bits)
-        return
     nw = w.unary0.size
-    ended = np.bincount(w.done_in, minlength=nw)  # symbols ending in each chunk
-    step_bits = np.zeros(nw + 1, dtype=np.int64)
-    step_bits[:nw] = CHUNK + w.unary1_len
-    step_bits[1:] += ended * w.rem_bits
-    step_start = base + np.concatenate([[0], np.cumsum(step_bits)])
-    unary_starts = np.empty(2 * nw, dtype=np.int64)
-    unary_starts[0::2] = step_start[:nw]
-    unary_starts[1::2] = step_start[:nw] + CHUNK
-    unary_values = np.empty(2 * nw, dtype=np.int64)
-    unary_values[0::2] = w.unary0
-    unary_values[1::2] = w.unary1
-    out.put(unary_starts, unary_values, int(step_start[-1]))
-    if w.rem_bits:
-        before = np.concatenate([[0], np.cumsum(ended)])  # symbols ending before each chunk
-        head = np.concatenate([CHUNK + w.unary1_len, [0]])  # unary bits at the start of each step
-        c = w.done_in + 1  # the step that carries the remainder
-        starts = step_start[c] + head[c] + (np.arange(nsym) - before[w.done_in]) * w.rem_bits
-        out.put(starts, w.remainders, int(step_start[-1]))
+    merged = _chunk_fields(w.remainders, w.rem_bits, w.done_in, nw) if w.has_unary else None
+    if merged is None:
+        if not w.has_unary:  # uncompressed: the remainders are the whole body, in order
+            out.put_fields(w.remainders, np.full(nsym, w.rem_bits))
+            return
+        raise AssertionError("GRC remainders always merge")
+    rem_vals, rem_widths = merged
+    vals = np.zeros((nw + 1, 4), dtype=np.uint64)
+    widths = np.zeros((nw + 1, 4), dtype=np.int64)
+    vals[:nw, 0], widths[:nw, 0] = w.unary0, CHUNK
+    vals[:nw, 1], widths[:nw, 1] = w.unary1, w.unary1_len
+    vals[1:, 2:], widths[1:, 2:] = rem_vals, rem_widths
+    out.put_fields(vals.reshape(-1), widths.reshape(-1))
 
 
 def _symbols_after(w: _Chunks) -> np.ndarray:
