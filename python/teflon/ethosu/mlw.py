@@ -314,16 +314,19 @@ def _weight_chunks(idx: np.ndarray, cfg: tuple[int, bool] | None, ub: int | None
     div, trunc = cfg
     q = idx >> div
     # Each position carries a code 0, 1 or 2 (unary0 = code > 0, unary1 = code > 1 where unary0 is set). A plain
-    # quotient q is q // 2 twos then q % 2; a truncated one is the single code q (§2.4).
-    if trunc:
-        ends = np.arange(1, n + 1, dtype=np.int64)
+    # quotient q is q // 2 twos then q % 2; a truncated one is the single code q (§2.4). When every quotient
+    # takes one position (truncated, or plain with q <= 1) positions are symbols.
+    one_each = trunc or int(q.max()) <= 1
+    if one_each:
         total = n
+        done_in = np.arange(n, dtype=np.int32) // CHUNK
     else:
         ends = np.cumsum((q >> 1) + 1, dtype=np.int64)
         total = int(ends[-1])
+        done_in = (ends - 1) // CHUNK
     nchunks = -(-total // CHUNK)
     codes = np.zeros(nchunks * CHUNK, dtype=np.int8)
-    if trunc:
+    if one_each:
         codes[:n] = q
     else:
         codes[:total] = 2
@@ -336,7 +339,7 @@ def _weight_chunks(idx: np.ndarray, cfg: tuple[int, bool] | None, ub: int | None
     lo = _EXTRACT6[(unary0 & 63) << 6 | (twos & 63)]
     hi = _EXTRACT6[(unary0 >> 6) << 6 | (twos >> 6)]
     unary1 = lo | (hi << _POPCOUNT[unary0 & 63])
-    return _Chunks(unary0, unary1, _POPCOUNT[unary0], idx & ((1 << div) - 1), (ends - 1) // CHUNK, div, True, CHUNK)
+    return _Chunks(unary0, unary1, _POPCOUNT[unary0], idx & ((1 << div) - 1), done_in, div, True, CHUNK)
 
 
 def _zero_chunks(runs: np.ndarray, zdiv: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -527,11 +530,14 @@ def _plan(values: np.ndarray) -> tuple[Plan, np.ndarray, np.ndarray | None]:
             lut = index_lut(pal)
             idx_freq = np.bincount(np.clip(lut, 0, INDEX_MAX), weights=freq, minlength=INDEX_MAX + 1)
             ub = uncompressed_bits(pal, int(lut[freq > 0].max()))
-            estimate = float((cost_table(ub) @ idx_freq).min()) + zbits + pal.size * pal.bits
-            candidates.append((estimate, zero_runs, pal, codes, runs, zdiv, ub))
-    _, zero_runs, pal, codes, runs, zdiv, ub = min(candidates, key=lambda c: c[0])
+            totals = cost_table(ub) @ idx_freq
+            best = int(np.argmin(totals))
+            estimate = float(totals[best]) + zbits + pal.size * pal.bits
+            candidates.append((estimate, zero_runs, pal, codes, runs, zdiv, ub, best))
+    _, zero_runs, pal, codes, runs, zdiv, ub, best = min(candidates, key=lambda c: c[0])
     idx = to_indices(codes, pal)
-    slices, _ = plan_slices(idx, ub)
+    # one segment or less: one slice with the setting best for the whole stream, no plan needed
+    slices = [(0, idx.size, best)] if idx.size <= SEGMENT else plan_slices(idx, ub)[0]
     return Plan(zero_runs, pal, tuple(slices), zdiv), idx, runs
 
 
