@@ -282,10 +282,10 @@ def test_c_decoder_under_sanitizers(tmp_path: Path) -> None:
 
 
 def _geometries(full: bool) -> list[pytest.param]:
-    ofm = [8, 16, 24, 64, 20] if full else [8, 24, 20]
-    ifm = [3, 8, 16, 40] if full else [3, 16, 40]
+    ofm = [8, 16, 24, 64, 20] if full else [8, 20]
+    ifm = [3, 8, 16, 40] if full else [3, 40]
     kernels = [(1, 1), (3, 3), (5, 5), (1, 3), (9, 9)] if full else [(1, 1), (3, 3), (5, 5), (9, 9)]
-    blocks = [8, 16, 32, 64] if full else [16, 32]
+    blocks = [8, 16, 32, 64] if full else [16]
     out = []
     for o, i, k, blk, kind, pk, bits, dil in itertools.product(ofm, ifm, kernels, blocks, ["conv", "depthwise"],
                                                               [False, True], [8, 16], [(1, 1), (2, 2), (1, 2)]):
