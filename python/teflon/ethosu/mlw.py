@@ -510,7 +510,7 @@ class Plan:
     zdiv: int
 
 
-def _plan(values: np.ndarray) -> tuple[Plan, np.ndarray, np.ndarray | None]:
+def plan(values: np.ndarray) -> tuple[Plan, np.ndarray, np.ndarray | None]:
     """Choose zero runs or not and palette or not by each variant's best single-setting estimate (from code
     histograms alone), then plan the slices of the chosen variant."""
     candidates = []
@@ -556,7 +556,7 @@ def encode(values: np.ndarray, *, uncompressed: bool = False) -> bytes:
                                       for a in range(0, v.size, MAX_SLICE)), ZDIV_DISABLE)
         runs = None
     else:
-        plan, idx, runs = _plan(v)
+        plan, idx, runs = plan(v)
     return _write(plan, idx, runs)
 
 
