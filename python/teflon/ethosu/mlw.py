@@ -552,23 +552,23 @@ def encode(values: np.ndarray, *, uncompressed: bool = False) -> bytes:
         codes = sign_magnitude(v)
         pal = choose_palette(np.bincount(codes, minlength=INDEX_MAX + 1), False)
         idx = to_indices(codes, pal)
-        plan = Plan(False, pal, tuple((a, min(a + MAX_SLICE, v.size), len(W_CONFIGS) - 1)
-                                      for a in range(0, v.size, MAX_SLICE)), ZDIV_DISABLE)
+        chosen = Plan(False, pal, tuple((a, min(a + MAX_SLICE, v.size), len(W_CONFIGS) - 1)
+                                        for a in range(0, v.size, MAX_SLICE)), ZDIV_DISABLE)
         runs = None
     else:
-        plan, idx, runs = plan(v)
-    return _write(plan, idx, runs)
+        chosen, idx, runs = plan(v)
+    return _write(chosen, idx, runs)
 
 
-def _write(plan: Plan, idx: np.ndarray, runs: np.ndarray | None) -> bytes:
-    pal = plan.palette
+def _write(chosen: Plan, idx: np.ndarray, runs: np.ndarray | None) -> bytes:
+    pal = chosen.palette
     ub = uncompressed_bits(pal, int(idx.max()))
     out = BitWriter()
-    for k, (a, b, c) in enumerate(plan.slices):
+    for k, (a, b, c) in enumerate(chosen.slices):
         cfg = W_CONFIGS[c]
         wdiv = WDIV_UNCOMPRESSED if cfg is None else cfg[0]
         trunc = False if cfg is None else cfg[1]
-        hv, hw = _header(b - a, plan.zdiv if plan.zero_runs else ZDIV_DISABLE, wdiv, trunc, pal if k == 0 else None)
+        hv, hw = _header(b - a, chosen.zdiv if chosen.zero_runs else ZDIV_DISABLE, wdiv, trunc, pal if k == 0 else None)
         out.put_fields(np.array(hv, dtype=np.int64), np.array(hw, dtype=np.int64))
         w = _weight_chunks(idx[a:b], cfg, ub)
         if runs is None:
@@ -577,7 +577,7 @@ def _write(plan: Plan, idx: np.ndarray, runs: np.ndarray | None) -> bytes:
         # The first slice carries the zero run before its first weight too; every slice the runs after its
         # weights (§2.5).
         z_runs = runs[a + (k > 0):b + 1]
-        out.put_fields(*_interleave(w, _zero_chunks(z_runs, plan.zdiv), plan.zdiv, z_runs))
+        out.put_fields(*_interleave(w, _zero_chunks(z_runs, chosen.zdiv), chosen.zdiv, z_runs))
     out.put_fields(np.array([ZDIV_EOS]), np.array([3]))
     nbits = out.nbits
     data = bytearray(out.tobytes())
