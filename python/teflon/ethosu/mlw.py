@@ -43,7 +43,7 @@ STREAM_ALIGN = 16  # streams end 128-bit aligned with 0xFF (mlw_encode.cpp ml_en
 W_CONFIGS: tuple[tuple[int, bool] | None, ...] = (*((d, False) for d in range(6)), *((d, True) for d in range(6)),
                                                    None)
 Z_DIVS = (0, 1, 2, 3)
-SEGMENT = 1024  # values per segment of the slice plan
+SEGMENT = 1024  # values per segment of the slice plan (a power of two)
 VITERBI_SETTINGS = 4  # settings the slice plan considers (the best ones for the whole stream)
 ZERO_RUN_MIN_FRACTION = 0.1  # zero runs are only tried when at least this share of the values is zero
 SLICE_COST = 36  # bits a new slice costs: its 23-bit header plus about half a chunk of padding (estimate)
@@ -216,8 +216,10 @@ def segment_costs(idx: np.ndarray, ub: int | None) -> np.ndarray:
     """(segments, settings) estimated bits of each SEGMENT-value segment under each of W_CONFIGS: the
     segment's index histogram times cost_table (UNCODABLE or more where a setting cannot code a segment)."""
     nseg = -(-idx.size // SEGMENT)
-    seg = np.arange(idx.size, dtype=np.int32) // SEGMENT
-    hist = np.bincount(seg * (INDEX_MAX + 1) + idx, minlength=nseg * (INDEX_MAX + 1))
+    # SEGMENT and the index range are powers of two: segment s, index i -> bin s * 512 + i by shifts
+    seg_shift = SEGMENT.bit_length() - 1
+    key = ((np.arange(idx.size, dtype=np.int32) >> seg_shift) << 9) | idx
+    hist = np.bincount(key, minlength=nseg * (INDEX_MAX + 1))
     return hist.reshape(nseg, INDEX_MAX + 1).astype(np.float32) @ cost_table(ub).T.astype(np.float32)
 
 
@@ -535,7 +537,7 @@ def plan(values: np.ndarray) -> tuple[Plan, np.ndarray, np.ndarray | None]:
             estimate = float(totals[best]) + zbits + pal.size * pal.bits
             candidates.append((estimate, zero_runs, pal, codes, runs, zdiv, ub, best))
     _, zero_runs, pal, codes, runs, zdiv, ub, best = min(candidates, key=lambda c: c[0])
-    idx = to_indices(codes, pal)
+    idx = index_lut(pal)[codes]  # choose_palette made every code present codable (to_indices checks it)
     # one segment or less: one slice with the setting best for the whole stream, no plan needed
     slices = [(0, idx.size, best)] if idx.size <= SEGMENT else plan_slices(idx, ub)[0]
     return Plan(zero_runs, pal, tuple(slices), zdiv), idx, runs
