@@ -3,9 +3,10 @@
 At each compute kick (NPU_OP_CONV / DEPTHWISE / POOL / ELEMENTWISE) the register state in force must be equal,
 except placement: feature-map / weight / scale / DMA addresses, weight and scale stream lengths, the weight and
 scale regions and Vela's weight DMA (Vela streams weights into fast memory, region 2; teflon reads them from the
-coefficient region 0). The decoded weight values of each kick (ethosu.mlw_codec.decode on both streams), the
-scale records and a LUT kick's table (the bytes its DMA copies into SHRAM) must be equal too. Vela's per-operation API encodes teflon's weights in tests until teflon's
-own encoder is merged (`oracle_weight_encoder`).
+coefficient region 0). The decoded weight values of each kick (ethosu.mlw_codec.decode on both streams, teflon's
+encoded by teflon.ethosu.mlw), the scale records and a LUT kick's table (the bytes its DMA copies into SHRAM) must
+be equal too. `oracle_weight_encoder` (Vela's per-operation API with teflon's block depth and weight order) can
+stand in for teflon's codec.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 from teflon.ethosu import program
 from teflon.ethosu.lower import Kick
 from teflon.ethosu.regs import KICKS, U65
+from teflon.ethosu.stream import WeightEncoder
 
 from . import tflite_graph, vela_oracle
 
@@ -108,12 +110,14 @@ def _streams(state: dict[str, int], blob: bytes) -> tuple[bytes | None, bytes | 
             get("NPU_SET_SCALE_BASE", "NPU_SET_SCALE_LENGTH", "NPU_SET_SCALE_REGION"))
 
 
-def compare(model: bytes) -> Result:
+def compare(model: bytes, weight_encoder: WeightEncoder | None = None) -> Result:
+    """Kick-by-kick comparison; teflon's weights are encoded by its own codec (teflon.ethosu.mlw) unless another
+    encoder is given (oracle_weight_encoder: Vela's, for telling an order error from a codec error)."""
     assert VELA is not None
     mlw_codec = VELA[1]
     graph = tflite_graph.load(model)
     ours = program.lower_graph(graph, [op.index for op in graph.operations], vela_compat=True,
-                               weight_encoder=oracle_weight_encoder)
+                               weight_encoder=weight_encoder)
     vela = vela_oracle.compile_raw(model)
     mine = U65.state_at_kicks(ours.words, KICKS)
     theirs = U65.state_at_kicks(vela.words, KICKS)

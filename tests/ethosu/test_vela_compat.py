@@ -77,7 +77,7 @@ def test_program_stream_is_in_range(case: sweeps.Case) -> None:
     ins, outs = tflite_graph.io(model)
     nodes = [op.index for op in graph.operations]
     assert all(ok for ok, _ in support.support(graph).values())
-    p = program.compile(graph, nodes, ins, outs, weight_encoder=kick_oracle.oracle_weight_encoder)
+    p = program.compile(graph, nodes, ins, outs)
     assert len(p.jobs) == 1 and len(p.jobs[0].tasks) == 1
     task = p.buffer("cmds").data
     assert task is not None
