@@ -48,9 +48,9 @@ TARGETS: tuple[Target, ...] = (
     # the RK3568 RFC v4 7/9 binding (not upstream). Measured by nobody here: no board; the register facts are
     # third-party silicon measurements and Rockchip's own programs (docs/hardware/rk3568.md). Not drivable until
     # the rk3568 simulator exists: the delegate refuses the device rather than claim ops it cannot run.
-    Target("rk3568", "rocket", "rk3568", 5, ("rockchip,rk3568-rknn-core",), cores=1, drivable=False,
+    Target("rk3568", "rocket", "rk3568", 5, ("rockchip,rk3568-rknn-core",), cores=1, drivable=True,
            source="RK3568 RFC v4 7/9 (rockchip,rk3568-rknn-core); vendor rknpu rk356x config; docs/hardware/rk3568.md"),
-    Target("rk3566", "rocket", "rk3568", 6, ("rockchip,rk3568-rknn-core",), cores=1, drivable=False,
+    Target("rk3566", "rocket", "rk3568", 6, ("rockchip,rk3568-rknn-core",), cores=1, drivable=True,
            source="same NPU as rk3568 [INFERRED: one RKNN target RK3566_RK3568]; docs/hardware/rk3568.md §1"),
     # etnaviv params: Vivante feature database entries as restated in teflon/etnaviv/chips.py (sources there)
     Target("a311d", "etnaviv", "v7", 3, ("amlogic,a311d",),
