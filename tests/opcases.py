@@ -633,6 +633,19 @@ def rk3576_known_cpu(case: ConvCase | AddCase | PoolCase) -> str | None:
     return None
 
 
+# (case predicate, reason) pairs for rk3568 (python/teflon/rocket/rk3568/support.py, docs/hardware/rk3568.md §6).
+RK3568_KNOWN_CPU: list[tuple[Callable[[ConvCase], bool], str]] = []
+
+
+def rk3568_known_cpu(case: ConvCase | AddCase | PoolCase) -> str | None:
+    """Why the rk3568 backend is expected to leave this case's convolutions on the CPU, or None."""
+    for c in _convs(case):
+        for applies, reason in RK3568_KNOWN_CPU:
+            if applies(c):
+                return reason
+    return None
+
+
 def _convs(case: Any) -> list[ConvCase]:
     if isinstance(case, ConvCase):
         return [case]
@@ -717,6 +730,7 @@ ETNAVIV_REQUANT_LIMIT: dict[str, str] = {
 KNOWN_CPU: dict[str, Callable[[ConvCase | AddCase | PoolCase], str | None]] = {
     "rk3588": rk3588_known_cpu,
     "rk3576": rk3576_known_cpu,
+    "rk3568": rk3568_known_cpu,
 }
 
 

@@ -121,8 +121,10 @@ static void cna(rkt_npu *n, struct rk3568_task *st)
     const uint32_t con2 = rkt_rd(n, RK3568_CNA_CONV_CON2);
     const uint32_t grains = F(con2, CNA_CONV_CON2, FEATURE_GRAINS);
     const uint32_t kh = F(rkt_rd(n, RK3568_CNA_WEIGHT_SIZE2), CNA_WEIGHT_SIZE2, WEIGHT_HEIGHT);
-    rkt_check(n, (grains >= kh || grains == 1) && grains <= (uint32_t)t->in_h, RK3568_CNA_CONV_CON2, con2,
-              "FEATURE_GRAINS (rows fetched ahead [INF]): between the kernel height (or 1) and the rows fetched");
+    const uint32_t sy = F(con3, CNA_CONV_CON3, CONV_Y_STRIDE);
+    rkt_check(n, grains >= 1 && grains <= 3 * sy + kh, RK3568_CNA_CONV_CON2, con2,
+              "FEATURE_GRAINS (input rows the CNA gathers ahead; no numeric effect known [INF]): 1 .. the vendor rule's "
+              "largest, 3 x stride + kernel height [GOLD]");
     const uint32_t con4 = rkt_rd(n, RK3568_CNA_CONV_CON4);
     rkt_check(n, con4 == (st->packed ? (uint32_t)t->in_w * (uint32_t)t->in_h * 9u : 0u), RK3568_CNA_CONV_CON4, con4,
               "0, or on the packed-pixel path width x rows x 9 [IAV T29/T46]");

@@ -53,7 +53,7 @@ from opcheck import (
 from teflon import targets
 from teflon.modelgen import AddCase, ConstOpCase, ConvCase, FcCase, PadConvCase, PoolCase, UnaryCase
 
-DEVICES = [t.name for t in targets.of_family("rocket") if t.drivable]  # rk3568/rk3566: test_rk3568_status.py
+DEVICES = [t.name for t in targets.drivable_generations() if t.family == "rocket"]  # rk3566: test_rk3568_status.py
 
 
 def _per_channel(device: str, slow: bool) -> list[ConvCase]:
