@@ -16,6 +16,8 @@ from ...hw.regmap import RegMap
 from ...ir import Graph
 from ...program import Program
 
+CONV_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
+
 
 def cbuf_weight_bytes() -> int:
     """Weight bytes the CBUF keeps beside the smallest data area (one bank of eight)."""
@@ -58,8 +60,13 @@ def lower(graph: Graph, nodes: list[int], outputs: list[int] | None = None) -> l
     for op in graph.operations:
         if op.index not in nodes:
             continue
+        if is_conv_like(graph, op) and op.kind not in CONV_OPS:
+            # MUL/ADD/SUB with a constant run elsewhere as a 1x1 depthwise conv with per-channel factors, which the
+            # per-tensor rk3568 path cannot express (measured: up to 93 LSB off before this refusal)
+            raise LoweringError(f"{op.kind} with a constant (node {op.index}) is not encoded on rk3568")
         if is_conv_like(graph, op):
-            ops.append(lower_conv_like(graph, op, per_channel=False, clamp=True))
+            # a PAD before it is not folded: rk3568 does not encode PAD, so the convolution reads its output
+            ops.append(lower_conv_like(graph, op, per_channel=False, clamp=True, fold_pad=False))
         elif op.kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
             ops.append(window_pool(graph, op))
         elif op.kind == "ADD":
