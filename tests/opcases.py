@@ -658,6 +658,9 @@ RK3568_UNARY_CPU = "no LUT program on rk3568 (the vendor loads its tables from t
 # DPU_RDMA 0x503C (meaning unknown) holds the ADD operand's plane bytes - 8 in the vendor's two ADD programs: only
 # those two planes are accepted (regs.py)
 RK3568_ADD_PLANES = (0x800, 0x2300)
+# ADDs of two uint8 maps on those planes: the forms rk3568 delegates (the DPU-only task, rocket/rk3568/add.py)
+RK3568_ADD: list[AddCase] = [AddCase(16, 16, 32), AddCase(16, 16, 5, seed=1), AddCase(16, 16, 32, seed=3),
+                             AddCase(28, 40, 64), AddCase(28, 40, 64, seed=5), AddCase(40, 28, 9, seed=2)]
 
 
 def rk3568_known_cpu(case: ConvCase | AddCase | PoolCase) -> str | None:
