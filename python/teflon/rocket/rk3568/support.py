@@ -22,7 +22,7 @@ def encodable(graph: Graph, regmap: RegMap, index: int) -> str:
     from . import lower
     from .encoder import compile_ops
 
-    op = graph.operations[index]
+    op = next(o for o in graph.operations if o.index == index)
     inputs = [t for t in op.inputs if t >= 0 and not graph.tensors[t].is_constant]
     try:
         prog = compile_ops(regmap, "rk3568", lower(graph, [op.index]), inputs, list(op.outputs))
