@@ -4,7 +4,7 @@ rk3566; its README says what to compare).
 1. Every word of every vendor task decodes with the rk3568 register table (registers of unknown meaning are
    UNDOC_<offset> and accept only the vendor's values).
 2. For every file, the model is rebuilt from `params.modelgen` and `python -m teflon regcmd --device rk3568 --json`
-   (compile-only on this row: every encodable node its own partition) is compared with the vendor's
+   (every node the encoder writes its own partition, pools included) is compared with the vendor's
    `layer` tasks: same number, every word equal (trailer included), except the address words (unit and register
    only) and the README's `toolkit_words`. Files not matched yet are strict expected failures with the reason: a
    file that starts matching fails until it leaves NOT_YET.

@@ -582,7 +582,7 @@ def test_kick_words(harness: Path) -> None:
         ({"27700000.npu": "rockchip,rk3576-rknn-core"}, "accel", "rc=0 soc=rk3576"),
         ({"fe000000.npu": "rockchip,rk3562-rknn-core"}, "driver", "rc=-95 soc=rockchip,rk3562-rknn-core"),
         ({"a.npu": "rockchip,rk3562-rknn-core", "b.npu": "rockchip,rk3576-rknn-core"}, "driver", "rc=0 soc=rk3576"),
-        # a known row the delegate then refuses as not drivable (tests/rocket/test_rk3568_status.py)
+        # the first row of the RK3566/RK3568 compatible (both rows share it: rocket_kernel.c accepts either)
         ({"fde40000.npu": "rockchip,rk3568-rknn-core"}, "driver", "rc=0 soc=rk3568"),
         ({"fdab0000.gpu": "arm,mali-valhall-csf"}, "driver", "rc=-19 soc="),
     ],

@@ -1,7 +1,7 @@
 """RK3566/RK3568 generation of the rocket family (docs/hardware/rk3568.md): the register table (regs), feature and
 CBUF geometry (layout), weight packing (weights), channel groups and row bands (split), the 133-word conv task and
 its delta tasks (stream), the PPU pool task (pool), the DPU-only ADD (add), the encoder (encoder) and its claims
-(support: none until a simulator runs the generation's programs).
+(support: what the encoder writes and drivers/rocket/sim_rk3568.c runs).
 
 Generation interface (used by teflon.rocket only): `supported(graph, regmap)`, `lower(graph, nodes, outputs)` and
 `compile(regmap, device, graph, nodes, inputs, outputs, mesa_compat)`; `mesa_compat` changes nothing (no Mesa
