@@ -56,3 +56,24 @@ def test_rk3566_runs_rk3568_programs(delegate_library: None) -> None:
     inputs = modelgen.random_inputs(model, seed=2)
     a, b = (reference.run_delegate(model, inputs, device=d, sim="1") for d in ROWS)
     assert a.delegated and a.outputs[0].tobytes() == b.outputs[0].tobytes()
+
+
+def test_simulator_refuses_a_ppu_task(delegate_library: None) -> None:
+    """The encoder writes a pool (regcmd compares it with the vendor's), but the simulated kernel + NPU refuse to run
+    it: a PPU task raises no completion interrupt on RK3568, so a one-task kick would never complete."""
+    from teflon import bridge
+    from teflon.native import Device, NativeError, Runner
+
+    model = PoolCase(16, 16, 32, filter=2, stride=2, op="max").build()
+    inputs = modelgen.random_inputs(model, seed=1)
+    with bridge.capture() as cap:
+        reference.run_delegate(model, inputs, device="rk3588", sim="1")
+    graph = cap.support[0][0]
+    (op,) = graph.operations
+    prog = compiler.compile(graph, [op.index], [op.inputs[0]], list(op.outputs), "rk3568")
+    dev = Device("rk3568", sim=True)
+    try:
+        with pytest.raises(NativeError, match="PPU task not simulated on rk3568"):
+            Runner(dev, prog).run({op.inputs[0]: inputs[0]})
+    finally:
+        dev.close()
