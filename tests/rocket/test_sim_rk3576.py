@@ -529,7 +529,7 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if cc is None:
         pytest.skip("no C compiler")
     out = tmp_path_factory.mktemp("rocket_sim")
-    for soc in ("rk3588", "rk3576"):
+    for soc in ("rk3588", "rk3576", "rk3568"):
         subprocess.run([sys.executable, str(REPO / "python/teflon/hw/gen_c_header.py"), "--table",
                         f"teflon.rocket.{soc}.regs:TABLE", "--prefix", soc, "-o", str(out / f"rocket_regs_{soc}.h")],
                        check=True)
