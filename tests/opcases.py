@@ -382,8 +382,10 @@ MEAN_MIN_EXACT = 0.98
 MEAN_REQUANT_MIN_EXACT = 0.6
 
 
-def pool_cpu_reason(case: PoolCase) -> str | None:
+def pool_cpu_reason(case: PoolCase, device: str | None = None) -> str | None:
     """Why the rocket backends leave this case's pool on the CPU, or None (python/teflon/rocket/pool.py)."""
+    if device == "rk3568":
+        return RK3568_POOL_CPU
     from teflon.modelgen import out_size
     from teflon.rocket.average import average_conv, average_recips
     from teflon.rocket.geometry import same_pads
@@ -560,8 +562,10 @@ SLOW_PAD_CONV: list[PadConvCase] = [
 ]
 
 
-def pad_cpu_reason(case: PadConvCase) -> str | None:
+def pad_cpu_reason(case: PadConvCase, device: str | None = None) -> str | None:
     """Why the PAD of a PadConvCase stays on the CPU (its convolution still runs on the NPU), or None."""
+    if device == "rk3568":
+        return RK3568_PAD_CPU
     if max(case.pads[0], case.pads[1]) >= case.kernel or max(case.pads[2], case.pads[3]) >= case.kernel:
         return "a side's padding reaches the kernel size"
     return None
@@ -633,6 +637,41 @@ def rk3576_known_cpu(case: ConvCase | AddCase | PoolCase) -> str | None:
     return None
 
 
+# (case predicate, reason) pairs for rk3568 (python/teflon/rocket/rk3568/support.py, docs/hardware/rk3568.md §6).
+RK3568_KNOWN_CPU: list[tuple[Callable[[ConvCase], bool], str]] = [
+    (lambda c: c.stride_w is not None and c.stride_w != c.stride,
+     "different row and column strides: no vendor program shows the RK3568's word for them"),
+    (lambda c: max(c.in_w, c.out_w) > 2047, "map wider than the 11-bit width fields (maps > 2047 fail [IAV T76])"),
+    (lambda c: _rk3568_rows_beyond_cbuf(c), "the kernel's input rows do not fit seven CBUF data banks (no column split)"),
+]
+
+
+def _rk3568_rows_beyond_cbuf(c: ConvCase) -> bool:
+    from teflon.rocket.rk3568.layout import BANK_ENTRIES, CBUF_BANKS, data_entries
+
+    return data_entries(c.in_w, 32 if c.op == "dwconv" else c.in_c) * c.kernel > (CBUF_BANKS - 1) * BANK_ENTRIES
+# Op families rk3568 leaves on the CPU whole (docs/hardware/rk3568.md §6-§7).
+RK3568_POOL_CPU = ("a pool is a PPU task, which raises no completion interrupt on RK3568 [IAV T61]: one-task kicks never "
+                   "complete it")
+RK3568_PAD_CPU = "PAD is not encoded on rk3568 (the convolution reads the PAD's output)"
+RK3568_UNARY_CPU = "no LUT program on rk3568 (the vendor loads its tables from the kernel: IAV's UAPI extension)"
+# DPU_RDMA 0x503C (meaning unknown) holds the ADD operand's plane bytes - 8 in the vendor's two ADD programs: only
+# those two planes are accepted (regs.py)
+RK3568_ADD_PLANES = (0x800, 0x2300)
+# ADDs of two uint8 maps on those planes: the forms rk3568 delegates (the DPU-only task, rocket/rk3568/add.py)
+RK3568_ADD: list[AddCase] = [AddCase(16, 16, 32), AddCase(16, 16, 5, seed=1), AddCase(16, 16, 32, seed=3),
+                             AddCase(28, 40, 64), AddCase(28, 40, 64, seed=5), AddCase(40, 28, 9, seed=2)]
+
+
+def rk3568_known_cpu(case: ConvCase | AddCase | PoolCase) -> str | None:
+    """Why the rk3568 backend is expected to leave this case's convolutions on the CPU, or None."""
+    for c in _convs(case):
+        for applies, reason in RK3568_KNOWN_CPU:
+            if applies(c):
+                return reason
+    return None
+
+
 def _convs(case: Any) -> list[ConvCase]:
     if isinstance(case, ConvCase):
         return [case]
@@ -647,6 +686,14 @@ def known_cpu_add(case: AddCase, device: str) -> str | None:
     an ADD of two single-channel inputs would copy one through a single-channel convolution (host rows only)."""
     if device == "rk3588" and case.in_h * case.in_w < 12:
         return "fused ADD on a plane below 12 atoms (Mesa's minimum element-wise surface stride)"
+    if device == "rk3568":
+        plane = case.in_h * case.in_w if case.in_h * case.in_w == 1 else -(-case.in_h * case.in_w // 4) * 4
+        if case.producers != "inputs":
+            return "an ADD fused into a convolution is not encoded on rk3568"
+        if case.op != "add" or case.dtype != "uint8" or case.activation != "none":
+            return "rk3568 encodes the vendor's uint8 ADD of two maps without activation only"
+        if plane * 8 not in RK3568_ADD_PLANES:
+            return "ADD plane other than the vendor's two (DPU_RDMA 0x503C's meaning unknown)"
     if case.producers == "inputs" and case.in_c == 1:
         return "ADD of single-channel maps"
     return None
@@ -717,6 +764,7 @@ ETNAVIV_REQUANT_LIMIT: dict[str, str] = {
 KNOWN_CPU: dict[str, Callable[[ConvCase | AddCase | PoolCase], str | None]] = {
     "rk3588": rk3588_known_cpu,
     "rk3576": rk3576_known_cpu,
+    "rk3568": rk3568_known_cpu,
 }
 
 
@@ -919,7 +967,7 @@ SLOW_UNARY: list[UnaryCase] = [
 ]
 # Devices whose rocket generation does not emit a LUT program: the ops stay on the CPU, unchanged (none: rk3588 runs
 # the DPU alone, rk3576 a LUT-load task and a copy convolution, docs/hardware/rocket-rk3576.md).
-UNARY_KNOWN_CPU: dict[str, str] = {}
+UNARY_KNOWN_CPU: dict[str, str] = {"rk3568": RK3568_UNARY_CPU}
 
 
 # Per-element maps of one 8-bit tensor on etnaviv: one TP job whose PWL table and input zero point reproduce

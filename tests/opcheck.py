@@ -203,7 +203,7 @@ POOL_KINDS = ("AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN")
 def check_pad_conv(case: PadConvCase, options: dict[str, str], record_property: Recorder) -> None:
     """PAD -> convolution: the PAD folded into the convolution's padding (both delegated, the convolution's
     tolerance), or on the CPU with the convolution delegated (opcases.pad_cpu_reason)."""
-    if pad_cpu_reason(case):
+    if pad_cpu_reason(case, options["device"]):
         check_delegated_conv(case, options, record_property, cpu_kinds=("PAD",))
     else:
         check_delegated_conv(case, options, record_property, kinds=(*CONV_KINDS, "PAD"))
@@ -214,7 +214,7 @@ def check_const(case: ConstOpCase, options: dict[str, str], record_property: Rec
     where its requantization plan matches TFLite on >= 99.5 % of the input x constant values); a single-channel map
     stays on the CPU."""
     kind = {"mul": "MUL", "add": "ADD"}.get(case.op, "SUB")
-    if case.in_c == 1:
+    if case.in_c == 1 or options["device"] == "rk3568":  # rk3568: not encoded (rocket/rk3568/__init__.py lower)
         check_cpu_fallback(case, options, record_property, (kind,))
         return
     check_delegated_conv(case, options, record_property, MIN_EXACT, max_diff=1, kinds=(kind,))
@@ -223,7 +223,7 @@ def check_const(case: ConstOpCase, options: dict[str, str], record_property: Rec
 def check_pool(case: PoolCase, options: dict[str, str], record_property: Recorder) -> None:
     """A pool on the rocket PPU, alone and after a delegated convolution; the cases opcases.pool_cpu_reason names
     must stay on the CPU."""
-    reason = pool_cpu_reason(case)
+    reason = pool_cpu_reason(case, options["device"])
     if reason:
         print(f"{case.name}: stays on the CPU: {reason}")
         if case.after_conv:

@@ -5,7 +5,9 @@ must keep the CPU's top-1 and have >= 99.5 % of the output elements within 6 LSB
 the test prints max, mean and exact figures. In the uint8 per-tensor MobileNets every convolution must be
 delegated. tf2_mobilenet_v2_1.0_224_ptq has int8 per-channel weights: the etnaviv targets run those of at most
 MAX_CHANNEL_JOBS output channels (one NN job per channel: docs/hardware/etnaviv-per-channel.md) and leave the rest
-on the CPU; rk3588 and rk3576 must delegate every one of them.
+on the CPU; rk3588 and rk3576 must delegate every one of them; rk3568 encodes per-tensor weights only and leaves
+the model on the CPU (CPU_ONLY). rk3568 runs the uint8 MobileNets with their ADDs (planes other than the vendor's
+two), pools and classifier on the CPU: 28 / 53 nodes in 2 / 12 partitions (docs/hardware/rk3568.md §6).
 
 Why the tolerances are above 3 LSB (docs/hardware/rocket.md, "Requantization"): the RK3588 DPU requantizes with
 one 15-bit multiplier and one rounding, TFLite with a 31-bit multiplier and two roundings. Per layer the two agree
@@ -49,17 +51,22 @@ from teflon.zoo.post import top1
 # (rocket bounds: the measured worst case plus one, so a regression shows; every device must also keep the CPU's
 # top-1 and >= 99.5 % of the output elements within 6 LSB.)
 MODELS = {
-    "mobilenet_v1_0.25_128_quant": {"rk3588": (True, 4), "rk3576": (True, 4), "a311d": (True, None),
+    "mobilenet_v1_0.25_128_quant": {"rk3588": (True, 4), "rk3576": (True, 4), "rk3568": (True, 4),
+                                    "a311d": (True, None),
                                     "imx8mp": (True, None)},
-    "mobilenet_v1_0.75_192_quant": {"rk3588": (True, 9), "rk3576": (True, 9), "a311d": (True, None),
+    "mobilenet_v1_0.75_192_quant": {"rk3588": (True, 9), "rk3576": (True, 9), "rk3568": (True, 9),
+                                    "a311d": (True, None),
                                     "imx8mp": (True, None)},
-    "mobilenet_v2_1.0_224_quant": {"rk3588": (True, 12), "rk3576": (True, 12), "a311d": (True, None),
+    "mobilenet_v2_1.0_224_quant": {"rk3588": (True, 12), "rk3576": (True, 12), "rk3568": (True, 12),
+                                    "a311d": (True, None),
                                    "imx8mp": (True, None)},
     # int8 per-channel weights: the rocket targets delegate them; the etnaviv targets only those of up to
     # MAX_CHANNEL_JOBS output channels (every channel has its own scale: one NN job each), plus the int8 ADDs
     "tf2_mobilenet_v2_1.0_224_ptq": {"rk3588": (True, 11), "rk3576": (True, 11), "a311d": (False, None),
                                      "imx8mp": (False, None)},
 }
+# Models the device leaves on the CPU whole: rk3568 encodes per-tensor weights only (docs/hardware/rk3568.md §6).
+CPU_ONLY = {("tf2_mobilenet_v2_1.0_224_ptq", "rk3568")}
 # Models whose ADDs the device fuses into their convolutions (docs/hardware/rocket.md §6): the conv + ADD body is one
 # partition (with the PPU pools, the classifier too; at most a second one after a pool left on the CPU).
 FUSED_ADDS = {("mobilenet_v2_1.0_224_quant", "rk3588"), ("mobilenet_v2_1.0_224_quant", "rk3576"),
@@ -67,7 +74,7 @@ FUSED_ADDS = {("mobilenet_v2_1.0_224_quant", "rk3588"), ("mobilenet_v2_1.0_224_q
 # Models the device runs in one partition with only the final SOFTMAX on the CPU (MobileNetV1 0.75_192's 6x6 uint8
 # average pool: a depthwise convolution on the DPU, docs/hardware/rocket.md §6a).
 ONE_PARTITION = {("mobilenet_v1_0.75_192_quant", "rk3588"), ("mobilenet_v1_0.75_192_quant", "rk3576")}
-DEVICES = [t.name for t in targets.TARGETS if t.drivable]
+DEVICES = [t.name for t in targets.drivable_generations()]
 IMAGES = ("grace_hopper.bmp", "cat.bmp")
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 MIN_WITHIN = 0.995
@@ -116,6 +123,9 @@ def test_model(name: str, image: str, shared_dir: Path, device_options: dict[str
     record_property("delegated_nodes", len(run.delegated))
 
     assert npu_top in cpu_top, f"top-1 changed: CPU {sorted(cpu_top)}, delegate {npu_top}"
+    if (name, device) in CPU_ONLY:
+        assert not run.delegated and cmp.max_abs_diff == 0, f"expected the CPU alone: {cmp}"
+        return
     if (name, device) in FUSED_ADDS:
         adds = run.undelegated("ADD")
         assert not adds and run.partitions <= 2, f"ADDs not fused: {run.describe(adds)}; {run.partitions} partitions"

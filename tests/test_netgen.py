@@ -19,7 +19,7 @@ from teflon import netgen, targets
 from teflon.modelgen import DTYPE_TOKEN, random_inputs
 from teflon.reference import MODEL_LSB, compare, run_cpu, run_delegate
 
-DEVICES = [t.name for t in targets.TARGETS if t.drivable]
+DEVICES = [t.name for t in targets.drivable_generations()]
 DTYPES = ("uint8", "int8")
 MIN_WITHIN = 0.995
 COVERAGE_GOAL = 0.80  # rocket: the share of all nodes a detection/segmentation/pose model should run on the NPU

@@ -17,7 +17,7 @@ from opcheck import Recorder, check_delegated_conv
 from teflon import targets
 from teflon.modelgen import ConvCase
 
-DEVICES = [t.name for t in targets.TARGETS if t.drivable]
+DEVICES = [t.name for t in targets.drivable_generations()]
 
 
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_CONV))

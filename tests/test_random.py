@@ -44,7 +44,7 @@ from teflon import targets
 from teflon.modelgen import AddCase, ConvCase, ElementwiseCase, FcCase, operators, random_inputs
 from teflon.reference import MODEL_LSB, Comparison, compare, run_cpu, run_delegate
 
-DEVICES = [t.name for t in targets.TARGETS if t.drivable]
+DEVICES = [t.name for t in targets.drivable_generations()]
 DEFAULT_EXAMPLES = 8
 SLOW_EXAMPLES = {"conv2d": 130, "dwconv": 110, "fc": 40, "add": 40, "elementwise": 50, "graph": 150}
 RERUN_ENV = "TEFLON_RANDOM_CASE"

@@ -12,12 +12,16 @@ static const struct rkt_gen generations[] = {
     /* TASK_NUMBER@0..11 = 1, TASK_PP_EN, TASK_COUNT_CLEAR, bit 14 (rocket.md §5.3) */
     /* time model [INFERRED]: Rockchip quotes 6 TOPS int8 for the three cores, i.e. 1 TMAC/s per core; an
      * interrupt-driven completion is taken as 20 us per task; 8 bytes/ns of DMA per core */
-    {"rk3588", &rkt_soc_rk3588, 0x7001, 0, 20000, 1000, 8},
+    {"rk3588", &rkt_soc_rk3588, 0x7001, 0, 20000, 1000, 8, 2},
     /* the same control bits above a 16-bit TASK_NUMBER; PC_DONE cannot reach the GIC, so the kernel polls
      * INTERRUPT_RAW_STATUS and retires on a DPU bit (rocket.md §6.2, §6.4) */
     /* time model: 6 TOPS int8 for the two cores [INFERRED: 1.5 TMAC/s per core]; ~0.44 ms per task with a 50 us
      * completion poll (rocket.md §6.3, R76-GREG); 8 bytes/ns [INFERRED] */
-    {"rk3576", &rkt_soc_rk3576, 0x70001, 1, 440000, 1500, 8},
+    {"rk3576", &rkt_soc_rk3576, 0x70001, 1, 440000, 1500, 8, 2},
+    /* RK3566/RK3568 (docs/hardware/rk3568.md §5): the accel/rocket kick of one task (TASK_NUMBER 1 in the 12-bit field,
+     * as RK3588 [VEND rknpu rk356x config]) completed by the DPU interrupt; PC amount scale 1 [VEND]. Time model
+     * [INFERRED]: ~1 TOPS int8 for the one core (0.5 TMAC/s), 20 us per task as RK3588, 4 bytes/ns */
+    {"rk3568", &rkt_soc_rk3568, 0x7001, 0, 20000, 500, 4, 1},
 };
 
 const struct rkt_gen *rkt_gen_named(const char *generation)

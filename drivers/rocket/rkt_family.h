@@ -27,6 +27,9 @@ struct rkt_gen {
     uint32_t task_overhead_ns;
     uint32_t macs_per_ns;
     uint32_t bytes_per_ns;
+    /* 64-bit regcmd words per PC_REGISTER_AMOUNTS unit (the vendor's pc_data_amount_scale: RK3588/RK3576 2,
+     * RK356x 1 [VEND rknpu_drv.c]): the kernel writes ceil(words / scale) - 1, the PC fetches scale x (amount + 1) */
+    uint32_t amount_scale;
 };
 
 /* The generation named `generation`, or NULL. */

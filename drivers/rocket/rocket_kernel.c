@@ -67,6 +67,16 @@ static int rk_bo_create(void *impl, uint64_t size, teflon_bo *out, char *err, si
         teflon_errf(err, errlen, "mmap of rocket BO (%llu bytes): %s", (unsigned long long)size, strerror(-rc));
         return rc;
     }
+    if (c.dma_address + size > (1ull << 32)) {
+        /* every NPU address register is 32 bits wide; RK356x's NPU and its IOMMU reach 32 bits only (rk3568.md §5) */
+        munmap(map, size);
+        struct teflon_drm_gem_close gc = {.handle = c.handle};
+        teflon_drm_ioctl(d->fd, TEFLON_DRM_IOCTL_GEM_CLOSE, &gc);
+        teflon_errf(err, errlen, "rocket BO at device address 0x%llx (+%llu bytes) lies beyond the NPU's 32-bit "
+                    "address registers: this kernel's IOMMU domain is not limited to 32 bits",
+                    (unsigned long long)c.dma_address, (unsigned long long)size);
+        return -ERANGE;
+    }
     *out = (teflon_bo){.handle = c.handle, .iova = c.dma_address, .size = size, .map = map};
     return 0;
 }
@@ -310,7 +320,10 @@ int rkt_kernel_open(const teflon_target *t, void **impl, const struct teflon_bac
      * whose cores the devicetree names as another SoC (when it can be told). */
     char found[64];
     const char *root = getenv("TEFLON_SYSFS_ROOT");
-    if (rkt_detect(NULL, root ? root : "", found, sizeof(found)) == 0 && strcmp(found, t->name) != 0) {
+    /* rows of one generation share the NPU (rk3566 / rk3568: one compatible, rocket.md and rk3568.md §1) */
+    const teflon_target *ft = NULL;
+    if (rkt_detect(NULL, root ? root : "", found, sizeof(found)) == 0 && strcmp(found, t->name) != 0 &&
+        !((ft = teflon_target_named(found)) && strcmp(ft->generation, t->generation) == 0)) {
         teflon_errf(err, errlen, "the rocket NPU here is an %s (devicetree compatible of its cores), not %s", found,
                     t->name);
         return -ENODEV;

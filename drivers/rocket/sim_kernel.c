@@ -71,7 +71,7 @@ int rkt_kick_sequence(const struct rkt_gen *gen, unsigned core, struct rkt_regcm
         {RKT_CNA_S_POINTER, spointer},
         {RKT_CORE_S_POINTER, spointer},
         {RKT_PC_BASE_ADDRESS, task.iova},
-        {RKT_PC_REGISTER_AMOUNTS, (task.count + 1) / 2 - 1},
+        {RKT_PC_REGISTER_AMOUNTS, (task.count + gen->amount_scale - 1) / gen->amount_scale - 1},
         {RKT_PC_INTERRUPT_MASK, RKT_IRQ_DONE_BITS},
         {RKT_PC_INTERRUPT_CLEAR, RKT_IRQ_DONE_BITS},
         {RKT_PC_TASK_CON, gen->task_con},

@@ -29,6 +29,7 @@ int rkt_unit_of(uint32_t offset)
     switch (offset >> 12) {
     case 0x0: return U_PC;
     case 0x1: return U_CNA;
+    case 0x2: return U_CMAC;
     case 0x3: return U_CORE;
     case 0x4: return U_DPU;
     case 0x5: return U_RDMA;
@@ -287,6 +288,7 @@ static int stream_write(rkt_npu *n, uint16_t target, uint32_t off, uint32_t val)
         return spointer_write(n, u, val, 0);
     case RKT_CNA_S_POINTER:
     case RKT_CORE_S_POINTER:
+    case RKT_CMAC_S_POINTER:
         if (n->soc->stream_core_spointers)
             return spointer_write(n, u, val, 0);
         return rkt_fail(n, "%s written from a regcmd stream: the kernel owns it (it needs the per-core bit)", d->name);
@@ -315,7 +317,10 @@ static int stream_write(rkt_npu *n, uint16_t target, uint32_t off, uint32_t val)
 static void task_done(rkt_npu *n, int pool)
 {
     n->job_tasks++;
-    n->int_raw |= pool ? 1u << (RKT_IRQ_PPU_0 + n->exe[U_PPU]) : 1u << (RKT_IRQ_DPU_0 + n->exe[U_DPU]);
+    if (!pool)
+        n->int_raw |= 1u << (RKT_IRQ_DPU_0 + n->exe[U_DPU]);
+    else if (!n->soc->ppu_no_irq)
+        n->int_raw |= 1u << (RKT_IRQ_PPU_0 + n->exe[U_PPU]);
     for (int u = 0; u < U_COUNT; u++) {
         if (n->spointer[u] & 2u) /* POINTER_PP_EN */
             n->ptr[u] ^= 1;
@@ -334,7 +339,7 @@ static int pc_run(rkt_npu *n)
         return rkt_fail(n, "PC_TASK_DMA_BASE_ADDR = 0x%08x: descriptor-array dispatch is not simulated", n->task_dma_base);
     if (n->pc_base & 0xF)
         return rkt_fail(n, "PC_BASE_ADDRESS = 0x%08x: the regcmd address must be 16-byte aligned with PC_SEL 0", n->pc_base);
-    const uint32_t nwords = 2 * ((n->pc_amount & 0xFFFFu) + 1); /* PC_DATA_AMOUNT */
+    const uint32_t nwords = n->gen->amount_scale * ((n->pc_amount & 0xFFFFu) + 1); /* PC_DATA_AMOUNT */
     memset(&n->task_ctr, 0, sizeof(n->task_ctr));
     const uint8_t *src = rkt_mem(n, RKT_DMA_EXTENT, "regcmd fetch (PC_BASE_ADDRESS/REGISTER_AMOUNTS)", n->pc_base, (uint64_t)nwords * 8);
     if (!src)
@@ -361,11 +366,11 @@ static int pc_run(rkt_npu *n)
             continue;
         }
         if (target == RKT_TARGET_OP_ENABLE) {
-            if (off != RKT_OFFSET_OP_ENABLE ||
-                (val != RKT_OPEN_CONV_BITMAP && val != RKT_OPEN_PPU_BITMAP && val != RKT_OPEN_DPU_BITMAP))
+            const uint32_t conv = n->soc->conv_op_enable ? n->soc->conv_op_enable : RKT_OPEN_CONV_BITMAP;
+            if (off != RKT_OFFSET_OP_ENABLE || (val != conv && val != RKT_OPEN_PPU_BITMAP && val != RKT_OPEN_DPU_BITMAP))
                 return rkt_fail(n, "regcmd word %u: op-enable 0x%016llx not understood (only offset 0x%04x value 0x%x = "
-                            "CNA+CORE+DPU+DPU_RDMA, 0x%x = PPU+PPU_RDMA or 0x%x = DPU+DPU_RDMA)",
-                            i, (unsigned long long)w, RKT_OFFSET_OP_ENABLE, RKT_OPEN_CONV_BITMAP, RKT_OPEN_PPU_BITMAP,
+                            "the conv units, 0x%x = PPU+PPU_RDMA or 0x%x = DPU+DPU_RDMA)",
+                            i, (unsigned long long)w, RKT_OFFSET_OP_ENABLE, conv, RKT_OPEN_PPU_BITMAP,
                             RKT_OPEN_DPU_BITMAP);
             n->op_enable = val;
             if (!prev_sync)
@@ -377,7 +382,7 @@ static int pc_run(rkt_npu *n)
                     return rkt_fail(n, "regcmd word %u: 0x%016llx fetched after the op-enable", j, (unsigned long long)z);
             }
             if (n->chain_base) {
-                const uint64_t len = 16 * ((uint64_t)(n->chain_amount & 0xFFFFu) + 1);
+                const uint64_t len = 8ull * n->gen->amount_scale * ((uint64_t)(n->chain_amount & 0xFFFFu) + 1);
                 if (!n->lookup(n->ctx, n->chain_base, len))
                     return rkt_fail(n, "PC_BASE_ADDRESS/REGISTER_AMOUNTS chain 0x%08x/0x%08x does not point at a regcmd buffer",
                                 n->chain_base, n->chain_amount);
@@ -386,6 +391,10 @@ static int pc_run(rkt_npu *n)
             }
             memset(n->consumed, 0, sizeof(n->consumed));
             const int pool = val == RKT_OPEN_PPU_BITMAP;
+            if (pool && !n->soc->ppu_pad_value)
+                return rkt_fail(n, "regcmd word %u: PPU task not simulated on %s (a PPU task raises no completion interrupt "
+                                "there, so a one-task kick of it never completes: docs/hardware/rk3568.md)", i,
+                                n->gen->generation);
             rc = pool ? rkt_ppu_execute(n) : n->soc->execute(n);
             if (rc)
                 return rc;

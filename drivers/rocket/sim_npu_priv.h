@@ -109,7 +109,10 @@ struct rocket_reg_desc {
                        SOC##_PC_TASK_CON__TASK_NUMBER__SHIFT == 0,                                                \
                    "the generic PC assumes these " #SOC " offsets")
 
-enum rkt_unit { U_CNA, U_CORE, U_DPU, U_RDMA, U_PPU, U_PPU_RDMA, U_COUNT, U_PC = -1, U_NONE = -2 };
+/* U_CMAC: RK3568's CMAC block (0x2xxx, its own S_POINTER; docs/hardware/rk3568.md §2); no register of the other
+ * generations' tables lies there. */
+enum rkt_unit { U_CNA, U_CORE, U_DPU, U_RDMA, U_PPU, U_PPU_RDMA, U_CMAC, U_COUNT, U_PC = -1, U_NONE = -2 };
+#define RKT_CMAC_S_POINTER 0x2004u
 
 struct rkt_soc {
     const struct rocket_reg_desc *regs;
@@ -126,11 +129,16 @@ struct rkt_soc {
      * ppu_pad_pairs_equal only left = top and right = bottom are understood (which of a pair is x is unknown) */
     uint8_t ppu_pad_shift[4];
     int ppu_pad_pairs_equal;
+    /* the op-enable word of a conv task (0: RKT_OPEN_CONV_BITMAP 0x1D; RK3568 0x1F with CMAC) */
+    uint32_t conv_op_enable;
+    /* a PPU task raises no PC interrupt bit (RK3568 [IAV T61]): a pool kicked alone never completes */
+    int ppu_no_irq;
 };
 
 /* The generations' semantics, for the per-generation table (rkt_family.c). */
 extern const struct rkt_soc rkt_soc_rk3588;
 extern const struct rkt_soc rkt_soc_rk3576;
+extern const struct rkt_soc rkt_soc_rk3568;
 
 /* Weights left in the CBUF by an earlier task of the same job, for reuse. */
 struct rkt_resident_weights {

@@ -46,11 +46,11 @@ TARGETS: tuple[Target, ...] = (
     # RK3566 and RK3568 carry one NPU as far as software knows (one RKNN target dir, one vendor-driver config for
     # both) [INFERRED identity, not measured]; one core (vendor rknpu rk356x config core_mask 0x1); compatible from
     # the RK3568 RFC v4 7/9 binding (not upstream). Measured by nobody here: no board; the register facts are
-    # third-party silicon measurements and Rockchip's own programs (docs/hardware/rk3568.md). Not drivable until
-    # the rk3568 simulator exists: the delegate refuses the device rather than claim ops it cannot run.
-    Target("rk3568", "rocket", "rk3568", 5, ("rockchip,rk3568-rknn-core",), cores=1, drivable=False,
+    # third-party silicon measurements and Rockchip's own programs (docs/hardware/rk3568.md). Drivable on the
+    # simulated kernel + NPU (drivers/rocket/sim_rk3568.c); a board needs a non-upstream kernel (rk3568.md §5).
+    Target("rk3568", "rocket", "rk3568", 5, ("rockchip,rk3568-rknn-core",), cores=1, drivable=True,
            source="RK3568 RFC v4 7/9 (rockchip,rk3568-rknn-core); vendor rknpu rk356x config; docs/hardware/rk3568.md"),
-    Target("rk3566", "rocket", "rk3568", 6, ("rockchip,rk3568-rknn-core",), cores=1, drivable=False,
+    Target("rk3566", "rocket", "rk3568", 6, ("rockchip,rk3568-rknn-core",), cores=1, drivable=True,
            source="same NPU as rk3568 [INFERRED: one RKNN target RK3566_RK3568]; docs/hardware/rk3568.md §1"),
     # etnaviv params: Vivante feature database entries as restated in teflon/etnaviv/chips.py (sources there)
     Target("a311d", "etnaviv", "v7", 3, ("amlogic,a311d",),
@@ -93,6 +93,16 @@ def by_blob_id(blob_id: int) -> Target:
 
 def of_family(family: str) -> tuple[Target, ...]:
     return tuple(t for t in TARGETS if t.family == family)
+
+
+def drivable_generations() -> tuple[Target, ...]:
+    """The first drivable row of each (family, generation): the rows the sweeps and model suites run on (rk3566 runs
+    rk3568's programs on the same simulator; tests/rocket/test_rk3568_status.py checks that row)."""
+    seen: dict[tuple[str, str], Target] = {}
+    for t in TARGETS:
+        if t.drivable:
+            seen.setdefault((t.family, t.generation), t)
+    return tuple(seen.values())
 
 
 def c_header() -> str:

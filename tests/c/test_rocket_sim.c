@@ -96,8 +96,10 @@ static int test_kick(void)
         CHECK(kernel_word(soc, RKT_CNA_S_POINTER, 1) == 0x1000000E, "%s core 1 S_POINTER", soc);
     }
     CHECK(rkt_gen_named("rk3562") == NULL && teflon_target_named("rk3562") == NULL, "unknown SoC");
-    /* rk3568: a registry row without a simulated generation yet (docs/hardware/rk3568.md "Status") */
-    CHECK(rkt_gen_named("rk3568") == NULL && !teflon_target_named("rk3568")->drivable, "rk3568 not drivable");
+    /* rk3568: PC amount scale 1 (words - 1) [VEND pc_data_amount_scale], the rocket one-task kick word */
+    CHECK(rkt_gen_named("rk3568") != NULL && teflon_target_named("rk3568")->drivable, "rk3568 drivable");
+    CHECK(kernel_word("rk3568", RKT_PC_REGISTER_AMOUNTS, 0) == 142, "rk3568 amount for 143 words");
+    CHECK(kernel_word("rk3568", RKT_PC_TASK_CON, 0) == 0x7001, "rk3568 TASK_CON");
 
     /* RK3576: TASK_NUMBER is 16 bits; the RK3588 word asks for 28673 tasks */
     const char *m = kick_with("rk3576", 0x7001);
@@ -113,7 +115,7 @@ static int test_kick(void)
     m = kick_with("rk3588", 0x70001);
     CHECK(strstr(m, "MMIO write PC_TASK_CON = 0x00070001 sets bits 0x00070000 outside its defined fields"),
           "rk3588 0x70001: %s", m);
-    CHECK(rkt_npu_create(rkt_gen_named("rk3568"), lookup, NULL) == NULL, "no NPU for an unknown SoC");
+    CHECK(rkt_npu_create(rkt_gen_named("rk3562"), lookup, NULL) == NULL, "no NPU for an unknown SoC");
 
     if (!failures)
         printf("all checks passed\n");

@@ -4,7 +4,7 @@ rk3566; its README says what to compare).
 1. Every word of every vendor task decodes with the rk3568 register table (registers of unknown meaning are
    UNDOC_<offset> and accept only the vendor's values).
 2. For every file, the model is rebuilt from `params.modelgen` and `python -m teflon regcmd --device rk3568 --json`
-   (compile-only on this row: every encodable node its own partition) is compared with the vendor's
+   (every node the encoder writes its own partition, pools included) is compared with the vendor's
    `layer` tasks: same number, every word equal (trailer included), except the address words (unit and register
    only) and the README's `toolkit_words`. Files not matched yet are strict expected failures with the reason: a
    file that starts matching fails until it leaves NOT_YET.
@@ -146,3 +146,20 @@ def test_weights_and_bs_table_equal_the_vendors(path: Path, delegate_library: No
 def test_hazards_are_refused(reg: str, fields: dict[str, int], why: str) -> None:
     with pytest.raises(RegMapError):
         RM.word(reg, **fields)
+
+
+@pytest.mark.skipif(not FILES, reason=f"no golden rocket-rk3568 files under {GOLDEN}")
+def test_uncovered_pool_window_is_refused() -> None:
+    """A PPU window not covered by input + padding stalls the chain [IAV T62]: the program check refuses it, while the
+    vendor's own pool tasks pass."""
+    from teflon.rocket.rk3568.hazards import check_task
+
+    path = next(p for p in FILES if p.name.startswith("maxpool-in13x13x32"))
+    (task,) = [t for t in _load(path)["tasks"] if t["role"] == "layer"]
+    words = _words(task)
+    assert check_task(RM, words) == []
+    i = next(i for i, w in enumerate(words) if w and RM.decode(w)[1] == "PPU_DATA_CUBE_OUT_WIDTH")
+    width = RM.decode(words[i])[2]["CUBE_OUT_WIDTH"]
+    words[i] = RM.word("PPU_DATA_CUBE_OUT_WIDTH", CUBE_OUT_WIDTH=width + 1)
+    (problem,) = check_task(RM, words)
+    assert "not covered" in problem[1]

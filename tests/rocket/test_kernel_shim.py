@@ -23,7 +23,7 @@ import pytest
 from shim import Shim, calls, rocket_shim, run_python, run_sweep, squash
 from teflon import targets
 
-DEVICES = [t.name for t in targets.of_family("rocket") if t.drivable]  # rk3568/rk3566: test_rk3568_status.py
+DEVICES = [t.name for t in targets.drivable_generations() if t.family == "rocket"]  # rk3566: test_rk3568_status.py
 NODE = "/dev/accel/accel0"
 
 # Runs in the preloaded subprocess: a few convolutions (one task; a depthwise; one split into several tasks) with

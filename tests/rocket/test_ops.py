@@ -26,6 +26,7 @@ from opcases import (
     DEFAULT_UNARY,
     KERNEL_CONV,
     LITERT_CASES,
+    RK3568_ADD,
     ROCKET_DEFAULT_FC,
     SLOW_ADD,
     SLOW_CONST,
@@ -53,7 +54,7 @@ from opcheck import (
 from teflon import targets
 from teflon.modelgen import AddCase, ConstOpCase, ConvCase, FcCase, PadConvCase, PoolCase, UnaryCase
 
-DEVICES = [t.name for t in targets.of_family("rocket") if t.drivable]  # rk3568/rk3566: test_rk3568_status.py
+DEVICES = [t.name for t in targets.drivable_generations() if t.family == "rocket"]  # rk3566: test_rk3568_status.py
 
 
 def _per_channel(device: str, slow: bool) -> list[ConvCase]:
@@ -147,6 +148,14 @@ def test_add(device: str, case: AddCase, options: dict[str, str], record_propert
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, SLOW_ADD))
 def test_add_slow(device: str, case: AddCase, options: dict[str, str], record_property: Recorder) -> None:
     check_add(case, options, record_property)
+
+
+@pytest.mark.parametrize("case", RK3568_ADD, ids=lambda c: f"rk3568-{c.name}")
+def test_add_rk3568(case: AddCase, delegate_library: None, record_property: Recorder) -> None:
+    """The vendor's ADD of two uint8 maps (a DPU-only task) on the planes rk3568 takes."""
+    from conftest import sim_options
+
+    check_add(case, sim_options("rk3568"), record_property)
 
 
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_CONST))

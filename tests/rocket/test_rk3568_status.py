@@ -1,18 +1,20 @@
-"""RK3566/RK3568 before its simulator exists: registry rows, the delegate's refusal, and claims.
+"""RK3566/RK3568 on its simulator (drivers/rocket/sim_rk3568.c): registry rows, the delegate, claims.
 
-The generation's encoder writes programs (tests/rocket/test_golden_rk3568.py compares them with Rockchip's), but
-nothing executes them yet, so the rows are not drivable: the delegate refuses the device with a clear message,
-and the family's support decision claims nothing (every node stays on the CPU with a reason that says what the
-encoder would do). The op sweeps and the generic suites run over drivable rows only, which is why they leave
-these two out.
+The rows are drivable: the simulated kernel + NPU run the generation's programs. The family's support decision claims
+what the encoder writes and the simulator runs (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED with per-tensor weights,
+uint8 or int8; the ADD of two uint8 maps on the vendor's planes) and leaves the rest on the CPU with a reason: pools
+(a PPU task raises no completion interrupt on RK3568), per-channel weights (the 8-byte BS stream is not encoded),
+element-wise ops with a constant, PAD, LUT ops. The sweeps (tests/test_ops.py, tests/rocket/test_ops.py) run on
+rk3568 only: rk3566 is the same NPU, checked here to give the same bytes.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from teflon import compiler, targets
-from teflon.modelgen import ConvCase
+from teflon import compiler, modelgen, reference, targets
+from teflon.modelgen import ConvCase, PoolCase
 
 from .graphs import conv_graph
 
@@ -22,24 +24,56 @@ ROWS = ["rk3568", "rk3566"]
 def test_rows_share_one_generation() -> None:
     rows = [targets.get(n) for n in ROWS]
     assert {r.generation for r in rows} == {"rk3568"}
-    assert all(r.family == "rocket" and r.cores == 1 and not r.drivable for r in rows)
+    assert all(r.family == "rocket" and r.cores == 1 and r.drivable and not r.per_channel for r in rows)
     assert all(r.compatibles == ("rockchip,rk3568-rknn-core",) for r in rows)
     assert len({r.blob_id for r in targets.TARGETS}) == len(targets.TARGETS)
+    assert "rk3566" not in [t.name for t in targets.drivable_generations()]
 
 
 @pytest.mark.parametrize("device", ROWS)
-def test_delegate_refuses_the_device(device: str, delegate_library: None) -> None:
-    import teflon
-
-    with pytest.raises(ValueError, match=f"device={device} .*not supported by this build yet"):
-        teflon.load_delegate(device=device, sim="1")
-
-
-@pytest.mark.parametrize("device", ROWS)
-def test_nothing_is_claimed(device: str) -> None:
+def test_claims(device: str) -> None:
     encodable = conv_graph(ConvCase("conv2d", 16, 16, 32, out_c=32))
-    too_big = conv_graph(ConvCase("conv2d", 112, 112, 64, out_c=64))  # four row bands, two of them delta tasks
-    for g, verdict in ((encodable, "the encoder would write it as 1 task"), (too_big, "as 4 tasks")):
+    banded = conv_graph(ConvCase("conv2d", 112, 112, 64, out_c=64))  # four row bands, two of them delta tasks
+    for g, verdict in ((encodable, "the encoder writes it as 1 task"), (banded, "as 4 tasks")):
         (claimed, why), = compiler.supported(g, device).values()
-        assert not claimed
-        assert "no simulator" in why and verdict in why, why
+        assert claimed and verdict in why, why
+    per_channel = conv_graph(ConvCase("conv2d", 8, 8, 16, out_c=16, dtype="int8", per_channel=True))
+    (claimed, why), = compiler.supported(per_channel, device).values()
+    assert not claimed and "per-channel" in why, why
+
+
+def test_pools_stay_on_the_cpu(delegate_library: None) -> None:
+    case = PoolCase(16, 16, 32, filter=2, stride=2, op="max")
+    model = case.build()
+    inputs = modelgen.random_inputs(model, seed=1)
+    run = reference.run_delegate(model, inputs, device="rk3568", sim="1")
+    assert not run.delegated
+    assert np.array_equal(run.outputs[0], reference.run_cpu(model, inputs, cache=False)[0])
+
+
+def test_rk3566_runs_rk3568_programs(delegate_library: None) -> None:
+    model = ConvCase("conv2d", 24, 24, 40, out_c=24, kernel=3, activation="relu6").build()
+    inputs = modelgen.random_inputs(model, seed=2)
+    a, b = (reference.run_delegate(model, inputs, device=d, sim="1") for d in ROWS)
+    assert a.delegated and a.outputs[0].tobytes() == b.outputs[0].tobytes()
+
+
+def test_simulator_refuses_a_ppu_task(delegate_library: None) -> None:
+    """The encoder writes a pool (regcmd compares it with the vendor's), but the simulated kernel + NPU refuse to run
+    it: a PPU task raises no completion interrupt on RK3568, so a one-task kick would never complete."""
+    from teflon import bridge
+    from teflon.native import Device, NativeError, Runner
+
+    model = PoolCase(16, 16, 32, filter=2, stride=2, op="max").build()
+    inputs = modelgen.random_inputs(model, seed=1)
+    with bridge.capture() as cap:
+        reference.run_delegate(model, inputs, device="rk3588", sim="1")
+    graph = cap.support[0][0]
+    (op,) = graph.operations
+    prog = compiler.compile(graph, [op.index], [op.inputs[0]], list(op.outputs), "rk3568")
+    dev = Device("rk3568", sim=True)
+    try:
+        with pytest.raises(NativeError, match="PPU task not simulated on rk3568"):
+            Runner(dev, prog).run({op.inputs[0]: inputs[0]})
+    finally:
+        dev.close()

@@ -75,12 +75,12 @@ def mesa_compat(graph: Graph, nodes: list[int], prog: Program, option: str = "me
 
 
 def compile_only(args: argparse.Namespace) -> list[Program] | None:
-    """A known device the delegate cannot drive yet whose compiler exists (rk3568: no simulator): the model's graph
-    as the delegate hands it over (captured on the fallback simulator), every node its encoder writes compiled as a
-    partition of its own. None for a drivable device or one without such a compiler."""
+    """A device whose generation lists the nodes its encoder writes (rk3568: it writes pools it does not claim): the
+    model's graph as the delegate hands it over (captured on the fallback simulator), every node its encoder writes
+    compiled as a partition of its own. None for a device without such a list."""
     from teflon import compiler, targets
 
-    if args.device not in targets.names() or targets.get(args.device).drivable:
+    if args.device not in targets.names():
         return None
     encodable = getattr(compiler.target(args.device), "encodable", None)
     if encodable is None:
@@ -91,8 +91,8 @@ def compile_only(args: argparse.Namespace) -> list[Program] | None:
     nodes = encodable(graph)
     if nodes is None:
         return None
-    print(f"teflon regcmd: {args.device} is compile-only in this build (no simulator): {len(nodes)} encodable "
-          "node(s), each compiled as its own partition; nothing is delegated on this device", file=sys.stderr)
+    print(f"teflon regcmd: {args.device}: {len(nodes)} encodable node(s), each compiled as its own partition (the "
+          "form Rockchip's single-layer programs are compared in)", file=sys.stderr)
     programs = []
     for n in nodes:
         op = next(o for o in graph.operations if o.index == n)

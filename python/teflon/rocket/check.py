@@ -15,7 +15,7 @@ the CPU instead of failing at invoke.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..hw.regmap import RegMap, RegMapError
@@ -65,13 +65,24 @@ def check_words(regmap: RegMap, words: Sequence[int], verdicts: dict[int, str] |
     return out
 
 
+def _task_hazards(regmap: RegMap) -> Callable[[RegMap, Sequence[int]], list[tuple[int, str]]] | None:
+    """A generation's check of hazards across a task's words (rk3568/hazards.py), or None."""
+    if regmap.soc == "rk3568":
+        from .rk3568.hazards import check_task
+
+        return check_task
+    return None
+
+
 def check_program(regmap: RegMap, program: Program) -> list[Problem]:
-    """Every refused word of every task of `program`, by operation."""
+    """Every refused word of every task of `program`, by operation, and the generation's task hazards."""
     problems: list[Problem] = []
     verdicts: dict[int, str] = {}
+    hazards = _task_hazards(regmap)
     for op in program.operations:
         for ti, t in enumerate(op.tasks):
-            for wi, why in check_words(regmap, task_words(program, t), verdicts):
+            words = task_words(program, t)
+            for wi, why in check_words(regmap, words, verdicts) + (hazards(regmap, words) if hazards else []):
                 problems.append(Problem(tuple(op.nodes), op.kind, ti, wi, why))
     return problems
 

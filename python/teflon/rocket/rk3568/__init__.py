@@ -1,7 +1,7 @@
 """RK3566/RK3568 generation of the rocket family (docs/hardware/rk3568.md): the register table (regs), feature and
 CBUF geometry (layout), weight packing (weights), channel groups and row bands (split), the 133-word conv task and
 its delta tasks (stream), the PPU pool task (pool), the DPU-only ADD (add), the encoder (encoder) and its claims
-(support: none until a simulator runs the generation's programs).
+(support: what the encoder writes and drivers/rocket/sim_rk3568.c runs).
 
 Generation interface (used by teflon.rocket only): `supported(graph, regmap)`, `lower(graph, nodes, outputs)` and
 `compile(regmap, device, graph, nodes, inputs, outputs, mesa_compat)`; `mesa_compat` changes nothing (no Mesa
@@ -15,6 +15,8 @@ from typing import Any
 from ...hw.regmap import RegMap
 from ...ir import Graph
 from ...program import Program
+
+CONV_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
 
 
 def cbuf_weight_bytes() -> int:
@@ -58,8 +60,13 @@ def lower(graph: Graph, nodes: list[int], outputs: list[int] | None = None) -> l
     for op in graph.operations:
         if op.index not in nodes:
             continue
+        if is_conv_like(graph, op) and op.kind not in CONV_OPS:
+            # MUL/ADD/SUB with a constant run elsewhere as a 1x1 depthwise conv with per-channel factors, which the
+            # per-tensor rk3568 path cannot express (measured: up to 93 LSB off before this refusal)
+            raise LoweringError(f"{op.kind} with a constant (node {op.index}) is not encoded on rk3568")
         if is_conv_like(graph, op):
-            ops.append(lower_conv_like(graph, op, per_channel=False, clamp=True))
+            # a PAD before it is not folded: rk3568 does not encode PAD, so the convolution reads its output
+            ops.append(lower_conv_like(graph, op, per_channel=False, clamp=True, fold_pad=False))
         elif op.kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
             ops.append(window_pool(graph, op))
         elif op.kind == "ADD":

@@ -2,7 +2,7 @@
 
 Buffers: `t<index>` per feature-map tensor (NC1HWC2, C2 = 8), `op<k>.weights`, `op<k>.bias` (the per-tensor BS
 stream: int32 per output channel, bias - zx_stored * sum(w - zw), padded to the declared channels), `op<k>.regcmd`.
-One job per operation: its tasks (channel groups, row bands, delta tasks: split.py, stream.py) chain in one regcmd
+One job per operation (an operation may read what an earlier one wrote: align4 planes): its tasks (channel groups, row bands, delta tasks: split.py, stream.py) chain in one regcmd
 buffer and rely on each other's register state.
 """
 
@@ -62,7 +62,7 @@ def packed_input(c: RocketConv, host_written: bool) -> bool:
     return host_written and c.in_c == PACKED_MAX_C and not c.depthwise and c.dtype == "uint8"
 
 
-def encode_layer(rm: RegMap, c: RocketConv, host_input: bool = False) -> EncodedLayer:
+def encode_layer(rm: RegMap, c: RocketConv, host_input: bool = False, in_plane_atoms: int | None = None) -> EncodedLayer:
     """The layer's tasks (split.py: channel groups, row bands, delta tasks) with its weights and BS stream; raises
     EncodeError. Weights larger than the weight banks are fetched as the CNA goes, as the vendor programs them
     [GOLD: 72 KiB of weights beside one weight bank; IAV T48]."""
@@ -77,7 +77,8 @@ def encode_layer(rm: RegMap, c: RocketConv, host_input: bool = False) -> Encoded
     try:
         table[:c.out_c] = bias_table(c.bias, c.weights_q, c.w_zp_q, c.in_zp, c.depthwise, 0)
         pixels = packed_input(c, host_input)
-        streams, offsets = task_streams(rm, [conv_stream(rm, c, w, sp.data_banks, rq, pixels) for w in sp.windows])
+        streams, offsets = task_streams(rm, [conv_stream(rm, c, w, sp.data_banks, rq, pixels, in_plane_atoms)
+                                             for w in sp.windows])
     except (ValueError, RegMapError) as e:
         raise EncodeError(str(e)) from e
     return EncodedLayer(streams, offsets, packed, table.tobytes(), rq)
@@ -97,19 +98,19 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketConv | RocketPool | R
                 outputs: list[int]) -> Program:
     """A program of operations reading partition inputs (each its own job)."""
     prog = Program(device=device)
-    planes: dict[int, int] = {}
-    for c in convs:
-        # host-written: W x H atoms as the vendor's convolutions read graph inputs [GOLD SURF_STRIDE]; the PPU reads
-        # align4 planes [GOLD: the vendor copies a 13x13 input into one first]
-        in_plane = c.in_h * c.in_w if isinstance(c, RocketConv) else dpu_plane(c.in_h, c.in_w)
-        planes.setdefault(c.input_tensor, in_plane)
-        if isinstance(c, RocketAdd):
-            planes.setdefault(c.ew_tensor, in_plane)
-        planes[c.output_tensor] = dpu_plane(c.out_h, c.out_w)
     produced = {c.output_tensor for c in convs}
+    planes: dict[int, int] = {t: dpu_plane(c.out_h, c.out_w) for c in convs for t in [c.output_tensor]}
     for c in convs:
-        if c.input_tensor in produced or (isinstance(c, RocketAdd) and c.ew_tensor in produced):
-            raise EncodeError("an operation reading another's output is not encoded on rk3568 yet")
+        # host-written: W x H atoms as the vendor's convolutions read graph inputs [GOLD SURF_STRIDE]; the PPU and
+        # the DPU-only ADD read align4 planes [GOLD: the vendor copies a 13x13 input into one first]; a tensor an
+        # earlier operation wrote keeps the DPU's align4 planes
+        reads = [c.input_tensor] + ([c.ew_tensor] if isinstance(c, RocketAdd) else [])
+        for t in reads:
+            if t in produced:
+                continue
+            want = c.in_h * c.in_w if isinstance(c, RocketConv) else dpu_plane(c.in_h, c.in_w)
+            if planes.setdefault(t, want) != want:
+                raise EncodeError(f"tensor {t} is read by a convolution and a pool/ADD with different planes")
     assemble.check_outputs(convs, outputs)  # type: ignore[arg-type]
     channels = {c.input_tensor: c.in_c for c in convs} | {c.output_tensor: c.out_c for c in convs} | {
         c.ew_tensor: c.c for c in convs if isinstance(c, RocketAdd)}
@@ -131,7 +132,8 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketConv | RocketPool | R
                                    True, OpRecord(c.nodes, c.kind, [], {"input_tensor": c.input_tensor,
                                                                         "output_tensor": c.output_tensor}))
             continue
-        enc = encode_layer(rm, c, c.input_tensor in inputs)
+        enc = encode_layer(rm, c, c.input_tensor in inputs,
+                           planes[c.input_tensor] if c.input_tensor in produced else None)
         names = assemble.buffer_names(k, c)
         regcmd = regcmd_bytes(enc.streams, enc.offsets)
         assemble.add_operation(prog, names, (len(enc.weights), enc.weights), enc.bias, regcmd, enc.streams, enc.offsets,

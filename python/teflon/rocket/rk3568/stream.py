@@ -73,9 +73,12 @@ def packed_row_bytes(w: int, c: int) -> int:
     return align(w * c, ATOM)
 
 
-def conv_stream(rm: RegMap, layer: RocketConv, w: Window, banks: int, rq: Requant, packed: bool = False) -> Stream:
+def conv_stream(rm: RegMap, layer: RocketConv, w: Window, banks: int, rq: Requant, packed: bool = False,
+                in_plane_atoms: int | None = None) -> Stream:
     """The full 133-word body of one task (split.py window `w` of `layer`, the layer's bank split `banks`). `packed`:
-    the first-layer path, the input read as packed pixels (c bytes each) and converted by the CNA: uint8 - 128."""
+    the first-layer path, the input read as packed pixels (c bytes each) and converted by the CNA: uint8 - 128.
+    `in_plane_atoms`: the input's plane in atoms, W x H (a host-written input, the vendor's) when None; an input
+    another task wrote has the DPU's align4(W x H) planes."""
     e = Emitter(rm)
     c = w.conv
     dw = c.depthwise
@@ -84,7 +87,9 @@ def conv_stream(rm: RegMap, layer: RocketConv, w: Window, banks: int, rq: Requan
     rows = rows_read(c)
     taps = c.kh * c.kw
     per_kernel = taps * icp
-    in_plane = layer.in_h * layer.in_w * ATOM  # host-written input planes: W x H atoms [GOLD SURF_STRIDE]
+    # host-written input planes: W x H atoms [GOLD SURF_STRIDE]; DPU-written ones align4(W x H) [IAV T57]
+    in_atoms = layer.in_h * layer.in_w if in_plane_atoms is None else in_plane_atoms
+    in_plane = in_atoms * ATOM
     plane = dpu_plane(layer.out_h, layer.out_w) * ATOM
     cbuf = {"DATA_BANK": banks, "WEIGHT_BANK": CBUF_BANKS - banks, "WEIGHT_REUSE": int(w.reuse)}
     for name in PROLOGUE[:3]:
@@ -123,7 +128,7 @@ def conv_stream(rm: RegMap, layer: RocketConv, w: Window, banks: int, rq: Requan
     e("CNA_DMA_CON0", DATA_BURST_LEN=DMA_CON0 & 0xF, FETCH_PIXEL_LEN=(DMA_CON0 >> 8) & 0xFF,
       WEIGHT_BURST_LEN=(DMA_CON0 >> 16) & 0xF, BIT20=1)
     e("CNA_DMA_CON1", LINE_STRIDE=line // ATOM)
-    e("CNA_DMA_CON2", SURF_STRIDE=layer.in_w * layer.in_h)
+    e("CNA_DMA_CON2", SURF_STRIDE=in_atoms)
     e("CNA_FC_DATA_SIZE0", DMA_HEIGHT=rows, DMA_WIDTH=c.in_w)
     e("CNA_FC_DATA_SIZE1", DMA_CHANNEL=align(c.in_c, ATOM))
     e("CNA_DCOMP_CTRL")

@@ -1,9 +1,9 @@
-"""Which graph nodes rk3568 claims: none yet.
+"""Which graph nodes rk3568 claims: what the encoder writes and the simulator runs (docs/hardware/rk3568.md §6-§7).
 
-The rk3568 encoder (encoder.py) writes CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED (uint8 per tensor), MAX/AVERAGE
-pools and two-map ADDs, equal to Rockchip's own programs, but no simulator executes RK3568 programs yet and no board
-was available: a claimed node could not be shown to run right, so every node stays on the CPU and the reason says
-what the encoder would do (docs/hardware/rk3568.md, "Status").
+A node is claimed when the encoder writes it as a partition of its own (encoder.py: CONV_2D, DEPTHWISE_CONV_2D and
+FULLY_CONNECTED with per-tensor weights, uint8 or int8; the ADD of two maps) and the task kinds it needs run on the
+simulated kernel: pools are not claimed, since a PPU task raises no completion interrupt on RK3568 [IAV T61] and
+accel/rocket (the RFC's UAPI) kicks and completes one task at a time, so a pool alone would never finish.
 """
 
 from __future__ import annotations
@@ -13,23 +13,31 @@ from ...ir import Graph
 from ..quantization import LoweringError
 from ..stream import EncodeError
 
-NOT_YET = "rk3568: no simulator for the generation yet, so nothing is claimed"
+POOL_REASON = ("rk3568: a pool is a PPU task, which raises no completion interrupt on RK3568 [IAV T61]; accel/rocket "
+               "kicks one task at a time, so it would never complete (docs/hardware/rk3568.md §5)")
 
 
 def encodable(graph: Graph, regmap: RegMap, index: int) -> str:
-    """Why node `index` would or would not be encoded (the reason's second half)."""
+    """Why node `index` is or is not encoded (the reason's second half)."""
     from . import lower
     from .encoder import compile_ops
 
-    op = graph.operations[index]
+    op = next(o for o in graph.operations if o.index == index)
     inputs = [t for t in op.inputs if t >= 0 and not graph.tensors[t].is_constant]
     try:
         prog = compile_ops(regmap, "rk3568", lower(graph, [op.index]), inputs, list(op.outputs))
     except (LoweringError, EncodeError) as e:
         return f"not encodable: {e}"
     n = len(prog.operations[0].tasks)
-    return f"the encoder would write it as {n} task{'s' * (n > 1)}"
+    return f"the encoder writes it as {n} task{'s' * (n > 1)}"
 
 
 def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
-    return {op.index: (False, f"{NOT_YET} ({encodable(graph, regmap, op.index)})") for op in graph.operations}
+    out: dict[int, tuple[bool, str]] = {}
+    for op in graph.operations:
+        if op.kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
+            out[op.index] = (False, POOL_REASON)
+            continue
+        why = encodable(graph, regmap, op.index)
+        out[op.index] = (why.startswith("the encoder"), f"rk3568: {why}")
+    return out
