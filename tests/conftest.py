@@ -34,11 +34,12 @@ def sim_options(device: str) -> dict[str, str]:
 
 
 def build_c_test(source: str, out_dir: Path, *flags: str) -> Path:
-    """tests/c/<source>.c compiled warning-free (C11, -ldl) into out_dir; skips without a C compiler."""
+    """tests/c/<source>.c compiled warning-free (C11, -ldl) into out_dir; skips without a C compiler. $CC names
+    another compiler (scripts/test-aarch64.sh: the aarch64 cross compiler)."""
     import shutil
     import subprocess
 
-    cc = shutil.which("cc") or shutil.which("gcc")
+    cc = shutil.which(os.environ.get("CC", "")) or shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         pytest.skip("no C compiler")
     out = out_dir / source

@@ -1,0 +1,95 @@
+"""What an installed teflon must do on a board, kept small enough to run under emulation.
+
+scripts/test-aarch64.sh runs this file (with the C host test of test_dlopen.py) under qemu-aarch64 against the
+aarch64 wheel; natively it runs in the default suite. The delegate is loaded from tflite_runtime directly, the
+way hosts such as Frigate load it; MobileNetV1 keeps the CPU's top-1 on the simulated rk3588 and a311d; a few
+convolutions per family match the CPU (the full sweeps: test_ops.py, tests/rocket, tests/etnaviv).
+"""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import sim_options
+from opcheck import Recorder, check_delegated_conv
+from teflon.modelgen import ConvCase
+
+# One device per family: rocket and etnaviv.
+DEVICES = ("rk3588", "a311d")
+CONVS = (
+    ConvCase("conv2d", 8, 8, 3, 32, kernel=3, stride=2, dtype="int8"),
+    ConvCase("conv2d", 8, 8, 16, 64, kernel=5, stride=1, weight_zp=151),
+    ConvCase("dwconv", 8, 8, 40, kernel=3, stride=1, activation="relu"),
+    ConvCase("dwconv", 9, 9, 16, kernel=3, stride=2, padding="valid", dtype="int8"),
+)
+MODEL = "mobilenet_v1_0.25_128_quant"
+
+
+def _interpreter(model: bytes, delegate: object | None) -> object:
+    from tflite_runtime.interpreter import Interpreter
+
+    return Interpreter(model_content=model, experimental_delegates=[delegate] if delegate else None)
+
+
+def _classify(model: bytes, image: np.ndarray, delegate: object | None) -> np.ndarray:
+    interp = _interpreter(model, delegate)
+    interp.allocate_tensors()
+    interp.set_tensor(interp.get_input_details()[0]["index"], image)
+    interp.invoke()
+    return interp.get_tensor(interp.get_output_details()[0]["index"])[0]
+
+
+@pytest.fixture(scope="module")
+def mobilenet(shared_dir: Path) -> tuple[bytes, np.ndarray]:
+    from teflon.images import load_image
+
+    path = shared_dir / "models" / f"{MODEL}.tflite"
+    image = shared_dir / "models" / "grace_hopper.bmp"
+    if not path.is_file() or not image.is_file():
+        pytest.skip(f"{path.name} or {image.name} not in {shared_dir / 'models'}")
+    return path.read_bytes(), load_image(image, 128, 128).reshape(1, 128, 128, 3)
+
+
+def test_delegate_loads_in_tflite_runtime(delegate_library: None) -> None:
+    from tflite_runtime.interpreter import load_delegate
+
+    import teflon
+
+    delegate = load_delegate(teflon.delegate_path(), {"device": "rk3588", "sim": "1"})
+    assert delegate is not None
+    with pytest.raises(ValueError, match="colour"):
+        load_delegate(teflon.delegate_path(), {"colour": "blue"})
+
+
+def test_library_is_built_for_this_machine(delegate_library: None) -> None:
+    import teflon
+
+    machines = {"x86_64": 62, "aarch64": 183}  # ELF e_machine: EM_X86_64, EM_AARCH64
+    header = Path(teflon.delegate_path()).read_bytes()[:20]
+    assert header[:4] == b"\x7fELF"
+    assert int.from_bytes(header[18:20], "little") == machines.get(platform.machine(), -1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mobilenet_keeps_the_cpu_top1(device: str, mobilenet: tuple[bytes, np.ndarray],
+                                      delegate_library: None) -> None:
+    from tflite_runtime.interpreter import load_delegate
+
+    import teflon
+
+    model, image = mobilenet
+    cpu = _classify(model, image, None)
+    npu = _classify(model, image, load_delegate(teflon.delegate_path(), sim_options(device)))
+    top = int(np.argmax(npu))
+    print(f"{MODEL} on {device} ({platform.machine()}): top-1 cpu {int(np.argmax(cpu))} npu {top}, "
+          f"max |diff| {int(np.max(np.abs(cpu.astype(int) - npu.astype(int))))}")
+    assert cpu[top] == cpu.max(), f"top-1 changed: CPU {int(np.argmax(cpu))}, delegate {top}"
+
+
+@pytest.mark.parametrize(("device", "case"), [pytest.param(d, c, id=f"{d}-{c.name}") for d in DEVICES for c in CONVS])
+def test_conv(device: str, case: ConvCase, record_property: Recorder, delegate_library: None) -> None:
+    check_delegated_conv(case, sim_options(device), record_property)
