@@ -22,6 +22,9 @@ REPO = TESTS.parent
 # The case tables (tests/opcases.py) are imported by name whatever pytest's import mode is.
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
+# A delegate loaded with no options keeps its programs in the user's cache (delegate.c, default_cache_dir); the
+# tests' runs leave no such trace unless a test asks for a cache (set and empty: off).
+os.environ.setdefault("TEFLON_CACHE_DIR", "")
 # Before `pip install -e .` the package still imports from the source tree (the delegate tests then skip).
 if importlib.util.find_spec("teflon") is None:
     sys.path.insert(0, str(REPO / "python"))

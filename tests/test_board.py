@@ -8,6 +8,7 @@ convolutions per family match the CPU (the full sweeps: test_ops.py, tests/rocke
 
 from __future__ import annotations
 
+import os
 import platform
 from pathlib import Path
 
@@ -93,3 +94,56 @@ def test_mobilenet_keeps_the_cpu_top1(device: str, mobilenet: tuple[bytes, np.nd
 @pytest.mark.parametrize(("device", "case"), [pytest.param(d, c, id=f"{d}-{c.name}") for d in DEVICES for c in CONVS])
 def test_conv(device: str, case: ConvCase, record_property: Recorder, delegate_library: None) -> None:
     check_delegated_conv(case, sim_options(device), record_property)
+
+
+# ---- a host that passes no options (Frigate's teflon_tfl: load_delegate(path)) -----------------------------------
+
+
+def _created(capfd: pytest.CaptureFixture[str]) -> str:
+    from tflite_runtime.interpreter import load_delegate
+
+    import teflon
+
+    load_delegate(teflon.delegate_path())
+    return capfd.readouterr().err
+
+
+def test_no_options_means_auto_device_and_the_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capfd: pytest.CaptureFixture[str],
+                                                         delegate_library: None) -> None:
+    monkeypatch.delenv("TEFLON_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("TEFLON_DEBUG", "1")
+    err = _created(capfd)
+    assert "device=auto" in err or "delegate created for" in err, err
+    if not os.access("/var/cache/teflon", os.W_OK):
+        assert f"program cache in {tmp_path}/teflon/programs" in err, err
+
+
+def test_environment_sets_what_the_host_did_not(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str],
+                                                delegate_library: None) -> None:
+    from tflite_runtime.interpreter import load_delegate
+
+    import teflon
+
+    monkeypatch.setenv("TEFLON_DEBUG", "1")
+    monkeypatch.setenv("TEFLON_DEVICE", "a311d")
+    monkeypatch.setenv("TEFLON_SIM", "1")
+    assert "delegate created for a311d (simulated NPU)" in _created(capfd)
+    # an option the host gives wins over its variable
+    load_delegate(teflon.delegate_path(), {"device": "rk3588", "sim": "1"})
+    assert "delegate created for rk3588" in capfd.readouterr().err
+    # TEFLON_CACHE_DIR set and empty: no cache even without options
+    assert "program cache in" not in _created(capfd)
+
+
+@pytest.mark.parametrize(("var", "value"), [("TEFLON_DEVICE", "rk9999"), ("TEFLON_SIM", "2"), ("TEFLON_CORES", "x")])
+def test_bad_environment_is_refused_naming_the_variable(var: str, value: str, monkeypatch: pytest.MonkeyPatch,
+                                                        delegate_library: None) -> None:
+    from tflite_runtime.interpreter import load_delegate
+
+    import teflon
+
+    monkeypatch.setenv(var, value)
+    with pytest.raises(ValueError, match=var):
+        load_delegate(teflon.delegate_path())
