@@ -43,7 +43,8 @@ fi
 
 debs="$ROOT.debs"
 mkdir -p "$debs" "$ROOT"
-(cd "$debs" && apt-get download -q "${PACKAGES[@]/%/:arm64}" >&2)
+# as root into a directory apt's sandbox user cannot write: download without the sandbox
+(cd "$debs" && apt-get download -q -o APT::Sandbox::User=root "${PACKAGES[@]/%/:arm64}" >&2)
 for deb in "$debs"/*.deb; do
     dpkg-deb -x "$deb" "$ROOT"
 done

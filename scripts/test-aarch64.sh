@@ -14,7 +14,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 REPO=$PWD
 
+t0=$(date +%s)
 wheel=$(bash scripts/build-wheel.sh --arch aarch64 | tail -n 1)
+echo "test-aarch64.sh: the aarch64 wheel took $(($(date +%s) - t0)) s (Debian root included when it was missing)"
 ROOT=$(bash scripts/aarch64-sysroot.sh | tail -n 1)
 QEMU=$(command -v qemu-aarch64-static || command -v qemu-aarch64)
 
@@ -25,15 +27,17 @@ echo "test-aarch64.sh: $(basename "$wheel"); aarch64 root $ROOT (glibc $glibc)"
 stamp="$SITE/.teflon-site"
 deps=("numpy<2" "cffi>=1.15" "tflite-runtime==2.14.0" "tflite==2.18.0" "flatbuffers" "pillow" "pytest")
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "${deps[*]}" ]; then
+    t0=$(date +%s)
     rm -rf "$SITE"
     .venv/bin/python -m pip install --quiet --target "$SITE" --upgrade --only-binary=:all: --implementation cp \
         --python-version 3.11 --abi cp311 --platform manylinux_2_34_aarch64 --platform manylinux_2_28_aarch64 \
         --platform manylinux2014_aarch64 --platform linux_aarch64 "${deps[@]}"
     echo "${deps[*]}" >"$stamp"
+    echo "test-aarch64.sh: the aarch64 wheels of the dependencies took $(($(date +%s) - t0)) s"
 fi
 # The wheel under test, always fresh (no dependencies: they are above).
 rm -rf "$SITE"/teflon "$SITE"/teflon-*.dist-info
-.venv/bin/python -m pip install --quiet --target "$SITE" --no-deps --platform linux_aarch64 --only-binary=:all: \
+.venv/bin/python -m pip install --quiet --target "$SITE" --upgrade --no-deps --platform linux_aarch64 --only-binary=:all: \
     --implementation cp --python-version 3.11 --abi cp311 "$wheel"
 file -L "$SITE/teflon/libteflon.so"
 
