@@ -3,7 +3,9 @@
 scripts/test-aarch64.sh runs this file (with the C host test of test_dlopen.py) under qemu-aarch64 against the
 aarch64 wheel; natively it runs in the default suite. The delegate is loaded from tflite_runtime directly, the
 way hosts such as Frigate load it; MobileNetV1 keeps the CPU's top-1 on the simulated rk3588 and a311d; a few
-convolutions per family match the CPU (the full sweeps: test_ops.py, tests/rocket, tests/etnaviv).
+convolutions per family match the CPU (the full sweeps: test_ops.py, tests/rocket, tests/etnaviv); the rocket
+simulator's kernel sets (portable, and NEON dot products on aarch64) agree with its reference datapath; a host
+that passes no options gets device=auto, the user's program cache and the TEFLON_* environment.
 """
 
 from __future__ import annotations
@@ -89,6 +91,41 @@ def test_mobilenet_keeps_the_cpu_top1(device: str, mobilenet: tuple[bytes, np.nd
     print(f"{MODEL} on {device} ({platform.machine()}): top-1 cpu {int(np.argmax(cpu))} npu {top}, "
           f"max |diff| {int(np.max(np.abs(cpu.astype(int) - npu.astype(int))))}")
     assert cpu[top] == cpu.max(), f"top-1 changed: CPU {int(np.argmax(cpu))}, delegate {top}"
+
+
+def _dot_product_cpu() -> str:
+    """The simulator's fastest kernel set on this CPU, as far as the test can tell (sim_dot_c.c, rkt_dot_select)."""
+    if platform.machine() == "aarch64":
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.getauxval.restype = ctypes.c_ulong
+        # HWCAP_ASIMDDP: bit 20 of AT_HWCAP (16), arch/arm64/include/uapi/asm/hwcap.h
+        return "neondot" if libc.getauxval(ctypes.c_ulong(16)) & (1 << 20) else "c"
+    return "best"
+
+
+@pytest.mark.parametrize("case", CONVS[:3] + (ConvCase("conv2d", 6, 6, 8, 32, kernel=3, dtype="int8",
+                                                       per_channel=True),), ids=lambda c: c.name)
+def test_simulator_kernels_agree(case: ConvCase, monkeypatch: pytest.MonkeyPatch, delegate_library: None) -> None:
+    """The rocket simulator's fast datapath with the portable kernels and with this CPU's fastest ones (NEON dot
+    products on aarch64 CPUs that have them) gives the reference datapath's bytes."""
+    from teflon.modelgen import random_inputs
+    from teflon.reference import run_delegate
+
+    model = case.build()
+    inputs = random_inputs(model, seed=0)
+    outputs = {}
+    fastest = _dot_product_cpu()
+    for name, env in (("reference", {"TEFLON_SIM_REFERENCE": "1"}), ("c", {"TEFLON_SIM_KERNELS": "c"}),
+                      (fastest, {} if fastest == "best" else {"TEFLON_SIM_KERNELS": fastest})):
+        monkeypatch.delenv("TEFLON_SIM_REFERENCE", raising=False)
+        monkeypatch.delenv("TEFLON_SIM_KERNELS", raising=False)
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        outputs[name] = [o.tobytes() for o in run_delegate(model, inputs, device="rk3588", sim="1").outputs]
+    print(f"{case.name}: kernel sets {sorted(outputs)}")
+    assert all(o == outputs["reference"] for o in outputs.values()), f"{case.name}: kernel sets differ"
 
 
 @pytest.mark.parametrize(("device", "case"), [pytest.param(d, c, id=f"{d}-{c.name}") for d in DEVICES for c in CONVS])
