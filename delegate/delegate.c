@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cache.h"
 #include "graph_export.h"
@@ -185,14 +186,104 @@ static int parse_cache_max_mb(const char *v, double *mb)
     return 0;
 }
 
-/* The options as given, plus what the environment adds (TEFLON_DEBUG, TEFLON_CACHE_DIR). -1 with a
- * one-line message naming the option in err. `warn`: print a warning for a TEFLON_DEBUG value that is
- * not understood (off when only checking options, so the later real load prints it once). */
+/* One option into o. -1 with a one-line message naming the option in err. */
+static int parse_option(const char *k, const char *v, options *o, char *err, size_t errlen)
+{
+    char list[128];
+    if (strcmp(k, "device") == 0) {
+        if (strcmp(v, "auto") != 0 && !teflon_target_named(v)) {
+            teflon_target_list(list, sizeof(list), 0);
+            return fail(err, errlen, "invalid value '%s' for option 'device' (expected auto, %s)", v, list);
+        }
+        snprintf(o->device, sizeof(o->device), "%s", v);
+    } else if (strcmp(k, "sim") == 0) {
+        if (strcmp(v, "auto") == 0)
+            o->sim = -1;
+        else if (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)
+            o->sim = v[0] - '0';
+        else
+            return fail(err, errlen, "invalid value '%s' for option 'sim' (expected auto, 0 or 1)", v);
+    } else if (strcmp(k, "debug") == 0) {
+        if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+            return fail(err, errlen, "invalid value '%s' for option 'debug' (expected 0 or 1)", v);
+        o->debug = v[0] - '0';
+    } else if (strcmp(k, "cache_dir") == 0) {
+        if (strlen(v) >= sizeof(o->cache_dir) - 80)
+            return fail(err, errlen, "option 'cache_dir' is too long (%zu characters)", strlen(v));
+        snprintf(o->cache_dir, sizeof(o->cache_dir), "%s", v);
+    } else if (strcmp(k, "cache_max_mb") == 0) {
+        if (parse_cache_max_mb(v, &o->cache_max_mb))
+            return fail(err, errlen, "invalid value '%s' for option 'cache_max_mb' (expected a positive number "
+                        "of MiB, at most %.0f)", v, CACHE_MAX_MB_LIMIT);
+    } else if (strcmp(k, "cores") == 0) {
+        char *end = NULL;
+        errno = 0;
+        const long c = strtol(v, &end, 10);
+        if (!isdigit((unsigned char)v[0]) || errno || *end || c < 1 || c > 64)
+            return fail(err, errlen, "invalid value '%s' for option 'cores' (expected a whole number of NPU "
+                        "cores, from 1 to the device's: the README's options table lists them)", v);
+        o->cores = (unsigned)c;
+        snprintf(o->cores_text, sizeof(o->cores_text), "%s", v);
+    } else {
+        return fail(err, errlen, "unknown option '%s' (known options: device, sim, debug, cache_dir, "
+                    "cache_max_mb, cores)", k);
+    }
+    return 0;
+}
+
+/* Options a host that passes none (Frigate's teflon_tfl detector: load_delegate(path)) can still set, from the
+ * environment; an option given by the host wins over its variable. */
+static const struct {
+    const char *var, *key;
+} ENV_OPTIONS[] = {
+    {"TEFLON_DEVICE", "device"}, {"TEFLON_SIM", "sim"}, {"TEFLON_CORES", "cores"},
+    {"TEFLON_CACHE_MAX_MB", "cache_max_mb"},
+};
+
+static int given(const char *const *keys, size_t n, const char *key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(keys[i], key) == 0)
+            return 1;
+    return 0;
+}
+
+static int env_options(const char *const *keys, size_t n, options *o, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < sizeof(ENV_OPTIONS) / sizeof(ENV_OPTIONS[0]); i++) {
+        const char *v = getenv(ENV_OPTIONS[i].var);
+        if (!v || !v[0] || given(keys, n, ENV_OPTIONS[i].key))
+            continue;
+        char why[400];
+        if (parse_option(ENV_OPTIONS[i].key, v, o, why, sizeof(why)))
+            return fail(err, errlen, "%s=%s: %s", ENV_OPTIONS[i].var, v, why);
+    }
+    return 0;
+}
+
+/* The program cache of a host that passed no options: /var/cache/teflon when this process may write there (the
+ * Debian package creates it for root), else the user's cache directory ($XDG_CACHE_HOME or ~/.cache), else none. */
+static void default_cache_dir(options *o)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char base[PATH_MAX] = "";
+    if (access("/var/cache/teflon", W_OK) == 0)
+        snprintf(base, sizeof(base), "/var/cache/teflon");
+    else if (xdg && xdg[0] == '/' && strlen(xdg) < sizeof(o->cache_dir) - 100)
+        snprintf(base, sizeof(base), "%s/teflon", xdg);
+    else if (home && home[0] == '/' && strlen(home) < sizeof(o->cache_dir) - 100)
+        snprintf(base, sizeof(base), "%s/.cache/teflon", home);
+    if (base[0])
+        snprintf(o->cache_dir, sizeof(o->cache_dir), "%s/programs", base);
+}
+
+/* The options as given, plus what the environment adds (TEFLON_DEBUG, TEFLON_CACHE_DIR, and ENV_OPTIONS for
+ * options the host did not give). -1 with a one-line message naming the option in err. `warn`: print a warning
+ * for a TEFLON_DEBUG value that is not understood (off when only checking options, so the later real load prints
+ * it once). With no options at all the program cache is on unless TEFLON_CACHE_DIR is set and empty. */
 static int parse_options(const char *const *keys, const char *const *values, size_t n, options *o, int warn,
                          char *err, size_t errlen)
 {
-    char list[128];
-    int cache_given = 0;
     memset(o, 0, sizeof(*o));
     snprintf(o->device, sizeof(o->device), "auto");
     o->sim = -1;
@@ -202,46 +293,11 @@ static int parse_options(const char *const *keys, const char *const *values, siz
         const char *k = keys ? keys[i] : NULL, *v = values ? values[i] : NULL;
         if (!k || !v)
             return fail(err, errlen, "option %zu has no %s", i, k ? "value" : "key");
-        if (strcmp(k, "device") == 0) {
-            if (strcmp(v, "auto") != 0 && !teflon_target_named(v)) {
-                teflon_target_list(list, sizeof(list), 0);
-                return fail(err, errlen, "invalid value '%s' for option 'device' (expected auto, %s)", v, list);
-            }
-            snprintf(o->device, sizeof(o->device), "%s", v);
-        } else if (strcmp(k, "sim") == 0) {
-            if (strcmp(v, "auto") == 0)
-                o->sim = -1;
-            else if (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)
-                o->sim = v[0] - '0';
-            else
-                return fail(err, errlen, "invalid value '%s' for option 'sim' (expected auto, 0 or 1)", v);
-        } else if (strcmp(k, "debug") == 0) {
-            if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
-                return fail(err, errlen, "invalid value '%s' for option 'debug' (expected 0 or 1)", v);
-            o->debug = v[0] - '0';
-        } else if (strcmp(k, "cache_dir") == 0) {
-            if (strlen(v) >= sizeof(o->cache_dir) - 80)
-                return fail(err, errlen, "option 'cache_dir' is too long (%zu characters)", strlen(v));
-            snprintf(o->cache_dir, sizeof(o->cache_dir), "%s", v);
-            cache_given = 1;
-        } else if (strcmp(k, "cache_max_mb") == 0) {
-            if (parse_cache_max_mb(v, &o->cache_max_mb))
-                return fail(err, errlen, "invalid value '%s' for option 'cache_max_mb' (expected a positive number "
-                            "of MiB, at most %.0f)", v, CACHE_MAX_MB_LIMIT);
-        } else if (strcmp(k, "cores") == 0) {
-            char *end = NULL;
-            errno = 0;
-            const long c = strtol(v, &end, 10);
-            if (!isdigit((unsigned char)v[0]) || errno || *end || c < 1 || c > 64)
-                return fail(err, errlen, "invalid value '%s' for option 'cores' (expected a whole number of NPU "
-                            "cores, from 1 to the device's: the README's options table lists them)", v);
-            o->cores = (unsigned)c;
-            snprintf(o->cores_text, sizeof(o->cores_text), "%s", v);
-        } else {
-            return fail(err, errlen, "unknown option '%s' (known options: device, sim, debug, cache_dir, "
-                        "cache_max_mb, cores)", k);
-        }
+        if (parse_option(k, v, o, err, errlen))
+            return -1;
     }
+    if (env_options(keys, n, o, err, errlen))
+        return -1;
     const char *env = getenv("TEFLON_DEBUG");
     const int flags = env ? debug_flags(env) : 0;
     if (flags < 0 && warn)
@@ -253,10 +309,12 @@ static int parse_options(const char *const *keys, const char *const *values, siz
     if (flags > 0 && (flags & DEBUG_PERF))
         o->perf = 1;
     const char *cache_env = getenv("TEFLON_CACHE_DIR");
-    if (!cache_given && cache_env && cache_env[0]) {
+    if (!given(keys, n, "cache_dir") && cache_env && cache_env[0]) {
         if (strlen(cache_env) >= sizeof(o->cache_dir) - 80)
             return fail(err, errlen, "TEFLON_CACHE_DIR is too long (%zu characters)", strlen(cache_env));
         snprintf(o->cache_dir, sizeof(o->cache_dir), "%s/programs", cache_env);
+    } else if (n == 0 && !cache_env) {
+        default_cache_dir(o);
     }
     return 0;
 }

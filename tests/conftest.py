@@ -22,6 +22,9 @@ REPO = TESTS.parent
 # The case tables (tests/opcases.py) are imported by name whatever pytest's import mode is.
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
+# A delegate loaded with no options keeps its programs in the user's cache (delegate.c, default_cache_dir); the
+# tests' runs leave no such trace unless a test asks for a cache (set and empty: off).
+os.environ.setdefault("TEFLON_CACHE_DIR", "")
 # Before `pip install -e .` the package still imports from the source tree (the delegate tests then skip).
 if importlib.util.find_spec("teflon") is None:
     sys.path.insert(0, str(REPO / "python"))
@@ -34,11 +37,12 @@ def sim_options(device: str) -> dict[str, str]:
 
 
 def build_c_test(source: str, out_dir: Path, *flags: str) -> Path:
-    """tests/c/<source>.c compiled warning-free (C11, -ldl) into out_dir; skips without a C compiler."""
+    """tests/c/<source>.c compiled warning-free (C11, -ldl) into out_dir; skips without a C compiler. $CC names
+    another compiler (scripts/test-aarch64.sh: the aarch64 cross compiler)."""
     import shutil
     import subprocess
 
-    cc = shutil.which("cc") or shutil.which("gcc")
+    cc = shutil.which(os.environ.get("CC", "")) or shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         pytest.skip("no C compiler")
     out = out_dir / source

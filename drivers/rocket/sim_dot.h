@@ -193,12 +193,20 @@ struct rkt_dot_ops {
 #define RKT_DOT_X86 1
 #endif
 
-/* The implementations (sim_dot_c.c; sim_dot_avx2.c and sim_dot_avx512.c on x86). */
+/* 64-bit Arm with GCC or clang: the dot product unit is built (it enables +dotprod for its own functions) and
+ * chosen at run time when the CPU has the instructions (HWCAP_ASIMDDP: Cortex-A55/A76 and later, so RK3588's and
+ * RK3576's cores; not the A311D's A73/A53). */
+#if defined(__aarch64__) && defined(__GNUC__)
+#define RKT_DOT_ARM 1
+#endif
+
+/* The implementations (sim_dot_c.c; sim_dot_avx2.c and sim_dot_avx512.c on x86; sim_dot_neon.c on aarch64). */
 extern const struct rkt_dot_ops rkt_dot_c;
 extern const struct rkt_dot_ops rkt_dot_avx2;
 extern const struct rkt_dot_ops rkt_dot_avx512;
+extern const struct rkt_dot_ops rkt_dot_neondot;
 
-/* The best implementation this CPU runs, or the one named by `force` ("c", "avx2", "avx512") when it runs
+/* The best implementation this CPU runs, or the one named by `force` ("c", "avx2", "avx512", "neondot") when it runs
  * here; NULL when `force` names one that does not. */
 const struct rkt_dot_ops *rkt_dot_select(const char *force);
 

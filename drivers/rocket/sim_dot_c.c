@@ -4,6 +4,12 @@
 
 #include <string.h>
 
+#if defined(RKT_DOT_ARM)
+#include <sys/auxv.h>
+/* HWCAP_ASIMDDP of the arm64 Linux UAPI (arch/arm64/include/uapi/asm/hwcap.h): the dot product instructions */
+#define RKT_HWCAP_ASIMDDP (1UL << 20)
+#endif
+
 #define RKT_DOT_SFX c
 #include "sim_dot_generic.h"
 
@@ -22,8 +28,10 @@ static int runs(const struct rkt_dot_ops *ops)
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                __builtin_cpu_supports("avx512vnni");
 #endif
-    /* aarch64: NEON dot products (an sdot/udot unit built with +dotprod and chosen on HWCAP_ASIMDDP) would go
-     * here; the baseline kernels are vectorized for NEON by the compiler meanwhile */
+#if defined(RKT_DOT_ARM)
+    if (ops == &rkt_dot_neondot)
+        return (getauxval(AT_HWCAP) & RKT_HWCAP_ASIMDDP) != 0;
+#endif
     return 0;
 }
 
@@ -32,6 +40,9 @@ const struct rkt_dot_ops *rkt_dot_select(const char *force)
     static const struct rkt_dot_ops *const all[] = {
 #if defined(RKT_DOT_X86)
         &rkt_dot_avx512, &rkt_dot_avx2,
+#endif
+#if defined(RKT_DOT_ARM)
+        &rkt_dot_neondot,
 #endif
         &rkt_dot_c,
     };

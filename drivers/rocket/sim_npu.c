@@ -68,7 +68,7 @@ rkt_npu *rkt_npu_create(const struct rkt_gen *gen, rkt_mem_lookup lookup, void *
     if (!n)
         return NULL;
     /* the datapath is chosen when the device opens: TEFLON_SIM_REFERENCE=1 runs the reference datapath,
-     * TEFLON_SIM_KERNELS=c|avx2|avx512 forces the fast path's kernels (when the CPU runs them) */
+     * TEFLON_SIM_KERNELS=c|avx2|avx512|neondot forces the fast path's kernels (when the CPU runs them) */
     const char *ref = getenv("TEFLON_SIM_REFERENCE");
     const struct rkt_dot_ops *ops = NULL;
     if (!(ref && strcmp(ref, "1") == 0) && !(ops = rkt_dot_select(getenv("TEFLON_SIM_KERNELS"))))

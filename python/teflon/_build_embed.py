@@ -33,7 +33,7 @@ const char *teflon_library_path(void);
 
 # Runs once per process, on the first call into Python. cffi has registered the module in
 # sys.modules before this runs. In a C host whose Python cannot see the installed package (venv not
-# on PATH/PYTHONPATH), the package directory is found from where libteflon.so itself lives.
+# on PATH/PYTHONPATH), the package directory is found from where libteflon.so itself lives (links resolved).
 INIT_CODE = """
 import sys
 
@@ -45,7 +45,9 @@ def _teflon_attach():
     except ImportError:
         import os
 
-        pkgdir = os.path.dirname(embed.ffi.string(embed.lib.teflon_library_path()).decode(errors="replace"))
+        # realpath: the Debian package's /usr/lib/teflon/libteflon.so is a link into the package directory
+        lib = embed.ffi.string(embed.lib.teflon_library_path()).decode(errors="replace")
+        pkgdir = os.path.dirname(os.path.realpath(lib))
         if os.path.basename(pkgdir) != "teflon":
             raise
         sys.path.append(os.path.dirname(pkgdir))

@@ -2,7 +2,7 @@
 "Fast datapath").
 
 The simulator picks its datapath when the device opens: the fast one by default, the reference one with
-TEFLON_SIM_REFERENCE=1, and TEFLON_SIM_KERNELS=c|avx2|avx512 forces the fast path's kernels. Every case runs
+TEFLON_SIM_REFERENCE=1, and TEFLON_SIM_KERNELS=c|avx2|avx512|neondot forces the fast path's kernels. Every case runs
 on the simulated rk3588 and rk3576 with each datapath and must give identical output bytes: the default
 convolution and per-channel sweeps (tests/opcases.py) and the conv-fed ADDs (fused) with the best kernels the CPU runs, a named subset with every kernel set
 the CPU runs, and the shared models (skipped when ../shared is absent); the slow sweep is marked `slow`.
@@ -11,6 +11,8 @@ Ids: `rk3588-conv2d-in112x112x32-oc64-k3-s2-same-u8-best`.
 
 from __future__ import annotations
 
+import ctypes
+import platform
 from pathlib import Path
 
 import numpy as np
@@ -36,11 +38,22 @@ def _cpu_flags() -> set[str]:
     return set()
 
 
-_FLAGS = _cpu_flags()
+def _arm_dot_product() -> bool:
+    """The aarch64 CPU has the dot product instructions (HWCAP_ASIMDDP, bit 20 of AT_HWCAP: the Linux arm64 UAPI,
+    arch/arm64/include/uapi/asm/hwcap.h); read from the auxiliary vector, which emulators fill in too."""
+    if platform.machine() != "aarch64":
+        return False
+    libc = ctypes.CDLL(None)
+    libc.getauxval.restype = ctypes.c_ulong
+    return bool(libc.getauxval(ctypes.c_ulong(16)) & (1 << 20))  # AT_HWCAP = 16
+
+
+_FLAGS = _cpu_flags() | ({"asimddp"} if _arm_dot_product() else set())
 # kernel sets of sim_dot.h this CPU runs (the simulator would quietly pick another one for the rest)
 KERNELS = ["c"] + [name for name, need in (("avx2", {"avx2"}),
                                            ("avx512", {"avx512f", "avx512bw", "avx512vl", "avx512dq",
-                                                       "avx512_vnni"}))
+                                                       "avx512_vnni"}),
+                                           ("neondot", {"asimddp"}))
                    if need <= _FLAGS]
 # every 19th case of the sweep: direct and depthwise, kernels 1/3/5, strides, padding, channel tails
 SUBSET = DEFAULT_CONV[::19] + DEFAULT_PER_CHANNEL[::3]  # per-channel: the BS multiplier in every kernel set

@@ -1,4 +1,4 @@
-"""Command line tools: `python -m teflon classify|inspect|regcmd|bench|compare|profile`."""
+"""Command line tools: `python -m teflon classify|inspect|regcmd|bench|compare|profile|doctor`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 import teflon
 from teflon import targets
-from teflon.cli import bench, classify, compare, inspect, profile, regcmd
+from teflon.cli import bench, classify, compare, doctor, inspect, profile, regcmd
 from teflon.cli.session import key_value
 
 COMMANDS = {"classify": classify, "inspect": inspect, "regcmd": regcmd, "bench": bench, "compare": compare,
@@ -43,8 +43,14 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--model", required=True, help=".tflite model file")
         add_device_args(p)
         mod.add_args(p)
+    # doctor checks the machine: no model needed, no device arguments (it asks for device=auto)
+    doctor.add_args(sub.add_parser("doctor", help=doctor.HELP, description=doctor.HELP))
     args = parser.parse_args(argv)
     try:
+        if args.command == "doctor":
+            rc = doctor.run(args)
+            sys.stdout.flush()
+            return rc
         # Before any runtime sees the file: tflite_runtime 2.14 crashes on a truncated model instead of refusing it.
         teflon.verify_model(args.model)
         rc = int(COMMANDS[args.command].run(args) or 0)
