@@ -1,7 +1,7 @@
 /* The accel/ethosu command-stream validator (ethosu_validate.h). Written from the behaviour of Linux
  * drivers/accel/ethosu/ethosu_gem.c (ethosu_gem_cmdstream_copy_and_validate and its helpers), restated rule by rule
- * in docs/hardware/ethosu-kernel.md "Validator"; the opcode numbers are the U55/U65 command set's (Vela
- * ethos_u55_regs.py, arch 1.0.6). The rules are the kernel's, including where they are loose (an IFM read is bounded
+ * in docs/hardware/ethosu-kernel.md "Validator"; the opcode numbers are the U65 command set's (ethosu_regs_u65.h).
+ * The rules are the kernel's, including where they are loose (an IFM read is bounded
  * by the element at the last kernel tap, not by every byte; NHWC addresses add the channel index unscaled): a stream
  * the kernel accepts must be accepted here, and one it refuses refused.
  *
@@ -14,73 +14,67 @@
 #include <string.h>
 
 #include "../errmsg.h"
+#include "ethosu_regs_u65.h"
 
-/* Operations (cmd0, bits 0..9 of the word with bit 14 clear) */
-#define OP_CONV 0x002
-#define OP_DEPTHWISE 0x003
-#define OP_POOL 0x005
-#define OP_ELEMENTWISE 0x006
-#define OP_DMA_START 0x010
-/* cmd0 register settings (param = bits 16..31) */
-#define SET_IFM_PAD_TOP 0x100
-#define SET_IFM_PAD_LEFT 0x101
-#define SET_IFM_PAD_RIGHT 0x102
-#define SET_IFM_PAD_BOTTOM 0x103
-#define SET_IFM_DEPTH_M1 0x104
-#define SET_IFM_PRECISION 0x105
-#define SET_IFM_BROADCAST 0x108 /* U85; the kernel tracks it for both */
-#define SET_IFM_WIDTH0_M1 0x10a
-#define SET_IFM_HEIGHT0_M1 0x10b
-#define SET_IFM_HEIGHT1_M1 0x10c
-#define SET_IFM_REGION 0x10f
-#define SET_OFM_WIDTH_M1 0x111
-#define SET_OFM_HEIGHT_M1 0x112
-#define SET_OFM_DEPTH_M1 0x113
-#define SET_OFM_PRECISION 0x114
-#define SET_OFM_WIDTH0_M1 0x11a
-#define SET_OFM_HEIGHT0_M1 0x11b
-#define SET_OFM_HEIGHT1_M1 0x11c
-#define SET_OFM_REGION 0x11f
-#define SET_KERNEL_WIDTH_M1 0x120
-#define SET_KERNEL_HEIGHT_M1 0x121
-#define SET_KERNEL_STRIDE 0x122
-#define SET_WEIGHT_REGION 0x128
-#define SET_SCALE_REGION 0x129
-#define SET_DMA0_SRC_REGION 0x130
-#define SET_DMA0_DST_REGION 0x131
-#define SET_DMA0_SIZE0 0x132
-#define SET_DMA0_SIZE1 0x133
-#define SET_IFM2_BROADCAST 0x180
-#define SET_IFM2_PRECISION 0x185
-#define SET_IFM2_WIDTH0_M1 0x18a
-#define SET_IFM2_HEIGHT0_M1 0x18b
-#define SET_IFM2_HEIGHT1_M1 0x18c
-#define SET_IFM2_REGION 0x18f
-/* cmd1 register settings (bit 14 set; the next word is the payload, param bits 16..23 are address bits 32..39) */
-#define CMD1 0x4000
-#define SET_IFM_BASE0 (CMD1 | 0x000)
-#define SET_IFM_STRIDE_X (CMD1 | 0x004)
-#define SET_IFM_STRIDE_Y (CMD1 | 0x005)
-#define SET_IFM_STRIDE_C (CMD1 | 0x006)
-#define SET_OFM_BASE0 (CMD1 | 0x010)
-#define SET_OFM_STRIDE_X (CMD1 | 0x014)
-#define SET_OFM_STRIDE_Y (CMD1 | 0x015)
-#define SET_OFM_STRIDE_C (CMD1 | 0x016)
-#define SET_WEIGHT_BASE (CMD1 | 0x020)
-#define SET_WEIGHT_LENGTH (CMD1 | 0x021)
-#define SET_SCALE_BASE (CMD1 | 0x022)
-#define SET_SCALE_LENGTH (CMD1 | 0x023)
-#define SET_DMA0_SRC (CMD1 | 0x030)
-#define SET_DMA0_DST (CMD1 | 0x031)
-#define SET_DMA0_LEN (CMD1 | 0x032)
-#define SET_DMA0_SRC_STRIDE0 (CMD1 | 0x033) /* DMA0_SKIP0 in Vela's names */
-#define SET_DMA0_SRC_STRIDE1 (CMD1 | 0x034)
-#define SET_DMA0_DST_STRIDE0 (CMD1 | 0x035)
+/* The U65 command set (ethosu_regs_u65.h, generated from teflon.ethosu.regs): cmd0 opcodes as they are, cmd1
+ * opcodes with bit 14 set (the kernel and this walk key on the low 16 bits of the first word). */
+#define CMD1 0x4000u
+#define OP_CONV ETHOSU_U65_NPU_OP_CONV
+#define OP_DEPTHWISE ETHOSU_U65_NPU_OP_DEPTHWISE
+#define OP_POOL ETHOSU_U65_NPU_OP_POOL
+#define OP_ELEMENTWISE ETHOSU_U65_NPU_OP_ELEMENTWISE
+#define OP_DMA_START ETHOSU_U65_NPU_OP_DMA_START
+#define SET_IFM_PAD_TOP ETHOSU_U65_NPU_SET_IFM_PAD_TOP
+#define SET_IFM_PAD_LEFT ETHOSU_U65_NPU_SET_IFM_PAD_LEFT
+#define SET_IFM_PAD_RIGHT ETHOSU_U65_NPU_SET_IFM_PAD_RIGHT
+#define SET_IFM_PAD_BOTTOM ETHOSU_U65_NPU_SET_IFM_PAD_BOTTOM
+#define SET_IFM_DEPTH_M1 ETHOSU_U65_NPU_SET_IFM_DEPTH_M1
+#define SET_IFM_PRECISION ETHOSU_U65_NPU_SET_IFM_PRECISION
+#define SET_IFM_BROADCAST 0x108 /* a U85 register (NPU_SET_IFM_BROADCAST); the kernel tracks it on both */
+#define SET_IFM_WIDTH0_M1 ETHOSU_U65_NPU_SET_IFM_WIDTH0_M1
+#define SET_IFM_HEIGHT0_M1 ETHOSU_U65_NPU_SET_IFM_HEIGHT0_M1
+#define SET_IFM_HEIGHT1_M1 ETHOSU_U65_NPU_SET_IFM_HEIGHT1_M1
+#define SET_IFM_REGION ETHOSU_U65_NPU_SET_IFM_REGION
+#define SET_OFM_WIDTH_M1 ETHOSU_U65_NPU_SET_OFM_WIDTH_M1
+#define SET_OFM_HEIGHT_M1 ETHOSU_U65_NPU_SET_OFM_HEIGHT_M1
+#define SET_OFM_DEPTH_M1 ETHOSU_U65_NPU_SET_OFM_DEPTH_M1
+#define SET_OFM_PRECISION ETHOSU_U65_NPU_SET_OFM_PRECISION
+#define SET_OFM_WIDTH0_M1 ETHOSU_U65_NPU_SET_OFM_WIDTH0_M1
+#define SET_OFM_HEIGHT0_M1 ETHOSU_U65_NPU_SET_OFM_HEIGHT0_M1
+#define SET_OFM_HEIGHT1_M1 ETHOSU_U65_NPU_SET_OFM_HEIGHT1_M1
+#define SET_OFM_REGION ETHOSU_U65_NPU_SET_OFM_REGION
+#define SET_KERNEL_WIDTH_M1 ETHOSU_U65_NPU_SET_KERNEL_WIDTH_M1
+#define SET_KERNEL_HEIGHT_M1 ETHOSU_U65_NPU_SET_KERNEL_HEIGHT_M1
+#define SET_KERNEL_STRIDE ETHOSU_U65_NPU_SET_KERNEL_STRIDE
+#define SET_WEIGHT_REGION ETHOSU_U65_NPU_SET_WEIGHT_REGION
+#define SET_SCALE_REGION ETHOSU_U65_NPU_SET_SCALE_REGION
+#define SET_DMA0_SRC_REGION ETHOSU_U65_NPU_SET_DMA0_SRC_REGION
+#define SET_DMA0_DST_REGION ETHOSU_U65_NPU_SET_DMA0_DST_REGION
+#define SET_DMA0_SIZE0 ETHOSU_U65_NPU_SET_DMA0_SIZE0
+#define SET_DMA0_SIZE1 ETHOSU_U65_NPU_SET_DMA0_SIZE1
+#define SET_IFM2_BROADCAST ETHOSU_U65_NPU_SET_IFM2_BROADCAST
+#define SET_IFM2_PRECISION ETHOSU_U65_NPU_SET_IFM2_PRECISION
+#define SET_IFM2_WIDTH0_M1 ETHOSU_U65_NPU_SET_IFM2_WIDTH0_M1
+#define SET_IFM2_HEIGHT0_M1 ETHOSU_U65_NPU_SET_IFM2_HEIGHT0_M1
+#define SET_IFM2_HEIGHT1_M1 ETHOSU_U65_NPU_SET_IFM2_HEIGHT1_M1
+#define SET_IFM2_REGION ETHOSU_U65_NPU_SET_IFM2_REGION
+#define SET_IFM_BASE0 (CMD1 | ETHOSU_U65_NPU_SET_IFM_BASE0)
+#define SET_IFM_STRIDE_C (CMD1 | ETHOSU_U65_NPU_SET_IFM_STRIDE_C)
+#define SET_OFM_BASE0 (CMD1 | ETHOSU_U65_NPU_SET_OFM_BASE0)
+#define SET_OFM_STRIDE_C (CMD1 | ETHOSU_U65_NPU_SET_OFM_STRIDE_C)
+#define SET_IFM2_BASE0 (CMD1 | ETHOSU_U65_NPU_SET_IFM2_BASE0)
+#define SET_IFM2_STRIDE_C (CMD1 | ETHOSU_U65_NPU_SET_IFM2_STRIDE_C)
+#define SET_WEIGHT_BASE (CMD1 | ETHOSU_U65_NPU_SET_WEIGHT_BASE)
+#define SET_WEIGHT_LENGTH (CMD1 | ETHOSU_U65_NPU_SET_WEIGHT_LENGTH)
+#define SET_SCALE_BASE (CMD1 | ETHOSU_U65_NPU_SET_SCALE_BASE)
+#define SET_SCALE_LENGTH (CMD1 | ETHOSU_U65_NPU_SET_SCALE_LENGTH)
+#define SET_DMA0_SRC (CMD1 | ETHOSU_U65_NPU_SET_DMA0_SRC)
+#define SET_DMA0_DST (CMD1 | ETHOSU_U65_NPU_SET_DMA0_DST)
+#define SET_DMA0_LEN (CMD1 | ETHOSU_U65_NPU_SET_DMA0_LEN)
+#define SET_DMA0_SRC_STRIDE0 (CMD1 | ETHOSU_U65_NPU_SET_DMA0_SKIP0) /* the kernel's DMA0_SRC_STRIDE0 */
+#define SET_DMA0_SRC_STRIDE1 (CMD1 | ETHOSU_U65_NPU_SET_DMA0_SKIP1)
+#define SET_DMA0_DST_STRIDE0 (CMD1 | 0x035) /* U85 registers; the kernel tracks them on both */
 #define SET_DMA0_DST_STRIDE1 (CMD1 | 0x036)
-#define SET_IFM2_BASE0 (CMD1 | 0x080)
-#define SET_IFM2_STRIDE_X (CMD1 | 0x084)
-#define SET_IFM2_STRIDE_Y (CMD1 | 0x085)
-#define SET_IFM2_STRIDE_C (CMD1 | 0x086)
 
 #define UNSET64 UINT64_MAX
 #define UNSET16 0xffffu
