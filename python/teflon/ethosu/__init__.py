@@ -48,7 +48,7 @@ class EthosuTarget:
                 out[op.index] = (False, f"the ethosu compiler does not lower {op.kind} yet")
                 continue
             try:
-                vela.compile_op(self.spec, graph, vela.read(graph, op, self.spec))
+                vela.compile_op(self.spec, vela.read(graph, op, self.spec))
             except ValueError as e:
                 out[op.index] = (False, f"Vela's {vela.KIND} op: {e}")
             else:
@@ -62,7 +62,7 @@ class EthosuTarget:
         ops = [op for op in graph.operations if op.index in set(nodes)]
         if len(ops) != 1 or ops[0].kind != vela.KIND:
             raise ValueError("an ethosu partition is one Vela ethos-u op")
-        return vela.compile_op(self.spec, graph, vela.read(graph, ops[0], self.spec))
+        return vela.compile_op(self.spec, vela.read(graph, ops[0], self.spec))
 
     def disassemble(self, program: Program) -> str:
         from . import task

@@ -37,6 +37,15 @@ READ_ONLY_REGION, ARENA_REGION = 0, 1
 
 
 @dataclass(frozen=True)
+class Feature:
+    tensor: int
+    direction: str  # "in" / "out"
+    offset: int  # byte offset in the arena
+    shape: tuple[int, ...]
+    dtype: str
+
+
+@dataclass(frozen=True)
 class VelaOp:
     node: int
     words: tuple[int, ...]  # the command words (COP1 header dropped)
@@ -45,8 +54,8 @@ class VelaOp:
     read_only: bytes
     arena_size: int
     fast_size: int
-    scratch: tuple[int, ...]  # the scratch / scratch_fast tensors (bound to a host-only buffer)
-    io: tuple[tuple[int, str, int], ...]  # (tensor, "in"/"out", arena offset)
+    scratch: tuple[tuple[int, int], ...]  # (tensor, bytes) of the scratch tensors TFLite hands over as inputs
+    io: tuple[Feature, ...]  # the feature maps the op reads and writes, in the arena
 
 
 def offline_offsets(graph: Graph) -> np.ndarray | None:
@@ -95,9 +104,10 @@ def read(graph: Graph, op: Operation, spec: targets.Target) -> VelaOp:
                 raise ValueError(f"tensor {t} is not int8 / uint8")
             if t >= len(offsets) or offsets[t] < 0:
                 raise ValueError(f"tensor {t} has no arena offset in {OFFLINE_ALLOCATION}")
-            io.append((t, direction, int(offsets[t])))
-    return VelaOp(op.index, payload.words, payload.config_reg, payload.id_reg, ro, _size(graph, op.inputs[2]),
-                  _size(graph, op.inputs[3]), (op.inputs[2], op.inputs[3]), tuple(io))
+            io.append(Feature(t, direction, int(offsets[t]), tuple(tensor.shape), tensor.dtype))
+    scratch = tuple((t, _size(graph, t)) for t in op.inputs[2:FIXED_INPUTS])
+    return VelaOp(op.index, payload.words, payload.config_reg, payload.id_reg, ro, scratch[0][1], scratch[1][1],
+                  scratch, tuple(io))
 
 
 def regions_used(words: tuple[int, ...]) -> set[int]:
@@ -134,17 +144,16 @@ def regions_used(words: tuple[int, ...]) -> set[int]:
     return used
 
 
-def _binding(graph: Graph, t: int, direction: str, offset: int) -> IOBinding:
-    """A feature map at `offset` of the arena in NHWC byte order (one channel group of all its channels)."""
-    shape = tuple(graph.tensors[t].shape)
-    h, w, c = (1,) * max(0, 3 - len(shape[-3:])) + tuple(int(x) for x in shape[-3:])
-    if len(shape) > 3 and int(np.prod(shape[:-3])) != 1:
-        raise ValueError(f"tensor {t}: batch {shape[:-3]} is not 1")
-    return IOBinding(tensor=t, direction=direction, buffer="arena", dtype=graph.tensors[t].dtype, h=h, w=w, c=c,
-                     layout=LAYOUT_NC1HWC2, c2=c, offset=offset, row_pitch=w * c, plane_pitch=h * w * c)
+def _binding(f: Feature) -> IOBinding:
+    """A feature map at its arena offset in NHWC byte order (one channel group of all its channels)."""
+    h, w, c = (1,) * max(0, 3 - len(f.shape[-3:])) + tuple(int(x) for x in f.shape[-3:])
+    if len(f.shape) > 3 and int(np.prod(f.shape[:-3])) != 1:
+        raise ValueError(f"tensor {f.tensor}: batch {f.shape[:-3]} is not 1")
+    return IOBinding(tensor=f.tensor, direction=f.direction, buffer="arena", dtype=f.dtype, h=h, w=w, c=c,
+                     layout=LAYOUT_NC1HWC2, c2=c, offset=f.offset, row_pitch=w * c, plane_pitch=h * w * c)
 
 
-def compile_op(spec: targets.Target, graph: Graph, v: VelaOp) -> Program:
+def compile_op(spec: targets.Target, v: VelaOp) -> Program:
     used = regions_used(v.words)
     if used - {0, 1, 2}:
         raise ValueError(f"the stream uses regions {sorted(used - {0, 1, 2})}; Vela's are 0, 1 and 2")
@@ -172,17 +181,17 @@ def compile_op(spec: targets.Target, graph: Graph, v: VelaOp) -> Program:
     prog.add_buffer(Buffer("task", len(data), data=data))
     t = Task("task", 0, len(data))
     prog.jobs.append(Job([t], ins, outs))
-    prog.io = [_binding(graph, tensor, direction, offset) for tensor, direction, offset in v.io]
-    _bind_scratch(prog, graph, v)
+    prog.io = [_binding(f) for f in v.io]
+    _bind_scratch(prog, v)
     prog.operations.append(OpRecord([v.node], KIND, [t], {"words": len(v.words), "sram_size": sram,
                                                           "regions": sorted(used)}))
     return prog
 
 
-def _bind_scratch(prog: Program, graph: Graph, v: VelaOp) -> None:
+def _bind_scratch(prog: Program, v: VelaOp) -> None:
     """TFLite hands the scratch tensors to the partition as inputs (they are neither constant nor produced by a
-    node): they get a host-only buffer no job reads, so their bytes never reach the NPU's arena."""
-    sizes = [(t, _size(graph, t)) for t in v.scratch if _size(graph, t) > 0]
+    node): they get a buffer no job lists, which tells the delegate to ignore them (teflon_runner_input_ignored)."""
+    sizes = [(t, n) for t, n in v.scratch if n > 0]
     if not sizes:
         return
     prog.add_buffer(Buffer("host_scratch", max(n for _, n in sizes)))

@@ -1,0 +1,40 @@
+"""Vela's `ethos-u` custom op run as it is (teflon.ethosu.vela): for each single-operation model compiled by Vela for
+ethos-u65-256, the delegate (device imx93, simulated kernel + NPU) claims the op and invokes it. The numbers are
+compared with TFLite's CPU kernels on the original (pre-Vela) model: TFLite has no CPU kernel for `ethos-u`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from teflon import modelgen
+from teflon.reference import compare, run_cpu, run_delegate
+
+from .vela_models import CASES, IDS, models
+
+pytestmark = pytest.mark.usefixtures("delegate_library")
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_vela_op_claimed_and_invoked(case: object) -> None:
+    original, vela = models(case)  # type: ignore[arg-type]
+    inputs = modelgen.random_inputs(original, seed=5)
+    run = run_delegate(vela, inputs, device="imx93", sim="1")
+    assert len(run.ops) == 1 and run.delegated == frozenset({0}) and run.partitions == 1, run
+    ref = run_cpu(original, inputs)
+    assert [o.shape for o in run.outputs] == [r.shape for r in ref]
+    assert [o.dtype for o in run.outputs] == [r.dtype for r in ref]
+
+
+@pytest.mark.xfail(reason="the simulated NPU (ethosu_npu.c) is not in this build: a stub runs the stream",
+                   strict=False)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_vela_op_equals_tflite_on_the_original_model(case: object) -> None:
+    original, vela = models(case)  # type: ignore[arg-type]
+    inputs = modelgen.random_inputs(original, seed=7)
+    run = run_delegate(vela, inputs, device="imx93", sim="1")
+    ref = run_cpu(original, inputs)
+    c = compare(ref, run.outputs)
+    assert c.within(1, 0.99), c
+    assert all(np.array_equal(a, b) for a, b in zip(ref, run.outputs, strict=True)) or c.max_abs_diff <= 1
