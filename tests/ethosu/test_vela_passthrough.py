@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from teflon import modelgen
+from teflon import bridge, modelgen
 from teflon.reference import compare, run_cpu, run_delegate
 
 from .vela_models import CASES, IDS, models
@@ -38,3 +38,23 @@ def test_vela_op_equals_tflite_on_the_original_model(case: object) -> None:
     c = compare(ref, run.outputs)
     assert c.within(1, 0.99), c
     assert all(np.array_equal(a, b) for a, b in zip(ref, run.outputs, strict=True)) or c.max_abs_diff <= 1
+
+
+def test_plain_tflite_ops_stay_on_the_cpu_with_the_reason() -> None:
+    original, _ = models(CASES[0])
+    run = run_delegate(original, modelgen.random_inputs(original, seed=1), device="imx93", sim="1")
+    assert not run.delegated
+    assert run.reasons == {0: "the ethosu compiler does not lower CONV_2D yet"}, run.reasons
+
+
+def test_stream_for_another_npu_is_not_claimed() -> None:
+    """A stream compiled for ethos-u65-512 (another CONFIG image) stays on the CPU, saying why."""
+    from .vela_oracle import compile_tflite
+
+    original = CASES[0].build()
+    vela = compile_tflite(original, accel="ethos-u65-512")
+    with bridge.capture() as cap, pytest.raises(RuntimeError, match="unresolved custom op"):  # no CPU ethos-u
+        run_delegate(vela, modelgen.random_inputs(original, seed=1), device="imx93", sim="1")
+    ((_, decisions),) = cap.support
+    ok, reason = decisions[0]
+    assert not ok and "compiled for an NPU with CONFIG 0x" in reason, reason
