@@ -17,7 +17,8 @@ from opcheck import Recorder, check_delegated_conv
 from teflon import targets
 from teflon.modelgen import ConvCase
 
-DEVICES = [t.name for t in targets.TARGETS if t.drivable]
+# ethosu claims only Vela's custom op so far (tests/ethosu): no TFLite operation of its own to sweep
+DEVICES = [t.name for t in targets.TARGETS if t.drivable and t.family != "ethosu"]
 
 
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_CONV))

@@ -226,8 +226,8 @@ static int ethosu_task_cmd(struct ethosu_client *c, const teflon_task *task, con
         char why[384] = "";
         if (c->tp->last_job)
             c->tp->last_job(c->t, NULL, why, sizeof(why));
-        teflon_errf(err, errlen, "the kernel refused the command stream (DRM_IOCTL_ETHOSU_CMDSTREAM_BO_CREATE, %u words): "
-                    "%s%s%s", n - ETHOSU_TASK_HEADER_WORDS, strerror(-rc), *why ? ": " : "", why);
+        teflon_errf(err, errlen, "the kernel refused the command stream (DRM_IOCTL_ETHOSU_CMDSTREAM_BO_CREATE, "
+                    "%u words): %s%s%s", n - ETHOSU_TASK_HEADER_WORDS, strerror(-rc), *why ? ": " : "", why);
         return rc;
     }
     struct ethosu_ccmd *e = &c->cmds[c->ncmds++];
@@ -375,7 +375,8 @@ static int ethosu_query(const teflon_target *t, const struct ethosu_transport *t
     }
     uint32_t id = 0, macs = 0;
     if (teflon_target_param_get(t, "id", &id) || teflon_target_param_get(t, "macs", &macs)) {
-        teflon_errf(err, errlen, "target %s lacks the \"id\" / \"macs\" parameters (python/teflon/targets.py)", t->name);
+        teflon_errf(err, errlen, "target %s lacks the \"id\" / \"macs\" parameters (python/teflon/targets.py)",
+                    t->name);
         return -EINVAL;
     }
     if (ETHOSU_ID_ARCH_MAJOR(npu->id) != ETHOSU_ID_ARCH_MAJOR(id) || (1u << (npu->config & 0xf)) != macs) {

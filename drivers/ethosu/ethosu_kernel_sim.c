@@ -302,7 +302,7 @@ static int ethosu_k_fault_words(enum teflon_fault_kind f, uint64_t dma_end, char
 }
 
 /* Runs one checked job on the NPU: BASEP(r) = the region's BO, or the SRAM for region 2 with sram_size set. */
-static int ethosu_k_run(ethosu_ksim *k, const struct ethosu_drm_job *j, const struct ethosu_kbo *cmd,
+static int ethosu_k_run(ethosu_ksim *k, const struct ethosu_kbo *cmd,
                         struct ethosu_kbo *const regions[ETHOSU_MAX_REGIONS])
 {
     struct ethosu_npu_region view[ETHOSU_NPU_REGIONS] = {{0}};
@@ -313,13 +313,12 @@ static int ethosu_k_run(ethosu_ksim *k, const struct ethosu_drm_job *j, const st
      * whatever BASEP(2) held, which after any SRAM job is the SRAM: the simulator gives it the SRAM too [INFERRED] */
     if (!regions[ETHOSU_SRAM_REGION] && cmd->info->region_size[ETHOSU_SRAM_REGION])
         view[ETHOSU_SRAM_REGION] = (struct ethosu_npu_region){k->sram, k->npu.sram_size};
-    (void)j;
     char npu_err[384];
     const int rc = ethosu_npu_run(view, (const uint32_t *)cmd->mem, cmd->info->cmd_bytes / 4, &k->last_stats, npu_err,
                                   sizeof(npu_err));
     if (rc)
-        teflon_errf(k->last_msg, sizeof(k->last_msg), "NPU error IRQ (STATUS.CMD_PARSE_ERR or bus error): %s; NPU reset",
-                    npu_err);
+        teflon_errf(k->last_msg, sizeof(k->last_msg),
+                    "NPU error IRQ (STATUS.CMD_PARSE_ERR or bus error): %s; NPU reset", npu_err);
     return rc ? -EIO : 0;
 }
 
@@ -335,7 +334,7 @@ static int ethosu_k_submit_job(ethosu_ksim *k, const struct ethosu_drm_job *j)
     }
     const enum teflon_fault_kind fault = teflon_sim_fault_tick(&k->fault);
     const int runs = ethosu_k_fault_words(fault, k->next_dma, k->last_msg, sizeof(k->last_msg));
-    rc = runs ? ethosu_k_run(k, j, cmd, regions) : 0;
+    rc = runs ? ethosu_k_run(k, cmd, regions) : 0;
     if (fault)
         rc = teflon_fault_errno(fault);
     k->last_rc = rc;
