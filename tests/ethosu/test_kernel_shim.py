@@ -25,7 +25,7 @@ from fakesysfs import fake_ethosu_sysfs
 from shim import Shim, calls, find_shim, run_python, squash
 
 from . import programs
-from .vela_models import CASES, models
+from .vela_models import CASES, CHAINS, models
 
 # Runs in the preloaded subprocess: the Vela model with sim=0 (the client through the shim) and sim=1, invoked
 # twice each; the outputs go to an .npz.
@@ -81,8 +81,9 @@ def ethosu_shim(delegate_library: None, tmp_path_factory: pytest.TempPathFactory
     return find_shim("ethosu", "libteflon_ethosu_shim.so", "TEFLON_ETHOSU_SHIM", "/dev/accel/accel0", log, "imx93")
 
 
-def test_vela_model_through_the_shim(ethosu_shim: Shim, tmp_path: Path) -> None:
-    original, vela = models(CASES[0])
+@pytest.mark.parametrize(("case", "sram"), [(CASES[0], 0), (CHAINS[0], 14464)], ids=[CASES[0].name, CHAINS[0].name])
+def test_vela_model_through_the_shim(ethosu_shim: Shim, tmp_path: Path, case: object, sram: int) -> None:
+    original, vela = models(case)  # type: ignore[arg-type]
     (tmp_path / "vela.tflite").write_bytes(vela)
     (tmp_path / "orig.tflite").write_bytes(original)
     log, out = tmp_path / "calls.log", tmp_path / "out.npz"
@@ -101,8 +102,8 @@ def test_vela_model_through_the_shim(ethosu_shim: Shim, tmp_path: Path) -> None:
     assert first == sorted(first), seq
     # the task's command stream is validated once and reused by the second invoke
     assert seen.count("CMDSTREAM_BO_CREATE") == 1 and seen.count("SUBMIT") == 2, seen
-    # Vela's regions: read-only (0) and arena (1) BOs, no SRAM for this small model
-    assert all(re.search(r"SUBMIT jobs=1 cmd=\d+ sram=0 r0=\d+ r1=\d+ = ok$", s)
+    # Vela's regions: read-only (0) and arena (1) BOs; the fast scratch in the NPU's SRAM (no BO for region 2)
+    assert all(re.search(rf"SUBMIT jobs=1 cmd=\d+ sram={sram} r0=\d+ r1=\d+ = ok$", s)
                for s in text.splitlines() if s.startswith("SUBMIT")), text
     assert all(" = ok" in s for s in text.splitlines() if s.split()[0] in ("BO_CREATE", "BO_WAIT", "DEV_QUERY")), text
     # every BO (plain and command stream) is closed, every file opened is closed

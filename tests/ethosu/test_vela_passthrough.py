@@ -11,7 +11,8 @@ import pytest
 from teflon import bridge, modelgen
 from teflon.reference import compare, run_cpu, run_delegate
 
-from .vela_models import CASES, IDS, models
+from . import programs
+from .vela_models import CASES, CHAIN_IDS, CHAINS, IDS, models
 
 pytestmark = pytest.mark.usefixtures("delegate_library")
 
@@ -27,9 +28,24 @@ def test_vela_op_claimed_and_invoked(case: object) -> None:
     assert [o.dtype for o in run.outputs] == [r.dtype for r in ref]
 
 
+@pytest.mark.parametrize(("case", "sram"), [(CHAINS[0], 14464), (CHAINS[1], 0)], ids=CHAIN_IDS)
+def test_fast_scratch_in_sram_or_a_bo(case: object, sram: int) -> None:
+    """Vela's fast scratch is region 2: the NPU's SRAM (sram_size) when it fits the i.MX93's 96 KiB, else a BO."""
+    from teflon.ethosu import task
+
+    prog = programs.program(programs.vela_op(case.build()))  # type: ignore[attr-defined]
+    size, regions, _ = task.unpack(bytes(prog.buffer("task").data or b""))
+    (job,) = prog.jobs
+    assert size == sram and (2 in regions) == (sram == 0), (size, regions)
+    assert job.out_buffers == (["arena"] if sram else ["arena", "scratch_fast"]), job
+    original, vela = models(case)  # type: ignore[arg-type]
+    run = run_delegate(vela, modelgen.random_inputs(original, seed=5), device="imx93", sim="1")
+    assert run.delegated == frozenset({0}), run
+
+
 @pytest.mark.xfail(reason="the simulated NPU (ethosu_npu.c) is not in this build: a stub runs the stream",
                    strict=False)
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", CASES + CHAINS, ids=IDS + CHAIN_IDS)
 def test_vela_op_equals_tflite_on_the_original_model(case: object) -> None:
     original, vela = models(case)  # type: ignore[arg-type]
     inputs = modelgen.random_inputs(original, seed=7)

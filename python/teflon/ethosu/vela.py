@@ -34,6 +34,7 @@ FIXED_INPUTS = 4  # command stream, read-only, scratch, scratch_fast
 IO_DTYPES = ("int8", "uint8")
 # The regions Vela gives its tensors (Mesa uses the same roles): read-only 0, arena 1, fast scratch 2.
 READ_ONLY_REGION, ARENA_REGION = 0, 1
+MAX_DIM = 65536  # an I/O binding's height, width and channels at most (delegate/program.c)
 
 
 @dataclass(frozen=True)
@@ -196,5 +197,16 @@ def _bind_scratch(prog: Program, v: VelaOp) -> None:
         return
     prog.add_buffer(Buffer("host_scratch", max(n for _, n in sizes)))
     for t, n in sizes:
-        prog.io.append(IOBinding(tensor=t, direction="in", buffer="host_scratch", dtype="uint8", h=1, w=n, c=1,
-                                 layout=LAYOUT_ROWS, c2=1, row_pitch=n))
+        h, w = _rows(n)
+        prog.io.append(IOBinding(tensor=t, direction="in", buffer="host_scratch", dtype="uint8", h=h, w=w, c=1,
+                                 layout=LAYOUT_ROWS, c2=1, row_pitch=w))
+
+
+def _rows(n: int) -> tuple[int, int]:
+    """n bytes as h rows of w (each at most MAX_DIM, the runner's limit on a binding's dimensions)."""
+    d = np.arange(1, MAX_DIM + 1)
+    fits = d[(n % d == 0) & (n // d <= MAX_DIM)]
+    if not len(fits):
+        raise ValueError(f"a scratch tensor of {n} bytes is not rows of at most {MAX_DIM} bytes")
+    w = int(fits.max())
+    return n // w, w
