@@ -18,6 +18,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mesa-compat", action="store_true",
                    help="recompile every delegated partition the way Mesa encodes it, byte for byte where the "
                         "default deliberately differs")
+    p.add_argument("--vela-compat", action="store_true",
+                   help="ethosu: recompile every delegated partition with Vela 5.2.0's choices (its operation "
+                        "splits), so the register state at each kick compares with Vela's default compile")
 
 
 def _prefix_buffers(node: object, prefix: str) -> None:
@@ -61,13 +64,14 @@ def pretty(programs: list[Program], out) -> None:
         print(disassemble(prog), file=out)
 
 
-def mesa_compat(graph: Graph, nodes: list[int], prog: Program) -> Program:
-    """The partition compiled again with the family's Mesa-compatible choices (same inputs and outputs)."""
+def mesa_compat(graph: Graph, nodes: list[int], prog: Program, option: str = "mesa_compat") -> Program:
+    """The partition compiled again with the family's Mesa-compatible (or, option="vela_compat", Vela-compatible)
+    choices (same inputs and outputs)."""
     from teflon.compiler import compile as compile_partition
 
     inputs = [io.tensor for io in prog.io if io.direction == "in"]
     outputs = [io.tensor for io in prog.io if io.direction == "out"]
-    return compile_partition(graph, nodes, inputs, outputs, prog.device, mesa_compat=True)
+    return compile_partition(graph, nodes, inputs, outputs, prog.device, **{option: True})
 
 
 def compile_only(args: argparse.Namespace) -> list[Program] | None:
@@ -103,9 +107,10 @@ def run(args: argparse.Namespace) -> int:
         return emit(args, programs)
     session = open_interpreter(args.model, delegate_options(args), runtime=args.runtime)
     programs = [prog for _, prog in session.capture.programs]
-    if args.mesa_compat:
-        programs = [mesa_compat(session.capture.support[0][0], nodes, prog)
-                    for nodes, prog in session.capture.programs]
+    for option in ("mesa_compat", "vela_compat"):
+        if getattr(args, option, False):
+            programs = [mesa_compat(session.capture.support[0][0], nodes, prog, option)
+                        for nodes, prog in session.capture.programs]
     return emit(args, programs)
 
 

@@ -15,6 +15,8 @@ Modules:
     task      the teflon task header (which BO backs which NPU region, the SRAM size) + the command words
     vela      Vela's `ethos-u` custom op -> a Program
     mlw       the weight stream codec (clean room; docs/hardware/ethosu-weights.md)
+    bricks    the weight order of a kick-off's stream (OHWI <-> decoded values)
+    scales    the 10-byte bias/multiplier/shift records per output channel
 """
 
 from __future__ import annotations

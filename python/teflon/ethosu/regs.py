@@ -186,7 +186,16 @@ _CMD1 = (
 
 # Values the datapath takes, narrower than the fields' bits (the encoder packs nothing outside them; the simulator
 # reads the same rows from the generated header).
-RANGES: tuple[FieldRange, ...] = ()
+_SHRAM = "U65-256/512: 48 SHRAM banks of 1 KB (Vela 5.2.0 architecture_features.py accelerator_configs)"
+_BLOCK = "OFM block at most 32x64x128 (h, w, c), at least one 2x2x8 micro-block (Vela architecture_features.py)"
+RANGES: tuple[FieldRange, ...] = (
+    FieldRange("NPU_SET_IFM_IB_END", "value", 0, 48, _SHRAM),
+    FieldRange("NPU_SET_IFM2_IB_START", "value", 0, 48, _SHRAM),
+    FieldRange("NPU_SET_AB_START", "value", 0, 48, _SHRAM),
+    FieldRange("NPU_SET_OFM_BLK_HEIGHT_M1", "value", 1, 31, _BLOCK),
+    FieldRange("NPU_SET_OFM_BLK_WIDTH_M1", "value", 1, 63, _BLOCK),
+    FieldRange("NPU_SET_OFM_BLK_DEPTH_M1", "value", 7, 127, _BLOCK),
+)
 
 U65 = CommandSet("ethos-u65", _CMD0 + _CMD1, ENUMS, RANGES)
 

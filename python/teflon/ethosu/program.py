@@ -1,0 +1,181 @@
+"""Compile claimed TFLite operations for the Ethos-U65 into a teflon Program.
+
+Memory: region 0 is the coefficient buffer (each weighted kick's scale records, then its weight stream, 16-byte
+aligned), region 1 one arena buffer holding every feature map, graph inputs and outputs included, in NHWC.
+One job = one task = the task header (drivers/ethosu/ethosu_task.h) + the command words of every kick.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from teflon import program as prog
+from teflon.ethosu import lower, stream, support
+from teflon.ethosu.lower import REGION_ARENA, REGION_COEFFS, FeatureMap, Kick
+from teflon.ir import Graph
+
+DEVICE = "imx93"
+ALIGN = 16  # feature maps and coefficient streams start 16-byte aligned (Vela aligns its tensors to 16)
+TASK_MAGIC = 0x31554554  # "TEU1", drivers/ethosu/ethosu_task.h
+TASK_NO_BO = 0xFFFFFFFF
+MAX_REGIONS = 8
+
+
+def _align(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+@dataclass
+class Compiled:
+    """What a compile produced, before it becomes a Program (tests compare this against Vela)."""
+
+    kicks: list[Kick]
+    placed: list[stream.Placed]
+    words: list[int]
+    coeffs: bytes
+    arena_size: int
+    offsets: dict[int, int]  # tensor index -> arena offset
+    nodes_of_kick: list[int]
+
+
+def _place(fm: FeatureMap, offset: int) -> FeatureMap:
+    return replace(fm, region=REGION_ARENA, offset=offset)
+
+
+def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False,
+                weight_encoder: stream.WeightEncoder | None = None) -> Compiled:
+    encode = weight_encoder or stream.default_weight_encoder
+    ops = [op for op in graph.operations if op.index in set(nodes)]
+    offsets: dict[int, int] = {}
+    arena = 0
+
+    def at(t: int, size: int) -> int:
+        nonlocal arena
+        if t not in offsets:
+            offsets[t] = arena
+            arena = _align(arena + size)
+        return offsets[t]
+
+    kicks: list[Kick] = []
+    owners: list[int] = []
+    for op in ops:
+        s = support.spec(graph, op)
+        if op.kind == "RESHAPE" and not vela_compat:  # the same bytes under another shape: a view, no kick
+            h, w, c = s.ifm.shape
+            offsets.setdefault(op.outputs[0], at(op.inputs[0], h * w * c))
+            continue
+        fms = {}
+        for name, tensor in (("ifm", op.inputs[0]), ("ifm2", op.inputs[1] if len(op.inputs) > 1 else -1),
+                             ("ofm", op.outputs[0])):
+            fm = getattr(s, name, None)
+            if fm is None or fm.region != REGION_ARENA or (name == "ifm2" and getattr(s, "scalar", None) is not None):
+                continue  # no second operand, a constant (coefficient region) or a scalar (in the command)
+            h, w, c = fm.shape
+            fms[name] = _place(fm, at(tensor, h * w * c))
+        if isinstance(s, lower.ConcatSpec):
+            out_off = at(op.outputs[0], int(np.prod(s.ofm.shape)))
+            fms = {"ifms": tuple(_place(fm, at(t, int(np.prod(fm.shape)))) for fm, t in zip(s.ifms, op.inputs)),
+                   "ofm": _place(s.ofm, out_off)}
+        s = replace(s, **fms)
+        new = lower.lower(s, vela_compat)
+        kicks += new
+        owners += [op.index] * len(new)
+    coeffs = bytearray()
+    placed = []
+    for k in kicks:
+        sc = wt = None
+        lut = k.info.get("lut")
+        if isinstance(lut, bytes):  # the activation table, DMA'd into SHRAM before the kick
+            k.pre = [(n, {"addr": len(coeffs)} if n == "NPU_SET_DMA0_SRC" else f) for n, f in k.pre]
+            coeffs += lut
+            coeffs += bytes(_align(len(coeffs)) - len(coeffs))
+        const = k.info.get("const")
+        if isinstance(const, bytes):  # an elementwise operand held as a constant
+            k.regs["NPU_SET_IFM2_BASE0"] = {"addr": len(coeffs)}
+            coeffs += const
+            coeffs += bytes(_align(len(coeffs)) - len(coeffs))
+        if k.scales is not None:
+            sc = (len(coeffs), len(k.scales))
+            coeffs += k.scales
+            coeffs += bytes(_align(len(coeffs)) - len(coeffs))
+        if k.weights is not None:
+            data = encode(k)
+            wt = (len(coeffs), len(data))
+            coeffs += data
+            coeffs += bytes(_align(len(coeffs)) - len(coeffs))
+        placed.append(stream.Placed(wt, sc))
+    words = stream.emit(kicks, placed)
+    return Compiled(kicks, placed, words, bytes(coeffs), max(arena, ALIGN), offsets, owners)
+
+
+def task_bytes(words: Sequence[int], regions: dict[int, int], sram_size: int = 0) -> bytes:
+    """The task header (magic, SRAM size, BO index per region) followed by the command words."""
+    table = [regions.get(r, TASK_NO_BO) for r in range(MAX_REGIONS)]
+    return struct.pack(f"<{2 + MAX_REGIONS + len(words)}I", TASK_MAGIC, sram_size, *table, *words)
+
+
+def compile(graph: Graph, nodes: Sequence[int], inputs: Sequence[int], outputs: Sequence[int], *,
+            vela_compat: bool = False, weight_encoder: stream.WeightEncoder | None = None) -> prog.Program:
+    c = lower_graph(graph, nodes, vela_compat=vela_compat, weight_encoder=weight_encoder)
+    problems = stream.check(c.words)
+    if problems:
+        raise lower.LoweringError("; ".join(problems))
+    p = prog.Program(device=DEVICE)
+    p.add_buffer(prog.Buffer("coeffs", max(len(c.coeffs), ALIGN), c.coeffs))
+    p.add_buffer(prog.Buffer("arena", c.arena_size, None, tensor=True))
+    task = task_bytes(c.words, {REGION_COEFFS: 0, REGION_ARENA: 1})
+    p.add_buffer(prog.Buffer("cmds", len(task), task))
+    t = prog.Task("cmds", 0, len(task))
+    p.jobs.append(prog.Job([t], ["coeffs"], ["arena"]))
+    for direction, tensors in (("in", inputs), ("out", outputs)):
+        for ti in tensors:
+            tensor = graph.tensors[ti]
+            shape = tensor.shape
+            h, w, ch = (shape[1], shape[2], shape[3]) if len(shape) == 4 else (1, 1, int(shape[-1]))
+            p.io.append(prog.IOBinding(ti, direction, "arena", tensor.dtype, h, w, ch, prog.LAYOUT_NC1HWC2, c2=ch,
+                                       offset=c.offsets[ti], row_pitch=w * ch, plane_pitch=h * w * ch))
+    for node in dict.fromkeys(c.nodes_of_kick):
+        kinds = [k.op for k, n in zip(c.kicks, c.nodes_of_kick) if n == node]
+        p.operations.append(prog.OpRecord([node], kinds[0], [t], {"kicks": len(kinds)}))
+    return p
+
+
+def task_words(p: prog.Program, task: prog.Task) -> list[int]:
+    """The command words of a task (its header dropped)."""
+    data = p.buffer(task.buffer).data or b""
+    raw = bytes(data[task.offset:task.offset + task.nbytes])
+    words = list(struct.unpack(f"<{len(raw) // 4}I", raw))
+    if not words or words[0] != TASK_MAGIC:
+        raise ValueError(f"task in {task.buffer} does not start with the ethosu task header")
+    return words[2 + MAX_REGIONS:]
+
+
+def disassemble(p: prog.Program) -> str:
+    """Every task's words by command and field (teflon.ethosu.regs)."""
+    from teflon.ethosu.regs import U65
+
+    lines = []
+    for j, job in enumerate(p.jobs):
+        for t in job.tasks:
+            lines.append(f"# job {j} task {t.buffer}+0x{t.offset:x} ({t.nbytes} bytes)")
+            lines += U65.pretty(task_words(p, t))
+    return "\n".join(lines)
+
+
+def to_json(p: prog.Program) -> dict[str, object]:
+    """`regcmd --json`: per job, the register state at each compute kick (command -> fields), which is what
+    tests/ethosu compares with Vela; plus the raw words."""
+    from teflon.ethosu.regs import KICKS, U65
+
+    jobs = []
+    for job in p.jobs:
+        for t in job.tasks:
+            words = task_words(p, t)
+            kicks = [{"op": name, "state": {n: U65.fields_of(U65.command(n), v) for n, v in state.items()}}
+                     for name, state in U65.state_at_kicks(words, KICKS)]
+            jobs.append({"buffer": t.buffer, "offset": t.offset, "kicks": kicks, "words": words})
+    return {"device": p.device, "jobs": jobs}

@@ -1,0 +1,83 @@
+"""Kicks -> Ethos-U65 command words, every word through the U65 command set (teflon.ethosu.regs).
+
+Registers are written before each kick only when their value changes (the NPU keeps its registers between
+operations); the weight and scale registers point at the streams placed in the coefficient region. The stream ends
+with NPU_OP_STOP (mask 0xFFFF, as Vela ends its streams).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from teflon.ethosu.lower import REGION_COEFFS, Kick, LoweringError
+from teflon.ethosu.regs import U65
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Where a kick's weight and scale streams sit in the coefficient region (None: the kick has none)."""
+
+    weights: tuple[int, int] | None  # (offset, length)
+    scales: tuple[int, int] | None
+
+
+def kick_registers(k: Kick, placed: Placed) -> dict[str, dict[str, int]]:
+    """Every register the kick reads, the weight/scale stream registers included."""
+    regs = dict(k.regs)
+    if placed.weights is not None:
+        regs["NPU_SET_WEIGHT_REGION"] = {"region": REGION_COEFFS}
+        regs["NPU_SET_WEIGHT_BASE"] = {"addr": placed.weights[0]}
+        regs["NPU_SET_WEIGHT_LENGTH"] = {"length": placed.weights[1]}
+    if placed.scales is not None:
+        regs["NPU_SET_SCALE_REGION"] = {"region": REGION_COEFFS}
+        regs["NPU_SET_SCALE_BASE"] = {"addr": placed.scales[0]}
+        regs["NPU_SET_SCALE_LENGTH"] = {"length": placed.scales[1]}
+    return regs
+
+
+def emit(kicks: Sequence[Kick], placed: Sequence[Placed]) -> list[int]:
+    words: list[int] = []
+    state: dict[str, int] = {}
+    for k, p in zip(kicks, placed):
+        for name, fields in k.pre:
+            if not name.startswith("NPU_OP_"):
+                state[name] = U65.value(name, **fields)
+            words += U65.words(name, **fields)
+        for name, fields in kick_registers(k, p).items():
+            value = U65.value(name, **fields)
+            if state.get(name) == value:
+                continue
+            state[name] = value
+            words += U65.words(name, **fields)
+        for name, fields in k.wait:
+            words += U65.words(name, **fields)
+        words += U65.words(k.op, **k.op_fields)
+    words += U65.words("NPU_OP_STOP", mask=0xFFFF)
+    return words
+
+
+def check(words: Sequence[int]) -> list[str]:
+    """Why the hardware would refuse the stream: fields outside their defined values or ranges (teflon.ethosu.regs
+    RANGES), unknown commands."""
+    try:
+        U65.decode(words, strict=True)
+    except ValueError as e:
+        return [str(e)]
+    return []
+
+
+WeightEncoder = Callable[[Kick], bytes]
+
+
+def default_weight_encoder(k: Kick) -> bytes:
+    """The kick's weights in the U65 weight-stream format (teflon.ethosu.bricks order, teflon.ethosu.mlw codec)."""
+    try:
+        from teflon.ethosu import bricks, mlw  # type: ignore[attr-defined]
+    except ImportError as e:
+        raise LoweringError("the Ethos-U weight encoder (teflon.ethosu.mlw) is not available") from e
+    assert k.weights is not None and k.block is not None
+    o, kh, kw, i = k.weights.shape
+    geo = bricks.BrickGeometry("depthwise" if k.depthwise else "conv", o, i, kh, kw, k.block.ofm[2],
+                               k.block.part_kernel and not k.depthwise)
+    return bytes(mlw.encode(bricks.reorder(k.weights, geo)))
