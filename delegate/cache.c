@@ -100,6 +100,10 @@ int teflon_keyer_init(teflon_keyer *k, const teflon_graph *g, const char *settin
     put_i32(&h, (int32_t)TEFLON_CACHE_FORMAT);
     put_str(&h, TEFLON_BUILD_ID);
     put_str(&h, settings);
+    const uint64_t alloc_bytes = g->offline_alloc ? g->offline_alloc_bytes : 0;
+    put(&h, &alloc_bytes, sizeof(alloc_bytes));
+    if (alloc_bytes)
+        put(&h, g->offline_alloc, (size_t)alloc_bytes);
     if (!k->tensor_digest || !k->have || put_environment(&h)) {
         teflon_keyer_free(k);
         return -1;

@@ -710,7 +710,11 @@ TEFLON_EXPORT tfl_delegate *tflite_plugin_create_delegate(char **keys, char **va
     d->cache.debug = o.debug;
     d->base.data_ = d;
     d->base.Prepare = delegate_prepare;
-    d->base.flags = TFL_DELEGATE_REQUIRE_PROPAGATED_SHAPES;
+    /* Shapes propagated before Prepare: TFLite prepares every node first. A Vela model's `ethos-u` custom op has no
+     * CPU kernel, so that preparation fails before the delegate can claim the op: for the ethosu family TFLite is
+     * told to leave the nodes unprepared (the delegate refuses nodes with dynamic tensors itself, claimed_nodes). */
+    d->base.flags = strcmp(teflon_dev_target(dev)->family, "ethosu") == 0 ? TFL_DELEGATE_ALLOW_DYNAMIC_TENSORS
+                                                                          : TFL_DELEGATE_REQUIRE_PROPAGATED_SHAPES;
     if (d->debug) {
         fprintf(stderr, "teflon: delegate created for %s (%s%s%s)\n", d->device,
                 teflon_dev_is_sim(dev) ? "simulated NPU" : "NPU device node", o.cores > 1 ? ", cores=" : "",

@@ -241,6 +241,14 @@ int teflon_graph_export(tfl_context *context, teflon_export *out, char *err, siz
     out->graph.nnodes = plan->size;
     out->graph.tensors = out->tensors;
     out->graph.nodes = out->nodes;
+    /* Vela's models place their tensors in its arena by this metadata (teflon.ethosu.vela) */
+    const char *alloc = NULL;
+    size_t alloc_bytes = 0;
+    if (context->GetModelMetadata &&
+        context->GetModelMetadata(context, "OfflineMemoryAllocation", &alloc, &alloc_bytes) == TFL_OK && alloc) {
+        out->graph.offline_alloc = alloc;
+        out->graph.offline_alloc_bytes = alloc_bytes;
+    }
     return 0;
 fail:
     teflon_graph_export_free(out);

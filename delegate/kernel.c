@@ -29,7 +29,7 @@ int teflon_partition_matches(const teflon_partition *p, const tfl_int_array *nod
 }
 
 /* Copies the tensors of `list` that the program exchanges with TFLite at run time: constants (weights,
- * biases) are already inside the program. */
+ * biases) are already inside the program, and an empty tensor carries nothing. */
 static int32_t *io_tensors(const tfl_context *context, const tfl_int_array *list, int skip_constants, int *count,
                            uint64_t **bytes)
 {
@@ -47,6 +47,8 @@ static int32_t *io_tensors(const tfl_context *context, const tfl_int_array *list
         if (t < 0 || (size_t)t >= context->tensors_size)
             continue;
         if (skip_constants && context->tensors[t].allocation_type == TFL_MMAP_RO)
+            continue;
+        if (context->tensors[t].bytes == 0) /* nothing to exchange (Vela's empty scratch_fast) */
             continue;
         (*bytes)[*count] = context->tensors[t].bytes;
         out[(*count)++] = t;
@@ -69,6 +71,25 @@ static int check_bindings(teflon_partition *p, char *err, size_t errlen)
             return -1;
         }
     }
+    return 0;
+}
+
+/* Moves the inputs the program ignores from p->inputs to p->ignored. */
+static int drop_ignored_inputs(teflon_partition *p)
+{
+    p->ignored = malloc(sizeof(int32_t) * (size_t)(p->ninputs + 1));
+    if (!p->ignored)
+        return -1;
+    int kept = 0;
+    for (int i = 0; i < p->ninputs; i++) {
+        if (teflon_runner_input_ignored(p->runner, p->inputs[i])) {
+            p->ignored[p->nignored++] = p->inputs[i];
+            continue;
+        }
+        p->input_bytes[kept] = p->input_bytes[i];
+        p->inputs[kept++] = p->inputs[i];
+    }
+    p->ninputs = kept;
     return 0;
 }
 
@@ -113,6 +134,8 @@ teflon_partition *teflon_partition_compile(teflon_delegate *d, tfl_context *cont
             snprintf(err, errlen, "the runner could not load the compiled program");
         goto fail;
     }
+    if (drop_ignored_inputs(p))
+        goto oom;
     qsort(p->nodes, (size_t)p->nnodes, sizeof(int32_t), cmp_i32);
     if (p->debug)
         fprintf(stderr, "teflon: partition %d (%d nodes): program %s in %.1f ms, loaded in %.1f ms\n", p->id,
@@ -140,6 +163,7 @@ void teflon_partition_free(teflon_partition *p)
         teflon_devref_put(p->devref);
     free(p->nodes);
     free(p->inputs);
+    free(p->ignored);
     free(p->outputs);
     free(p->input_bytes);
     free(p->output_bytes);
@@ -187,6 +211,12 @@ static tfl_status kernel_prepare(tfl_context *context, tfl_node *node)
         kernel_error(context, "a delegated partition has no compiled program (internal error)");
         return TFL_ERROR;
     }
+    /* TFLite checks that every input of a node has data before it invokes it: inputs the program ignores are
+     * marked absent (Vela's scratch tensors are never allocated) */
+    for (int i = 0; node->inputs && i < node->inputs->size; i++)
+        for (int k = 0; k < p->nignored; k++)
+            if (node->inputs->data[i] == p->ignored[k])
+                node->inputs->data[i] = -1;
     for (int i = 0; i < p->ninputs + p->noutputs; i++) {
         int in = i < p->ninputs;
         int32_t t = in ? p->inputs[i] : p->outputs[i - p->ninputs];

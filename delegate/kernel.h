@@ -22,6 +22,9 @@ typedef struct teflon_partition {
     int32_t *outputs;
     int noutputs;
     uint64_t *input_bytes;  /* sizes at compile time: shapes are static */
+    int32_t *ignored;       /* partition inputs the program ignores (teflon_runner_input_ignored): no copy, and
+                             * no data demanded of TFLite (the kernel node's input becomes -1) */
+    int nignored;
     uint64_t *output_bytes;
     struct teflon_runner *runner;
     teflon_devref *devref;

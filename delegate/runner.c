@@ -317,6 +317,32 @@ int teflon_runner_check_binding(const teflon_runner *r, int32_t tensor, int outp
     return 0;
 }
 
+/* 1 when buffer b is listed by some job (read or written). */
+static int buffer_in_jobs(const teflon_program *p, uint32_t b)
+{
+    for (uint32_t j = 0; j < p->njobs; j++) {
+        const tp_job *job = &p->jobs[j];
+        for (uint32_t k = 0; k < job->nin + job->nout; k++) {
+            const uint32_t at = k < job->nin ? job->first_in + k : job->first_out + (k - job->nin);
+            if (at < p->nbolist && p->bolist[at] == b)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+int teflon_runner_input_ignored(const teflon_runner *r, int32_t tensor)
+{
+    const teflon_program *p = r->prog;
+    int i = next_binding(p, 0, tensor, TP_DIR_IN);
+    if (i < 0)
+        return 0;
+    for (; i >= 0; i = next_binding(p, (uint32_t)i + 1, tensor, TP_DIR_IN))
+        if (buffer_in_jobs(p, p->io[i].buffer))
+            return 0;
+    return 1;
+}
+
 int teflon_runner_set_input(teflon_runner *r, int32_t tensor, const void *host, uint64_t bytes)
 {
     const teflon_program *p = r->prog;

@@ -58,6 +58,9 @@ typedef struct teflon_graph {
     int32_t nnodes;
     const teflon_tensor *tensors;   /* tensors[i].index == i */
     const teflon_node *nodes;       /* in execution-plan order */
+    const void *offline_alloc;      /* the model's "OfflineMemoryAllocation" metadata (Vela's arena offset of each
+                                     * tensor) as stored, or NULL */
+    uint64_t offline_alloc_bytes;
 } teflon_graph;
 
 #endif

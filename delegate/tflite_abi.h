@@ -190,7 +190,9 @@ typedef struct tfl_context {         /* TfLiteContext, 200 bytes */
                                               tfl_delegate_params **partition_params_array, int *num_partitions);
     tfl_fn GetTensor;                /* NULL in both runtimes: read tensors[] */
     tfl_fn GetEvalTensor;
-    tfl_fn GetModelMetadata;
+    /* the model's metadata entry `name` (NULL in runtimes without metadata) */
+    tfl_status (*GetModelMetadata)(const struct tfl_context *context, const char *name, const char **ptr,
+                                   size_t *bytes);
     tfl_fn AcquireSubgraphContext;
     tfl_fn ReleaseSubgraphContext;
 } tfl_context;

@@ -11,6 +11,7 @@
 #include "driver.h"
 #include "errmsg.h"
 #include "etnaviv/etna.h"
+#include "ethosu/ethosu.h"
 #include "rocket/rocket.h"
 #include "targets.h"
 
@@ -29,6 +30,7 @@ struct teflon_dev {
 static const struct teflon_family families[] = {
     {"rocket", rkt_kernel_open, rkt_sim_open, rkt_detect},
     {"etnaviv", etna_kernel_open, etna_simulated_open, etna_detect},
+    {"ethosu", ethosu_kernel_open, ethosu_sim_open, ethosu_detect},
 };
 
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))

@@ -1,4 +1,5 @@
-"""A fake sysfs tree with Rockchip NPU cores, for the SoC detection in drivers/driver.c (TEFLON_SYSFS_ROOT)."""
+"""Fake sysfs trees with NPU devices (Rockchip NPU cores, an Ethos-U), for the SoC detection in drivers/driver.c
+(TEFLON_SYSFS_ROOT)."""
 
 from __future__ import annotations
 
@@ -25,4 +26,19 @@ def fake_rocket_sysfs(root: Path, cores: dict[str, str], where: str = "driver") 
     if drv.is_dir():
         for f in ("bind", "unbind", "uevent"):
             (drv / f).write_text("")
+    return root
+
+
+def fake_ethosu_sysfs(root: Path, compatible: str, driver: str = "ethosu") -> Path:
+    """A fake sysfs: /sys/class/accel/accel0 whose device is an NPU platform device with the devicetree compatibles
+    `compatible` (";"-separated), bound to the platform driver `driver` (upstream accel/ethosu's is "ethosu")."""
+    dev = root / "sys/devices/platform/soc/4a900000.npu"
+    (dev / "of_node").mkdir(parents=True)
+    (dev / "of_node/compatible").write_bytes(compatible.encode().replace(b";", b"\0") + b"\0")
+    drv = root / "sys/bus/platform/drivers" / driver
+    drv.mkdir(parents=True, exist_ok=True)
+    (dev / "driver").symlink_to(os.path.relpath(drv, dev))
+    acc = root / "sys/class/accel/accel0"
+    acc.mkdir(parents=True)
+    (acc / "device").symlink_to(os.path.relpath(dev, acc))
     return root

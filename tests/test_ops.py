@@ -17,7 +17,8 @@ from opcheck import Recorder, check_delegated_conv
 from teflon import targets
 from teflon.modelgen import ConvCase
 
-DEVICES = [t.name for t in targets.drivable_generations()]
+# ethosu: its own sweeps (tests/ethosu) until the family's lowering joins the shared ones
+DEVICES = [t.name for t in targets.drivable_generations() if t.family != "ethosu"]
 
 
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_CONV))

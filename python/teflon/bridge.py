@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from teflon import compiler
-from teflon.ir import TFLITE_TYPES, Graph, Operation, Quant, Tensor, decode_options, op_name
+from teflon.ir import OFFLINE_ALLOCATION, TFLITE_TYPES, Graph, Operation, Quant, Tensor, decode_options, op_name
 from teflon.program import Program
 
 Decisions = dict[int, tuple[bool, str]]
@@ -117,7 +117,10 @@ def graph_from_c(ffi: Any, g: Any) -> Graph:
         )
         used.update(t for t in inputs + outputs if t >= 0)
     tensors = {t: tensor_from_c(ffi, g.tensors[t]) for t in sorted(used) if t < g.ntensors}
-    return Graph(tensors=tensors, operations=operations)
+    metadata = {}
+    if g.offline_alloc != ffi.NULL and g.offline_alloc_bytes:
+        metadata[OFFLINE_ALLOCATION] = bytes(ffi.buffer(g.offline_alloc, int(g.offline_alloc_bytes)))
+    return Graph(tensors=tensors, operations=operations, metadata=metadata)
 
 
 # ---- reporting ----------------------------------------------------------------------------------

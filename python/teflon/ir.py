@@ -140,10 +140,16 @@ class Operation:
     custom_name: str = ""  # the custom code of a CUSTOM op
 
 
+# The model metadata entry in which Vela records where each tensor lives in its arena (read by teflon.ethosu).
+OFFLINE_ALLOCATION = "OfflineMemoryAllocation"
+
+
 @dataclass
 class Graph:
     tensors: dict[int, Tensor]
     operations: list[Operation]
+    # model metadata entries the compiler reads, by name (OFFLINE_ALLOCATION), as the model stores them
+    metadata: dict[str, bytes] = field(default_factory=dict)
     # What the compiler derived from this graph (see memo()); a graph is not changed once the compiler saw it.
     derived: dict[Hashable, Any] = field(default_factory=dict, repr=False, compare=False)
 

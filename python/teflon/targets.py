@@ -65,6 +65,14 @@ TARGETS: tuple[Target, ...] = (
                    "nn_input_buffer_depth": 9, "nn_accum_buffer_depth": 32, "customer_id": 0x9F,
                    "chip_model": 0x8000, "chip_revision": 0x8002},
            source="Vivante feature DB entry vipnano-si+ 0x8000/0x8002 (golden etnaviv-v8 README §2)"),
+    # ethosu: the Ethos-U65-256 of the i.MX93 behind Linux accel/ethosu (DT binding npu/arm,ethos.yaml). `config` and
+    # `id` are the NPU CONFIG / ID register images Vela 5.2.0 writes into its COP1 header for ethos-u65-256 (the same
+    # values DEV_QUERY returns from the registers); `sram_size` is the i.MX93 devicetree `sram` node the NPU node
+    # points at (mmio-sram, reg size 0x18000 = 96 KiB; docs/hardware/ethosu-kernel.md "SRAM").
+    Target("imx93", "ethosu", "u65", 7, ("fsl,imx93-npu", "arm,ethos-u65"), cores=1, per_channel=True,
+           params={"config": 0x10003008, "id": 0x10066001, "macs": 256, "sram_size": 0x18000},
+           source="Linux arm,ethos.yaml + ethosu_drv.c; Vela 5.2.0 COP1 header (ethosu.md §1.1); imx93 NPU dts "
+                  "series (sram 0x18000); docs/hardware/ethosu-kernel.md"),
 )
 
 # device=auto on a machine without an NPU: the simulator of the first row (delegate.c: teflon_targets[0]).

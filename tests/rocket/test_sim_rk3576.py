@@ -541,12 +541,18 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
         subprocess.run([sys.executable, str(REPO / "python/teflon/hw/gen_c_header.py"), "--table",
                         f"teflon.etnaviv.desc:{table}", "--prefix", f"ETNA_{table}", "-o",
                         str(out / f"etna_{table.lower()}_desc.h")], check=True)
+    # ... and the ethosu family: its sources (minus its shim) and the generated U65 command-set header
+    subprocess.run([sys.executable, str(REPO / "python/teflon/hw/gen_c_header.py"), "--table",
+                    "teflon.ethosu.regs:U65", "--prefix", "ETHOSU_U65", "-o", str(out / "ethosu_regs_u65.h")],
+                   check=True)
     drivers = REPO / "drivers"
     etnaviv = [p for p in sorted((drivers / "etnaviv").glob("*.c")) if p.name != "etna_shim.c"]
-    sources = [*sorted(drivers.glob("*.c")), *sorted((drivers / "rocket").glob("*.c")), *etnaviv]
+    ethosu = [p for p in sorted((drivers / "ethosu").glob("*.c")) if p.name != "ethosu_shim.c"]
+    sources = [*sorted(drivers.glob("*.c")), *sorted((drivers / "rocket").glob("*.c")), *etnaviv, *ethosu]
     exe = out / "test_rocket_sim"
     cmd = [cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-fsanitize=address,undefined",
            "-fno-sanitize-recover=all", f"-I{drivers}", f"-I{drivers / 'rocket'}", f"-I{drivers / 'etnaviv'}",
+           f"-I{drivers / 'ethosu'}",
            f"-I{out}", str(REPO / "tests/c/test_rocket_sim.c"), *map(str, sources), "-o", str(exe), "-lpthread",
            "-lm"]
     r = subprocess.run(cmd, check=False, capture_output=True, text=True)

@@ -1,0 +1,65 @@
+"""The simulated accel/ethosu kernel behind the real client (drivers/ethosu/ethosu_kernel_sim.c, through
+teflon.native with sim=True): what its command-stream validator and its SUBMIT checks refuse, as the Linux driver
+does (docs/hardware/ethosu-kernel.md "Validator", "Job checks"), and Vela's own streams accepted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from teflon.native import Device, NativeError, Runner
+
+from . import programs
+from .vela_models import CASES, IDS
+
+pytestmark = pytest.mark.usefixtures("delegate_library")
+
+
+def _run(prog: object) -> dict[int, np.ndarray]:
+    dev = Device("imx93", sim=True)
+    r = None
+    try:
+        r = Runner(dev, prog)  # type: ignore[arg-type]
+        return r.run({b.tensor: np.zeros(b.shape, b.dtype) for b in r.bindings if b.direction == "in"})
+    finally:
+        if r is not None:
+            r.close()
+        dev.close()
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_vela_streams_pass_the_validator(case: object) -> None:
+    out = _run(programs.program(programs.vela_op(case.build())))  # type: ignore[attr-defined]
+    assert out and all(a.dtype == np.int8 for a in out.values())
+
+
+def test_ofm_past_the_end_of_its_bo_is_eoverflow() -> None:
+    v = programs.ofm_past_the_arena(programs.vela_op(CASES[0].build()))
+    with pytest.raises(NativeError, match=r"DRM_IOCTL_ETHOSU_SUBMIT refused the job: a region's BO is smaller .*"
+                                          r"Value too large.*region 1 size greater than BO size"):
+        _run(programs.program(v))
+
+
+def test_ofm_region_never_set_is_refused_at_cmdstream_create() -> None:
+    v = programs.ofm_region_unset(programs.vela_op(CASES[0].build()))
+    with pytest.raises(NativeError, match=r"CMDSTREAM_BO_CREATE.*Invalid argument.*OFM never fully set"):
+        _run(programs.program(v))
+
+
+def test_bo_for_an_unused_region_is_refused() -> None:
+    prog = programs.with_header(programs.program(programs.vela_op(CASES[0].build())), 0, {0: 0, 1: 1, 3: 0})
+    with pytest.raises(NativeError, match=r"SUBMIT refused.*BO handle \d+ set for unused region 3"):
+        _run(prog)
+
+
+def test_sram_beyond_the_npus_is_refused() -> None:
+    prog = programs.with_header(programs.program(programs.vela_op(CASES[0].build())), 0x18001, {0: 0, 1: 1})
+    with pytest.raises(NativeError, match=r"uses 98305 bytes of NPU SRAM, this NPU has 98304"):
+        _run(prog)
+
+
+def test_region_2_with_a_bo_and_sram_is_refused_by_the_packer() -> None:
+    from teflon.ethosu import task
+
+    with pytest.raises(ValueError, match="region 2 is the SRAM"):
+        task.header(1024, {2: 0})
