@@ -51,5 +51,5 @@ def test_disassemble_and_json_name_regions_and_commands() -> None:
     doc = t.to_json(prog)
     (job,) = doc["jobs"]
     assert job["in"] == ["read_only"] and job["out"] == ["arena"]
-    names = [c["name"] for c in job["tasks"][0]["commands"]]
-    assert "NPU_OP_CONV" in names and names[-1] == "NPU_OP_STOP"
+    assert doc["regions"] == {"0": "read_only", "1": "arena"} and doc["command_stream"][-1] == "0xffff0000"
+    assert [k["op"] for k in job["kicks"]] == ["NPU_OP_CONV"] and "read_only" in doc["buffers"]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from teflon.ethosu import program, stream, support
+from teflon.ethosu import disasm, program, stream, support
+from teflon.ethosu import task as task_header
 
 from . import kick_oracle, sweeps, tflite_graph
 
@@ -82,9 +83,10 @@ def test_program_stream_is_in_range(case: sweeps.Case) -> None:
     task = p.buffer("cmds").data
     assert task is not None
     words = [int.from_bytes(task[i:i + 4], "little") for i in range(0, len(task), 4)]
-    assert words[0] == program.TASK_MAGIC
-    assert not stream.check(words[2 + program.MAX_REGIONS:])
+    assert words[0] == task_header.MAGIC
+    assert not stream.check(words[task_header.HEADER_WORDS:])
     assert {b.direction for b in p.io} == {"in", "out"}
-    doc = program.to_json(p)
-    assert len(doc["jobs"]) == 1 and doc["jobs"][0]["kicks"]  # type: ignore[index]
-    assert "NPU_OP_STOP" in program.disassemble(p)
+    doc = disasm.to_json(p)
+    assert len(doc["jobs"]) == 1 and doc["jobs"][0]["kicks"]
+    assert doc["regions"] == {"0": "coeffs", "1": "arena"} and doc["command_stream"][-1] == "0xffff0000"
+    assert "NPU_OP_STOP" in disasm.disassemble(p)

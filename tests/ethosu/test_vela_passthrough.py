@@ -56,11 +56,11 @@ def test_vela_op_equals_tflite_on_the_original_model(case: object) -> None:
     assert all(np.array_equal(a, b) for a, b in zip(ref, run.outputs, strict=True)) or c.max_abs_diff <= 1
 
 
-def test_plain_tflite_ops_stay_on_the_cpu_with_the_reason() -> None:
+def test_plain_tflite_ops_go_to_teflons_own_compiler() -> None:
+    """The same model before Vela: its CONV_2D is lowered by teflon's compiler (teflon.ethosu.program)."""
     original, _ = models(CASES[0])
     run = run_delegate(original, modelgen.random_inputs(original, seed=1), device="imx93", sim="1")
-    assert not run.delegated
-    assert run.reasons == {0: "the ethosu compiler does not lower CONV_2D yet"}, run.reasons
+    assert run.delegated == frozenset({0}) and run.partitions == 1, run.reasons
 
 
 def test_stream_for_another_npu_is_not_claimed() -> None:

@@ -52,6 +52,8 @@ def merged_json(device: str, programs: list[Program]) -> dict[str, object]:
             elif isinstance(value, list):
                 _prefix_buffers(value, prefix)
                 merged.setdefault(key, []).extend(value)  # type: ignore[union-attr]
+            elif len(programs) == 1 and key != "device":
+                merged[key] = value  # one partition: its own top-level form (ethosu: "regions", "sram_size")
     merged["buffers"] = buffers
     return merged
 

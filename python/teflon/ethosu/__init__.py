@@ -3,11 +3,12 @@
 Family interface (docs/architecture.md, "The Python family interface"): `target(name)` returns an object with
     spec                                      the teflon.targets row (params: CONFIG / ID images, MACs, SRAM size)
     supported(graph) -> {node: (claimed, reason)}
-    compile(graph, nodes, inputs, outputs, *, mesa_compat=False) -> teflon.program.Program
+    compile(graph, nodes, inputs, outputs, *, vela_compat=False) -> teflon.program.Program
     disassemble(program) -> str               every task's command words by name and field
-    to_json(program) -> dict                  the `regcmd --json` form
-Today it claims Vela's `ethos-u` custom op and runs its stream as it is (vela: the passthrough); lowering TFLite
-operations itself is still to come (every other node stays on the CPU with its reason).
+    to_json(program) -> dict                  the `regcmd --json` form (disasm)
+    counters(program) -> dict                 kicks / jobs / submits / read-only bytes per inference (bench)
+It claims Vela's `ethos-u` custom op and runs its stream as it is (vela: the passthrough), and lowers TFLite
+operations itself (support, lower, blocks, quant, stream, program: docs/hardware/ethosu-compiler.md).
 
 Modules:
     regs      the command set of the U65 (architecture 1.0.6) as data: opcodes, fields, enums
@@ -17,6 +18,9 @@ Modules:
     mlw       the weight stream codec (clean room; docs/hardware/ethosu-weights.md)
     bricks    the weight order of a kick-off's stream (OHWI <-> decoded values)
     scales    the 10-byte bias/multiplier/shift records per output channel
+    support   which TFLite operations the compiler lowers (and why not)
+    lower, blocks, quant, stream, program   the lowering to kicks, block configuration, scaling, emission, Program
+    disasm    a program by command and field; the `regcmd --json` form
 """
 
 from __future__ import annotations
@@ -42,12 +46,13 @@ class EthosuTarget:
         return self.spec.name
 
     def supported(self, graph: Graph) -> dict[int, tuple[bool, str]]:
-        from . import vela
+        """Vela's `ethos-u` custom op runs as it is (vela.py); every other node as teflon's own compiler decides
+        (support.py)."""
+        from . import support, vela
 
-        out: dict[int, tuple[bool, str]] = {}
+        out = support.support(graph)
         for op in graph.operations:
             if op.kind != vela.KIND:
-                out[op.index] = (False, f"the ethosu compiler does not lower {op.kind} yet")
                 continue
             try:
                 vela.compile_op(self.spec, vela.read(graph, op, self.spec))
@@ -58,45 +63,41 @@ class EthosuTarget:
         return out
 
     def compile(self, graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int], *,
-                mesa_compat: bool = False) -> Program:
-        from . import vela
+                mesa_compat: bool = False, vela_compat: bool = False) -> Program:
+        """A partition of Vela's op (alone: TFLite gives a custom op a partition of its own when its neighbours
+        are CPU nodes; with claimed neighbours, the partition is refused) or of TFLite operations. mesa_compat has
+        no meaning here (Mesa's ethosu encoder is not an oracle of this family); vela_compat takes Vela 5.2.0's
+        decisions where the default differs (docs/hardware/ethosu-compiler.md)."""
+        from . import program, vela
 
         ops = [op for op in graph.operations if op.index in set(nodes)]
-        if len(ops) != 1 or ops[0].kind != vela.KIND:
-            raise ValueError("an ethosu partition is one Vela ethos-u op")
-        return vela.compile_op(self.spec, vela.read(graph, ops[0], self.spec))
+        if any(op.kind == vela.KIND for op in ops):
+            if len(ops) != 1:
+                raise ValueError(f"Vela's {vela.KIND} op runs in a partition of its own")
+            return vela.compile_op(self.spec, vela.read(graph, ops[0], self.spec))
+        return program.compile(graph, nodes, inputs, outputs, device=self.name, vela_compat=vela_compat)
 
     def disassemble(self, program: Program) -> str:
-        from . import task
-        from .regs import U65
+        from .disasm import disassemble
 
-        lines = []
-        for ji, job in enumerate(program.jobs):
-            for ti, t in enumerate(job.tasks):
-                data = bytes(program.buffer(t.buffer).data or b"")[t.offset:t.offset + t.nbytes]
-                sram, regions, words = task.unpack(data)
-                bos = [*job.in_buffers, *job.out_buffers]
-                where = ", ".join(f"region {r} = {bos[b]}" for r, b in sorted(regions.items()))
-                lines.append(f"job {ji + 1} task {ti + 1}: sram_size {sram}; {where}")
-                lines += [f"  {s}" for s in U65.pretty(words)]
-        return "\n".join(lines)
+        return disassemble(program)
 
     def to_json(self, program: Program) -> dict[str, Any]:
-        from . import task
-        from .regs import U65
+        from .disasm import to_json
 
-        jobs = []
-        for job in program.jobs:
-            tasks = []
-            for t in job.tasks:
-                data = bytes(program.buffer(t.buffer).data or b"")[t.offset:t.offset + t.nbytes]
-                sram, regions, words = task.unpack(data)
-                bos = [*job.in_buffers, *job.out_buffers]
-                tasks.append({"sram_size": sram, "regions": {str(r): bos[b] for r, b in sorted(regions.items())},
-                              "commands": [{"name": d.command.name, "value": d.value, "fields": dict(d.fields)}
-                                           for d in U65.decode(words, strict=False)]})
-            jobs.append({"in": job.in_buffers, "out": job.out_buffers, "tasks": tasks})
-        return {"device": program.device, "family": "ethosu", "jobs": jobs}
+        return to_json(program)
+
+    def counters(self, program: Program) -> dict[str, int]:
+        """Per inference: compute kicks, kernel jobs, SUBMIT ioctls (accel/ethosu: one per job), and the bytes of
+        the read-only buffers (weight streams, scale records, LUTs)."""
+        from .disasm import task_parts
+        from .regs import KICKS, U65
+
+        kicks = sum(len(U65.state_at_kicks(task_parts(program, t)[2], KICKS)) for job in program.jobs
+                    for t in job.tasks)
+        ro = {b for job in program.jobs for b in job.in_buffers}
+        return {"tasks": kicks, "jobs": len(program.jobs), "submits": len(program.jobs),
+                "weight_bytes": sum(len(b.data or b"") for b in program.buffers if b.name in ro)}
 
 
 def target(name: str) -> EthosuTarget:

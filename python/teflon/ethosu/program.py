@@ -7,7 +7,6 @@ One job = one task = the task header (drivers/ethosu/ethosu_task.h) + the comman
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -15,14 +14,12 @@ import numpy as np
 
 from teflon import program as prog
 from teflon.ethosu import lower, stream, support
+from teflon.ethosu import task as task_header
 from teflon.ethosu.lower import REGION_ARENA, REGION_COEFFS, FeatureMap, Kick
 from teflon.ir import Graph
 
 DEVICE = "imx93"
 ALIGN = 16  # feature maps and coefficient streams start 16-byte aligned (Vela aligns its tensors to 16)
-TASK_MAGIC = 0x31554554  # "TEU1", drivers/ethosu/ethosu_task.h
-TASK_NO_BO = 0xFFFFFFFF
-MAX_REGIONS = 8
 
 
 def _align(n: int) -> int:
@@ -112,22 +109,17 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
     return Compiled(kicks, placed, words, bytes(coeffs), max(arena, ALIGN), offsets, owners)
 
 
-def task_bytes(words: Sequence[int], regions: dict[int, int], sram_size: int = 0) -> bytes:
-    """The task header (magic, SRAM size, BO index per region) followed by the command words."""
-    table = [regions.get(r, TASK_NO_BO) for r in range(MAX_REGIONS)]
-    return struct.pack(f"<{2 + MAX_REGIONS + len(words)}I", TASK_MAGIC, sram_size, *table, *words)
-
-
 def compile(graph: Graph, nodes: Sequence[int], inputs: Sequence[int], outputs: Sequence[int], *,
-            vela_compat: bool = False, weight_encoder: stream.WeightEncoder | None = None) -> prog.Program:
+            device: str = DEVICE, vela_compat: bool = False,
+            weight_encoder: stream.WeightEncoder | None = None) -> prog.Program:
     c = lower_graph(graph, nodes, vela_compat=vela_compat, weight_encoder=weight_encoder)
     problems = stream.check(c.words)
     if problems:
         raise lower.LoweringError("; ".join(problems))
-    p = prog.Program(device=DEVICE)
+    p = prog.Program(device=device)
     p.add_buffer(prog.Buffer("coeffs", max(len(c.coeffs), ALIGN), c.coeffs))
     p.add_buffer(prog.Buffer("arena", c.arena_size, None, tensor=True))
-    task = task_bytes(c.words, {REGION_COEFFS: 0, REGION_ARENA: 1})
+    task = task_header.pack(c.words, 0, {REGION_COEFFS: 0, REGION_ARENA: 1})
     p.add_buffer(prog.Buffer("cmds", len(task), task))
     t = prog.Task("cmds", 0, len(task))
     p.jobs.append(prog.Job([t], ["coeffs"], ["arena"]))
@@ -142,40 +134,3 @@ def compile(graph: Graph, nodes: Sequence[int], inputs: Sequence[int], outputs: 
         kinds = [k.op for k, n in zip(c.kicks, c.nodes_of_kick) if n == node]
         p.operations.append(prog.OpRecord([node], kinds[0], [t], {"kicks": len(kinds)}))
     return p
-
-
-def task_words(p: prog.Program, task: prog.Task) -> list[int]:
-    """The command words of a task (its header dropped)."""
-    data = p.buffer(task.buffer).data or b""
-    raw = bytes(data[task.offset:task.offset + task.nbytes])
-    words = list(struct.unpack(f"<{len(raw) // 4}I", raw))
-    if not words or words[0] != TASK_MAGIC:
-        raise ValueError(f"task in {task.buffer} does not start with the ethosu task header")
-    return words[2 + MAX_REGIONS:]
-
-
-def disassemble(p: prog.Program) -> str:
-    """Every task's words by command and field (teflon.ethosu.regs)."""
-    from teflon.ethosu.regs import U65
-
-    lines = []
-    for j, job in enumerate(p.jobs):
-        for t in job.tasks:
-            lines.append(f"# job {j} task {t.buffer}+0x{t.offset:x} ({t.nbytes} bytes)")
-            lines += U65.pretty(task_words(p, t))
-    return "\n".join(lines)
-
-
-def to_json(p: prog.Program) -> dict[str, object]:
-    """`regcmd --json`: per job, the register state at each compute kick (command -> fields), which is what
-    tests/ethosu compares with Vela; plus the raw words."""
-    from teflon.ethosu.regs import KICKS, U65
-
-    jobs = []
-    for job in p.jobs:
-        for t in job.tasks:
-            words = task_words(p, t)
-            kicks = [{"op": name, "state": {n: U65.fields_of(U65.command(n), v) for n, v in state.items()}}
-                     for name, state in U65.state_at_kicks(words, KICKS)]
-            jobs.append({"buffer": t.buffer, "offset": t.offset, "kicks": kicks, "words": words})
-    return {"device": p.device, "jobs": jobs}
