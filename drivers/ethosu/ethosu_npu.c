@@ -144,6 +144,8 @@ static int ethosu_npu_exec(struct ethosu_npu *npu, const uint32_t *cmds, size_t 
             npu->p1[opcode] = ((uint64_t)param << 32) | cmds[++i];
             npu->set1[opcode] = 1;
         } else if (opcode >= 0x100) {
+            if (opcode == ETHOSU_PARALLEL_MODE && param != 0)
+                return ethosu_npu_fail(npu, -EINVAL, "word %zu: PARALLEL_MODE %u: the U65-256 has one core", i, param);
             npu->p0[opcode] = (uint16_t)param;
             npu->set0[opcode] = 1;
         } else if (opcode == ETHOSU_OP_STOP) {

@@ -33,6 +33,7 @@ int ethosu_npu_kernel_geometry(struct ethosu_npu *npu, struct ethosu_npu_kgeom *
     g->dx = (int)ETHOSU_KS_DILATION_X(ks);
     g->dy = (int)ETHOSU_KS_DILATION_Y(ks);
     g->part_kernel = ETHOSU_KS_PART_KERNEL(ks);
+    g->decomposition = ETHOSU_KS_DECOMPOSITION(ks) ? 4 : 8;
     /* KERNEL_*_M1 hold the dilated extent minus one (Vela generate_kernel: dilation x (size - 1)). */
     if ((ekh - 1) % g->dy || (ekw - 1) % g->dx)
         return ethosu_npu_fail(npu, -EINVAL, "kernel extent %dx%d not a multiple of dilation %dx%d", ekh, ekw, g->dy, g->dx);
@@ -70,6 +71,7 @@ static int ethosu_npu_load_weights(struct ethosu_npu *npu, const struct ethosu_n
         .stream = r->base + wbase, .len = (size_t)wlen, .ofm_depth = g->oc, .kh = g->kh, .kw = g->kw,
         .ifm_depth = dw ? 1 : g->ic, .ofm_block_depth = blk + 1, .ifm_bits = ifm_bits, .depthwise = dw,
         .part_kernel = g->part_kernel, .dilation_x = g->dx, .dilation_y = g->dy,
+        .decomposition = g->decomposition,
     };
     size_t n = (size_t)d.ofm_depth * (size_t)d.kh * (size_t)d.kw * (size_t)d.ifm_depth;
     int16_t *w = calloc(n ? n : 1, sizeof(*w));
@@ -180,7 +182,7 @@ static int ethosu_npu_conv_run(bool dw, const struct ethosu_npu_kgeom *g,
             }
             for (int o = 0; o < g->oc; o++) {
                 int64_t bias;
-                int32_t m;
+                int64_t m;
                 int s;
                 ethosu_npu_out_channel(out, o, &bias, &m, &s);
                 int64_t v = ethosu_npu_wrap(acc[o] + bias, out->acc_bits);

@@ -14,7 +14,7 @@ enum {
 struct ethosu_npu_elt {
     unsigned mode, scale_mode;
     int round_mode;          /* IFM_PRECISION.round_mode: the operand scaling's rounding */
-    int32_t opa_mult, opb_mult;
+    int64_t opa_mult, opb_mult;
     int opa_shift;
     int pre_shift;           /* 32-bit operand scaling: 20 (8-bit IFMs) or 15 (16-bit) [inference] */
     bool swap;               /* operand_order: IFM2 is operand A */
@@ -44,9 +44,9 @@ static int ethosu_npu_elt_regs(struct ethosu_npu *npu, const struct ethosu_npu_f
     if (e->mode == ETHOSU_ELT_ADD || e->mode == ETHOSU_ELT_SUB) {
         if ((rc = ethosu_npu_get1(npu, ETHOSU_OPA_SCALE, &opa)) || (rc = ethosu_npu_get1(npu, ETHOSU_OPB_SCALE, &opb)))
             return rc;
-        e->opa_mult = (int32_t)(uint32_t)opa;
+        e->opa_mult = (int64_t)(uint32_t)opa;
         e->opa_shift = (int)((opa >> 32) & 0x3f);
-        e->opb_mult = (int32_t)(uint32_t)opb;
+        e->opb_mult = (int64_t)(uint32_t)opb;
         if (e->scale_mode && ifm->bytes == 4)
             return ethosu_npu_fail(npu, -EINVAL, "32-bit operand scaling of 32-bit IFMs not simulated");
     }

@@ -26,7 +26,7 @@ static inline __int128 ethosu_npu_rdbpot(__int128 x, int n)
  *    right shift by shift - 31 (ties away from zero): two roundings, as TFLite;
  *  1 (TRUNCATE): floor of the exact product [inference];
  *  2 (NATURAL): round half up, one rounding [inference]. */
-int64_t ethosu_npu_scale(int64_t x, int32_t mult, int shift, int round_mode)
+int64_t ethosu_npu_scale(int64_t x, int64_t mult, int shift, int round_mode)
 {
     __int128 p;
     switch (round_mode) {
@@ -46,7 +46,7 @@ int64_t ethosu_npu_scale(int64_t x, int32_t mult, int shift, int round_mode)
     }
 }
 
-void ethosu_npu_out_channel(const struct ethosu_npu_out *out, int c, int64_t *bias, int32_t *mult, int *shift)
+void ethosu_npu_out_channel(const struct ethosu_npu_out *out, int c, int64_t *bias, int64_t *mult, int *shift)
 {
     if (!out->scales) {
         *bias = 0;
@@ -61,7 +61,7 @@ void ethosu_npu_out_channel(const struct ethosu_npu_out *out, int c, int64_t *bi
     for (int i = 0; i < 5; i++)
         b |= (uint64_t)r[i] << (8 * i);
     *bias = (int64_t)(b << 24) >> 24;
-    *mult = (int32_t)((uint32_t)r[5] | (uint32_t)r[6] << 8 | (uint32_t)r[7] << 16 | (uint32_t)r[8] << 24);
+    *mult = (int64_t)((uint32_t)r[5] | (uint32_t)r[6] << 8 | (uint32_t)r[7] << 16 | (uint32_t)r[8] << 24);
     *shift = r[9] & 0x3f;
 }
 
@@ -139,7 +139,7 @@ int ethosu_npu_out_setup(struct ethosu_npu *npu, const struct ethosu_npu_fm *ofm
         uint64_t s;
         if ((rc = ethosu_npu_get1(npu, ETHOSU_OFM_SCALE, &s)))
             return rc;
-        out->g_mult = (int32_t)(uint32_t)s;
+        out->g_mult = (int64_t)(uint32_t)s;
         out->g_shift = (int)((s >> 32) & 0x3f);
         return 0;
     }

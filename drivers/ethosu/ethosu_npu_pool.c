@@ -7,8 +7,10 @@
 
 enum { ETHOSU_POOL_MAX = 0, ETHOSU_POOL_AVERAGE = 1, ETHOSU_POOL_REDUCE_SUM = 2 };
 
-/* round(sum / n), ties away from zero: TFLite's average pooling division [inference: the unit behind the
- * per-channel (non-global) scale mode of an average pool, which Vela selects when the window is padded]. */
+/* round(sum / n), ties away from zero: TFLite's average pooling division. [Inference] An AVERAGE pool whose
+ * IFM is padded divides by the number of non-padding elements before the OFM scaling (Vela's Regor core then
+ * sets OFM_SCALE 1, shift 0; its legacy core the per-channel mode without a scale stream); without padding
+ * the OFM scale alone divides (Vela: scaling.quantise_pooling_scale, 1/kernel size in the multiplier). */
 static inline int64_t ethosu_npu_div_round(int64_t sum, int64_t n)
 {
     return sum >= 0 ? (sum + n / 2) / n : (sum - n / 2) / n;
@@ -32,6 +34,7 @@ int ethosu_npu_pool(struct ethosu_npu *npu, unsigned mode)
         return rc;
     if (mode == ETHOSU_POOL_REDUCE_SUM && !out.global_scale)
         return ethosu_npu_fail(npu, -EINVAL, "REDUCE_SUM without a global OFM scale not simulated");
+    bool padded = g.pt || g.pl || g.pb || g.pr;
     for (int oy = 0; oy < g.oh; oy++)
         for (int ox = 0; ox < g.ow; ox++)
             for (int c = 0; c < g.oc; c++) {
@@ -55,11 +58,11 @@ int ethosu_npu_pool(struct ethosu_npu *npu, unsigned mode)
                     }
                 if (n == 0)
                     return ethosu_npu_fail(npu, -EINVAL, "pooling window at (%d,%d) lies entirely in the padding", oy, ox);
-                int64_t v;
+                int64_t v = acc;
+                if (mode == ETHOSU_POOL_AVERAGE && (padded || !out.global_scale))
+                    v = ethosu_npu_div_round(acc, n);
                 if (out.global_scale)
-                    v = ethosu_npu_scale(acc, out.g_mult, out.g_shift, out.round_mode);
-                else
-                    v = mode == ETHOSU_POOL_AVERAGE ? ethosu_npu_div_round(acc, n) : acc;
+                    v = ethosu_npu_scale(v, out.g_mult, out.g_shift, out.round_mode);
                 ethosu_npu_fm_write(&ofm, oy, ox, c, ethosu_npu_out_finish(&out, v));
             }
     if (npu->stats) {

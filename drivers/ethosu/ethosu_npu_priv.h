@@ -29,6 +29,7 @@ struct ethosu_npu_wdesc {
     int ifm_bits;                     /* 8 or 16 */
     bool depthwise, part_kernel;      /* weight order: KERNEL_STRIDE.weight_order */
     int dilation_x, dilation_y;       /* 1 or 2 */
+    int decomposition;                /* sub-kernel size the encoder split the kernel into: 8 (D8X8) or 4 */
 };
 typedef int (*ethosu_npu_wdecode_fn)(void *ctx, const struct ethosu_npu_wdesc *d, int16_t *ohwi, char *err,
                                      size_t errlen);
@@ -88,7 +89,7 @@ uint64_t ethosu_npu_fm_offset(const struct ethosu_npu_fm *fm, int y, int x, int 
 struct ethosu_npu_out {
     int round_mode;                     /* OFM_PRECISION.round_mode */
     bool global_scale;                  /* OFM_PRECISION.scale_mode */
-    int32_t g_mult;                     /* OFM_SCALE */
+    int64_t g_mult;                     /* OFM_SCALE (unsigned 32-bit) */
     int g_shift;
     const uint8_t *scales;              /* per-channel 10-byte records (NULL when global) */
     int activation;                     /* ACTIVATION.function */
@@ -101,9 +102,9 @@ struct ethosu_npu_out {
 };
 int ethosu_npu_out_setup(struct ethosu_npu *npu, const struct ethosu_npu_fm *ofm, bool per_channel_allowed,
                          struct ethosu_npu_out *out);
-int64_t ethosu_npu_scale(int64_t x, int32_t mult, int shift, int round_mode);
+int64_t ethosu_npu_scale(int64_t x, int64_t mult, int shift, int round_mode);
 /* One channel's (bias, multiplier, shift): from its scale record, or the global scale with bias 0. */
-void ethosu_npu_out_channel(const struct ethosu_npu_out *out, int c, int64_t *bias, int32_t *mult, int *shift);
+void ethosu_npu_out_channel(const struct ethosu_npu_out *out, int c, int64_t *bias, int64_t *mult, int *shift);
 /* Scaled value (already rescaled, zero point not yet added) -> stored OFM value. */
 int32_t ethosu_npu_out_finish(const struct ethosu_npu_out *out, int64_t v);
 
@@ -117,6 +118,7 @@ struct ethosu_npu_kgeom {
     int ph, pw;          /* padded (upscaled) IFM extent the kernel walks: (o - 1) * s + extent */
     int ih, iw;          /* IFM extent in memory */
     bool part_kernel;
+    int decomposition;   /* KERNEL_STRIDE.decomposition: 8 (D8X8) or 4 (D4X4) */
 };
 
 /* Reads the kernel, stride, padding and upscale registers shared by convolution and pooling. */

@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import npu_harness  # noqa: E402
+import npu_harness
 
 
 @pytest.fixture(scope="session")

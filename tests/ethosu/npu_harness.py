@@ -26,9 +26,8 @@ REPO = Path(__file__).resolve().parents[2]
 SIM_DIR = REPO / "drivers" / "ethosu"
 ACCEL = "ethos-u65-256"
 # U65-256 micro-block depths the weight encoder works in (Vela architecture_features: ArchitectureConfig of
-# Ethos_U65_256, ifm_ublock and ofm_ublock Block(2, 2, 8)); the kernel decomposition is 8x8 (SubKernelMax).
+# Ethos_U65_256, ifm_ublock and ofm_ublock Block(2, 2, 8)).
 UBLOCK_DEPTH = 8
-SUBKERNEL = 8
 
 
 class Region(ctypes.Structure):
@@ -43,7 +42,8 @@ class WDesc(ctypes.Structure):
     _fields_ = [("stream", ctypes.POINTER(ctypes.c_uint8)), ("len", ctypes.c_size_t),
                 ("ofm_depth", ctypes.c_int), ("kh", ctypes.c_int), ("kw", ctypes.c_int), ("ifm_depth", ctypes.c_int),
                 ("ofm_block_depth", ctypes.c_int), ("ifm_bits", ctypes.c_int), ("depthwise", ctypes.c_bool),
-                ("part_kernel", ctypes.c_bool), ("dilation_x", ctypes.c_int), ("dilation_y", ctypes.c_int)]
+                ("part_kernel", ctypes.c_bool), ("dilation_x", ctypes.c_int), ("dilation_y", ctypes.c_int),
+                ("decomposition", ctypes.c_int)]
 
 
 DECODE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(WDesc), ctypes.POINTER(ctypes.c_int16),
@@ -203,8 +203,8 @@ def vela_compile_many(models: dict[str, bytes], extra: tuple[str, ...] = ()) -> 
 def vela_compile(model: bytes, extra: tuple[str, ...] = ()) -> VelaOutput:
     """One model; Vela's failure raises RuntimeError."""
     out = vela_compile_many({"model": model}, extra)["model"]
-    if isinstance(out, str):
-        raise RuntimeError(f"vela failed: {out}")
+    if not isinstance(out, VelaOutput):
+        raise RuntimeError(f"vela failed: {out}")  # noqa: TRY004 (a compile failure, not a type error)
     return out
 
 
@@ -225,9 +225,9 @@ class WeightDecoder:
     calls: int = 0
 
     def permutation(self, shape: tuple[int, int, int, int], blk: int, dw: bool, pk: bool, bits: int,
-                    dil: tuple[int, int]) -> np.ndarray:
+                    dil: tuple[int, int], decomp: int) -> np.ndarray:
         """Stream position -> OHWI index (-1: padding), from encoding two base-128 digit tensors."""
-        key = (shape, blk, dw, pk, bits, dil)
+        key = (shape, blk, dw, pk, bits, dil, decomp)
         if key in self.perms:
             return self.perms[key]
         codec = vela_module()
@@ -236,7 +236,7 @@ class WeightDecoder:
         for d in range((max(1, int(idx.size - 1).bit_length()) + 6) // 7):
             digit = (((idx >> (7 * d)) & 127) + 1).astype(np.int16).reshape(shape)  # 0 marks padding
             buf, _ = codec.reorder_encode(UBLOCK_DEPTH, UBLOCK_DEPTH, digit, blk, dw, pk, bits,
-                                          SUBKERNEL // dil[1], SUBKERNEL // dil[0])
+                                          decomp // dil[1], decomp // dil[0])
             dec = np.asarray(codec.decode(buf), dtype=np.int64)
             part = np.where(dec > 0, dec - 1, -1)
             res = part if res is None else np.where(part >= 0, res + (part << (7 * d)), -1)
@@ -252,13 +252,13 @@ class WeightDecoder:
         try:
             values = np.asarray(vela_module().decode(stream), dtype=np.int64)
             perm = self.permutation(shape, d.ofm_block_depth, bool(d.depthwise), bool(d.part_kernel), d.ifm_bits,
-                                    (d.dilation_x, d.dilation_y))
+                                    (d.dilation_x, d.dilation_y), d.decomposition)
             if len(values) != len(perm):
                 raise ValueError(f"stream decodes to {len(values)} values, the order expects {len(perm)}")
             ohwi = np.zeros(int(np.prod(shape)), dtype=np.int16)
             ohwi[perm[perm >= 0]] = values[perm >= 0]
             ctypes.memmove(out, ohwi.ctypes.data, ohwi.nbytes)
-        except Exception as e:  # reported through the simulator's error path
+        except Exception as e:  # noqa: BLE001 (a C callback must not raise; the simulator reports the message)
             msg = f"test weight decoder: {e}".encode()[: errlen - 1]
             ctypes.memmove(err, msg + b"\0", len(msg) + 1)
             return -22

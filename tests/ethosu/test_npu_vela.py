@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from npu_harness import Simulator, VelaOutput, npu_only, vela_compile_many
+
 from teflon import modelgen as mg
 from teflon.reference import compare, run_cpu
 
