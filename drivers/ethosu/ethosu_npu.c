@@ -95,6 +95,23 @@ static int ethosu_npu_dma(struct ethosu_npu *npu, unsigned param)
     return 0;
 }
 
+/* OFM block: a scheduling choice that does not change the result, but the U65-256 only takes blocks built of
+ * its 2x2x8 OFM micro-blocks (Vela architecture_features.py: ArchitectureConfig for Ethos_U65_256,
+ * ofm_ublock Block(2, 2, 8); architecture_allocator.py steps block sizes by the micro-block). [Inference: a
+ * block that breaks the micro-block raster is a command error.] */
+int ethosu_npu_check_blocks(struct ethosu_npu *npu)
+{
+    uint16_t bw, bh, bd;
+    int rc;
+    if ((rc = ethosu_npu_get0(npu, ETHOSU_OFM_BLK_WIDTH_M1, &bw)) || (rc = ethosu_npu_get0(npu, ETHOSU_OFM_BLK_HEIGHT_M1, &bh)) ||
+        (rc = ethosu_npu_get0(npu, ETHOSU_OFM_BLK_DEPTH_M1, &bd)))
+        return rc;
+    if ((bw + 1) % 2 || (bh + 1) % 2 || (bd + 1) % 8)
+        return ethosu_npu_fail(npu, -EINVAL, "OFM block %ux%ux%u is not made of 2x2x8 micro-blocks", bw + 1u, bh + 1u,
+                               bd + 1u);
+    return 0;
+}
+
 static int ethosu_npu_operation(struct ethosu_npu *npu, unsigned opcode, unsigned param)
 {
     switch (opcode) {

@@ -205,10 +205,10 @@ int ethosu_npu_conv(struct ethosu_npu *npu, bool dw)
     int rc;
     if ((rc = ethosu_npu_kernel_geometry(npu, &g)))
         return rc;
-    if (dw && g.ic < g.oc)
-        return ethosu_npu_fail(npu, -EINVAL, "depthwise: IFM depth %d < OFM depth %d", g.ic, g.oc);
-    if (dw)
-        g.ic = g.oc; /* one IFM channel per OFM channel */
+    /* Depthwise: one IFM channel per OFM channel (Vela emits no channel multiplier; [inference] other depths
+     * are a command error). */
+    if (dw && g.ic != g.oc)
+        return ethosu_npu_fail(npu, -EINVAL, "depthwise: IFM depth %d != OFM depth %d", g.ic, g.oc);
     if (dw && g.part_kernel)
         return ethosu_npu_fail(npu, -EINVAL, "depthwise with part-kernel-first weight order is undefined");
     if ((rc = ethosu_npu_fm_load(npu, 0, g.ih, g.iw, g.ic, &ifm)) || (rc = ethosu_npu_fm_load(npu, 2, g.oh, g.ow, g.oc, &ofm)) ||
@@ -216,7 +216,7 @@ int ethosu_npu_conv(struct ethosu_npu *npu, bool dw)
         return rc;
     if (ifm.bytes != 1)
         return ethosu_npu_fail(npu, -EINVAL, "convolution on %d-bit IFM not simulated", 8 * ifm.bytes);
-    if ((rc = ethosu_npu_load_weights(npu, &g, dw, 8 * ifm.bytes, &W)))
+    if ((rc = ethosu_npu_check_blocks(npu)) || (rc = ethosu_npu_load_weights(npu, &g, dw, 8 * ifm.bytes, &W)))
         return rc;
     rc = ethosu_npu_conv_run(dw, &g, &ifm, &ofm, &out, W);
     free(W);

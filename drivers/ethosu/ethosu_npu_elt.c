@@ -145,8 +145,15 @@ int ethosu_npu_elementwise(struct ethosu_npu *npu, unsigned mode)
     if ((rc = ethosu_npu_get0(npu, ETHOSU_OFM_DEPTH_M1, &v)))
         return rc;
     oc = v + 1;
+    /* The IFM is never broadcast: it has the OFM's shape; nor is it upscaled ([inference]: Vela upscales only
+     * through kernel operations). */
+    uint16_t idepth, up;
+    if ((rc = ethosu_npu_get0(npu, ETHOSU_IFM_DEPTH_M1, &idepth)) || (rc = ethosu_npu_get0(npu, ETHOSU_IFM_UPSCALE, &up)))
+        return rc;
+    if (idepth + 1 != oc || up != 0)
+        return ethosu_npu_fail(npu, -EINVAL, "ELEMENTWISE: IFM depth %d (OFM %d), upscale %u", idepth + 1, oc, up);
     if ((rc = ethosu_npu_fm_load(npu, 0, oh, ow, oc, &ifm)) || (rc = ethosu_npu_fm_load(npu, 2, oh, ow, oc, &ofm)) ||
-        (rc = ethosu_npu_elt_regs(npu, &ifm, &e)) || (rc = ethosu_npu_out_setup(npu, &ofm, false, &out)))
+        (rc = ethosu_npu_elt_regs(npu, &ifm, &e)) || (rc = ethosu_npu_out_setup(npu, &ofm, false, &out)) || (rc = ethosu_npu_check_blocks(npu)))
         return rc;
     bool binary = ethosu_npu_elt_binary(mode);
     if (binary && !e.scalar &&

@@ -28,9 +28,11 @@ int ethosu_npu_pool(struct ethosu_npu *npu, unsigned mode)
         return rc;
     /* REDUCE_SUM sums the IFM channels into one OFM channel (Vela: ReduceSum block type); the others keep
      * the depth. */
-    int ic = mode == ETHOSU_POOL_REDUCE_SUM ? g.ic : g.oc;
+    int ic = g.ic;
+    if (mode != ETHOSU_POOL_REDUCE_SUM && g.ic != g.oc)
+        return ethosu_npu_fail(npu, -EINVAL, "POOL: IFM depth %d != OFM depth %d", g.ic, g.oc);
     if ((rc = ethosu_npu_fm_load(npu, 0, g.ih, g.iw, ic, &ifm)) || (rc = ethosu_npu_fm_load(npu, 2, g.oh, g.ow, g.oc, &ofm)) ||
-        (rc = ethosu_npu_out_setup(npu, &ofm, false, &out)))
+        (rc = ethosu_npu_out_setup(npu, &ofm, false, &out)) || (rc = ethosu_npu_check_blocks(npu)))
         return rc;
     if (mode == ETHOSU_POOL_REDUCE_SUM && !out.global_scale)
         return ethosu_npu_fail(npu, -EINVAL, "REDUCE_SUM without a global OFM scale not simulated");

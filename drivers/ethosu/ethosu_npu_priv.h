@@ -146,6 +146,9 @@ static inline int32_t ethosu_npu_ifm_at(const struct ethosu_npu_fm *ifm, const s
     return ethosu_npu_fm_read(ifm, y, x, c) - ifm->zero_point;
 }
 
+/* Checks the OFM block registers (OFM_BLK_*_M1): the micro-block raster of the U65-256. */
+int ethosu_npu_check_blocks(struct ethosu_npu *npu);
+
 /* Operations. */
 int ethosu_npu_conv(struct ethosu_npu *npu, bool depthwise);
 int ethosu_npu_pool(struct ethosu_npu *npu, unsigned mode);

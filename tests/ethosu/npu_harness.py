@@ -46,8 +46,9 @@ class WDesc(ctypes.Structure):
                 ("decomposition", ctypes.c_int)]
 
 
+# err is a void pointer: ctypes would hand a char * argument to the callback as an immutable bytes copy.
 DECODE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(WDesc), ctypes.POINTER(ctypes.c_int16),
-                             ctypes.c_char_p, ctypes.c_size_t)
+                             ctypes.c_void_p, ctypes.c_size_t)
 
 
 class Opts(ctypes.Structure):
@@ -223,6 +224,11 @@ class WeightDecoder:
 
     perms: dict[tuple, np.ndarray] = field(default_factory=dict)
     calls: int = 0
+    # Vela's decoder exits the process on a malformed stream. With `trusted` set, only streams that begin with
+    # one already decoded (a longer WEIGHT_LENGTH reads the same stream) are decoded again; any other bytes are
+    # reported as a decode error, as the project's decoder reports a malformed stream.
+    trusted: dict[bytes, np.ndarray] | None = None
+    decoded: dict[bytes, np.ndarray] = field(default_factory=dict)  # what untrusted runs decoded
 
     def permutation(self, shape: tuple[int, int, int, int], blk: int, dw: bool, pk: bool, bits: int,
                     dil: tuple[int, int], decomp: int) -> np.ndarray:
@@ -244,13 +250,23 @@ class WeightDecoder:
         self.perms[key] = res
         return res
 
+    def _decode(self, stream: bytes) -> np.ndarray:
+        if self.trusted is None:
+            values = np.asarray(vela_module().decode(bytearray(stream)), dtype=np.int64)
+            self.decoded[stream] = values
+            return values
+        for known, values in self.trusted.items():
+            if stream.startswith(known):
+                return values
+        raise ValueError("not a weight stream this test decoded before")
+
     def __call__(self, _ctx: int, dp, out, err, errlen) -> int:
         d = dp.contents
         self.calls += 1
         shape = (d.ofm_depth, d.kh, d.kw, d.ifm_depth)
         stream = bytearray(ctypes.string_at(d.stream, d.len))
         try:
-            values = np.asarray(vela_module().decode(stream), dtype=np.int64)
+            values = self._decode(bytes(stream))
             perm = self.permutation(shape, d.ofm_block_depth, bool(d.depthwise), bool(d.part_kernel), d.ifm_bits,
                                     (d.dilation_x, d.dilation_y), d.decomposition)
             if len(values) != len(perm):
@@ -259,7 +275,7 @@ class WeightDecoder:
             ohwi[perm[perm >= 0]] = values[perm >= 0]
             ctypes.memmove(out, ohwi.ctypes.data, ohwi.nbytes)
         except Exception as e:  # noqa: BLE001 (a C callback must not raise; the simulator reports the message)
-            msg = f"test weight decoder: {e}".encode()[: errlen - 1]
+            msg = f"test weight decoder: {e}".encode()[: max(errlen - 1, 0)]
             ctypes.memmove(err, msg + b"\0", len(msg) + 1)
             return -22
         return 0
@@ -275,6 +291,7 @@ class SimRun:
     error: str
     outputs: list[np.ndarray]
     stats: Stats
+    memory: dict[int, np.ndarray] = field(default_factory=dict)  # region -> its bytes after the run
 
 
 class Simulator:
@@ -306,7 +323,7 @@ class Simulator:
             n = int(np.prod(shape)) * dt.itemsize
             out = mem[region][off: off + n].view(dt)
             outs.append(out.reshape(like[i].shape if like else shape).copy())
-        return SimRun(rc, err.value.decode(errors="replace"), outs, stats)
+        return SimRun(rc, err.value.decode(errors="replace"), outs, stats, mem)
 
 
 def words_to_commands(words: np.ndarray) -> list[tuple[int, int]]:
