@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-
 from npu_harness import Simulator, VelaOutput, npu_only, vela_compile_many, words_to_commands
+
 from teflon import modelgen as mg
 
 STREAMS = [
@@ -166,7 +166,7 @@ def _padded_ifm_channels(m: Mutant) -> bool:
 def _clamp_not_reached(m: Mutant) -> bool:
     """A clamp bound moved within a range no output of this data reaches (the field is read, the data does
     not exercise it): the smallest / largest output lies beyond both bounds."""
-    lo, hi = _ofm_range(m)
+    lo, _hi = _ofm_range(m)
 
     def val(v: int) -> int:
         return v - 0x10000 if lo < 0 and v & 0x8000 else v
@@ -260,8 +260,8 @@ DONT_CARE: dict[str, tuple[str, Callable[[Mutant], bool]]] = {
     "OFM_BLK_WIDTH_M1": ("OFM block width: the traversal order, not the result", _always),
     "OFM_BLK_HEIGHT_M1": ("OFM block height: the traversal order, not the result", _always),
     "OFM_BLK_DEPTH_M1": ("the weight order is the same for both OFM block depths", _same_weight_order),
-    "KERNEL_STRIDE": ("weight order / decomposition giving the same order or without weights; strides along a "
-                      "one-position axis; dilation of a one-tap axis", _same_weight_order),
+    "KERNEL_STRIDE": (("weight order / decomposition giving the same order or without weights; strides along a "
+                      "one-position axis; dilation of a one-tap axis"), _same_weight_order),
     "ACTIVATION_MIN": ("a clamp beyond the OFM type's range, or one no output reaches",
                        lambda m: _clamp_beyond_type(m) or _clamp_not_reached(m)),
     "ACTIVATION_MAX": ("a clamp beyond the OFM type's range, or one no output reaches",
