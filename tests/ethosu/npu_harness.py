@@ -108,8 +108,9 @@ def vela_module():
 
 
 def _blob(a: np.ndarray) -> bytes:
-    """Regor's .npz stores blobs as one bytes scalar, the legacy core's as a uint8 array."""
-    return bytes(a.item()) if a.dtype.kind == "S" else a.astype(np.uint8).tobytes()
+    """Regor's .npz stores blobs as one fixed-size bytes scalar (whose .item() would drop trailing zero bytes),
+    the legacy core's as a uint8 array."""
+    return a.tobytes() if a.dtype.kind == "S" else a.astype(np.uint8).tobytes()
 
 
 def strip_cop1(buf: bytes) -> np.ndarray:
