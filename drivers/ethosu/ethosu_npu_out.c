@@ -69,10 +69,14 @@ int32_t ethosu_npu_out_finish(const struct ethosu_npu_out *out, int64_t v)
 {
     v += out->ofm_zp;
     if (out->activation >= 16) {
-        /* LUT: the 8-bit result indexes a 256-byte slot; entries run from the type's minimum [inference]. */
-        int64_t i = v < out->lo ? out->lo : v > out->hi ? out->hi : v;
-        uint8_t e = out->lut[i - out->lo];
-        v = out->lo < 0 ? (int8_t)e : e;
+        /* LUT: the result, saturated to the 8-bit clip range, indexes 256 entries from that range's minimum,
+         * each as wide as an OFM element (Vela DMAs 256 bytes for 8-bit OFMs, 1024 for softmax's 32-bit
+         * exponentials) [inference, checked against TFLite on LOGISTIC, TANH, HARD_SWISH and SOFTMAX]. */
+        int64_t i = (v < out->lo ? out->lo : v > out->hi ? out->hi : v) - out->lo;
+        const uint8_t *e = out->lut + i * out->lut_bytes;
+        if (out->lut_bytes == 4)
+            return (int32_t)((uint32_t)e[0] | (uint32_t)e[1] << 8 | (uint32_t)e[2] << 16 | (uint32_t)e[3] << 24);
+        v = out->ofm_lo < 0 ? (int8_t)e[0] : e[0];
     }
     if (out->lo >= -32768 || out->clip_range) { /* 32-bit OFMs are not clamped by ACTIVATION_MIN/MAX */
         if (v < out->act_min)
@@ -118,6 +122,7 @@ int ethosu_npu_out_setup(struct ethosu_npu *npu, const struct ethosu_npu_fm *ofm
     if (out->activation != 0 && !(out->activation >= 16 && out->activation <= 23))
         return ethosu_npu_fail(npu, -EINVAL, "ACTIVATION function %d not simulated (tanh/sigmoid hardware functions)",
                                out->activation);
+    out->ofm_lo = out->lo;
     switch (out->clip_range) {
     case 0: break;
     case 2: out->lo = 0; out->hi = 255; break;
@@ -129,11 +134,14 @@ int ethosu_npu_out_setup(struct ethosu_npu *npu, const struct ethosu_npu_fm *ofm
     out->act_min = signed_clip ? (int16_t)amin : amin;
     out->act_max = signed_clip ? (int16_t)amax : amax;
     if (out->activation >= 16) {
-        if (out->hi - out->lo != 255)
-            return ethosu_npu_fail(npu, -EINVAL, "LUT activation on a %d-bit result not simulated", bits);
-        out->lut = npu->shram + ETHOSU_NPU_LUT_ADDR + ETHOSU_NPU_LUT_SLOT * (unsigned)(out->activation - 16);
-        if (ETHOSU_NPU_LUT_ADDR + ETHOSU_NPU_LUT_SLOT * (unsigned)(out->activation - 15) > ETHOSU_NPU_SHRAM_SIZE)
-            return ethosu_npu_fail(npu, -EINVAL, "LUT slot %d outside SHRAM", out->activation - 16);
+        if (out->hi - out->lo != 255 || bits == 16)
+            return ethosu_npu_fail(npu, -EINVAL, "LUT activation on a %d-bit result, clip range %d..%d not simulated",
+                                   bits, out->lo, out->hi);
+        out->lut_bytes = ofm->bytes;
+        unsigned slot = (unsigned)(out->activation - 16), end = ETHOSU_NPU_LUT_ADDR + ETHOSU_NPU_LUT_SLOT * slot + 256u * (unsigned)ofm->bytes;
+        if (end > ETHOSU_NPU_SHRAM_SIZE)
+            return ethosu_npu_fail(npu, -EINVAL, "LUT slot %u (%d-byte entries) ends outside SHRAM", slot, ofm->bytes);
+        out->lut = npu->shram + ETHOSU_NPU_LUT_ADDR + ETHOSU_NPU_LUT_SLOT * slot;
     }
     if (out->global_scale) {
         uint64_t s;

@@ -98,6 +98,8 @@ struct ethosu_npu_out {
     int32_t ofm_zp;
     int32_t lo, hi;                     /* the OFM type's range */
     const uint8_t *lut;                 /* SHRAM LUT for the TABLE activations */
+    int lut_bytes;                      /* LUT entry size: the OFM element size */
+    int32_t ofm_lo;                     /* the OFM type's minimum (before any clip range) */
     int acc_bits;                       /* 32 or 40 */
 };
 int ethosu_npu_out_setup(struct ethosu_npu *npu, const struct ethosu_npu_fm *ofm, bool per_channel_allowed,
