@@ -27,6 +27,7 @@ python -m pytest -n auto -q -p no:cacheprovider -m "not slow" \
     tests/rocket/test_sim_mutation.py tests/rocket/test_split_rk3588.py tests/rocket/test_ops.py \
     tests/rocket/test_sim_rk3576.py tests/rocket/test_sim_fast.py tests/test_ops.py tests/etnaviv/test_ops.py tests/etnaviv/test_kernel_shim.py \
     tests/test_program_cache.py \
+    tests/test_native_lifetime.py \
     tests/test_compare.py \
     tests/test_faults.py \
     tests/rocket/test_kernel_shim.py \

@@ -108,6 +108,11 @@ class Device:
 
     def __init__(self, soc: str = targets.FALLBACK, sim: bool | None = True, cores: int = 1) -> None:
         self._handle: Any = None
+        # Runners loaded on the device and not yet unloaded: the C device must outlive their BOs. Python's cyclic
+        # collector runs finalizers in any order (a failed run's traceback holds the frame that holds both), so a
+        # close() while runners live only marks the device, and the last runner's close() closes it.
+        self._runners = 0
+        self._close_pending = False
         self._lib = library()
         err = _ffi.new("char[]", ERRLEN)
         mode = -1 if sim is None else int(bool(sim))
@@ -128,9 +133,18 @@ class Device:
         return bool(self._lib.teflon_native_is_sim(self.handle))
 
     def close(self) -> None:
+        if self._runners:
+            self._close_pending = True
+            return
         if self._handle is not None:
             self._lib.teflon_native_close(self._handle)
             self._handle = None
+
+    def _runner_closed(self) -> None:
+        self._runners -= 1
+        if self._close_pending and not self._runners:
+            self._close_pending = False
+            self.close()
 
     def __enter__(self) -> Self:
         return self
@@ -156,6 +170,7 @@ class Runner:
         if handle == _ffi.NULL:
             raise NativeError(_ffi.string(err).decode(errors="replace"))
         self._handle = handle
+        device._runners += 1
 
     def _binding(self, tensor: int, direction: str) -> Binding:
         for b in self.bindings:
@@ -230,6 +245,7 @@ class Runner:
         if self._handle is not None:
             self._lib.teflon_native_unload(self._handle)
             self._handle = None
+            self._device._runner_closed()
 
     def __del__(self) -> None:
         self.close()

@@ -542,8 +542,23 @@ def silu_chain(dtype: DType, size: int = 112) -> bytes:
     return n.build([x], [n.conv_silu(n.conv_silu(x, 16, 3), 16, 3)])
 
 
+def mobilenet_v1(dtype: DType) -> bytes:
+    """MobileNetV1 1.0 224 at full size, random weights: the network the published board timings are for (Mesa's
+    docs/teflon.rst, the vendor stacks; docs/PERFORMANCE.md "Board estimate"); what runs is the layer shapes."""
+    n = Net("mobilenet_v1", dtype)
+    x = n.input(224, 224, 3)
+    t = n.conv(x, 32, 3, 2, "relu6")
+    for oc, s in ((64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), *[(512, 1)] * 5, (1024, 2), (1024, 1)):
+        t = n.conv(n.conv(t, 0, 3, s, "relu6", depthwise=True), oc, 1, 1, "relu6")
+    t = n.pool(t, "avgpool", 7, 1, "valid")
+    logits = n.conv(t, 1001, 1)
+    return n.build([x], [n.reshape(logits, (1, 1001))])
+
+
 NETS: dict[str, Callable[[DType], bytes]] = {"yolo": yolo, "ssd": ssd, "deeplab": deeplab, "movenet": movenet,
                                              "nchw_shufflenet": nchw_shufflenet}
+# Full-size networks for timing (bench, the board estimate), not for the conformance sweeps
+BENCH_NETS: dict[str, Callable[[DType], bytes]] = {"mobilenet_v1": mobilenet_v1}
 # Single structures of real models that went wrong on a target (tests/etnaviv/test_program_check.py)
 STRUCTURES: dict[str, Callable[[DType], bytes]] = {"box_decode": box_decode,
                                                     "residual_projection": residual_projection,
@@ -551,11 +566,11 @@ STRUCTURES: dict[str, Callable[[DType], bytes]] = {"box_decode": box_decode,
 
 
 def build(name: str, dtype: DType) -> bytes:
-    builders = {**NETS, **STRUCTURES}
+    builders = {**NETS, **STRUCTURES, **BENCH_NETS}
     if name not in builders:
         raise ValueError(f"unknown net {name!r} (one of {', '.join(builders)})")
     return builders[name](dtype)
 
 
-__all__ = ["NETS", "STRUCTURES", "Net", "box_decode", "build", "deeplab", "group_conv", "movenet", "nchw_shufflenet",
-           "residual_projection", "silu_chain", "ssd", "yolo"]
+__all__ = ["BENCH_NETS", "NETS", "STRUCTURES", "Net", "box_decode", "build", "deeplab", "group_conv", "mobilenet_v1",
+           "movenet", "nchw_shufflenet", "residual_projection", "silu_chain", "ssd", "yolo"]

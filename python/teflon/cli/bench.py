@@ -167,19 +167,19 @@ def cache_timing(model: str, opts: dict[str, str], runtime: str | None) -> tuple
 
 
 def program_counters(session: Any) -> dict[str, int | None]:
-    """Tasks (rocket regcmd tasks, etnaviv NN/TP jobs), submits and weight bytes per inference, summed over the
-    partitions, and the weight bytes of the same partitions compiled as Mesa would (`--mesa-compat`); None for
+    """Tasks (rocket regcmd tasks, etnaviv NN/TP jobs), kernel jobs, submit ioctls and weight bytes per inference,
+    summed over the partitions, and the weight bytes of the same partitions compiled as Mesa would (`--mesa-compat`); None for
     those when a partition holds what Mesa refuses (e.g. etnaviv per-channel weights)."""
     from teflon.cli.regcmd import mesa_compat
     from teflon.compiler import target
 
-    total: dict[str, int] = {"tasks": 0, "submits": 0, "weight_bytes": 0}
+    total: dict[str, int] = {"tasks": 0, "jobs": 0, "submits": 0, "weight_bytes": 0}
     mesa: int | None = 0
     graph = session.capture.support[0][0] if session.capture.support else None
     for nodes, prog in session.capture.programs:
         t = target(prog.device)
         for k, v in t.counters(prog).items():
-            total[k] += v
+            total[k] = total.get(k, 0) + v
         if graph is not None and mesa is not None:
             try:
                 mesa += t.counters(mesa_compat(graph, nodes, prog))["weight_bytes"]
@@ -241,8 +241,8 @@ def run(args: argparse.Namespace) -> int:
         mesa = counts["mesa_weight_bytes"]
         weights = (f"weights {counts['weight_bytes']} B (mesa-compat "
                    f"{'n/a: Mesa refuses a partition' if mesa is None else f'{mesa} B'})")
-        print(f"device: {devices} ({warm.npu_kind()} NPU), {partitions} partition(s), {tasks} tasks (jobs) and "
-              f"{counts['submits']} submits per inference")
+        print(f"device: {devices} ({warm.npu_kind()} NPU), {partitions} partition(s), {tasks} tasks, "
+              f"{counts['jobs']} kernel jobs in {counts['submits']} submit ioctl(s) per inference")
         print(weights)
         print(f"compile: {first.compile_ms:.1f} ms first (incl. imports), {warm_ms:.1f} ms warm (median of "
               f"{WARM_BUILDS} interpreters)")

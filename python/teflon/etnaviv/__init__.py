@@ -6,7 +6,7 @@ Family interface (docs/architecture.md, "Adding a family"): `target(name)` retur
     compile(graph, nodes, inputs, outputs, *, mesa_compat=False) -> teflon.program.Program
     disassemble(program) -> str               every job's descriptors by field
     to_json(program) -> dict                  the `regcmd --json` form (teflon.etnaviv.disasm)
-    counters(program) -> dict                 NN/TP jobs / submits / coefficient bytes per inference (bench)
+    counters(program) -> dict                 NN/TP jobs / streams / submits / coefficient bytes per inference (bench)
     internal_tensors(graph, nodes) -> {tensor: node}  a SiLU's sigmoid its MULs compute themselves (lower_unary)
 The NN path's generation (v7: A311D class, v8: i.MX8M Plus class) differs in per-version modules (nn_v7/nn_v8,
 coefs_v7/coefs_v8); lowering (lower, lower_unary), TP jobs (tp, pwl, pwl_table), tiling, requantization, the command stream (cmdstream)
@@ -95,9 +95,10 @@ class EtnavivTarget:
         return to_json(program)
 
     def counters(self, program: Program) -> dict[str, int]:
-        """Per inference: NN/TP jobs, submits, and the bytes of the coefficient buffers (compressed weights and
+        """Per inference: NN/TP jobs, command streams (kernel jobs), GEM_SUBMIT ioctls (one per stream: etnaviv
+        takes one command buffer per submit), and the bytes of the coefficient buffers (compressed weights and
         biases)."""
-        return {"tasks": len(program.operations), "submits": len(program.jobs),
+        return {"tasks": len(program.operations), "jobs": len(program.jobs), "submits": len(program.jobs),
                 "weight_bytes": sum(len(b.data or b"") for b in program.buffers if b.name.endswith(".coefficients"))}
 
 

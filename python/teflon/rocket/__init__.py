@@ -9,7 +9,7 @@ Family interface (docs/architecture.md, "Adding a family"): `target(name)` retur
                                               with the node whose output holds it (optional: none without it)
     disassemble(program) -> str               every task's regcmd words by register and field
     to_json(program) -> dict                  the `regcmd --json` form
-    counters(program) -> dict                 tasks / submits / weight bytes per inference (bench)
+    counters(program) -> dict                 tasks / kernel jobs / submits / weight bytes per inference (bench)
     cbuf_weight_bytes() -> int                weights that stay on chip for a whole operation (profile;
                                               optional: families without it skip the re-read check)
     encodable(graph) -> list[int] | None      a compile-only generation's encodable nodes (regcmd on a row that is
@@ -96,8 +96,11 @@ class RocketTarget:
         return int(self.generation.cbuf_weight_bytes())
 
     def counters(self, program: Program) -> dict[str, int]:
-        """Per inference: regcmd tasks, submitted jobs, and the bytes of packed weights."""
-        return {"tasks": sum(len(op.tasks) for op in program.operations), "submits": len(program.jobs),
+        """Per inference: regcmd tasks, kernel jobs, SUBMIT ioctls (one carries all of a partition's jobs on one
+        core: DRM_IOCTL_ROCKET_SUBMIT takes a job array; the runner's multi-core lanes submit once per lane),
+        and the bytes of packed weights."""
+        return {"tasks": sum(len(op.tasks) for op in program.operations), "jobs": len(program.jobs),
+                "submits": int(bool(program.jobs)),
                 "weight_bytes": sum(len(b.data or b"") for b in program.buffers if b.name.endswith(".weights"))}
 
 
