@@ -36,11 +36,11 @@ int ethosu_npu_get1(struct ethosu_npu *npu, unsigned op, uint64_t *v)
 }
 
 /* The command definition for (opcode, cmd1), or NULL: the table is small and a stream is parsed once. */
-static const struct ethosu_npu_cmd_def *ethosu_npu_lookup(unsigned opcode, unsigned cmd1)
+static const struct ethosu_cmd_desc *ethosu_npu_lookup(unsigned opcode, unsigned cmd1)
 {
-    for (const struct ethosu_npu_cmd_def *d = ethosu_npu_cmd_defs; d->name; d++)
-        if (d->opcode == opcode && d->cmd1 == cmd1)
-            return d;
+    for (unsigned i = 0; i < ethosu_npu_cmd_count; i++)
+        if (ethosu_npu_cmd_table[i].opcode == opcode && ethosu_npu_cmd_table[i].cmd1 == cmd1)
+            return &ethosu_npu_cmd_table[i];
     return NULL;
 }
 
@@ -148,18 +148,21 @@ static int ethosu_npu_exec(struct ethosu_npu *npu, const uint32_t *cmds, size_t 
         unsigned opcode = w & 0x3ff, cmd1 = (w >> 14) & 1, param = w >> 16;
         if (w & 0xbc00)
             return ethosu_npu_fail(npu, -EINVAL, "word %zu: 0x%08x has reserved bits 10..13/15 set", i, w);
-        const struct ethosu_npu_cmd_def *d = ethosu_npu_lookup(opcode, cmd1);
+        const struct ethosu_cmd_desc *d = ethosu_npu_lookup(opcode, cmd1);
         if (!d)
             return ethosu_npu_fail(npu, -EINVAL, "word %zu: unknown %s opcode 0x%03x", i, cmd1 ? "cmd1" : "cmd0",
                                    opcode);
-        if (param & ~(unsigned)d->param_mask)
-            return ethosu_npu_fail(npu, -EINVAL, "word %zu: %s param 0x%04x sets bits outside its fields (0x%04x)",
-                                   i, d->name, param, d->param_mask);
+        if (cmd1 && i + 1 >= nwords)
+            return ethosu_npu_fail(npu, -EINVAL, "word %zu: %s lacks its payload word", i, d->name);
+        /* cmd0: the 16-bit param; cmd1: param << 32 | payload (the generated table's defined_mask covers it). */
+        uint64_t value = cmd1 ? ((uint64_t)param << 32) | cmds[i + 1] : param;
+        if (value & ~d->defined_mask)
+            return ethosu_npu_fail(npu, -EINVAL, "word %zu: %s value 0x%llx sets bits outside its fields (0x%llx)", i,
+                                   d->name, (unsigned long long)value, (unsigned long long)d->defined_mask);
         if (cmd1) {
-            if (i + 1 >= nwords)
-                return ethosu_npu_fail(npu, -EINVAL, "word %zu: %s lacks its payload word", i, d->name);
-            npu->p1[opcode] = ((uint64_t)param << 32) | cmds[++i];
+            npu->p1[opcode] = value;
             npu->set1[opcode] = 1;
+            i++;
         } else if (opcode >= 0x100) {
             if (opcode == ETHOSU_PARALLEL_MODE && param != 0)
                 return ethosu_npu_fail(npu, -EINVAL, "word %zu: PARALLEL_MODE %u: the U65-256 has one core", i, param);

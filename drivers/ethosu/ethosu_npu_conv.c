@@ -33,7 +33,9 @@ int ethosu_npu_kernel_geometry(struct ethosu_npu *npu, struct ethosu_npu_kgeom *
     g->dx = (int)ETHOSU_KS_DILATION_X(ks);
     g->dy = (int)ETHOSU_KS_DILATION_Y(ks);
     g->part_kernel = ETHOSU_KS_PART_KERNEL(ks);
-    g->decomposition = ETHOSU_KS_DECOMPOSITION(ks) ? 4 : 8;
+    /* KERNEL_STRIDE bit 5 (decomposition) is not a U65 field (the generated table); the weight encoder splits
+     * kernels into 8x8 sub-kernels (Vela architecture_features.SubKernelMax). */
+    g->decomposition = 8;
     /* KERNEL_*_M1 hold the dilated extent minus one (Vela generate_kernel: dilation x (size - 1)). */
     if ((ekh - 1) % g->dy || (ekw - 1) % g->dx)
         return ethosu_npu_fail(npu, -EINVAL, "kernel extent %dx%d not a multiple of dilation %dx%d", ekh, ekw, g->dy, g->dx);

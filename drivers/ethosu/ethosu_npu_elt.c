@@ -44,9 +44,9 @@ static int ethosu_npu_elt_regs(struct ethosu_npu *npu, const struct ethosu_npu_f
     if (e->mode == ETHOSU_ELT_ADD || e->mode == ETHOSU_ELT_SUB) {
         if ((rc = ethosu_npu_get1(npu, ETHOSU_OPA_SCALE, &opa)) || (rc = ethosu_npu_get1(npu, ETHOSU_OPB_SCALE, &opb)))
             return rc;
-        e->opa_mult = (int64_t)(uint32_t)opa;
-        e->opa_shift = (int)((opa >> 32) & 0x3f);
-        e->opb_mult = (int64_t)(uint32_t)opb;
+        e->opa_mult = ETHOSU_F(opa, NPU_SET_OPA_SCALE, scale);
+        e->opa_shift = (int)ETHOSU_F(opa, NPU_SET_OPA_SCALE, shift);
+        e->opb_mult = ETHOSU_F(opb, NPU_SET_OPB_SCALE, scale);
         if (e->scale_mode && ifm->bytes == 4)
             return ethosu_npu_fail(npu, -EINVAL, "32-bit operand scaling of 32-bit IFMs not simulated");
     }

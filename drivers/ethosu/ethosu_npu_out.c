@@ -147,8 +147,8 @@ int ethosu_npu_out_setup(struct ethosu_npu *npu, const struct ethosu_npu_fm *ofm
         uint64_t s;
         if ((rc = ethosu_npu_get1(npu, ETHOSU_OFM_SCALE, &s)))
             return rc;
-        out->g_mult = (int64_t)(uint32_t)s;
-        out->g_shift = (int)((s >> 32) & 0x3f);
+        out->g_mult = ETHOSU_F(s, NPU_SET_OFM_SCALE, scale);
+        out->g_shift = (int)ETHOSU_F(s, NPU_SET_OFM_SCALE, shift);
         return 0;
     }
     if (!per_channel_allowed)

@@ -120,7 +120,7 @@ struct ethosu_npu_kgeom {
     int ph, pw;          /* padded (upscaled) IFM extent the kernel walks: (o - 1) * s + extent */
     int ih, iw;          /* IFM extent in memory */
     bool part_kernel;
-    int decomposition;   /* KERNEL_STRIDE.decomposition: 8 (D8X8) or 4 (D4X4) */
+    int decomposition;   /* sub-kernel size of the weight encoder: 8 (the U65 defines no decomposition field) */
 };
 
 /* Reads the kernel, stride, padding and upscale registers shared by convolution and pooling. */

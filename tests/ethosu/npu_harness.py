@@ -60,10 +60,13 @@ def build_library(out_dir: Path) -> Path:
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         pytest.skip("no C compiler")
+    gen = REPO / "python" / "teflon" / "hw" / "gen_c_header.py"
+    subprocess.run([sys.executable, str(gen), "--table", "teflon.ethosu.regs:U65", "--prefix", "ETHOSU_U65", "-o",
+                    str(out_dir / "ethosu_regs_u65.h")], check=True)
     lib = out_dir / "libethosu_npu_test.so"
     sources = sorted(str(p) for p in SIM_DIR.glob("ethosu_npu*.c"))
-    proc = subprocess.run([cc, "-std=c11", "-O3", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-o", str(lib),
-                           *sources], capture_output=True, text=True, check=False)
+    proc = subprocess.run([cc, "-std=c11", "-O3", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", f"-I{out_dir}",
+                           "-o", str(lib), *sources], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     return lib
 

@@ -37,24 +37,22 @@ STREAMS = [
 
 
 class CmdDef(ctypes.Structure):
-    _fields_ = [("opcode", ctypes.c_uint16), ("cmd1", ctypes.c_uint8), ("param_mask", ctypes.c_uint16),
-                ("name", ctypes.c_char_p)]
+    """struct ethosu_cmd_desc of the generated ethosu_regs_u65.h."""
+
+    _fields_ = [("opcode", ctypes.c_uint16), ("cmd1", ctypes.c_uint8), ("name", ctypes.c_char_p),
+                ("defined_mask", ctypes.c_uint64)]
 
 
 def command_table(lib: ctypes.CDLL) -> dict[tuple[int, int], CmdDef]:
-    """The simulator's own command table (ethosu_npu_cmd_defs): the fields it claims to define."""
-    arr = (CmdDef * 256).in_dll(lib, "ethosu_npu_cmd_defs")
-    out = {}
-    for d in arr:
-        if not d.name:
-            break
-        out[(d.opcode, d.cmd1)] = d
-    return out
+    """The command table the simulator decodes with (ethosu_npu_cmd_table): the bits each command defines."""
+    n = ctypes.c_uint.in_dll(lib, "ethosu_npu_cmd_count").value
+    arr = ctypes.cast(ctypes.c_void_p.in_dll(lib, "ethosu_npu_cmd_table"), ctypes.POINTER(CmdDef))
+    return {(arr[i].opcode, arr[i].cmd1): arr[i] for i in range(n)}
 
 
 @dataclass
 class Mutant:
-    name: str          # command name without the ETHOSU_ prefix
+    name: str          # command name without the NPU_SET_ / NPU_ prefix
     where: str         # "param" or "payload"
     bit: int
     old: int           # the field's value before (param: the whole param; payload: the payload word)
@@ -123,7 +121,7 @@ def _same_weight_order(m: Mutant) -> bool:
     """The weight order the stream was encoded in is the same for both values (OFM block depth,
     decomposition: measured with the codec, see npu_harness.WeightDecoder.permutation)."""
     if m.op not in ("CONV", "DEPTHWISE"):
-        return m.name == "OFM_BLK_DEPTH_M1" or m.bit in (2, 5)  # no weights: no weight order
+        return m.name == "OFM_BLK_DEPTH_M1" or m.bit == 2  # no weights: no weight order
     if m.decoder is None:
         return False
     ks = m.state.get("KERNEL_STRIDE", 0)
@@ -133,22 +131,23 @@ def _same_weight_order(m: Mutant) -> bool:
     dil = (1 + (ks >> 3 & 1), 1 + (ks >> 4 & 1))
 
     def order(blk_m1: int, kstride: int) -> np.ndarray:
-        return m.decoder.permutation(shape, blk_m1 + 1, m.op == "DEPTHWISE", bool(kstride & 4), 8, dil,
-                                     4 if kstride & 32 else 8)
+        return m.decoder.permutation(shape, blk_m1 + 1, m.op == "DEPTHWISE", bool(kstride & 4), 8, dil, 8)
 
-    old = order(m.state["OFM_BLK_DEPTH_M1"], ks)
     if m.name == "OFM_BLK_DEPTH_M1":
-        return np.array_equal(old, order(m.new, ks))
-    if m.bit in (0, 1, 3, 4, 6, 9):
-        return _one_position(m)
-    return m.bit == 5 and np.array_equal(old, order(m.state["OFM_BLK_DEPTH_M1"], m.new))
+        return np.array_equal(order(m.state["OFM_BLK_DEPTH_M1"], ks), order(m.new, ks))
+    return _one_position(m)
 
 
 def _one_position(m: Mutant) -> bool:
-    """Stride (bits 0, 1, 6, 9) along an axis with one OFM position; dilation (3, 4) of a one-tap axis."""
+    """Stride (x: bits 0, 6..8; y: 1, 9..11) along an axis with one OFM position; dilation (3, 4) of a one-tap
+    axis."""
     oh, ow = m.state["OFM_HEIGHT_M1"] + 1, m.state["OFM_WIDTH_M1"] + 1
     kh, kw = m.state.get("KERNEL_HEIGHT_M1", 0) + 1, m.state.get("KERNEL_WIDTH_M1", 0) + 1
-    return {0: ow == 1, 6: ow == 1, 1: oh == 1, 9: oh == 1, 3: kw == 1, 4: kh == 1}[m.bit]
+    if m.bit in (0, 6, 7, 8):
+        return ow == 1
+    if m.bit in (1, 9, 10, 11):
+        return oh == 1
+    return {3: kw == 1, 4: kh == 1}.get(m.bit, False)
 
 
 def _upscale_unseen(m: Mutant) -> bool:
@@ -260,7 +259,7 @@ DONT_CARE: dict[str, tuple[str, Callable[[Mutant], bool]]] = {
     "OFM_BLK_WIDTH_M1": ("OFM block width: the traversal order, not the result", _always),
     "OFM_BLK_HEIGHT_M1": ("OFM block height: the traversal order, not the result", _always),
     "OFM_BLK_DEPTH_M1": ("the weight order is the same for both OFM block depths", _same_weight_order),
-    "KERNEL_STRIDE": (("weight order / decomposition giving the same order or without weights; strides along a "
+    "KERNEL_STRIDE": (("weight order of an op without weights; strides along a "
                       "one-position axis; dilation of a one-tap axis"), _same_weight_order),
     "ACTIVATION_MIN": ("a clamp beyond the OFM type's range, or one no output reaches",
                        lambda m: _clamp_beyond_type(m) or _clamp_not_reached(m)),
@@ -313,12 +312,17 @@ DONT_CARE: dict[str, tuple[str, Callable[[Mutant], bool]]] = {
 }
 
 
+def _short(d: CmdDef) -> str:
+    """NPU_SET_IFM_REGION -> IFM_REGION, NPU_OP_CONV -> OP_CONV."""
+    return d.name.decode().removeprefix("NPU_SET_").removeprefix("NPU_")
+
+
 def _state_and_op(words: np.ndarray, table: dict[tuple[int, int], CmdDef]) -> tuple[dict[str, int], str, int]:
     state: dict[str, int] = {}
     for i, n in words_to_commands(words):
         w = int(words[i])
         d = table[(w & 0x3FF, (w >> 14) & 1)]
-        name = d.name.decode().removeprefix("ETHOSU_")
+        name = _short(d)
         if name in ("OP_CONV", "OP_DEPTHWISE", "OP_POOL", "OP_ELEMENTWISE"):
             return state, name.removeprefix("OP_"), w >> 16
         state[name] = int(words[i + 1]) if n == 2 else w >> 16
@@ -330,16 +334,18 @@ def _mutants(words: np.ndarray, table: dict[tuple[int, int], CmdDef]):
     for i, n in words_to_commands(words):
         w = int(words[i])
         d = table[(w & 0x3FF, (w >> 14) & 1)]
-        name = d.name.decode().removeprefix("ETHOSU_")
+        name = _short(d)
+        param_mask = (d.defined_mask >> 32 if n == 2 else d.defined_mask) & 0xFFFF
         for bit in range(16):
-            if d.param_mask >> bit & 1:
+            if param_mask >> bit & 1:
                 mw = words.copy()
                 mw[i] = w ^ (1 << (16 + bit))
                 yield Mutant(name, "param", bit, w >> 16, (w >> 16) ^ (1 << bit), state, op, op_param), mw
         if n == 2:
             p = int(words[i + 1])
             # a multiplier's low bits move results by less than one rounding step: flip its high ones
-            for bit in (24, 30, 31) if name.endswith("_SCALE") else (0, 15, 31):
+            bits = (24, 30, 31) if name.endswith("_SCALE") else (0, 15, 31)
+            for bit in (b for b in bits if d.defined_mask >> b & 1):
                 mw = words.copy()
                 mw[i + 1] = p ^ (1 << bit)
                 yield Mutant(name, "payload", bit, p, p ^ (1 << bit), state, op, op_param), mw
