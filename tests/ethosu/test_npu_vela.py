@@ -63,6 +63,16 @@ CASES = [
     mg.PoolCase(8, 8, 16, filter=3, stride=1, padding="same", op="avg", dtype="int8"),
     mg.PoolCase(7, 7, 32, op="mean", dtype="int8"),
     mg.PoolCase(8, 8, 16, filter=2, stride=2, op="avg", dtype="uint8"),
+    mg.PoolCase(7, 7, 32, op="mean", dtype="int8", requant=True),
+    # LUT activations (a 256-entry table DMA'd into SHRAM) and clamps
+    mg.UnaryCase("logistic", 8, 8, 16, dtype="int8"),
+    mg.UnaryCase("logistic", 8, 8, 16, dtype="uint8"),
+    mg.UnaryCase("tanh", 8, 8, 16, dtype="int8"),
+    mg.UnaryCase("hardswish", 8, 8, 16, dtype="int8"),
+    mg.UnaryCase("leakyrelu", 8, 8, 16, dtype="int8"),
+    mg.UnaryCase("silu", 8, 8, 16, dtype="int8"),
+    mg.UnaryCase("relu6", 8, 8, 16, dtype="int8"),
+    mg.UnaryCase("quantize", 8, 8, 16, dtype="int8"),
 ]
 
 
