@@ -32,7 +32,7 @@ int64_t ethosu_npu_scale(int64_t x, int64_t mult, int shift, int round_mode)
     switch (round_mode) {
     case 0: {
         int left = shift < 31 ? 31 - shift : 0, right = shift > 31 ? shift - 31 : 0;
-        p = ((__int128)x << left) * mult;
+        p = (__int128)x * ((__int128)1 << left) * mult;
         __int128 nudge = p >= 0 ? ((__int128)1 << 30) : 1 - ((__int128)1 << 30);
         __int128 q = (p + nudge) / ((__int128)1 << 31); /* C division truncates, as TFLite's */
         return (int64_t)ethosu_npu_rdbpot(q, right);
@@ -111,11 +111,12 @@ int ethosu_npu_out_setup(struct ethosu_npu *npu, const struct ethosu_npu_fm *ofm
     out->global_scale = ETHOSU_OFM_PREC_GLOBAL(prec);
     out->ofm_zp = ofm->zero_point;
     int bits = 8 * ofm->bytes;
-    out->lo = ofm->is_signed ? -(int32_t)((1u << (bits - 1)) - 0) : 0;
-    out->hi = ofm->is_signed ? (int32_t)((1u << (bits - 1)) - 1) : (int32_t)((bits == 32) ? 0x7fffffff : (1u << bits) - 1);
     if (bits == 32) {
         out->lo = ofm->is_signed ? INT32_MIN : 0;
         out->hi = INT32_MAX;
+    } else {
+        out->lo = ofm->is_signed ? -(1 << (bits - 1)) : 0;
+        out->hi = ofm->is_signed ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
     }
     out->activation = (int)ETHOSU_ACT_FUNCTION(act);
     out->clip_range = (int)ETHOSU_ACT_CLIP(act);

@@ -11,6 +11,7 @@ index tensors with the same codec (no knowledge of the order is written here).
 from __future__ import annotations
 
 import ctypes
+import os
 import shutil
 import struct
 import subprocess
@@ -65,8 +66,12 @@ def build_library(out_dir: Path) -> Path:
                     str(out_dir / "ethosu_regs_u65.h")], check=True)
     lib = out_dir / "libethosu_npu_test.so"
     sources = sorted(str(p) for p in SIM_DIR.glob("ethosu_npu*.c"))
-    proc = subprocess.run([cc, "-std=c11", "-O3", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", f"-I{out_dir}",
-                           "-o", str(lib), *sources], capture_output=True, text=True, check=False)
+    # ETHOSU_NPU_SANITIZE=1: instrument with ASan/UBSan (run under LD_PRELOAD of the sanitizer runtimes, as
+    # scripts/test-asan.sh does for libteflon).
+    san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined"] \
+        if os.environ.get("ETHOSU_NPU_SANITIZE") else []
+    proc = subprocess.run([cc, "-std=c11", "-O3", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", *san,
+                           f"-I{out_dir}", "-o", str(lib), *sources], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     return lib
 
