@@ -8,12 +8,47 @@ kernels round exact ties of the final shift the other way now and then, so they 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
+import tflite
 from npu_harness import Simulator, VelaOutput, npu_only, vela_compile_many
+from tflite.BuiltinOperator import BuiltinOperator
+from tflite.BuiltinOptions import BuiltinOptions
 
 from teflon import modelgen as mg
 from teflon.reference import compare, run_cpu
+
+
+@dataclass(frozen=True)
+class SoftmaxCase:
+    """SOFTMAX (beta 1) of a (1, C) int8 vector with the converter's output quantization (1/256, -128): Vela
+    lowers it into a MAX pool, an exponential LUT and ~26 32-bit element-wise kicks."""
+
+    c: int
+    in_scale: float
+    in_zp: int = -10
+
+    @property
+    def name(self) -> str:
+        return f"softmax-in{self.c}-s{self.in_scale:g}-i8"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def build(self) -> bytes:
+        g = mg.GraphBuilder(f"teflon.modelgen {self.name}")
+        x = g.tensor("input", (1, self.c), "int8", mg.QParams.make(self.in_scale, self.in_zp))
+        y = g.tensor("output", (1, self.c), "int8", mg.QParams.make(1 / 256, -128))
+
+        def options(fb) -> int:
+            tflite.SoftmaxOptionsStart(fb)
+            tflite.SoftmaxOptionsAddBeta(fb, 1.0)
+            return tflite.SoftmaxOptionsEnd(fb)
+
+        g.op(BuiltinOperator.SOFTMAX, 2, [x], [y], BuiltinOptions.SoftmaxOptions, options)
+        return g.build([x], [y])
 
 
 def _ref_kernels(model: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -73,6 +108,10 @@ CASES = [
     mg.UnaryCase("silu", 8, 8, 16, dtype="int8"),
     mg.UnaryCase("relu6", 8, 8, 16, dtype="int8"),
     mg.UnaryCase("quantize", 8, 8, 16, dtype="int8"),
+    # SOFTMAX: 32-bit element-wise SUB/SHR/CLZ/SHL/ADD/MUL, REDUCE_SUM, a 32-bit LUT
+    SoftmaxCase(10, 0.1),
+    SoftmaxCase(1001, 0.15),
+    SoftmaxCase(2, 0.05),
 ]
 
 
