@@ -124,8 +124,8 @@ static int64_t ethosu_npu_elt_one(const struct ethosu_npu_elt *e, const struct e
     }
     if (!out->global_scale)
         return r;
-    if (e->mode == ETHOSU_ELT_MUL && e->ifm32 && out->g_shift >= 30)
-        return ethosu_npu_scale(r, out->g_mult, out->g_shift + 30, out->round_mode);
+    if (e->mode == ETHOSU_ELT_MUL && e->ifm32)
+        return ethosu_npu_scale(r, 1, out->g_shift, out->round_mode); /* the multiplier is not applied */
     return ethosu_npu_scale(r, out->g_mult, out->g_shift, out->round_mode);
 }
 
@@ -159,12 +159,13 @@ int ethosu_npu_elementwise(struct ethosu_npu *npu, unsigned mode)
     if ((rc = ethosu_npu_fm_load(npu, 0, oh, ow, oc, &ifm)) || (rc = ethosu_npu_fm_load(npu, 2, oh, ow, oc, &ofm)) ||
         (rc = ethosu_npu_elt_regs(npu, &ifm, &e)) || (rc = ethosu_npu_out_setup(npu, &ofm, false, &out)) || (rc = ethosu_npu_check_blocks(npu)))
         return rc;
-    /* 32-bit MUL: the OFM scale of a 64-bit product. [Inference, measured] Vela writes (1, shift 0) for a plain
-     * product and (2^30, shift 31 / 30) for TFLite's rounding doubling high multiply a.b / 2^31 (and twice it):
-     * the simulator applies shifts >= 30 as shift + 30 and shift 0 as is, which makes Vela's int8 SOFTMAX
-     * sequences bit-exact; shifts 1..29 have no known meaning here. */
-    if (mode == ETHOSU_ELT_MUL && e.ifm32 && out.global_scale && out.g_shift > 0 && out.g_shift < 30)
-        return ethosu_npu_fail(npu, -EINVAL, "32-bit MUL with OFM shift %d: scaling not known", out.g_shift);
+    /* 32-bit MUL: the 64-bit product is rounded and shifted right by the OFM shift; the multiplier is not
+     * applied. [Inference, measured] Vela writes (1, 0) for a plain product, (1, 35) for MEAN's division,
+     * (2^30, 31) where TFLite needs its rounding doubling high multiply a.b / 2^31 and (2^30, 30) for twice that
+     * (softmax): only this rule gives all four; other multipliers have no known meaning and are refused. */
+    if (mode == ETHOSU_ELT_MUL && e.ifm32 && out.global_scale && out.g_mult != 1 && out.g_mult != (1 << 30))
+        return ethosu_npu_fail(npu, -EINVAL, "32-bit MUL with OFM multiplier 0x%llx: scaling not known",
+                               (unsigned long long)out.g_mult);
     bool binary = ethosu_npu_elt_binary(mode);
     if (binary && !e.scalar &&
         (rc = ethosu_npu_fm_load(npu, 1, e.bh ? 1 : oh, e.bw ? 1 : ow, e.bc ? 1 : oc, &ifm2)))
