@@ -3,9 +3,9 @@
 Vela (the `ethos-u-vela` test dependency) compiles a .tflite for ethos-u65-256 into its raw .npz: the command
 stream behind a COP1 driver-actions header, the read-only blob (weights and scales, region 0), the scratch
 sizes and where each input and output sits. The simulator runs those bytes; tests compare the outputs with
-TFLite's CPU kernels. Until the project's own weight stream decoder is linked into the simulator, the weight
-callback decodes with Vela's `mlw_codec` and undoes the brick order with a permutation measured by encoding
-index tensors with the same codec (no knowledge of the order is written here).
+TFLite's CPU kernels. The simulator decodes weight streams with the project's decoder (ethosu_mlw.c); a test
+hook can decode with Vela's `mlw_codec` instead, undoing the brick order with a permutation measured by
+encoding index tensors with the same codec (a cross-check; no knowledge of the order is written here).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def build_library(out_dir: Path) -> Path:
     subprocess.run([sys.executable, str(gen), "--table", "teflon.ethosu.regs:U65", "--prefix", "ETHOSU_U65", "-o",
                     str(out_dir / "ethosu_regs_u65.h")], check=True)
     lib = out_dir / "libethosu_npu_test.so"
-    sources = sorted(str(p) for p in SIM_DIR.glob("ethosu_npu*.c"))
+    sources = sorted(str(p) for p in [*SIM_DIR.glob("ethosu_npu*.c"), SIM_DIR / "ethosu_mlw.c"])
     # ETHOSU_NPU_SANITIZE=1: instrument with ASan/UBSan (run under LD_PRELOAD of the sanitizer runtimes, as
     # scripts/test-asan.sh does for libteflon).
     san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined"] \
@@ -304,11 +304,14 @@ class SimRun:
 
 
 class Simulator:
-    def __init__(self, lib: ctypes.CDLL) -> None:
+    """The simulator with its own weight decoder (ethosu_mlw.c); vela_weights=True decodes with Vela's codec
+    through the hook instead (a cross-check of the decoder)."""
+
+    def __init__(self, lib: ctypes.CDLL, vela_weights: bool = False) -> None:
         self.lib = lib
-        self.decoder = WeightDecoder()
+        self.decoder = WeightDecoder()  # also measures weight orders for the mutation test's conditions
         self._fn = DECODE_FN(self.decoder)  # kept alive as long as the simulator
-        self.opts = Opts(self._fn, None)
+        self.opts = Opts(self._fn, None) if vela_weights else Opts()
 
     def run(self, vo: VelaOutput, inputs: list[np.ndarray], cmds: np.ndarray | None = None,
             like: list[np.ndarray] | None = None) -> SimRun:
