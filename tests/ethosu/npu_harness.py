@@ -233,11 +233,6 @@ class WeightDecoder:
 
     perms: dict[tuple, np.ndarray] = field(default_factory=dict)
     calls: int = 0
-    # Vela's decoder exits the process on a malformed stream. With `trusted` set, only streams that begin with
-    # one already decoded (a longer WEIGHT_LENGTH reads the same stream) are decoded again; any other bytes are
-    # reported as a decode error, as the project's decoder reports a malformed stream.
-    trusted: dict[bytes, np.ndarray] | None = None
-    decoded: dict[bytes, np.ndarray] = field(default_factory=dict)  # what untrusted runs decoded
 
     def permutation(self, shape: tuple[int, int, int, int], blk: int, dw: bool, pk: bool, bits: int,
                     dil: tuple[int, int], decomp: int) -> np.ndarray:
@@ -260,14 +255,8 @@ class WeightDecoder:
         return res
 
     def _decode(self, stream: bytes) -> np.ndarray:
-        if self.trusted is None:
-            values = np.asarray(vela_module().decode(bytearray(stream)), dtype=np.int64)
-            self.decoded[stream] = values
-            return values
-        for known, values in self.trusted.items():
-            if stream.startswith(known):
-                return values
-        raise ValueError("not a weight stream this test decoded before")
+        """Vela's decoder (it exits the process on a malformed stream: use it on Vela's own streams only)."""
+        return np.asarray(vela_module().decode(bytearray(stream)), dtype=np.int64)
 
     def __call__(self, _ctx: int, dp, out, err, errlen) -> int:
         d = dp.contents
