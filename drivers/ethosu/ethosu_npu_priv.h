@@ -1,0 +1,163 @@
+/* The simulated Ethos-U65 NPU, internals shared by its source files (docs/hardware/ethosu-sim.md).
+ *
+ * The run keeps the register file exactly as the command stream wrote it (cmd0: the 16-bit param, cmd1: the
+ * 40-bit value param[7:0]:payload) and decodes the fields an operation needs when it is kicked off, the way the
+ * hardware latches its registers at NPU_OP_*.
+ */
+#ifndef ETHOSU_NPU_PRIV_H
+#define ETHOSU_NPU_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ethosu_npu.h"
+#include "ethosu_npu_cmds.h"
+
+/* SHRAM of the U65-256: CONFIG.shram_size = 0x30 (48 KiB) in the CONFIG image Vela writes for ethos-u65-256
+ * (docs/hardware/ethosu-sim.md, "SHRAM"). DMA may write it; the LUT activations read it. */
+#define ETHOSU_NPU_SHRAM_SIZE (48u * 1024u)
+
+/* Weight decoding: one call per convolution, returning the op's weights as int16 in OHWI order (depthwise:
+ * O = channels, I = 1). The default is the built-in decoder of the weight stream (ethosu_npu_weights.c);
+ * tests may hand in another one. */
+struct ethosu_npu_wdesc {
+    const uint8_t *stream; /* the bytes WEIGHT_BASE..+WEIGHT_LENGTH of WEIGHT_REGION */
+    size_t len;
+    int ofm_depth, kh, kw, ifm_depth; /* kernel taps (dilation removed) */
+    int ofm_block_depth;              /* OFM_BLK_DEPTH_M1 + 1: the encoder's OFM block */
+    int ifm_bits;                     /* 8 or 16 */
+    bool depthwise, part_kernel;      /* weight order: KERNEL_STRIDE.weight_order */
+    int dilation_x, dilation_y;       /* 1 or 2 */
+    int decomposition;                /* sub-kernel size the encoder split the kernel into: 8 (D8X8) or 4 */
+};
+typedef int (*ethosu_npu_wdecode_fn)(void *ctx, const struct ethosu_npu_wdesc *d, int16_t *ohwi, char *err,
+                                     size_t errlen);
+
+struct ethosu_npu_opts {
+    ethosu_npu_wdecode_fn decode_weights; /* NULL: the built-in decoder */
+    void *decode_ctx;
+};
+
+/* Runs like ethosu_npu_run, with the weight decoder of opts (NULL opts: defaults). */
+int ethosu_npu_run_opts(const struct ethosu_npu_region regions[ETHOSU_NPU_REGIONS], const uint32_t *cmds,
+                        size_t nwords, struct ethosu_npu_stats *stats, char *err, size_t errlen,
+                        const struct ethosu_npu_opts *opts);
+
+/* A feature map as its registers describe it (IFM, IFM2 or OFM). */
+struct ethosu_npu_fm {
+    int region;
+    uint64_t base[4];      /* tile bases BASE0..3 */
+    int height0, height1;  /* HEIGHT0_M1 + 1, HEIGHT1_M1 + 1 */
+    int width0;            /* WIDTH0_M1 + 1 */
+    uint64_t sx, sy, sc;   /* STRIDE_X / Y / C in bytes */
+    int bytes;             /* element size: 1, 2 or 4 */
+    bool is_signed;
+    bool brick;            /* NHCWB16 */
+    int32_t zero_point;
+    int h, w, c;           /* the extent the operation addresses */
+    uint8_t *mem;          /* region base */
+    uint64_t memsize;
+};
+
+struct ethosu_npu {
+    const struct ethosu_npu_region *regions;
+    uint16_t p0[ETHOSU_NPU_OPCODES]; /* cmd0 params */
+    uint64_t p1[ETHOSU_NPU_OPCODES]; /* cmd1 values */
+    uint8_t set0[ETHOSU_NPU_OPCODES], set1[ETHOSU_NPU_OPCODES];
+    uint8_t *shram;                  /* ETHOSU_NPU_SHRAM_SIZE bytes */
+    struct ethosu_npu_stats *stats;
+    const struct ethosu_npu_opts *opts;
+    char *err;
+    size_t errlen;
+};
+
+int ethosu_npu_fail(struct ethosu_npu *npu, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Register access at kick-off: fails (returns -EINVAL with the message) when the stream never set it. */
+int ethosu_npu_get0(struct ethosu_npu *npu, unsigned op, uint16_t *v);
+int ethosu_npu_get1(struct ethosu_npu *npu, unsigned op, uint64_t *v);
+
+/* Feature maps (ethosu_npu_fm.c). which: 0 IFM, 1 IFM2, 2 OFM. Reads the geometry registers, checks the
+ * formats, and checks that the whole h x w x c extent lies inside the region. */
+int ethosu_npu_fm_load(struct ethosu_npu *npu, int which, int h, int w, int c, struct ethosu_npu_fm *fm);
+int32_t ethosu_npu_fm_read(const struct ethosu_npu_fm *fm, int y, int x, int c);
+void ethosu_npu_fm_write(const struct ethosu_npu_fm *fm, int y, int x, int c, int32_t v);
+uint64_t ethosu_npu_fm_offset(const struct ethosu_npu_fm *fm, int y, int x, int c);
+
+/* Output stage (ethosu_npu_out.c): scaling, zero point, activation, clamp and saturation to the OFM type. */
+struct ethosu_npu_out {
+    int round_mode;                     /* OFM_PRECISION.round_mode */
+    bool global_scale;                  /* OFM_PRECISION.scale_mode */
+    int64_t g_mult;                     /* OFM_SCALE (unsigned 32-bit) */
+    int g_shift;
+    const uint8_t *scales;              /* per-channel 10-byte records (NULL when global) */
+    int activation;                     /* ACTIVATION.function */
+    int clip_range;                     /* ACTIVATION.clip_range */
+    int32_t act_min, act_max;           /* ACTIVATION_MIN / MAX, sign-extended as the OFM type says */
+    int32_t ofm_zp;
+    int32_t lo, hi;                     /* the OFM type's range */
+    const uint8_t *lut;                 /* SHRAM LUT for the TABLE activations */
+    int lut_bytes;                      /* LUT entry size: the OFM element size */
+    int32_t ofm_lo;                     /* the OFM type's minimum (before any clip range) */
+    int acc_bits;                       /* 32 or 40 */
+};
+int ethosu_npu_out_setup(struct ethosu_npu *npu, const struct ethosu_npu_fm *ofm, bool per_channel_allowed,
+                         struct ethosu_npu_out *out);
+int64_t ethosu_npu_scale(int64_t x, int64_t mult, int shift, int round_mode);
+/* One channel's (bias, multiplier, shift): from its scale record, or the global scale with bias 0. */
+void ethosu_npu_out_channel(const struct ethosu_npu_out *out, int c, int64_t *bias, int64_t *mult, int *shift);
+/* Scaled value (already rescaled, zero point not yet added) -> stored OFM value. */
+int32_t ethosu_npu_out_finish(const struct ethosu_npu_out *out, int64_t v);
+
+/* Kernel geometry of the op, from the KERNEL_* and IFM_PAD_* / IFM_UPSCALE registers. */
+struct ethosu_npu_kgeom {
+    int oh, ow, oc, ic;
+    int kh, kw;          /* taps */
+    int sy, sx, dy, dx;  /* stride, dilation */
+    int pt, pl, pb, pr;
+    int upscale;         /* 0 none, 1 nearest x2, 2 zeros x2 */
+    int ph, pw;          /* padded (upscaled) IFM extent the kernel walks: (o - 1) * s + extent */
+    int ih, iw;          /* IFM extent in memory */
+    bool part_kernel;
+    int decomposition;   /* sub-kernel size of the weight encoder: 8 (the U65 defines no decomposition field) */
+};
+
+/* Reads the kernel, stride, padding and upscale registers shared by convolution and pooling. */
+int ethosu_npu_kernel_geometry(struct ethosu_npu *npu, struct ethosu_npu_kgeom *g);
+
+/* Whether padded coordinates (py, px) fall in the padding. */
+static inline bool ethosu_npu_is_pad(const struct ethosu_npu_kgeom *g, int py, int px)
+{
+    int y = py - g->pt, x = px - g->pl;
+    return y < 0 || x < 0 || y >= g->ph - g->pt - g->pb || x >= g->pw - g->pl - g->pr;
+}
+
+/* IFM value at padded coordinates (py, px), zero point removed; padding and upscale zeros read as 0. */
+static inline int32_t ethosu_npu_ifm_at(const struct ethosu_npu_fm *ifm, const struct ethosu_npu_kgeom *g, int py,
+                                        int px, int c)
+{
+    int y = py - g->pt, x = px - g->pl;
+    int uh = g->ph - g->pt - g->pb, uw = g->pw - g->pl - g->pr;
+    if (y < 0 || x < 0 || y >= uh || x >= uw)
+        return 0;
+    if (g->upscale == 2 && ((y | x) & 1))
+        return 0;
+    if (g->upscale)
+        y >>= 1, x >>= 1;
+    return ethosu_npu_fm_read(ifm, y, x, c) - ifm->zero_point;
+}
+
+/* Checks the OFM block registers (OFM_BLK_*_M1): the micro-block raster of the U65-256. */
+int ethosu_npu_check_blocks(struct ethosu_npu *npu);
+
+/* Operations. */
+int ethosu_npu_conv(struct ethosu_npu *npu, bool depthwise);
+int ethosu_npu_pool(struct ethosu_npu *npu, unsigned mode);
+int ethosu_npu_elementwise(struct ethosu_npu *npu, unsigned mode);
+
+/* The built-in weight stream decoder (ethosu_npu_weights.c). */
+int ethosu_npu_decode_weights_builtin(void *ctx, const struct ethosu_npu_wdesc *d, int16_t *ohwi, char *err,
+                                      size_t errlen);
+
+#endif
