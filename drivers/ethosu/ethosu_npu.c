@@ -74,8 +74,8 @@ static uint8_t *ethosu_npu_dma_ptr(struct ethosu_npu *npu, unsigned regv, uint64
  * runs to completion at once, so DMA_WAIT has nothing left to wait for. */
 static int ethosu_npu_dma(struct ethosu_npu *npu, unsigned param)
 {
-    uint16_t sreg, dreg;
-    uint64_t src, dst, len;
+    uint16_t sreg = 0, dreg = 0;
+    uint64_t src = 0, dst = 0, len = 0;
     int rc;
     if (param != 0)
         return ethosu_npu_fail(npu, -EINVAL, "DMA_START channel/mode 0x%x: only channel 0, mode 0 defined", param);
@@ -101,7 +101,7 @@ static int ethosu_npu_dma(struct ethosu_npu *npu, unsigned param)
  * block that breaks the micro-block raster is a command error.] */
 int ethosu_npu_check_blocks(struct ethosu_npu *npu)
 {
-    uint16_t bw, bh, bd;
+    uint16_t bw = 0, bh = 0, bd = 0;
     int rc;
     if ((rc = ethosu_npu_get0(npu, ETHOSU_OFM_BLK_WIDTH_M1, &bw)) || (rc = ethosu_npu_get0(npu, ETHOSU_OFM_BLK_HEIGHT_M1, &bh)) ||
         (rc = ethosu_npu_get0(npu, ETHOSU_OFM_BLK_DEPTH_M1, &bd)))
