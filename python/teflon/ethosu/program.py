@@ -117,12 +117,19 @@ def compile(graph: Graph, nodes: Sequence[int], inputs: Sequence[int], outputs: 
     if problems:
         raise lower.LoweringError("; ".join(problems))
     p = prog.Program(device=device)
-    p.add_buffer(prog.Buffer("coeffs", max(len(c.coeffs), ALIGN), c.coeffs))
+    # a kick that reads weights, scales or a LUT reads them from region 0; without any, region 0 gets no BO (the
+    # kernel refuses a BO for a region the stream does not use: docs/hardware/ethosu-kernel.md)
+    ins = ["coeffs"] if c.coeffs else []
+    if ins:
+        p.add_buffer(prog.Buffer("coeffs", len(c.coeffs), c.coeffs))
     p.add_buffer(prog.Buffer("arena", c.arena_size, None, tensor=True))
-    task = task_header.pack(c.words, 0, {REGION_COEFFS: 0, REGION_ARENA: 1})
-    p.add_buffer(prog.Buffer("cmds", len(task), task))
-    t = prog.Task("cmds", 0, len(task))
-    p.jobs.append(prog.Job([t], ["coeffs"], ["arena"]))
+    tasks: list[prog.Task] = []
+    if c.kicks:  # a partition of views alone moves no byte: no job, its outputs are its inputs' bytes in place
+        regions = {REGION_ARENA: len(ins)} | ({REGION_COEFFS: 0} if ins else {})
+        task = task_header.pack(c.words, 0, regions)
+        p.add_buffer(prog.Buffer("cmds", len(task), task))
+        tasks = [prog.Task("cmds", 0, len(task))]
+        p.jobs.append(prog.Job(tasks, ins, ["arena"]))
     for direction, tensors in (("in", inputs), ("out", outputs)):
         for ti in tensors:
             tensor = graph.tensors[ti]
@@ -132,5 +139,5 @@ def compile(graph: Graph, nodes: Sequence[int], inputs: Sequence[int], outputs: 
                                        offset=c.offsets[ti], row_pitch=w * ch, plane_pitch=h * w * ch))
     for node in dict.fromkeys(c.nodes_of_kick):
         kinds = [k.op for k, n in zip(c.kicks, c.nodes_of_kick) if n == node]
-        p.operations.append(prog.OpRecord([node], kinds[0], [t], {"kicks": len(kinds)}))
+        p.operations.append(prog.OpRecord([node], kinds[0], tasks, {"kicks": len(kinds)}))
     return p
