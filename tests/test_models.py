@@ -74,7 +74,7 @@ FUSED_ADDS = {("mobilenet_v2_1.0_224_quant", "rk3588"), ("mobilenet_v2_1.0_224_q
 # Models the device runs in one partition with only the final SOFTMAX on the CPU (MobileNetV1 0.75_192's 6x6 uint8
 # average pool: a depthwise convolution on the DPU, docs/hardware/rocket.md §6a).
 ONE_PARTITION = {("mobilenet_v1_0.75_192_quant", "rk3588"), ("mobilenet_v1_0.75_192_quant", "rk3576")}
-# ethosu: its model checks live in tests/ethosu until the family joins the shared suites
+# ethosu: its model checks live in tests/ethos_u until the family joins the shared suites
 DEVICES = [t.name for t in targets.drivable_generations() if t.family != "ethosu"]
 IMAGES = ("grace_hopper.bmp", "cat.bmp")
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")

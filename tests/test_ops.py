@@ -17,7 +17,7 @@ from opcheck import Recorder, check_delegated_conv
 from teflon import targets
 from teflon.modelgen import ConvCase
 
-# ethosu: its own sweeps (tests/ethosu) until the family's lowering joins the shared ones
+# ethosu: its own sweeps (tests/ethos_u) until the family's lowering joins the shared ones
 DEVICES = [t.name for t in targets.drivable_generations() if t.family != "ethosu"]
 
 

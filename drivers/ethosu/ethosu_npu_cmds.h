@@ -144,7 +144,7 @@
 #define ETHOSU_DMA_INTERNAL(v) ETHOSU_F(v, NPU_SET_DMA0_SRC_REGION, internal)
 #define ETHOSU_DMA_STRIDE_MODE(v) ETHOSU_F(v, NPU_SET_DMA0_SRC_REGION, stride_mode)
 
-/* The generated command table, exported for tests (tests/ethosu/test_npu_mutation.py flips every defined bit). */
+/* The generated command table, exported for tests (tests/ethos_u/test_npu_mutation.py flips every defined bit). */
 extern const struct ethosu_cmd_desc *const ethosu_npu_cmd_table;
 extern const unsigned ethosu_npu_cmd_count;
 

@@ -1,5 +1,5 @@
 /* The Ethos-U weight stream decoder (drivers/ethosu/ethosu_mlw.c) on hostile input, built with the sanitizers by
- * tests/ethosu/test_mlw.py: every file named on the command line is decoded into an output buffer of exactly
+ * tests/ethos_u/test_mlw.py: every file named on the command line is decoded into an output buffer of exactly
  * MAX_OUT values (so any write past it is a heap overflow ASan reports), then, when it decodes, un-ordered for a
  * small convolution geometry whatever the count. Prints "<rc> <count>" per file; exit 0 unless a call breaks
  * its contract (rc out of range, count past the buffer, no message on error).

@@ -6,7 +6,7 @@ next to its accumulators. The architecture numbers (48 banks of 1 KB, 2 reserved
 bank granules, 32x64x128 largest block, 8x8 sub-kernel) are the U65-256 row of Vela 5.2.0's
 `architecture_features.py`. The layout arithmetic and the cost-ranked search follow Regor's
 `ArchEthosU55::FindBlockConfig` / `TryBlockConfig` / `ChooseKernelMethod` (Vela's C++ core, read as the fact
-source; written anew here), float32 rounding included: the sweeps in tests/ethosu/test_vela_compat.py check the
+source; written anew here), float32 rounding included: the sweeps in tests/ethos_u/test_vela_compat.py check the
 choices against Vela's compiles (docs/hardware/ethosu-compiler.md, "Block configuration").
 """
 

@@ -1,7 +1,7 @@
 """Which TFLite operations the Ethos-U65 compiler claims, and each one's NPU description (teflon.ethosu.lower specs).
 
 `support(graph)` answers {operation index: (claimed, reason)}: an operation is claimed only for the parameter ranges
-lowered here and checked against Vela (tests/ethosu/test_vela_compat.py); everything else keeps a specific reason.
+lowered here and checked against Vela (tests/ethos_u/test_vela_compat.py); everything else keeps a specific reason.
 `spec(graph, op)` gives the lowering input of a claimed operation (feature maps at offset 0: the program places them).
 """
 

@@ -16,6 +16,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -34,6 +35,12 @@ def vela_exe() -> str:
     if found is None:
         pytest.skip("ethos-u-vela is not installed (pip install ethos-u-vela==5.2.0)")
     return found
+
+
+def mlw_codec() -> ModuleType:
+    """Vela's weight codec (`ethosu.mlw_codec`, an oracle for tests only), or a clean skip without Vela."""
+    return pytest.importorskip("ethosu.mlw_codec", reason="ethos-u-vela is not installed (pip install "
+                               "ethos-u-vela==5.2.0)")
 
 
 def cache_dir() -> Path:
@@ -65,8 +72,8 @@ class VelaRaw:
 
 
 def _as_bytes(a: np.ndarray) -> bytes:
-    """Regor's .npz stores blobs as one bytes scalar, the legacy core's as a uint8 array."""
-    return bytes(a.item()) if a.dtype.kind == "S" else a.astype(np.uint8).tobytes()
+    """Regor's .npz stores blobs as one fixed-size bytes scalar, the legacy core's as a uint8 array."""
+    return a.tobytes() if a.dtype.kind == "S" else a.astype(np.uint8).tobytes()  # .item() drops trailing zeros
 
 
 def _run(model: bytes, fmt: str, accel: str, extra: tuple[str, ...]) -> Path:

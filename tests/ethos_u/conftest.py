@@ -1,4 +1,4 @@
-"""Fixtures of the Ethos-U tests: the simulated NPU built as a ctypes test library (tests/ethosu/npu_harness.py)."""
+"""Fixtures of the Ethos-U tests: the simulated NPU built as a ctypes test library (tests/ethos_u/npu_harness.py)."""
 
 from __future__ import annotations
 

@@ -89,30 +89,11 @@ def load_library(path: Path) -> ctypes.CDLL:
 # Vela
 
 
-_CODEC: list = []
-
-
 def vela_module():
-    """Vela's mlw_codec extension, or a clean skip when Vela is not installed.
+    """Vela's mlw_codec extension, or a clean skip when Vela is not installed."""
+    from ethos_u.vela_oracle import mlw_codec
 
-    Loaded from the installed distribution's file: under pytest the test package tests/ethosu is imported as
-    `ethosu` and hides Vela's package of the same name."""
-    if _CODEC:
-        return _CODEC[0]
-    from importlib import metadata, util
-    try:
-        files = metadata.distribution("ethos-u-vela").files or []
-    except metadata.PackageNotFoundError:
-        pytest.skip("ethos-u-vela not installed")
-    paths = [f.locate() for f in files if f.name.startswith("mlw_codec") and f.name.endswith(".so")]
-    if not paths:
-        pytest.skip("ethos-u-vela has no mlw_codec extension")
-    spec = util.spec_from_file_location("mlw_codec", str(paths[0]))
-    assert spec is not None and spec.loader is not None
-    mod = util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    _CODEC.append(mod)
-    return mod
+    return mlw_codec()
 
 
 def _blob(a: np.ndarray) -> bytes:

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -39,27 +37,13 @@ PLACEMENT = frozenset({
 
 
 def _load_vela() -> tuple[ModuleType, ModuleType] | None:
-    """Vela's per-operation API and weight codec, imported from the installed wheel. With tests/ on sys.path the name
-    `ethosu` is this test package: the wheel's namespace package is put under that name just while its modules
-    load, which leaves them in sys.modules as ethosu.vela.* / ethosu.mlw_codec for their own later imports."""
-    try:
-        dist = importlib.metadata.distribution("ethos-u-vela")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    root = Path(str(dist.locate_file("ethosu")))
-    if not (root / "vela" / "api.py").is_file():
-        return None
-    ours = sys.modules.get("ethosu")
-    wheel = ModuleType("ethosu")
-    wheel.__path__ = [str(root)]
-    sys.modules["ethosu"] = wheel
+    """Vela's per-operation API and weight codec from the installed wheel (None without Vela)."""
     try:
         api = importlib.import_module("ethosu.vela.api")
         importlib.import_module("ethosu.vela.weight_compressor")
         codec = importlib.import_module("ethosu.mlw_codec")
-    finally:
-        if ours is not None:
-            sys.modules["ethosu"] = ours
+    except ImportError:
+        return None
     return api, codec
 
 

@@ -1,9 +1,9 @@
 """teflon's Ethos-U65 compiler with --vela-compat against Vela 5.2.0's default compile (Regor, ethos-u65-256),
 run live on single-operation models: at every compute kick the register state is Vela's (placement aside), the
-decoded weights and the scale records are equal (tests/ethosu/kick_oracle.py says exactly what is compared).
+decoded weights and the scale records are equal (tests/ethos_u/kick_oracle.py says exactly what is compared).
 
 SWEEP is the hand-picked sweep the decisions were inferred from; the held-out sweeps draw new cases from the same
-parameter ranges. Vela's outputs are cached on disk (tests/ethosu/vela_oracle.py)."""
+parameter ranges. Vela's outputs are cached on disk (tests/ethos_u/vela_oracle.py)."""
 
 from __future__ import annotations
 

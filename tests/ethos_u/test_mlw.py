@@ -13,13 +13,10 @@ Skips when Vela (`ethosu`) is not importable; the C parts skip without a C compi
 from __future__ import annotations
 
 import ctypes
-import importlib.metadata
-import importlib.util
 import itertools
 import shutil
 import subprocess
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
@@ -28,26 +25,9 @@ from teflon import modelgen as mg
 from teflon.ethosu import bricks, mlw, scales
 
 from .vela_oracle import compile_raw
+from .vela_oracle import mlw_codec as vela_mlw_codec
 
-
-def _load_mlw_codec() -> ModuleType:
-    """Vela's weight codec (`ethosu.mlw_codec`), loaded from the installed wheel's file: with tests/ on sys.path
-    the name `ethosu` is this test package, not Vela's."""
-    try:
-        files = importlib.metadata.distribution("ethos-u-vela").files or []
-    except importlib.metadata.PackageNotFoundError:
-        pytest.skip("ethos-u-vela is not installed (pip install ethos-u-vela==5.2.0)", allow_module_level=True)
-    found = [f for f in files if f.name.startswith("mlw_codec.") and f.suffix in (".so", ".pyd")]
-    if not found:
-        pytest.skip("ethos-u-vela has no mlw_codec extension", allow_module_level=True)
-    spec = importlib.util.spec_from_file_location("mlw_codec", found[0].locate())
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-mlw_codec = _load_mlw_codec()
+mlw_codec = vela_mlw_codec()
 
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "drivers" / "ethosu"
