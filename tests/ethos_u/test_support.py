@@ -13,8 +13,12 @@ from . import sweeps, tflite_graph
 
 @pytest.mark.parametrize("case", sweeps.SWEEP[::4], ids=lambda c: c.name)
 def test_sweep_ops_are_claimed(case: sweeps.Case) -> None:
+    """Every sweep operation is claimed, but an element-wise op with a one-value constant (an IFM2 scalar, which
+    Linux's validator refuses on the U65: support.SCALAR_REASON)."""
     graph = tflite_graph.load(case.build())
-    assert all(ok for ok, _ in support.support(graph).values())
+    for index, (ok, why) in support.support(graph).items():
+        scalar = why == support.SCALAR_REASON.format(kind=graph.operations[index].kind)
+        assert ok or ("bcast-1" in case.name and scalar), (case.name, why)
 
 
 @pytest.mark.parametrize(("case", "reason"), [
