@@ -7,22 +7,13 @@ import struct
 
 import pytest
 
-from teflon import modelgen as mg
 from teflon.ethosu import cmdstream
 from teflon.ethosu.regs import KICKS, U65
 from teflon.hw.cmdset import CommandError
 
+from .vela_models import CASES
 from .vela_oracle import compile_raw
 
-CASES = [
-    mg.ConvCase("conv2d", 8, 8, 16, 16, kernel=3, stride=1, padding="same", dtype="int8", per_channel=True),
-    mg.ConvCase("conv2d", 16, 16, 8, 32, kernel=3, stride=2, padding="same", activation="relu6", dtype="int8",
-                per_channel=True),
-    mg.ConvCase("dwconv", 8, 8, 16, kernel=3, stride=1, padding="same", dtype="int8", per_channel=True),
-    mg.AddCase(8, 8, 16, producers="inputs", dtype="int8"),
-    mg.FcCase(64, 16, dtype="int8"),
-    mg.PoolCase(8, 8, 16, filter=2, stride=2, op="max", dtype="int8"),
-]
 
 
 def _sample(f) -> int:  # a value of every field: the largest it takes
