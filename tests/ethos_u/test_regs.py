@@ -15,7 +15,6 @@ from .vela_models import CASES
 from .vela_oracle import compile_raw
 
 
-
 def _sample(f) -> int:  # a value of every field: the largest it takes
     if f.allowed:
         return max(f.allowed)
