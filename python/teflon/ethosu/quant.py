@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from teflon.ethosu import scales
+from teflon.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
 
 QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 ROUND_TFL, ROUND_TRUNCATE, ROUND_NATURAL = 0, 1, 2  # NPU_SET_*_PRECISION round_mode (teflon.ethosu.regs)
@@ -126,42 +127,14 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def _tfl_multiplier(real: float) -> tuple[int, int]:
-    """TFLite's QuantizeMultiplier: (Q31 multiplier, left shift), real = m * 2**(shift - 31)."""
-    if real == 0:
-        return 0, 0
-    frac, exp = math.frexp(real)
-    m = round(frac * (1 << 31))
-    if m == 1 << 31:
-        m //= 2
-        exp += 1
-    return m, exp
-
-
-def _tfl_multiply(x: np.ndarray, m: int, shift: int) -> np.ndarray:
-    """TFLite's MultiplyByQuantizedMultiplier on int64 arrays: a rounding doubling high multiply, then a rounding
-    right shift (half away from zero)."""
-    v = x.astype(np.int64) * (1 << max(shift, 0))
-    prod = v * m
-    nudge = np.where(prod >= 0, 1 << 30, 1 - (1 << 30))
-    high = (prod + nudge) // (1 << 31)
-    high = np.where((prod + nudge) < 0, -((-(prod + nudge)) // (1 << 31)), high)  # C's truncating division
-    right = max(-shift, 0)
-    if right == 0:
-        return high
-    mask = (1 << right) - 1
-    rem = high & mask
-    threshold = (mask >> 1) + (high < 0)
-    return (high >> right) + (rem > threshold)
-
-
 def leaky_relu_lut(dtype: str, s_in: float, zp_in: int, s_out: float, zp_out: int, alpha: float) -> bytes:
     """LEAKY_RELU's table as TFLite's integer kernel computes it: (x - zp_in) times the identity multiplier
     s_in / s_out when not negative, times alpha * s_in / s_out when negative, plus zp_out, clamped."""
     lo, hi = QRANGE[dtype]
     x = np.arange(lo, hi + 1, dtype=np.int64) - zp_in
     si, so = float(np.float32(s_in)), float(np.float32(s_out))
-    m1, e1 = _tfl_multiplier(si / so)
-    m2, e2 = _tfl_multiplier(float(np.float32(alpha)) * si / so)
-    y = np.where(x >= 0, _tfl_multiply(x, m1, e1), _tfl_multiply(x, m2, e2)) + zp_out
+    m1, e1 = quantize_multiplier(si / so)
+    m2, e2 = quantize_multiplier(float(np.float32(alpha)) * si / so)
+    y = np.where(x >= 0, multiply_by_quantized_multiplier(x, m1, e1),
+                 multiply_by_quantized_multiplier(x, m2, e2)) + zp_out
     return np.clip(y, lo, hi).astype(np.int8 if dtype == "int8" else np.uint8).tobytes()
