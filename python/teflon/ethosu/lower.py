@@ -89,6 +89,21 @@ def ifm_regs(fm: FeatureMap, prefix: str = "IFM", used: tuple[int, int, int] | N
     return r
 
 
+def windowed_ifm_regs(ifm: FeatureMap, used: tuple[int, int, int], pads: tuple[int, int, int, int]) -> Regs:
+    """The first registers of a kick that slides a window over its IFM (convolution, pooling): one core, the
+    part of the IFM it reads, its precision, no upscale, the (top, left, bottom, right) padding."""
+    pt, pl, pb, pr = pads
+    r: Regs = {"NPU_SET_PARALLEL_MODE": {"cores_m1": 0}}
+    r.update(ifm_regs(ifm, used=used))
+    r["NPU_SET_IFM_PRECISION"] = precision(ifm.dtype)
+    r["NPU_SET_IFM_UPSCALE"] = {"mode": 0}
+    r["NPU_SET_IFM_PAD_TOP"] = {"value": pt}
+    r["NPU_SET_IFM_PAD_LEFT"] = {"value": pl}
+    r["NPU_SET_IFM_PAD_BOTTOM"] = {"value": pb}
+    r["NPU_SET_IFM_PAD_RIGHT"] = {"value": pr}
+    return r
+
+
 def ofm_regs(fm: FeatureMap, depth_offset: int = 0, depth: int | None = None) -> Regs:
     h, w, c = fm.shape
     sy, sx, sc = fm.strides
@@ -194,16 +209,9 @@ def lower_conv(spec: ConvSpec, vela_compat: bool = False) -> list[Kick]:
         splits = [(0, FIRST_SPLIT_DEPTH), (FIRST_SPLIT_DEPTH, oc)]
     kicks = []
     for n, (o0, o1) in enumerate(splits):
-        r: Regs = {"NPU_SET_PARALLEL_MODE": {"cores_m1": 0}}
         # a depthwise kick reads the IFM channels of its OFM channels
         ic0, ic = (o0, o1 - o0) if spec.depthwise else (0, ifm.shape[2])
-        r.update(ifm_regs(replace(ifm, offset=ifm.offset + ic0 * ifm.strides[2]), used=(ih, iw, ic)))
-        r["NPU_SET_IFM_PRECISION"] = precision(ifm.dtype)
-        r["NPU_SET_IFM_UPSCALE"] = {"mode": 0}
-        r["NPU_SET_IFM_PAD_TOP"] = {"value": pt}
-        r["NPU_SET_IFM_PAD_LEFT"] = {"value": pl}
-        r["NPU_SET_IFM_PAD_BOTTOM"] = {"value": pb}
-        r["NPU_SET_IFM_PAD_RIGHT"] = {"value": pr}
+        r = windowed_ifm_regs(replace(ifm, offset=ifm.offset + ic0 * ifm.strides[2]), (ih, iw, ic), (pt, pl, pb, pr))
         r.update(ofm_regs(ofm, o0 * ofm.strides[2], o1 - o0))
         r["NPU_SET_OFM_PRECISION"] = precision(ofm.dtype)
         r.update(kernel_regs(kh, kw, sy, sx, part))
@@ -252,16 +260,9 @@ def lower_pool(spec: PoolSpec) -> list[Kick]:
     scale, shift = (1, 0) if spec.copy else quant.pool_scale(spec.kind, kh * kw, padded)
     if spec.kind == "avg" and not spec.copy:  # in and out share their quantization: no zero point needed
         ifm, ofm = replace(ifm, zero_point=0), replace(ofm, zero_point=0)
-    r: Regs = {"NPU_SET_PARALLEL_MODE": {"cores_m1": 0}}
     used = (used_extent(ifm.shape[0], ofm.shape[0], kh, sy, pt), used_extent(ifm.shape[1], ofm.shape[1], kw, sx, pl),
             ifm.shape[2])
-    r.update(ifm_regs(ifm, used=used))
-    r["NPU_SET_IFM_PRECISION"] = precision(ifm.dtype)
-    r["NPU_SET_IFM_UPSCALE"] = {"mode": 0}
-    r["NPU_SET_IFM_PAD_TOP"] = {"value": pt}
-    r["NPU_SET_IFM_PAD_LEFT"] = {"value": pl}
-    r["NPU_SET_IFM_PAD_BOTTOM"] = {"value": pb}
-    r["NPU_SET_IFM_PAD_RIGHT"] = {"value": pr}
+    r = windowed_ifm_regs(ifm, used, (pt, pl, pb, pr))
     r.update(ofm_regs(ofm))
     r["NPU_SET_OFM_PRECISION"] = precision(ofm.dtype, scale_mode=1, round_mode=quant.ROUND_NATURAL)
     r.update(kernel_regs(kh, kw, sy, sx, False))
