@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ... import hw_facts
 from ...hw.regmap import RegMap
 from ...ir import Graph
-from ... import hw_facts
 from ..claims import claim_fused_add, claim_mul, claim_pool
 from ..convlike import conv_label, is_conv_like, lower_conv_like
 from ..fused_add import ELEMENTWISE_FUSED, EXACT_PRODUCT
@@ -59,8 +59,9 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
                 out[op.index] = claim_mul(graph, op, by_output,
                                           lambda fused, other: _check_fused(regmap, graph, fused, other))
             else:
-                out[op.index] = (False, "MUL of two tensors: the DPU multiply's arithmetic is not known "
-                                 f"(docs/hardware/board-facts.md fact 1; {hw_facts.status('rk3588', 'ew_mul')})")
+                why = ("MUL of two tensors: the DPU multiply's arithmetic is not known (docs/hardware/board-facts.md "
+                       f"fact 1; {hw_facts.status('rk3588', 'ew_mul')})")
+                out[op.index] = (False, why)
             continue
         if op.kind in POOL_KINDS:
             out[op.index] = claim_pool(graph, op, lambda p: pool_streams(regmap, p),
