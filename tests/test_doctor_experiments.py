@@ -208,3 +208,26 @@ def test_doctor_writes_the_versioned_report(tmp_path: Path) -> None:
         assert f"fact {f.number} {f.id}" in r.stdout, r.stdout
     assert "hw facts" in r.stdout and "TEFLON_HW_FACTS ignored" in r.stdout
     assert not hw_facts.parse(d, str(out)).proved  # a run without an NPU proves nothing
+
+
+def test_doctor_experiments_through_the_shim_use_the_device_node(tmp_path: Path) -> None:
+    """Under the rocket ioctl shim (docs/shim.md) doctor runs the experiments with sim=0 through the real kernel
+    client, only those of the shim's SoC, and the rules reach the shim's simulated kernel."""
+    from shim import find_shim
+
+    shim = find_shim("rocket", "libteflon_rocket_shim.so", "TEFLON_ROCKET_SHIM", "/dev/accel/accel0",
+                     tmp_path / "probe.log", "rk3588")
+    out = tmp_path / "report.json"
+    env = shim.env(tmp_path / "shim.log", "rk3588",
+                   TEFLON_SIM_RULES="ew_mul=sat32,ew_tie=half_up,partial_groups=timeout")
+    r = _teflon(["doctor", "--experiments", "--json", str(out)], env)
+    d = json.loads(out.read_text())
+    verdicts = {f["id"]: f["verdict"] for f in d["facts"]}
+    print(r.stdout)
+    assert d["soc"] == "rk3588" and d["simulated"] is True, r.stdout + r.stderr
+    assert verdicts == {"ew_mul": "sat32", "ew_tie": "half_up", "direct_pitch": "not applicable on this SoC",
+                        "ppu_pad": "not applicable on this SoC", "partial_groups": "timeout",
+                        "v7_fc_order": "not applicable on this SoC"}, r.stdout + r.stderr
+    assert "SUBMIT" in (tmp_path / "shim.log").read_text()
+    # the report of a device node is one the compiler takes (for rk3588 only)
+    assert hw_facts.parse(d, str(out)).proved == {"ew_mul": "sat32", "ew_tie": "half_up", "partial_groups": "timeout"}

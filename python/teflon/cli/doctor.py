@@ -253,7 +253,11 @@ def run_check(model_arg: str | None, device: str | None, sim: bool) -> Check:
 
             x = [load_image(image, 128, 128).reshape(1, 128, 128, 3)]
     cpu, cpu_ms = _invoke(model, x, None)
-    npu, npu_ms = _invoke(model, x, teflon.load_delegate(device=device))
+    try:
+        npu, npu_ms = _invoke(model, x, teflon.load_delegate(device=device))
+    except (RuntimeError, ValueError) as e:  # an NPU fault or timeout is this check's answer, not doctor's end
+        last = [line for line in str(e).splitlines() if line.strip()]
+        return Check("model run", "fail", f"{Path(label).name}: the NPU run failed: {last[0] if last else e}", sim)
     diff = max(int(np.max(np.abs(a.astype(np.int64) - b.astype(np.int64)))) for a, b in zip(cpu, npu))
     same_top = int(np.argmax(cpu[0])) == int(np.argmax(npu[0]))
     what = "simulated NPU" if sim else "NPU"
