@@ -55,23 +55,11 @@ def load(path: str) -> Report:
         return Report(path, problem=f"{path}: cannot read the report ({e})")
 
 
-_loaded: dict[tuple[str, int, int], Report] = {}  # (path, mtime, size) -> parsed report: one read per file version
-
-
 def current() -> Report | None:
-    """The report TEFLON_HW_FACTS names, or None when it is unset or empty."""
+    """The report TEFLON_HW_FACTS names (read afresh: a small file, asked once per node that depends on a
+    fact), or None when it is unset or empty."""
     path = os.environ.get(ENV, "")
-    if not path:
-        return None
-    try:
-        st = os.stat(path)
-    except OSError as e:
-        return Report(path, problem=f"{path}: cannot read the report ({e.strerror})")
-    key = (path, st.st_mtime_ns, st.st_size)
-    if key not in _loaded:
-        _loaded.clear()
-        _loaded[key] = load(path)
-    return _loaded[key]
+    return load(path) if path else None
 
 
 def proved(soc: str, fact: str) -> str | None:
