@@ -361,7 +361,7 @@ def _direct_pitch(dev: Device) -> tuple[list[Run], dict[str, list[Expect]]]:
         prog = compiler.compile(spec.graph(), [0], [0], [3], dev.soc)
         patch(prog, dev.soc, {"DPU_DST_SURF_STRIDE": atoms})
         prog.io = [replace(b, plane_pitch=atoms * 16) if b.direction == "out" else b for b in prog.io]
-        r = run_program(dev, f"DST_SURF_STRIDE {atoms} (OW·OH {7 * 7})", prog, {0: x}, 3)
+        r = run_program(dev, f"DST_SURF_STRIDE {atoms} ({variant}; OW·OH {7 * 7})", prog, {0: x}, 3)
         r.cpu = ref
         runs.append(r)
     near, other = Expect("near", ref), Expect("other", ref)
