@@ -103,7 +103,7 @@ def test_report_proves_mul_and_foreign_or_malformed_ones_change_nothing(tmp_path
     simulated_only = tmp_path / "nonpu.json"
     simulated_only.write_text(json.dumps({**data, "soc": None}))
     for path, message in ((foreign, "report is for rk3576, not rk3588: ignored"),
-                          (bad, "cannot read the report"), (tmp_path / "missing.json", "cannot read the report"),
+                          (bad, "malformed report, not JSON"), (tmp_path / "missing.json", "cannot read the report"),
                           (none, "does not prove it on rk3588"), (simulated_only, "proves nothing about a board")):
         monkeypatch.setenv(hw_facts.ENV, str(path))
         ok, why = rm.supported(_mul_graph())[0]

@@ -50,9 +50,13 @@ def parse(data: Any, path: str = "<report>") -> Report:
 
 def load(path: str) -> Report:
     try:
-        return parse(json.loads(Path(path).read_text()), path)
+        text = Path(path).read_text()
     except (OSError, ValueError) as e:
         return Report(path, problem=f"{path}: cannot read the report ({e})")
+    try:
+        return parse(json.loads(text), path)
+    except ValueError as e:
+        return Report(path, problem=f"{path}: malformed report, not JSON ({e})")
 
 
 def current() -> Report | None:
