@@ -23,15 +23,10 @@ def _check(case: sweeps.Case) -> None:
     assert res.ok, f"{case.name}:\n  " + "\n  ".join(res.diffs)
 
 
-# Held-out cases where a known, documented divergence shows (docs/hardware/ethosu-compiler.md): Vela's
-# weight-buffering split, a cycle-cost decision of its scheduler. Expected to differ, strictly: a fix shows as
-# XPASS.
-SPLIT = "Vela's weight-buffering split (scheduler cost model) is not reproduced"
-KNOWN = {
-    "dwconv-in9x8x48-k3-s2-same-i8pc-seed156": SPLIT,
-    "dwconv-in16x16x64-k5-s1-valid-i8-seed174": SPLIT,
-    "dwconv-in4x11x48-k5-s2-same-i8pc-relu6-seed196": SPLIT,
-}
+# Held-out cases where a known, documented divergence shows (docs/hardware/ethosu-compiler.md), by name, with the
+# reason. Expected to differ, strictly: a fix shows as XPASS. None today (the weight-buffering splits of the
+# held-out sweeps are reproduced).
+KNOWN: dict[str, str] = {}
 
 
 def _known(cases: list[sweeps.Case]) -> list[object]:
