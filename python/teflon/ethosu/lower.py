@@ -22,6 +22,7 @@ Regs = dict[str, dict[str, int]]
 QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 REGION_COEFFS = 0  # weights and scale records (the program's coefficient buffer)
 REGION_ARENA = 1  # every feature map, inputs and outputs included
+REGION_FAST = 2  # the NPU's SRAM (the job's sram_size): --vela-compat stages split operations' weights there
 
 # Vela splits a weighted operation whose weights it streams into fast memory at this many OFM channels for the
 # first kick (Regor's OFM_SPLIT_DEPTH in Scheduler::ProposeSlicedWeightBuffering; docs "Operation splits").
@@ -207,7 +208,8 @@ def lower_conv(spec: ConvSpec, vela_compat: bool = False) -> list[Kick]:
     ih = used_extent(ifm.shape[0], ofm.shape[0], kh, sy, pt)
     iw = used_extent(ifm.shape[1], ofm.shape[1], kw, sx, pl)
     splits = [(0, oc)]
-    if vela_compat and conv_is_buffered(geo, cfg, oc) and oc > FIRST_SPLIT_DEPTH:
+    staged = vela_compat and conv_is_buffered(geo, cfg, oc) and oc > FIRST_SPLIT_DEPTH
+    if staged:
         splits = [(0, FIRST_SPLIT_DEPTH), (FIRST_SPLIT_DEPTH, oc)]
     kicks = []
     for n, (o0, o1) in enumerate(splits):
@@ -222,7 +224,7 @@ def lower_conv(spec: ConvSpec, vela_compat: bool = False) -> list[Kick]:
         r["NPU_SET_BLOCKDEP"] = {"value": 0 if n == 0 else 3}
         kicks.append(Kick("NPU_OP_DEPTHWISE" if spec.depthwise else "NPU_OP_CONV", {}, r,
                           weights=spec.weights[o0:o1], scales=b"".join(records[o0:o1]), block=cfg,
-                          depthwise=spec.depthwise))
+                          depthwise=spec.depthwise, info={"staged": n % 2} if staged else {}))
     return kicks
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from teflon import program as prog
+from teflon import targets
 from teflon.ethosu import lower, stream, support
 from teflon.ethosu import task as task_header
 from teflon.ethosu.lower import REGION_ARENA, REGION_COEFFS, FeatureMap, Kick
@@ -37,6 +38,7 @@ class Compiled:
     arena_size: int
     offsets: dict[int, int]  # tensor index -> arena offset
     nodes_of_kick: list[int]
+    sram_size: int = 0  # SRAM bytes the weight buffers take (region 2; --vela-compat's split operations only)
 
 
 def _place(fm: FeatureMap, offset: int) -> FeatureMap:
@@ -105,8 +107,41 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
             coeffs += data
             coeffs += bytes(_align(len(coeffs)) - len(coeffs))
         placed.append(stream.Placed(wt, sc))
+    placed, sram_size = _stage(kicks, placed)
     words = stream.emit(kicks, placed)
-    return Compiled(kicks, placed, words, bytes(coeffs), max(arena, ALIGN), offsets, owners)
+    return Compiled(kicks, placed, words, bytes(coeffs), max(arena, ALIGN), offsets, owners, sram_size)
+
+
+def _stage(kicks: list[Kick], placed: list[stream.Placed]) -> tuple[list[stream.Placed], int]:
+    """Weight buffering as Vela does it (--vela-compat's split operations, `Kick.info["staged"]` = the buffer the
+    slice uses): each slice's scale records and weights are copied from region 0 into one of two SRAM buffers by
+    DMA, started right before the slice's registers, waited for right before its kick (while a slice computes,
+    the next one's DMA is queued behind it; docs/hardware/ethosu-compiler.md). Returns the placements and the
+    SRAM bytes used (0: none)."""
+    sizes = [0, 0]
+    for k, pl in zip(kicks, placed):
+        if "staged" in k.info:
+            part = int(k.info["staged"])  # type: ignore[call-overload]
+            sizes[part] = max(sizes[part], _align(pl.staging()[1]))
+    if not any(sizes):
+        return placed, 0
+    base = (0, sizes[0])
+    out = []
+    for k, pl in zip(kicks, placed):
+        if "staged" not in k.info:
+            out.append(pl)
+            continue
+        dst = base[int(k.info["staged"])]  # type: ignore[call-overload]
+        src, length = pl.staging()
+        k.pre = [("NPU_SET_DMA0_SRC_REGION", {"region": REGION_COEFFS, "internal": 0, "stride_mode": 0}),
+                 ("NPU_SET_DMA0_SRC", {"addr": src}),
+                 ("NPU_SET_DMA0_DST_REGION", {"region": lower.REGION_FAST, "internal": 0, "stride_mode": 0}),
+                 ("NPU_SET_DMA0_DST", {"addr": dst}),
+                 ("NPU_SET_DMA0_LEN", {"length": length}),
+                 ("NPU_OP_DMA_START", {"channel_mode": 0})]
+        k.wait = [("NPU_OP_DMA_WAIT", {"outstanding": 0, "channel": 0})]
+        out.append(replace(pl, staged=dst))
+    return out, sizes[0] + sizes[1]
 
 
 def compile(graph: Graph, nodes: Sequence[int], inputs: Sequence[int], outputs: Sequence[int], *,
@@ -116,6 +151,9 @@ def compile(graph: Graph, nodes: Sequence[int], inputs: Sequence[int], outputs: 
     problems = stream.check(c.words)
     if problems:
         raise lower.LoweringError("; ".join(problems))
+    sram = targets.get(device).params.get("sram_size", 0)
+    if c.sram_size > sram:
+        raise lower.LoweringError(f"the weight buffers need {c.sram_size} bytes of SRAM, {device} has {sram}")
     p = prog.Program(device=device)
     # a kick that reads weights, scales or a LUT reads them from region 0; without any, region 0 gets no BO (the
     # kernel refuses a BO for a region the stream does not use: docs/hardware/ethosu-kernel.md)
@@ -126,7 +164,7 @@ def compile(graph: Graph, nodes: Sequence[int], inputs: Sequence[int], outputs: 
     tasks: list[prog.Task] = []
     if c.kicks:  # a partition of views alone moves no byte: no job, its outputs are its inputs' bytes in place
         regions = {REGION_ARENA: len(ins)} | ({REGION_COEFFS: 0} if ins else {})
-        task = task_header.pack(c.words, 0, regions)
+        task = task_header.pack(c.words, c.sram_size, regions)
         p.add_buffer(prog.Buffer("cmds", len(task), task))
         tasks = [prog.Task("cmds", 0, len(task))]
         p.jobs.append(prog.Job(tasks, ins, ["arena"]))
