@@ -32,8 +32,8 @@ rk3588 runs the same arithmetic through its DPU BS stage (ALU bias, MUL C, shift
 imx93 (the simulated Ethos-U65, teflon's own compile) delegates every convolution of the four models and computes
 TFLite's reference-kernel arithmetic (the rounding Vela selects, docs/hardware/ethosu-sim.md): the uint8 models
 equal the CPU byte for byte. The per-channel int8 model equals TFLite's reference kernels (BUILTIN_REF) byte for
-byte too; against the optimized builtin kernels the suite compares with, whose int8 convolutions round 0.1-0.2 %
-of their elements one LSB away from the reference ones (measured on single convolutions), it is 6 LSB
+byte too; against the optimized builtin kernels the suite compares with, whose int8 convolutions round 0.02-0.23 %
+of their elements one LSB away from the reference ones (three single convolutions measured), it is 6 LSB
 (grace_hopper, mean 0.012) and 5 LSB (cat), bound 7.
 """
 
