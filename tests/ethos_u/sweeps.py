@@ -136,6 +136,15 @@ def reshape_model(dtype: str, shape: tuple[int, int, int], new: tuple[int, ...])
     return n.build([x], [n.reshape(x, new)])
 
 
+def conv_chain_model(dtype: str, shape: tuple[int, int, int], oc: int, n: int) -> bytes:
+    """n 5x5 convolutions in a row (each split and weight-streamed by --vela-compat)."""
+    net = netgen.Net("chain", dtype)  # type: ignore[arg-type]
+    x = y = net.input(*shape)
+    for _ in range(n):
+        y = net.conv(y, oc, k=5)
+    return net.build([x], [y])
+
+
 class ModelCase:
     """A model built by a function (netgen graphs), named by its parameters like modelgen's cases."""
 

@@ -95,7 +95,8 @@ STAGED = [c for c in sweeps.SWEEP if c.name in ("conv2d-in12x12x32-oc48-k5-s1-sa
                                                  "conv2d-in32x32x3-oc24-k5-s2-same-i8-relu",
                                                  "dwconv-in16x16x64-k3-s1-same-i8pc-seed4")] + \
     [c for c in sweeps.held_out(11, 120) if c.name in ("dwconv-in9x8x48-k3-s2-same-i8pc-seed156",
-                                                         "dwconv-in16x16x64-k5-s1-valid-i8-seed174")]
+                                                         "dwconv-in16x16x64-k5-s1-valid-i8-seed174")] + \
+    [sweeps.ModelCase("three-conv-k5-12x12x32-oc48-i8", lambda: sweeps.conv_chain_model("int8", (12, 12, 32), 48, 3))]
 
 
 @pytest.mark.usefixtures("delegate_library")
@@ -112,6 +113,9 @@ def test_weight_buffering_runs_on_the_simulator(case: sweeps.Case) -> None:
     sram, _, words = task_header.unpack(bytes(p.buffer("cmds").data or b""))
     names = [d.command.name for d in stream.U65.decode(words)]
     assert sram > 0 and names.count("NPU_OP_DMA_START") == names.count("NPU_OP_DMA_WAIT") >= 2
+    # each buffer refilled after its first slice waits for the kick that read it last (two buffers, two slices an
+    # operation: every DMA but the first two)
+    assert names.count("NPU_OP_KERNEL_WAIT") == names.count("NPU_OP_DMA_START") - 2
     (x,) = mg.random_inputs(model, seed=3)
     it = tfl.Interpreter(model_content=model, experimental_op_resolver_type=tfl.OpResolverType.BUILTIN_REF)
     it.allocate_tensors()

@@ -127,20 +127,25 @@ def _stage(kicks: list[Kick], placed: list[stream.Placed]) -> tuple[list[stream.
         return placed, 0
     base = (0, sizes[0])
     out = []
-    for k, pl in zip(kicks, placed):
+    reader: dict[int, int] = {}  # buffer -> the last kick that read it
+    for i, (k, pl) in enumerate(zip(kicks, placed)):
         if "staged" not in k.info:
             out.append(pl)
             continue
-        dst = base[int(k.info["staged"])]  # type: ignore[call-overload]
+        part = int(k.info["staged"])  # type: ignore[call-overload]
         src, length = pl.staging()
         k.pre = [("NPU_SET_DMA0_SRC_REGION", {"region": REGION_COEFFS, "internal": 0, "stride_mode": 0}),
                  ("NPU_SET_DMA0_SRC", {"addr": src}),
                  ("NPU_SET_DMA0_DST_REGION", {"region": lower.REGION_FAST, "internal": 0, "stride_mode": 0}),
-                 ("NPU_SET_DMA0_DST", {"addr": dst}),
-                 ("NPU_SET_DMA0_LEN", {"length": length}),
-                 ("NPU_OP_DMA_START", {"channel_mode": 0})]
+                 ("NPU_SET_DMA0_DST", {"addr": base[part]}),
+                 ("NPU_SET_DMA0_LEN", {"length": length})]
+        if part in reader:  # a kick that may still run reads this buffer: wait until it has finished (Vela's
+            # NPU_OP_KERNEL_WAIT; `outstanding` = the kicks allowed to remain in flight)
+            k.pre.append(("NPU_OP_KERNEL_WAIT", {"outstanding": 0 if reader[part] == i - 1 else 1, "channel": 0}))
+        k.pre.append(("NPU_OP_DMA_START", {"channel_mode": 0}))
+        reader[part] = i
         k.wait = [("NPU_OP_DMA_WAIT", {"outstanding": 0, "channel": 0})]
-        out.append(replace(pl, staged=dst))
+        out.append(replace(pl, staged=base[part]))
     return out, sizes[0] + sizes[1]
 
 
