@@ -46,7 +46,11 @@ def _place(fm: FeatureMap, offset: int) -> FeatureMap:
 
 
 def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False,
-                weight_encoder: stream.WeightEncoder | None = None) -> Compiled:
+                weight_encoder: stream.WeightEncoder | None = None, sram_limit: int | None = None) -> Compiled:
+    """The partition's kicks, words and coefficients; `sram_limit`: the SRAM bytes --vela-compat's weight buffers
+    may take (default: the imx93 row's SRAM)."""
+    if sram_limit is None:
+        sram_limit = targets.get(DEVICE).params.get("sram_size", 0)
     encode = weight_encoder or stream.default_weight_encoder
     ops = [op for op in graph.operations if op.index in set(nodes)]
     offsets: dict[int, int] = {}
@@ -107,22 +111,34 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
             coeffs += data
             coeffs += bytes(_align(len(coeffs)) - len(coeffs))
         placed.append(stream.Placed(wt, sc))
-    placed, sram_size = _stage(kicks, placed)
+    placed, sram_size = _stage(kicks, placed, owners, sram_limit)
     words = stream.emit(kicks, placed)
     return Compiled(kicks, placed, words, bytes(coeffs), max(arena, ALIGN), offsets, owners, sram_size)
 
 
-def _stage(kicks: list[Kick], placed: list[stream.Placed]) -> tuple[list[stream.Placed], int]:
+def _stage(kicks: list[Kick], placed: list[stream.Placed], owners: list[int],
+           sram_limit: int) -> tuple[list[stream.Placed], int]:
     """Weight buffering as Vela does it (--vela-compat's split operations, `Kick.info["staged"]` = the buffer the
     slice uses): each slice's scale records and weights are copied from region 0 into one of two SRAM buffers by
     DMA, started right before the slice's registers, waited for right before its kick (while a slice computes,
-    the next one's DMA is queued behind it; docs/hardware/ethosu-compiler.md). Returns the placements and the
-    SRAM bytes used (0: none)."""
-    sizes = [0, 0]
-    for k, pl in zip(kicks, placed):
+    the next one's DMA is queued behind it; docs/hardware/ethosu-compiler.md). An operation whose slices would
+    take the buffers past `sram_limit` bytes is not staged (its slices read region 0). Returns the placements and
+    the SRAM bytes used (0: none)."""
+    need: dict[int, list[int]] = {}  # node -> the bytes its slices need in each buffer
+    for k, pl, node in zip(kicks, placed, owners):
         if "staged" in k.info:
             part = int(k.info["staged"])  # type: ignore[call-overload]
-            sizes[part] = max(sizes[part], _align(pl.staging()[1]))
+            n = need.setdefault(node, [0, 0])
+            n[part] = max(n[part], _align(pl.staging()[1]))
+    sizes = [0, 0]
+    for node, n in need.items():  # operations whose buffers do not fit the SRAM read their weights in place
+        grown = [max(a, b) for a, b in zip(sizes, n)]
+        if sum(grown) <= sram_limit:
+            sizes = grown
+        else:
+            for k, owner in zip(kicks, owners):
+                if owner == node:
+                    k.info.pop("staged", None)
     if not any(sizes):
         return placed, 0
     base = (0, sizes[0])
@@ -152,13 +168,11 @@ def _stage(kicks: list[Kick], placed: list[stream.Placed]) -> tuple[list[stream.
 def compile(graph: Graph, nodes: Sequence[int], inputs: Sequence[int], outputs: Sequence[int], *,
             device: str = DEVICE, vela_compat: bool = False,
             weight_encoder: stream.WeightEncoder | None = None) -> prog.Program:
-    c = lower_graph(graph, nodes, vela_compat=vela_compat, weight_encoder=weight_encoder)
+    sram = targets.get(device).params.get("sram_size", 0)
+    c = lower_graph(graph, nodes, vela_compat=vela_compat, weight_encoder=weight_encoder, sram_limit=sram)
     problems = stream.check(c.words)
     if problems:
         raise lower.LoweringError("; ".join(problems))
-    sram = targets.get(device).params.get("sram_size", 0)
-    if c.sram_size > sram:
-        raise lower.LoweringError(f"the weight buffers need {c.sram_size} bytes of SRAM, {device} has {sram}")
     p = prog.Program(device=device)
     # a kick that reads weights, scales or a LUT reads them from region 0; without any, region 0 gets no BO (the
     # kernel refuses a BO for a region the stream does not use: docs/hardware/ethosu-kernel.md)
