@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from teflon import program as prog
-from teflon import targets
 from teflon.ethosu import lower, stream, support
 from teflon.ethosu import task as task_header
 from teflon.ethosu.lower import REGION_ARENA, REGION_COEFFS, FeatureMap, Kick
@@ -48,9 +47,7 @@ def _place(fm: FeatureMap, offset: int) -> FeatureMap:
 def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False,
                 weight_encoder: stream.WeightEncoder | None = None, sram_limit: int | None = None) -> Compiled:
     """The partition's kicks, words and coefficients; `sram_limit`: the SRAM bytes --vela-compat's weight buffers
-    may take (default: the imx93 row's SRAM)."""
-    if sram_limit is None:
-        sram_limit = targets.get(DEVICE).params.get("sram_size", 0)
+    may take (None: no limit)."""
     encode = weight_encoder or stream.default_weight_encoder
     ops = [op for op in graph.operations if op.index in set(nodes)]
     offsets: dict[int, int] = {}
@@ -117,7 +114,7 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
 
 
 def _stage(kicks: list[Kick], placed: list[stream.Placed], owners: list[int],
-           sram_limit: int) -> tuple[list[stream.Placed], int]:
+           sram_limit: int | None) -> tuple[list[stream.Placed], int]:
     """Weight buffering as Vela does it (--vela-compat's split operations, `Kick.info["staged"]` = the buffer the
     slice uses): each slice's scale records and weights are copied from region 0 into one of two SRAM buffers by
     DMA, started right before the slice's registers, waited for right before its kick (while a slice computes,
@@ -133,7 +130,7 @@ def _stage(kicks: list[Kick], placed: list[stream.Placed], owners: list[int],
     sizes = [0, 0]
     for node, n in need.items():  # operations whose buffers do not fit the SRAM read their weights in place
         grown = [max(a, b) for a, b in zip(sizes, n)]
-        if sum(grown) <= sram_limit:
+        if sram_limit is None or sum(grown) <= sram_limit:
             sizes = grown
         else:
             for k, owner in zip(kicks, owners):
@@ -168,6 +165,8 @@ def _stage(kicks: list[Kick], placed: list[stream.Placed], owners: list[int],
 def compile(graph: Graph, nodes: Sequence[int], inputs: Sequence[int], outputs: Sequence[int], *,
             device: str = DEVICE, vela_compat: bool = False,
             weight_encoder: stream.WeightEncoder | None = None) -> prog.Program:
+    from teflon import targets
+
     sram = targets.get(device).params.get("sram_size", 0)
     c = lower_graph(graph, nodes, vela_compat=vela_compat, weight_encoder=weight_encoder, sram_limit=sram)
     problems = stream.check(c.words)
