@@ -156,12 +156,3 @@ VIEWS: list[ModelCase] = [
     ModelCase("reshape-4x4x16-to-1x16x16-i8", lambda: reshape_model("int8", (4, 4, 16), (1, 16, 16))),
     ModelCase("reshape-6x8x24-to-1x48x24-u8", lambda: reshape_model("uint8", (6, 8, 24), (1, 48, 24))),
 ]
-
-
-def conv_chain_model(dtype: str, shape: tuple[int, int, int], oc: int, n: int) -> bytes:
-    """n 5x5 convolutions in a row (each split and weight-streamed by --vela-compat)."""
-    net = netgen.Net("chain", dtype)  # type: ignore[arg-type]
-    x = y = net.input(*shape)
-    for _ in range(n):
-        y = net.conv(y, oc, k=5)
-    return net.build([x], [y])
