@@ -81,7 +81,7 @@ def lower_global_average(graph: Graph, op: Operation) -> RocketConv:
         raise LoweringError("a global average whose window reaches into the padding")
     x, y = graph.tensors[p.input_tensor], graph.tensors[p.output_tensor]
     sx, _ = tensor_quant(x, "input")
-    sy, zy = tensor_quant(y, "output")
+    sy, _ = tensor_quant(y, "output")
     n = p.kh * p.kw
     w_scale = np.float32(float(Fraction(1, TAP * n)))
     try:

@@ -14,17 +14,16 @@ import numpy as np
 
 from ...hw.regmap import RegMap, RegMapError
 from ...program import LAYOUT_NC1HWC2, Buffer, IOBinding, OpRecord, Program
-from .. import assemble
-from .. import perchannel
+from .. import assemble, perchannel
 from ..operations import RocketConv, RocketPool
 from ..requant import bias_table, bounded_cvt, out_cvt
 from ..stream import ROLE_EW, ROLE_INPUT, ROLE_OUTPUT, ROLE_REGCMD, EncodeError, Stream, regcmd_bytes
 from . import weights
 from .add import RocketAdd, add_stream
+from .average import AVERAGE_KIND
 from .layout import ATOM, dpu_plane
 from .pool import pool_stream
 from .split import split
-from .average import AVERAGE_KIND
 from .stream import (
     PACKED_MAX_C,
     Requant,
