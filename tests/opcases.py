@@ -385,7 +385,7 @@ MEAN_REQUANT_MIN_EXACT = 0.6
 def pool_cpu_reason(case: PoolCase, device: str | None = None) -> str | None:
     """Why the rocket backends leave this case's pool on the CPU, or None (python/teflon/rocket/pool.py)."""
     if device == "rk3568":
-        return RK3568_POOL_CPU
+        return rk3568_pool_cpu_reason(case)
     from teflon.modelgen import out_size
     from teflon.rocket.average import average_conv, average_recips
     from teflon.rocket.geometry import same_pads
@@ -407,6 +407,22 @@ def pool_cpu_reason(case: PoolCase, device: str | None = None) -> str | None:
     if case.op == "mean" or (kh, kw) == (case.in_h, case.in_w):  # a global average: per-plane convolutions
         return flat_cpu_reason(case)
     return f"{kh}x{kw} {case.dtype} average: the PPU's reciprocal multiply cannot round like TFLite"
+
+
+def rk3568_pool_cpu_reason(case: PoolCase) -> str | None:
+    """rk3568 runs a global AVERAGE_POOL_2D as the vendor's averaging depthwise convolution when its bias makes it
+    exact enough over every window sum (rocket/rk3568/average.py); every other pool stays on the CPU."""
+    from teflon.rocket.rk3568.average import cvt, solve
+    from teflon.runtime import make_interpreter
+
+    if case.op != "avg" or (case.filter, case.kernel_w) != (case.in_h, case.in_w):
+        return RK3568_POOL_CPU
+    tensors = {d["name"]: d["quantization"] for d in make_interpreter(case.build()).get_tensor_details()}
+    sx, zx = tensors["conv" if case.after_conv else "input"]
+    zs = zx - (128 if case.dtype == "uint8" else 0)
+    n = case.in_h * case.in_w
+    ab = solve(n, case.dtype, zs, zs, *cvt(n, sx, sx))
+    return None if ab.accepted else f"global average exact on {100 * ab.exact:.2f} % of the window sums only"
 
 
 def flat_cpu_reason(case: PoolCase) -> str | None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cache
 
 import numpy as np
 
@@ -43,6 +44,20 @@ class AverageBias:
     exact: float  # share of all window sums on which the DPU equals TFLite
     worst: int  # largest difference in LSB
 
+    @property
+    def accepted(self) -> bool:
+        return self.exact >= MIN_EXACT and self.worst <= 1
+
+
+def weight_scale(n: int) -> np.float32:
+    """The weight scale the vendor's OUT_CVT stands for: one window sum of 255 per tap is n x 255 units."""
+    return np.float32(float(Fraction(1, TAP * n)))
+
+
+def cvt(n: int, sx: float | np.float32, sy: float | np.float32) -> tuple[int, int]:
+    """OUT_CVT (scale, shift) = s_in / (s_out x 255 n) [GOLD avgpool-in7x7x128: 0x53EB, 28]; raises ValueError."""
+    return out_cvt(np.float32(sx), weight_scale(n), np.float32(sy), 0)
+
 
 def dpu_global_average(sums: np.ndarray, bias: int, scale: int, shift: int, offset: int) -> np.ndarray:
     """The stored output of the averaging convolution for stored window sums, as drivers/rocket/sim_rk3568.c computes
@@ -51,6 +66,7 @@ def dpu_global_average(sums: np.ndarray, bias: int, scale: int, shift: int, offs
     return np.clip(shift_even(v * scale, shift) + offset, *INT8)
 
 
+@cache
 def solve(n: int, dtype: str, in_zp: int, out_zp: int, scale: int, shift: int) -> AverageBias:
     """The bias term for an n-tap window (stored zero points, OUT_CVT scale and shift), checked on every window sum."""
     sums = np.arange(INT8[0] * n, INT8[1] * n + 1, dtype=np.int64)
@@ -83,17 +99,17 @@ def lower_global_average(graph: Graph, op: Operation) -> RocketConv:
     sx, _ = tensor_quant(x, "input")
     sy, _ = tensor_quant(y, "output")
     n = p.kh * p.kw
-    w_scale = np.float32(float(Fraction(1, TAP * n)))
     try:
-        scale, shift = out_cvt(sx, w_scale, sy, 0)
+        scale, shift = cvt(n, sx, sy)
     except ValueError as e:
         raise LoweringError(str(e)) from e
     out_zp = p.in_zp  # the same quantization in and out (window_pool)
     ab = solve(n, p.dtype, p.in_zp, out_zp, scale, shift)
-    if ab.exact < MIN_EXACT or ab.worst > 1:
+    if not ab.accepted:
         raise LoweringError(f"a {p.kh}x{p.kw} global average in {p.dtype} as the vendor's averaging convolution is "
                             f"exact on {100 * ab.exact:.2f} % of the window sums (worst {ab.worst} LSB): TFLite "
                             f"rounds ties {'up' if p.dtype == 'uint8' else 'away from zero'}, the DPU cannot")
+    w_scale = weight_scale(n)
     c = p.in_c
     weights = np.full((1, p.kh, p.kw, c), W_STORED, np.int8)
     # weights_q in the model's domain (w_zp_q likewise, w - zw = 255): requant.bias_table gives bias - zx_s x 255 n
