@@ -671,7 +671,7 @@ RK3568_POOL_CPU = ("a pool is a PPU task, which raises no completion interrupt o
                    "complete it")
 RK3568_PAD_CPU = "PAD is not encoded on rk3568 (the convolution reads the PAD's output)"
 RK3568_UNARY_CPU = "no LUT program on rk3568 (the vendor loads its tables from the kernel: IAV's UAPI extension)"
-# ADDs of two uint8 maps: the form rk3568 delegates (the DPU-only task, rocket/rk3568/add.py), on the vendor's two
+# ADDs of two maps: the form rk3568 delegates (the DPU-only task, rocket/rk3568/add.py), on the vendor's two
 # planes and others (DPU_RDMA 0x503C, meaning unknown, holds the plane bytes - 8 as in both vendor ADDs [INF])
 RK3568_ADD: list[AddCase] = [AddCase(16, 16, 32), AddCase(16, 16, 5, seed=1), AddCase(16, 16, 32, seed=3),
                              AddCase(28, 40, 64), AddCase(28, 40, 64, seed=5), AddCase(40, 28, 9, seed=2),
@@ -702,8 +702,8 @@ def known_cpu_add(case: AddCase, device: str) -> str | None:
     an ADD of two single-channel inputs would copy one through a single-channel convolution (host rows only)."""
     if device == "rk3588" and case.in_h * case.in_w < 12:
         return "fused ADD on a plane below 12 atoms (Mesa's minimum element-wise surface stride)"
-    if device == "rk3568" and (case.op != "add" or case.dtype != "uint8" or case.activation != "none"):
-        return "rk3568 encodes the vendor's uint8 ADD of two maps without activation only"
+    if device == "rk3568" and (case.op != "add" or case.activation != "none"):
+        return "rk3568 encodes the vendor's ADD of two maps without activation only"
     if case.producers == "inputs" and case.in_c == 1 and device != "rk3568":  # rk3568: the DPU-only ADD takes it
         return "ADD of single-channel maps"
     return None

@@ -3,7 +3,7 @@
 The rows are drivable: the simulated kernel + NPU run the generation's programs. The family's support decision claims
 what the encoder writes and the simulator runs (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED with per-tensor or
 per-channel weights, uint8 or int8; a global AVERAGE_POOL_2D as the vendor's averaging depthwise convolution; the ADD
-of two uint8 maps) and leaves the rest on the CPU with a reason: other pools (a PPU task raises no completion
+of two uint8 or int8 maps) and leaves the rest on the CPU with a reason: other pools (a PPU task raises no completion
 interrupt on RK3568), element-wise ops with a constant, PAD, LUT ops. The sweeps (tests/test_ops.py, tests/rocket/test_ops.py) run on
 rk3568 only: rk3566 is the same NPU, checked here to give the same bytes.
 """
