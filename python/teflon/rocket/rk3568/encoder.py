@@ -1,7 +1,9 @@
 """RK3568: rocket convolutions -> teflon.program.Program (docs/hardware/rk3568.md).
 
-Buffers: `t<index>` per feature-map tensor (NC1HWC2, C2 = 8), `op<k>.weights`, `op<k>.bias` (the per-tensor BS
-stream: int32 per output channel, bias - zx_stored * sum(w - zw), padded to the declared channels), `op<k>.regcmd`.
+Buffers: `t<index>` per feature-map tensor (NC1HWC2, C2 = 8), `op<k>.weights`, `op<k>.bias` (the BS stream over the
+declared channels: per-tensor weights int32 bias - zx_stored * sum(w - zw) per channel; per-channel weights and the
+averaging convolution of a global average the 8-byte bias / OW / multiplier stream, stream.channel_stream),
+`op<k>.regcmd`.
 One job per operation (an operation may read what an earlier one wrote: align4 planes): its tasks (channel groups, row bands, delta tasks: split.py, stream.py) chain in one regcmd
 buffer and rely on each other's register state.
 """
