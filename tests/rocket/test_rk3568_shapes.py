@@ -1,7 +1,7 @@
 """The rk3568 encoder beyond the vendor's 29 golden programs: layers of the same kinds (the golden README's whole-set
 description: convolutions k1/3/5/7, strides 1/2, SAME/VALID, non-square planes, 1-256 input channels, RELU/RELU6;
 depthwise k3/k5 with channel groups; FULLY_CONNECTED; pools; ADDs), generated with teflon.modelgen with zero points
-drawn like the golden set's (uint8, never 0 or 128).
+drawn like the golden set's (uint8, never 0 or 128), plus int8 layers with per-tensor and per-channel weights.
 
 For each case `python -m teflon regcmd --device rk3568 --json` must write every node, and its tasks must follow the
 rules of docs/hardware/rk3568.md §3, checked on the words themselves (each task's register state replayed on its
@@ -65,6 +65,10 @@ CASES: list[Any] = [
     _conv("dwconv", 7, 7, 8, None, 3, 1, "same"),
     _conv("dwconv", 14, 14, 1024, None, 5, 1, "same"),
     _conv("dwconv", 28, 28, 256, None, 5, 2, "valid", "relu"),
+    # int8, per-tensor and per-channel (the 8-byte BS stream) through groups and bands
+    ConvCase("conv2d", 48, 64, 32, 40, 3, 2, "same", "relu6", dtype="int8", input_zp=-7, output_zp=12),
+    ConvCase("dwconv", 56, 56, 144, None, 3, 1, "same", dtype="int8", per_channel=True),
+    ConvCase("conv2d", 112, 112, 32, 64, 3, 1, "same", dtype="int8", per_channel=True, scale_spread=100.0),
     FcCase(16, 8, seed=1), FcCase(1280, 1000, seed=1), FcCase(512, 10, activation="relu", seed=2),
     FcCase(784, 100, seed=3),
     PoolCase(28, 28, 32, filter=3, stride=2, seed=1, op="max"), PoolCase(16, 16, 64, filter=2, stride=2, seed=2),
