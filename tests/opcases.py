@@ -385,7 +385,7 @@ MEAN_REQUANT_MIN_EXACT = 0.6
 def pool_cpu_reason(case: PoolCase, device: str | None = None) -> str | None:
     """Why the rocket backends leave this case's pool on the CPU, or None (python/teflon/rocket/pool.py)."""
     if device == "rk3568":
-        return RK3568_POOL_CPU
+        return rk3568_pool_cpu_reason(case)
     from teflon.modelgen import out_size
     from teflon.rocket.average import average_conv, average_recips
     from teflon.rocket.geometry import same_pads
@@ -407,6 +407,22 @@ def pool_cpu_reason(case: PoolCase, device: str | None = None) -> str | None:
     if case.op == "mean" or (kh, kw) == (case.in_h, case.in_w):  # a global average: per-plane convolutions
         return flat_cpu_reason(case)
     return f"{kh}x{kw} {case.dtype} average: the PPU's reciprocal multiply cannot round like TFLite"
+
+
+def rk3568_pool_cpu_reason(case: PoolCase) -> str | None:
+    """rk3568 runs a global AVERAGE_POOL_2D as the vendor's averaging depthwise convolution when its bias makes it
+    exact enough over every window sum (rocket/rk3568/average.py); every other pool stays on the CPU."""
+    from teflon.rocket.rk3568.average import cvt, solve
+    from teflon.runtime import make_interpreter
+
+    if case.op != "avg" or (case.filter, case.kernel_w) != (case.in_h, case.in_w):
+        return RK3568_POOL_CPU
+    tensors = {d["name"]: d["quantization"] for d in make_interpreter(case.build()).get_tensor_details()}
+    sx, zx = tensors["conv" if case.after_conv else "input"]
+    zs = zx - (128 if case.dtype == "uint8" else 0)
+    n = case.in_h * case.in_w
+    ab = solve(n, case.dtype, zs, zs, *cvt(n, sx, sx))
+    return None if ab.accepted else f"global average exact on {100 * ab.exact:.2f} % of the window sums only"
 
 
 def flat_cpu_reason(case: PoolCase) -> str | None:
@@ -655,12 +671,12 @@ RK3568_POOL_CPU = ("a pool is a PPU task, which raises no completion interrupt o
                    "complete it")
 RK3568_PAD_CPU = "PAD is not encoded on rk3568 (the convolution reads the PAD's output)"
 RK3568_UNARY_CPU = "no LUT program on rk3568 (the vendor loads its tables from the kernel: IAV's UAPI extension)"
-# DPU_RDMA 0x503C (meaning unknown) holds the ADD operand's plane bytes - 8 in the vendor's two ADD programs: only
-# those two planes are accepted (regs.py)
-RK3568_ADD_PLANES = (0x800, 0x2300)
-# ADDs of two uint8 maps on those planes: the forms rk3568 delegates (the DPU-only task, rocket/rk3568/add.py)
+# ADDs of two maps: the form rk3568 delegates (the DPU-only task, rocket/rk3568/add.py), on the vendor's two
+# planes and others (DPU_RDMA 0x503C, meaning unknown, holds the plane bytes - 8 as in both vendor ADDs [INF])
 RK3568_ADD: list[AddCase] = [AddCase(16, 16, 32), AddCase(16, 16, 5, seed=1), AddCase(16, 16, 32, seed=3),
-                             AddCase(28, 40, 64), AddCase(28, 40, 64, seed=5), AddCase(40, 28, 9, seed=2)]
+                             AddCase(28, 40, 64), AddCase(28, 40, 64, seed=5), AddCase(40, 28, 9, seed=2),
+                             AddCase(13, 13, 24, seed=1), AddCase(7, 7, 128, seed=2), AddCase(56, 56, 24, seed=3),
+                             AddCase(1, 1, 40, seed=4)]
 
 
 def rk3568_known_cpu(case: ConvCase | AddCase | PoolCase) -> str | None:
@@ -686,17 +702,17 @@ def known_cpu_add(case: AddCase, device: str) -> str | None:
     an ADD of two single-channel inputs would copy one through a single-channel convolution (host rows only)."""
     if device == "rk3588" and case.in_h * case.in_w < 12:
         return "fused ADD on a plane below 12 atoms (Mesa's minimum element-wise surface stride)"
-    if device == "rk3568":
-        plane = case.in_h * case.in_w if case.in_h * case.in_w == 1 else -(-case.in_h * case.in_w // 4) * 4
-        if case.producers != "inputs":
-            return "an ADD fused into a convolution is not encoded on rk3568"
-        if case.op != "add" or case.dtype != "uint8" or case.activation != "none":
-            return "rk3568 encodes the vendor's uint8 ADD of two maps without activation only"
-        if plane * 8 not in RK3568_ADD_PLANES:
-            return "ADD plane other than the vendor's two (DPU_RDMA 0x503C's meaning unknown)"
-    if case.producers == "inputs" and case.in_c == 1:
+    if device == "rk3568" and (case.op != "add" or case.activation != "none"):
+        return "rk3568 encodes the vendor's ADD of two maps without activation only"
+    if case.producers == "inputs" and case.in_c == 1 and device != "rk3568":  # rk3568: the DPU-only ADD takes it
         return "ADD of single-channel maps"
     return None
+
+
+def separate_add(case: AddCase, device: str) -> bool:
+    """True when `device` runs a conv-fed ADD as its own task reading the convolutions' outputs (rk3568: the vendor's
+    DPU-only ADD; no ADD fused into a convolution is encoded there), not fused into a convolution."""
+    return device == "rk3568" and case.producers != "inputs" and known_cpu_add(case, device) is None
 
 
 def known_cpu(case: ConvCase | AddCase | PoolCase, device: str) -> str | None:
@@ -740,9 +756,11 @@ def known_requant_limit(name: str, device: str) -> str | None:
     rk3576 runs per-tensor layers through the very same arithmetic as rk3588 (coefficient stage C = 2^14 >> 14
     as an identity, the same OUT_CVT scale, shift and rounding, no CORE truncation): the same cases hit the same
     limits, and in each the simulator's output equals the exact integer model of the programmed DPU
-    (an earlier numpy model of the contract). Per-channel cases have no entry: all of them pass."""
-    limits = {"rk3588": KNOWN_REQUANT_LIMIT, "rk3576": KNOWN_REQUANT_LIMIT, "a311d": ETNAVIV_REQUANT_LIMIT,
-              "imx8mp": ETNAVIV_REQUANT_LIMIT}
+    (an earlier numpy model of the contract). Per-channel cases have no entry: all of them pass. rk3568 writes the
+    same OUT_CVT (requant.out_cvt: a Q1.14 scale and shift, one rounding after the accumulator) and its simulator
+    rounds the same way: the same cases hit the same limits (measured: exactly these 23 slow cases)."""
+    limits = {"rk3588": KNOWN_REQUANT_LIMIT, "rk3576": KNOWN_REQUANT_LIMIT, "rk3568": KNOWN_REQUANT_LIMIT,
+              "a311d": ETNAVIV_REQUANT_LIMIT, "imx8mp": ETNAVIV_REQUANT_LIMIT}
     return limits.get(device, {}).get(name)
 
 

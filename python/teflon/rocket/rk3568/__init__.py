@@ -54,6 +54,7 @@ def lower(graph: Graph, nodes: list[int], outputs: list[int] | None = None) -> l
     from ..pool import window_pool
     from ..quantization import LoweringError
     from .add import lower_add
+    from .average import is_global_average, lower_global_average
 
     del outputs
     ops: list[Any] = []
@@ -66,7 +67,9 @@ def lower(graph: Graph, nodes: list[int], outputs: list[int] | None = None) -> l
             raise LoweringError(f"{op.kind} with a constant (node {op.index}) is not encoded on rk3568")
         if is_conv_like(graph, op):
             # a PAD before it is not folded: rk3568 does not encode PAD, so the convolution reads its output
-            ops.append(lower_conv_like(graph, op, per_channel=False, clamp=True, fold_pad=False))
+            ops.append(lower_conv_like(graph, op, per_channel=True, clamp=True, fold_pad=False))
+        elif is_global_average(graph, op):  # the vendor's averaging depthwise convolution (average.py)
+            ops.append(lower_global_average(graph, op))
         elif op.kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
             ops.append(window_pool(graph, op))
         elif op.kind == "ADD":

@@ -1,7 +1,8 @@
 """Which graph nodes rk3568 claims: what the encoder writes and the simulator runs (docs/hardware/rk3568.md §6-§7).
 
 A node is claimed when the encoder writes it as a partition of its own (encoder.py: CONV_2D, DEPTHWISE_CONV_2D and
-FULLY_CONNECTED with per-tensor weights, uint8 or int8; the ADD of two maps) and the task kinds it needs run on the
+FULLY_CONNECTED with per-tensor or per-channel weights, uint8 or int8; a global AVERAGE_POOL_2D as the vendor's
+averaging depthwise convolution; the ADD of two maps) and the task kinds it needs run on the
 simulated kernel: pools are not claimed, since a PPU task raises no completion interrupt on RK3568 [IAV T61] and
 accel/rocket (the RFC's UAPI) kicks and completes one task at a time, so a pool alone would never finish.
 """
@@ -33,9 +34,12 @@ def encodable(graph: Graph, regmap: RegMap, index: int) -> str:
 
 
 def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
+    from .average import is_global_average
+
     out: dict[int, tuple[bool, str]] = {}
     for op in graph.operations:
-        if op.kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
+        # a global average is the vendor's averaging depthwise convolution (average.py): a conv task, not the PPU
+        if op.kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D") and not is_global_average(graph, op):
             out[op.index] = (False, POOL_REASON)
             continue
         why = encodable(graph, regmap, op.index)
