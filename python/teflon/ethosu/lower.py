@@ -325,14 +325,17 @@ def elementwise_spec(graph: Graph, op: Operation, fm: Callable[..., FeatureMap],
     if ifm.shape[2] < MIN_ELEMENTWISE_DEPTH:
         raise LoweringError(f"{op.kind} of {ifm.shape[2]} channels: Vela reshapes such maps (not modelled)")
     if not b.is_constant:
-        ifm2 = fm(b)
-        if ifm2.shape != ifm.shape or ifm2.dtype != ifm.dtype:
-            raise LoweringError(f"{op.kind} of maps shaped {ifm.shape} and {ifm2.shape}: equal shapes only")
+        ifm2 = fm(b, broadcast_shape(b.shape, ifm.shape))
+        if not broadcasts(ifm2.shape, ifm.shape) or ifm2.dtype != ifm.dtype:
+            raise LoweringError(f"{op.kind} of maps shaped {ifm.shape} and {ifm2.shape}: equal shapes, or a second "
+                                "map of one row and/or column with the same channels, only")
+        minmax_quant(op.kind, ifm, ifm2, ofm)
         return EltSpec(op.kind, ifm, ifm2, ofm, activation)
     assert b.data is not None and b.quant is not None
     if b.dtype != ifm.dtype or not b.quant.per_tensor:
         raise LoweringError(f"{op.kind} constant of type {b.dtype} or per-channel quantization")
     data = b.data.reshape(-1)
+    minmax_quant(op.kind, ifm, FeatureMap((1, 1, 1), b.dtype, b.quant.zero_point, float(b.quant.scale)), ofm)
     if data.size == 1:
         cq = FeatureMap((1, 1, 1), b.dtype, b.quant.zero_point, float(b.quant.scale))
         return EltSpec(op.kind, ifm, cq, ofm, activation, scalar=int(data[0]))
@@ -342,7 +345,39 @@ def elementwise_spec(graph: Graph, op: Operation, fm: Callable[..., FeatureMap],
     return EltSpec(op.kind, ifm, cq, ofm, activation, const=data.astype(b.dtype).tobytes())
 
 
-def lower(spec: ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec, vela_compat: bool = False) -> list[Kick]:
+def broadcast_shape(shape: tuple[int, ...], like: tuple[int, int, int]) -> tuple[int, int, int] | None:
+    """The (h, w, c) of a second elementwise operand of rank 1..4 (TFLite aligns shapes at the right), or None
+    (the default NHWC reading) when it has rank 4 or does not align."""
+    if len(shape) >= 4 or len(shape) == 0:
+        return None
+    full = (1,) * (3 - len(shape)) + tuple(int(d) for d in shape)
+    return (full[0], full[1], full[2]) if full[2] == like[2] else None
+
+
+def broadcasts(shape2: tuple[int, int, int], shape: tuple[int, int, int]) -> bool:
+    """A second operand the NPU broadcasts along H and/or W (IFM2_BROADCAST): same channels, each of H and W
+    equal or 1."""
+    return shape2[2] == shape[2] and all(a in (1, b) for a, b in zip(shape2[:2], shape[:2]))
+
+
+MINMAX = ("MINIMUM", "MAXIMUM")
+
+
+def minmax_quant(kind: str, ifm: FeatureMap, ifm2: FeatureMap, ofm: FeatureMap) -> None:
+    """MAXIMUM / MINIMUM compare the raw quantized values (TFLite's kernels do not requantize): the operands and
+    the output must share one quantization. Vela leaves the operation on the CPU otherwise (its raw output refuses
+    such a model)."""
+    if kind not in MINMAX:
+        return
+    for other in (ifm2, ofm):
+        if other.zero_point != ifm.zero_point or np.float32(other.scale) != np.float32(ifm.scale):
+            raise LoweringError(f"{kind} whose operands and output differ in quantization")
+
+
+def lower(spec: ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec | RescaleSpec, vela_compat: bool = False
+          ) -> list[Kick]:
+    if isinstance(spec, RescaleSpec):
+        return lower_rescale(spec)
     if isinstance(spec, ConvSpec):
         return lower_conv(spec, vela_compat)
     if isinstance(spec, PoolSpec):
@@ -355,7 +390,7 @@ def lower(spec: ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec, vela_compa
 
 
 MIN_ELEMENTWISE_DEPTH = 8  # Regor reshapes elementwise operations on fewer channels (inferred; docs)
-ELEMENTWISE_MODE = {"MUL": 0, "ADD": 1, "SUB": 2}  # NPU_OP_ELEMENTWISE mode (teflon.ethosu.regs)
+ELEMENTWISE_MODE = {"MUL": 0, "ADD": 1, "SUB": 2, "MINIMUM": 3, "MAXIMUM": 4}  # NPU_OP_ELEMENTWISE mode (regs)
 
 
 def lower_elementwise(spec: EltSpec) -> list[Kick]:
@@ -367,7 +402,10 @@ def lower_elementwise(spec: EltSpec) -> list[Kick]:
         raise LoweringError("no block configuration fits")
     r: Regs = {"NPU_SET_PARALLEL_MODE": {"cores_m1": 0}}
     scale_mode = 0
-    if spec.kind == "MUL":
+    ofm_scale_mode = 1
+    if spec.kind in MINMAX:  # the raw values compared: unit scale, OFM_PRECISION scale mode 0 (Vela's state)
+        (m, n), ofm_scale_mode = (1, 0), 0
+    elif spec.kind == "MUL":
         m, n = quant.mul_scale(ifm.scale, ifm2.scale, ofm.scale)
     else:
         opa, ofm_scale, scale_mode = quant.add_scales(ifm.scale, ifm2.scale, ofm.scale)
@@ -379,7 +417,7 @@ def lower_elementwise(spec: EltSpec) -> list[Kick]:
     r["NPU_SET_IFM_PRECISION"] = precision(ifm.dtype, scale_mode=scale_mode)
     r["NPU_SET_IFM_UPSCALE"] = {"mode": 0}
     r.update(ofm_regs(ofm))
-    r["NPU_SET_OFM_PRECISION"] = precision(ofm.dtype, scale_mode=1)
+    r["NPU_SET_OFM_PRECISION"] = precision(ofm.dtype, scale_mode=ofm_scale_mode)
     r.update(activation_regs(ofm, spec.activation))
     if scalar:
         r["NPU_SET_IFM2_SCALAR"] = {"value": spec.scalar}
@@ -426,4 +464,25 @@ def lower_lut(spec: LutSpec) -> list[Kick]:
              ("NPU_OP_DMA_START", {"channel_mode": 0})]
     k.wait = [("NPU_OP_DMA_WAIT", {"outstanding": 0, "channel": 0})]
     k.info["lut"] = spec.table
+    return [k]
+
+
+@dataclass(frozen=True)
+class RescaleSpec:
+    """RELU / RELU6 / RELU_N1_TO_1 / RELU_0_TO_1 / QUANTIZE of an 8-bit map on its own, as Vela lowers them: a 1x1
+    AVERAGE pool keeping both zero points whose global OFM scale requantizes (TFL rounding) and whose
+    ACTIVATION_MIN/MAX clamp."""
+
+    ifm: FeatureMap
+    ofm: FeatureMap
+    scale: tuple[int, int]  # (multiplier, shift) of s_in / s_out
+    clamp: tuple[int, int]  # in OFM values
+
+
+def lower_rescale(spec: RescaleSpec) -> list[Kick]:
+    k = lower_pool(copy_spec(spec.ifm, spec.ofm))[0]
+    k.regs["NPU_SET_OFM_PRECISION"] = precision(spec.ofm.dtype, scale_mode=1, round_mode=quant.ROUND_TFL)
+    k.regs["NPU_SET_OFM_SCALE"] = {"scale": spec.scale[0], "shift": spec.scale[1]}
+    k.regs["NPU_SET_ACTIVATION_MIN"] = {"value": spec.clamp[0]}
+    k.regs["NPU_SET_ACTIVATION_MAX"] = {"value": spec.clamp[1]}
     return [k]

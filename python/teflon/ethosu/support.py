@@ -9,15 +9,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from teflon import unary
 from teflon.ethosu import lower, quant
-from teflon.ethosu.lower import ConcatSpec, ConvSpec, EltSpec, FeatureMap, LoweringError, LutSpec, PoolSpec
+from teflon.ethosu.lower import (
+    ConcatSpec,
+    ConvSpec,
+    EltSpec,
+    FeatureMap,
+    LoweringError,
+    LutSpec,
+    PoolSpec,
+    RescaleSpec,
+)
 from teflon.ir import Graph, Operation, Tensor
 
 ACTIVATIONS = ("NONE", "RELU", "RELU6")  # the ones checked against Vela
 MAX_DIM = 65536  # the *_M1 registers are 16 bits
 MAX_STRIDE = 2  # strides beyond 2 are not checked against Vela here
 MAX_KERNEL = 8  # one sub-kernel: larger kernels are decomposed by Vela, not here
-Spec = ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec
+Spec = ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec | RescaleSpec
 LUT_FUNCTIONS = {"LOGISTIC": quant.sigmoid, "TANH": np.tanh}
 
 
@@ -176,6 +186,8 @@ def _lut(graph: Graph, op: Operation) -> LutSpec:
     ofm = _fm(graph.tensors[op.outputs[0]])
     if ifm.dtype != ofm.dtype or ifm.shape != ofm.shape:
         raise Unsupported(f"{op.kind} that changes type or shape")
+    if op.kind == "HARD_SWISH":
+        return LutSpec(ifm, ofm, _hard_swish_table(ifm, ofm))
     if op.kind == "LEAKY_RELU":
         table = quant.leaky_relu_lut(ifm.dtype, ifm.scale, ifm.zero_point, ofm.scale, ofm.zero_point,
                                      float(op.options.get("alpha", 0.2)))  # type: ignore[arg-type]
@@ -184,10 +196,56 @@ def _lut(graph: Graph, op: Operation) -> LutSpec:
     return LutSpec(ifm, ofm, table)
 
 
+def _hard_swish_table(ifm: FeatureMap, ofm: FeatureMap) -> bytes:
+    """Vela's HARD_SWISH table is TFLite's fixed-point kernel (reference_ops::HardSwish) on each of the 256
+    inputs: teflon.unary's table, byte-equal to Vela's (docs/hardware/ethosu-compiler.md)."""
+    qi = unary.QuantParams(np.float32(ifm.scale), ifm.zero_point)
+    qo = unary.QuantParams(np.float32(ofm.scale), ofm.zero_point)
+    if unary.hard_swish_params(qi, qo) is None:
+        raise Unsupported("HARD_SWISH: output multiplier above 1 (the runtime refuses this quantization)")
+    return unary.hard_swish_table(ifm.dtype, qi, qo).astype(ifm.dtype).tobytes()
+
+
+# Standalone clamps: the activation Vela's rescaling pool clamps to (teflon.ethosu.quant.activation_range names),
+# with RELU_0_TO_1's range handled here.
+RESCALE_CLAMPS = {"RELU": "RELU", "RELU6": "RELU6", "RELU_N1_TO_1": "RELU_N1_TO_1", "RELU_0_TO_1": "RELU_0_TO_1",
+                  "QUANTIZE": "NONE"}
+
+
+def _rescale(graph: Graph, op: Operation) -> RescaleSpec:
+    """A RELU variant or an 8-bit QUANTIZE alone: Vela's requantizing 1x1 AVERAGE pool. The scale s_in / s_out is
+    float32 for the RELUs (TFLite's ReluX prepares it so) and double for QUANTIZE (kernels/quantize.cc); both are
+    Vela's multipliers (checked by the sweep)."""
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    ifm = _fm(x)
+    ofm = _fm(y)
+    if ifm.shape != ofm.shape:
+        raise Unsupported(f"{op.kind} that changes the shape")
+    if op.kind != "QUANTIZE" and ifm.dtype != ofm.dtype:
+        raise Unsupported(f"{op.kind} that changes the type")
+    si, so = np.float32(ifm.scale), np.float32(ofm.scale)
+    ratio = float(si) / float(so) if op.kind == "QUANTIZE" else float(np.float32(si / so))
+    try:
+        scale = quant.quantise(ratio)
+    except ValueError as e:
+        raise Unsupported(f"{op.kind}: {e}") from e
+    act = RESCALE_CLAMPS[op.kind]
+    if act == "RELU_0_TO_1":
+        lo, hi = quant.activation_range(ofm.dtype, ofm.scale, ofm.zero_point, "RELU")
+        hi = min(hi, quant.quantize_value(1.0, ofm.scale, ofm.zero_point))
+    else:
+        lo, hi = quant.activation_range(ofm.dtype, ofm.scale, ofm.zero_point, act)
+    if lo > hi:
+        raise Unsupported(f"{op.kind}: the clamp range is empty in the output quantization")
+    return RescaleSpec(ifm, ofm, scale, (lo, hi))
+
+
 HANDLERS = {"CONV_2D": _conv, "DEPTHWISE_CONV_2D": _conv, "FULLY_CONNECTED": _fc, "MAX_POOL_2D": _pool,
             "AVERAGE_POOL_2D": _pool, "ADD": _eltwise, "SUB": _eltwise, "MUL": _eltwise, "RESHAPE": _reshape,
             "CONCATENATION": _concat, "LOGISTIC": _lut, "TANH": _lut,
             "LEAKY_RELU": _lut}
+HANDLERS.update({"MAXIMUM": _eltwise, "MINIMUM": _eltwise, "HARD_SWISH": _lut, "RELU": _rescale, "RELU6": _rescale,
+                 "RELU_N1_TO_1": _rescale, "RELU_0_TO_1": _rescale, "QUANTIZE": _rescale})
 
 
 def spec(graph: Graph, op: Operation) -> Spec:

@@ -1,0 +1,126 @@
+"""Single-operation models of the Ethos-U65 operations lowered after the first sweep (tests/ethos_u/sweeps.py):
+MAXIMUM / MINIMUM (two maps, broadcast, constants), two-map broadcast ADD / SUB / MUL, HARD_SWISH, the standalone
+RELU variants and QUANTIZE. OPS is the hand-picked sweep; `held_out(seed, n)` draws new cases from the same ranges."""
+
+from __future__ import annotations
+
+import random
+import zlib
+
+import numpy as np
+
+from teflon import modelgen as mg
+from teflon.modelgen import BuiltinOperator, GraphBuilder, QParams
+
+from .sweeps import ModelCase
+
+BINARY = {"max": BuiltinOperator.MAXIMUM, "min": BuiltinOperator.MINIMUM, "add": BuiltinOperator.ADD,
+          "sub": BuiltinOperator.SUB, "mul": BuiltinOperator.MUL}
+
+
+def binary_model(op: str, shape: tuple[int, int, int], shape2: tuple[int, ...], dtype: str, seed: int = 0) -> bytes:
+    """`op` of an (1, H, W, C) map and a second map input of shape `shape2` (broadcast along H and/or W).
+    MAXIMUM / MINIMUM share one quantization (as converters write them); the others draw their own."""
+    rng = np.random.default_rng([seed, zlib.crc32(f"{op}{shape}{shape2}{dtype}".encode())])
+    qmin, qmax = mg.QRANGE[dtype]  # type: ignore[index]
+
+    def q() -> QParams:
+        return QParams.make(float(np.exp(rng.uniform(np.log(0.004), np.log(0.1)))), int(rng.integers(qmin, qmax + 1)))
+
+    g = GraphBuilder(f"teflon tests: {op}")
+    qa = q()
+    qb, qy = (qa, qa) if op in ("max", "min") else (q(), q())
+    a = g.tensor("a", (1, *shape), dtype, qa)
+    b = g.tensor("b", shape2, dtype, qb)
+    if op in ("add", "sub"):
+        return g.build([a, b], [mg.add_add(g, a, b, op=op, out_quant=qy)])  # type: ignore[arg-type]
+    y = g.tensor("y", (1, *shape), dtype, qy)
+    version = 2 if dtype == "int8" else 1
+    if op == "mul":
+        g.op(BINARY[op], version, [a, b], [y], mg.BuiltinOptions.MulOptions, mg._mul_none_options)
+    else:
+        g.op(BINARY[op], version, [a, b], [y])
+    return g.build([a, b], [y])
+
+
+def quantize_model(shape: tuple[int, int, int], din: str, dout: str, seed: int = 0) -> bytes:
+    """QUANTIZE of an 8-bit map into another 8-bit type and quantization."""
+    rng = np.random.default_rng([seed, zlib.crc32(f"q{shape}{din}{dout}".encode())])
+    g = GraphBuilder("teflon tests: quantize")
+    lo, hi = mg.QRANGE[din]  # type: ignore[index]
+    s = float(np.exp(rng.uniform(np.log(0.01), np.log(0.1))))
+    x = g.tensor("x", (1, *shape), din, QParams.make(s, int(rng.integers(lo + 20, hi - 20))))
+    lo, hi = mg.QRANGE[dout]  # type: ignore[index]
+    y = g.tensor("y", (1, *shape), dout, QParams.make(s * float(rng.uniform(0.5, 2.0)), int(rng.integers(lo, hi + 1))))
+    g.op(BuiltinOperator.QUANTIZE, 2 if "int8" in (din, dout) else 1, [x], [y])
+    return g.build([x], [y])
+
+
+def _bin(op: str, shape: tuple[int, int, int], shape2: tuple[int, ...], dtype: str, seed: int = 0) -> ModelCase:
+    s2 = "x".join(map(str, shape2))
+    name = f"{op}-in{'x'.join(map(str, shape))}-b{s2}-{'i8' if dtype == 'int8' else 'u8'}-seed{seed}"
+    return ModelCase(name, lambda: binary_model(op, shape, shape2, dtype, seed))
+
+
+def _quant(shape: tuple[int, int, int], din: str, dout: str, seed: int = 0) -> ModelCase:
+    name = f"quantize-in{'x'.join(map(str, shape))}-{din}-to-{dout}-seed{seed}"
+    return ModelCase(name, lambda: quantize_model(shape, din, dout, seed))
+
+
+Case = ModelCase | mg.ConstOpCase | mg.UnaryCase
+
+OPS: list[Case] = [
+    _bin("max", (8, 8, 16), (1, 8, 8, 16), "int8"),
+    _bin("min", (6, 5, 24), (1, 6, 5, 24), "uint8", 1),
+    _bin("max", (8, 8, 16), (1, 1, 1, 16), "int8", 2),
+    _bin("min", (7, 9, 32), (32,), "int8", 3),
+    _bin("max", (6, 8, 16), (1, 1, 8, 16), "uint8", 4),
+    _bin("min", (6, 8, 16), (1, 6, 1, 16), "int8", 5),
+    _bin("mul", (8, 8, 16), (1, 1, 1, 16), "int8", 6),
+    _bin("add", (8, 8, 16), (1, 1, 1, 16), "int8", 7),
+    _bin("sub", (5, 7, 24), (1, 1, 1, 24), "uint8", 8),
+    mg.ConstOpCase(8, 8, 16, op="max", bcast="c", dtype="int8"),
+    mg.ConstOpCase(6, 8, 20, op="min", bcast="c", dtype="uint8"),
+    mg.ConstOpCase(8, 8, 16, op="min", bcast="1", dtype="int8"),
+    mg.ConstOpCase(4, 4, 32, op="max", bcast="1", dtype="uint8"),
+    mg.UnaryCase("hardswish", 4, 4, 16, dtype="int8"),
+    mg.UnaryCase("hardswish", 12, 11, 20, dtype="int8", seed=3),
+    mg.UnaryCase("hardswish", 8, 8, 16, dtype="uint8", seed=1),
+    mg.UnaryCase("relu", 4, 4, 16, dtype="int8"),
+    mg.UnaryCase("relu", 6, 8, 24, dtype="uint8", seed=1),
+    mg.UnaryCase("relu6", 4, 4, 16, dtype="int8"),
+    mg.UnaryCase("relu6", 9, 9, 32, dtype="uint8", seed=2),
+    mg.UnaryCase("relun1", 4, 4, 16, dtype="int8"),
+    mg.UnaryCase("relun1", 5, 7, 8, dtype="uint8", seed=4),
+    mg.UnaryCase("quantize", 4, 4, 16, dtype="int8"),
+    mg.UnaryCase("quantize", 6, 6, 24, dtype="uint8", seed=1),
+    _quant((4, 4, 16), "uint8", "int8"),
+    _quant((5, 3, 32), "int8", "uint8", 1),
+]
+
+
+def held_out(seed: int, n: int) -> list[Case]:
+    """n cases drawn from OPS's parameter ranges."""
+    rnd = random.Random(seed)
+    out: list[Case] = []
+    while len(out) < n:
+        kind = rnd.choice(["bin", "bin", "const", "lut", "rescale", "quant"])
+        dt = rnd.choice(["int8", "int8", "uint8"])
+        sd = 200 + len(out)
+        h, w = rnd.choice([1, 2, 3, 5, 8, 9, 16]), rnd.choice([2, 3, 4, 7, 8, 11, 16])
+        c = rnd.choice([8, 16, 20, 24, 32, 48, 64])
+        if kind == "bin":
+            op = rnd.choice(["max", "min", "max", "min", "add", "sub", "mul"])
+            s2 = rnd.choice([(1, h, w, c), (1, 1, 1, c), (1, 1, w, c), (1, h, 1, c), (c,)])
+            out.append(_bin(op, (h, w, c), s2, dt, sd))
+        elif kind == "const":
+            out.append(mg.ConstOpCase(h, w, c, op=rnd.choice(["max", "min"]), bcast=rnd.choice(["c", "1"]),
+                                      dtype=dt, seed=sd))  # type: ignore[arg-type]
+        elif kind == "lut":
+            out.append(mg.UnaryCase("hardswish", h, w, c, dtype=dt, seed=sd))  # type: ignore[arg-type]
+        elif kind == "rescale":
+            out.append(mg.UnaryCase(rnd.choice(["relu", "relu6", "relun1", "quantize"]), h, w, c, dtype=dt,  # type: ignore[arg-type]
+                                    seed=sd))
+        else:
+            out.append(_quant((h, w, c), dt, rnd.choice(["int8", "uint8"]), sd))
+    return out
