@@ -1,0 +1,34 @@
+"""teflon's own Ethos-U65 compile of the op sweep (tests/ethos_u/op_sweeps.py) on the simulated NPU (device imx93)
+against TFLite's reference kernels: every node delegated, and the output exactly TFLite's (the hardware's
+arithmetic as simulated gives TFLite's rounding; the rule of the suites is <= 1 LSB and >= 99.5 % exact, these ops
+are held to 0 LSB). A one-value constant stays on the CPU (support.SCALAR_REASON) and must come back unchanged."""
+
+from __future__ import annotations
+
+import pytest
+
+from teflon.modelgen import random_inputs
+from teflon.reference import compare, run_cpu, run_delegate
+
+from . import op_sweeps
+
+OPTIONS = {"device": "imx93", "sim": "1"}
+
+
+def _scalar(case: op_sweeps.Case) -> bool:
+    return getattr(case, "bcast", None) == "1"
+
+
+@pytest.mark.parametrize("case", op_sweeps.OPS + op_sweeps.held_out(5, 12), ids=lambda c: c.name)
+def test_op_on_simulator_is_exact(case: op_sweeps.Case, delegate_library: None) -> None:
+    model = case.build()
+    inputs = random_inputs(model, seed=0)
+    ref = run_cpu(model, inputs)
+    run = run_delegate(model, inputs, **OPTIONS)
+    cmp = compare(ref, run.outputs)
+    print(f"{case.name} on imx93: {cmp}; delegated {len(run.delegated)}/{len(run.ops)} nodes")
+    if _scalar(case):
+        assert not run.delegated, f"{case.name}: a one-value constant operand must stay on the CPU"
+    else:
+        assert len(run.delegated) == len(run.ops), f"{case.name}: not delegated: {run.reasons}"
+    assert cmp.max_abs_diff == 0, f"{case.name}: {cmp}"
