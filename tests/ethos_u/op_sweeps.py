@@ -1,5 +1,5 @@
 """Single-operation models of the Ethos-U65 operations lowered after the first sweep (tests/ethos_u/sweeps.py):
-MAXIMUM / MINIMUM (two maps, broadcast, constants), two-map broadcast ADD / SUB / MUL, HARD_SWISH, the standalone
+MAXIMUM / MINIMUM (two maps, broadcast, constants), two-map broadcast ADD / SUB / MUL, one-value constants, HARD_SWISH, the standalone
 RELU variants and QUANTIZE. OPS is the hand-picked sweep; `held_out(seed, n)` draws new cases from the same ranges."""
 
 from __future__ import annotations
@@ -83,6 +83,9 @@ OPS: list[Case] = [
     mg.ConstOpCase(6, 8, 20, op="min", bcast="c", dtype="uint8"),
     mg.ConstOpCase(8, 8, 16, op="min", bcast="1", dtype="int8"),
     mg.ConstOpCase(4, 4, 32, op="max", bcast="1", dtype="uint8"),
+    mg.ConstOpCase(8, 8, 16, op="add", bcast="1", dtype="int8", activation="relu6", seed=1),
+    mg.ConstOpCase(6, 7, 24, op="sub", bcast="1", dtype="uint8", seed=2),
+    mg.ConstOpCase(5, 8, 16, op="mul", bcast="1", dtype="int8", seed=3),
     mg.UnaryCase("hardswish", 4, 4, 16, dtype="int8"),
     mg.UnaryCase("hardswish", 12, 11, 20, dtype="int8", seed=3),
     mg.UnaryCase("hardswish", 8, 8, 16, dtype="uint8", seed=1),

@@ -1,7 +1,7 @@
 """teflon's own Ethos-U65 compile of the op sweep (tests/ethos_u/op_sweeps.py) on the simulated NPU (device imx93)
 against TFLite's reference kernels: every node delegated, and the output exactly TFLite's (the hardware's
 arithmetic as simulated gives TFLite's rounding; the rule of the suites is <= 1 LSB and >= 99.5 % exact, these ops
-are held to 0 LSB). A one-value constant stays on the CPU (support.SCALAR_REASON) and must come back unchanged."""
+are held to 0 LSB). A one-value constant operand runs as a per-channel constant (lower.scalar_as_channels)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,6 @@ from . import op_sweeps
 OPTIONS = {"device": "imx93", "sim": "1"}
 
 
-def _scalar(case: op_sweeps.Case) -> bool:
-    return getattr(case, "bcast", None) == "1"
-
-
 @pytest.mark.parametrize("case", op_sweeps.OPS + op_sweeps.held_out(5, 12), ids=lambda c: c.name)
 def test_op_on_simulator_is_exact(case: op_sweeps.Case, delegate_library: None) -> None:
     model = case.build()
@@ -27,8 +23,5 @@ def test_op_on_simulator_is_exact(case: op_sweeps.Case, delegate_library: None) 
     run = run_delegate(model, inputs, **OPTIONS)
     cmp = compare(ref, run.outputs)
     print(f"{case.name} on imx93: {cmp}; delegated {len(run.delegated)}/{len(run.ops)} nodes")
-    if _scalar(case):
-        assert not run.delegated, f"{case.name}: a one-value constant operand must stay on the CPU"
-    else:
-        assert len(run.delegated) == len(run.ops), f"{case.name}: not delegated: {run.reasons}"
+    assert len(run.delegated) == len(run.ops), f"{case.name}: not delegated: {run.reasons}"
     assert cmp.max_abs_diff == 0, f"{case.name}: {cmp}"

@@ -386,7 +386,21 @@ def lower(spec: ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec | RescaleSp
         return [k for part in spec.parts() for k in lower_pool(part)]
     if isinstance(spec, LutSpec):
         return lower_lut(spec)
+    if spec.scalar is not None and not vela_compat:
+        spec = scalar_as_channels(spec)
     return lower_elementwise(spec)
+
+
+def scalar_as_channels(spec: EltSpec) -> EltSpec:
+    """The default compile's form of a one-value constant operand: the value repeated once per channel, a (1, 1, C)
+    constant in the coefficient region broadcast along H and W, exactly as Vela lowers a per-channel constant. Vela's
+    own form (NPU_SET_IFM2_SCALAR with broadcast_scalar, kept by --vela-compat) is refused by Linux's command-stream
+    validator on the U65, which recognises a scalar only by the U85's encoding (docs/hardware/ethosu-kernel.md)."""
+    assert spec.ifm2 is not None and spec.scalar is not None
+    c = spec.ifm.shape[2]
+    ifm2 = replace(spec.ifm2, shape=(1, 1, c), region=REGION_COEFFS)
+    data = np.full(c, spec.scalar, np.int64).astype(spec.ifm2.dtype).tobytes()
+    return replace(spec, ifm2=ifm2, scalar=None, const=data)
 
 
 MIN_ELEMENTWISE_DEPTH = 8  # Regor reshapes elementwise operations on fewer channels (inferred; docs)

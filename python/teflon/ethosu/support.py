@@ -255,10 +255,11 @@ def spec(graph: Graph, op: Operation) -> Spec:
     return handler(graph, op)
 
 
-# A one-value constant operand is an IFM2 scalar (IFM2_BROADCAST 0x80). Linux's command-stream validator recognises
-# a scalar only by the U85's encoding (8) and refuses a U65 stream whose IFM2 was never set (ethosu_gem.c as read in
-# docs/hardware/ethosu-kernel.md; the simulated kernel applies the same rule), so such a kick would be refused at
-# invoke; it stays on the CPU until the stream can satisfy both the hardware and that validator.
+# A one-value constant operand is an IFM2 scalar (IFM2_BROADCAST 0x80) in Vela's stream. Linux's command-stream
+# validator recognises a scalar only by the U85's encoding (8) and refuses a U65 stream whose IFM2 was never set
+# (ethosu_gem.c as read in docs/hardware/ethosu-kernel.md; the simulated kernel applies the same rule). The default
+# compile therefore repeats the value per channel (lower.scalar_as_channels: Vela's per-channel constant form), and
+# the operation is claimed; SCALAR_REASON names the refusal for a stream that keeps Vela's scalar (--vela-compat).
 SCALAR_REASON = ("{kind} with a one-value constant: the U65 IFM2 scalar that Vela encodes is refused by Linux's "
                  "command-stream validator (docs/hardware/ethosu-kernel.md)")
 
@@ -272,6 +273,5 @@ def support(graph: Graph) -> dict[int, tuple[bool, str]]:
         except LoweringError as e:
             out[op.index] = (False, str(e))
         else:
-            scalar = isinstance(s, EltSpec) and s.scalar is not None
-            out[op.index] = (False, SCALAR_REASON.format(kind=op.kind)) if scalar else (True, "")
+            out[op.index] = (True, "")
     return out
