@@ -1,5 +1,5 @@
 """Single-operation models of the Ethos-U65 operations lowered after the first sweep (tests/ethos_u/sweeps.py):
-MAXIMUM / MINIMUM (two maps, broadcast, constants), two-map broadcast ADD / SUB / MUL, one-value constants, HARD_SWISH, the standalone
+MAXIMUM / MINIMUM (two maps, broadcast, constants), two-map broadcast ADD / SUB / MUL, one-value constants, PAD, HARD_SWISH, the standalone
 RELU variants and QUANTIZE. OPS is the hand-picked sweep; `held_out(seed, n)` draws new cases from the same ranges."""
 
 from __future__ import annotations
@@ -99,6 +99,11 @@ OPS: list[Case] = [
     mg.UnaryCase("quantize", 6, 6, 24, dtype="uint8", seed=1),
     _quant((4, 4, 16), "uint8", "int8"),
     _quant((5, 3, 32), "int8", "uint8", 1),
+    mg.ElementwiseCase("pad", 6, 6, 16, dtype="int8", pads=(1, 1, 2, 0, 0, 0)),
+    mg.ElementwiseCase("pad", 5, 7, 24, dtype="uint8", pads=(1, 2, 3, 1, 0, 0)),
+    mg.ElementwiseCase("pad", 5, 7, 24, dtype="int8", pads=(0, 1, 0, 1, 0, 0)),
+    mg.ElementwiseCase("pad", 8, 8, 32, dtype="int8", pads=(1, 1, 1, 1, 0, 0)),
+    mg.ElementwiseCase("pad", 4, 9, 8, dtype="uint8", pads=(2, 0, 0, 0, 0, 0)),
 ]
 
 
@@ -107,7 +112,7 @@ def held_out(seed: int, n: int) -> list[Case]:
     rnd = random.Random(seed)
     out: list[Case] = []
     while len(out) < n:
-        kind = rnd.choice(["bin", "bin", "const", "lut", "rescale", "quant"])
+        kind = rnd.choice(["bin", "bin", "const", "lut", "rescale", "quant", "pad"])
         dt = rnd.choice(["int8", "int8", "uint8"])
         sd = 200 + len(out)
         h, w = rnd.choice([1, 2, 3, 5, 8, 9, 16]), rnd.choice([2, 3, 4, 7, 8, 11, 16])
@@ -124,6 +129,9 @@ def held_out(seed: int, n: int) -> list[Case]:
         elif kind == "rescale":
             out.append(mg.UnaryCase(rnd.choice(["relu", "relu6", "relun1", "quantize"]), h, w, c, dtype=dt,  # type: ignore[arg-type]
                                     seed=sd))
-        else:
+        elif kind == "quant":
             out.append(_quant((h, w, c), dt, rnd.choice(["int8", "uint8"]), sd))
+        else:
+            pads = tuple(rnd.choice([0, 0, 1, 1, 2, 3]) for _ in range(4))
+            out.append(mg.ElementwiseCase("pad", h, w, c, dtype=dt, pads=(*pads, 0, 0), seed=sd))  # type: ignore[arg-type]
     return out

@@ -374,10 +374,12 @@ def minmax_quant(kind: str, ifm: FeatureMap, ifm2: FeatureMap, ofm: FeatureMap) 
             raise LoweringError(f"{kind} whose operands and output differ in quantization")
 
 
-def lower(spec: ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec | RescaleSpec, vela_compat: bool = False
-          ) -> list[Kick]:
+def lower(spec: ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec | RescaleSpec | PadSpec,
+          vela_compat: bool = False) -> list[Kick]:
     if isinstance(spec, RescaleSpec):
         return lower_rescale(spec)
+    if isinstance(spec, PadSpec):
+        return lower_pad(spec)
     if isinstance(spec, ConvSpec):
         return lower_conv(spec, vela_compat)
     if isinstance(spec, PoolSpec):
@@ -500,3 +502,40 @@ def lower_rescale(spec: RescaleSpec) -> list[Kick]:
     k.regs["NPU_SET_ACTIVATION_MIN"] = {"value": spec.clamp[0]}
     k.regs["NPU_SET_ACTIVATION_MAX"] = {"value": spec.clamp[1]}
     return [k]
+
+
+@dataclass(frozen=True)
+class PadSpec:
+    """PAD of an 8-bit map in H and W with its zero point, as Vela lowers it: a copy of the input into the output's
+    interior, then one copy per border from a constant map of zero points in the coefficient region, each border
+    read as a packed (h, w, C) map: the right and left columns over the output's whole height, then the bottom and
+    top rows over its whole width (Vela's order; a border of width 0 is skipped)."""
+
+    ifm: FeatureMap
+    ofm: FeatureMap
+    pads: tuple[int, int, int, int]  # (top, bottom, left, right)
+
+    def borders(self) -> list[tuple[int, int, int, int]]:
+        """(y, x, h, w) of each border copy, in Vela's order."""
+        t, b, left, r = self.pads
+        h, w, _ = self.ofm.shape
+        out = [(0, w - r, h, r), (0, 0, h, left), (h - b, 0, b, w), (0, 0, t, w)]
+        return [p for p in out if p[2] and p[3]]
+
+
+def lower_pad(spec: PadSpec) -> list[Kick]:
+    ifm, ofm = spec.ifm, spec.ofm
+    c = ofm.shape[2]
+    sy, sx, _ = ofm.strides
+    t, _, left, _ = spec.pads
+
+    def window(y: int, x: int, shape: tuple[int, int, int]) -> FeatureMap:
+        return replace(ofm, shape=shape, offset=ofm.offset + y * sy + x * sx, row_stride=sy, pixel_stride=sx)
+
+    kicks = lower_pool(copy_spec(ifm, window(t, left, ifm.shape)))
+    for y, x, bh, bw in spec.borders():
+        fill = FeatureMap((bh, bw, c), ofm.dtype, ofm.zero_point, ofm.scale, region=REGION_COEFFS)
+        k = lower_pool(copy_spec(fill, window(y, x, (bh, bw, c)), 3))[0]
+        k.info["fill"] = np.full(bh * bw * c, ofm.zero_point, np.int64).astype(ofm.dtype).tobytes()
+        kicks.append(k)
+    return kicks

@@ -95,6 +95,11 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
             k.regs["NPU_SET_IFM2_BASE0"] = {"addr": len(coeffs)}
             coeffs += const
             coeffs += bytes(_align(len(coeffs)) - len(coeffs))
+        fill = k.info.get("fill")
+        if isinstance(fill, bytes):  # a constant IFM (PAD's zero-point borders)
+            k.regs["NPU_SET_IFM_BASE0"] = {"addr": len(coeffs)}
+            coeffs += fill
+            coeffs += bytes(_align(len(coeffs)) - len(coeffs))
         if k.scales is not None:
             sc = (len(coeffs), len(k.scales))
             coeffs += k.scales

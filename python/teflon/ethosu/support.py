@@ -18,6 +18,7 @@ from teflon.ethosu.lower import (
     FeatureMap,
     LoweringError,
     LutSpec,
+    PadSpec,
     PoolSpec,
     RescaleSpec,
 )
@@ -27,7 +28,7 @@ ACTIVATIONS = ("NONE", "RELU", "RELU6")  # the ones checked against Vela
 MAX_DIM = 65536  # the *_M1 registers are 16 bits
 MAX_STRIDE = 2  # strides beyond 2 are not checked against Vela here
 MAX_KERNEL = 8  # one sub-kernel: larger kernels are decomposed by Vela, not here
-Spec = ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec | RescaleSpec
+Spec = ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec | RescaleSpec | PadSpec
 LUT_FUNCTIONS = {"LOGISTIC": quant.sigmoid, "TANH": np.tanh}
 
 
@@ -240,12 +241,31 @@ def _rescale(graph: Graph, op: Operation) -> RescaleSpec:
     return RescaleSpec(ifm, ofm, scale, (lo, hi))
 
 
+def _pad(graph: Graph, op: Operation) -> PadSpec:
+    """PAD of an NHWC map in H and W (TFLite pads a quantized map with its output zero point)."""
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    ifm, ofm = _fm(x), _fm(y)
+    if not _same_quant(ifm, ofm):
+        raise Unsupported("PAD that requantizes")
+    p = graph.tensors[op.inputs[1]]
+    if p.data is None or p.data.size != 8:
+        raise Unsupported("PAD amounts are not a constant of 4 x 2")
+    amounts = p.data.reshape(4, 2).astype(np.int64)
+    if amounts[0].any() or amounts[3].any() or (amounts < 0).any():
+        raise Unsupported("PAD of the batch or channel axis: H and W only")
+    (t, b), (left, r) = amounts[1].tolist(), amounts[2].tolist()
+    h, w, c = ifm.shape
+    if ofm.shape != (h + t + b, w + left + r, c):
+        raise Unsupported(f"PAD output {ofm.shape} does not match the amounts")
+    return PadSpec(ifm, ofm, (t, b, left, r))
+
+
 HANDLERS = {"CONV_2D": _conv, "DEPTHWISE_CONV_2D": _conv, "FULLY_CONNECTED": _fc, "MAX_POOL_2D": _pool,
             "AVERAGE_POOL_2D": _pool, "ADD": _eltwise, "SUB": _eltwise, "MUL": _eltwise, "RESHAPE": _reshape,
             "CONCATENATION": _concat, "LOGISTIC": _lut, "TANH": _lut,
             "LEAKY_RELU": _lut}
 HANDLERS.update({"MAXIMUM": _eltwise, "MINIMUM": _eltwise, "HARD_SWISH": _lut, "RELU": _rescale, "RELU6": _rescale,
-                 "RELU_N1_TO_1": _rescale, "RELU_0_TO_1": _rescale, "QUANTIZE": _rescale})
+                 "RELU_N1_TO_1": _rescale, "RELU_0_TO_1": _rescale, "QUANTIZE": _rescale, "PAD": _pad})
 
 
 def spec(graph: Graph, op: Operation) -> Spec:
