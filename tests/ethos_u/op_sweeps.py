@@ -1,5 +1,5 @@
 """Single-operation models of the Ethos-U65 operations lowered after the first sweep (tests/ethos_u/sweeps.py):
-MAXIMUM / MINIMUM (two maps, broadcast, constants), two-map broadcast ADD / SUB / MUL, one-value constants, PAD, HARD_SWISH, the standalone
+MAXIMUM / MINIMUM (two maps, broadcast, constants), two-map broadcast ADD / SUB / MUL, one-value constants, PAD, pools beyond 8x8, HARD_SWISH, the standalone
 RELU variants and QUANTIZE. OPS is the hand-picked sweep; `held_out(seed, n)` draws new cases from the same ranges."""
 
 from __future__ import annotations
@@ -104,6 +104,13 @@ OPS: list[Case] = [
     mg.ElementwiseCase("pad", 5, 7, 24, dtype="int8", pads=(0, 1, 0, 1, 0, 0)),
     mg.ElementwiseCase("pad", 8, 8, 32, dtype="int8", pads=(1, 1, 1, 1, 0, 0)),
     mg.ElementwiseCase("pad", 4, 9, 8, dtype="uint8", pads=(2, 0, 0, 0, 0, 0)),
+    mg.PoolCase(14, 14, 96, filter=14, stride=1, op="avg", dtype="uint8"),
+    mg.PoolCase(7, 7, 32, filter=7, stride=1, op="avg", dtype="int8"),
+    mg.PoolCase(8, 8, 16, filter=8, stride=8, op="avg", dtype="int8"),
+    mg.PoolCase(25, 5, 64, filter=25, filter_w=5, stride=1, op="avg", dtype="int8"),
+    mg.PoolCase(12, 12, 16, filter=12, stride=1, op="max", dtype="int8"),
+    mg.PoolCase(12, 12, 16, filter=9, stride=1, padding="same", op="max", dtype="uint8"),
+    mg.PoolCase(20, 20, 24, filter=10, stride=2, op="avg", dtype="int8"),
 ]
 
 
@@ -112,7 +119,7 @@ def held_out(seed: int, n: int) -> list[Case]:
     rnd = random.Random(seed)
     out: list[Case] = []
     while len(out) < n:
-        kind = rnd.choice(["bin", "bin", "const", "lut", "rescale", "quant", "pad"])
+        kind = rnd.choice(["bin", "bin", "const", "lut", "rescale", "quant", "pad", "pool"])
         dt = rnd.choice(["int8", "int8", "uint8"])
         sd = 200 + len(out)
         h, w = rnd.choice([1, 2, 3, 5, 8, 9, 16]), rnd.choice([2, 3, 4, 7, 8, 11, 16])
@@ -131,6 +138,12 @@ def held_out(seed: int, n: int) -> list[Case]:
                                     seed=sd))
         elif kind == "quant":
             out.append(_quant((h, w, c), dt, rnd.choice(["int8", "uint8"]), sd))
+        elif kind == "pool":  # a window beyond 8x8: global (the whole map) or sliding, VALID
+            kh, kw = rnd.choice([9, 10, 12, 14, 16]), rnd.choice([3, 7, 9, 12, 16])
+            glob = rnd.random() < 0.5
+            out.append(mg.PoolCase(kh if glob else kh + rnd.choice([0, 1, 3]), kw if glob else kw + rnd.choice([0, 2]),
+                                   c, filter=kh, filter_w=kw, stride=rnd.choice([1, 2]) if not glob else kh,
+                                   op=rnd.choice(["avg", "max"]), dtype=dt, seed=sd))  # type: ignore[arg-type]
         else:
             pads = tuple(rnd.choice([0, 0, 1, 1, 2, 3]) for _ in range(4))
             out.append(mg.ElementwiseCase("pad", h, w, c, dtype=dt, pads=(*pads, 0, 0), seed=sd))  # type: ignore[arg-type]

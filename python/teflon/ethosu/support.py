@@ -134,13 +134,29 @@ def _pool(graph: Graph, op: Operation) -> PoolSpec:
         raise Unsupported("pool changes the type")
     kh, kw = int(op.options.get("filter_h", 1)), int(op.options.get("filter_w", 1))
     sy, sx = int(op.options.get("stride_h", 1)), int(op.options.get("stride_w", 1))
-    if kh > MAX_KERNEL or kw > MAX_KERNEL or not (1 <= sy <= MAX_STRIDE and 1 <= sx <= MAX_STRIDE):
-        raise Unsupported(f"pool {kh}x{kw} stride {sy}x{sx}")
     kind = "max" if op.kind == "MAX_POOL_2D" else "avg"
+    same = str(op.options.get("padding", "VALID")) == "SAME"
+    ey, ex = lower.effective_stride((sy, sx), ofm.shape)  # a stride along a one-output axis is never applied
+    if not _pool_kernel_ok(kind, same, kh, kw) or not (1 <= ey <= MAX_STRIDE and 1 <= ex <= MAX_STRIDE):
+        raise Unsupported(f"pool {kh}x{kw} stride {sy}x{sx}")
     if ifm.scale != ofm.scale or ifm.zero_point != ofm.zero_point:
         raise Unsupported("pool that requantizes (not checked against Vela)")
-    return PoolSpec(ifm, ofm, kind, (kh, kw), (sy, sx), str(op.options.get("padding", "VALID")) == "SAME",
-                    _activation(op))
+    return PoolSpec(ifm, ofm, kind, (kh, kw), (sy, sx), same, _activation(op))
+
+
+# Pool windows beyond one 8x8 sub-kernel: Vela takes a VALID average pool or any max pool up to 256 rows and 256 x 256
+# taps in one kick (its supported-operator checks, tflite_supported_operators.py: filter_height_range,
+# filter_product_range; a SAME average pool stays within 8x8), checked against its compiles by the op sweep.
+POOL_MAX_HEIGHT = 256
+POOL_MAX_TAPS = 256 * 256
+
+
+def _pool_kernel_ok(kind: str, same: bool, kh: int, kw: int) -> bool:
+    if kh <= MAX_KERNEL and kw <= MAX_KERNEL:
+        return True
+    if kind == "avg" and same:
+        return False
+    return kh <= POOL_MAX_HEIGHT and kh * kw <= POOL_MAX_TAPS
 
 
 def _eltwise(graph: Graph, op: Operation) -> EltSpec:
