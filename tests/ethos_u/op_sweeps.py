@@ -56,6 +56,22 @@ def quantize_model(shape: tuple[int, int, int], din: str, dout: str, seed: int =
     return g.build([x], [y])
 
 
+def relu0to1_model(shape: tuple[int, int, int], dtype: str, seed: int = 0) -> bytes:
+    """RELU_0_TO_1 (modelgen has no case for it) of an 8-bit map, the output quantized over [0, 1]."""
+    rng = np.random.default_rng([seed, zlib.crc32(f"r01{shape}{dtype}".encode())])
+    lo, hi = mg.QRANGE[dtype]  # type: ignore[index]
+    g = GraphBuilder("teflon tests: relu0to1")
+    x = g.tensor("x", (1, *shape), dtype, QParams.make(float(rng.uniform(0.005, 0.03)), int(rng.integers(lo, hi + 1))))
+    y = g.tensor("y", (1, *shape), dtype, QParams.make(float(rng.uniform(0.8, 1.2)) / 255, lo + int(rng.integers(0, 8))))
+    g.op(BuiltinOperator.RELU_0_TO_1, 1, [x], [y])
+    return g.build([x], [y])
+
+
+def _relu01(shape: tuple[int, int, int], dtype: str, seed: int = 0) -> ModelCase:
+    name = f"relu0to1-in{'x'.join(map(str, shape))}-{'i8' if dtype == 'int8' else 'u8'}-seed{seed}"
+    return ModelCase(name, lambda: relu0to1_model(shape, dtype, seed))
+
+
 def _bin(op: str, shape: tuple[int, int, int], shape2: tuple[int, ...], dtype: str, seed: int = 0) -> ModelCase:
     s2 = "x".join(map(str, shape2))
     name = f"{op}-in{'x'.join(map(str, shape))}-b{s2}-{'i8' if dtype == 'int8' else 'u8'}-seed{seed}"
@@ -97,6 +113,8 @@ OPS: list[Case] = [
     mg.UnaryCase("relun1", 5, 7, 8, dtype="uint8", seed=4),
     mg.UnaryCase("quantize", 4, 4, 16, dtype="int8"),
     mg.UnaryCase("quantize", 6, 6, 24, dtype="uint8", seed=1),
+    _relu01((4, 4, 16), "int8"),
+    _relu01((6, 5, 24), "uint8", 1),
     _quant((4, 4, 16), "uint8", "int8"),
     _quant((5, 3, 32), "int8", "uint8", 1),
     mg.ElementwiseCase("pad", 6, 6, 16, dtype="int8", pads=(1, 1, 2, 0, 0, 0)),
