@@ -1,5 +1,5 @@
 """Single-operation models of the Ethos-U65 operations lowered after the first sweep (tests/ethos_u/sweeps.py):
-MAXIMUM / MINIMUM (two maps, broadcast, constants), two-map broadcast ADD / SUB / MUL, one-value constants, PAD, pools beyond 8x8, HARD_SWISH, the standalone
+MAXIMUM / MINIMUM (two maps, broadcast, constants), two-map broadcast ADD / SUB / MUL, one-value constants, PAD, pools beyond 8x8, MEAN, HARD_SWISH, the standalone
 RELU variants and QUANTIZE. OPS is the hand-picked sweep; `held_out(seed, n)` draws new cases from the same ranges."""
 
 from __future__ import annotations
@@ -129,7 +129,15 @@ OPS: list[Case] = [
     mg.PoolCase(12, 12, 16, filter=12, stride=1, op="max", dtype="int8"),
     mg.PoolCase(12, 12, 16, filter=9, stride=1, padding="same", op="max", dtype="uint8"),
     mg.PoolCase(20, 20, 24, filter=10, stride=2, op="avg", dtype="int8"),
+    mg.PoolCase(7, 7, 32, op="mean", dtype="int8"),
+    mg.PoolCase(7, 7, 32, op="mean", dtype="int8", requant=True),
+    mg.PoolCase(4, 6, 48, op="mean", dtype="int8", requant=True, seed=4),
+    mg.PoolCase(8, 8, 40, op="mean", dtype="uint8", seed=5),
+    mg.PoolCase(2, 2, 8, op="mean", dtype="int8", requant=True, seed=6),
+    mg.PoolCase(3, 5, 16, op="mean", dtype="uint8", requant=True, seed=1),
 ]
+MEAN_SUMS = ("Vela keeps MEAN's 32-bit sums in its fast-memory scratch (region 2), teflon in the arena (region 1): "
+             "placement")
 
 
 def held_out(seed: int, n: int) -> list[Case]:
@@ -137,7 +145,7 @@ def held_out(seed: int, n: int) -> list[Case]:
     rnd = random.Random(seed)
     out: list[Case] = []
     while len(out) < n:
-        kind = rnd.choice(["bin", "bin", "const", "lut", "rescale", "quant", "pad", "pool"])
+        kind = rnd.choice(["bin", "bin", "const", "lut", "rescale", "quant", "pad", "pool", "mean"])
         dt = rnd.choice(["int8", "int8", "uint8"])
         sd = 200 + len(out)
         h, w = rnd.choice([1, 2, 3, 5, 8, 9, 16]), rnd.choice([2, 3, 4, 7, 8, 11, 16])
@@ -156,6 +164,9 @@ def held_out(seed: int, n: int) -> list[Case]:
                                     seed=sd))
         elif kind == "quant":
             out.append(_quant((h, w, c), dt, rnd.choice(["int8", "uint8"]), sd))
+        elif kind == "mean":
+            out.append(mg.PoolCase(rnd.choice([2, 3, 5, 7, 8]), rnd.choice([2, 3, 4, 7, 8]), c, op="mean", dtype=dt,  # type: ignore[arg-type]
+                                   requant=rnd.random() < 0.7, seed=sd))
         elif kind == "pool":  # a window beyond 8x8: global (the whole map) or sliding, VALID
             kh, kw = rnd.choice([9, 10, 12, 14, 16]), rnd.choice([3, 7, 9, 12, 16])
             glob = rnd.random() < 0.5

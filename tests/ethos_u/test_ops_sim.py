@@ -1,7 +1,8 @@
 """teflon's own Ethos-U65 compile of the op sweep (tests/ethos_u/op_sweeps.py) on the simulated NPU (device imx93)
 against TFLite's reference kernels: every node delegated, and the output exactly TFLite's (the hardware's
 arithmetic as simulated gives TFLite's rounding; the rule of the suites is <= 1 LSB and >= 99.5 % exact, these ops
-are held to 0 LSB). A one-value constant operand runs as a per-channel constant (lower.scalar_as_channels)."""
+are held to 0 LSB). A one-value constant operand runs as a per-channel constant (lower.scalar_as_channels); a
+uint8 MEAN whose output offset is negative stays on the CPU (lower.lower_mean_builtin)."""
 
 from __future__ import annotations
 
@@ -23,5 +24,8 @@ def test_op_on_simulator_is_exact(case: op_sweeps.Case, delegate_library: None) 
     run = run_delegate(model, inputs, **OPTIONS)
     cmp = compare(ref, run.outputs)
     print(f"{case.name} on imx93: {cmp}; delegated {len(run.delegated)}/{len(run.ops)} nodes")
-    assert len(run.delegated) == len(run.ops), f"{case.name}: not delegated: {run.reasons}"
+    if any("does not fit" in why for why in run.reasons.values()):  # a uint8 MEAN's negative output offset
+        assert not run.delegated
+    else:
+        assert len(run.delegated) == len(run.ops), f"{case.name}: not delegated: {run.reasons}"
     assert cmp.max_abs_diff == 0, f"{case.name}: {cmp}"

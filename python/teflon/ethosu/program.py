@@ -73,6 +73,8 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
                 continue  # no second operand, a constant (coefficient region) or a scalar (in the command)
             h, w, c = fm.shape
             fms[name] = _place(fm, at(tensor, h * w * c))
+        if isinstance(s, lower.MeanSpec):  # the operation's own intermediate map (MEAN's 32-bit sums)
+            fms["scratch"] = _place(s.scratch, at(-1 - op.index, s.scratch_bytes))  # key: no tensor index
         if isinstance(s, lower.ConcatSpec):
             out_off = at(op.outputs[0], int(np.prod(s.ofm.shape)))
             fms = {"ifms": tuple(_place(fm, at(t, int(np.prod(fm.shape)))) for fm, t in zip(s.ifms, op.inputs)),

@@ -18,6 +18,7 @@ from teflon.ethosu.lower import (
     FeatureMap,
     LoweringError,
     LutSpec,
+    MeanSpec,
     PadSpec,
     PoolSpec,
     RescaleSpec,
@@ -28,7 +29,7 @@ ACTIVATIONS = ("NONE", "RELU", "RELU6")  # the ones checked against Vela
 MAX_DIM = 65536  # the *_M1 registers are 16 bits
 MAX_STRIDE = 2  # strides beyond 2 are not checked against Vela here
 MAX_KERNEL = 8  # one sub-kernel: larger kernels are decomposed by Vela, not here
-Spec = ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec | RescaleSpec | PadSpec
+Spec = ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec | RescaleSpec | PadSpec | MeanSpec
 LUT_FUNCTIONS = {"LOGISTIC": quant.sigmoid, "TANH": np.tanh}
 
 
@@ -276,12 +277,39 @@ def _pad(graph: Graph, op: Operation) -> PadSpec:
     return PadSpec(ifm, ofm, (t, b, left, r))
 
 
+MEAN_MAX_WINDOW = MAX_KERNEL  # one depthwise kick within one 8x8 sub-kernel (Vela goes further; not checked here)
+
+
+def _mean(graph: Graph, op: Operation) -> MeanSpec:
+    """MEAN over H and W of an NHWC map (keep_dims or not): Vela's depthwise sum and 32-bit MUL (lower.MeanSpec)."""
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    ifm = _fm(x)
+    axes = graph.tensors[op.inputs[1]].data
+    if axes is None or sorted(int(a) % 4 for a in np.asarray(axes).reshape(-1)) != [1, 2]:
+        raise Unsupported("MEAN over axes other than H and W")
+    h, w, c = ifm.shape
+    if int(np.prod(y.shape)) != c:
+        raise Unsupported(f"MEAN output {y.shape}")
+    ofm = _fm(y, (1, 1, c))
+    if ofm.dtype != ifm.dtype:
+        raise Unsupported("MEAN that changes the type")
+    if h > MEAN_MAX_WINDOW or w > MEAN_MAX_WINDOW or h * w < 2:
+        raise Unsupported(f"MEAN over {h}x{w}: 2 to {MEAN_MAX_WINDOW}x{MEAN_MAX_WINDOW} elements only")
+    if len(y.shape) != 4:  # TFLite computes MEAN without keep_dims with other (reference) arithmetic
+        raise Unsupported("MEAN without keep_dims (TFLite's reference arithmetic, not modelled)")
+    k, shift = lower.mean_scale(ifm.scale, ofm.scale, h * w)
+    real_scale, bias = lower.mean_builtin_params(ifm.scale, ifm.zero_point, ofm.scale, h * w, ofm.zero_point)
+    sums = FeatureMap((1, 1, c), "int8", 0, 1.0)
+    return MeanSpec(ifm, ofm, sums, k, shift, real_scale, bias)
+
+
 HANDLERS = {"CONV_2D": _conv, "DEPTHWISE_CONV_2D": _conv, "FULLY_CONNECTED": _fc, "MAX_POOL_2D": _pool,
             "AVERAGE_POOL_2D": _pool, "ADD": _eltwise, "SUB": _eltwise, "MUL": _eltwise, "RESHAPE": _reshape,
             "CONCATENATION": _concat, "LOGISTIC": _lut, "TANH": _lut,
             "LEAKY_RELU": _lut}
 HANDLERS.update({"MAXIMUM": _eltwise, "MINIMUM": _eltwise, "HARD_SWISH": _lut, "RELU": _rescale, "RELU6": _rescale,
-                 "RELU_N1_TO_1": _rescale, "RELU_0_TO_1": _rescale, "QUANTIZE": _rescale, "PAD": _pad})
+                 "RELU_N1_TO_1": _rescale, "RELU_0_TO_1": _rescale, "QUANTIZE": _rescale, "PAD": _pad,
+                 "MEAN": _mean})
 
 
 def spec(graph: Graph, op: Operation) -> Spec:
