@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+from teflon.ethosu import program, stream, support
 from teflon.modelgen import random_inputs
 from teflon.reference import compare, run_cpu, run_delegate
 
-from . import op_sweeps
+from . import op_sweeps, tflite_graph
 
 OPTIONS = {"device": "imx93", "sim": "1"}
 
@@ -29,3 +30,15 @@ def test_op_on_simulator_is_exact(case: op_sweeps.Case, delegate_library: None) 
     else:
         assert len(run.delegated) == len(run.ops), f"{case.name}: not delegated: {run.reasons}"
     assert cmp.max_abs_diff == 0, f"{case.name}: {cmp}"
+
+
+@pytest.mark.parametrize("case", op_sweeps.OPS, ids=lambda c: c.name)
+def test_op_stream_is_in_range(case: op_sweeps.Case) -> None:
+    """The default compile's words decode strictly (every field inside the command set's values and ranges)."""
+    model = case.build()
+    graph = tflite_graph.load(model)
+    claimed = [i for i, (ok, _) in support.support(graph).items() if ok]
+    if not claimed:
+        pytest.skip("not claimed")
+    c = program.lower_graph(graph, claimed)
+    assert c.kicks and not stream.check(c.words)
