@@ -135,6 +135,9 @@ OPS: list[Case] = [
     mg.PoolCase(8, 8, 40, op="mean", dtype="uint8", seed=5),
     mg.PoolCase(2, 2, 8, op="mean", dtype="int8", requant=True, seed=6),
     mg.PoolCase(3, 5, 16, op="mean", dtype="uint8", requant=True, seed=1),
+    mg.PoolCase(14, 14, 16, op="mean", dtype="int8", requant=True),
+    mg.PoolCase(10, 3, 24, op="mean", dtype="int8"),
+    mg.PoolCase(12, 12, 64, op="mean", dtype="uint8", seed=2),
 ]
 MEAN_SUMS = ("Vela keeps MEAN's 32-bit sums in its fast-memory scratch (region 2), teflon in the arena (region 1): "
              "placement")
@@ -165,7 +168,7 @@ def held_out(seed: int, n: int) -> list[Case]:
         elif kind == "quant":
             out.append(_quant((h, w, c), dt, rnd.choice(["int8", "uint8"]), sd))
         elif kind == "mean":
-            out.append(mg.PoolCase(rnd.choice([2, 3, 5, 7, 8]), rnd.choice([2, 3, 4, 7, 8]), c, op="mean", dtype=dt,  # type: ignore[arg-type]
+            out.append(mg.PoolCase(rnd.choice([2, 3, 5, 7, 8, 14]), rnd.choice([2, 3, 4, 7, 8, 16]), c, op="mean", dtype=dt,  # type: ignore[arg-type]
                                    requant=rnd.random() < 0.7, seed=sd))
         elif kind == "pool":  # a window beyond 8x8: global (the whole map) or sliding, VALID
             kh, kw = rnd.choice([9, 10, 12, 14, 16]), rnd.choice([3, 7, 9, 12, 16])

@@ -23,7 +23,7 @@ def test_sweep_ops_are_claimed(case: sweeps.Case) -> None:
 @pytest.mark.parametrize(("case", "reason"), [
     (mg.ConvCase("conv2d", 12, 12, 8, 8, kernel=3, stride=3, padding="same", dtype="int8"), "stride 3x3"),
     (mg.AddCase(8, 8, 3, producers="inputs", dtype="int8"), "Vela reshapes"),
-    (mg.PoolCase(9, 9, 16, op="mean", dtype="int8"), "MEAN over 9x9"),
+    (mg.PoolCase(80, 2, 16, op="mean", dtype="int8"), "MEAN over 80x2"),
     (mg.ElementwiseCase("pad", 6, 6, 16, dtype="int8", pads=(1, 1, 2, 0, 1, 0)), "PAD of the batch or channel"),
 ], ids=["conv-stride3", "add-3ch", "mean", "pad-channels"])
 def test_unclaimed_with_reason(case: sweeps.Case | mg.UnaryCase, reason: str) -> None:

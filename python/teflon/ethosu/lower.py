@@ -635,16 +635,20 @@ def mean_builtin_params(s_in: float, zp_in: int, s_out: float, n: int, zp_out: i
 
 
 def lower_mean_builtin(spec: MeanSpec) -> list[Kick]:
-    """The default compile's MEAN: one DEPTHWISE kick with an all-ones H x W kernel on the raw input (zero point 0),
-    each channel's scale record the multiplier of `real_scale` (TFL rounding: MultiplyByQuantizedMultiplier), the
-    OFM zero point `bias`: TFLite's builtin MEAN exactly. (Vela's two kicks follow the reference kernel's arithmetic,
-    which the builtin kernel does not: within 1 LSB of it, 88 % exact.)"""
+    """The default compile's MEAN: one unpadded AVERAGE pool over the whole H x W on the raw input (IFM zero point
+    0). Unpadded, the pool's OFM scale does the division (see `quant.pool_scale`), so a global OFM scale of
+    `real_scale` with TFL rounding (MultiplyByQuantizedMultiplier) and the OFM zero point `bias` give TFLite's
+    builtin MEAN exactly. (Vela's two kicks follow the reference kernel's arithmetic, which the builtin kernel does
+    not: within 1 LSB of it, 88 % exact.)"""
     ifm, ofm = spec.ifm, spec.ofm
-    h, w, c = ifm.shape
+    h, w, _ = ifm.shape
     if not (-(1 << 15) if ofm.dtype == "int8" else 0) <= spec.bias < (1 << 15):
         # the offset is the OFM zero point: a 16-bit register, read unsigned for an unsigned map
         raise LoweringError(f"MEAN whose output offset {spec.bias} does not fit a {ofm.dtype} map's zero point")
-    conv = ConvSpec(replace(ifm, zero_point=0, scale=1.0), replace(ofm, zero_point=spec.bias, scale=1.0),
-                    np.ones((c, h, w, 1), np.int64), np.zeros(c, np.int64), np.full(c, spec.real_scale, np.float32),
-                    depthwise=True)
-    return lower_conv(conv)
+    # copy=True: the zero points as given (0 in, the offset out) and a scale set below
+    (k,) = lower_pool(PoolSpec(replace(ifm, zero_point=0), replace(ofm, zero_point=spec.bias), "avg", (h, w), (1, 1),
+                               False, copy=True))
+    m, shift = quant.quantise(spec.real_scale)
+    k.regs["NPU_SET_OFM_SCALE"] = {"scale": m, "shift": shift}
+    k.regs["NPU_SET_OFM_PRECISION"] = precision(ofm.dtype, scale_mode=1, round_mode=quant.ROUND_TFL)
+    return [k]

@@ -277,7 +277,10 @@ def _pad(graph: Graph, op: Operation) -> PadSpec:
     return PadSpec(ifm, ofm, (t, b, left, r))
 
 
-MEAN_MAX_WINDOW = MAX_KERNEL  # one depthwise kick within one 8x8 sub-kernel (Vela goes further; not checked here)
+# Vela sums a MEAN in one depthwise kick up to 64 rows and 4096 elements (convert_mean_to_depthwise_conv's
+# max_height / max_kernel_size); beyond, it splits or reshapes (not modelled).
+MEAN_MAX_HEIGHT = 64
+MEAN_MAX_ELEMENTS = 4096
 
 
 def _mean(graph: Graph, op: Operation) -> MeanSpec:
@@ -293,8 +296,8 @@ def _mean(graph: Graph, op: Operation) -> MeanSpec:
     ofm = _fm(y, (1, 1, c))
     if ofm.dtype != ifm.dtype:
         raise Unsupported("MEAN that changes the type")
-    if h > MEAN_MAX_WINDOW or w > MEAN_MAX_WINDOW or h * w < 2:
-        raise Unsupported(f"MEAN over {h}x{w}: 2 to {MEAN_MAX_WINDOW}x{MEAN_MAX_WINDOW} elements only")
+    if h > MEAN_MAX_HEIGHT or h * w > MEAN_MAX_ELEMENTS or h * w < 2:
+        raise Unsupported(f"MEAN over {h}x{w}: 2 to {MEAN_MAX_ELEMENTS} elements in up to {MEAN_MAX_HEIGHT} rows only")
     if len(y.shape) != 4:  # TFLite computes MEAN without keep_dims with other (reference) arithmetic
         raise Unsupported("MEAN without keep_dims (TFLite's reference arithmetic, not modelled)")
     k, shift = lower.mean_scale(ifm.scale, ofm.scale, h * w)
