@@ -73,7 +73,7 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
                 continue  # no second operand, a constant (coefficient region) or a scalar (in the command)
             h, w, c = fm.shape
             fms[name] = _place(fm, at(tensor, h * w * c))
-        if isinstance(s, lower.MeanSpec):  # the operation's own intermediate map (MEAN's 32-bit sums)
+        if isinstance(s, lower.MeanSpec) and vela_compat:  # Vela's MEAN: its 32-bit sums (the default has none)
             fms["scratch"] = _place(s.scratch, at(-1 - op.index, s.scratch_bytes))  # key: no tensor index
         if isinstance(s, lower.ConcatSpec):
             out_off = at(op.outputs[0], int(np.prod(s.ofm.shape)))
