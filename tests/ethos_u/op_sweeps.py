@@ -1,5 +1,6 @@
 """Single-operation models of the Ethos-U65 operations lowered after the first sweep (tests/ethos_u/sweeps.py):
-MAXIMUM / MINIMUM (two maps, broadcast, constants), two-map broadcast ADD / SUB / MUL, one-value constants, PAD, pools beyond 8x8, MEAN, HARD_SWISH, the standalone
+MAXIMUM / MINIMUM (two maps, broadcast, constants), two-map broadcast ADD / SUB / MUL, constants broadcast
+along any of H, W, C, one-value constants, PAD, pools beyond 8x8, MEAN, HARD_SWISH, the standalone
 RELU variants and QUANTIZE. OPS is the hand-picked sweep; `held_out(seed, n)` draws new cases from the same ranges."""
 
 from __future__ import annotations
@@ -7,7 +8,9 @@ from __future__ import annotations
 import random
 import zlib
 
+import flatbuffers
 import numpy as np
+import tflite
 
 from teflon import modelgen as mg
 from teflon.modelgen import BuiltinOperator, GraphBuilder, QParams
@@ -72,6 +75,38 @@ def _relu01(shape: tuple[int, int, int], dtype: str, seed: int = 0) -> ModelCase
     return ModelCase(name, lambda: relu0to1_model(shape, dtype, seed))
 
 
+def const_map_model(op: str, shape: tuple[int, int, int], cshape: tuple[int, ...], dtype: str, seed: int = 0
+                    ) -> bytes:
+    """ADD / MUL of an (1, H, W, C) map and a constant of shape `cshape` broadcast along some of H, W, C (as NCHW
+    models' per-channel scales land on NHWC: (1, C, 1, 1))."""
+    rng = np.random.default_rng([seed, zlib.crc32(f"cm{op}{shape}{cshape}{dtype}".encode())])
+    lo, hi = mg.QRANGE[dtype]  # type: ignore[index]
+
+    def q() -> QParams:
+        return QParams.make(float(np.exp(rng.uniform(np.log(0.004), np.log(0.1)))), int(rng.integers(lo, hi + 1)))
+
+    g = GraphBuilder(f"teflon tests: {op} const map")
+    x = g.tensor("x", (1, *shape), dtype, q())
+    c = g.constant("c", rng.integers(lo, hi + 1, cshape).astype(dtype), q())
+    y = g.tensor("y", (1, *shape), dtype, q())
+    if op == "mul":
+        g.op(BINARY[op], 2 if dtype == "int8" else 1, [x, c], [y], mg.BuiltinOptions.MulOptions, mg._mul_none_options)
+    else:
+        g.op(BINARY[op], 2 if dtype == "int8" else 1, [x, c], [y], mg.BuiltinOptions.AddOptions, _add_none_options)
+    return g.build([x], [y])
+
+
+def _add_none_options(fb: flatbuffers.Builder) -> int:
+    tflite.AddOptionsStart(fb)
+    return tflite.AddOptionsEnd(fb)
+
+
+def _cmap(op: str, shape: tuple[int, int, int], cshape: tuple[int, ...], dtype: str, seed: int = 0) -> ModelCase:
+    name = (f"{op}-in{'x'.join(map(str, shape))}-c{'x'.join(map(str, cshape))}-{'i8' if dtype == 'int8' else 'u8'}"
+            f"-seed{seed}")
+    return ModelCase(name, lambda: const_map_model(op, shape, cshape, dtype, seed))
+
+
 def _bin(op: str, shape: tuple[int, int, int], shape2: tuple[int, ...], dtype: str, seed: int = 0) -> ModelCase:
     s2 = "x".join(map(str, shape2))
     name = f"{op}-in{'x'.join(map(str, shape))}-b{s2}-{'i8' if dtype == 'int8' else 'u8'}-seed{seed}"
@@ -95,6 +130,11 @@ OPS: list[Case] = [
     _bin("mul", (8, 8, 16), (1, 1, 1, 16), "int8", 6),
     _bin("add", (8, 8, 16), (1, 1, 1, 16), "int8", 7),
     _bin("sub", (5, 7, 24), (1, 1, 1, 24), "uint8", 8),
+    _cmap("mul", (16, 12, 10), (1, 16, 1, 1), "int8"),
+    _cmap("add", (8, 6, 24), (1, 8, 1, 1), "uint8", 1),
+    _cmap("mul", (6, 5, 16), (1, 1, 5, 16), "int8", 2),
+    _cmap("add", (6, 5, 16), (1, 6, 5, 1), "int8", 3),
+    _cmap("mul", (4, 7, 8), (1, 4, 7, 8), "uint8", 4),
     mg.ConstOpCase(8, 8, 16, op="max", bcast="c", dtype="int8"),
     mg.ConstOpCase(6, 8, 20, op="min", bcast="c", dtype="uint8"),
     mg.ConstOpCase(8, 8, 16, op="min", bcast="1", dtype="int8"),
@@ -148,7 +188,7 @@ def held_out(seed: int, n: int) -> list[Case]:
     rnd = random.Random(seed)
     out: list[Case] = []
     while len(out) < n:
-        kind = rnd.choice(["bin", "bin", "const", "lut", "rescale", "quant", "pad", "pool", "mean"])
+        kind = rnd.choice(["bin", "bin", "const", "lut", "rescale", "quant", "pad", "pool", "mean", "cmap"])
         dt = rnd.choice(["int8", "int8", "uint8"])
         sd = 200 + len(out)
         h, w = rnd.choice([1, 2, 3, 5, 8, 9, 16]), rnd.choice([2, 3, 4, 7, 8, 11, 16])
@@ -167,6 +207,10 @@ def held_out(seed: int, n: int) -> list[Case]:
                                     seed=sd))
         elif kind == "quant":
             out.append(_quant((h, w, c), dt, rnd.choice(["int8", "uint8"]), sd))
+        elif kind == "cmap":
+            keep = rnd.choice([(1, 0, 0), (0, 1, 1), (1, 1, 0), (0, 1, 0), (1, 1, 1)])
+            cshape = (1, *(d if k else 1 for d, k in zip((h, w, c), keep)))
+            out.append(_cmap(rnd.choice(["add", "mul"]), (h, w, c), cshape, dt, sd))
         elif kind == "mean":
             out.append(mg.PoolCase(rnd.choice([2, 3, 5, 7, 8, 14]), rnd.choice([2, 3, 4, 7, 8, 16]), c, op="mean", dtype=dt,  # type: ignore[arg-type]
                                    requant=rnd.random() < 0.7, seed=sd))

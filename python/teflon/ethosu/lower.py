@@ -339,10 +339,24 @@ def elementwise_spec(graph: Graph, op: Operation, fm: Callable[..., FeatureMap],
     if data.size == 1:
         cq = FeatureMap((1, 1, 1), b.dtype, b.quant.zero_point, float(b.quant.scale))
         return EltSpec(op.kind, ifm, cq, ofm, activation, scalar=int(data[0]))
-    if b.data.shape[-1] != ifm.shape[2] or data.size != ifm.shape[2]:
-        raise LoweringError(f"{op.kind} constant of shape {b.data.shape}: one value or one per channel only")
-    cq = FeatureMap((1, 1, data.size), b.dtype, b.quant.zero_point, float(b.quant.scale), region=REGION_COEFFS)
+    shape2 = constant_shape(tuple(int(d) for d in b.data.shape), ifm.shape)
+    if shape2 is None:
+        raise LoweringError(f"{op.kind} constant of shape {b.data.shape}: one value, or a map whose H, W and C are "
+                            "each the input's or 1, only")
+    cq = FeatureMap(shape2, b.dtype, b.quant.zero_point, float(b.quant.scale), region=REGION_COEFFS)
     return EltSpec(op.kind, ifm, cq, ofm, activation, const=data.astype(b.dtype).tobytes())
+
+
+def constant_shape(shape: tuple[int, ...], like: tuple[int, int, int]) -> tuple[int, int, int] | None:
+    """The (h, w, c) of a constant second operand (rank 1..4, aligned at the right as TFLite broadcasts, batch 1)
+    when each of its H, W and C is the map's or 1 (the NPU broadcasts IFM2 along each such axis); else None. A
+    per-channel vector is (1, 1, C); an NCHW-born per-"channel" constant (1, C, 1, 1) is (C, 1, 1)."""
+    if not 1 <= len(shape) <= 4 or (len(shape) == 4 and shape[0] != 1):
+        return None
+    full = (1,) * (3 - min(len(shape), 3)) + shape[-3:]
+    if any(d not in (1, m) for d, m in zip(full, like)):
+        return None
+    return (full[0], full[1], full[2])
 
 
 def broadcast_shape(shape: tuple[int, ...], like: tuple[int, int, int]) -> tuple[int, int, int] | None:
@@ -441,14 +455,16 @@ def lower_elementwise(spec: EltSpec) -> list[Kick]:
         r["NPU_SET_IFM2_SCALAR"] = {"value": spec.scalar}
     else:
         regs2 = ifm_regs(ifm2, "IFM2")
-        if spec.const is not None:  # a (1, 1, C) map read once per pixel: Vela gives both strides the row
+        if spec.const is not None and ifm2.shape[1] == 1:  # one column, read at every x: Vela gives X the row
             regs2["NPU_SET_IFM2_STRIDE_X"] = regs2["NPU_SET_IFM2_STRIDE_Y"]
         r.update(regs2)
     r["NPU_SET_IFM2_ZERO_POINT"] = {"value": ifm2.zero_point}
     r["NPU_SET_IFM2_PRECISION"] = precision(ifm2.dtype)
     bh, bw = int(ifm2.shape[0] != ofm.shape[0]), int(ifm2.shape[1] != ofm.shape[1])
+    bc = int(ifm2.shape[2] != ofm.shape[2])
     r["NPU_SET_IFM2_BROADCAST"] = {"broadcast_height": 0 if scalar else bh, "broadcast_width": 0 if scalar else bw,
-                                   "broadcast_depth": 0, "operand_order": 0, "broadcast_scalar": int(scalar)}
+                                   "broadcast_depth": 0 if scalar else bc, "operand_order": 0,
+                                   "broadcast_scalar": int(scalar)}
     r.update(block_regs(cfg, ifm2=True))
     r["NPU_SET_BLOCKDEP"] = {"value": 0}
     return [Kick("NPU_OP_ELEMENTWISE", {"mode": ELEMENTWISE_MODE[spec.kind]}, r, block=cfg,
