@@ -30,6 +30,7 @@ python -m pytest -n auto -q -p no:cacheprovider -m "not slow" \
     tests/test_native_lifetime.py \
     tests/test_compare.py \
     tests/test_faults.py \
+    tests/test_doctor_experiments.py \
     tests/rocket/test_kernel_shim.py \
     tests/test_random.py \
     tests/rocket/test_views.py \

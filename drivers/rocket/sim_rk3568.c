@@ -524,7 +524,7 @@ static int add_task(rkt_npu *n)
             if ((int)(i % ATOM) + 8 * p >= c)
                 continue;
             const int64_t va = rkt_shift_even(((int64_t)(int8_t)a[i] + alu) * mul_a, sh_a);
-            const int64_t v = rkt_sat32(va + rkt_ew_convert((int8_t)b[i], ew_off, mul_b, sh_b));
+            const int64_t v = rkt_sat32(va + rkt_ew_convert((int8_t)b[i], ew_off, mul_b, sh_b, 0));
             const int64_t q = rkt_shift_even(v * os, osh) + oo;
             y[i] = (uint8_t)(int8_t)rkt_max64(rkt_min64(q, 127), -128);
         }

@@ -22,10 +22,13 @@ Regs = dict[str, dict[str, int]]
 QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 REGION_COEFFS = 0  # weights and scale records (the program's coefficient buffer)
 REGION_ARENA = 1  # every feature map, inputs and outputs included
+REGION_FAST = 2  # the NPU's SRAM (the job's sram_size): --vela-compat stages split operations' weights there
 
 # Vela splits a weighted operation whose weights it streams into fast memory at this many OFM channels for the
-# first kick (inferred from Regor's compiles; docs "Operation splits").
+# first kick (Regor's OFM_SPLIT_DEPTH in Scheduler::ProposeSlicedWeightBuffering; docs "Operation splits").
 FIRST_SPLIT_DEPTH = 16
+# Regor tries depth slices when the OFM depth holds more than this many OFM blocks (its `expectedSlices > 2`).
+SLICED_BLOCKS = 2
 
 
 class LoweringError(ValueError):
@@ -205,7 +208,8 @@ def lower_conv(spec: ConvSpec, vela_compat: bool = False) -> list[Kick]:
     ih = used_extent(ifm.shape[0], ofm.shape[0], kh, sy, pt)
     iw = used_extent(ifm.shape[1], ofm.shape[1], kw, sx, pl)
     splits = [(0, oc)]
-    if vela_compat and conv_is_buffered(geo, cfg) and oc > FIRST_SPLIT_DEPTH:
+    staged = vela_compat and conv_is_buffered(geo, cfg, oc) and oc > FIRST_SPLIT_DEPTH
+    if staged:
         splits = [(0, FIRST_SPLIT_DEPTH), (FIRST_SPLIT_DEPTH, oc)]
     kicks = []
     for n, (o0, o1) in enumerate(splits):
@@ -220,7 +224,7 @@ def lower_conv(spec: ConvSpec, vela_compat: bool = False) -> list[Kick]:
         r["NPU_SET_BLOCKDEP"] = {"value": 0 if n == 0 else 3}
         kicks.append(Kick("NPU_OP_DEPTHWISE" if spec.depthwise else "NPU_OP_CONV", {}, r,
                           weights=spec.weights[o0:o1], scales=b"".join(records[o0:o1]), block=cfg,
-                          depthwise=spec.depthwise))
+                          depthwise=spec.depthwise, info={"staged": n % 2} if staged else {}))
     return kicks
 
 
@@ -229,10 +233,14 @@ def effective_stride(stride: tuple[int, int], ofm_shape: tuple[int, int, int]) -
     return (1 if ofm_shape[0] == 1 else stride[0], 1 if ofm_shape[1] == 1 else stride[1])
 
 
-def conv_is_buffered(geo: OpGeometry, cfg: BlockConfig) -> bool:
-    """Whether Vela streams this operation's weights into fast memory (inferred from Regor's compiles: when the OFM
-    takes more than one block in height x width, so the weights would be fetched more than once)."""
-    return -(-geo.ofm[0] // cfg.ofm[0]) * -(-geo.ofm[1] // cfg.ofm[1]) > 1
+def conv_is_buffered(geo: OpGeometry, cfg: BlockConfig, depth: int) -> bool:
+    """Whether Vela streams this operation's weights into fast memory, in depth slices. Two of the reasons Regor's
+    Scheduler::ProposeSlicedWeightBuffering has for slicing, the two a single operation at the start of a network
+    meets in the sweeps (docs "Operation splits"): the OFM takes more than one block in height x width, so the
+    weights are fetched more than once (a start-of-network forced buffer), or its depth holds more than two OFM
+    blocks (`expectedSlices`). The rest of Regor's choice is a cycle-cost comparison teflon does not model."""
+    refetched = -(-geo.ofm[0] // cfg.ofm[0]) * -(-geo.ofm[1] // cfg.ofm[1]) > 1
+    return refetched or depth // cfg.ofm[2] > SLICED_BLOCKS
 
 
 @dataclass(frozen=True)
