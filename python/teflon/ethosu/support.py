@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from teflon import unary
+from teflon import lone, unary
 from teflon.ethosu import lower, quant
 from teflon.ethosu.lower import (
     ConcatSpec,
@@ -331,6 +331,14 @@ SCALAR_REASON = ("{kind} with a one-value constant: the U65 IFM2 scalar that Vel
                  "command-stream validator (docs/hardware/ethosu-kernel.md)")
 
 
+# Operations with no weights: alone between CPU nodes each would be a partition of its own (teflon.lone). RESHAPE
+# is a view in the default compile (program.lower_graph): looked through.
+CHEAP_KINDS = frozenset(("AVERAGE_POOL_2D", "MAX_POOL_2D", "ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "LOGISTIC",
+                         "TANH", "LEAKY_RELU", "HARD_SWISH", "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1",
+                         "QUANTIZE", "PAD", "MEAN", "CONCATENATION"))
+VIEW_KINDS = ("RESHAPE",)
+
+
 def support(graph: Graph) -> dict[int, tuple[bool, str]]:
     out: dict[int, tuple[bool, str]] = {}
     for op in graph.operations:
@@ -341,4 +349,4 @@ def support(graph: Graph) -> dict[int, tuple[bool, str]]:
             out[op.index] = (False, str(e))
         else:
             out[op.index] = (True, "")
-    return out
+    return lone.drop_lone_cheap(graph, out, CHEAP_KINDS, VIEW_KINDS)
