@@ -7,6 +7,7 @@ import pytest
 
 from teflon import modelgen as mg
 from teflon.ethosu import support
+from teflon.netgen import Net
 
 from . import sweeps, tflite_graph
 
@@ -30,3 +31,16 @@ def test_unclaimed_with_reason(case: sweeps.Case | mg.UnaryCase, reason: str) ->
     graph = tflite_graph.load(case.build())
     decisions = support.support(graph)
     assert any(not ok and reason in why for ok, why in decisions.values()), decisions
+
+
+def test_lone_weightless_node_stays_on_cpu() -> None:
+    """A LOGISTIC between two MULs the compiler refuses (4 channels) would be a partition of its own: it stays on the
+    CPU (teflon.lone); alone in a model it is claimed."""
+    n = Net("logistic_between_muls", "int8", per_channel=False)
+    a, b = n.input(8, 8, 4), n.input(8, 8, 4)
+    graph = tflite_graph.load(n.build([a, b], [n.mul(n.logistic(n.mul(a, b)), b)]))
+    decisions = support.support(graph)
+    (logistic,) = [op.index for op in graph.operations if op.kind == "LOGISTIC"]
+    assert not decisions[logistic][0] and "alone between CPU nodes" in decisions[logistic][1], decisions
+    alone = tflite_graph.load(mg.UnaryCase("logistic", 4, 4, 4, dtype="int8").build())
+    assert all(ok for ok, _ in support.support(alone).values())
