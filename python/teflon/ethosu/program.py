@@ -76,6 +76,8 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
                 continue  # no second operand, a constant (coefficient region) or a scalar (in the command)
             h, w, c = fm.shape
             fms[name] = _place(fm, at(tensor, h * w * c))
+        if isinstance(s, lower.MeanSpec) and vela_compat:  # Vela's MEAN: its 32-bit sums (the default has none)
+            fms["scratch"] = _place(s.scratch, at(-1 - op.index, s.scratch_bytes))  # key: no tensor index
         if isinstance(s, lower.ConcatSpec):
             out_off = at(op.outputs[0], int(np.prod(s.ofm.shape)))
             fms = {"ifms": tuple(_place(fm, at(t, int(np.prod(fm.shape)))) for fm, t in zip(s.ifms, op.inputs)),
@@ -97,6 +99,11 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
         if isinstance(const, bytes):  # an elementwise operand held as a constant
             k.regs["NPU_SET_IFM2_BASE0"] = {"addr": len(coeffs)}
             coeffs += const
+            coeffs += bytes(_align(len(coeffs)) - len(coeffs))
+        fill = k.info.get("fill")
+        if isinstance(fill, bytes):  # a constant IFM (PAD's zero-point borders)
+            k.regs["NPU_SET_IFM_BASE0"] = {"addr": len(coeffs)}
+            coeffs += fill
             coeffs += bytes(_align(len(coeffs)) - len(coeffs))
         if k.scales is not None:
             sc = (len(coeffs), len(k.scales))

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import Graph, Operation, Tensor
+from ..lone import drop_lone_cheap, via_cpu
 from .check import job_violations
 from .chips import Chip
 from .lower_unary import TABLE_OPS, claim_reason, is_table_binary, silu_only, table_plan
@@ -1242,51 +1243,12 @@ def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:
             result[op.index] = (False, f"descriptor outside the hardware's ranges: {'; '.join(bad)}")
             continue
         result[op.index] = (True, claim_reason(graph, op) or _claim_reason(op, chip, sum(j.type == KIND_NN for j in jobs)))
-    return _near_npu(graph, _drop_lone_cheap(graph, result))
+    return _near_npu(graph, drop_lone_cheap(graph, result, _CHEAP_KINDS, VIEW_KINDS))
 
 
 # Single-map jobs with no weights worth moving to the NPU: alone between CPU nodes each would be a partition of its
 # own, paying the layout conversions and a CPU <-> NPU round trip for less work than the CPU does in place.
 _CHEAP_KINDS = frozenset(("AVERAGE_POOL_2D", "ADD", "SUB", "RELU", "ABS", "LOGISTIC", "PAD", *TABLE_OPS))
-
-
-def _op_neighbours(graph: Graph, op: Operation, forward: bool) -> list[Operation]:
-    """The nearest non-view nodes that feed (forward False) or read (forward True) `op`, looking through views."""
-    out: list[Operation] = []
-    todo, seen = [op], {op.index}
-    while todo:
-        cur = todo.pop()
-        nxt = ([c for t in cur.outputs for c in graph.consumers(t)] if forward else
-               [p for p in (graph.producer(t) for t in cur.inputs if t >= 0) if p is not None])
-        for n in nxt:
-            if n.index in seen:
-                continue
-            seen.add(n.index)
-            (todo if n.kind in VIEW_KINDS else out).append(n)
-    return out
-
-
-def _drop_lone_cheap(graph: Graph, result: dict[int, tuple[bool, str]]) -> dict[int, tuple[bool, str]]:
-    """A claimed pool / table / element-wise node that would share a partition with no other claimed node (every
-    nearest producer and reader is a CPU node, or a claimed one reached only through CPU nodes; at least one of
-    each) stays on the CPU; a model made of such a node alone keeps it on the NPU. Repeated until stable."""
-    changed = True
-    while changed:
-        changed = False
-        claimed = {i for i, (ok, _) in result.items() if ok}
-        for op in graph.operations:
-            if op.kind not in _CHEAP_KINDS or op.index not in claimed:
-                continue
-            before, after = _op_neighbours(graph, op, False), _op_neighbours(graph, op, True)
-            joins = any(p.index in claimed and not _via_cpu(graph, p.index, op.index, claimed) for p in before) or \
-                any(c.index in claimed and not _via_cpu(graph, op.index, c.index, claimed) for c in after)
-            if before and after and not joins:
-                why = (f"{op.kind} alone between CPU nodes: a partition of its own would cost more (layout "
-                       "conversions, a CPU <-> NPU round trip) than the CPU spends on it")
-                result[op.index] = (False, why)
-                claimed.discard(op.index)
-                changed = True
-    return result
 
 
 def _near_npu(graph: Graph, result: dict[int, tuple[bool, str]]) -> dict[int, tuple[bool, str]]:
@@ -1306,8 +1268,8 @@ def _near_npu(graph: Graph, result: dict[int, tuple[bool, str]]) -> dict[int, tu
             # joining a producer's partition needs every input there: an input the CPU writes later would start
             # a partition of its own (TFLite's partitioning)
             by_producer = all(p.index in claimed for p in before) and any(
-                not _via_cpu(graph, p.index, op.index, claimed) for p in before)
-            if by_producer or any(c.index in claimed and not _via_cpu(graph, op.index, c.index, claimed)
+                not via_cpu(graph, p.index, op.index, claimed) for p in before)
+            if by_producer or any(c.index in claimed and not via_cpu(graph, op.index, c.index, claimed)
                                   for c in after):
                 claimed.add(op.index)
                 grew = True
@@ -1317,27 +1279,6 @@ def _near_npu(graph: Graph, result: dict[int, tuple[bool, str]]) -> dict[int, tu
                    "neighbours run)")
             result[op.index] = (False, why)
     return result
-
-
-def _via_cpu(graph: Graph, src: int, dst: int, claimed: set[int]) -> bool:
-    """Whether some path from node `src` to node `dst` passes through a node outside `claimed` (nodes are in
-    execution order, so such a path only visits nodes between the two)."""
-    by_index = {op.index: op for op in graph.operations}
-    seen: set[tuple[int, bool]] = set()
-    todo = [(src, False)]
-    while todo:
-        n, cpu = todo.pop()
-        for t in by_index[n].outputs:
-            for c in graph.consumers(t):
-                if c.index == dst:
-                    if cpu:
-                        return True
-                    continue
-                state = (c.index, cpu or c.index not in claimed)
-                if c.index < dst and state not in seen:
-                    seen.add(state)
-                    todo.append(state)
-    return False
 
 
 def _claim_reason(op: Operation, chip: Chip, nn_jobs: int = 1) -> str:
