@@ -1105,11 +1105,12 @@ class FcCase:
 
 @dataclass(frozen=True)
 class ElementwiseCase:
-    """One RELU, LOGISTIC or PAD of an (1, H, W, C) tensor. LOGISTIC's output is quantized as TFLite requires
-    (scale 1/256, zero point qmin); RELU keeps the input quantization unless `requant` draws another output scale;
-    PAD keeps it and pads with `pads` = (top, bottom, left, right, front, back) in H, W, C."""
+    """One RELU, LOGISTIC, PAD or RESIZE_NEAREST_NEIGHBOR (x2, "resize") of an (1, H, W, C) tensor. LOGISTIC's
+    output is quantized as TFLite requires (scale 1/256, zero point qmin); RELU keeps the input quantization unless
+    `requant` draws another output scale; PAD keeps it and pads with `pads` = (top, bottom, left, right, front, back)
+    in H, W, C; the resize keeps it too (`half_pixel`: TFLite's half_pixel_centers, as TF2 exports write it)."""
 
-    op: Literal["relu", "logistic", "pad"]
+    op: Literal["relu", "logistic", "pad", "resize"]
     in_h: int
     in_w: int
     in_c: int
@@ -1117,12 +1118,15 @@ class ElementwiseCase:
     pads: tuple[int, int, int, int, int, int] = (1, 1, 1, 1, 0, 0)
     requant: bool = False
     seed: int = 0
+    half_pixel: bool = False
 
     @property
     def name(self) -> str:
         parts = [self.op, f"in{self.in_h}x{self.in_w}x{self.in_c}"]
         if self.op == "pad":
             parts.append("p" + "".join(str(p) for p in self.pads))
+        if self.op == "resize":
+            parts.append("x2-hp" if self.half_pixel else "x2")
         if self.requant:
             parts.append("rq")
         return case_name(parts, self.dtype, "none", self.seed)
@@ -1136,6 +1140,8 @@ class ElementwiseCase:
 
     @property
     def output_shape(self) -> tuple[int, int, int, int]:
+        if self.op == "resize":
+            return (1, 2 * self.in_h, 2 * self.in_w, self.in_c)
         if self.op != "pad":
             return (1, self.in_h, self.in_w, self.in_c)
         t, b, left, r, f, k = self.pads
@@ -1156,6 +1162,19 @@ class ElementwiseCase:
                 yq = QParams.make(float(xq.scale[0]) * float(rng.uniform(0.5, 2.0)), int(rng.integers(qmin, qmin + 40)))
             y = g.tensor("output", self.output_shape, self.dtype, yq)
             g.op(BuiltinOperator.RELU, 2 if self.dtype == "int8" else 1, [x], [y])
+        elif self.op == "resize":
+            y = g.tensor("output", self.output_shape, self.dtype, xq)
+            size = g.constant("size", np.array(self.output_shape[1:3], np.int32))
+            half_pixel = self.half_pixel
+
+            def options(fb: flatbuffers.Builder) -> int:
+                tflite.ResizeNearestNeighborOptionsStart(fb)
+                tflite.ResizeNearestNeighborOptionsAddAlignCorners(fb, False)
+                tflite.ResizeNearestNeighborOptionsAddHalfPixelCenters(fb, half_pixel)
+                return tflite.ResizeNearestNeighborOptionsEnd(fb)
+
+            g.op(BuiltinOperator.RESIZE_NEAREST_NEIGHBOR, 3 if half_pixel else (2 if self.dtype == "int8" else 1),
+                 [x, size], [y], BuiltinOptions.ResizeNearestNeighborOptions, options)
         else:
             y = add_pad(g, x, self.pads)
         return g.build([x], [y])

@@ -716,6 +716,93 @@ def _lower_avgpool(st: _Lowering, op: Operation) -> None:
         st.mesa_compat = mesa_compat
 
 
+# MAX_POOL_2D on the TP (docs/hardware/etnaviv-maxpool.md): windows up to 3x3 in one job (the vendor runs stride 1
+# only up to 3); square odd windows up to MAXPOOL_CASCADE_MAX at stride 1 as a cascade of 3x3 jobs (a max over a
+# (2r + 1)-wide window is r nested 3-wide maxima, with SAME padding as well: padding never wins).
+MAXPOOL_DIRECT_MAX = 3
+MAXPOOL_CASCADE_MAX = 7
+
+
+def _lower_maxpool(st: _Lowering, op: Operation) -> None:
+    """MAX_POOL_2D as TP max-pooling jobs on the planar input (the vendor's TP_MAX_POOLING form)."""
+    if len(op.inputs) != 1 or len(op.outputs) != 1:
+        raise LoweringError("unexpected number of inputs/outputs")
+    o = op.options
+    if "filter_h" not in o:
+        raise LoweringError("MAX_POOL_2D options not decoded")
+    x = _act(st.graph.tensors[op.inputs[0]], "input")
+    y = _act(st.graph.tensors[op.outputs[0]], "output")
+    if x.dtype != y.dtype or x.zp != y.zp or np.float32(x.scale) != np.float32(y.scale):
+        raise LoweringError("MAX_POOL_2D with different input and output quantization")
+    if o.get("activation", "NONE") not in ("NONE", None):
+        raise LoweringError(f"MAX_POOL_2D with a fused {o.get('activation')} (the TP pooling job has no clamp)")
+    kh, kw = int(o["filter_h"]), int(o["filter_w"])
+    sh, sw = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
+    if sh != sw or sh not in (1, 2):
+        raise LoweringError(f"stride {sh}x{sw} (1 or 2, equal: the TP pooling stride field has one bit)")
+    if min(kh, kw) < sh:
+        raise LoweringError(f"window {kh}x{kw} narrower than its stride {sh}")
+    same = o.get("padding") == "SAME"
+    if max(kh, kw) <= MAXPOOL_DIRECT_MAX:
+        stages = [(kh, kw)]
+    elif sh == 1 and kh == kw and kh % 2 and kh <= MAXPOOL_CASCADE_MAX:
+        stages = [(3, 3)] * (kh // 2)
+    else:
+        raise LoweringError(f"window {kh}x{kw} stride {sh}: the TP pools up to {MAXPOOL_DIRECT_MAX}x"
+                            f"{MAXPOOL_DIRECT_MAX}, and square odd windows up to {MAXPOOL_CASCADE_MAX} at stride 1 as "
+                            "a cascade of 3x3 jobs")
+    out_h = _ceil(x.h, sh) if same else (x.h - kh) // sh + 1
+    out_w = _ceil(x.w, sh) if same else (x.w - kw) // sh + 1
+    if (out_h, out_w) != (y.h, y.w) or y.c != x.c:
+        raise LoweringError(f"output shape {y.h}x{y.w}x{y.c} inconsistent with input {x.h}x{x.w}x{x.c} and window")
+    src = st.planar_input(x)
+    for i, (ph, pw) in enumerate(stages):
+        last = i == len(stages) - 1
+        pads = (*same_pads(src.h, ph, sh), *same_pads(src.w, pw, sh)) if same else (0, 0, 0, 0)
+        oh = _ceil(src.h, sh) if same else (src.h - ph) // sh + 1
+        ow = _ceil(src.w, sh) if same else (src.w - pw) // sh + 1
+        if last:
+            out_index, detr = st.output_for(y, PLANAR)
+            dst = _replace_index(y, out_index)
+        else:
+            dst, detr = _Act(st.new_tensor(), oh, ow, x.c, x.zp, x.scale, x.dtype), False
+        st.tp_job("MAXPOOL", src, dst.index, dst, stride=sh, weight_width=ph, weight_height=pw,
+                  pad=(*pads, 0, 0), padding_same=any(pads), in_planar=True)
+        src = dst
+    if detr:
+        st.detranspose(y, out_index)
+
+
+def _lower_resize(st: _Lowering, op: Operation) -> None:
+    """RESIZE_NEAREST_NEIGHBOR by exactly 2 in H and W: four TP copies, each writing every input pixel to one
+    position of its output 2x2 block (any layout; byte-exact)."""
+    if len(op.inputs) != 2 or len(op.outputs) != 1:
+        raise LoweringError("unexpected number of inputs/outputs")
+    o = op.options
+    if "align_corners" not in o:
+        raise LoweringError("RESIZE_NEAREST_NEIGHBOR options not decoded")
+    if o["align_corners"]:
+        raise LoweringError("RESIZE_NEAREST_NEIGHBOR with align_corners (its source pixels are not out // 2)")
+    x = _act(st.graph.tensors[op.inputs[0]], "input")
+    y = _act(st.graph.tensors[op.outputs[0]], "output")
+    size = st.graph.tensors[op.inputs[1]]
+    if size.data is None or [int(v) for v in np.asarray(size.data).ravel()] != [y.h, y.w]:
+        raise LoweringError("RESIZE_NEAREST_NEIGHBOR needs a constant size equal to the output's H, W")
+    if (y.h, y.w, y.c) != (2 * x.h, 2 * x.w, x.c):
+        raise LoweringError(f"resize {x.h}x{x.w} -> {y.h}x{y.w}: only a factor of exactly 2 in H and W runs on the TP")
+    if x.dtype != y.dtype or x.zp != y.zp or np.float32(x.scale) != np.float32(y.scale):
+        raise LoweringError("RESIZE_NEAREST_NEIGHBOR with different input and output quantization")
+    # with a factor of 2 both TFLite source rules (floor(o / 2) and, with half-pixel centres, floor((o + 0.5) / 2))
+    # give o // 2: output pixel (2h + a, 2w + b) is input pixel (h, w)
+    cx, lay = st.current(x)
+    out_index, detr = st.output_for(y, lay)
+    for phase in range(4):
+        st.tp_job("UPSAMPLE", cx, out_index, _replace_index(y, out_index), stride=2, phase=phase,
+                  in_planar=lay == PLANAR)
+    if detr:
+        st.detranspose(y, out_index)
+
+
 def _lower_fc(st: _Lowering, op: Operation) -> None:
     g = st.graph
     if len(op.inputs) < 2 or len(op.outputs) != 1:
@@ -1089,7 +1176,7 @@ def _lower_pad(st: _Lowering, op: Operation) -> None:
 
 
 _LOWER = {"CONV_2D": _lower_conv, "DEPTHWISE_CONV_2D": _lower_conv, "FULLY_CONNECTED": _lower_fc,
-          "AVERAGE_POOL_2D": _lower_avgpool,
+          "AVERAGE_POOL_2D": _lower_avgpool, "MAX_POOL_2D": _lower_maxpool, "RESIZE_NEAREST_NEIGHBOR": _lower_resize,
           "ADD": _lower_add, "SUB": _lower_add, "PAD": _lower_pad, "RELU": _lower_elementwise_tp,
           "ABS": _lower_elementwise_tp, "LOGISTIC": _lower_elementwise_tp} | dict.fromkeys(TABLE_OPS, _lower_table) \
     | dict.fromkeys((*PART_KINDS, *SLICE_KINDS), _lower_parts) \
@@ -1247,7 +1334,8 @@ def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:
 
 # Single-map jobs with no weights worth moving to the NPU: alone between CPU nodes each would be a partition of its
 # own, paying the layout conversions and a CPU <-> NPU round trip for less work than the CPU does in place.
-_CHEAP_KINDS = frozenset(("AVERAGE_POOL_2D", "ADD", "SUB", "RELU", "ABS", "LOGISTIC", "PAD", *TABLE_OPS))
+_CHEAP_KINDS = frozenset(("AVERAGE_POOL_2D", "MAX_POOL_2D", "RESIZE_NEAREST_NEIGHBOR", "ADD", "SUB", "RELU", "ABS",
+                          "LOGISTIC", "PAD", *TABLE_OPS))
 
 
 def _op_neighbours(graph: Graph, op: Operation, forward: bool) -> list[Operation]:
@@ -1352,6 +1440,10 @@ def _claim_reason(op: Operation, chip: Chip, nn_jobs: int = 1) -> str:
         return f"{op.kind} runs as a two-input NN convolution"
     if op.kind == "AVERAGE_POOL_2D":
         return "AVERAGE_POOL_2D runs as a unit-weight depthwise NN job (TFLite's rounding, proven for its window)"
+    if op.kind == "MAX_POOL_2D":
+        return "MAX_POOL_2D runs as TP max-pooling jobs (the vendor's TP pooling; 5x5 and 7x7 as cascades of 3x3)"
+    if op.kind == "RESIZE_NEAREST_NEIGHBOR":
+        return "RESIZE_NEAREST_NEIGHBOR x2 runs as four TP copies, one per pixel of each output 2x2 block"
     if op.kind in SLICE_KINDS:
         return f"{op.kind} in place: the kept channels are a plane range of the input's buffer"
     if op.kind in PART_KINDS:
