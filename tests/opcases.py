@@ -1019,6 +1019,8 @@ ETNAVIV_DEFAULT_TABLE: list[UnaryCase | ConstOpCase] = [
     ConstOpCase(9, 9, 16, "mul", "1", "relu"), ConstOpCase(9, 9, 16, "add", "1", dtype="int8"),
     ConstOpCase(8, 8, 24, "rsub", "1"), ConstOpCase(8, 8, 24, "sub", "1", dtype="int8"),
     ConstOpCase(7, 7, 32, "max", "1", dtype="int8"), ConstOpCase(7, 7, 32, "min", "1"),
+    # MUL(x, x): YOLOv5's box-size square, a function of one byte
+    *(UnaryCase("square", 8, 8, 16, dtype, seed) for dtype in DTYPES for seed in range(3)),
 ]
 ETNAVIV_SLOW_TABLE: list[UnaryCase | ConstOpCase] = [
     *(UnaryCase(op, size, size, ch, dtype, seed)  # type: ignore[arg-type]

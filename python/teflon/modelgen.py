@@ -1244,7 +1244,8 @@ def _pad_options(fb: flatbuffers.Builder) -> int:
     return tflite.PadOptionsEnd(fb)
 
 
-UnaryName = Literal["logistic", "tanh", "relu", "relu6", "relun1", "leakyrelu", "hardswish", "silu", "quantize"]
+UnaryName = Literal["logistic", "tanh", "relu", "relu6", "relun1", "leakyrelu", "hardswish", "silu", "quantize",
+                    "square"]
 _UNARY_CODES = {
     "logistic": BuiltinOperator.LOGISTIC, "tanh": BuiltinOperator.TANH, "relu": BuiltinOperator.RELU,
     "relu6": BuiltinOperator.RELU6, "relun1": BuiltinOperator.RELU_N1_TO_1, "leakyrelu": BuiltinOperator.LEAKY_RELU,
@@ -1256,7 +1257,8 @@ _UNARY_CODES = {
 class UnaryCase:
     """One per-element unary op of an (1, H, W, C) tensor, with the quantization a converter writes: LOGISTIC
     (1/256, qmin), TANH (1/128, mid-range), the rest drawn from the seed; `silu` is LOGISTIC followed by MUL with
-    the LOGISTIC's own input (TFLite's x * sigmoid(x)). Each seed draws another input scale and zero point."""
+    the LOGISTIC's own input (TFLite's x * sigmoid(x)); `square` is MUL(x, x) (YOLOv5's `wh ** 2`) with an output
+    range that holds the input's largest square. Each seed draws another input scale and zero point."""
 
     op: UnaryName
     in_h: int
@@ -1305,6 +1307,12 @@ class UnaryCase:
             y = g.tensor("output", shape, self.dtype, yq)
             operands = [x, sig] if rng.integers(2) else [sig, x]
             g.op(BuiltinOperator.MUL, version, operands, [y], BuiltinOptions.MulOptions, _mul_none_options)
+            return g.build([x], [y])
+        if self.op == "square":
+            span = max(int(xq.zero_point[0]) - qmin, qmax - int(xq.zero_point[0])) * in_scale
+            yq = QParams.make(span * span / 255 * float(rng.uniform(0.9, 1.1)), qmin)
+            y = g.tensor("output", shape, self.dtype, yq)
+            g.op(BuiltinOperator.MUL, version, [x, x], [y], BuiltinOptions.MulOptions, _mul_none_options)
             return g.build([x], [y])
         if self.op == "tanh":
             yq = QParams.make(1 / 128, mid)
