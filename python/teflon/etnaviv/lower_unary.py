@@ -139,7 +139,7 @@ def _target(graph: Graph, op: Operation) -> tuple[int, str, np.ndarray] | str:
     if op.kind in unary.CONST_KINDS:
         c = _constant(graph, op)
         if c is None:
-            return f"{op.kind} of two feature maps (only one constant value or x * LOGISTIC(x) on the TP table)"
+            return f"{op.kind} of two feature maps (only one constant value, x * LOGISTIC(x) or x * x on the TP table)"
         if isinstance(c, str):
             return c
         x, value, first = c
