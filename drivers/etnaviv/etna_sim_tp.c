@@ -6,7 +6,9 @@
  * and is written to out_base + sum(loop_k index * loop_k inc), where the seven out loops form one counter
  * cascade: loop 0 advances per element, loop k+1 when loop k wraps at its count; a count of 0 means the
  * extent of the current tile (the first such loop: tile width; the second: tile height); loop 6 never
- * wraps. [INFERRED: consistent with every TP configuration Mesa emits.]
+ * wraps. [INFERRED: consistent with every TP configuration Mesa emits.] With the vendor's max pooling
+ * (horizontal/vertical processing 3) each tile is first reduced to the maxima of its windows and the pooled tile
+ * is what the ALU and the out loops see (docs/hardware/etnaviv-maxpool.md, [INFERRED]).
  */
 #include <math.h>
 #include <stdio.h>
