@@ -661,32 +661,39 @@ def lower_conv(st: _Lowering, c: _Conv, nn_fields: dict[str, Any] | None = None)
 MAX_V7_POOL_WEIGHTS = 9_000_000
 
 
+def _read_pool(st: _Lowering, op: Operation, no_activation: str) -> tuple[_Act, _Act, int, int, int, bool]:
+    """(input, output, kh, kw, stride, SAME) of an AVERAGE_POOL_2D / MAX_POOL_2D that keeps its input's quantization
+    and has no fused activation (`no_activation`: why not), with stride 1 or 2 in both directions."""
+    if len(op.inputs) != 1 or len(op.outputs) != 1:
+        raise LoweringError("unexpected number of inputs/outputs")
+    o = op.options
+    if "filter_h" not in o:
+        raise LoweringError(f"{op.kind} options not decoded")
+    x = _act(st.graph.tensors[op.inputs[0]], "input")
+    y = _act(st.graph.tensors[op.outputs[0]], "output")
+    if x.dtype != y.dtype or x.zp != y.zp or np.float32(x.scale) != np.float32(y.scale):
+        raise LoweringError(f"{op.kind} with different input and output quantization")
+    if o.get("activation", "NONE") not in ("NONE", None):
+        raise LoweringError(f"{op.kind} with a fused {o.get('activation')} ({no_activation})")
+    kh, kw = int(o["filter_h"]), int(o["filter_w"])
+    sh, sw = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
+    if sh != sw or sh not in (1, 2):
+        raise LoweringError(f"stride {sh}x{sw} (1 or 2, equal)")
+    return x, y, kh, kw, sh, o.get("padding") == "SAME"
+
+
 def _lower_avgpool(st: _Lowering, op: Operation) -> None:
     """AVERAGE_POOL_2D as a depthwise convolution with unit weights whose NN job adds the raw window (bias: n times
     TFLite's zero point) and divides by the window count n with a multiplier proven to round every reachable sum as
     TFLite does (teflon.etnaviv.pool_requant; docs/hardware/etnaviv-pool.md). Windows without padding only (a
     padded window's count varies)."""
-    if len(op.inputs) != 1 or len(op.outputs) != 1:
-        raise LoweringError("unexpected number of inputs/outputs")
-    o = op.options
-    if "filter_h" not in o:
-        raise LoweringError("AVERAGE_POOL_2D options not decoded")
-    x = _act(st.graph.tensors[op.inputs[0]], "input")
-    y = _act(st.graph.tensors[op.outputs[0]], "output")
-    if x.dtype != y.dtype or x.zp != y.zp or np.float32(x.scale) != np.float32(y.scale):
-        raise LoweringError("AVERAGE_POOL_2D with different input and output quantization")
-    if o.get("activation", "NONE") not in ("NONE", None):
-        raise LoweringError(f"AVERAGE_POOL_2D with a fused {o.get('activation')} (not characterised)")
-    kh, kw = int(o["filter_h"]), int(o["filter_w"])
-    sh, sw = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
-    if sh != sw or sh not in (1, 2):
-        raise LoweringError(f"stride {sh}x{sw} (1 or 2, equal)")
+    x, y, kh, kw, sh, same = _read_pool(st, op, "not characterised")
     if kh > 15 or kw > 15:
         raise LoweringError(f"window {kh}x{kw} larger than the NN kernel's 15")
     if st.chip.version == 7 and kh != kw and max(kh, kw) > 3:
         # the v7 dense depthwise form's coefficient order is Mesa's square-kernel one (teflon.etnaviv.coefs_v7)
         raise LoweringError(f"non-square {kh}x{kw} window wider than 3 on v7 (no known coefficient order)")
-    pads = (*same_pads(x.h, kh, sh), *same_pads(x.w, kw, sh)) if o.get("padding") == "SAME" else (0, 0, 0, 0)
+    pads = (*same_pads(x.h, kh, sh), *same_pads(x.w, kw, sh)) if same else (0, 0, 0, 0)
     if any(pads):
         raise LoweringError("AVERAGE_POOL_2D whose window reaches the padding (TFLite divides by the pixels inside, "
                             "one multiplier cannot)")
@@ -724,25 +731,11 @@ MAXPOOL_CASCADE_MAX = 7
 
 
 def _lower_maxpool(st: _Lowering, op: Operation) -> None:
-    """MAX_POOL_2D as TP max-pooling jobs on the planar input (the vendor's TP_MAX_POOLING form)."""
-    if len(op.inputs) != 1 or len(op.outputs) != 1:
-        raise LoweringError("unexpected number of inputs/outputs")
-    o = op.options
-    if "filter_h" not in o:
-        raise LoweringError("MAX_POOL_2D options not decoded")
-    x = _act(st.graph.tensors[op.inputs[0]], "input")
-    y = _act(st.graph.tensors[op.outputs[0]], "output")
-    if x.dtype != y.dtype or x.zp != y.zp or np.float32(x.scale) != np.float32(y.scale):
-        raise LoweringError("MAX_POOL_2D with different input and output quantization")
-    if o.get("activation", "NONE") not in ("NONE", None):
-        raise LoweringError(f"MAX_POOL_2D with a fused {o.get('activation')} (the TP pooling job has no clamp)")
-    kh, kw = int(o["filter_h"]), int(o["filter_w"])
-    sh, sw = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
-    if sh != sw or sh not in (1, 2):
-        raise LoweringError(f"stride {sh}x{sw} (1 or 2, equal: the TP pooling stride field has one bit)")
+    """MAX_POOL_2D as TP max-pooling jobs on the planar input (the vendor's TP_MAX_POOLING form; its stride field
+    has one bit)."""
+    x, y, kh, kw, sh, same = _read_pool(st, op, "the TP pooling job has no clamp")
     if min(kh, kw) < sh:
         raise LoweringError(f"window {kh}x{kw} narrower than its stride {sh}")
-    same = o.get("padding") == "SAME"
     if max(kh, kw) <= MAXPOOL_DIRECT_MAX:
         stages = [(kh, kw)]
     elif sh == 1 and kh == kw and kh % 2 and kh <= MAXPOOL_CASCADE_MAX:

@@ -239,6 +239,19 @@ def pwl_cores(op: EtnaOp, tp_core_count: int) -> int:
     return tp_core_count
 
 
+def _tiled_out_loops(row: int, rows: int, tile_x: int, tile_y: int) -> dict[str, int]:
+    """Out loops that place each (clipped or pooled) tile of a row-major plane `row` elements wide and `rows` high:
+    column in tile, row in tile (both sized by the emitted tile: count 0), tile column, tile row, plane."""
+    return {
+        "out_loop_0_inc": 0, "out_loop_0_count": 1,
+        "out_loop_1_inc": 1, "out_loop_1_count": 0, "out_loop_1_reset": 1,
+        "out_loop_2_inc": row, "out_loop_2_count": 0, "out_loop_2_reset": 1,
+        "out_loop_3_inc": tile_x, "out_loop_3_count": _ceil_div(row, tile_x),
+        "out_loop_4_inc": tile_y * row, "out_loop_4_count": _ceil_div(rows, tile_y),
+        "out_loop_6_inc": row * rows,
+    }
+
+
 def _pwl(op: EtnaOp, ncores: int, lut_addr: int) -> list[_Core]:
     """Element-wise: the data is read as x = C, y = W, z = H (layout does not matter), 64 x 16 tiles."""
     h, w, c = op.input_width, op.input_height, op.input_channels
@@ -254,13 +267,7 @@ def _pwl(op: EtnaOp, ncores: int, lut_addr: int) -> list[_Core]:
             "in_tile_y_size": PWL_TILE_Y, "in_tile_y_inc": PWL_TILE_Y,
             "alu_pwl_enable": 1, "alu_load_pwl_lut": 1, "alu_load_pwl_lut_global_mem": 1,
             "alu_load_pwl_lut_address": lut_addr & ADDR_MASK, "alu_pwl_sign_support": 1,
-            # column in tile, row in tile (both sized by the clipped tile), tile column, tile row, plane
-            "out_loop_0_inc": 0, "out_loop_0_count": 1,
-            "out_loop_1_inc": 1, "out_loop_1_count": 0, "out_loop_1_reset": 1,
-            "out_loop_2_inc": c, "out_loop_2_count": 0, "out_loop_2_reset": 1,
-            "out_loop_3_inc": PWL_TILE_X, "out_loop_3_count": _ceil_div(c, PWL_TILE_X),
-            "out_loop_4_inc": PWL_TILE_Y * c, "out_loop_4_count": _ceil_div(w, PWL_TILE_Y),
-            "out_loop_6_inc": c * w,
+            **_tiled_out_loops(c, w, PWL_TILE_X, PWL_TILE_Y),
             "in_zp": op.input_zero_point, "out_zp": op.output_zero_point,
             "alu_output_post_multiplier": mult, "alu_output_postshift": shift,
         }
@@ -304,13 +311,7 @@ def _maxpool(op: EtnaOp, ncores: int) -> list[_Core]:
             "in_tile_y_size": oty * s + ky - s, "in_tile_y_inc": oty * s,
             "alu_horz_processing": MAXPOOL_MODE, "alu_horz_proc_count": kx - 1, "alu_horz_proc_stride": s - 1,
             "alu_vert_processing": MAXPOOL_MODE, "alu_vert_proc_count": ky - 1, "alu_vert_proc_stride": s - 1,
-            # column in tile, row in tile (both sized by the pooled tile), tile column, tile row, plane
-            "out_loop_0_inc": 0, "out_loop_0_count": 1,
-            "out_loop_1_inc": 1, "out_loop_1_count": 0, "out_loop_1_reset": 1,
-            "out_loop_2_inc": ow, "out_loop_2_count": 0, "out_loop_2_reset": 1,
-            "out_loop_3_inc": otx, "out_loop_3_count": _ceil_div(ow, otx),
-            "out_loop_4_inc": oty * ow, "out_loop_4_count": _ceil_div(oh, oty),
-            "out_loop_6_inc": ow * oh,
+            **_tiled_out_loops(ow, oh, otx, oty),
             "in_zp": 0, "out_zp": 0,
         }
         cores.append(_Core(f, in_off, out_off))
