@@ -338,3 +338,18 @@ def test_model_upsample(case: tuple[tuple[int, int, int], bool, int]) -> None:
         tp_execute(tp_descriptors(op, ncores, IN_VA, OUT_VA, None, in_planar=planar), mem)
     got = mem[OUT_VA].reshape(c, 2 * h, 2 * w).transpose(1, 2, 0) if planar else mem[OUT_VA].reshape(2 * h, 2 * w, c)
     np.testing.assert_array_equal(got, ref)
+
+
+@pytest.mark.parametrize("shape", [(400, 3, 85), (1, 40000, 1), (300, 2, 130)], ids=["h400-w3-c85", "h1-w40000-c1",
+                                                                                      "h300-w2-c130"])
+def test_model_detranspose_tall(shape: tuple[int, int, int]) -> None:
+    """More planar rows (H * C) than the 16-bit window fields hold: the default mode reads k rows as one (YOLOv5n's
+    head, DeepLab's output) and still writes the NHWC bytes; the descriptor stays inside every field's range."""
+    h, w, c = shape
+    x = RNG.integers(0, 256, (h, w, c), dtype=np.uint8)
+    op = _tp_op("DETRANSPOSE", h, w, c)
+    descs = tp_descriptors(op, 1, IN_VA, OUT_VA, None)
+    d = TP.decode(list(descs[0]))
+    assert d["in_window_y_end"] <= 0x7FFF and d["in_window_x_end"] <= 0x7FFF
+    out = tp_run(descs, IN_VA, x.transpose(2, 0, 1), OUT_VA, x.size)
+    np.testing.assert_array_equal(out.reshape(h, w, c), x)

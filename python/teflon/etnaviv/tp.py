@@ -82,17 +82,34 @@ def _transpose(op: EtnaOp) -> list[_Core]:
     return [_Core(f)]
 
 
+TP_WINDOW_MAX = 0x7FFF  # the largest window end the signed 16-bit in_window_x/y_end fields hold
+
+
+def _detranspose_rows(w: int, h: int, c: int) -> tuple[int, int]:
+    """(row length, rows) the detranspose reads the H*W*C planar bytes as: planar rows of W (the natural view, H * C
+    rows) unless that passes the 16-bit window fields; then the smallest row length dividing the bytes that fits
+    both fields (the bytes are read contiguously whatever the view, and the out loops count elements:
+    etnaviv-tp.md §3)."""
+    n = h * w * c
+    if w - 1 <= TP_WINDOW_MAX and h * c - 1 <= TP_WINDOW_MAX:
+        return w, h * c
+    for row in range(-(-n // (TP_WINDOW_MAX + 1)), TP_WINDOW_MAX + 2):
+        if n % row == 0:
+            return row, n // row
+    return w, h * c  # nothing fits: the program check refuses the field
+
+
 def _detranspose(op: EtnaOp, mesa_compat: bool) -> list[_Core]:
     """Planar -> NHWC: rows of the planar image (x = W, y = (c, h)) are scattered with stride C, 1x1 tiles.
 
     Mesa sizes the rows with its width (= H); right only for H == W, so only the compat mode does that.
     """
     h, w, c = op.input_width, op.input_height, op.input_channels
-    row, nrows = (h, w) if mesa_compat else (w, h)  # x extent of a planar row; rows per channel
+    row, rows = (h, w * c) if mesa_compat else _detranspose_rows(w, h, c)  # x extent of a read row; rows
     f = _defaults() | {
-        "in_image_x_size": row, "in_image_y_size": nrows * c, "in_image_z_size": 1,
-        "in_image_stride": row, "in_image_slice": row * nrows * c,
-        "in_window_x_end": row - 1, "in_window_y_end": nrows * c - 1,
+        "in_image_x_size": row, "in_image_y_size": rows, "in_image_z_size": 1,
+        "in_image_stride": row, "in_image_slice": row * rows,
+        "in_window_x_end": row - 1, "in_window_y_end": rows - 1,
         "in_tile_y_size": 1, "in_tile_y_inc": 1,
         "out_loop_0_inc": c, "out_loop_0_count": w,
         "out_loop_1_inc": 0, "out_loop_1_count": 1,
