@@ -937,6 +937,7 @@ ETNAVIV_DEFAULT_ELEMENTWISE: list[ElementwiseCase] = [
     ElementwiseCase("relu", 14, 14, 16, requant=True), ElementwiseCase("logistic", 8, 8, 16),
     ElementwiseCase("logistic", 14, 14, 32, "int8"), ElementwiseCase("pad", 28, 28, 16),
     ElementwiseCase("pad", 14, 14, 8, "int8", pads=(0, 2, 2, 0, 0, 0)), ElementwiseCase("pad", 7, 7, 3, pads=(1, 1, 1, 1, 0, 1)),
+    ElementwiseCase("padv2", 28, 28, 24, "int8"), ElementwiseCase("padv2", 9, 7, 5, pads=(0, 2, 1, 0, 1, 2)),
 ]
 # RESIZE_NEAREST_NEIGHBOR x2 as four TP copies (YOLOv5n's two upsamples: half-pixel centres, int8), odd and
 # one-column shapes

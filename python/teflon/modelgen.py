@@ -1108,9 +1108,10 @@ class ElementwiseCase:
     """One RELU, LOGISTIC, PAD or RESIZE_NEAREST_NEIGHBOR (x2, "resize") of an (1, H, W, C) tensor. LOGISTIC's
     output is quantized as TFLite requires (scale 1/256, zero point qmin); RELU keeps the input quantization unless
     `requant` draws another output scale; PAD keeps it and pads with `pads` = (top, bottom, left, right, front, back)
-    in H, W, C; the resize keeps it too (`half_pixel`: TFLite's half_pixel_centers, as TF2 exports write it)."""
+    in H, W, C (PADV2, "padv2": with the type's lowest value, as exports write the padding of a max pool); the
+    resize keeps it too (`half_pixel`: TFLite's half_pixel_centers, as TF2 exports write it)."""
 
-    op: Literal["relu", "logistic", "pad", "resize"]
+    op: Literal["relu", "logistic", "pad", "padv2", "resize"]
     in_h: int
     in_w: int
     in_c: int
@@ -1123,7 +1124,7 @@ class ElementwiseCase:
     @property
     def name(self) -> str:
         parts = [self.op, f"in{self.in_h}x{self.in_w}x{self.in_c}"]
-        if self.op == "pad":
+        if self.op in ("pad", "padv2"):
             parts.append("p" + "".join(str(p) for p in self.pads))
         if self.op == "resize":
             parts.append("x2-hp" if self.half_pixel else "x2")
@@ -1176,21 +1177,32 @@ class ElementwiseCase:
             g.op(BuiltinOperator.RESIZE_NEAREST_NEIGHBOR, 3 if half_pixel else (2 if self.dtype == "int8" else 1),
                  [x, size], [y], BuiltinOptions.ResizeNearestNeighborOptions, options)
         else:
-            y = add_pad(g, x, self.pads)
+            y = add_pad(g, x, self.pads, low=self.op == "padv2")
         return g.build([x], [y])
 
 
-def add_pad(g: GraphBuilder, x: int, pads: Sequence[int], out_name: str = "output") -> int:
+def add_pad(g: GraphBuilder, x: int, pads: Sequence[int], out_name: str = "output", low: bool = False) -> int:
     """Append a PAD of the (1, H, W, C) tensor `x` by `pads` = (top, bottom, left, right, front, back) in H, W, C,
-    keeping its quantization (TFLite pads with the zero point); returns the output tensor."""
+    keeping its quantization (TFLite pads with the zero point; `low`: a PADV2 with the type's lowest value instead);
+    returns the output tensor."""
     _, h, w, c = g.shape(x)
     t, b, left, r, f, k = (int(p) for p in pads)
     prefix = "" if out_name == "output" else out_name + "/"  # a single-op model keeps its constant's name
     paddings = g.constant(prefix + "paddings", np.array([[0, 0], [t, b], [left, r], [f, k]], np.int32))
     y = g.tensor(out_name, (1, h + t + b, w + left + r, c + f + k), g.dtype(x), g.quant(x))
-    g.op(BuiltinOperator.PAD, 2 if g.dtype(x) == "int8" else 1, [x, paddings], [y], BuiltinOptions.PadOptions,
-         _pad_options)
+    version = 2 if g.dtype(x) == "int8" else 1
+    if low:
+        lowest = np.array(QRANGE[g.dtype(x)][0], g.dtype(x))
+        value = g.constant(prefix + "pad_value", lowest, g.quant(x))
+        g.op(BuiltinOperator.PADV2, version, [x, paddings, value], [y], BuiltinOptions.PadV2Options, _padv2_options)
+        return y
+    g.op(BuiltinOperator.PAD, version, [x, paddings], [y], BuiltinOptions.PadOptions, _pad_options)
     return y
+
+
+def _padv2_options(fb: flatbuffers.Builder) -> int:
+    tflite.PadV2OptionsStart(fb)
+    return tflite.PadV2OptionsEnd(fb)
 
 
 @dataclass(frozen=True)

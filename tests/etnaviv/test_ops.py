@@ -105,7 +105,7 @@ def test_add_sub(device: str, case: AddCase, options: dict[str, str], record_pro
 
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_DEFAULT_ELEMENTWISE))
 def test_elementwise(device: str, case: ElementwiseCase, options: dict[str, str], record_property: Recorder) -> None:
-    check_delegated_op(case, options, record_property, ("RELU", "LOGISTIC", "PAD"))
+    check_delegated_op(case, options, record_property, ("RELU", "LOGISTIC", "PAD", "PADV2"))
 
 
 def _check_table(case: UnaryCase | ConstOpCase, options: dict[str, str], record_property: Recorder) -> None:

@@ -1132,8 +1132,8 @@ def _lower_reshape(st: _Lowering, op: Operation) -> None:
 
 
 def _pad_amounts(g: Graph, op: Operation) -> np.ndarray:
-    if len(op.inputs) != 2 or len(op.outputs) != 1:
-        raise LoweringError("PAD with a constant value (PADV2) or unexpected inputs not supported")
+    if len(op.inputs) != (3 if op.kind == "PADV2" else 2) or len(op.outputs) != 1:
+        raise LoweringError(f"{op.kind} with unexpected inputs/outputs")
     p = g.tensors[op.inputs[1]]
     if p.data is None or p.dtype != "int32":
         raise LoweringError("PAD paddings must be a constant int32 tensor")
@@ -1148,6 +1148,18 @@ def _pad_amounts(g: Graph, op: Operation) -> np.ndarray:
     return pads
 
 
+def _pad_value(g: Graph, op: Operation, y: _Act) -> int:
+    """The stored value a PADV2 pads with: its constant, quantized like the output (TFLite writes it as it is)."""
+    v = g.tensors[op.inputs[2]]
+    data = None if v.data is None else np.asarray(v.data).reshape(-1)
+    if data is None or data.size != 1 or v.dtype != y.dtype:
+        raise LoweringError(f"PADV2 pad value must be one constant {y.dtype} value")
+    if v.quant is not None and len(v.quant.scales) and (
+            v.quant.zero_point + _dtype_shift(v.dtype) != y.zp or np.float32(v.quant.scale) != np.float32(y.scale)):
+        raise LoweringError("PADV2 pad value quantized unlike its output")
+    return int(data[0]) + _dtype_shift(y.dtype)
+
+
 def _lower_pad(st: _Lowering, op: Operation) -> None:
     g = st.graph
     pads = _pad_amounts(g, op)
@@ -1159,18 +1171,26 @@ def _lower_pad(st: _Lowering, op: Operation) -> None:
         raise LoweringError("PAD with different input and output quantization")
     if not st.mesa_compat and pads[3].any() and x.h == 1:
         raise LoweringError("channel padding on a single-row tensor (Mesa's one-core TP pad drops it)")
+    zp = x.zp
+    if op.kind == "PADV2":
+        zp = _pad_value(g, op, y)
+        if st.mesa_compat and pads[3].any():
+            raise LoweringError("PADV2 of the channels in --mesa-compat (Mesa's TP pad drops z padding)")
     cx, lay = st.current(x)
     out_index, detr = st.output_for(y, lay)
     # pad tuple as Mesa stores it: (x = TFLite H, y = W, z = C), before/after each
     pad6 = tuple(int(v) for v in pads[1:].reshape(-1))
-    st.tp_job("PAD", cx, out_index, _replace_index(y, out_index), stride=1, pad=pad6, in_planar=lay == PLANAR)
+    # PADV2: the padding reads as in_zp and the copy subtracts and adds the same value, so both zero points set to the
+    # stored constant pad with it and keep every input byte (docs/hardware/etnaviv-tp.md §5)
+    st.tp_job("PAD", cx, out_index, _replace_index(y, out_index), stride=1, pad=pad6, in_planar=lay == PLANAR,
+              input_zero_point=zp, output_zero_point=zp)
     if detr:
         st.detranspose(y, out_index)
 
 
 _LOWER = {"CONV_2D": _lower_conv, "DEPTHWISE_CONV_2D": _lower_conv, "FULLY_CONNECTED": _lower_fc,
           "AVERAGE_POOL_2D": _lower_avgpool, "MAX_POOL_2D": _lower_maxpool, "RESIZE_NEAREST_NEIGHBOR": _lower_resize,
-          "ADD": _lower_add, "SUB": _lower_add, "PAD": _lower_pad, "RELU": _lower_elementwise_tp,
+          "ADD": _lower_add, "SUB": _lower_add, "PAD": _lower_pad, "PADV2": _lower_pad, "RELU": _lower_elementwise_tp,
           "ABS": _lower_elementwise_tp, "LOGISTIC": _lower_elementwise_tp} | dict.fromkeys(TABLE_OPS, _lower_table) \
     | dict.fromkeys((*PART_KINDS, *SLICE_KINDS), _lower_parts) \
     | dict.fromkeys((*RESHAPE_KINDS, "TRANSPOSE"), _lower_reshape)
@@ -1328,7 +1348,7 @@ def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:
 # Single-map jobs with no weights worth moving to the NPU: alone between CPU nodes each would be a partition of its
 # own, paying the layout conversions and a CPU <-> NPU round trip for less work than the CPU does in place.
 _CHEAP_KINDS = frozenset(("AVERAGE_POOL_2D", "MAX_POOL_2D", "RESIZE_NEAREST_NEIGHBOR", "ADD", "SUB", "RELU", "ABS",
-                          "LOGISTIC", "PAD", *TABLE_OPS))
+                          "LOGISTIC", "PAD", "PADV2", *TABLE_OPS))
 
 
 def _op_neighbours(graph: Graph, op: Operation, forward: bool) -> list[Operation]:
