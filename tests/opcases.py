@@ -955,7 +955,45 @@ ETNAVIV_DEFAULT_ELEMENTWISE: list[ElementwiseCase] = [
     ElementwiseCase("relu", 14, 14, 16, requant=True), ElementwiseCase("logistic", 8, 8, 16),
     ElementwiseCase("logistic", 14, 14, 32, "int8"), ElementwiseCase("pad", 28, 28, 16),
     ElementwiseCase("pad", 14, 14, 8, "int8", pads=(0, 2, 2, 0, 0, 0)), ElementwiseCase("pad", 7, 7, 3, pads=(1, 1, 1, 1, 0, 1)),
+    ElementwiseCase("padv2", 28, 28, 24, "int8"), ElementwiseCase("padv2", 9, 7, 5, pads=(0, 2, 1, 0, 1, 2)),
 ]
+# RESIZE_NEAREST_NEIGHBOR x2 as four TP copies (YOLOv5n's two upsamples: half-pixel centres, int8), odd and
+# one-column shapes
+ETNAVIV_DEFAULT_RESIZE: list[ElementwiseCase] = [
+    ElementwiseCase("resize", 20, 20, 128, "int8", half_pixel=True), ElementwiseCase("resize", 7, 9, 3),
+    ElementwiseCase("resize", 5, 1, 4, "int8"), ElementwiseCase("resize", 1, 6, 1),
+]
+# MAX_POOL_2D as TP max-pooling jobs: ShuffleNet's 3x3 s2 VALID stem pool, YOLOv5n's 5x5 s1 SAME SPPF pools (a
+# cascade of two 3x3 jobs), 7x7 (three), 2x2 / 3x3 at stride 1 and 2, SAME and VALID, non-square, wide rows (one-row
+# tiles, several tile columns), after a convolution (planar input); and the refusals
+ETNAVIV_DEFAULT_MAXPOOL: list[PoolCase] = [
+    PoolCase(114, 114, 24, filter=3, stride=2, op="max"),
+    PoolCase(20, 20, 128, filter=5, stride=1, padding="same", dtype="int8", op="max"),
+    PoolCase(28, 28, 32, filter=3, stride=2, padding="same", dtype="int8", op="max"),
+    PoolCase(16, 16, 32, filter=2, stride=2, op="max"),
+    PoolCase(13, 17, 8, filter=2, stride=1, padding="same", op="max"),
+    PoolCase(9, 70, 16, filter=3, stride=1, padding="same", dtype="int8", op="max"),
+    PoolCase(11, 11, 5, filter=3, filter_w=2, stride=2, padding="same", op="max"),
+    PoolCase(20, 20, 8, filter=7, stride=1, padding="same", op="max"),
+    PoolCase(12, 12, 8, filter=5, stride=1, dtype="int8", op="max"),
+    PoolCase(14, 14, 16, filter=2, stride=2, after_conv=True, op="max"),
+    PoolCase(15, 18, 24, filter=3, stride=3, padding="same", op="max"),  # stride 3: CPU
+    PoolCase(12, 12, 8, filter=4, stride=2, op="max"),  # 4x4: CPU
+]
+
+
+def etnaviv_maxpool_cpu_reason(case: PoolCase) -> str | None:
+    """Why an etnaviv MAX_POOL_2D case stays on the CPU, or None (it must be delegated)."""
+    kh, kw = case.filter, case.kernel_w
+    if case.stride not in (1, 2):
+        return "stride other than 1 or 2"
+    if max(kh, kw) <= 3:
+        return None
+    if case.stride == 1 and kh == kw and kh % 2 and kh <= 7:
+        return None
+    return "window beyond 3x3 (and no stride-1 square odd window up to 7x7)"
+
+
 ETNAVIV_NON_SQUARE: list[ConvCase] = [
     ConvCase("conv2d", 96, 160, 16, 32, kernel=3), ConvCase("conv2d", 96, 160, 16, 32, kernel=5, kernel_w=3),
     ConvCase("conv2d", 96, 160, 8, 16, kernel=3, stride=2, dtype="int8"),
@@ -1000,6 +1038,8 @@ ETNAVIV_DEFAULT_TABLE: list[UnaryCase | ConstOpCase] = [
     ConstOpCase(9, 9, 16, "mul", "1", "relu"), ConstOpCase(9, 9, 16, "add", "1", dtype="int8"),
     ConstOpCase(8, 8, 24, "rsub", "1"), ConstOpCase(8, 8, 24, "sub", "1", dtype="int8"),
     ConstOpCase(7, 7, 32, "max", "1", dtype="int8"), ConstOpCase(7, 7, 32, "min", "1"),
+    # MUL(x, x): YOLOv5's box-size square, a function of one byte
+    *(UnaryCase("square", 8, 8, 16, dtype, seed) for dtype in DTYPES for seed in range(3)),
 ]
 ETNAVIV_SLOW_TABLE: list[UnaryCase | ConstOpCase] = [
     *(UnaryCase(op, size, size, ch, dtype, seed)  # type: ignore[arg-type]
