@@ -78,7 +78,7 @@ def dpu_average(sums: np.ndarray, a: AverageConv) -> np.ndarray:
     return np.clip(shift_even(v * a.scale, a.shift), -128, 127)
 
 
-def _bias_bounds(sums: np.ndarray, want: np.ndarray, g: int | np.ndarray, scale: int, shift: int,
+def bias_bounds(sums: np.ndarray, want: np.ndarray, g: int | np.ndarray, scale: int, shift: int,
                  bounds: tuple[int, int] = (-128, 127)) -> tuple[np.ndarray, np.ndarray]:
     """Per sum, the biases b for which dpu_average(sum, (g, b, scale, shift)) == want, an interval [lo, hi]: g·s + b
     in the preimage of `want` under OUT_CVT's rounding (rounding.preimage), except that a clamp at `bounds`
@@ -94,13 +94,13 @@ def channel_biases(xs: np.ndarray, want: np.ndarray, w: np.ndarray, scale: int, 
                    bounds: tuple[int, int]) -> tuple[np.ndarray, int]:
     """Per channel c the bias b_c for which clip(shift_even((w_c·xs + b_c)·scale, shift), bounds) equals
     want[c] on the most inputs xs (want: channels x len(xs)), and how many (input, channel) pairs they serve."""
-    lo, hi = _bias_bounds(xs[None, :], want, w[:, None], scale, shift, bounds)
+    lo, hi = bias_bounds(xs[None, :], want, w[:, None], scale, shift, bounds)
     lo_b, hi_b = lo.max(axis=1), hi.min(axis=1)
     exact = lo_b <= hi_b
     biases = np.where(exact, np.clip(0, lo_b, hi_b), 0)
     served = int(exact.sum()) * len(xs)
     for ch in np.flatnonzero(~exact):  # channels no bias makes exact: the one serving the most inputs
-        biases[ch], n = _best_bias(lo[ch], hi[ch])
+        biases[ch], n = best_bias(lo[ch], hi[ch])
         served += n
     return biases.astype(np.int64), served
 
@@ -115,7 +115,7 @@ def _least(lo: int, hi: int) -> int:
     return 0 if lo <= 0 <= hi else hi if hi < 0 else lo
 
 
-def _best_bias(lo: np.ndarray, hi: np.ndarray) -> tuple[int, int]:
+def best_bias(lo: np.ndarray, hi: np.ndarray) -> tuple[int, int]:
     """(bias, sums it serves): the bias inside the most of the intervals [lo, hi] (ties: least magnitude)."""
     cand = np.unique(np.concatenate([lo[lo > -(1 << 62)], [0]]))
     served = np.searchsorted(np.sort(lo), cand, "right") - np.searchsorted(np.sort(hi), cand, "left")
@@ -143,7 +143,7 @@ def _solve_cvt(sums: np.ndarray, want: np.ndarray, ratio: Fraction, bias_limit: 
     = output steps per unit of sum (1/n for an average). Tries _cvt_candidates in order and the bias of least
     magnitude (the negative one of a tie) that works, within +-(g / ratio) when `bias_limit`."""
     for g, scale, shift in _cvt_candidates(ratio):
-        lo, hi = _bias_bounds(sums, want, g, scale, shift)
+        lo, hi = bias_bounds(sums, want, g, scale, shift)
         lo_b, hi_b = int(lo.max()), int(hi.min())
         if bias_limit:
             d = math.floor(g / ratio)
@@ -164,7 +164,7 @@ def _nearest_cvt(sums: np.ndarray, want: np.ndarray, ratio: Fraction) -> Average
     otherwise."""
     best: tuple[int, AverageConv] | None = None
     for g, scale, shift in _cvt_candidates(ratio)[:2 * NEAREST_WEIGHTS]:
-        b, served = _best_bias(*_bias_bounds(sums, want, g, scale, shift))
+        b, served = best_bias(*bias_bounds(sums, want, g, scale, shift))
         if best is None or served > best[0]:
             best = (served, AverageConv(g, b, scale, shift))
     if best is None or np.abs(dpu_average(sums, best[1]) - want).max() > 1:

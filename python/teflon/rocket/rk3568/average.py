@@ -24,7 +24,7 @@ from functools import cache
 import numpy as np
 
 from ...ir import Graph, Operation
-from ..average import _best_bias, _bias_bounds, tflite_average
+from ..average import best_bias, bias_bounds, tflite_average
 from ..operations import RocketConv
 from ..pool import window_pool
 from ..quantization import LoweringError, stored_offset, tensor_quant
@@ -72,9 +72,9 @@ def solve(n: int, dtype: str, in_zp: int, out_zp: int, scale: int, shift: int) -
     sums = np.arange(INT8[0] * n, INT8[1] * n + 1, dtype=np.int64)
     want = tflite_average(sums, n, dtype)
     vendor = -in_zp * n * TAP
-    lo, hi = _bias_bounds(sums, want - out_zp, TAP, scale, shift, (INT8[0] - out_zp, INT8[1] - out_zp))
+    lo, hi = bias_bounds(sums, want - out_zp, TAP, scale, shift, (INT8[0] - out_zp, INT8[1] - out_zp))
     lo_b, hi_b = int(lo.max()), int(hi.min())
-    bias = min(max(vendor, lo_b), hi_b) if lo_b <= hi_b else _best_bias(lo, hi)[0]
+    bias = min(max(vendor, lo_b), hi_b) if lo_b <= hi_b else best_bias(lo, hi)[0]
     got = dpu_global_average(sums, bias, scale, shift, out_zp)
     return AverageBias(bias, float(np.mean(got == want)), int(np.abs(got - want).max(initial=0)))
 
