@@ -136,6 +136,12 @@ def reshape_model(dtype: str, shape: tuple[int, int, int], new: tuple[int, ...])
     return n.build([x], [n.reshape(x, new)])
 
 
+def reshape_after_add_model(dtype: str, shape: tuple[int, int, int], new: tuple[int, ...]) -> bytes:
+    n = netgen.Net("reshape_after_add", dtype)  # type: ignore[arg-type]
+    x, y = n.input(*shape), n.input(*shape)
+    return n.build([x, y], [n.reshape(n.add(x, y), new)])
+
+
 class ModelCase:
     """A model built by a function (netgen graphs), named by its parameters like modelgen's cases."""
 

@@ -39,6 +39,14 @@ class Compiled:
     nodes_of_kick: list[int]
 
 
+def packed_hwc(shape: Sequence[int]) -> tuple[int, int, int]:
+    """A tensor of any rank as the (h, w, c) of its packed bytes: the last two axes, every axis before them folded
+    into h. The arena holds each tensor in TFLite's own element order (NHWC for 4-D maps), so the binding's
+    NHWC walk is that order whatever the rank."""
+    s = (1, 1, 1, *(int(d) for d in shape))
+    return int(np.prod(s[:-2])), s[-2], s[-1]
+
+
 def _place(fm: FeatureMap, offset: int) -> FeatureMap:
     return replace(fm, region=REGION_ARENA, offset=offset)
 
@@ -59,9 +67,13 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
 
     kicks: list[Kick] = []
     owners: list[int] = []
+    # A RESHAPE is a view (the same bytes under another shape, no kick) unless the partition has nothing else: a
+    # program without a job would leave its output bytes unwritten (its input is never uploaded), so a lone
+    # RESHAPE is a copy, as Vela makes one.
+    views = not vela_compat and any(op.kind != "RESHAPE" for op in ops)
     for op in ops:
         s = support.spec(graph, op)
-        if op.kind == "RESHAPE" and not vela_compat:  # the same bytes under another shape: a view, no kick
+        if op.kind == "RESHAPE" and views:
             h, w, c = s.ifm.shape
             offsets.setdefault(op.outputs[0], at(op.inputs[0], h * w * c))
             continue
@@ -133,8 +145,7 @@ def compile(graph: Graph, nodes: Sequence[int], inputs: Sequence[int], outputs: 
     for direction, tensors in (("in", inputs), ("out", outputs)):
         for ti in tensors:
             tensor = graph.tensors[ti]
-            shape = tensor.shape
-            h, w, ch = (shape[1], shape[2], shape[3]) if len(shape) == 4 else (1, 1, int(shape[-1]))
+            h, w, ch = packed_hwc(tensor.shape)
             p.io.append(prog.IOBinding(ti, direction, "arena", tensor.dtype, h, w, ch, prog.LAYOUT_NC1HWC2, c2=ch,
                                        offset=c.offsets[ti], row_pitch=w * ch, plane_pitch=h * w * ch))
     for node in dict.fromkeys(c.nodes_of_kick):
