@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from teflon.ethosu import blocks, quant
 from teflon.ethosu.blocks import BlockConfig, OpGeometry
 from teflon.ir import Graph, Operation
+
+if TYPE_CHECKING:
+    from teflon.ethosu.moves import MoveSpec
 
 Regs = dict[str, dict[str, int]]
 QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
@@ -279,28 +283,6 @@ def copy_spec(ifm: FeatureMap, ofm: FeatureMap, blockdep: int = 0) -> PoolSpec:
 
 
 @dataclass(frozen=True)
-class ConcatSpec:
-    """CONCATENATION along channels: one copy per input into its channel slice of the output, the last input
-    first (Vela's order)."""
-
-    ifms: tuple[FeatureMap, ...]
-    ofm: FeatureMap
-
-    def parts(self) -> list[PoolSpec]:
-        out = []
-        c0 = [0]
-        for fm in self.ifms:
-            c0.append(c0[-1] + fm.shape[2])
-        h, w, _ = self.ofm.shape
-        for n, i in enumerate(reversed(range(len(self.ifms)))):
-            fm = self.ifms[i]
-            dst = replace(self.ofm, shape=(h, w, fm.shape[2]), offset=self.ofm.offset + c0[i],
-                          row_stride=self.ofm.strides[0], pixel_stride=self.ofm.strides[1])
-            out.append(copy_spec(fm, dst, 0 if n == 0 else 3))
-        return out
-
-
-@dataclass(frozen=True)
 class EltSpec:
     """ADD / SUB / MUL of a feature map with a second feature map, a per-channel constant (`const`, a (1, 1, C)
     map in the coefficient region) or one constant value (`scalar`)."""
@@ -342,13 +324,15 @@ def elementwise_spec(graph: Graph, op: Operation, fm: Callable[..., FeatureMap],
     return EltSpec(op.kind, ifm, cq, ofm, activation, const=data.astype(b.dtype).tobytes())
 
 
-def lower(spec: ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec, vela_compat: bool = False) -> list[Kick]:
+def lower(spec: ConvSpec | PoolSpec | EltSpec | LutSpec | MoveSpec, vela_compat: bool = False) -> list[Kick]:
+    from teflon.ethosu import moves  # data movement, built on the pool copies of this module
+
+    if isinstance(spec, moves.MoveSpec):
+        return moves.lower_moves(spec)
     if isinstance(spec, ConvSpec):
         return lower_conv(spec, vela_compat)
     if isinstance(spec, PoolSpec):
         return lower_pool(spec)
-    if isinstance(spec, ConcatSpec):
-        return [k for part in spec.parts() for k in lower_pool(part)]
     if isinstance(spec, LutSpec):
         return lower_lut(spec)
     return lower_elementwise(spec)

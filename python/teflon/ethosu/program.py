@@ -13,10 +13,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from teflon import program as prog
-from teflon.ethosu import lower, stream, support
+from teflon.ethosu import lower, moves, stream, support
 from teflon.ethosu import task as task_header
 from teflon.ethosu.lower import REGION_ARENA, REGION_COEFFS, FeatureMap, Kick
-from teflon.ir import Graph
+from teflon.ir import Graph, Operation
 
 DEVICE = "imx93"
 ALIGN = 16  # feature maps and coefficient streams start 16-byte aligned (Vela aligns its tensors to 16)
@@ -39,14 +39,6 @@ class Compiled:
     nodes_of_kick: list[int]
 
 
-def packed_hwc(shape: Sequence[int]) -> tuple[int, int, int]:
-    """A tensor of any rank as the (h, w, c) of its packed bytes: the last two axes, every axis before them folded
-    into h. The arena holds each tensor in TFLite's own element order (NHWC for 4-D maps), so the binding's
-    NHWC walk is that order whatever the rank."""
-    s = (1, 1, 1, *(int(d) for d in shape))
-    return int(np.prod(s[:-2])), s[-2], s[-1]
-
-
 def _place(fm: FeatureMap, offset: int) -> FeatureMap:
     return replace(fm, region=REGION_ARENA, offset=offset)
 
@@ -67,15 +59,34 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
 
     kicks: list[Kick] = []
     owners: list[int] = []
-    # A RESHAPE is a view (the same bytes under another shape, no kick) unless the partition has nothing else: a
-    # program without a job would leave its output bytes unwritten (its input is never uploaded), so a lone
-    # RESHAPE is a copy, as Vela makes one.
-    views = not vela_compat and any(op.kind != "RESHAPE" for op in ops)
+    specs = {op.index: support.spec(graph, op) for op in ops}
+
+    def is_view(op: Operation) -> bool:
+        s = specs[op.index]
+        return op.kind == "RESHAPE" or (isinstance(s, moves.MoveSpec) and s.views is not None)
+
+    # A RESHAPE, or a slice that is one byte range of its input, is a view (the same bytes, no kick) unless the
+    # partition has nothing else: a program without a job would leave its output bytes unwritten (its input is
+    # never uploaded), so such a partition copies, as Vela does.
+    views = not vela_compat and not all(is_view(op) for op in ops)
     for op in ops:
-        s = support.spec(graph, op)
-        if op.kind == "RESHAPE" and views:
+        s = specs[op.index]
+        if views and is_view(op):
+            if isinstance(s, moves.MoveSpec):
+                h, w, c = s.ifms[0].shape
+                base = at(s.sources[0], h * w * c)
+                for t, delta in zip(s.targets, s.views or ()):
+                    offsets.setdefault(t, base + delta)
+                continue
             h, w, c = s.ifm.shape
             offsets.setdefault(op.outputs[0], at(op.inputs[0], h * w * c))
+            continue
+        if isinstance(s, moves.MoveSpec):
+            s = replace(s, ifms=tuple(_place(fm, at(t, int(np.prod(fm.shape)))) for fm, t in zip(s.ifms, s.sources)),
+                        ofms=tuple(_place(fm, at(t, int(np.prod(fm.shape)))) for fm, t in zip(s.ofms, s.targets)))
+            new = moves.lower_moves(s)
+            kicks += new
+            owners += [op.index] * len(new)
             continue
         fms = {}
         for name, tensor in (("ifm", op.inputs[0]), ("ifm2", op.inputs[1] if len(op.inputs) > 1 else -1),
@@ -85,10 +96,6 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
                 continue  # no second operand, a constant (coefficient region) or a scalar (in the command)
             h, w, c = fm.shape
             fms[name] = _place(fm, at(tensor, h * w * c))
-        if isinstance(s, lower.ConcatSpec):
-            out_off = at(op.outputs[0], int(np.prod(s.ofm.shape)))
-            fms = {"ifms": tuple(_place(fm, at(t, int(np.prod(fm.shape)))) for fm, t in zip(s.ifms, op.inputs)),
-                   "ofm": _place(s.ofm, out_off)}
         s = replace(s, **fms)
         new = lower.lower(s, vela_compat)
         kicks += new
@@ -145,7 +152,7 @@ def compile(graph: Graph, nodes: Sequence[int], inputs: Sequence[int], outputs: 
     for direction, tensors in (("in", inputs), ("out", outputs)):
         for ti in tensors:
             tensor = graph.tensors[ti]
-            h, w, ch = packed_hwc(tensor.shape)
+            h, w, ch = moves.packed_hwc(tensor.shape)
             p.io.append(prog.IOBinding(ti, direction, "arena", tensor.dtype, h, w, ch, prog.LAYOUT_NC1HWC2, c2=ch,
                                        offset=c.offsets[ti], row_pitch=w * ch, plane_pitch=h * w * ch))
     for node in dict.fromkeys(c.nodes_of_kick):

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from teflon.ethosu import lower, quant
-from teflon.ethosu.lower import ConcatSpec, ConvSpec, EltSpec, FeatureMap, LoweringError, LutSpec, PoolSpec
+from teflon.ethosu import lower, moves, quant
+from teflon.ethosu.lower import ConvSpec, EltSpec, FeatureMap, LoweringError, LutSpec, PoolSpec
 from teflon.ir import Graph, Operation, Tensor
 
 ACTIVATIONS = ("NONE", "RELU", "RELU6")  # the ones checked against Vela
 MAX_DIM = 65536  # the *_M1 registers are 16 bits
 MAX_STRIDE = 2  # strides beyond 2 are not checked against Vela here
 MAX_KERNEL = 8  # one sub-kernel: larger kernels are decomposed by Vela, not here
-Spec = ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec
+Spec = ConvSpec | PoolSpec | EltSpec | LutSpec | moves.MoveSpec
 LUT_FUNCTIONS = {"LOGISTIC": quant.sigmoid, "TANH": np.tanh}
 
 
@@ -154,23 +154,6 @@ def _reshape(graph: Graph, op: Operation) -> PoolSpec:
     return lower.copy_spec(ifm, ofm)
 
 
-def _concat(graph: Graph, op: Operation) -> ConcatSpec:
-    y = graph.tensors[op.outputs[0]]
-    axis = int(op.options.get("axis", -1))
-    if axis not in (3, -1) or len(y.shape) != 4:
-        raise Unsupported(f"CONCATENATION along axis {axis}: channels of NHWC maps only")
-    ofm = _fm(y)
-    ifms = tuple(_fm(graph.tensors[t]) for t in op.inputs)
-    for fm in ifms:
-        if fm.shape[:2] != ofm.shape[:2] or not _same_quant(fm, ofm):
-            raise Unsupported("CONCATENATION inputs that requantize or differ in H x W")
-    if any(graph.tensors[t].is_constant for t in op.inputs):
-        raise Unsupported("CONCATENATION of a constant")
-    if _activation(op) != "NONE":
-        raise Unsupported("CONCATENATION with a fused activation")
-    return ConcatSpec(ifms, ofm)
-
-
 def _lut(graph: Graph, op: Operation) -> LutSpec:
     ifm = _fm(graph.tensors[op.inputs[0]])
     ofm = _fm(graph.tensors[op.outputs[0]])
@@ -184,10 +167,20 @@ def _lut(graph: Graph, op: Operation) -> LutSpec:
     return LutSpec(ifm, ofm, table)
 
 
+def _moves(graph: Graph, op: Operation) -> moves.MoveSpec:
+    build = {"CONCATENATION": moves.concat, "SPLIT": moves.split, "SPLIT_V": moves.split, "SLICE": moves.slice_,
+             "STRIDED_SLICE": moves.slice_, "RESIZE_NEAREST_NEIGHBOR": moves.resize_nearest,
+             "TRANSPOSE": moves.transpose}[op.kind]
+    return build(graph, op, _fm)
+
+
 HANDLERS = {"CONV_2D": _conv, "DEPTHWISE_CONV_2D": _conv, "FULLY_CONNECTED": _fc, "MAX_POOL_2D": _pool,
             "AVERAGE_POOL_2D": _pool, "ADD": _eltwise, "SUB": _eltwise, "MUL": _eltwise, "RESHAPE": _reshape,
-            "CONCATENATION": _concat, "LOGISTIC": _lut, "TANH": _lut,
+            "LOGISTIC": _lut, "TANH": _lut,
             "LEAKY_RELU": _lut}
+# data movement (teflon.ethosu.moves)
+HANDLERS.update(dict.fromkeys(("CONCATENATION", "SPLIT", "SPLIT_V", "SLICE", "STRIDED_SLICE",
+                               "RESIZE_NEAREST_NEIGHBOR", "TRANSPOSE"), _moves))
 
 
 def spec(graph: Graph, op: Operation) -> Spec:
