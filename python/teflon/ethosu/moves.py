@@ -33,6 +33,7 @@ Box = tuple[int, int, int]  # (h, w, c)
 IDENTITY_TFL = ((1 << 31) + 1, 31, 0)
 UNIT_TFL = (1, 0, 0)
 MAX_KICKS = 64  # a transpose needing more kicks than this stays on the CPU
+MAX_MAP_DIM = 65536  # the *_M1 size registers are 16 bits
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,9 @@ def lower_moves(spec: MoveSpec) -> list[Kick]:
             sy, sx, _ = dst.strides
             dst = replace(dst, shape=out, row_stride=sx, pixel_stride=sy)
         k = lower_pool(copy_spec(src, dst, 0 if n == 0 else 3))[0]
-        if m.upscale:
+        if m.upscale:  # Vela writes both zero points 0 here: in and out share their quantization
             k.regs["NPU_SET_IFM_UPSCALE"] = {"mode": 1}
+            k.regs["NPU_SET_IFM_ZERO_POINT"] = k.regs["NPU_SET_OFM_ZERO_POINT"] = {"value": 0}
         if spec.identity is not None:
             scale, shift, rounding = spec.identity
             k.regs["NPU_SET_OFM_SCALE"] = {"scale": scale, "shift": shift}
@@ -284,10 +286,17 @@ def transpose(graph: Graph, op: Operation, fm: FmOf) -> MoveSpec:
         shape = packed_hwc(x.shape)
         return MoveSpec(_maps(graph, fm, op.inputs[:1], [shape]), _maps(graph, fm, op.outputs, [shape]),
                         (Move(0, 0, (0, 0, 0), (0, 0, 0), shape),), *io, identity=IDENTITY_TFL)
-    if len(sizes) == 2:  # (A, B) -> (B, A): depth 1, H and W exchanged
+    if len(sizes) == 2:  # (A, B) -> (B, A): depth 1, H and W exchanged; B beyond the size registers in parts
         a, b = sizes
-        return MoveSpec(_maps(graph, fm, op.inputs[:1], [(a, b, 1)]), _maps(graph, fm, op.outputs, [(b, a, 1)]),
-                        (Move(0, 0, (0, 0, 0), (0, 0, 0), (a, b, 1), transpose=True),), *io, identity=IDENTITY_TFL)
+        parts = -(-b // MAX_MAP_DIM)
+        if parts > MAX_KICKS:
+            raise LoweringError(f"TRANSPOSE of {x.shape}: more than {MAX_KICKS} kicks")
+        step = -(-b // parts)
+        ifm = replace(fm(x, (a, step, 1)), row_stride=b)  # the source's rows are B long
+        ofm = fm(graph.tensors[op.outputs[0]], (step, a, 1))
+        moves = tuple(Move(0, 0, (0, j, 0), (j, 0, 0), (a, min(step, b - j), 1), transpose=True)
+                      for j in range(0, b, step))
+        return MoveSpec((ifm,), (ofm,), moves, *io, identity=IDENTITY_TFL)
     if len(sizes) == 3 and p == [1, 0, 2]:  # (A, B, C) -> (B, A, C): H and W exchanged, C kept
         a, b, c = sizes
         return MoveSpec(_maps(graph, fm, op.inputs[:1], [(a, b, c)]), _maps(graph, fm, op.outputs, [(b, a, c)]),

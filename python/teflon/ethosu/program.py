@@ -82,8 +82,10 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
             offsets.setdefault(op.outputs[0], at(op.inputs[0], h * w * c))
             continue
         if isinstance(s, moves.MoveSpec):
-            s = replace(s, ifms=tuple(_place(fm, at(t, int(np.prod(fm.shape)))) for fm, t in zip(s.ifms, s.sources)),
-                        ofms=tuple(_place(fm, at(t, int(np.prod(fm.shape)))) for fm, t in zip(s.ofms, s.targets)))
+            def placed(fms: tuple[FeatureMap, ...], ts: tuple[int, ...]) -> tuple[FeatureMap, ...]:
+                return tuple(_place(fm, at(t, int(np.prod(graph.tensors[t].shape)))) for fm, t in zip(fms, ts))
+
+            s = replace(s, ifms=placed(s.ifms, s.sources), ofms=placed(s.ofms, s.targets))
             new = moves.lower_moves(s)
             kicks += new
             owners += [op.index] * len(new)

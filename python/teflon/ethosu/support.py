@@ -143,9 +143,8 @@ def _same_quant(a: FeatureMap, b: FeatureMap) -> bool:
 def _reshape(graph: Graph, op: Operation) -> PoolSpec:
     """A RESHAPE on its own: a copy of the bytes (inside a partition it would be a view)."""
     x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    if len(x.shape) != 4 or x.shape[0] != 1:
-        raise Unsupported(f"RESHAPE of a {x.shape} tensor: NHWC inputs with batch 1 only")
-    ifm = _fm(x)
+    # an NHWC map keeps its shape (as Vela copies it); any other tensor is copied as its packed bytes
+    ifm = _fm(x) if len(x.shape) == 4 and x.shape[0] == 1 else _fm(x, moves.packed_hwc(x.shape))
     if int(np.prod(y.shape)) != int(np.prod(x.shape)):
         raise Unsupported("RESHAPE changes the element count")
     ofm = _fm(y, ifm.shape)
