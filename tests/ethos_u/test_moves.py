@@ -103,3 +103,17 @@ def test_split_is_a_view_next_to_a_kick() -> None:
     assert [c.offsets[t] - c.offsets[add.outputs[0]] for t in split.outputs] == [0, 3 * 4 * 16]
     alone = program.lower_graph(graph, [split.index])
     assert [k.op for k in alone.kicks] == ["NPU_OP_POOL"] * 2
+
+
+@pytest.mark.parametrize("shape", [(1, 2, 2, 4, 16), (1, 16, 16), (256,)], ids=["rank5", "rank3", "rank1"])
+def test_output_of_any_rank_is_bound(shape: tuple[int, ...], delegate_library: None) -> None:
+    """A partition output that is not an NHWC map (ADD, then RESHAPE to `shape` as the graph output) is bound as
+    its packed bytes and read back exactly."""
+    model = sweeps.reshape_after_add_model("int8", (4, 4, 16), shape)
+    x = random_inputs(model)
+    ref = run_cpu(model, x)
+    run = run_delegate(model, x, **sim_options("imx93"))
+    cmp = compare(ref, run.outputs)
+    print(f"{shape}: {cmp}")
+    assert len(run.delegated) == len(run.ops) and run.partitions == 1, run.reasons
+    assert cmp.max_abs_diff == 0, cmp
