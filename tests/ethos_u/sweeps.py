@@ -233,3 +233,38 @@ OWN_MOVES: list[ModelCase] = [
     transpose_case((3, 5, 7), (0, 1, 3, 2)),
     transpose_case((5, 7, 16), (0, 2, 1, 3), "uint8"),
 ]
+
+
+def moves_held_out(seed: int, n: int) -> list[ModelCase]:
+    """Random data-movement cases from the same kinds as MOVES (shapes, axes, parts, types), never tuned on."""
+    rng = random.Random(seed)
+    out: list[ModelCase] = []
+    while len(out) < n:
+        kind = rng.choice(["concat", "split", "slice", "transpose"])
+        h, w, c = rng.randint(1, 12), rng.randint(1, 12), rng.choice([8, 16, 24, 32, 40, 64])
+        dtype = rng.choice(["int8", "uint8"])
+        axis = rng.choice([1, 2, 3])
+        if kind == "concat":
+            k = rng.randint(2, 3)
+            shapes = []
+            for _ in range(k):
+                s = [h, w, c]
+                s[axis - 1] = rng.choice([1, 2, 3, 5, 8]) * (8 if axis == 3 else 1)
+                shapes.append((s[0], s[1], s[2]))
+            out.append(concat_case(axis, shapes, dtype))
+        elif kind == "split":
+            full = [h, w, c]
+            size = full[axis - 1]
+            if size < 2:
+                continue
+            cut = rng.randint(1, size - 1)
+            out.append(split_case(axis, [cut, size - cut], (h, w, c), dtype))
+        elif kind == "slice":
+            first = rng.choice([0, 8, 16])
+            if first >= c:
+                continue
+            count = rng.randint(1, (c - first) // 8) * 8
+            out.append(slice_case(first, count, (h, w, c), rng.random() < 0.5, dtype))
+        else:
+            out.append(transpose_case((h, w, c), (0, 2, 1, 3)))
+    return out

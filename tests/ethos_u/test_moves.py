@@ -117,3 +117,10 @@ def test_output_of_any_rank_is_bound(shape: tuple[int, ...], delegate_library: N
     print(f"{shape}: {cmp}")
     assert len(run.delegated) == len(run.ops) and run.partitions == 1, run.reasons
     assert cmp.max_abs_diff == 0, cmp
+
+
+@VELA
+@pytest.mark.parametrize("case", sweeps.moves_held_out(5, 16), ids=lambda c: c.name)
+def test_held_out_moves_match_vela(case: sweeps.ModelCase) -> None:
+    res = kick_oracle.compare(case.build())
+    assert res.ok, f"{case.name}:\n  " + "\n  ".join(res.diffs)

@@ -262,7 +262,7 @@ def resize_nearest(graph: Graph, op: Operation, fm: FmOf) -> MoveSpec:
 def transpose_groups(shape: Sequence[int], perm: Sequence[int]) -> tuple[list[int], list[int]]:
     """(merged input shape, its permutation): size-1 axes dropped, axes that stay neighbours in order merged."""
     keep = [a for a in range(len(shape)) if shape[a] != 1]
-    order = [a for a in perm if a in keep]
+    order = [keep.index(a) for a in perm if a in keep]  # the kept axes, numbered without the dropped ones
     groups: list[list[int]] = []
     for a in order:
         if groups and groups[-1][-1] + 1 == a:
@@ -270,7 +270,7 @@ def transpose_groups(shape: Sequence[int], perm: Sequence[int]) -> tuple[list[in
         else:
             groups.append([a])
     by_input = sorted(groups, key=lambda g: g[0])
-    sizes = [int(np.prod([shape[a] for a in g])) for g in by_input]
+    sizes = [int(np.prod([shape[keep[a]] for a in g])) for g in by_input]
     return sizes, [by_input.index(g) for g in groups]
 
 
@@ -283,9 +283,10 @@ def transpose(graph: Graph, op: Operation, fm: FmOf) -> MoveSpec:
     sizes, p = transpose_groups(x.shape, perm)
     io = ((op.inputs[0],), (op.outputs[0],))
     if len(sizes) <= 1:  # only size-1 axes move: the same bytes
-        shape = packed_hwc(x.shape)
+        s4 = _as4(x.shape)
+        shape = (s4[1], s4[2], s4[3]) if len(s4) == 4 and s4[0] == 1 else packed_hwc(x.shape)  # as Vela copies
         return MoveSpec(_maps(graph, fm, op.inputs[:1], [shape]), _maps(graph, fm, op.outputs, [shape]),
-                        (Move(0, 0, (0, 0, 0), (0, 0, 0), shape),), *io, identity=IDENTITY_TFL)
+                        (Move(0, 0, (0, 0, 0), (0, 0, 0), shape),), *io)  # a reshape: Vela's plain copy
     if len(sizes) == 2:  # (A, B) -> (B, A): depth 1, H and W exchanged; B beyond the size registers in parts
         a, b = sizes
         parts = -(-b // MAX_MAP_DIM)
