@@ -145,12 +145,16 @@ def reshape_after_add_model(dtype: str, shape: tuple[int, int, int], new: tuple[
 class ModelCase:
     """A model built by a function (netgen graphs), named by its parameters like modelgen's cases."""
 
-    def __init__(self, name: str, build: Callable[[], bytes]) -> None:
+    def __init__(self, name: str, build: Callable[[], bytes], dtype: str = "int8") -> None:
         self.name = name
         self._build = build
+        self.dtype = dtype
 
     def build(self) -> bytes:
         return self._build()
+
+    def __str__(self) -> str:
+        return self.name
 
 
 VIEWS: list[ModelCase] = [
@@ -195,7 +199,7 @@ def slice_case(first: int, count: int, shape: tuple[int, int, int], strided: boo
 
 def resize_case(shape: tuple[int, int, int], dtype: str = "int8") -> ModelCase:
     return ModelCase("resize-nearest-x2-in{}-{}".format("x".join(map(str, shape)), _dt(dtype)),
-                     lambda: _net(dtype, [shape], lambda n, xs: [n.resize_nearest(xs[0], 2)]))
+                     lambda: _net(dtype, [shape], lambda n, xs: [n.resize_nearest(xs[0], 2)]), dtype)
 
 
 def transpose_case(shape: tuple[int, int, int], perm: tuple[int, ...], dtype: str = "int8") -> ModelCase:
