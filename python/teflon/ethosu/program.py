@@ -145,7 +145,7 @@ def compile(graph: Graph, nodes: Sequence[int], inputs: Sequence[int], outputs: 
         p.add_buffer(prog.Buffer("coeffs", len(c.coeffs), c.coeffs))
     p.add_buffer(prog.Buffer("arena", c.arena_size, None, tensor=True))
     tasks: list[prog.Task] = []
-    if c.kicks:  # a partition of views alone moves no byte: no job, its outputs are its inputs' bytes in place
+    if c.kicks:  # always, for a partition with a node (lower_graph copies where every node would be a view)
         regions = {REGION_ARENA: len(ins)} | ({REGION_COEFFS: 0} if ins else {})
         task = task_header.pack(c.words, 0, regions)
         p.add_buffer(prog.Buffer("cmds", len(task), task))
