@@ -94,14 +94,9 @@ def _streams(state: dict[str, int], blob: bytes) -> tuple[bytes | None, bytes | 
             get("NPU_SET_SCALE_BASE", "NPU_SET_SCALE_LENGTH", "NPU_SET_SCALE_REGION"))
 
 
-BLOCK = frozenset({"NPU_SET_OFM_BLK_HEIGHT_M1", "NPU_SET_OFM_BLK_WIDTH_M1", "NPU_SET_OFM_BLK_DEPTH_M1",
-                   "NPU_SET_IFM_IB_END", "NPU_SET_AB_START"})  # the block configuration and SHRAM layout
-
-
-def compare(model: bytes, weight_encoder: WeightEncoder | None = None, ignore: frozenset[str] = frozenset()) -> Result:
+def compare(model: bytes, weight_encoder: WeightEncoder | None = None) -> Result:
     """Kick-by-kick comparison; teflon's weights are encoded by its own codec (teflon.ethosu.mlw) unless another
-    encoder is given (oracle_weight_encoder: Vela's, for telling an order error from a codec error). Registers in
-    `ignore` are left out too (a documented divergence, e.g. BLOCK)."""
+    encoder is given (oracle_weight_encoder: Vela's, for telling an order error from a codec error)."""
     assert VELA is not None
     mlw_codec = VELA[1]
     graph = tflite_graph.load(model)
@@ -117,7 +112,7 @@ def compare(model: bytes, weight_encoder: WeightEncoder | None = None, ignore: f
         if ka != kb:
             res.diffs.append(f"kick {i}: {ka} vs {kb}")
         for n in sorted(set(a) | set(b)):
-            if n in PLACEMENT or n in ignore or a.get(n, 0) == b.get(n, 0):
+            if n in PLACEMENT or a.get(n, 0) == b.get(n, 0):
                 continue
             res.diffs.append(f"kick {i} {_name(n)}: teflon {_show(n, a.get(n))} vela {_show(n, b.get(n))}")
         vw, vs = _streams(b, vela.read_only)

@@ -227,9 +227,10 @@ MOVES: list[ModelCase] = [
     transpose_case((5, 7, 16), (0, 2, 1, 3)),
     transpose_case((12, 3, 40), (0, 2, 1, 3)),
 ]
-# RESIZE_NEAREST_NEIGHBOR x2: equal to Vela but for the block configuration (Regor's block search for an upscaled
-# IFM is not reproduced; docs/hardware/ethosu-compiler.md)
-RESIZES: list[ModelCase] = [resize_case((5, 7, 16)), resize_case((8, 8, 8)), resize_case((3, 9, 24), "uint8")]
+# RESIZE_NEAREST_NEIGHBOR x2 (its block configuration: the IFM block of an upscaled read, blocks._ifm_block)
+RESIZES: list[ModelCase] = [resize_case((5, 7, 16)), resize_case((8, 8, 8)), resize_case((3, 9, 24), "uint8"),
+                            resize_case((20, 20, 64)), resize_case((6, 6, 16)), resize_case((16, 16, 16), "uint8"),
+                            resize_case((4, 32, 16)), resize_case((40, 4, 16)), resize_case((9, 9, 16))]
 # Data movement Vela lowers differently (more kicks), run on the simulator only
 OWN_MOVES: list[ModelCase] = [
     transpose_case((5, 7, 16), (0, 3, 1, 2)),

@@ -30,10 +30,8 @@ def test_moves_match_vela(case: sweeps.ModelCase) -> None:
 
 @VELA
 @pytest.mark.parametrize("case", sweeps.RESIZES, ids=lambda c: c.name)
-def test_resize_matches_vela_but_block(case: sweeps.ModelCase) -> None:
-    """Everything but the block configuration, which Regor chooses for an upscaled IFM by a search not reproduced
-    here (the simulator reads the block only for its micro-block granularity)."""
-    res = kick_oracle.compare(case.build(), ignore=kick_oracle.BLOCK)
+def test_resize_matches_vela(case: sweeps.ModelCase) -> None:
+    res = kick_oracle.compare(case.build())
     assert res.ok, f"{case.name}:\n  " + "\n  ".join(res.diffs)
 
 

@@ -250,12 +250,13 @@ class PoolSpec:
     activation: str = "NONE"
     blockdep: int = 0  # NPU_SET_BLOCKDEP: 3 when the previous kick writes nothing this one reads
     copy: bool = False  # a copy (RESHAPE, CONCATENATION): Vela keeps the zero points there
+    upscale: bool = False  # the IFM read through IFM_UPSCALE NEAREST (RESIZE_NEAREST_NEIGHBOR x2)
 
 
 def lower_pool(spec: PoolSpec) -> list[Kick]:
     ifm, ofm = spec.ifm, spec.ofm
     (kh, kw), (sy, sx) = spec.kernel, effective_stride(spec.stride, ofm.shape)
-    cfg = blocks.find(OpGeometry(blocks.KIND_POOL, ifm.shape, ofm.shape, (kh, kw), (sy, sx)))
+    cfg = blocks.find(OpGeometry(blocks.KIND_POOL, ifm.shape, ofm.shape, (kh, kw), (sy, sx), upscale=spec.upscale))
     if cfg is None:
         raise LoweringError("no block configuration fits")
     pt, pb = padding(ifm.shape[0], ofm.shape[0], kh, sy, spec.same)
@@ -267,6 +268,8 @@ def lower_pool(spec: PoolSpec) -> list[Kick]:
     used = (used_extent(ifm.shape[0], ofm.shape[0], kh, sy, pt), used_extent(ifm.shape[1], ofm.shape[1], kw, sx, pl),
             ifm.shape[2])
     r = windowed_ifm_regs(ifm, used, (pt, pl, pb, pr))
+    if spec.upscale:
+        r["NPU_SET_IFM_UPSCALE"] = {"mode": 1}
     r.update(ofm_regs(ofm))
     r["NPU_SET_OFM_PRECISION"] = precision(ofm.dtype, scale_mode=1, round_mode=quant.ROUND_NATURAL)
     r.update(kernel_regs(kh, kw, sy, sx, False))

@@ -74,9 +74,8 @@ def lower_moves(spec: MoveSpec) -> list[Kick]:
         if m.transpose:  # the kick walks the source's H x W; each step lands on the destination's other axis
             sy, sx, _ = dst.strides
             dst = replace(dst, shape=out, row_stride=sx, pixel_stride=sy)
-        k = lower_pool(copy_spec(src, dst, 0 if n == 0 else 3))[0]
+        k = lower_pool(replace(copy_spec(src, dst, 0 if n == 0 else 3), upscale=m.upscale))[0]
         if m.upscale:  # Vela writes both zero points 0 here: in and out share their quantization
-            k.regs["NPU_SET_IFM_UPSCALE"] = {"mode": 1}
             k.regs["NPU_SET_IFM_ZERO_POINT"] = k.regs["NPU_SET_OFM_ZERO_POINT"] = {"value": 0}
         if spec.identity is not None:
             scale, shift, rounding = spec.identity
