@@ -237,6 +237,7 @@ OWN_MOVES: list[ModelCase] = [
     transpose_case((16, 5, 7), (0, 2, 3, 1)),
     transpose_case((3, 5, 7), (0, 1, 3, 2)),
     transpose_case((5, 7, 16), (0, 2, 1, 3), "uint8"),
+    resize_case((1, 1, 40)),  # Vela: an ELEMENTWISE broadcast
 ]
 
 
@@ -245,7 +246,7 @@ def moves_held_out(seed: int, n: int) -> list[ModelCase]:
     rng = random.Random(seed)
     out: list[ModelCase] = []
     while len(out) < n:
-        kind = rng.choice(["concat", "split", "slice", "transpose"])
+        kind = rng.choice(["concat", "split", "slice", "transpose", "resize"])
         h, w, c = rng.randint(1, 12), rng.randint(1, 12), rng.choice([8, 16, 24, 32, 40, 64])
         dtype = rng.choice(["int8", "uint8"])
         axis = rng.choice([1, 2, 3])
@@ -270,6 +271,8 @@ def moves_held_out(seed: int, n: int) -> list[ModelCase]:
                 continue
             count = rng.randint(1, (c - first) // 8) * 8
             out.append(slice_case(first, count, (h, w, c), rng.random() < 0.5, dtype))
-        else:
+        elif kind == "transpose":
             out.append(transpose_case((h, w, c), (0, 2, 1, 3)))
+        elif h * w > 1:  # a 1x1 map Vela broadcasts with an ELEMENTWISE kick instead (not modelled)
+            out.append(resize_case((h, w, c), dtype))
     return out
