@@ -20,6 +20,8 @@
  *   AVERAGE/MAX_POOL_2D: padding, stride_w, stride_h, filter_w, filter_h, activation
  *   LEAKY_RELU:         alpha (the float32's bit pattern)
  *   CONCATENATION:      axis, activation
+ *   STRIDED_SLICE:      begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask
+ *   RESIZE_NEAREST_NEIGHBOR: align_corners, half_pixel_centers
  * padding: 0 unknown, 1 SAME, 2 VALID (TfLitePadding); activation: TfLiteFusedActivation
  * (0 none, 1 relu, 2 relu_n1_to_1, 3 relu6, 4 tanh, 5 sign_bit, 6 sigmoid). */
 typedef struct teflon_tensor {

@@ -43,6 +43,10 @@ COVERAGE_FLOOR: dict[tuple[str, str, str], float] = {
     # stays on the CPU and splits the island, which then stays as written
     ("nchw_shufflenet", "uint8", "rk3588"): 17 / 17, ("nchw_shufflenet", "int8", "rk3588"): 17 / 17,
     ("nchw_shufflenet", "uint8", "rk3576"): 17 / 17, ("nchw_shufflenet", "int8", "rk3576"): 4 / 17,
+    # imx93: TRANSPOSE (one exchange of two axis groups), the rank-5 channel shuffle, SPLIT / CONCATENATION on any
+    # axis and RESIZE_NEAREST_NEIGHBOR x2 as copies or views (teflon.ethosu.moves); PAD stays on the CPU
+    ("nchw_shufflenet", "uint8", "imx93"): 16 / 17, ("nchw_shufflenet", "int8", "imx93"): 16 / 17,
+    ("yolo", "uint8", "imx93"): 43 / 44, ("yolo", "int8", "imx93"): 43 / 44,
 }
 
 

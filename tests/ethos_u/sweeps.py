@@ -136,15 +136,25 @@ def reshape_model(dtype: str, shape: tuple[int, int, int], new: tuple[int, ...])
     return n.build([x], [n.reshape(x, new)])
 
 
+def reshape_after_add_model(dtype: str, shape: tuple[int, int, int], new: tuple[int, ...]) -> bytes:
+    n = netgen.Net("reshape_after_add", dtype)  # type: ignore[arg-type]
+    x, y = n.input(*shape), n.input(*shape)
+    return n.build([x, y], [n.reshape(n.add(x, y), new)])
+
+
 class ModelCase:
     """A model built by a function (netgen graphs), named by its parameters like modelgen's cases."""
 
-    def __init__(self, name: str, build: Callable[[], bytes]) -> None:
+    def __init__(self, name: str, build: Callable[[], bytes], dtype: str = "int8") -> None:
         self.name = name
         self._build = build
+        self.dtype = dtype
 
     def build(self) -> bytes:
         return self._build()
+
+    def __str__(self) -> str:
+        return self.name
 
 
 VIEWS: list[ModelCase] = [
@@ -156,3 +166,113 @@ VIEWS: list[ModelCase] = [
     ModelCase("reshape-4x4x16-to-1x16x16-i8", lambda: reshape_model("int8", (4, 4, 16), (1, 16, 16))),
     ModelCase("reshape-6x8x24-to-1x48x24-u8", lambda: reshape_model("uint8", (6, 8, 24), (1, 48, 24))),
 ]
+
+
+def _net(dtype: str, shapes: list[tuple[int, int, int]], build: Callable[[netgen.Net, list[int]], list[int]]) -> bytes:
+    n = netgen.Net("moves", dtype)  # type: ignore[arg-type]
+    xs = [n.input(*s) for s in shapes]
+    return n.build(xs, build(n, xs))
+
+
+def _dt(dtype: str) -> str:
+    return {"int8": "i8", "uint8": "u8"}[dtype]
+
+
+def concat_case(axis: int, shapes: list[tuple[int, int, int]], dtype: str = "int8") -> ModelCase:
+    name = "concat-ax{}-{}-{}".format(axis, "+".join("x".join(map(str, s)) for s in shapes), _dt(dtype))
+    return ModelCase(name, lambda: _net(dtype, shapes, lambda n, xs: [n.concat(xs, axis)]))
+
+
+def split_case(axis: int, sizes: list[int], shape: tuple[int, int, int], dtype: str = "int8") -> ModelCase:
+    equal = len(set(sizes)) == 1
+    name = "split{}-ax{}-{}-in{}-{}".format("" if equal else "v", axis, "+".join(map(str, sizes)),
+                                             "x".join(map(str, shape)), _dt(dtype))
+    return ModelCase(name, lambda: _net(dtype, [shape], lambda n, xs: n.split(xs[0], len(sizes), axis) if equal
+                                        else n.split_v(xs[0], sizes, axis)))
+
+
+def slice_case(first: int, count: int, shape: tuple[int, int, int], strided: bool, dtype: str = "int8") -> ModelCase:
+    name = "{}slice-c{}+{}-in{}-{}".format("strided-" if strided else "", first, count, "x".join(map(str, shape)),
+                                           _dt(dtype))
+    return ModelCase(name, lambda: _net(dtype, [shape], lambda n, xs: [n.channels(xs[0], first, count, strided)]))
+
+
+def resize_case(shape: tuple[int, int, int], dtype: str = "int8") -> ModelCase:
+    return ModelCase("resize-nearest-x2-in{}-{}".format("x".join(map(str, shape)), _dt(dtype)),
+                     lambda: _net(dtype, [shape], lambda n, xs: [n.resize_nearest(xs[0], 2)]), dtype)
+
+
+def transpose_case(shape: tuple[int, int, int], perm: tuple[int, ...], dtype: str = "int8") -> ModelCase:
+    return ModelCase("transpose-{}-in{}-{}".format("".join(map(str, perm)), "x".join(map(str, shape)), _dt(dtype)),
+                     lambda: _net(dtype, [shape], lambda n, xs: [n.transpose(xs[0], perm)]))
+
+
+# Data movement (teflon.ethosu.moves) checked against Vela's kick state (test_moves.py). Vela makes one kick per
+# part for these; uint8 transposes are left out: Vela reads their bytes as int8 with zero point 128.
+MOVES: list[ModelCase] = [
+    concat_case(1, [(4, 8, 16), (6, 8, 16)]),
+    concat_case(2, [(4, 8, 16), (4, 5, 16)]),
+    concat_case(1, [(3, 5, 24), (2, 5, 24), (4, 5, 24)], "uint8"),
+    concat_case(2, [(6, 3, 8), (6, 9, 8)], "uint8"),
+    concat_case(3, [(5, 7, 8), (5, 7, 24)], "uint8"),
+    split_case(3, [16, 16], (6, 8, 32)),
+    split_case(1, [3, 3], (6, 8, 32)),
+    split_case(2, [4, 4], (6, 8, 32)),
+    split_case(3, [8, 24], (6, 8, 32)),
+    split_case(1, [2, 3, 4], (9, 5, 16), "uint8"),
+    split_case(3, [8, 8, 8, 8], (4, 4, 32), "uint8"),
+    slice_case(8, 16, (6, 8, 32), strided=False),
+    slice_case(8, 16, (6, 8, 32), strided=True),
+    slice_case(0, 40, (7, 3, 64), strided=True, dtype="uint8"),
+    transpose_case((5, 7, 16), (0, 2, 1, 3)),
+    transpose_case((12, 3, 40), (0, 2, 1, 3)),
+]
+# RESIZE_NEAREST_NEIGHBOR x2 (its block configuration: the IFM block of an upscaled read, blocks._ifm_block)
+RESIZES: list[ModelCase] = [resize_case((5, 7, 16)), resize_case((8, 8, 8)), resize_case((3, 9, 24), "uint8"),
+                            resize_case((20, 20, 64)), resize_case((6, 6, 16)), resize_case((16, 16, 16), "uint8"),
+                            resize_case((4, 32, 16)), resize_case((40, 4, 16)), resize_case((9, 9, 16))]
+# Data movement Vela lowers differently (more kicks), run on the simulator only
+OWN_MOVES: list[ModelCase] = [
+    transpose_case((5, 7, 16), (0, 3, 1, 2)),
+    transpose_case((16, 5, 7), (0, 2, 3, 1)),
+    transpose_case((3, 5, 7), (0, 1, 3, 2)),
+    transpose_case((5, 7, 16), (0, 2, 1, 3), "uint8"),
+    resize_case((1, 1, 40)),  # Vela: an ELEMENTWISE broadcast
+]
+
+
+def moves_held_out(seed: int, n: int) -> list[ModelCase]:
+    """Random data-movement cases from the same kinds as MOVES (shapes, axes, parts, types), never tuned on."""
+    rng = random.Random(seed)
+    out: list[ModelCase] = []
+    while len(out) < n:
+        kind = rng.choice(["concat", "split", "slice", "transpose", "resize"])
+        h, w, c = rng.randint(1, 12), rng.randint(1, 12), rng.choice([8, 16, 24, 32, 40, 64])
+        dtype = rng.choice(["int8", "uint8"])
+        axis = rng.choice([1, 2, 3])
+        if kind == "concat":
+            k = rng.randint(2, 3)
+            shapes = []
+            for _ in range(k):
+                s = [h, w, c]
+                s[axis - 1] = rng.choice([1, 2, 3, 5, 8]) * (8 if axis == 3 else 1)
+                shapes.append((s[0], s[1], s[2]))
+            out.append(concat_case(axis, shapes, dtype))
+        elif kind == "split":
+            full = [h, w, c]
+            size = full[axis - 1]
+            if size < 2:
+                continue
+            cut = rng.randint(1, size - 1)
+            out.append(split_case(axis, [cut, size - cut], (h, w, c), dtype))
+        elif kind == "slice":
+            first = rng.choice([0, 8, 16])
+            if first >= c:
+                continue
+            count = rng.randint(1, (c - first) // 8) * 8
+            out.append(slice_case(first, count, (h, w, c), rng.random() < 0.5, dtype))
+        elif kind == "transpose":
+            out.append(transpose_case((h, w, c), (0, 2, 1, 3)))
+        elif h * w > 1:  # a 1x1 map Vela broadcasts with an ELEMENTWISE kick instead (not modelled)
+            out.append(resize_case((h, w, c), dtype))
+    return out

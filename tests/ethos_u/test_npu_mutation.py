@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 from npu_harness import Simulator, VelaOutput, npu_only, vela_compile_many, words_to_commands
+from sweeps import resize_case
 
 from teflon import modelgen as mg
 
@@ -33,6 +34,7 @@ STREAMS = [
     mg.ConstOpCase(5, 6, 7, op="mul", bcast="c", dtype="int8"),
     mg.PoolCase(8, 8, 16, filter=3, stride=1, padding="same", op="avg", dtype="int8"),
     mg.PoolCase(9, 9, 8, filter=3, stride=2, padding="same", op="max", dtype="int8"),
+    resize_case((5, 7, 16)),  # RESIZE_NEAREST_NEIGHBOR x2: a 1x1 AVERAGE pool through IFM_UPSCALE NEAREST
 ]
 
 
@@ -94,7 +96,10 @@ def _covers(m: Mutant, fm: str, h0: int, w0: int) -> bool:
         return h0 >= oh and w0 >= ow
     kh = m.state.get("KERNEL_HEIGHT_M1", 0) + 1 - m.state.get("IFM_PAD_TOP", 0) - m.state.get("IFM_PAD_BOTTOM", 0)
     kw = m.state.get("KERNEL_WIDTH_M1", 0) + 1 - m.state.get("IFM_PAD_LEFT", 0) - m.state.get("IFM_PAD_RIGHT", 0)
-    return h0 >= (oh - 1) * sy + kh and w0 >= (ow - 1) * sx + kw
+    need_h, need_w = (oh - 1) * sy + kh, (ow - 1) * sx + kw
+    if m.state.get("IFM_UPSCALE", 0):  # the window walks the upscaled IFM: half as many IFM rows and columns
+        need_h, need_w = -(-need_h // 2), -(-need_w // 2)
+    return h0 >= need_h and w0 >= need_w
 
 
 def _stride_unused(m: Mutant) -> bool:
@@ -120,8 +125,8 @@ def _grows_length(m: Mutant) -> bool:
 def _same_weight_order(m: Mutant) -> bool:
     """The weight order the stream was encoded in is the same for both values (OFM block depth,
     decomposition: measured with the codec, see npu_harness.WeightDecoder.permutation)."""
-    if m.op not in ("CONV", "DEPTHWISE"):
-        return m.name == "OFM_BLK_DEPTH_M1" or m.bit == 2  # no weights: no weight order
+    if m.op not in ("CONV", "DEPTHWISE"):  # no weights: no weight order
+        return m.name == "OFM_BLK_DEPTH_M1" or m.bit == 2 or (m.name == "KERNEL_STRIDE" and _one_position(m))
     if m.decoder is None:
         return False
     ks = m.state.get("KERNEL_STRIDE", 0)
@@ -192,8 +197,18 @@ def _precision_dont_care(m: Mutant) -> bool:
 
 
 def _identity_pool_scale(m: Mutant) -> bool:
-    """Global scale mode with OFM_SCALE 1, shift 0 on a pool: scaling by one equals the unscaled path."""
-    return m.op == "POOL" and m.state.get("OFM_SCALE") == 1
+    """Global scale mode with OFM_SCALE 1, shift 0 on a pool: scaling by one equals the unscaled path; so does
+    (2^31 + 1) / 2^31 (Vela's RESIZE / TRANSPOSE copies) on 8-bit values."""
+    unit = m.state.get("OFM_SCALE") == 1
+    near_unit = m.state.get("OFM_SCALE") == (1 << 31) + 1 and m.state.get("OFM_SCALE:param") == 31
+    return m.op == "POOL" and (unit or near_unit)
+
+
+def _one_value_window(m: Mutant) -> bool:
+    """OP_POOL mode AVERAGE <-> MAX on a 1x1 window without padding: both give the one value read."""
+    pads = sum(m.state.get(f"IFM_PAD_{p}", 0) for p in ("TOP", "LEFT", "BOTTOM", "RIGHT"))
+    return m.bit == 0 and m.state.get("KERNEL_HEIGHT_M1", 0) == 0 and m.state.get("KERNEL_WIDTH_M1", 0) == 0 \
+        and pads == 0
 
 
 def _commutative(m: Mutant) -> bool:
@@ -299,6 +314,7 @@ DONT_CARE: dict[str, tuple[str, Callable[[Mutant], bool]]] = {
     "IFM2_STRIDE_Y": ("an extent of one row", _stride_unused),
     "OFM_STRIDE_Y": ("an extent of one row", _stride_unused),
     "IFM_UPSCALE": ("a 1x1 window at (0, 0)", _upscale_unseen),
+    "OP_POOL": ("AVERAGE or MAX of one value (a 1x1 window, no padding)", _one_value_window),
     "IFM_STRIDE_X": ("not part of an NHCWB16 address", _stride_unused),
     "IFM2_STRIDE_C": ("not part of an NHWC address", _stride_unused),
     "IFM2_STRIDE_X": ("not part of an NHCWB16 address", _stride_unused),
@@ -326,6 +342,8 @@ def _state_and_op(words: np.ndarray, table: dict[tuple[int, int], CmdDef]) -> tu
         if name in ("OP_CONV", "OP_DEPTHWISE", "OP_POOL", "OP_ELEMENTWISE"):
             return state, name.removeprefix("OP_"), w >> 16
         state[name] = int(words[i + 1]) if n == 2 else w >> 16
+        if n == 2:
+            state[f"{name}:param"] = w >> 16
     raise AssertionError("no operation in the stream")
 
 

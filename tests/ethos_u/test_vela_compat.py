@@ -51,10 +51,17 @@ def test_copies_match_vela(case: sweeps.ModelCase) -> None:
 
 
 def test_reshape_is_a_view_by_default() -> None:
-    model = sweeps.reshape_model("int8", (4, 4, 16), (1, 16, 16))
+    """Next to a kick a RESHAPE is a view (no kick, the same arena bytes); alone it is a copy, since a program
+    without a job never uploads its input."""
+    model = sweeps.reshape_after_add_model("int8", (4, 4, 16), (1, 16, 16))
     graph = tflite_graph.load(model)
-    c = program.lower_graph(graph, [0])
-    assert c.kicks == [] and c.offsets[graph.operations[0].inputs[0]] == c.offsets[graph.operations[0].outputs[0]]
+    add, reshape = graph.operations
+    c = program.lower_graph(graph, [add.index, reshape.index])
+    assert [k.op for k in c.kicks] == ["NPU_OP_ELEMENTWISE"] and c.offsets[reshape.inputs[0]] == c.offsets[reshape.outputs[0]]
+    alone = tflite_graph.load(sweeps.reshape_model("int8", (4, 4, 16), (1, 16, 16)))
+    c = program.lower_graph(alone, [0])
+    assert [k.op for k in c.kicks] == ["NPU_OP_POOL"]
+    assert c.offsets[alone.operations[0].inputs[0]] != c.offsets[alone.operations[0].outputs[0]]
 
 
 @pytest.mark.parametrize("case", _known(sweeps.held_out(7, 24)), ids=lambda c: c.name)

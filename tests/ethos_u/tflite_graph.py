@@ -21,7 +21,8 @@ def _options(kind: str, op: tflite.Operator) -> dict[str, object]:
            "ADD": tflite.AddOptions, "SUB": tflite.SubOptions, "MUL": tflite.MulOptions,
            "FULLY_CONNECTED": tflite.FullyConnectedOptions, "AVERAGE_POOL_2D": tflite.Pool2DOptions,
            "MAX_POOL_2D": tflite.Pool2DOptions, "CONCATENATION": tflite.ConcatenationOptions,
-           "LEAKY_RELU": tflite.LeakyReluOptions}.get(kind)
+           "LEAKY_RELU": tflite.LeakyReluOptions, "RESIZE_NEAREST_NEIGHBOR": tflite.ResizeNearestNeighborOptions,
+           "STRIDED_SLICE": tflite.StridedSliceOptions}.get(kind)
     if cls is None:
         return {}
     o = cls()
@@ -35,6 +36,11 @@ def _options(kind: str, op: tflite.Operator) -> dict[str, object]:
             key = {"StrideW": "stride_w", "StrideH": "stride_h", "DilationWFactor": "dilation_w",
                    "DilationHFactor": "dilation_h", "DepthMultiplier": "depth_multiplier",
                    "FilterWidth": "filter_w", "FilterHeight": "filter_h", "Axis": "axis"}[name]
+            out[key] = int(getattr(o, name)())
+    for name, key in (("AlignCorners", "align_corners"), ("HalfPixelCenters", "half_pixel_centers"),
+                      ("BeginMask", "begin_mask"), ("EndMask", "end_mask"), ("EllipsisMask", "ellipsis_mask"),
+                      ("NewAxisMask", "new_axis_mask"), ("ShrinkAxisMask", "shrink_axis_mask")):
+        if hasattr(o, name):
             out[key] = int(getattr(o, name)())
     if hasattr(o, "Alpha"):
         out["alpha"] = float(o.Alpha())

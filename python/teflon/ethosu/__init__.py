@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class EthosuTarget:
     spec: targets.Target
-    nchw_islands: bool = False
+    nchw_islands: bool = True  # an ONNX export's NCHW stretches run as NHWC (teflon.nchw_islands)
     group_convs: bool = False
 
     @property

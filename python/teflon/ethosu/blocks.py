@@ -65,6 +65,7 @@ class OpGeometry:
     stride: tuple[int, int] = (1, 1)
     ifm_bits: int = 8
     scalar: bool = False  # elementwise with a scalar second operand
+    upscale: bool = False  # the IFM is read through IFM_UPSCALE (x2): each IFM row and column covers two OFM ones
 
 
 def part_kernel_first(ifm_depth: int, kernel: tuple[int, int], ifm_bits: int = 8) -> bool:
@@ -110,9 +111,11 @@ def _layout(g: OpGeometry, ofm_blk: tuple[int, int, int], ifm_blk: tuple[int, in
 
 
 def _ifm_block(g: OpGeometry, ofm_blk: tuple[int, int, int], depth: int) -> tuple[int, int, int]:
-    h = _round_up(_needed(ofm_blk[0], g.stride[0], min(g.kernel[0], SUBKERNEL_MAX[0])), UBLOCK[0])
-    w = _round_up(_needed(ofm_blk[1], g.stride[1], min(g.kernel[1], SUBKERNEL_MAX[1])), UBLOCK[1])
-    return (h, w, depth)
+    h = _needed(ofm_blk[0], g.stride[0], min(g.kernel[0], SUBKERNEL_MAX[0]))
+    w = _needed(ofm_blk[1], g.stride[1], min(g.kernel[1], SUBKERNEL_MAX[1]))
+    if g.upscale:  # half the rows and columns, plus one for a block that starts on an odd upscaled position
+        h, w = _div_up(h, 2) + 1, _div_up(w, 2) + 1
+    return (_round_up(h, UBLOCK[0]), _round_up(w, UBLOCK[1]), depth)
 
 
 def find(g: OpGeometry) -> BlockConfig | None:

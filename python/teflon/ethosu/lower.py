@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from teflon.ethosu import blocks, quant
 from teflon.ethosu.blocks import BlockConfig, OpGeometry
 from teflon.ir import Graph, Operation
+
+if TYPE_CHECKING:
+    from teflon.ethosu.moves import MoveSpec
 
 Regs = dict[str, dict[str, int]]
 QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
@@ -254,12 +258,13 @@ class PoolSpec:
     activation: str = "NONE"
     blockdep: int = 0  # NPU_SET_BLOCKDEP: 3 when the previous kick writes nothing this one reads
     copy: bool = False  # a copy (RESHAPE, CONCATENATION): Vela keeps the zero points there
+    upscale: bool = False  # the IFM read through IFM_UPSCALE NEAREST (RESIZE_NEAREST_NEIGHBOR x2)
 
 
 def lower_pool(spec: PoolSpec) -> list[Kick]:
     ifm, ofm = spec.ifm, spec.ofm
     (kh, kw), (sy, sx) = spec.kernel, effective_stride(spec.stride, ofm.shape)
-    cfg = blocks.find(OpGeometry(blocks.KIND_POOL, ifm.shape, ofm.shape, (kh, kw), (sy, sx)))
+    cfg = blocks.find(OpGeometry(blocks.KIND_POOL, ifm.shape, ofm.shape, (kh, kw), (sy, sx), upscale=spec.upscale))
     if cfg is None:
         raise LoweringError("no block configuration fits")
     pt, pb = padding(ifm.shape[0], ofm.shape[0], kh, sy, spec.same)
@@ -271,6 +276,8 @@ def lower_pool(spec: PoolSpec) -> list[Kick]:
     used = (used_extent(ifm.shape[0], ofm.shape[0], kh, sy, pt), used_extent(ifm.shape[1], ofm.shape[1], kw, sx, pl),
             ifm.shape[2])
     r = windowed_ifm_regs(ifm, used, (pt, pl, pb, pr))
+    if spec.upscale:
+        r["NPU_SET_IFM_UPSCALE"] = {"mode": 1}
     r.update(ofm_regs(ofm))
     r["NPU_SET_OFM_PRECISION"] = precision(ofm.dtype, scale_mode=1, round_mode=quant.ROUND_NATURAL)
     r.update(kernel_regs(kh, kw, sy, sx, False))
@@ -284,28 +291,6 @@ def lower_pool(spec: PoolSpec) -> list[Kick]:
 def copy_spec(ifm: FeatureMap, ofm: FeatureMap, blockdep: int = 0) -> PoolSpec:
     """A copy as Vela makes one (RESHAPE alone, each input of a CONCATENATION): a 1x1 AVERAGE pool with unit scale."""
     return PoolSpec(ifm, ofm, "avg", (1, 1), (1, 1), False, "NONE", blockdep, copy=True)
-
-
-@dataclass(frozen=True)
-class ConcatSpec:
-    """CONCATENATION along channels: one copy per input into its channel slice of the output, the last input
-    first (Vela's order)."""
-
-    ifms: tuple[FeatureMap, ...]
-    ofm: FeatureMap
-
-    def parts(self) -> list[PoolSpec]:
-        out = []
-        c0 = [0]
-        for fm in self.ifms:
-            c0.append(c0[-1] + fm.shape[2])
-        h, w, _ = self.ofm.shape
-        for n, i in enumerate(reversed(range(len(self.ifms)))):
-            fm = self.ifms[i]
-            dst = replace(self.ofm, shape=(h, w, fm.shape[2]), offset=self.ofm.offset + c0[i],
-                          row_stride=self.ofm.strides[0], pixel_stride=self.ofm.strides[1])
-            out.append(copy_spec(fm, dst, 0 if n == 0 else 3))
-        return out
 
 
 @dataclass(frozen=True)
@@ -396,8 +381,12 @@ def minmax_quant(kind: str, ifm: FeatureMap, ifm2: FeatureMap, ofm: FeatureMap) 
             raise LoweringError(f"{kind} whose operands and output differ in quantization")
 
 
-def lower(spec: ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec | RescaleSpec | PadSpec | MeanSpec,
+def lower(spec: ConvSpec | PoolSpec | EltSpec | LutSpec | RescaleSpec | PadSpec | MeanSpec | MoveSpec,
           vela_compat: bool = False) -> list[Kick]:
+    from teflon.ethosu import moves  # data movement, built on the pool copies of this module
+
+    if isinstance(spec, moves.MoveSpec):
+        return moves.lower_moves(spec)
     if isinstance(spec, RescaleSpec):
         return lower_rescale(spec)
     if isinstance(spec, PadSpec):
@@ -408,8 +397,6 @@ def lower(spec: ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec | RescaleSp
         return lower_conv(spec, vela_compat)
     if isinstance(spec, PoolSpec):
         return lower_pool(spec)
-    if isinstance(spec, ConcatSpec):
-        return [k for part in spec.parts() for k in lower_pool(part)]
     if isinstance(spec, LutSpec):
         return lower_lut(spec)
     if spec.scalar is not None and not vela_compat:

@@ -13,10 +13,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from teflon import program as prog
-from teflon.ethosu import lower, stream, support
+from teflon.ethosu import lower, moves, stream, support
 from teflon.ethosu import task as task_header
 from teflon.ethosu.lower import REGION_ARENA, REGION_COEFFS, FeatureMap, Kick
-from teflon.ir import Graph
+from teflon.ir import Graph, Operation
 
 DEVICE = "imx93"
 ALIGN = 16  # feature maps and coefficient streams start 16-byte aligned (Vela aligns its tensors to 16)
@@ -62,11 +62,36 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
 
     kicks: list[Kick] = []
     owners: list[int] = []
+    specs = {op.index: support.spec(graph, op) for op in ops}
+
+    def is_view(op: Operation) -> bool:
+        s = specs[op.index]
+        return op.kind == "RESHAPE" or (isinstance(s, moves.MoveSpec) and s.views is not None)
+
+    # A RESHAPE, or a slice that is one byte range of its input, is a view (the same bytes, no kick) unless the
+    # partition has nothing else: a program without a job would leave its output bytes unwritten (its input is
+    # never uploaded), so such a partition copies, as Vela does.
+    views = not vela_compat and not all(is_view(op) for op in ops)
     for op in ops:
-        s = support.spec(graph, op)
-        if op.kind == "RESHAPE" and not vela_compat:  # the same bytes under another shape: a view, no kick
+        s = specs[op.index]
+        if views and is_view(op):
+            if isinstance(s, moves.MoveSpec):
+                h, w, c = s.ifms[0].shape
+                base = at(s.sources[0], h * w * c)
+                for t, delta in zip(s.targets, s.views or ()):
+                    offsets.setdefault(t, base + delta)
+                continue
             h, w, c = s.ifm.shape
             offsets.setdefault(op.outputs[0], at(op.inputs[0], h * w * c))
+            continue
+        if isinstance(s, moves.MoveSpec):
+            def placed(fms: tuple[FeatureMap, ...], ts: tuple[int, ...]) -> tuple[FeatureMap, ...]:
+                return tuple(_place(fm, at(t, int(np.prod(graph.tensors[t].shape)))) for fm, t in zip(fms, ts))
+
+            s = replace(s, ifms=placed(s.ifms, s.sources), ofms=placed(s.ofms, s.targets))
+            new = moves.lower_moves(s)
+            kicks += new
+            owners += [op.index] * len(new)
             continue
         fms = {}
         for name, tensor in (("ifm", op.inputs[0]), ("ifm2", op.inputs[1] if len(op.inputs) > 1 else -1),
@@ -78,10 +103,6 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
             fms[name] = _place(fm, at(tensor, h * w * c))
         if isinstance(s, lower.MeanSpec) and vela_compat:  # Vela's MEAN: its 32-bit sums (the default has none)
             fms["scratch"] = _place(s.scratch, at(-1 - op.index, s.scratch_bytes))  # key: no tensor index
-        if isinstance(s, lower.ConcatSpec):
-            out_off = at(op.outputs[0], int(np.prod(s.ofm.shape)))
-            fms = {"ifms": tuple(_place(fm, at(t, int(np.prod(fm.shape)))) for fm, t in zip(s.ifms, op.inputs)),
-                   "ofm": _place(s.ofm, out_off)}
         s = replace(s, **fms)
         new = lower.lower(s, vela_compat)
         kicks += new
@@ -187,7 +208,7 @@ def compile(graph: Graph, nodes: Sequence[int], inputs: Sequence[int], outputs: 
         p.add_buffer(prog.Buffer("coeffs", len(c.coeffs), c.coeffs))
     p.add_buffer(prog.Buffer("arena", c.arena_size, None, tensor=True))
     tasks: list[prog.Task] = []
-    if c.kicks:  # a partition of views alone moves no byte: no job, its outputs are its inputs' bytes in place
+    if c.kicks:  # always, for a partition with a node (lower_graph copies where every node would be a view)
         regions = {REGION_ARENA: len(ins)} | ({REGION_COEFFS: 0} if ins else {})
         task = task_header.pack(c.words, c.sram_size, regions)
         p.add_buffer(prog.Buffer("cmds", len(task), task))
@@ -196,8 +217,7 @@ def compile(graph: Graph, nodes: Sequence[int], inputs: Sequence[int], outputs: 
     for direction, tensors in (("in", inputs), ("out", outputs)):
         for ti in tensors:
             tensor = graph.tensors[ti]
-            shape = tensor.shape
-            h, w, ch = (shape[1], shape[2], shape[3]) if len(shape) == 4 else (1, 1, int(shape[-1]))
+            h, w, ch = moves.packed_hwc(tensor.shape)
             p.io.append(prog.IOBinding(ti, direction, "arena", tensor.dtype, h, w, ch, prog.LAYOUT_NC1HWC2, c2=ch,
                                        offset=c.offsets[ti], row_pitch=w * ch, plane_pitch=h * w * ch))
     for node in dict.fromkeys(c.nodes_of_kick):

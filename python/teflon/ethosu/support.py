@@ -10,9 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from teflon import lone, unary
-from teflon.ethosu import lower, quant
+from teflon.ethosu import lower, moves, quant
 from teflon.ethosu.lower import (
-    ConcatSpec,
     ConvSpec,
     EltSpec,
     FeatureMap,
@@ -29,7 +28,7 @@ ACTIVATIONS = ("NONE", "RELU", "RELU6")  # the ones checked against Vela
 MAX_DIM = 65536  # the *_M1 registers are 16 bits
 MAX_STRIDE = 2  # strides beyond 2 are not checked against Vela here
 MAX_KERNEL = 8  # one sub-kernel: larger kernels are decomposed by Vela, not here
-Spec = ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec | RescaleSpec | PadSpec | MeanSpec
+Spec = ConvSpec | PoolSpec | EltSpec | LutSpec | RescaleSpec | PadSpec | MeanSpec | moves.MoveSpec
 LUT_FUNCTIONS = {"LOGISTIC": quant.sigmoid, "TANH": np.tanh}
 
 
@@ -171,32 +170,14 @@ def _same_quant(a: FeatureMap, b: FeatureMap) -> bool:
 def _reshape(graph: Graph, op: Operation) -> PoolSpec:
     """A RESHAPE on its own: a copy of the bytes (inside a partition it would be a view)."""
     x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    if len(x.shape) != 4 or x.shape[0] != 1:
-        raise Unsupported(f"RESHAPE of a {x.shape} tensor: NHWC inputs with batch 1 only")
-    ifm = _fm(x)
+    # an NHWC map keeps its shape (as Vela copies it); any other tensor is copied as its packed bytes
+    ifm = _fm(x) if len(x.shape) == 4 and x.shape[0] == 1 else _fm(x, moves.packed_hwc(x.shape))
     if int(np.prod(y.shape)) != int(np.prod(x.shape)):
         raise Unsupported("RESHAPE changes the element count")
     ofm = _fm(y, ifm.shape)
     if not _same_quant(ifm, ofm):
         raise Unsupported("RESHAPE that requantizes")
     return lower.copy_spec(ifm, ofm)
-
-
-def _concat(graph: Graph, op: Operation) -> ConcatSpec:
-    y = graph.tensors[op.outputs[0]]
-    axis = int(op.options.get("axis", -1))
-    if axis not in (3, -1) or len(y.shape) != 4:
-        raise Unsupported(f"CONCATENATION along axis {axis}: channels of NHWC maps only")
-    ofm = _fm(y)
-    ifms = tuple(_fm(graph.tensors[t]) for t in op.inputs)
-    for fm in ifms:
-        if fm.shape[:2] != ofm.shape[:2] or not _same_quant(fm, ofm):
-            raise Unsupported("CONCATENATION inputs that requantize or differ in H x W")
-    if any(graph.tensors[t].is_constant for t in op.inputs):
-        raise Unsupported("CONCATENATION of a constant")
-    if _activation(op) != "NONE":
-        raise Unsupported("CONCATENATION with a fused activation")
-    return ConcatSpec(ifms, ofm)
 
 
 def _lut(graph: Graph, op: Operation) -> LutSpec:
@@ -306,13 +287,23 @@ def _mean(graph: Graph, op: Operation) -> MeanSpec:
     return MeanSpec(ifm, ofm, sums, k, shift, real_scale, bias)
 
 
+def _moves(graph: Graph, op: Operation) -> moves.MoveSpec:
+    build = {"CONCATENATION": moves.concat, "SPLIT": moves.split, "SPLIT_V": moves.split, "SLICE": moves.slice_,
+             "STRIDED_SLICE": moves.slice_, "RESIZE_NEAREST_NEIGHBOR": moves.resize_nearest,
+             "TRANSPOSE": moves.transpose}[op.kind]
+    return build(graph, op, _fm)
+
+
 HANDLERS = {"CONV_2D": _conv, "DEPTHWISE_CONV_2D": _conv, "FULLY_CONNECTED": _fc, "MAX_POOL_2D": _pool,
             "AVERAGE_POOL_2D": _pool, "ADD": _eltwise, "SUB": _eltwise, "MUL": _eltwise, "RESHAPE": _reshape,
-            "CONCATENATION": _concat, "LOGISTIC": _lut, "TANH": _lut,
+            "LOGISTIC": _lut, "TANH": _lut,
             "LEAKY_RELU": _lut}
 HANDLERS.update({"MAXIMUM": _eltwise, "MINIMUM": _eltwise, "HARD_SWISH": _lut, "RELU": _rescale, "RELU6": _rescale,
                  "RELU_N1_TO_1": _rescale, "RELU_0_TO_1": _rescale, "QUANTIZE": _rescale, "PAD": _pad,
                  "MEAN": _mean})
+# data movement (teflon.ethosu.moves)
+HANDLERS.update(dict.fromkeys(("CONCATENATION", "SPLIT", "SPLIT_V", "SLICE", "STRIDED_SLICE",
+                               "RESIZE_NEAREST_NEIGHBOR", "TRANSPOSE"), _moves))
 
 
 def spec(graph: Graph, op: Operation) -> Spec:
