@@ -1065,13 +1065,14 @@ class FcCase:
     seed: int = 0
     per_channel: bool = False
     scale_runs: int | None = None  # per-channel scales equal in runs of this many consecutive outputs
+    rank4: bool = False  # the input as (1, 1, 1, N) (a flattened map, as audio and vision heads feed it)
 
     @property
     def name(self) -> str:
         name = case_name(["fc", f"in{self.in_n}", f"out{self.out_n}"], self.dtype, self.activation, self.seed)
         if self.per_channel:  # the dtype token gets the per-channel mark, as ConvCase's
             name = name.replace(f"-{DTYPE_TOKEN[self.dtype]}", f"-{DTYPE_TOKEN[self.dtype]}pc", 1)
-        return name + (f"-runs{self.scale_runs}" if self.scale_runs is not None else "")
+        return name + (f"-runs{self.scale_runs}" if self.scale_runs is not None else "") + ("-r4" if self.rank4 else "")
 
     def __str__(self) -> str:
         return self.name
@@ -1087,7 +1088,7 @@ class FcCase:
                         seed=self.seed, per_channel=self.per_channel, scale_runs=self.scale_runs)
         p = conv_params(conv, rng)
         g = GraphBuilder(f"teflon.modelgen {self.name}")
-        x = g.tensor("input", (1, self.in_n), self.dtype, p.input_quant)
+        x = g.tensor("input", (1, 1, 1, self.in_n) if self.rank4 else (1, self.in_n), self.dtype, p.input_quant)
         w = g.constant("weights", p.weights.reshape(self.out_n, self.in_n), p.weight_quant)
         b = g.constant("bias", p.bias, p.bias_quant)
         y = g.tensor("output", (1, self.out_n), self.dtype, p.output_quant)
@@ -1278,10 +1279,12 @@ class UnaryCase:
     in_c: int
     dtype: DType = "uint8"
     seed: int = 0
+    rank: int = 4  # 2: a (1, C) tensor, 3: (1, W, C) (in_h, and for rank 2 in_w, must be 1)
 
     @property
     def name(self) -> str:
-        return case_name([self.op, f"in{self.in_h}x{self.in_w}x{self.in_c}"], self.dtype, "none", self.seed)
+        name = case_name([self.op, f"in{self.in_h}x{self.in_w}x{self.in_c}"], self.dtype, "none", self.seed)
+        return name if self.rank == 4 else f"{name}-r{self.rank}"
 
     def __str__(self) -> str:
         return self.name
@@ -1291,8 +1294,12 @@ class UnaryCase:
         return 0
 
     @property
-    def output_shape(self) -> tuple[int, int, int, int]:
-        return (1, self.in_h, self.in_w, self.in_c)
+    def output_shape(self) -> tuple[int, ...]:
+        full = (1, self.in_h, self.in_w, self.in_c)
+        if self.rank < 4:
+            assert all(d == 1 for d in full[1:5 - self.rank]), f"rank {self.rank} of {full}"
+            return (1, *full[5 - self.rank:])
+        return full
 
     @property
     def alpha(self) -> float:

@@ -179,6 +179,24 @@ OPS: list[Case] = [
     mg.PoolCase(10, 3, 24, op="mean", dtype="int8"),
     mg.PoolCase(12, 12, 64, op="mean", dtype="uint8", seed=2),
 ]
+# Tensors of rank 2 and 3 (and a (1, 1, 1, N) FULLY_CONNECTED input): Vela reads them with ones prepended up to
+# rank 4, (1, C) as 1x1xC and (1, W, C) as 1xWxC (support.nhwc). Shapes of the zoo's: keras_lstm_mnist's
+# QUANTIZEs, yamnet's classifier, yolov5n's output QUANTIZEs (smaller).
+LOW_RANK: list[Case] = [
+    _quant((28, 28), "uint8", "int8"),
+    _quant((10,), "int8", "uint8", 1),
+    _quant((300, 85), "int8", "int8", 2),
+    mg.UnaryCase("logistic", 1, 1, 521, dtype="int8", rank=2),
+    mg.UnaryCase("tanh", 1, 7, 24, dtype="uint8", seed=1, rank=3),
+    mg.UnaryCase("hardswish", 1, 1, 40, dtype="int8", seed=2, rank=2),
+    mg.UnaryCase("relu6", 1, 9, 16, dtype="int8", seed=3, rank=3),
+    _bin("add", (12, 24), (1, 12, 24), "int8", 9),
+    _bin("mul", (40,), (1, 40), "uint8", 10),
+    _bin("max", (6, 16), (16,), "int8", 11),
+    mg.FcCase(1024, 24, dtype="int8", rank4=True),
+    mg.FcCase(64, 10, dtype="uint8", seed=1, rank4=True),
+]
+OPS += LOW_RANK
 MEAN_SUMS = ("Vela keeps MEAN's 32-bit sums in its fast-memory scratch (region 2), teflon in the arena (region 1): "
              "placement")
 

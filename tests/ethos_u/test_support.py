@@ -44,3 +44,25 @@ def test_lone_weightless_node_stays_on_cpu() -> None:
     assert not decisions[logistic][0] and "alone between CPU nodes" in decisions[logistic][1], decisions
     alone = tflite_graph.load(mg.UnaryCase("logistic", 4, 4, 4, dtype="int8").build())
     assert all(ok for ok, _ in support.support(alone).values())
+
+
+@pytest.mark.parametrize("shape", [(1, 10), (1, 28, 28), (5, 3, 16), (1, 2, 2, 8)], ids=lambda s: "x".join(map(str, s)))
+def test_low_rank_maps_are_read_with_ones_prepended(shape: tuple[int, ...]) -> None:
+    """A rank-1..3 tensor (or batch-1 rank 4) is read as Vela reads it: ones prepended up to rank 4."""
+    g = mg.GraphBuilder("quantize")
+    x = g.tensor("x", shape, "int8", mg.QParams.make(0.02, 3))
+    y = g.tensor("y", shape, "uint8", mg.QParams.make(0.03, 130))
+    g.op(mg.BuiltinOperator.QUANTIZE, 2, [x], [y])
+    graph = tflite_graph.load(g.build([x], [y]))
+    assert support.support(graph) == {0: (True, "")}
+    full = (1, 1, 1, *shape)[-4:]
+    assert support.nhwc(graph.tensors[0]) == full[1:]
+
+
+def test_batch_above_one_is_refused() -> None:
+    g = mg.GraphBuilder("quantize")
+    x = g.tensor("x", (2, 4, 4, 8), "int8", mg.QParams.make(0.02, 3))
+    y = g.tensor("y", (2, 4, 4, 8), "uint8", mg.QParams.make(0.03, 130))
+    g.op(mg.BuiltinOperator.QUANTIZE, 2, [x], [y])
+    ok, why = support.support(tflite_graph.load(g.build([x], [y])))[0]
+    assert not ok and "batch 1" in why, why

@@ -44,13 +44,19 @@ def _fm(t: Tensor, shape: tuple[int, int, int] | None = None) -> FeatureMap:
     if not t.quant.per_tensor:
         raise Unsupported(f"tensor {t.index}: per-channel activation quantization")
     if shape is None:
-        s = t.shape
-        if len(s) != 4 or s[0] != 1:
-            raise Unsupported(f"tensor {t.index} shape {s}: NHWC with batch 1 only")
-        shape = (s[1], s[2], s[3])
+        shape = nhwc(t)
     if max(shape) > MAX_DIM:
         raise Unsupported(f"tensor {t.index} shape {shape} exceeds the 16-bit size registers")
     return FeatureMap(shape, t.dtype, t.quant.zero_point, float(t.quant.scale))
+
+
+def nhwc(t: Tensor) -> tuple[int, int, int]:
+    """The (H, W, C) a tensor of rank 1 to 4 (batch 1) is read as: ones prepended up to rank 4, as Vela reshapes
+    every feature map (a (1, 28, 28) map is 1x28x28, a (1, 10) vector 1x1x10; checked against its compiles)."""
+    s = t.shape
+    if not 1 <= len(s) <= 4 or (len(s) == 4 and s[0] != 1):
+        raise Unsupported(f"tensor {t.index} shape {s}: NHWC with batch 1 (or rank 1 to 3) only")
+    return moves.packed_hwc(s)
 
 
 def _activation(op: Operation) -> str:
@@ -117,7 +123,7 @@ def _fc(graph: Graph, op: Operation) -> ConvSpec:
     if len(w.shape) != 2:
         raise Unsupported(f"weights of shape {w.shape}")
     n, k = w.shape
-    if int(np.prod(x.shape)) != k or len(x.shape) != 2 or x.shape[0] != 1:
+    if int(np.prod(x.shape)) != k or x.shape[-1] != k:  # (1, K), (1, 1, 1, K): one row, as Vela reads it
         raise Unsupported(f"input {x.shape}: one row of {k} only")
     ifm = _fm(x, (1, 1, k))
     ofm = _fm(y, (1, 1, n))
@@ -267,6 +273,8 @@ MEAN_MAX_ELEMENTS = 4096
 def _mean(graph: Graph, op: Operation) -> MeanSpec:
     """MEAN over H and W of an NHWC map (keep_dims or not): Vela's depthwise sum and 32-bit MUL (lower.MeanSpec)."""
     x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if len(x.shape) != 4:
+        raise Unsupported(f"MEAN of a rank-{len(x.shape)} tensor: NHWC maps only")
     ifm = _fm(x)
     axes = graph.tensors[op.inputs[1]].data
     if axes is None or sorted(int(a) % 4 for a in np.asarray(axes).reshape(-1)) != [1, 2]:
