@@ -162,6 +162,11 @@ static void decode_options(int code, const void *data, teflon_node *out)
         memcpy(&o[0], &p->alpha, sizeof(float)); /* the float's bits: Python reinterprets them */
         break;
     }
+    case TFL_BUILTIN_SOFTMAX: {
+        const tfl_softmax_params *p = data;
+        memcpy(&o[0], &p->beta, sizeof(float)); /* the float's bits: Python reinterprets them */
+        break;
+    }
     case TFL_BUILTIN_CONCATENATION: {
         const tfl_concatenation_params *p = data;
         o[0] = p->axis; o[1] = p->activation;

@@ -19,6 +19,7 @@
  *   FULLY_CONNECTED:    activation, weights_format (0 default), keep_num_dims
  *   AVERAGE/MAX_POOL_2D: padding, stride_w, stride_h, filter_w, filter_h, activation
  *   LEAKY_RELU:         alpha (the float32's bit pattern)
+ *   SOFTMAX:            beta (the float32's bit pattern)
  *   CONCATENATION:      axis, activation
  *   STRIDED_SLICE:      begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask
  *   RESIZE_NEAREST_NEIGHBOR: align_corners, half_pixel_centers

@@ -70,6 +70,7 @@ enum {
     TFL_BUILTIN_CUSTOM = 32,
     TFL_BUILTIN_STRIDED_SLICE = 45,
     TFL_BUILTIN_RESIZE_NEAREST_NEIGHBOR = 97,
+    TFL_BUILTIN_SOFTMAX = 25,
     TFL_BUILTIN_LEAKY_RELU = 98,
     TFL_BUILTIN_DELEGATE = 51,
 };
@@ -235,6 +236,10 @@ typedef struct tfl_activation_params { /* TfLiteAddParams / TfLiteSubParams / Tf
 typedef struct tfl_leaky_relu_params { /* TfLiteLeakyReluParams */
     float alpha;
 } tfl_leaky_relu_params;
+
+typedef struct tfl_softmax_params { /* TfLiteSoftmaxParams */
+    float beta;
+} tfl_softmax_params;
 
 typedef struct tfl_fully_connected_params { /* TfLiteFullyConnectedParams (builtin_op_data.h), leading fields */
     int activation;

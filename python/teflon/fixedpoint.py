@@ -93,3 +93,48 @@ def downscale_multiplier_to_int16(m32: int) -> int:
     if m32 >= INT32_MAX - (1 << 15):
         return INT16_MAX
     return (m32 + (1 << 15)) >> 16
+
+
+# gemmlowp's exp(x) for x <= 0 (fixedpoint.h exp_on_negative_values), as TFLite's reference 8-bit softmax uses it:
+# exp of the last quarter interval by a Taylor polynomial around -1/8, times exp(-2^k) for each bit k of the rest.
+EXP_MINUS_ONE_EIGHTH_Q31 = 1895147668  # exp(-1/8) in Q0.31
+ONE_THIRD_Q31 = 715827883
+EXP_OF_POWERS = {-2: 1672461947, -1: 1302514674, 0: 790015084, 1: 290630308, 2: 39332535, 3: 720401, 4: 242}
+
+
+def _exp_last_quarter(a: np.ndarray) -> np.ndarray:
+    """exp(a) for a in [-1/4, 0) in Q0.31 (gemmlowp exp_on_interval_between_negative_one_quarter_and_0_excl)."""
+    x = np.asarray(a, np.int64) + (1 << 28)  # a + 1/8
+    x2 = srdhm32_arr(x, x)
+    x3 = srdhm32_arr(x2, x)
+    x4 = srdhm32_arr(x2, x2)
+    x4_over_4 = rounding_divide_by_pot(x4, 2)
+    poly = rounding_divide_by_pot(srdhm32(x4_over_4 + x3, ONE_THIRD_Q31) + x2, 1)
+    return EXP_MINUS_ONE_EIGHTH_Q31 + srdhm32(x + poly, EXP_MINUS_ONE_EIGHTH_Q31)
+
+
+def srdhm32_arr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """srdhm32 with an array multiplier (saturating the one overflow case)."""
+    a64, b64 = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    ab = a64 * b64
+    s = ab + np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
+    q = np.where(s >= 0, s >> 31, -((-s) >> 31))
+    return np.where((a64 == INT32_MIN) & (b64 == INT32_MIN), INT32_MAX, q)
+
+
+def exp_on_negative_values(a: np.ndarray, integer_bits: int) -> np.ndarray:
+    """exp(a) in Q0.31 of a <= 0 held with `integer_bits` integer bits (gemmlowp exp_on_negative_values)."""
+    a = np.asarray(a, np.int64)
+    frac = 31 - integer_bits
+    quarter = 1 << (frac - 2)
+    mod_quarter = (a & (quarter - 1)) - quarter
+    rescaled = np.clip(mod_quarter * (1 << integer_bits), INT32_MIN, INT32_MAX)  # Rescale<0>: saturating shift
+    result = _exp_last_quarter(rescaled)
+    remainder = mod_quarter - a
+    for k, mult in EXP_OF_POWERS.items():
+        if integer_bits > k:
+            bit = frac + k
+            result = np.where(remainder & (1 << bit), srdhm32(result, mult), result)
+    if integer_bits > 5:
+        result = np.where(a < -(1 << (frac + 5)), 0, result)
+    return np.where(a == 0, INT32_MAX, result)

@@ -207,6 +207,8 @@ def decode_options(kind: str, raw: list[int]) -> dict[str, object]:
         names = ["align_corners", "half_pixel_centers"]
     elif kind == "LEAKY_RELU":
         return {"alpha": float(np.array([raw[0]], np.int32).view(np.float32)[0])}
+    elif kind == "SOFTMAX":
+        return {"beta": float(np.array([raw[0]], np.int32).view(np.float32)[0])}
     else:
         return {}
     opts: dict[str, object] = dict(zip(names, raw))

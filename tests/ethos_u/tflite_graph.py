@@ -22,7 +22,7 @@ def _options(kind: str, op: tflite.Operator) -> dict[str, object]:
            "FULLY_CONNECTED": tflite.FullyConnectedOptions, "AVERAGE_POOL_2D": tflite.Pool2DOptions,
            "MAX_POOL_2D": tflite.Pool2DOptions, "CONCATENATION": tflite.ConcatenationOptions,
            "LEAKY_RELU": tflite.LeakyReluOptions, "RESIZE_NEAREST_NEIGHBOR": tflite.ResizeNearestNeighborOptions,
-           "STRIDED_SLICE": tflite.StridedSliceOptions}.get(kind)
+           "STRIDED_SLICE": tflite.StridedSliceOptions, "SOFTMAX": tflite.SoftmaxOptions}.get(kind)
     if cls is None:
         return {}
     o = cls()
@@ -44,6 +44,8 @@ def _options(kind: str, op: tflite.Operator) -> dict[str, object]:
             out[key] = int(getattr(o, name)())
     if hasattr(o, "Alpha"):
         out["alpha"] = float(o.Alpha())
+    if hasattr(o, "Beta"):
+        out["beta"] = float(o.Beta())
     if hasattr(o, "FusedActivationFunction"):
         out["activation"] = ACTIVATION.get(int(o.FusedActivationFunction()), "UNKNOWN")
     return out

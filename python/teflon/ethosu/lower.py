@@ -21,6 +21,7 @@ from teflon.ir import Graph, Operation
 
 if TYPE_CHECKING:
     from teflon.ethosu.moves import MoveSpec
+    from teflon.ethosu.softmax import SoftmaxSpec
 
 Regs = dict[str, dict[str, int]]
 QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
@@ -381,12 +382,15 @@ def minmax_quant(kind: str, ifm: FeatureMap, ifm2: FeatureMap, ofm: FeatureMap) 
             raise LoweringError(f"{kind} whose operands and output differ in quantization")
 
 
-def lower(spec: ConvSpec | PoolSpec | EltSpec | LutSpec | RescaleSpec | PadSpec | MeanSpec | MoveSpec,
+def lower(spec: ConvSpec | PoolSpec | EltSpec | LutSpec | RescaleSpec | PadSpec | MeanSpec | MoveSpec | SoftmaxSpec,
           vela_compat: bool = False) -> list[Kick]:
-    from teflon.ethosu import moves  # data movement, built on the pool copies of this module
+    # data movement and SOFTMAX, built on this module's pool copies and register helpers
+    from teflon.ethosu import moves, softmax
 
     if isinstance(spec, moves.MoveSpec):
         return moves.lower_moves(spec)
+    if isinstance(spec, softmax.SoftmaxSpec):
+        return softmax.lower_softmax(spec)
     if isinstance(spec, RescaleSpec):
         return lower_rescale(spec)
     if isinstance(spec, PadSpec):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from teflon import program as prog
-from teflon.ethosu import lower, moves, stream, support
+from teflon.ethosu import lower, moves, softmax, stream, support
 from teflon.ethosu import task as task_header
 from teflon.ethosu.lower import REGION_ARENA, REGION_COEFFS, FeatureMap, Kick
 from teflon.ir import Graph, Operation
@@ -101,7 +101,8 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
                 continue  # no second operand, a constant (coefficient region) or a scalar (in the command)
             h, w, c = fm.shape
             fms[name] = _place(fm, at(tensor, h * w * c))
-        if isinstance(s, lower.MeanSpec) and vela_compat:  # Vela's MEAN: its 32-bit sums (the default has none)
+        if (isinstance(s, lower.MeanSpec) and vela_compat) or isinstance(s, softmax.SoftmaxSpec):
+            # Vela's MEAN: its 32-bit sums (the default has none); SOFTMAX's 32-bit maps
             fms["scratch"] = _place(s.scratch, at(-1 - op.index, s.scratch_bytes))  # key: no tensor index
         s = replace(s, **fms)
         new = lower.lower(s, vela_compat)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from teflon import lone, unary
-from teflon.ethosu import lower, moves, quant
+from teflon.ethosu import lower, moves, quant, softmax
 from teflon.ethosu.lower import (
     ConvSpec,
     EltSpec,
@@ -28,7 +28,7 @@ ACTIVATIONS = ("NONE", "RELU", "RELU6")  # the ones checked against Vela
 MAX_DIM = 65536  # the *_M1 registers are 16 bits
 MAX_STRIDE = 2  # strides beyond 2 are not checked against Vela here
 MAX_KERNEL = 8  # one sub-kernel: larger kernels are decomposed by Vela, not here
-Spec = ConvSpec | PoolSpec | EltSpec | LutSpec | RescaleSpec | PadSpec | MeanSpec | moves.MoveSpec
+Spec = ConvSpec | PoolSpec | EltSpec | LutSpec | RescaleSpec | PadSpec | MeanSpec | moves.MoveSpec | softmax.SoftmaxSpec
 LUT_FUNCTIONS = {"LOGISTIC": quant.sigmoid, "TANH": np.tanh}
 
 
@@ -295,6 +295,27 @@ def _mean(graph: Graph, op: Operation) -> MeanSpec:
     return MeanSpec(ifm, ofm, sums, k, shift, real_scale, bias)
 
 
+def _softmax(graph: Graph, op: Operation) -> softmax.SoftmaxSpec:
+    """SOFTMAX over the innermost axis of an 8-bit map: Vela's kick sequence (teflon.ethosu.softmax), which computes
+    TFLite's reference 8-bit softmax. TFLite requires the output quantization 1/256 with the type's minimum as
+    zero point."""
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    h, w, c = nhwc(x)
+    ifm = _fm(x, (1, h * w, c))
+    ofm = _fm(y, (1, h * w, c))
+    if ifm.dtype != ofm.dtype or y.shape != x.shape:
+        raise Unsupported("SOFTMAX that changes the type or shape")
+    if np.float32(ofm.scale) != np.float32(1 / 256) or ofm.zero_point != quant.activation_range(ofm.dtype, 1.0, 0,
+                                                                                                 "NONE")[0]:
+        raise Unsupported("SOFTMAX output quantization other than 1/256 from the type's minimum")
+    if c > softmax.MAX_ROW:
+        raise Unsupported(f"SOFTMAX over rows of {c}: the reference arithmetic Vela lowers overflows its final shift "
+                          f"once the exponentials sum to 512 (TFLite's builtin kernel does not): rows of up to "
+                          f"{softmax.MAX_ROW} only")
+    table = softmax.exp_table(float(op.options.get("beta", 1.0)), ifm.scale)  # type: ignore[arg-type]
+    return softmax.SoftmaxSpec(ifm, ofm, table, FeatureMap((1, 1, 1), "int8", 0, 1.0))
+
+
 def _moves(graph: Graph, op: Operation) -> moves.MoveSpec:
     build = {"CONCATENATION": moves.concat, "SPLIT": moves.split, "SPLIT_V": moves.split, "SLICE": moves.slice_,
              "STRIDED_SLICE": moves.slice_, "RESIZE_NEAREST_NEIGHBOR": moves.resize_nearest,
@@ -308,7 +329,7 @@ HANDLERS = {"CONV_2D": _conv, "DEPTHWISE_CONV_2D": _conv, "FULLY_CONNECTED": _fc
             "LEAKY_RELU": _lut}
 HANDLERS.update({"MAXIMUM": _eltwise, "MINIMUM": _eltwise, "HARD_SWISH": _lut, "RELU": _rescale, "RELU6": _rescale,
                  "RELU_N1_TO_1": _rescale, "RELU_0_TO_1": _rescale, "QUANTIZE": _rescale, "PAD": _pad,
-                 "MEAN": _mean})
+                 "MEAN": _mean, "SOFTMAX": _softmax})
 # data movement (teflon.ethosu.moves)
 HANDLERS.update(dict.fromkeys(("CONCATENATION", "SPLIT", "SPLIT_V", "SLICE", "STRIDED_SLICE",
                                "RESIZE_NEAREST_NEIGHBOR", "TRANSPOSE"), _moves))
