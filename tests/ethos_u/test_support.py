@@ -66,3 +66,14 @@ def test_batch_above_one_is_refused() -> None:
     g.op(mg.BuiltinOperator.QUANTIZE, 2, [x], [y])
     ok, why = support.support(tflite_graph.load(g.build([x], [y])))[0]
     assert not ok and "batch 1" in why, why
+
+
+def test_softmax_rows_beyond_511_are_refused() -> None:
+    """Rows of 512 or more: the reference arithmetic Vela lowers overflows its final shift once the exponentials
+    sum to 512 (TFLite's builtin kernel then gives ~0, the reference kernel garbage)."""
+    from . import op_sweeps
+
+    for shape, claimed in (((1, 511), True), ((1, 1000), False)):
+        ok, why = support.support(tflite_graph.load(op_sweeps.softmax_model(shape, "int8")))[0]
+        assert ok == claimed, (shape, why)
+        assert claimed or "rows of up to 511" in why, why
