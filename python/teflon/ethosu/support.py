@@ -355,7 +355,7 @@ SCALAR_REASON = ("{kind} with a one-value constant: the U65 IFM2 scalar that Vel
 # is a view in the default compile (program.lower_graph): looked through.
 CHEAP_KINDS = frozenset(("AVERAGE_POOL_2D", "MAX_POOL_2D", "ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "LOGISTIC",
                          "TANH", "LEAKY_RELU", "HARD_SWISH", "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1",
-                         "QUANTIZE", "PAD", "MEAN", "CONCATENATION"))
+                         "QUANTIZE", "PAD", "MEAN", "CONCATENATION", "SOFTMAX"))
 VIEW_KINDS = ("RESHAPE",)
 
 
