@@ -390,7 +390,7 @@ def lower(spec: ConvSpec | PoolSpec | EltSpec | LutSpec | RescaleSpec | PadSpec 
     if isinstance(spec, moves.MoveSpec):
         return moves.lower_moves(spec)
     if isinstance(spec, softmax.SoftmaxSpec):
-        return softmax.lower_softmax(spec)
+        return softmax.lower_softmax(spec, vela_compat)
     if isinstance(spec, RescaleSpec):
         return lower_rescale(spec)
     if isinstance(spec, PadSpec):

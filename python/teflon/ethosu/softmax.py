@@ -23,6 +23,7 @@ of fewer than 512 values cannot reach that sum: longer rows are refused (`MAX_RO
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -160,6 +161,9 @@ def _const_regs(prefix: str) -> Regs:
                  f"NPU_SET_{prefix}_STRIDE_X": {"value": ACC_BYTES}, f"NPU_SET_{prefix}_STRIDE_C": {"value": ACC_BYTES},
                  f"NPU_SET_{prefix}_ZERO_POINT": {"value": 0},
                  f"NPU_SET_{prefix}_PRECISION": {"activation_type": 1, "activation_precision": 2, "format": 0}})
+    if prefix == "IFM":
+        regs["NPU_SET_IFM_DEPTH_M1"] = {"value": 0}
+        regs["NPU_SET_IFM_PRECISION"] = {**regs["NPU_SET_IFM_PRECISION"], "scale_mode": 0, "round_mode": 0}
     return regs
 
 
@@ -199,7 +203,18 @@ def _with_const(k: Kick, value: int, prefix: str) -> Kick:
     return k
 
 
-def lower_softmax(spec: SoftmaxSpec) -> list[Kick]:
+def _blockdeps(kicks: list[Kick]) -> None:
+    """BLOCKDEP 3 (no wait for the previous kick's blocks) where a kick reads nothing the previous kick wrote, 0
+    elsewhere (Vela's values in the sequence: only `hr - 1` after `35 - hr` gets 3). Maps are whole scratch slots,
+    so a shared base is a shared map."""
+    for prev, k in itertools.pairwise(kicks):
+        wrote = (prev.regs["NPU_SET_OFM_REGION"]["region"], prev.regs["NPU_SET_OFM_BASE0"]["addr"])
+        reads = {(k.regs[f"NPU_SET_{p}_REGION"]["region"], k.regs[f"NPU_SET_{p}_BASE0"]["addr"])
+                 for p in ("IFM", "IFM2") if f"NPU_SET_{p}_REGION" in k.regs}
+        k.regs["NPU_SET_BLOCKDEP"] = {"value": 0 if wrote in reads else 3}
+
+
+def lower_softmax(spec: SoftmaxSpec, vela_compat: bool = False) -> list[Kick]:
     r, c = spec.rows, spec.depth
     ifm, ofm = spec.ifm, spec.ofm
     base = spec.scratch.offset + spec.layout()["max"]
@@ -219,6 +234,10 @@ def lower_softmax(spec: SoftmaxSpec) -> list[Kick]:
                  "NPU_SET_IFM_PAD_RIGHT": {"value": 0}})
     regs.update(ofm_regs(m))
     regs["NPU_SET_OFM_PRECISION"] = precision(ifm.dtype, scale_mode=1, round_mode=quant.ROUND_TFL)
+    one_row = r == 1  # Vela keeps a single row's maximum as one 8-bit NHCWB16 brick
+    if one_row:
+        regs["NPU_SET_OFM_PRECISION"]["format"] = 1
+        regs.update({f"NPU_SET_OFM_STRIDE_{a}": {"value": BRICK} for a in "YXC"})
     regs.update(kernel_regs(1, c, 1, 1, False))
     lo, hi = quant.activation_range(ifm.dtype, ifm.scale, ifm.zero_point, "NONE")
     regs.update({"NPU_SET_ACTIVATION": {"type": 0, "clip_range": 0}, "NPU_SET_ACTIVATION_MIN": {"value": lo},
@@ -231,7 +250,9 @@ def lower_softmax(spec: SoftmaxSpec) -> list[Kick]:
     a = ifm_regs(ifm)
     a["NPU_SET_IFM_PRECISION"] = precision(ifm.dtype, scale_mode=0, round_mode=quant.ROUND_TFL)
     b = ifm_regs(replace(m, shape=(1, r, 1), row_stride=r, pixel_stride=1), "IFM2")
-    b["NPU_SET_IFM2_PRECISION"] = precision(ifm.dtype)
+    b["NPU_SET_IFM2_PRECISION"] = precision(ifm.dtype, format=int(one_row))
+    if one_row:
+        b.update({f"NPU_SET_IFM2_STRIDE_{a}": {"value": BRICK} for a in "YXC"})
     b.update(_broadcast(depth=True))
     out = _map32(spec, "exp", c, "OFM")
     k = _elt(spec, "SUB", a, b, out, c, (1, 0), 1, ifm_bits=8)
@@ -255,15 +276,27 @@ def lower_softmax(spec: SoftmaxSpec) -> list[Kick]:
     def const(prefix: str) -> Regs:
         return _const_regs(prefix)
 
+    many = r > 1  # a one-value constant is broadcast along W (the rows) when there are several
+
+    def minus(k_out: str, k_in: str, value: int) -> Kick:
+        """value - map: for one row the constant is the IFM itself (it has the map's shape), as Vela writes it;
+        for several rows it is IFM2, broadcast, with the operand order swapped."""
+        if many:
+            k = _elt(spec, "SUB", row(k_in, "IFM"), {**const("IFM2"), **_broadcast(width=True, swap=True)},
+                     row(k_out, "OFM"), 1, (1, 0), 1)
+            return _with_const(k, value, "IFM2")
+        k = _elt(spec, "SUB", const("IFM"), {**row(k_in, "IFM2"), **_broadcast()}, row(k_out, "OFM"), 1, (1, 0), 1)
+        return _with_const(k, value, "IFM")
+
     # 2: each exponential >> 12 (Q12 terms), NHWC
-    k = _elt(spec, "SHR", _map32(spec, "exp", c, "IFM"), {**const("IFM2"), **_broadcast(width=True, depth=True)},
+    k = _elt(spec, "SHR", _map32(spec, "exp", c, "IFM"), {**const("IFM2"), **_broadcast(width=many, depth=True)},
              _map32(spec, "terms", c, "OFM", bricks=False), c, (1, 0), 0, quant.ROUND_NATURAL)
     kicks.append(_with_const(k, ACCUMULATION_INTEGER_BITS, "IFM2"))
 
     # 3: the row sums
     ifm3 = _map32(spec, "terms", c, "IFM", bricks=False)
     out3 = row("b", "OFM")
-    cfg = blocks.find(OpGeometry(blocks.KIND_POOL, (1, r, c), (1, r, c), (1, 1), (1, 1), ifm_bits=32))
+    cfg = blocks.find(OpGeometry(blocks.KIND_POOL, (1, r, c), (1, r, 1), (1, 1), (1, 1), ifm_bits=32))
     if cfg is None:
         raise LoweringError("SOFTMAX: no block configuration fits the row sums")
     regs = {"NPU_SET_PARALLEL_MODE": {"cores_m1": 0}, **ifm3, "NPU_SET_IFM_UPSCALE": {"mode": 0}}
@@ -282,34 +315,39 @@ def lower_softmax(spec: SoftmaxSpec) -> list[Kick]:
     k = _elt(spec, "CLZ", row("b", "IFM"), {}, row("d", "OFM"), 1, (1, 0), 0)
     kicks.append(k)
     bits = ACCUMULATION_INTEGER_BITS + 31 - 8
-    kicks.append(_with_const(_elt(spec, "SUB", row("d", "IFM"), {**const("IFM2"), **_broadcast(width=True, swap=True)},
-                                  row("a", "OFM"), 1, (1, 0), 1), bits, "IFM2"))
-    kicks.append(_with_const(_elt(spec, "SUB", row("d", "IFM"), {**const("IFM2"), **_broadcast(width=True)},
+    kicks.append(minus("a", "d", bits))
+    kicks.append(_with_const(_elt(spec, "SUB", row("d", "IFM"), {**const("IFM2"), **_broadcast(width=many)},
                                   row("c", "OFM"), 1, (1, 0), 1), 1, "IFM2"))
     kicks.append(_elt(spec, "SHL", row("b", "IFM"), {**row("c", "IFM2"), **_broadcast()}, row("c", "OFM"), 1, (1, 0),
                       0))
     # 8, 9: x = 48/17 - 32/17 * d
-    kicks.append(_with_const(_elt(spec, "MUL", row("c", "IFM"), {**const("IFM2"), **_broadcast(width=True)},
+    kicks.append(_with_const(_elt(spec, "MUL", row("c", "IFM"), {**const("IFM2"), **_broadcast(width=many)},
                                   row("d", "OFM"), 1, DOUBLING_HIGH_MUL, 1), NR_MINUS_32_OVER_17, "IFM2"))
-    kicks.append(_with_const(_elt(spec, "ADD", row("d", "IFM"), {**const("IFM2"), **_broadcast(width=True)},
+    kicks.append(_with_const(_elt(spec, "ADD", row("d", "IFM"), {**const("IFM2"), **_broadcast(width=many)},
                                   row("d", "OFM"), 1, (1, 0), 1), NR_48_OVER_17, "IFM2"))
     # 10..24: x += 4 * x * (1 - x * d), three times (x ping-pongs between d and b, t the other)
     x, t = "d", "b"
     for _ in range(NR_STEPS):
         kicks.append(_elt(spec, "MUL", row(x, "IFM"), {**row("c", "IFM2"), **_broadcast()}, row(t, "OFM"), 1,
                           DOUBLING_HIGH_MUL, 1))
-        kicks.append(_with_const(_elt(spec, "SUB", row(t, "IFM"), {**const("IFM2"), **_broadcast(width=True,
-                                                                                                  swap=True)},
-                                      row(t, "OFM"), 1, (1, 0), 1), NR_ONE, "IFM2"))
+        kicks.append(minus(t, t, NR_ONE))
         kicks.append(_elt(spec, "MUL", row(x, "IFM"), {**row(t, "IFM2"), **_broadcast()}, row(t, "OFM"), 1,
                           DOUBLING_HIGH_MUL, 1))
-        kicks.append(_with_const(_elt(spec, "MUL", row(t, "IFM"), {**const("IFM2"), **_broadcast(width=True)},
+        kicks.append(_with_const(_elt(spec, "MUL", row(t, "IFM"), {**const("IFM2"), **_broadcast(width=many)},
                                       row(t, "OFM"), 1, (1, 0), 1), 4, "IFM2"))
         kicks.append(_elt(spec, "ADD", row(x, "IFM"), {**row(t, "IFM2"), **_broadcast()}, row(t, "OFM"), 1, (1, 0), 1))
         x, t = t, x
     # 25: p = e * (1 / d) * 2; 26: p >> (35 - hr), rounded to nearest, + zp_out
     kicks.append(_elt(spec, "MUL", _map32(spec, "exp", c, "IFM"), {**row(x, "IFM2"), **_broadcast(depth=True)},
                       _map32(spec, "prod", c, "OFM"), c, TWICE_HIGH_MUL, 1))
+    if vela_compat:  # Vela's no-op: an all-zero 32-bit constant map added to the products
+        zeros = {**_const_regs("IFM"), "NPU_SET_IFM_DEPTH_M1": {"value": c - 1},
+                 "NPU_SET_IFM_WIDTH0_M1": {"value": r - 1}, "NPU_SET_IFM_STRIDE_Y": {"value": r * c * ACC_BYTES},
+                 "NPU_SET_IFM_STRIDE_X": {"value": c * ACC_BYTES}}
+        k = _elt(spec, "ADD", zeros, {**_map32(spec, "prod", c, "IFM2"), **_broadcast()},
+                 _map32(spec, "prod", c, "OFM"), c, (1, 0), 1)
+        k.info["fill"] = bytes(r * c * ACC_BYTES)
+        kicks.append(k)
     out = ofm_regs(ofm)
     out["NPU_SET_OFM_PRECISION"] = precision(ofm.dtype)
     k = _elt(spec, "SHR", _map32(spec, "prod", c, "IFM"), {**row("a", "IFM2"), **_broadcast(depth=True)}, out, c,
@@ -317,4 +355,5 @@ def lower_softmax(spec: SoftmaxSpec) -> list[Kick]:
     lo, hi = quant.activation_range(ofm.dtype, ofm.scale, ofm.zero_point, "NONE")
     k.regs.update({"NPU_SET_ACTIVATION_MIN": {"value": lo}, "NPU_SET_ACTIVATION_MAX": {"value": hi}})
     kicks.append(k)
+    _blockdeps(kicks)
     return kicks
