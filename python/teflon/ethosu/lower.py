@@ -489,15 +489,21 @@ def lower_lut(spec: LutSpec) -> list[Kick]:
     ofm = replace(spec.ofm, zero_point=spec.ifm.zero_point)
     k = lower_pool(PoolSpec(spec.ifm, ofm, "avg", (1, 1), (1, 1), False, "NONE", copy=True))[0]
     k.regs["NPU_SET_ACTIVATION"] = {"type": 16, "clip_range": 0}
+    return [load_lut(k, spec.table)]
+
+
+def load_lut(k: Kick, table: bytes) -> Kick:
+    """The kick's LUT DMA'd from region 0 into the LUT slot of SHRAM before its registers, waited for right before
+    the kick (Vela's order)."""
     k.pre = [("NPU_SET_DMA0_SRC_REGION", {"region": REGION_COEFFS, "internal": 0, "stride_mode": 0}),
              ("NPU_SET_DMA0_SRC", {"addr": 0}),  # the table's offset, set where the program places it
              ("NPU_SET_DMA0_DST_REGION", {"region": LUT_DMA_REGION, "internal": 1, "stride_mode": 0}),
              ("NPU_SET_DMA0_DST", {"addr": LUT_SHRAM_ADDRESS}),
-             ("NPU_SET_DMA0_LEN", {"length": len(spec.table)}),
+             ("NPU_SET_DMA0_LEN", {"length": len(table)}),
              ("NPU_OP_DMA_START", {"channel_mode": 0})]
     k.wait = [("NPU_OP_DMA_WAIT", {"outstanding": 0, "channel": 0})]
-    k.info["lut"] = spec.table
-    return [k]
+    k.info["lut"] = table
+    return k
 
 
 @dataclass(frozen=True)

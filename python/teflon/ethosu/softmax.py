@@ -34,8 +34,6 @@ from teflon.ethosu.blocks import OpGeometry
 from teflon.ethosu.lower import (
     ACC_BYTES,
     BRICK,
-    LUT_DMA_REGION,
-    LUT_SHRAM_ADDRESS,
     REGION_COEFFS,
     FeatureMap,
     Kick,
@@ -44,6 +42,7 @@ from teflon.ethosu.lower import (
     block_regs,
     ifm_regs,
     kernel_regs,
+    load_lut,
     ofm_regs,
     precision,
 )
@@ -260,15 +259,7 @@ def lower_softmax(spec: SoftmaxSpec, vela_compat: bool = False) -> list[Kick]:
     k.regs.update({"NPU_SET_ACTIVATION": {"type": 16, "clip_range": 3}, "NPU_SET_ACTIVATION_MIN": {"value": -128},
                    "NPU_SET_ACTIVATION_MAX": {"value": 127}, "NPU_SET_OPA_SCALE": {"scale": 1, "shift": 0},
                    "NPU_SET_OPB_SCALE": {"scale": 1}})
-    k.pre = [("NPU_SET_DMA0_SRC_REGION", {"region": REGION_COEFFS, "internal": 0, "stride_mode": 0}),
-             ("NPU_SET_DMA0_SRC", {"addr": 0}),
-             ("NPU_SET_DMA0_DST_REGION", {"region": LUT_DMA_REGION, "internal": 1, "stride_mode": 0}),
-             ("NPU_SET_DMA0_DST", {"addr": LUT_SHRAM_ADDRESS}),
-             ("NPU_SET_DMA0_LEN", {"length": len(spec.table)}),
-             ("NPU_OP_DMA_START", {"channel_mode": 0})]
-    k.wait = [("NPU_OP_DMA_WAIT", {"outstanding": 0, "channel": 0})]
-    k.info["lut"] = spec.table
-    kicks.append(k)
+    kicks.append(load_lut(k, spec.table))
 
     def row(name: str, prefix: str) -> Regs:
         return _map32(spec, name, 1, prefix)
