@@ -73,6 +73,13 @@ def test_decode_every_vendor_word() -> None:
     assert {n for n in seen if "UNDOC" in n} == UNDOC
 
 
+@pytest.fixture(autouse=True)
+def _vendor_pools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pools in the vendor's form (PPU tasks): TEFLON_ROCKET_PPU=1 (rk3568's default writes an average as the exact
+    depthwise convolution a one-task kick completes, and leaves a max pool on the CPU: rk3568.md §5)."""
+    monkeypatch.setenv("TEFLON_ROCKET_PPU", "1")
+
+
 def _regcmd_json(d: dict, tmp_path: Path) -> dict:
     """`python -m teflon regcmd --device rk3568 --json` of the file's model, rebuilt from params.modelgen."""
     from teflon.cli import main

@@ -17,6 +17,9 @@ from ...ir import Graph
 from ...program import Program
 
 CONV_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
+MAX_POOL_REASON = ("a max pool needs the PPU, which raises no interrupt bit on RK3568 [IAV T60/T61] (the vendor's table "
+                   "arms PPU_0/1, int_mask 0xC00, which never comes): a one-task kick of it never completes; only a "
+                   "kernel that chains it behind a signalling task (IAV's module) could run it (rk3568.md §5)")
 
 
 def cbuf_weight_bytes() -> int:
@@ -47,11 +50,23 @@ def compile(regmap: RegMap, device: str, graph: Graph, nodes: list[int], inputs:
     return compile_ops(regmap, device, lower(graph, nodes, outputs), inputs, outputs)
 
 
+def ppu_pools() -> bool:
+    """Pools as the vendor's PPU tasks (TEFLON_ROCKET_PPU=1), else the form a one-task kick completes (the default on
+    rk3568): the PPU raises no interrupt bit at all [IAV T60/T61], so the simulated kernel (the RFC's one-task kicks)
+    never sees a PPU task end; only a kernel that chains it behind a task that signals could run it (§5)."""
+    import os
+
+    from ..pool import PPU_SWITCH
+
+    return os.environ.get(PPU_SWITCH, "0") == "1"
+
+
 def lower(graph: Graph, nodes: list[int], outputs: list[int] | None = None) -> list[Any]:
-    """The partition's operations in graph order: per-tensor convolutions (fused RELU/RELU6 through the BN stage)
-    window pools and ADDs of two maps; anything else raises LoweringError."""
+    """The partition's operations in graph order: per-tensor convolutions (fused RELU/RELU6 through the BN stage),
+    average pools as exact depthwise convolutions (or, with ppu_pools(), window pools as the vendor's PPU tasks) and
+    ADDs of two maps; anything else raises LoweringError."""
     from ..convlike import is_conv_like, lower_conv_like
-    from ..pool import window_pool
+    from ..pool import average_pool_conv, window_pool
     from ..quantization import LoweringError
     from .add import lower_add
 
@@ -67,8 +82,14 @@ def lower(graph: Graph, nodes: list[int], outputs: list[int] | None = None) -> l
         if is_conv_like(graph, op):
             # a PAD before it is not folded: rk3568 does not encode PAD, so the convolution reads its output
             ops.append(lower_conv_like(graph, op, per_channel=False, clamp=True, fold_pad=False))
-        elif op.kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
+        elif op.kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D") and ppu_pools():
             ops.append(window_pool(graph, op))
+        elif op.kind == "AVERAGE_POOL_2D":
+            # the toolkit's own lowering of a global average [GOLD avgpool-in7x7x128] for every window it can take:
+            # constant weights, a bias and an OUT_CVT proved to round like TFLite for every window sum (average.py)
+            ops.append(average_pool_conv(window_pool(graph, op), graph.tensors[op.inputs[0]]))
+        elif op.kind == "MAX_POOL_2D":
+            raise LoweringError(MAX_POOL_REASON)
         elif op.kind == "ADD":
             ops.append(lower_add(graph, op))
         else:

@@ -42,7 +42,8 @@ def requant(rm: RegMap, c: RocketConv) -> Requant:
     if c.ew is not None:
         raise EncodeError("a fused ADD is not encoded on rk3568 yet")
     try:
-        scale, shift = out_cvt(c.in_scale, c.w_scale, c.out_scale, 0)
+        # a fitted OUT_CVT (average.average_conv: an average pool as a depthwise convolution) is taken as it is
+        scale, shift = c.cvt if c.cvt is not None else out_cvt(c.in_scale, c.w_scale, c.out_scale, 0)
         scale, shift = bounded_cvt(scale, shift, rm.limits("DPU_OUT_CVT_SHIFT", "OUT_CVT_SHIFT")[1])
     except ValueError as e:
         raise EncodeError(str(e)) from e

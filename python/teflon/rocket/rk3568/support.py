@@ -1,9 +1,11 @@
 """Which graph nodes rk3568 claims: what the encoder writes and the simulator runs (docs/hardware/rk3568.md §6-§7).
 
 A node is claimed when the encoder writes it as a partition of its own (encoder.py: CONV_2D, DEPTHWISE_CONV_2D and
-FULLY_CONNECTED with per-tensor weights, uint8 or int8; the ADD of two maps) and the task kinds it needs run on the
-simulated kernel: pools are not claimed, since a PPU task raises no completion interrupt on RK3568 [IAV T61] and
-accel/rocket (the RFC's UAPI) kicks and completes one task at a time, so a pool alone would never finish.
+FULLY_CONNECTED with per-tensor weights, uint8 or int8; an AVERAGE_POOL_2D as an exact depthwise convolution; the ADD
+of two maps) and the task kinds it needs run on the simulated kernel: no PPU task is claimed, since the PPU raises no
+interrupt bit on RK3568 [IAV T60/T61] and accel/rocket (the RFC's UAPI) kicks and completes one task at a time, so a
+PPU task alone would never finish (MAX_POOL_2D stays on the CPU; with TEFLON_ROCKET_PPU=1 the encoder writes the
+vendor's PPU tasks for regcmd, which are not claimed either).
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from ...hw.regmap import RegMap
 from ...ir import Graph
 from ..quantization import LoweringError
 from ..stream import EncodeError
+from . import ppu_pools
 
-POOL_REASON = ("rk3568: a pool is a PPU task, which raises no completion interrupt on RK3568 [IAV T61]; accel/rocket "
-               "kicks one task at a time, so it would never complete (docs/hardware/rk3568.md §5)")
+POOL_REASON = ("rk3568: a pool is a PPU task here (TEFLON_ROCKET_PPU=1), and the PPU raises no interrupt bit on RK3568 "
+               "[IAV T60/T61]; accel/rocket kicks one task at a time, so it would never complete "
+               "(docs/hardware/rk3568.md §5)")
 
 
 def encodable(graph: Graph, regmap: RegMap, index: int) -> str:
@@ -35,7 +39,7 @@ def encodable(graph: Graph, regmap: RegMap, index: int) -> str:
 def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     out: dict[int, tuple[bool, str]] = {}
     for op in graph.operations:
-        if op.kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
+        if op.kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D") and ppu_pools():
             out[op.index] = (False, POOL_REASON)
             continue
         why = encodable(graph, regmap, op.index)
