@@ -125,6 +125,8 @@ static void cna(rkt_npu *n, struct rk3568_task *st)
     rkt_check(n, grains >= 1 && grains <= 3 * sy + kh, RK3568_CNA_CONV_CON2, con2,
               "FEATURE_GRAINS (input rows the CNA gathers ahead; no numeric effect known [INF]): 1 .. the vendor rule's "
               "largest, 3 x stride + kernel height [GOLD]");
+    rkt_check(n, F(con2, CNA_CONV_CON2, KERNEL_GROUP) == 0, RK3568_CNA_CONV_CON2, con2,
+              "KERNEL_GROUP must be 0 (every vendor task; its meaning on RK3568 is not known) [IAV T28; GOLD]");
     const uint32_t con4 = rkt_rd(n, RK3568_CNA_CONV_CON4);
     rkt_check(n, con4 == (st->packed ? (uint32_t)t->in_w * (uint32_t)t->in_h * 9u : 0u), RK3568_CNA_CONV_CON4, con4,
               "0, or on the packed-pixel path width x rows x 9 [IAV T29/T46]");
