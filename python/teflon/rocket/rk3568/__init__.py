@@ -76,9 +76,16 @@ def lower(graph: Graph, nodes: list[int], outputs: list[int] | None = None) -> l
         if op.index not in nodes:
             continue
         if is_conv_like(graph, op) and op.kind not in CONV_OPS:
-            # MUL/ADD/SUB with a constant run elsewhere as a 1x1 depthwise conv with per-channel factors, which the
-            # per-tensor rk3568 path cannot express (measured: up to 93 LSB off before this refusal)
-            raise LoweringError(f"{op.kind} with a constant (node {op.index}) is not encoded on rk3568")
+            # MUL/ADD/SUB with a constant: a 1x1 depthwise convolution with per-channel weight values but one
+            # weight scale, a per-channel bias and a fitted OUT_CVT (const_elementwise.py), all of which the
+            # per-tensor BS stream carries; its clamp must be the BN stage's ReLU at 0 (no RELU6: the BN bound is
+            # computed from the convolution's scales, which a fitted OUT_CVT does not follow)
+            conv = lower_conv_like(graph, op, per_channel=False, clamp=True)
+            if conv.activation not in ("NONE", "RELU"):
+                raise LoweringError(f"{op.kind} with a constant and a fused {conv.activation}: the rk3568 BN stage "
+                                    "bounds ReLU6 from the convolution's scales, not from a fitted OUT_CVT")
+            ops.append(conv)
+            continue
         if is_conv_like(graph, op):
             # a PAD before it is not folded: rk3568 does not encode PAD, so the convolution reads its output
             ops.append(lower_conv_like(graph, op, per_channel=False, clamp=True, fold_pad=False))
