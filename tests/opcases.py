@@ -664,10 +664,8 @@ RK3568_MEAN_CPU = "MEAN is not lowered on rk3568 (its averaging convolutions are
 RK3568_AVG_CPU = "an average the depthwise convolution cannot take exactly (window > 7, one channel, no exact OUT_CVT)"
 RK3568_PAD_CPU = "PAD is not encoded on rk3568 (the convolution reads the PAD's output)"
 RK3568_UNARY_CPU = "no LUT program on rk3568 (the vendor loads its tables from the kernel: IAV's UAPI extension)"
-# DPU_RDMA 0x503C (meaning unknown) holds the ADD operand's plane bytes - 8 in the vendor's two ADD programs: only
-# those two planes are accepted (regs.py)
-RK3568_ADD_PLANES = (0x800, 0x2300)
-# ADDs of two uint8 maps on those planes: the forms rk3568 delegates (the DPU-only task, rocket/rk3568/add.py)
+# ADDs of two uint8 maps: the form rk3568 delegates (the DPU-only task, rocket/rk3568/add.py), among them the planes of
+# the vendor's two ADD programs
 RK3568_ADD: list[AddCase] = [AddCase(16, 16, 32), AddCase(16, 16, 5, seed=1), AddCase(16, 16, 32, seed=3),
                              AddCase(28, 40, 64), AddCase(28, 40, 64, seed=5), AddCase(40, 28, 9, seed=2)]
 
@@ -695,14 +693,10 @@ def known_cpu_add(case: AddCase, device: str) -> str | None:
     an ADD of two single-channel inputs would copy one through a single-channel convolution (host rows only)."""
     if device == "rk3588" and case.in_h * case.in_w < 12:
         return "fused ADD on a plane below 12 atoms (Mesa's minimum element-wise surface stride)"
-    if device == "rk3568":
-        plane = case.in_h * case.in_w if case.in_h * case.in_w == 1 else -(-case.in_h * case.in_w // 4) * 4
-        if case.producers != "inputs":
-            return "an ADD fused into a convolution is not encoded on rk3568"
+    if device == "rk3568":  # a DPU-only task reading two maps, whoever wrote them (rocket/rk3568/add.py)
         if case.op != "add" or case.dtype != "uint8" or case.activation != "none":
             return "rk3568 encodes the vendor's uint8 ADD of two maps without activation only"
-        if plane * 8 not in RK3568_ADD_PLANES:
-            return "ADD plane other than the vendor's two (DPU_RDMA 0x503C's meaning unknown)"
+        return None
     if case.producers == "inputs" and case.in_c == 1:
         return "ADD of single-channel maps"
     return None

@@ -506,7 +506,8 @@ static int add_task(rkt_npu *n)
     rkt_want(n, RK3568_DPU_RDMA_BN_BASE_ADDR, 0, "no BN stream");
     rkt_want(n, RK3568_DPU_RDMA_UNDOC_5030, 0, "undocumented, only 0");
     rkt_want(n, RK3568_DPU_RDMA_ERDMA_CFG, ERDMA_CFG_ADD, "the vendor's EW read [GOLD; IAV T53]");
-    rkt_want(n, RK3568_DPU_RDMA_UNDOC_503C, surf - ATOM, "the operand's plane bytes - 8, as in both vendor ADDs [GOLD]");
+    rkt_want(n, RK3568_DPU_RDMA_UNDOC_503C, surf - ATOM,
+             "the operand's plane bytes - 8, as in both vendor ADDs [GOLD] and the third party's fused ADDs [IAV T55/T57]");
     rkt_want(n, RK3568_DPU_RDMA_EW_SURF_STRIDE, surf, "the operand's plane (raw bytes) [IAV T53]");
     rkt_want(n, RK3568_DPU_RDMA_FEATURE_MODE_CFG, 0x4001, "flying mode, BURST_LEN 8 [IAV T24/T27]");
     rkt_want(n, RK3568_DPU_RDMA_SRC_DMA_CFG, 0, "no pooling");
