@@ -571,8 +571,6 @@ SLOW_PAD_CONV: list[PadConvCase] = [
 
 def pad_cpu_reason(case: PadConvCase, device: str | None = None) -> str | None:
     """Why the PAD of a PadConvCase stays on the CPU (its convolution still runs on the NPU), or None."""
-    if device == "rk3568":
-        return RK3568_PAD_CPU
     if max(case.pads[0], case.pads[1]) >= case.kernel or max(case.pads[2], case.pads[3]) >= case.kernel:
         return "a side's padding reaches the kernel size"
     return None
@@ -662,7 +660,6 @@ RK3568_POOL_CPU = ("a max pool needs the PPU, which raises no interrupt bit on R
                    "never complete it")
 RK3568_MEAN_CPU = "MEAN is not lowered on rk3568 (its averaging convolutions are RK3588/RK3576 programs)"
 RK3568_AVG_CPU = "an average the depthwise convolution cannot take exactly (window > 7, one channel, no exact OUT_CVT)"
-RK3568_PAD_CPU = "PAD is not encoded on rk3568 (the convolution reads the PAD's output)"
 RK3568_UNARY_CPU = "no LUT program on rk3568 (the vendor loads its tables from the kernel: IAV's UAPI extension)"
 # ADDs of two uint8 maps: the form rk3568 delegates (the DPU-only task, rocket/rk3568/add.py), among them the planes of
 # the vendor's two ADD programs

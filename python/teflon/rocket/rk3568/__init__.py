@@ -66,6 +66,7 @@ def lower(graph: Graph, nodes: list[int], outputs: list[int] | None = None) -> l
     average pools as exact depthwise convolutions (or, with ppu_pools(), window pools as the vendor's PPU tasks) and
     ADDs of two maps; anything else raises LoweringError."""
     from ..convlike import is_conv_like, lower_conv_like
+    from ..pad_fold import NOT_FOLDED, PAD_KINDS, folded_pad
     from ..pool import average_pool_conv, window_pool
     from ..quantization import LoweringError
     from .add import lower_add
@@ -74,6 +75,14 @@ def lower(graph: Graph, nodes: list[int], outputs: list[int] | None = None) -> l
     ops: list[Any] = []
     for op in graph.operations:
         if op.index not in nodes:
+            continue
+        if op.kind in PAD_KINDS:
+            # moves no byte: its reader, in the same partition, reads the PAD's input with the amounts added to its
+            # own padding (pad_fold.py; the third party's fork folds PADs the same way on silicon [IAV T76])
+            readers = graph.consumers(op.outputs[0]) if op.outputs else []
+            fold = folded_pad(graph, readers[0]) if len(readers) == 1 and readers[0].index in nodes else None
+            if fold is None or fold[0].index != op.index:
+                raise LoweringError(NOT_FOLDED)
             continue
         if is_conv_like(graph, op) and op.kind not in CONV_OPS:
             # MUL/ADD/SUB with a constant: a 1x1 depthwise convolution with per-channel weight values but one
@@ -87,8 +96,10 @@ def lower(graph: Graph, nodes: list[int], outputs: list[int] | None = None) -> l
             ops.append(conv)
             continue
         if is_conv_like(graph, op):
-            # a PAD before it is not folded: rk3568 does not encode PAD, so the convolution reads its output
-            ops.append(lower_conv_like(graph, op, per_channel=False, clamp=True, fold_pad=False))
+            # an input PAD folds when the partition holds it, else the convolution reads the PAD's output
+            fold = folded_pad(graph, op)
+            ops.append(lower_conv_like(graph, op, per_channel=False, clamp=True,
+                                       fold_pad=fold is not None and fold[0].index in nodes))
         elif op.kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D") and ppu_pools():
             ops.append(window_pool(graph, op))
         elif op.kind == "AVERAGE_POOL_2D":

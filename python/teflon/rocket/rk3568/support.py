@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from ...hw.regmap import RegMap
 from ...ir import Graph
+from ..operations import CONV_KINDS
+from ..pad_fold import NOT_FOLDED, PAD_KINDS, folded_pad
 from ..quantization import LoweringError
 from ..stream import EncodeError
 from . import ppu_pools
@@ -22,14 +24,20 @@ POOL_REASON = ("rk3568: a pool is a PPU task here (TEFLON_ROCKET_PPU=1), and the
 
 
 def encodable(graph: Graph, regmap: RegMap, index: int) -> str:
-    """Why node `index` is or is not encoded (the reason's second half)."""
+    """Why node `index` is or is not encoded as a partition of its own (the reason's second half)."""
+    return _encoded(graph, regmap, [index])
+
+
+def _encoded(graph: Graph, regmap: RegMap, nodes: list[int]) -> str:
+    """Why the partition `nodes` (one node, or a PAD and the convolution it folds into) is or is not encoded."""
     from . import lower
     from .encoder import compile_ops
 
-    op = next(o for o in graph.operations if o.index == index)
-    inputs = [t for t in op.inputs if t >= 0 and not graph.tensors[t].is_constant]
+    ops = [o for o in graph.operations if o.index in nodes]
+    produced = {t for o in ops for t in o.outputs}
+    inputs = [t for o in ops for t in o.inputs if t >= 0 and not graph.tensors[t].is_constant and t not in produced]
     try:
-        prog = compile_ops(regmap, "rk3568", lower(graph, [op.index]), inputs, list(op.outputs))
+        prog = compile_ops(regmap, "rk3568", lower(graph, nodes), inputs, list(ops[-1].outputs))
     except (LoweringError, EncodeError) as e:
         return f"not encodable: {e}"
     n = len(prog.operations[0].tasks)
@@ -38,10 +46,24 @@ def encodable(graph: Graph, regmap: RegMap, index: int) -> str:
 
 def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
     out: dict[int, tuple[bool, str]] = {}
+    folded: dict[int, int] = {}  # PAD node -> the convolution it folds into
     for op in graph.operations:
+        if op.kind in PAD_KINDS:
+            continue  # decided below, from its reader's decision
         if op.kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D") and ppu_pools():
             out[op.index] = (False, POOL_REASON)
             continue
+        fold = folded_pad(graph, op) if op.kind in CONV_KINDS else None
+        if fold is not None:  # the PAD folds into this convolution's padding when the encoder takes the total
+            why = _encoded(graph, regmap, [fold[0].index, op.index])
+            if why.startswith("the encoder"):
+                folded[fold[0].index] = op.index
+                out[op.index] = (True, f"rk3568: {why}, the PAD of node {fold[0].index} folded into its padding")
+                continue
         why = encodable(graph, regmap, op.index)
         out[op.index] = (why.startswith("the encoder"), f"rk3568: {why}")
+    for op in graph.operations:
+        if op.kind in PAD_KINDS:
+            out[op.index] = ((True, f"rk3568: folded into the padding of node {folded[op.index]}")
+                             if op.index in folded else (False, f"rk3568: {NOT_FOLDED}"))
     return out
