@@ -105,11 +105,34 @@ def lower(graph: Graph, nodes: list[int], outputs: list[int] | None = None) -> l
         elif op.kind == "AVERAGE_POOL_2D":
             # the toolkit's own lowering of a global average [GOLD avgpool-in7x7x128] for every window it can take:
             # constant weights, a bias and an OUT_CVT proved to round like TFLite for every window sum (average.py)
-            ops.append(average_pool_conv(window_pool(graph, op), graph.tensors[op.inputs[0]]))
+            try:
+                ops.append(average_pool_conv(window_pool(graph, op), graph.tensors[op.inputs[0]]))
+            except LoweringError as e:
+                raise LoweringError(f"{e} (rk3568 runs an average as one depthwise convolution, windows up to 7; "
+                                    "the per-plane convolutions rk3588 takes wider global averages with "
+                                    "(flat_pool.py) are not written by the rk3568 encoder)") from e
         elif op.kind == "MAX_POOL_2D":
             raise LoweringError(MAX_POOL_REASON)
         elif op.kind == "ADD":
             ops.append(lower_add(graph, op))
         else:
-            raise LoweringError(f"{op.kind} (node {op.index}) is not encoded on rk3568")
+            raise LoweringError(f"{op.kind} (node {op.index}) is not encoded on rk3568: {not_encoded(op.kind)}")
     return ops
+
+
+def not_encoded(kind: str) -> str:
+    """What the generation (or its encoder) lacks for an operation kind the lowering does not take."""
+    from ...unary import TABLE_KINDS
+    from ..views import VIEW_KINDS
+
+    if kind in TABLE_KINDS:
+        return ("no DPU LUT program: LUT loader tasks in a regcmd stream are unreliable on RK3568 (only the first of a "
+                "chain lands; a stream over 1024 words hangs the PC) [IAV T75]; the working path writes the tables "
+                "from the kernel through a UAPI extension the RFC's accel/rocket lacks [IAV RDME; MOD]")
+    if kind == "MEAN":
+        return ("TFLite's MEAN rounds unlike its average pool; the exact MEAN convolutions of rk3588 (average.mean_conv, "
+                "flat_pool.py) are not written by the rk3568 encoder yet")
+    if kind in VIEW_KINDS:
+        return ("views (channel offsets into 8-channel planes, reshapes) are not written by the rk3568 encoder yet "
+                "(the third party runs CONCATENATION as addressing on silicon [IAV T64])")
+    return "no NPU operation for it in the rk3568 encoder (as on rk3588: the rocket family has none)"
