@@ -7,7 +7,8 @@ delegated. tf2_mobilenet_v2_1.0_224_ptq has int8 per-channel weights: the etnavi
 MAX_CHANNEL_JOBS output channels (one NN job per channel: docs/hardware/etnaviv-per-channel.md) and leave the rest
 on the CPU; rk3588 and rk3576 must delegate every one of them; rk3568 encodes per-tensor weights only and leaves
 the model on the CPU (CPU_ONLY). rk3568 runs the uint8 MobileNets in one partition, their average pools as depthwise
-convolutions and MobileNetV2's ADDs as DPU-only tasks, only the RESHAPE and SOFTMAX on the CPU: 29/31 and 64/66 nodes
+convolutions, MobileNetV2's ADDs as DPU-only tasks and the RESHAPE written in place, only the SOFTMAX on the CPU:
+30/31 and 65/66 nodes
 (docs/hardware/rk3568.md §6).
 
 Why the tolerances are above 3 LSB (docs/hardware/rocket.md, "Requantization"): the RK3588 DPU requantizes with

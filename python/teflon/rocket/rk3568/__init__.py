@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ...hw.regmap import RegMap
 from ...ir import Graph
 from ...program import Program
@@ -115,9 +117,38 @@ def lower(graph: Graph, nodes: list[int], outputs: list[int] | None = None) -> l
             raise LoweringError(MAX_POOL_REASON)
         elif op.kind == "ADD":
             ops.append(lower_add(graph, op))
+        elif op.kind in ALIAS_KINDS:
+            k, writer = aliased(graph, op, ops)
+            ops[k] = writer
         else:
             raise LoweringError(f"{op.kind} (node {op.index}) is not encoded on rk3568: {not_encoded(op.kind)}")
     return ops
+
+
+ALIAS_KINDS = ("RESHAPE", "SQUEEZE")
+
+
+def aliased(graph: Graph, op: Any, ops: list[Any]) -> tuple[int, Any]:
+    """A RESHAPE / SQUEEZE that keeps the channel count and the pixel count, the only reader of a tensor an operation
+    of the partition writes: (that operation's index in `ops`, the operation writing the RESHAPE's output instead).
+    The NC1HWC2 bytes depend only on the channel count and the pixels in row-major order (planes of align4(pixels)
+    atoms), so the host and any reader take TFLite's reshaped tensor from them (as rk3588's views do, views.py); the
+    RESHAPE moves no byte. LoweringError otherwise."""
+    from dataclasses import replace
+
+    from ..quantization import LoweringError
+
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    k = next((i for i, o in enumerate(ops) if o.output_tensor == x.index), None)
+    if k is None or [c.index for c in graph.consumers(x.index)] != [op.index]:
+        raise LoweringError(f"{op.kind}: its input is not written by an operation of the partition for it alone "
+                            f"(rk3568 encodes a reshape only as its writer's output: {not_encoded(op.kind)})")
+    shape_in, shape_out = [int(d) for d in x.shape], [int(d) for d in y.shape]
+    if not shape_in or not shape_out or shape_in[-1] != shape_out[-1] or int(np.prod(shape_in)) != int(np.prod(shape_out)):
+        raise LoweringError(f"{op.kind} {tuple(shape_in)} -> {tuple(shape_out)} changes the channel count")
+    if x.dtype != y.dtype or x.quant != y.quant:
+        raise LoweringError(f"{op.kind} changes the type or the quantization")
+    return k, replace(ops[k], output_tensor=y.index, nodes=[*ops[k].nodes, op.index])
 
 
 def not_encoded(kind: str) -> str:

@@ -16,7 +16,7 @@ from ..operations import CONV_KINDS
 from ..pad_fold import NOT_FOLDED, PAD_KINDS, folded_pad
 from ..quantization import LoweringError
 from ..stream import EncodeError
-from . import ppu_pools
+from . import ALIAS_KINDS, ppu_pools
 
 POOL_REASON = ("rk3568: a pool is a PPU task here (TEFLON_ROCKET_PPU=1), and the PPU raises no interrupt bit on RK3568 "
                "[IAV T60/T61]; accel/rocket kicks one task at a time, so it would never complete "
@@ -66,4 +66,15 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if op.kind in PAD_KINDS:
             out[op.index] = ((True, f"rk3568: folded into the padding of node {folded[op.index]}")
                              if op.index in folded else (False, f"rk3568: {NOT_FOLDED}"))
+        elif op.kind in ALIAS_KINDS:
+            # a reshape the claimed operation before it writes as its own output (lower's `aliased`)
+            chain = [op.index]  # back through claimed reshapes to the operation that writes the bytes
+            prod = graph.producer(op.inputs[0]) if op.inputs else None
+            while prod is not None and prod.kind in ALIAS_KINDS and out.get(prod.index, (False, ""))[0]:
+                chain.insert(0, prod.index)
+                prod = graph.producer(prod.inputs[0])
+            if prod is not None and out.get(prod.index, (False, ""))[0] and prod.kind not in PAD_KINDS:
+                why = _encoded(graph, regmap, [prod.index, *chain])
+                if why.startswith("the encoder"):
+                    out[op.index] = (True, f"rk3568: written in place by node {prod.index} (moves no byte)")
     return out
