@@ -67,6 +67,27 @@ static int env_irrelevant(const char *entry)
     return 0;
 }
 
+/* TEFLON_HW_FACTS names a report whose proved facts change programs (python/teflon/hw_facts.py): its bytes are part
+ * of the key, not only its path, so a report rewritten in place (a later board run) compiles afresh. An unreadable
+ * file keys as such (the compiler then enables nothing). */
+static int put_hw_facts(teflon_sha256_ctx *h)
+{
+    const char *path = getenv("TEFLON_HW_FACTS");
+    if (!path || !path[0])
+        return 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        put_str(h, "unreadable");
+        return 0;
+    }
+    uint8_t buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+        put(h, buf, n);
+    fclose(f);
+    return 0;
+}
+
 static int put_environment(teflon_sha256_ctx *h)
 {
     size_t n = 0;
@@ -84,7 +105,7 @@ static int put_environment(teflon_sha256_ctx *h)
     for (size_t i = 0; i < n; i++)
         put_str(h, list[i]);
     free(list);
-    return 0;
+    return put_hw_facts(h);
 }
 
 int teflon_keyer_init(teflon_keyer *k, const teflon_graph *g, const char *settings)

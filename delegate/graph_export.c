@@ -173,6 +173,11 @@ static void decode_options(int code, const void *data, teflon_node *out)
         o[4] = p->shrink_axis_mask;
         break;
     }
+    case TFL_BUILTIN_RESIZE_NEAREST_NEIGHBOR: {
+        const tfl_resize_nearest_neighbor_params *p = data;
+        o[0] = p->align_corners; o[1] = p->half_pixel_centers;
+        break;
+    }
     default:
         return;
     }

@@ -69,6 +69,7 @@ enum {
     TFL_BUILTIN_SUB = 41,
     TFL_BUILTIN_CUSTOM = 32,
     TFL_BUILTIN_STRIDED_SLICE = 45,
+    TFL_BUILTIN_RESIZE_NEAREST_NEIGHBOR = 97,
     TFL_BUILTIN_LEAKY_RELU = 98,
     TFL_BUILTIN_DELEGATE = 51,
 };
@@ -263,6 +264,11 @@ typedef struct tfl_strided_slice_params { /* TfLiteStridedSliceParams: its first
     int new_axis_mask;
     int shrink_axis_mask;
 } tfl_strided_slice_params;
+
+typedef struct tfl_resize_nearest_neighbor_params { /* TfLiteResizeNearestNeighborParams: two bools */
+    _Bool align_corners;
+    _Bool half_pixel_centers;
+} tfl_resize_nearest_neighbor_params;
 
 /* A fresh TfLiteIntArray; the runtimes export no helper for this, and free() what they are given. */
 tfl_int_array *tfl_int_array_new(int size);

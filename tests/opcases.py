@@ -400,7 +400,9 @@ def pool_cpu_reason(case: PoolCase, device: str | None = None) -> str | None:
             out = out_size(size, k, case.stride, "same")
             if same_pads(size, k, case.stride)[0] or (out - 1) * case.stride + k > size:
                 return "average pool whose windows reach into the padding"
-    if device == "rk3568":  # no PPU: every average is the exact depthwise convolution or stays on the CPU
+    if device == "rk3568":  # no PPU: the vendor's global averaging convolution, else the exact depthwise one
+        if (kh, kw) == (case.in_h, case.in_w) and rk3568_pool_cpu_reason(case) is None:
+            return None
         # a single output row (column) programs stride 1 there: the encoder takes equal strides only
         strides = {1 if out_size(n, k, case.stride, case.padding) == 1 else case.stride
                    for n, k in ((case.in_h, kh), (case.in_w, kw))}
@@ -414,6 +416,22 @@ def pool_cpu_reason(case: PoolCase, device: str | None = None) -> str | None:
     if case.op == "mean" or (kh, kw) == (case.in_h, case.in_w):  # a global average: per-plane convolutions
         return flat_cpu_reason(case)
     return f"{kh}x{kw} {case.dtype} average: the PPU's reciprocal multiply cannot round like TFLite"
+
+
+def rk3568_pool_cpu_reason(case: PoolCase) -> str | None:
+    """rk3568 runs a global AVERAGE_POOL_2D as the vendor's averaging depthwise convolution when its bias makes it
+    exact enough over every window sum (rocket/rk3568/average.py); every other pool stays on the CPU."""
+    from teflon.rocket.rk3568.average import cvt, solve
+    from teflon.runtime import make_interpreter
+
+    if case.op != "avg" or (case.filter, case.kernel_w) != (case.in_h, case.in_w):
+        return RK3568_POOL_CPU
+    tensors = {d["name"]: d["quantization"] for d in make_interpreter(case.build()).get_tensor_details()}
+    sx, zx = tensors["conv" if case.after_conv else "input"]
+    zs = zx - (128 if case.dtype == "uint8" else 0)
+    n = case.in_h * case.in_w
+    ab = solve(n, case.dtype, zs, zs, *cvt(n, sx, sx))
+    return None if ab.accepted else f"global average exact on {100 * ab.exact:.2f} % of the window sums only"
 
 
 def flat_cpu_reason(case: PoolCase) -> str | None:
@@ -661,10 +679,13 @@ RK3568_POOL_CPU = ("a max pool needs the PPU, which raises no interrupt bit on R
 RK3568_MEAN_CPU = "MEAN is not lowered on rk3568 (its averaging convolutions are RK3588/RK3576 programs)"
 RK3568_AVG_CPU = "an average the depthwise convolution cannot take exactly (window > 7, one channel, no exact OUT_CVT)"
 RK3568_UNARY_CPU = "no LUT program on rk3568 (the vendor loads its tables from the kernel: IAV's UAPI extension)"
-# ADDs of two uint8 maps: the form rk3568 delegates (the DPU-only task, rocket/rk3568/add.py), among them the planes of
-# the vendor's two ADD programs
+# ADDs of two maps: the form rk3568 delegates (the DPU-only task, rocket/rk3568/add.py), on the vendor's two
+# planes and others (DPU_RDMA 0x503C holds the plane bytes - 8, as in both vendor ADDs and the third party's fused
+# ADDs on silicon [IAV T55/T57])
 RK3568_ADD: list[AddCase] = [AddCase(16, 16, 32), AddCase(16, 16, 5, seed=1), AddCase(16, 16, 32, seed=3),
-                             AddCase(28, 40, 64), AddCase(28, 40, 64, seed=5), AddCase(40, 28, 9, seed=2)]
+                             AddCase(28, 40, 64), AddCase(28, 40, 64, seed=5), AddCase(40, 28, 9, seed=2),
+                             AddCase(13, 13, 24, seed=1), AddCase(7, 7, 128, seed=2), AddCase(56, 56, 24, seed=3),
+                             AddCase(1, 1, 40, seed=4)]
 
 
 def rk3568_known_cpu(case: ConvCase | AddCase | PoolCase) -> str | None:
@@ -690,13 +711,17 @@ def known_cpu_add(case: AddCase, device: str) -> str | None:
     an ADD of two single-channel inputs would copy one through a single-channel convolution (host rows only)."""
     if device == "rk3588" and case.in_h * case.in_w < 12:
         return "fused ADD on a plane below 12 atoms (Mesa's minimum element-wise surface stride)"
-    if device == "rk3568":  # a DPU-only task reading two maps, whoever wrote them (rocket/rk3568/add.py)
-        if case.op != "add" or case.dtype != "uint8" or case.activation != "none":
-            return "rk3568 encodes the vendor's uint8 ADD of two maps without activation only"
-        return None
-    if case.producers == "inputs" and case.in_c == 1:
+    if device == "rk3568" and (case.op != "add" or case.activation != "none"):
+        return "rk3568 encodes the vendor's ADD of two maps without activation only"
+    if case.producers == "inputs" and case.in_c == 1 and device != "rk3568":  # rk3568: the DPU-only ADD takes it
         return "ADD of single-channel maps"
     return None
+
+
+def separate_add(case: AddCase, device: str) -> bool:
+    """True when `device` runs a conv-fed ADD as its own task reading the convolutions' outputs (rk3568: the vendor's
+    DPU-only ADD; no ADD fused into a convolution is encoded there), not fused into a convolution."""
+    return device == "rk3568" and case.producers != "inputs" and known_cpu_add(case, device) is None
 
 
 def known_cpu(case: ConvCase | AddCase | PoolCase, device: str) -> str | None:
@@ -740,9 +765,11 @@ def known_requant_limit(name: str, device: str) -> str | None:
     rk3576 runs per-tensor layers through the very same arithmetic as rk3588 (coefficient stage C = 2^14 >> 14
     as an identity, the same OUT_CVT scale, shift and rounding, no CORE truncation): the same cases hit the same
     limits, and in each the simulator's output equals the exact integer model of the programmed DPU
-    (an earlier numpy model of the contract). Per-channel cases have no entry: all of them pass."""
-    limits = {"rk3588": KNOWN_REQUANT_LIMIT, "rk3576": KNOWN_REQUANT_LIMIT, "a311d": ETNAVIV_REQUANT_LIMIT,
-              "imx8mp": ETNAVIV_REQUANT_LIMIT}
+    (an earlier numpy model of the contract). Per-channel cases have no entry: all of them pass. rk3568 writes the
+    same OUT_CVT (requant.out_cvt: a Q1.14 scale and shift, one rounding after the accumulator) and its simulator
+    rounds the same way: the same cases hit the same limits (measured: exactly these 23 slow cases)."""
+    limits = {"rk3588": KNOWN_REQUANT_LIMIT, "rk3576": KNOWN_REQUANT_LIMIT, "rk3568": KNOWN_REQUANT_LIMIT,
+              "a311d": ETNAVIV_REQUANT_LIMIT, "imx8mp": ETNAVIV_REQUANT_LIMIT}
     return limits.get(device, {}).get(name)
 
 
@@ -937,7 +964,45 @@ ETNAVIV_DEFAULT_ELEMENTWISE: list[ElementwiseCase] = [
     ElementwiseCase("relu", 14, 14, 16, requant=True), ElementwiseCase("logistic", 8, 8, 16),
     ElementwiseCase("logistic", 14, 14, 32, "int8"), ElementwiseCase("pad", 28, 28, 16),
     ElementwiseCase("pad", 14, 14, 8, "int8", pads=(0, 2, 2, 0, 0, 0)), ElementwiseCase("pad", 7, 7, 3, pads=(1, 1, 1, 1, 0, 1)),
+    ElementwiseCase("padv2", 28, 28, 24, "int8"), ElementwiseCase("padv2", 9, 7, 5, pads=(0, 2, 1, 0, 1, 2)),
 ]
+# RESIZE_NEAREST_NEIGHBOR x2 as four TP copies (YOLOv5n's two upsamples: half-pixel centres, int8), odd and
+# one-column shapes
+ETNAVIV_DEFAULT_RESIZE: list[ElementwiseCase] = [
+    ElementwiseCase("resize", 20, 20, 128, "int8", half_pixel=True), ElementwiseCase("resize", 7, 9, 3),
+    ElementwiseCase("resize", 5, 1, 4, "int8"), ElementwiseCase("resize", 1, 6, 1),
+]
+# MAX_POOL_2D as TP max-pooling jobs: ShuffleNet's 3x3 s2 VALID stem pool, YOLOv5n's 5x5 s1 SAME SPPF pools (a
+# cascade of two 3x3 jobs), 7x7 (three), 2x2 / 3x3 at stride 1 and 2, SAME and VALID, non-square, wide rows (one-row
+# tiles, several tile columns), after a convolution (planar input); and the refusals
+ETNAVIV_DEFAULT_MAXPOOL: list[PoolCase] = [
+    PoolCase(114, 114, 24, filter=3, stride=2, op="max"),
+    PoolCase(20, 20, 128, filter=5, stride=1, padding="same", dtype="int8", op="max"),
+    PoolCase(28, 28, 32, filter=3, stride=2, padding="same", dtype="int8", op="max"),
+    PoolCase(16, 16, 32, filter=2, stride=2, op="max"),
+    PoolCase(13, 17, 8, filter=2, stride=1, padding="same", op="max"),
+    PoolCase(9, 70, 16, filter=3, stride=1, padding="same", dtype="int8", op="max"),
+    PoolCase(11, 11, 5, filter=3, filter_w=2, stride=2, padding="same", op="max"),
+    PoolCase(20, 20, 8, filter=7, stride=1, padding="same", op="max"),
+    PoolCase(12, 12, 8, filter=5, stride=1, dtype="int8", op="max"),
+    PoolCase(14, 14, 16, filter=2, stride=2, after_conv=True, op="max"),
+    PoolCase(15, 18, 24, filter=3, stride=3, padding="same", op="max"),  # stride 3: CPU
+    PoolCase(12, 12, 8, filter=4, stride=2, op="max"),  # 4x4: CPU
+]
+
+
+def etnaviv_maxpool_cpu_reason(case: PoolCase) -> str | None:
+    """Why an etnaviv MAX_POOL_2D case stays on the CPU, or None (it must be delegated)."""
+    kh, kw = case.filter, case.kernel_w
+    if case.stride not in (1, 2):
+        return "stride other than 1 or 2"
+    if max(kh, kw) <= 3:
+        return None
+    if case.stride == 1 and kh == kw and kh % 2 and kh <= 7:
+        return None
+    return "window beyond 3x3 (and no stride-1 square odd window up to 7x7)"
+
+
 ETNAVIV_NON_SQUARE: list[ConvCase] = [
     ConvCase("conv2d", 96, 160, 16, 32, kernel=3), ConvCase("conv2d", 96, 160, 16, 32, kernel=5, kernel_w=3),
     ConvCase("conv2d", 96, 160, 8, 16, kernel=3, stride=2, dtype="int8"),
@@ -982,6 +1047,8 @@ ETNAVIV_DEFAULT_TABLE: list[UnaryCase | ConstOpCase] = [
     ConstOpCase(9, 9, 16, "mul", "1", "relu"), ConstOpCase(9, 9, 16, "add", "1", dtype="int8"),
     ConstOpCase(8, 8, 24, "rsub", "1"), ConstOpCase(8, 8, 24, "sub", "1", dtype="int8"),
     ConstOpCase(7, 7, 32, "max", "1", dtype="int8"), ConstOpCase(7, 7, 32, "min", "1"),
+    # MUL(x, x): YOLOv5's box-size square, a function of one byte
+    *(UnaryCase("square", 8, 8, 16, dtype, seed) for dtype in DTYPES for seed in range(3)),
 ]
 ETNAVIV_SLOW_TABLE: list[UnaryCase | ConstOpCase] = [
     *(UnaryCase(op, size, size, ch, dtype, seed)  # type: ignore[arg-type]

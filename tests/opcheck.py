@@ -22,6 +22,7 @@ from opcases import (
     known_requant_limit,
     pad_cpu_reason,
     pool_cpu_reason,
+    separate_add,
 )
 from teflon.modelgen import (
     AddCase,
@@ -175,6 +176,11 @@ def check_add(case: AddCase, options: dict[str, str], record_property: Recorder,
         else:
             check_delegated_conv(case, options, record_property, MIN_EXACT, runtime=runtime, max_diff=1,
                                  kinds=(kind,))
+        return
+    if separate_add(case, device):  # the ADD's own task reads the convolutions' outputs: their tolerance, plus its
+        # own rounding (one LSB)
+        check_delegated_conv(case, options, record_property, CHAINED_MIN_EXACT, runtime=runtime,
+                             max_diff=chained_max_diff(model) + 1, kinds=(*CONV_KINDS, kind))
         return
     if known:  # the ADD stays on the CPU, fed by delegated convolutions: their chained tolerance
         check_delegated_conv(case, options, record_property, CHAINED_MIN_EXACT, cpu_kinds=(kind,), runtime=runtime,

@@ -138,3 +138,17 @@ def test_regcmd_etnaviv_json_and_mesa_compat(model: Path, tmp_path: Path, device
     assert r.returncode == 0, r.stderr
     assert "kernels_per_core=" in r.stdout and "post_multiplier=" in r.stdout
     assert "in_image_address=<t" in r.stdout and ".coefficients>+0x" in r.stdout
+
+
+def test_regcmd_imx93_vela_compat_streams_weights(model: Path) -> None:
+    """`regcmd --device imx93 --vela-compat` prints the Vela-compatible program: its split operations' weights
+    DMA'd into the SRAM (region 2) with the waits; the default program reads every weight in place."""
+    out = {}
+    for flag in ("", "--vela-compat"):
+        r = teflon_cli("regcmd", "--model", str(model), "--device", "imx93", "--sim", "1", *([flag] if flag else []))
+        assert r.returncode == 0, r.stderr
+        out[flag] = r.stdout
+    assert "NPU_OP_DMA_START" not in out[""] and "NPU_OP_KERNEL_WAIT" not in out[""]
+    compat = out["--vela-compat"]
+    assert "NPU_OP_DMA_START" in compat and "NPU_OP_DMA_WAIT" in compat and "NPU_OP_KERNEL_WAIT" in compat
+    assert any("NPU_SET_WEIGHT_REGION" in line and "region=2" in line for line in compat.splitlines())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,12 @@ from conftest import build_c_test
 
 REPO = Path(__file__).resolve().parent.parent
 ALLOWED_EXPORTS = {"tflite_plugin_create_delegate", "tflite_plugin_destroy_delegate", "teflon_check_options"}
+
+
+def _host(binary: Path) -> list[str]:
+    # TEFLON_TEST_EXEC_WRAPPER runs the host through an emulator (scripts/test-aarch64.sh sets it to qemu-aarch64):
+    # the emulated Python cannot start a foreign executable itself unless binfmt_misc knows the emulator.
+    return [*shlex.split(os.environ.get("TEFLON_TEST_EXEC_WRAPPER", "")), str(binary)]
 
 
 def _library() -> str:
@@ -31,7 +38,7 @@ def test_dlopen_create_destroy_and_prepare(test_binary: Path) -> None:
     # The venv's bin first on PATH: that is how an embedded Python finds its prefix (and our package).
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     env.pop("TEFLON_DEBUG", None)
-    r = subprocess.run([str(test_binary), _library()], check=False, capture_output=True, text=True, env=env,
+    r = subprocess.run([*_host(test_binary), _library()], check=False, capture_output=True, text=True, env=env,
                        timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "all checks passed" in r.stdout
@@ -43,7 +50,7 @@ def test_dlopen_create_destroy_and_prepare(test_binary: Path) -> None:
 def test_broken_python_install_falls_back_instead_of_aborting(test_binary: Path) -> None:
     # Py_InitializeEx would abort() the host here; the delegate must leave the graph to the CPU instead.
     env = dict(os.environ, PYTHONHOME="/nonexistent")
-    r = subprocess.run([str(test_binary), _library()], check=False, capture_output=True, text=True, env=env,
+    r = subprocess.run([*_host(test_binary), _library()], check=False, capture_output=True, text=True, env=env,
                        timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "embedded Python could not start" in r.stderr and "on the CPU" in r.stderr, r.stderr
@@ -55,11 +62,11 @@ def test_cached_decisions_need_no_python_in_a_c_host(test_binary: Path, tmp_path
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
                TEFLON_CACHE_DIR=str(tmp_path))
     env.pop("TEFLON_DEBUG", None)
-    first = subprocess.run([str(test_binary), _library()], check=False, capture_output=True, text=True, env=env,
+    first = subprocess.run([*_host(test_binary), _library()], check=False, capture_output=True, text=True, env=env,
                            timeout=120)
     assert first.returncode == 0 and "all checks passed" in first.stdout, first.stdout + first.stderr
     env["PYTHONHOME"] = "/nonexistent"
-    second = subprocess.run([str(test_binary), _library()], check=False, capture_output=True, text=True, env=env,
+    second = subprocess.run([*_host(test_binary), _library()], check=False, capture_output=True, text=True, env=env,
                             timeout=120)
     assert second.returncode == 0 and "all checks passed" in second.stdout, second.stdout + second.stderr
     assert "support decisions from cache" in second.stderr and "0 of 1 nodes claimed" in second.stderr, second.stderr

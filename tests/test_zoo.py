@@ -24,9 +24,7 @@ from teflon.zoo.run import run_case
 from teflon.zoo.spec import ModelSpec, load_specs
 
 EXPECTATIONS_FILE = TESTS / "zoo_expectations.toml"
-# ethosu (imx93): its zoo results are measured but not yet held to the suite's strict expectations (partitions
-# above 12 in four models, a partition whose output is a view not bound); tests/ethos_u runs its models
-TARGETS = [t.name for t in targets.drivable_generations() if t.family != "ethosu"]
+TARGETS = [t.name for t in targets.drivable_generations()]
 # Models whose every case takes a fraction of a second on the simulated NPUs: the default run (the rest: -m slow;
 # the published MobileNets also run by default in tests/test_models.py).
 QUICK = {"vww_96_int8", "pretrainedResnet_quant", "kws_ref_model", "keras_lstm_mnist_ptq", "yamnet_spectra_in"}

@@ -11,6 +11,7 @@
 
 #include "../errmsg.h"
 #include "../fault.h"
+#include "../sim_rules.h"
 #include "etna.h"
 #include "etna_family.h"
 #include "etna_sim.h"
@@ -242,8 +243,11 @@ int etna_simulated_open(const teflon_target *t, void **impl, const struct teflon
     struct etna_chip chip;
     struct teflon_sim_fault fault;
     int rc = etna_chip_of(t, &chip, err, errlen);
+    struct teflon_sim_rules rules;
     if (!rc)
         rc = teflon_sim_fault_from_env(&fault, err, errlen);
+    if (!rc)
+        rc = teflon_sim_rules_from_env(&rules, err, errlen);
     if (rc)
         return rc;
     struct etna_sdev *d = calloc(1, sizeof(*d));
@@ -258,6 +262,7 @@ int etna_simulated_open(const teflon_target *t, void **impl, const struct teflon
         teflon_errf(err, errlen, "etnaviv simulator for %s: %s", t->name, msg);
         return -EINVAL;
     }
+    etna_sim_set_rules(d->sim, &rules);
     etna_vas_init(&d->vas, ETNA_SOFTPIN_START, ETNA_VA_END);
     d->fault = fault;
     *impl = d;

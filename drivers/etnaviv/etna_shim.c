@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "../fault.h"
+#include "../sim_rules.h"
 #include "../shim_core.h"
 #include "../targets.h"
 #include "etna_family.h"
@@ -301,8 +302,9 @@ static void *etna_shim_open(const teflon_target *t, char *msg, size_t msglen)
     struct etna_chip chip;
     uint32_t model, revision;
     struct teflon_sim_fault fault;
+    struct teflon_sim_rules rules;
     if (etna_chip_of(t, &chip, msg, msglen) || etna_ids_of(t, &model, &revision, msg, msglen) ||
-        teflon_sim_fault_from_env(&fault, msg, msglen))
+        teflon_sim_fault_from_env(&fault, msg, msglen) || teflon_sim_rules_from_env(&rules, msg, msglen))
         return NULL;
     struct etna_shim_dev *d = calloc(1, sizeof(*d));
     if (!d) {
@@ -315,6 +317,7 @@ static void *etna_shim_open(const teflon_target *t, char *msg, size_t msglen)
         free(d);
         return NULL;
     }
+    etna_sim_set_rules(d->sim, &rules);
     d->t = t;
     const char *gpu = getenv("TEFLON_ETNA_SHIM_GPU"), *nosp = getenv("TEFLON_ETNA_SHIM_NO_SOFTPIN");
     if (gpu && strcmp(gpu, "1") == 0) /* a GC7000-class 3D core; IDs illustrative, never an NPU row's */

@@ -44,6 +44,10 @@ typedef struct etna_sim etna_sim;
 
 etna_sim *etna_sim_create(const struct etna_chip *chip, char *err, size_t errlen);
 void etna_sim_destroy(etna_sim *sim);
+/* The hypotheses this simulator follows for the open hardware facts (../sim_rules.h; all defaults until set): the
+ * simulated kernel and the ioctl shim pass what $TEFLON_SIM_RULES names when the device opens. */
+struct teflon_sim_rules;
+void etna_sim_set_rules(etna_sim *sim, const struct teflon_sim_rules *rules);
 
 /* A zero-filled buffer object at a device address chosen by the simulator (4 KiB aligned). The mapping
  * (page-rounded, like a GEM BO) stays valid until the BO is destroyed. */

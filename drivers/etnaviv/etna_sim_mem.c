@@ -55,6 +55,11 @@ etna_sim *etna_sim_create(const struct etna_chip *chip, char *err, size_t errlen
     return sim;
 }
 
+void etna_sim_set_rules(etna_sim *sim, const struct teflon_sim_rules *rules)
+{
+    sim->rules = *rules;
+}
+
 void etna_sim_destroy(etna_sim *sim)
 {
     if (!sim)

@@ -252,7 +252,9 @@ static int etna_v7_decode(etna_sim *sim, struct etna_nn_job *j, const uint8_t *c
      * the compiler refuses fully-connected layers whose factorisation would give that same descriptor. */
     if (j->kx == 1 && j->ky == 1 && j->oc > 8)
         order = ETNA_V7_BLOCK6;
-    else if (j->fc)
+    /* TEFLON_SIM_RULES v7_fc_order=conv (board-facts.md fact 6): the hypothesis that this descriptor follows Mesa's
+     * conv writers (below) rather than the FC writer's input memory order */
+    else if (j->fc && sim->rules.rule[TEFLON_RULE_V7_FC_ORDER] == TEFLON_V7_FC_ORDER_FLAT)
         order = ETNA_V7_FLAT;
     else if (j->kz > 1)
         order = ETNA_V7_INTERLEAVED;

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 
+#include "../sim_rules.h"
 #include "etna_sim.h"
 
 /* A decoded NN job's kernels in the form the fast MAC loop reads: per kernel its non-zero taps, each the offset
@@ -55,6 +56,7 @@ struct etna_sim {
     /* TEFLON_SIM_REFERENCE=1 at creation: NN jobs through the reference MAC loop (every tap of every kernel)
      * instead of the fast one (non-zero taps only, int16 features); both compute the same integer sums. */
     int reference;
+    struct teflon_sim_rules rules;  /* the open facts' hypotheses (etna_sim_set_rules; zero: the defaults) */
     struct etna_nn_cache nn_cache;  /* the fast path's decoded kernels (etna_sim_nn_cache.c) */
 };
 

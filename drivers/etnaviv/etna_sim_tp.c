@@ -6,10 +6,13 @@
  * and is written to out_base + sum(loop_k index * loop_k inc), where the seven out loops form one counter
  * cascade: loop 0 advances per element, loop k+1 when loop k wraps at its count; a count of 0 means the
  * extent of the current tile (the first such loop: tile width; the second: tile height); loop 6 never
- * wraps. [INFERRED: consistent with every TP configuration Mesa emits.]
+ * wraps. [INFERRED: consistent with every TP configuration Mesa emits.] With the vendor's max pooling
+ * (horizontal/vertical processing 3) each tile is first reduced to the maxima of its windows and the pooled tile
+ * is what the ALU and the out loops see (docs/hardware/etnaviv-maxpool.md, [INFERRED]).
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "etna_sim_priv.h"
@@ -72,13 +75,12 @@ static const struct etna_bounds etna_tp_bounds[ETNA_TPF_COUNT] = { ETNA_TP__BOUN
 #undef ETNA_BND
 
 /* Fields whose only modelled value is fixed (the defaults Mesa writes; etnaviv.md §5.2). Others are
- * features (SRAM tiles, squaring, NMS, horizontal/vertical filters, bricks, circular buffers, other data
- * types, the ALU ReLU bit) the simulator does not implement, so another value is refused. */
+ * features (SRAM tiles, squaring, NMS, bricks, circular buffers, other data types, the ALU ReLU bit) the
+ * simulator does not implement, so another value is refused. The horizontal/vertical processing fields are
+ * checked below: off, or the vendor's max pooling (docs/hardware/etnaviv-maxpool.md). */
 static const struct { enum etna_tp_field f; int64_t v; } etna_tp_fixed[] = {
     { ETNA_TPF_IN_TILE_SEQUENCE, 0 }, { ETNA_TPF_IN_TILE_GLOBAL_MEM, 0 }, { ETNA_TPF_IN_IMAGE_GLOBAL_MEM, 1 },
-    { ETNA_TPF_ALU_I2F_ENABLE, 1 }, { ETNA_TPF_ALU_SQUARE_ENABLE, 0 }, { ETNA_TPF_ALU_HORZ_PROCESSING, 0 },
-    { ETNA_TPF_ALU_HORZ_PROC_COUNT, 0 }, { ETNA_TPF_ALU_HORZ_PROC_STRIDE, 0 }, { ETNA_TPF_ALU_VERT_PROCESSING, 0 },
-    { ETNA_TPF_ALU_VERT_PROC_COUNT, 0 }, { ETNA_TPF_ALU_VERT_PROC_STRIDE, 0 }, { ETNA_TPF_ALU_NMS_ENABLE, 0 },
+    { ETNA_TPF_ALU_I2F_ENABLE, 1 }, { ETNA_TPF_ALU_SQUARE_ENABLE, 0 }, { ETNA_TPF_ALU_NMS_ENABLE, 0 },
     { ETNA_TPF_ALU_MULT_ENABLE, 0 }, { ETNA_TPF_ALU_F2I_ENABLE, 1 }, { ETNA_TPF_IN_TILE_LIST_ADDRESS, 0 },
     { ETNA_TPF_OUT_TILE_SKIP_AT_BORDER, 0 }, { ETNA_TPF_OUT_IMAGE_GLOBAL_MEM, 1 }, { ETNA_TPF_OUT_BRICK_MODE, 0 },
     { ETNA_TPF_ALU_Z_FILTER_MODE, 0 }, { ETNA_TPF_ALU_SQUARE_PRESHIFT, 0 }, { ETNA_TPF_IN_IMAGE_DATA_TYPE, 0 },
@@ -176,10 +178,29 @@ int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
     if (stride < xs || slice < stride * ys)
         return etna_fail(sim, "TP descriptor 0x%08x: stride %lld / slice %lld smaller than the image rows/planes",
                          desc_iova, (long long)stride, (long long)slice);
-    if (f[ETNA_TPF_IN_TILE_X_INC] != tw || f[ETNA_TPF_IN_TILE_Y_INC] != th)
-        return etna_fail(sim, "TP descriptor 0x%08x: tile %lldx%lld with increments %lldx%lld: only non-empty "
-                         "tiles advanced by their own size are modelled", desc_iova, (long long)tw, (long long)th,
-                         (long long)f[ETNA_TPF_IN_TILE_X_INC], (long long)f[ETNA_TPF_IN_TILE_Y_INC]);
+    /* Horizontal / vertical processing: 0 = off, 3 = max over a window of count + 1 columns (rows) stepping by
+     * stride + 1 inside each input tile [INFERRED from the vendor's 3x3 stride-2 max pool, which writes 3 / 2 / 1
+     * to both triples; docs/hardware/etnaviv-maxpool.md]. Other modes are not characterised. */
+    const int64_t hp = f[ETNA_TPF_ALU_HORZ_PROCESSING], vp = f[ETNA_TPF_ALU_VERT_PROCESSING];
+    if (!((hp == 0 && vp == 0) || (hp == 3 && vp == 3)))
+        return etna_fail(sim, "TP descriptor 0x%08x: horizontal/vertical processing %lld/%lld is not modelled "
+                         "(0/0 off, 3/3 max pooling)", desc_iova, (long long)hp, (long long)vp);
+    const int pool = hp == 3;
+    if (!pool && (f[ETNA_TPF_ALU_HORZ_PROC_COUNT] || f[ETNA_TPF_ALU_HORZ_PROC_STRIDE] ||
+                  f[ETNA_TPF_ALU_VERT_PROC_COUNT] || f[ETNA_TPF_ALU_VERT_PROC_STRIDE]))
+        return etna_fail(sim, "TP descriptor 0x%08x: processing count/stride set with processing off", desc_iova);
+    if (pool && pwl)
+        return etna_fail(sim, "TP descriptor 0x%08x: max pooling with a PWL lookup is not modelled", desc_iova);
+    const int64_t kx = pool ? f[ETNA_TPF_ALU_HORZ_PROC_COUNT] + 1 : 1, ky = pool ? f[ETNA_TPF_ALU_VERT_PROC_COUNT] + 1 : 1;
+    const int64_t sx = pool ? f[ETNA_TPF_ALU_HORZ_PROC_STRIDE] + 1 : 1, sy = pool ? f[ETNA_TPF_ALU_VERT_PROC_STRIDE] + 1 : 1;
+    /* Tiles advance by their own size; pooling tiles overlap by the window's excess over the step so every
+     * window lies inside one tile [INFERRED: the vendor's pooling tiles are out_tile * stride + k - stride wide,
+     * advanced by out_tile * stride]. */
+    const int64_t incx = f[ETNA_TPF_IN_TILE_X_INC], incy = f[ETNA_TPF_IN_TILE_Y_INC];
+    if (incx != tw - (kx - sx) || incy != th - (ky - sy) || incx < 1 || incy < 1)
+        return etna_fail(sim, "TP descriptor 0x%08x: tile %lldx%lld with increments %lldx%lld: only tiles advanced by "
+                         "their size less the pooling overlap (%lldx%lld) are modelled", desc_iova, (long long)tw,
+                         (long long)th, (long long)incx, (long long)incy, (long long)(kx - sx), (long long)(ky - sy));
 
     /* Input image, range-checked once. */
     const uint32_t in_base = (uint32_t)f[ETNA_TPF_IN_IMAGE_BASE_ADDRESS];
@@ -240,20 +261,43 @@ int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
         return etna_fail(sim, "TP descriptor 0x%08x: output base 0x%08x is not inside a BO", desc_iova, out_base);
 
     const int64_t ww = wx1 - wx0 + 1, wh = wy1 - wy0 + 1;
-    const int64_t ntx = (ww + tw - 1) / tw, nty = (wh + th - 1) / th;
+    /* tiles start while they still hold input past the previous tile's overlap */
+    const int64_t ntx = ww - (tw - incx) <= 0 ? 1 : (ww - (tw - incx) + incx - 1) / incx;
+    const int64_t nty = wh - (th - incy) <= 0 ? 1 : (wh - (th - incy) + incy - 1) / incy;
+    int32_t *tile = NULL;   /* one tile's ALU inputs (relative to in_zp), grown on demand */
+    uint64_t tile_cap = 0;
+    int rc = 0;
     const int64_t z0 = -f[ETNA_TPF_IN_WINDOW_Z_START_OVERFETCH], z1 = zs - 1 + f[ETNA_TPF_IN_WINDOW_Z_END_OVERFETCH];
     uint64_t written = 0;
-    for (int64_t z = z0; z <= z1; z++) {
-        for (int64_t tyi = 0; tyi < nty; tyi++) {
-            const int64_t cur_h = th < wh - tyi * th ? th : wh - tyi * th;
-            for (int64_t txi = 0; txi < ntx; txi++) {
-                const int64_t cur_w = tw < ww - txi * tw ? tw : ww - txi * tw;
+    for (int64_t z = z0; z <= z1 && !rc; z++) {
+        for (int64_t tyi = 0; tyi < nty && !rc; tyi++) {
+            const int64_t cur_h = th < wh - tyi * incy ? th : wh - tyi * incy;
+            for (int64_t txi = 0; txi < ntx && !rc; txi++) {
+                const int64_t cur_w = tw < ww - txi * incx ? tw : ww - txi * incx;
+                const int64_t x0 = wx0 + txi * incx;
+                if (cur_w < kx || cur_h < ky) {
+                    rc = etna_fail(sim, "TP descriptor 0x%08x: a %lldx%lld tile is smaller than the %lldx%lld pooling "
+                                   "window", desc_iova, (long long)cur_w, (long long)cur_h, (long long)kx, (long long)ky);
+                    break;
+                }
+                /* the emitted tile: the pooled grid (the tile itself without pooling) */
+                const int64_t ow = (cur_w - kx) / sx + 1, oh = (cur_h - ky) / sy + 1;
                 for (int64_t k = 0; k < 6; k++)
-                    count[k] = autos[k] == 1 ? cur_w : autos[k] == 2 ? cur_h : count_field[k];
+                    count[k] = autos[k] == 1 ? ow : autos[k] == 2 ? oh : count_field[k];
+                if ((uint64_t)(cur_w * cur_h) > tile_cap) {
+                    int32_t *grown = realloc(tile, (size_t)(cur_w * cur_h) * sizeof(int32_t));
+                    if (!grown) {
+                        rc = etna_fail(sim, "TP descriptor 0x%08x: out of memory for a %lldx%lld tile", desc_iova,
+                                       (long long)cur_w, (long long)cur_h);
+                        break;
+                    }
+                    tile = grown;
+                    tile_cap = (uint64_t)(cur_w * cur_h);
+                }
                 for (int64_t ty = 0; ty < cur_h; ty++) {
-                    const int64_t y = wy0 + tyi * th + ty;
+                    const int64_t y = wy0 + tyi * incy + ty;
                     /* the input fetch: one burst per tile row, of its columns inside the image */
-                    const int64_t x0 = wx0 + txi * tw, xa = x0 > 0 ? x0 : 0, xb = x0 + cur_w < xs ? x0 + cur_w : xs;
+                    const int64_t xa = x0 > 0 ? x0 : 0, xb = x0 + cur_w < xs ? x0 + cur_w : xs;
                     const uint8_t *row = y >= 0 && y < ys && z >= 0 && z < zs && xb > xa
                                              ? etna_mem_access(sim, ETNA_DMA_FEATURE,
                                                                (uint64_t)in_base + z * slice + y * stride + xa,
@@ -261,18 +305,26 @@ int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
                                              : NULL;
                     for (int64_t tx = 0; tx < cur_w; tx++) {
                         const int64_t x = x0 + tx;
-                        int32_t v;
-                        if (row && x >= xa && x < xb)
-                            v = (int32_t)row[x - xa] - in_zp;
-                        else
-                            v = border;
+                        tile[ty * cur_w + tx] = row && x >= xa && x < xb ? (int32_t)row[x - xa] - in_zp : border;
+                    }
+                }
+                for (int64_t oy = 0; oy < oh && !rc; oy++) {
+                    for (int64_t ox = 0; ox < ow; ox++) {
+                        int32_t v = tile[oy * sy * cur_w + ox * sx];
+                        for (int64_t dy = 0; dy < ky; dy++)
+                            for (int64_t dx = 0; dx < kx; dx++) {
+                                const int32_t u = tile[(oy * sy + dy) * cur_w + ox * sx + dx];
+                                v = u > v ? u : v;
+                            }
                         int64_t o;
                         if (identity) {
                             o = v + out_zp;
                         } else {
                             double r = (pwl ? etna_pwl(lut, v) : (double)v) * scale;
-                            if (isnan(r))
-                                return etna_fail(sim, "TP descriptor 0x%08x: PWL output is NaN", desc_iova);
+                            if (isnan(r)) {
+                                rc = etna_fail(sim, "TP descriptor 0x%08x: PWL output is NaN", desc_iova);
+                                break;
+                            }
                             r = r >= 0 ? floor(r + 0.5) : -floor(-r + 0.5);
                             o = r > 1e9 ? 1000000000 : r < -1e9 ? -1000000000 : (int64_t)r;
                             o += out_zp;
@@ -282,10 +334,13 @@ int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
                         for (int k = 0; k < 7; k++)
                             off += (uint32_t)digit[k] * inc[k];
                         const uint32_t addr = out_base + off;
-                        if (addr < ob->iova || (uint64_t)addr >= (uint64_t)ob->iova + ob->size)
-                            return etna_fail(sim, "TP descriptor 0x%08x: write to 0x%08x outside the output BO "
-                                             "0x%08x+0x%llx (element x %lld y %lld z %lld)", desc_iova, addr, ob->iova,
-                                             (unsigned long long)ob->size, (long long)x, (long long)y, (long long)z);
+                        if (addr < ob->iova || (uint64_t)addr >= (uint64_t)ob->iova + ob->size) {
+                            rc = etna_fail(sim, "TP descriptor 0x%08x: write to 0x%08x outside the output BO "
+                                           "0x%08x+0x%llx (element x %lld y %lld z %lld)", desc_iova, addr, ob->iova,
+                                           (unsigned long long)ob->size, (long long)(x0 + ox * sx),
+                                           (long long)(wy0 + tyi * incy + oy * sy), (long long)z);
+                            break;
+                        }
                         ob->map[addr - ob->iova] = (uint8_t)o;
                         written++;
                         for (int k = 0; k < 7; k++) {
@@ -298,6 +353,9 @@ int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
             }
         }
     }
+    free(tile);
+    if (rc)
+        return rc;
     sim->stats.tp_elements += written;
     /* each element is a one-byte write through the output BO checked above (scattered by the out loops, so
      * counted here rather than as bursts) */

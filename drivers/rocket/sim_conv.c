@@ -332,13 +332,14 @@ struct post {
     const int32_t *bias;
     const int16_t *mul;
     const struct rkt_lut_stage *lut;
+    int ew_mul, ew_trunc; /* the EW multiply hypothesis (0: add) and EW_TRUNCATE */
 };
 
 static struct post post_of(const struct rkt_conv_task *t)
 {
     struct post p = {.trunc = t->clip_truncate, .shift = t->out_shift, .scale = t->out_scale, .bias = t->bias,
                      .mul = t->bs_mul, .mul_shift_pos = t->bs_shift_pos, .mul_shift_neg = t->bs_shift_neg,
-                     .lut = t->lut};
+                     .lut = t->lut, .ew_mul = t->ew_mul, .ew_trunc = t->ew_trunc};
     p.tround = p.trunc ? (int64_t)1 << (p.trunc - 1) : 0;
     p.lo = t->clamp ? t->clamp_lo : INT32_MIN;
     p.hi = t->clamp ? t->clamp_hi : INT32_MAX;
@@ -353,7 +354,8 @@ static struct post post_of(const struct rkt_conv_task *t)
 static inline int8_t requantize(const struct post p, int64_t core, int k, int64_t ew)
 {
     return rkt_requantize(p.trunc, p.tround, p.bias[k], p.mul != NULL, p.mul ? p.mul[k] : 0, p.mul_shift_pos,
-                          p.mul_shift_neg, p.lo, p.hi, p.scale, p.pre, p.shift, p.post, core, ew, p.lut);
+                          p.mul_shift_neg, p.lo, p.hi, p.scale, p.pre, p.shift, p.post, core, ew, p.ew_mul,
+                          p.ew_trunc, p.lut);
 }
 
 /* DPU EW: the element-wise operand of output (oy, ox, channel k) converted (rkt_ew_convert); 0 without one. */
@@ -363,7 +365,7 @@ static inline int64_t ew_term(const struct rkt_conv_task *t, int oy, int ox, int
         return 0;
     const int8_t e = (int8_t)t->ew[(size_t)(k / 16) * t->ew_surf_pitch + (size_t)oy * t->ew_row_pitch + (size_t)ox * 16 +
                                    (size_t)(k % 16)];
-    return rkt_ew_convert(e, t->ew_offset, t->ew_scale, t->ew_shift);
+    return rkt_ew_convert(e, t->ew_offset, t->ew_scale, t->ew_shift, t->ew_tie_up);
 }
 
 /* CORE accumulator (MAC sum + OW term) -> requantize, for one output row: orow[ox][k] for k < oc_real, 0 up
@@ -653,7 +655,8 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
                             .mul_shift_pos = p.mul_shift_pos, .mul_shift_neg = p.mul_shift_neg,
                             .tround = p.tround, .pre = p.pre, .post = p.post, .scale = p.scale,
                             .lo = p.lo, .hi = p.hi, .ew_surf_pitch = t->ew_surf_pitch, .ew_offset = t->ew_offset,
-                            .ew_scale = t->ew_scale, .ew_shift = t->ew_shift, .lut = t->lut};
+                            .ew_scale = t->ew_scale, .ew_shift = t->ew_shift, .ew_tie_up = t->ew_tie_up,
+                            .ew_mul = t->ew_mul, .ew_trunc = t->ew_trunc, .lut = t->lut};
     /* the vector requantizations leave out the clamp, EW and LUT stages: such a task takes the portable one */
     const struct rkt_dot_ops *requant_ops = t->clamp || t->ew || t->lut ? &rkt_dot_c : c->ops;
     const size_t blk = (size_t)taps * ic * RKT_DOT_KB;

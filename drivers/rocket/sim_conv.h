@@ -84,7 +84,10 @@ struct rkt_conv_task {
     size_t ew_surf_pitch;
     int32_t ew_offset;        /* EW_CVT_OFFSET */
     int ew_scale;             /* signed 16-bit converter multiplier */
-    int ew_shift;             /* its right shift, rounding half up */
+    int ew_shift;             /* its right shift, rounding ties to even (ew_tie_up: half up) */
+    int ew_tie_up;            /* TEFLON_SIM_RULES ew_tie=half_up (board-facts.md fact 2) */
+    int ew_mul;               /* 0: the EW stage adds; else it multiplies under that TEFLON_EW_MUL_* hypothesis */
+    int ew_trunc;             /* EW_TRUNCATE: the product's right shift (multiply only) */
 };
 
 typedef struct rkt_conv rkt_conv;

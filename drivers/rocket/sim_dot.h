@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../sim_rules.h"
+
 #define RKT_DOT_KB 32 /* kernels per direct weight block: the hardware's kernel group */
 #define RKT_DOT_P 8   /* output pixels per direct kernel call (rows are padded to a multiple) */
 
@@ -83,6 +85,8 @@ struct rkt_requant {
     size_t ew_surf_pitch;
     int64_t ew_offset, ew_scale;
     int ew_shift;
+    int ew_tie_up;           /* the converter rounds ties up (TEFLON_SIM_RULES ew_tie=half_up) */
+    int ew_mul, ew_trunc;    /* the EW stage multiplies (a TEFLON_EW_MUL_* hypothesis, 0: adds), EW_TRUNCATE */
     const struct rkt_lut_stage *lut; /* the EW stage's LUT, or NULL (only the portable requantization has it) */
 };
 
@@ -116,9 +120,11 @@ static inline int64_t rkt_shift_even(int64_t x, int s)
 /* DPU EW: a stored int8 operand converted, (e + offset) * scale >> shift with the shift rounding ties to even
  * [INFERRED: as OUT_CVT and the BS multiplier, the converters that were measured]. |e + offset| < 2^32 and
  * |scale| <= 2^15 keep the product inside int64. */
-static inline int64_t rkt_ew_convert(int8_t e, int64_t offset, int64_t scale, int shift)
+static inline int64_t rkt_ew_convert(int8_t e, int64_t offset, int64_t scale, int shift, int tie_up)
 {
-    return rkt_shift_even(((int64_t)e + offset) * scale, shift);
+    const int64_t v = ((int64_t)e + offset) * scale;
+    /* TEFLON_SIM_RULES ew_tie=half_up: the other hypothesis of board-facts.md fact 2 */
+    return tie_up && shift ? (v + ((int64_t)1 << (shift - 1))) >> shift : rkt_shift_even(v, shift);
 }
 
 /* The converted EW operand of pixel p, channel k of the row `q` describes; 0 with the EW stage bypassed. */
@@ -127,12 +133,36 @@ static inline int64_t rkt_ew_term(const struct rkt_requant *q, int p, int k)
     if (!q->ew_row)
         return 0;
     const int8_t e = (int8_t)q->ew_row[(size_t)(k / 16) * q->ew_surf_pitch + (size_t)p * 16 + (size_t)(k % 16)];
-    return rkt_ew_convert(e, q->ew_offset, q->ew_scale, q->ew_shift);
+    return rkt_ew_convert(e, q->ew_offset, q->ew_scale, q->ew_shift, q->ew_tie_up);
 }
 
 static inline int64_t rkt_sat32(int64_t v)
 {
     return rkt_max64(rkt_min64(v, INT32_MAX), INT32_MIN);
+}
+
+/* x / 2^t rounding half up (t >= 0). */
+static inline int64_t rkt_shift_up(int64_t x, int t)
+{
+    return t ? (x + ((int64_t)1 << (t - 1))) >> t : x;
+}
+
+/* The EW stage's multiply of the main value v by the converted operand e, then EW_TRUNCATE t, under the hypothesis
+ * `rule` of board-facts.md fact 1 (sim_rules.h TEFLON_EW_MUL_*; the offset of NO_OFFSET is dropped by the caller).
+ * None is measured: each is a hypothesis the doctor's experiment tells apart from the others. */
+static inline int64_t rkt_ew_mul(int64_t v, int64_t e, int rule, int t)
+{
+    const int64_t p = v * rkt_sat32(e); /* |v|, |e| <= 2^31: inside int64 */
+    switch (rule) {
+    case TEFLON_EW_MUL_WIDE_EVEN:
+        return rkt_sat32(rkt_shift_even(p, t));
+    case TEFLON_EW_MUL_SAT32:
+        return rkt_shift_up(rkt_sat32(p), t);
+    case TEFLON_EW_MUL_WRAP32:
+        return rkt_shift_up((int32_t)(uint32_t)(uint64_t)p, t);
+    default: /* TEFLON_EW_MUL_WIDE, TEFLON_EW_MUL_NO_OFFSET */
+        return rkt_sat32(rkt_shift_up(p, t));
+    }
 }
 
 /* CLIP_TRUNCATE -> DPU BS bias -> BS multiplier -> BS clamp -> EW -> OUT_CVT of one channel's CORE value (MAC
@@ -147,8 +177,8 @@ static inline int64_t rkt_sat32(int64_t v)
  * otherwise. |v * scale| < 2^47, so every shift up to 63 stays in int64. */
 static inline int8_t rkt_requantize(int trunc, int64_t tround, int32_t bias, int has_mul, int64_t mul,
                                     int mul_shift_pos, int mul_shift_neg, int64_t lo, int64_t hi, int64_t scale,
-                                    int64_t pre, int shift, int64_t post, int64_t core, int64_t ew,
-                                    const struct rkt_lut_stage *lut)
+                                    int64_t pre, int shift, int64_t post, int64_t core, int64_t ew, int ew_mul,
+                                    int ew_trunc, const struct rkt_lut_stage *lut)
 {
     int64_t v = rkt_sat32(((core + tround) >> trunc) + bias);
     if (has_mul) {
@@ -156,7 +186,7 @@ static inline int8_t rkt_requantize(int trunc, int64_t tround, int32_t bias, int
         v = rkt_sat32(rkt_shift_even(m, m >= 0 ? mul_shift_pos : mul_shift_neg));
     }
     v = rkt_max64(rkt_min64(v, hi), lo); /* the DPU clamp (ReLU / ReLUX); a no-op at INT32_MIN, INT32_MAX */
-    v = rkt_sat32(v + ew);
+    v = ew_mul ? rkt_ew_mul(v, ew, ew_mul, ew_trunc) : rkt_sat32(v + ew);
     if (lut) /* the LUT is the EW stage, between BN and OUT_CVT [R76-USR] */
         v = rkt_lut_apply(lut, v);
     const int64_t m = v * scale;

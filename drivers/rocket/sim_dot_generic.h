@@ -68,7 +68,8 @@ static void RKT_DOT_REQUANT_NAME(const struct rkt_requant *q, const int32_t *acc
                 o[j] = k >= q->n ? 0
                      : rkt_requantize(q->trunc, q->tround, q->bias[k], has_mul, has_mul ? q->mul[k] : 0,
                                       q->mul_shift_pos, q->mul_shift_neg, q->lo, q->hi, q->scale, q->pre, q->shift,
-                                      q->post, a[k] + q->corr[k] + q->ow[k] * sum, rkt_ew_term(q, p, k), q->lut);
+                                      q->post, a[k] + q->corr[k] + q->ow[k] * sum, rkt_ew_term(q, p, k), q->ew_mul,
+                                      q->ew_trunc, q->lut);
             }
             memcpy(dst[sf] + (size_t)p * 16, o, 16);
         }

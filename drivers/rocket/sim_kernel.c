@@ -48,6 +48,7 @@ struct sim_hw {
     uint64_t busy_until[RKT_MAX_CORES];
     uint64_t host_now;
     struct teflon_sim_fault fault; /* $TEFLON_SIM_FAULT, read at open; counts the submits of every file */
+    struct teflon_sim_rules rules; /* $TEFLON_SIM_RULES, read at open (sim_rules.h) */
 };
 
 /* One open file: its BOs and address space, and its scheduler entity (accel/rocket: one per file, over all
@@ -430,7 +431,7 @@ static int sim_set_cores(void *impl, unsigned cores, char *err, size_t errlen)
         return -EINVAL;
     }
     for (unsigned c = hw->ncores; c < cores; c++) {
-        if (!(hw->npu[c] = rkt_npu_create(d->gen, lookup, d))) {
+        if (!(hw->npu[c] = rkt_npu_create(d->gen, &hw->rules, lookup, d))) {
             teflon_errf(err, errlen, "out of memory creating simulated core %u", c);
             return -ENOMEM;
         }
@@ -479,6 +480,9 @@ int rkt_sim_open(const teflon_target *t, void **impl, const struct teflon_backen
     int rc = teflon_sim_fault_from_env(&fault, err, errlen);
     if (rc)
         return rc;
+    struct teflon_sim_rules rules;
+    if ((rc = teflon_sim_rules_from_env(&rules, err, errlen)))
+        return rc;
     struct sim_dev *d = calloc(1, sizeof(*d));
     struct sim_hw *hw = calloc(1, sizeof(*hw));
     int ok = d && hw;
@@ -487,8 +491,9 @@ int rkt_sim_open(const teflon_target *t, void **impl, const struct teflon_backen
         d->hw = hw;
         hw->refs = 1;
         hw->fault = fault;
+        hw->rules = rules;
         /* one core until set_cores gives it more (option cores) */
-        ok = (hw->npu[0] = rkt_npu_create(gen, lookup, d)) != NULL;
+        ok = (hw->npu[0] = rkt_npu_create(gen, &hw->rules, lookup, d)) != NULL;
         hw->ncores = ok;
     }
     if (!ok) {

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "rkt_family.h"
+#include "../sim_rules.h"
 
 /* The core's MMIO interface the kernel drives: PC block and CNA/CORE S_POINTER, the same offsets on RK3588 and
  * RK3576 (Mesa registers.xml, rocket.md §5.3; checked at compile time against each generation's generated
@@ -44,8 +45,10 @@ typedef uint8_t *(*rkt_mem_lookup)(void *ctx, uint64_t iova, uint64_t len);
 
 typedef struct rkt_npu rkt_npu;
 
-/* A core of generation `gen` (its register table and register semantics); NULL without memory. */
-rkt_npu *rkt_npu_create(const struct rkt_gen *gen, rkt_mem_lookup lookup, void *ctx);
+/* A core of generation `gen` (its register table and register semantics) following the hypotheses `rules` picks
+ * for the open hardware facts (sim_rules.h); NULL without memory. */
+rkt_npu *rkt_npu_create(const struct rkt_gen *gen, const struct teflon_sim_rules *rules, rkt_mem_lookup lookup,
+                        void *ctx);
 void rkt_npu_destroy(rkt_npu *n);
 
 /* The address space the core reaches from now on: the kernel attaches the submitting file's IOMMU domain to

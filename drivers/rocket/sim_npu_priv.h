@@ -159,6 +159,7 @@ struct rkt_cbuf_ring {
 
 struct rkt_npu {
     const struct rkt_gen *gen;
+    struct teflon_sim_rules rules; /* the open facts' hypotheses this core follows (sim_rules.h) */
     const struct rkt_soc *soc; /* gen->soc */
     rkt_mem_lookup lookup;
     void *ctx;
@@ -208,6 +209,7 @@ struct rkt_npu {
     unsigned word;     /* index of the word being decoded */
     int in_stream;     /* errors name the word */
     int bad;
+    int hang; /* the executing task never completes (a TEFLON_SIM_RULES hypothesis): no datapath, no interrupt */
     char err[512];
 };
 

@@ -66,11 +66,15 @@ static void ppu_window(rkt_npu *n, struct ppu_task *p)
     }
     const uint32_t pad = rkt_rd(n, RKT_PPU_POOLING_PADDING_CFG);
     const uint8_t *sh = n->soc->ppu_pad_shift;
-    p->pl = (int)((pad >> sh[0]) & 7);
-    p->pt = (int)((pad >> sh[1]) & 7);
-    p->pr = (int)((pad >> sh[2]) & 7);
-    p->pb = (int)((pad >> sh[3]) & 7);
-    rkt_check(n, !n->soc->ppu_pad_pairs_equal || (p->pl == p->pt && p->pr == p->pb), RKT_PPU_POOLING_PADDING_CFG, pad,
+    /* where the pairs' order is unknown, TEFLON_SIM_RULES ppu_pad (board-facts.md fact 4) may name a hypothesis:
+     * x_low reads the fields as the register table names them, y_low swaps x and y within each pair */
+    const int rule = n->soc->ppu_pad_pairs_equal ? n->rules.rule[TEFLON_RULE_PPU_PAD] : TEFLON_PPU_PAD_X_LOW;
+    const int swap = rule == TEFLON_PPU_PAD_Y_LOW;
+    p->pl = (int)((pad >> sh[swap ? 1 : 0]) & 7);
+    p->pt = (int)((pad >> sh[swap ? 0 : 1]) & 7);
+    p->pr = (int)((pad >> sh[swap ? 3 : 2]) & 7);
+    p->pb = (int)((pad >> sh[swap ? 2 : 3]) & 7);
+    rkt_check(n, rule != TEFLON_PPU_PAD_EQUAL_ONLY || (p->pl == p->pt && p->pr == p->pb), RKT_PPU_POOLING_PADDING_CFG, pad,
               "leading pads differing from each other or trailing ones differing: which field of a pair is x and "
               "which y is not known on this SoC");
     rkt_check(n, !p->average || pad == 0, RKT_PPU_POOLING_PADDING_CFG, pad,

@@ -51,6 +51,7 @@ struct rk3568_task {
     uint32_t dst_surf;         /* output plane pitch, bytes */
     uint32_t ws0;
     uint32_t cb0;
+    int stream;                /* the per-channel BS stream: bias, OW and multiplier, 8 bytes per channel */
     int data_bank, weight_bank, weight_reuse;
 };
 
@@ -66,7 +67,7 @@ static void want_conv_constants(rkt_npu *n, int dw)
         {RK3568_CNA_FC_CON0, 0}, {RK3568_CNA_FC_CON1, 0}, {RK3568_CNA_FC_CON2, 0},
         {RK3568_CNA_DMA_CON0, DMA_CON0}, {RK3568_CNA_DCOMP_CTRL, 0}, {RK3568_CNA_DCOMP_REGNUM, 0},
         {RK3568_CORE_UNDOC_302C, 0}, {RK3568_DPU_OFFSET_PEND, 0}, {RK3568_DPU_DATA_CUBE_NOTCH_ADDR, 0},
-        {RK3568_DPU_BS_ALU_CFG, 0}, {RK3568_DPU_BS_MUL_CFG, 0}, {RK3568_DPU_BS_RELUX_CMP_VALUE, 0},
+        {RK3568_DPU_BS_ALU_CFG, 0}, {RK3568_DPU_BS_RELUX_CMP_VALUE, 0},
         {RK3568_DPU_BN_ALU_CFG, 0}, {RK3568_DPU_BN_MUL_CFG, 0}, {RK3568_DPU_EW_CFG, EW_CFG_BYPASS},
         {RK3568_DPU_EW_CVT_OFFSET_VALUE, 0}, {RK3568_DPU_EW_CVT_SCALE_VALUE, 1}, {RK3568_DPU_EW_RELUX_CMP_VALUE, 0},
         {RK3568_DPU_UNDOC_40C4, 0}, {RK3568_DPU_RDMA_SRC_BASE_ADDR, 0}, {RK3568_DPU_RDMA_NRDMA_CFG, 1},
@@ -219,13 +220,32 @@ static void dpu(rkt_npu *n, struct rk3568_task *st)
     rkt_want(n, RK3568_DPU_RDMA_DATA_CUBE_WIDTH, (uint32_t)t->out_w - 1, "the DPU cube");
     rkt_want(n, RK3568_DPU_RDMA_DATA_CUBE_HEIGHT, (uint32_t)t->out_h - 1, "the DPU cube");
     rkt_want(n, RK3568_DPU_RDMA_DATA_CUBE_CHANNEL, (uint32_t)t->oc - 1, "the DPU CHANNEL");
-    rkt_want(n, RK3568_DPU_DATA_FORMAT, 0, "int8, no BS multiplier shift (per-tensor)");
-    /* BS: the bias stream added, multiplier and BS ReLU bypassed; bit 3 set as in every vendor conv [IAV T43; GOLD] */
-    rkt_want(n, RK3568_DPU_BS_CFG, 0x158, "per-tensor: ALU add of the bias stream, MUL and ReLU bypassed [IAV T43]");
-    rkt_want(n, RK3568_DPU_BS_OW_CFG, dw ? 0x36C : 0x124, "the OW window of the conv mode (SIZE_E 3 dw, 1) [GOLD]");
-    t->ow_op = (int32_t)rkt_rd(n, RK3568_DPU_BS_OW_OP);
-    rkt_check(n, t->ow_op >= -127 && t->ow_op <= 128, RK3568_DPU_BS_OW_OP, (uint32_t)t->ow_op,
-              "0x80 - an 8-bit weight zero point [IAV T43]");
+    /* BS: the bias stream added and BS ReLU bypassed, bit 3 set as in every vendor conv; the multiplier bypassed
+     * (0x158, per-tensor: bias-only stream, OW from BS_OW_OP) or read with the bias and OW from the per-channel
+     * stream (0x148) [IAV T41/T43; GOLD] */
+    const uint32_t bs = rkt_rd(n, RK3568_DPU_BS_CFG);
+    rkt_check(n, bs == 0x158 || bs == 0x148, RK3568_DPU_BS_CFG, bs,
+              "0x158 (bias-only stream, MUL bypassed) or 0x148 (bias, OW and MUL from the per-channel stream) [IAV T41/T43]");
+    st->stream = bs == 0x148;
+    rkt_want(n, RK3568_DPU_BS_OW_CFG, (dw ? 0x36Cu : 0x124u) | (uint32_t)st->stream,
+             "the OW window of the conv mode (SIZE_E 3 dw, 1), OW_SRC = the stream's OW [IAV T41; GOLD]");
+    if (st->stream) {
+        const uint32_t mc = rkt_rd(n, RK3568_DPU_BS_MUL_CFG);
+        const int sh = (int)F(mc, DPU_BS_MUL_CFG, BS_MUL_SHIFT_VALUE);
+        rkt_check(n, mc == ((uint32_t)sh << RK3568_DPU_BS_MUL_CFG__BS_MUL_SHIFT_VALUE__SHIFT | 1u), RK3568_DPU_BS_MUL_CFG,
+                  mc, "the multiplier from the stream (BS_MUL_SRC 1) with a shift, no register operand [IAV T41]");
+        rkt_want(n, RK3568_DPU_DATA_FORMAT, (uint32_t)sh << RK3568_DPU_DATA_FORMAT__BS_MUL_SHIFT_VALUE_NEG__SHIFT,
+                 "int8, BS_MUL_SHIFT_VALUE_NEG = BS_MUL_SHIFT_VALUE [IAV T41; GOLD]");
+        rkt_want(n, RK3568_DPU_BS_OW_OP, 0, "the OW factors come from the stream");
+        t->bs_shift_pos = t->bs_shift_neg = sh;
+        t->ow_op = 0;
+    } else {
+        rkt_want(n, RK3568_DPU_BS_MUL_CFG, 0, "MUL bypassed");
+        rkt_want(n, RK3568_DPU_DATA_FORMAT, 0, "int8, no BS multiplier shift (per-tensor)");
+        t->ow_op = (int32_t)rkt_rd(n, RK3568_DPU_BS_OW_OP);
+        rkt_check(n, t->ow_op >= -127 && t->ow_op <= 128, RK3568_DPU_BS_OW_OP, (uint32_t)t->ow_op,
+                  "0x80 - an 8-bit weight zero point [IAV T43]");
+    }
     /* BN: ReLU at 0 (0x12) and RELUX (0x92) in the accumulator domain, or bypassed (0x53) [IAV T57; GOLD] */
     const uint32_t bn = rkt_rd(n, RK3568_DPU_BN_CFG);
     const int32_t relux = (int32_t)rkt_rd(n, RK3568_DPU_BN_RELUX_CMP_VALUE);
@@ -250,11 +270,13 @@ static void dpu(rkt_npu *n, struct rk3568_task *st)
               "%dx%d atoms [IAV T52]", t->out_w, t->out_h);
     rkt_want(n, RK3568_DPU_SURFACE_ADD, st->dst_surf * (dw ? 4u : 2u),
              "2 (depthwise 4) output planes: the only relation seen [IAV T32; GOLD]");
-    /* DPU_RDMA: the bias-only stream, 4 bytes per declared channel, its length in 8-byte words - 1 [IAV T28/T43/T71] */
-    rkt_want(n, RK3568_DPU_RDMA_BRDMA_CFG, 2, "the bias-only stream (BRDMA_DATA_USE 1) [IAV T43]");
+    /* DPU_RDMA: the bias-only stream, 4 bytes per declared channel, or the per-channel stream, 8; its length in
+     * 8-byte words - 1 [IAV T28/T41/T43/T71] */
+    rkt_want(n, RK3568_DPU_RDMA_BRDMA_CFG, st->stream ? 0xE : 2,
+             "BRDMA_DATA_USE 1: the bias-only stream; 7: bias, OW and multiplier (as BS_CFG says) [IAV T41/T43]");
     st->bias_iova = rkt_rd(n, RK3568_DPU_RDMA_BS_BASE_ADDR);
-    rkt_want(n, RK3568_DPU_RDMA_BS_LENGTH, (uint32_t)t->oc * 4u / 8u - 1u,
-             "the stream's 8-byte words - 1 (4 bytes per declared channel) [IAV T71]");
+    rkt_want(n, RK3568_DPU_RDMA_BS_LENGTH, (uint32_t)t->oc * (st->stream ? 8u : 4u) / 8u - 1u,
+             "the stream's 8-byte words - 1 (4 or 8 bytes per declared channel) [IAV T71]");
     t->clip_truncate = 0; /* no CLIP_TRUNCATE on RK3568 [IAV T29] */
     t->group_channels = 32;
 }
@@ -379,18 +401,41 @@ static int fetch_window(rkt_npu *n, struct rk3568_task *st)
     return 0;
 }
 
-/* The bias stream: int32 per declared channel. */
+static uint32_t le32(const uint8_t *b)
+{
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+/* The BS stream: int32 per declared channel (bias only), or per group of 4 channels their int32 bias terms, int16 OW
+ * factors and uint16 multipliers [IAV T41/T71; MAP §3; GOLD avgpool]. */
 static int read_bias(rkt_npu *n, struct rk3568_task *st)
 {
     struct rkt_conv_task *t = &st->t;
-    const uint8_t *b = rkt_mem(n, RKT_DMA_BIAS, "bias stream (DPU_RDMA_BS_BASE_ADDR)", st->bias_iova, (uint64_t)t->oc * 4);
+    const uint64_t per = st->stream ? 8 : 4;
+    const uint8_t *b = rkt_mem(n, RKT_DMA_BIAS, "bias stream (DPU_RDMA_BS_BASE_ADDR)", st->bias_iova, (uint64_t)t->oc * per);
     if (!b || rkt_tables_reserve(n, (size_t)t->oc))
         return -EINVAL;
-    for (int k = 0; k < t->oc_real; k++)
-        n->bias[k] = (int32_t)((uint32_t)b[4 * k] | (uint32_t)b[4 * k + 1] << 8 | (uint32_t)b[4 * k + 2] << 16 |
-                               (uint32_t)b[4 * k + 3] << 24);
-    t->bias = n->bias;
     t->ow = t->bs_mul = NULL;
+    for (int k = 0; k < t->oc_real; k++) {
+        if (!st->stream) {
+            n->bias[k] = (int32_t)le32(b + 4 * k);
+            continue;
+        }
+        const uint8_t *g = b + 32 * (k / 4);
+        const int j = k % 4;
+        n->bias[k] = (int32_t)le32(g + 4 * j);
+        n->ow[k] = (int16_t)(uint16_t)(g[16 + 2 * j] | g[17 + 2 * j] << 8);
+        const unsigned mul = (unsigned)g[24 + 2 * j] | (unsigned)g[25 + 2 * j] << 8;
+        if (mul > INT16_MAX)
+            return rkt_fail(n, "BS stream: channel %d multiplier %u above 32767 (a 16-bit unsigned field [IAV T41]; "
+                            "values that large are not simulated: none is known)", k, mul);
+        n->mul[k] = (int16_t)mul;
+    }
+    t->bias = n->bias;
+    if (st->stream) {
+        t->ow = n->ow;
+        t->bs_mul = n->mul;
+    }
     return 0;
 }
 
@@ -527,7 +572,7 @@ static int add_task(rkt_npu *n)
             if ((int)(i % ATOM) + 8 * p >= c)
                 continue;
             const int64_t va = rkt_shift_even(((int64_t)(int8_t)a[i] + alu) * mul_a, sh_a);
-            const int64_t v = rkt_sat32(va + rkt_ew_convert((int8_t)b[i], ew_off, mul_b, sh_b));
+            const int64_t v = rkt_sat32(va + rkt_ew_convert((int8_t)b[i], ew_off, mul_b, sh_b, 0));
             const int64_t q = rkt_shift_even(v * os, osh) + oo;
             y[i] = (uint8_t)(int8_t)rkt_max64(rkt_min64(q, 127), -128);
         }

@@ -469,6 +469,7 @@ static void ew_stage(rkt_npu *n, struct rk3576_task *st)
     const uint32_t sc = rkt_rd(n, RK3576_DPU_EW_CVT_SCALE_VALUE);
     t->ew_scale = RKT_SXT(F(sc, DPU_EW_CVT_SCALE_VALUE, EW_OP_CVT_SCALE), 16);
     t->ew_shift = (int)F(sc, DPU_EW_CVT_SCALE_VALUE, EW_OP_CVT_SHIFT);
+    t->ew_tie_up = n->rules.rule[TEFLON_RULE_EW_TIE] == TEFLON_EW_TIE_HALF_UP; /* board-facts.md fact 2 */
     rkt_want(n, RK3576_DPU_RDMA_ERDMA_CFG, 0x50000044, "EW operand of a fused conv (the vendor's add-2conv word)");
     rkt_want(n, RK3576_DPU_RDMA_FEATURE_MODE_CFG, mode | 0x8u, "MRDMA off with the ERDMA operand (the vendor's add-2conv word)");
     st->ew_iova = rkt_rd(n, RK3576_DPU_RDMA_EW_BASE_ADDR);
@@ -634,6 +635,13 @@ static int map_output(rkt_npu *n, struct rk3576_task *st)
     struct rkt_conv_task *t = &st->t;
     const size_t cube = (size_t)t->out_w * t->out_h * 16;
     t->out_surf_pitch = 16 * (size_t)st->surf_stride;
+    /* TEFLON_SIM_RULES direct_pitch (board-facts.md fact 3): the hypotheses under which the direct path writes its
+     * surfaces OW*OH or round4(OW*OH) atoms apart whatever 0x401C holds; by default it follows the register */
+    const int pitch_rule = n->rules.rule[TEFLON_RULE_DIRECT_PITCH];
+    if (!st->dw && pitch_rule == TEFLON_DIRECT_PITCH_EXACT)
+        t->out_surf_pitch = cube;
+    else if (!st->dw && pitch_rule == TEFLON_DIRECT_PITCH_ROUND4)
+        t->out_surf_pitch = 16 * (size_t)round_up((uint32_t)(t->out_w * t->out_h), 4);
     t->out_group_pitch = cube + 16 * (size_t)st->jump;
     if (st->nsurf > 1 && t->out_surf_pitch < cube)
         return rkt_fail(n, "DPU_DST_SURF_STRIDE = 0x%08x: surfaces of %dx%d atoms overlap (16-byte units)", st->surf_stride,

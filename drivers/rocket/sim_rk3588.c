@@ -55,6 +55,8 @@ struct rk3588_task {
  * operand from memory, ReLU and LUT bypassed; ERDMA_CFG = DATA_MODE 1, 8-bit data; FEATURE_MODE_CFG = burst
  * 15 with COMB_USE 5 (MRDMA on). */
 #define EW_CFG_ADD 0x904202C0u
+/* the same with EW_ALU_ALGO 0 and EW_OP_TYPE 1, the multiply of rocket.md "MUL of two tensors" [INFERRED word] */
+#define EW_CFG_MUL 0x904002C4u
 #define ERDMA_CFG_OPERAND 0x40000004u
 #define RDMA_MODE_ADD 0x7D00u
 
@@ -341,17 +343,32 @@ static void dpu_stages(rkt_npu *n, struct rk3588_task *st)
     rkt_want(n, RK3588_DPU_BN_MUL_CFG, 0, "BN stage bypassed");
     rkt_want(n, RK3588_DPU_BN_RELUX_CMP_VALUE, 0, "BN stage bypassed");
     const uint32_t ew = rkt_rd(n, RK3588_DPU_EW_CFG);
-    rkt_check(n, ew == 0x383 || ew == EW_CFG_ADD, RK3588_DPU_EW_CFG, ew,
-              "only the EW bypass (0x383) or Mesa's fused add of the converted ERDMA operand (0x%08x)", EW_CFG_ADD);
-    st->ew_on = ew == EW_CFG_ADD;
+    const int mul_rule = n->rules.rule[TEFLON_RULE_EW_MUL];
+    const int mul = ew == EW_CFG_MUL && mul_rule != TEFLON_EW_MUL_REFUSE;
+    rkt_check(n, ew == 0x383 || ew == EW_CFG_ADD || mul, RK3588_DPU_EW_CFG, ew,
+              "only the EW bypass (0x383) or Mesa's fused add of the converted ERDMA operand (0x%08x)%s", EW_CFG_ADD,
+              ew == EW_CFG_MUL ? "; the multiply word's arithmetic is not known (docs/hardware/board-facts.md fact 1: "
+                                 "TEFLON_SIM_RULES=ew_mul=<hypothesis> simulates one)" : "");
+    st->ew_on = ew == EW_CFG_ADD || mul;
     if (st->ew_on) {
         /* operand converter: (e + OFFSET) * SCALE >> SHIFT, SCALE a signed 16-bit value [INFERRED sign: RK3576's
-         * vendor SUB writes negative scales in the same field]; EW_TRUNCATE unused */
+         * vendor SUB writes negative scales in the same field]; EW_TRUNCATE unused by the add */
         t->ew_offset = (int32_t)rkt_rd(n, RK3588_DPU_EW_CVT_OFFSET_VALUE);
         const uint32_t sc = rkt_rd(n, RK3588_DPU_EW_CVT_SCALE_VALUE);
-        rkt_check(n, FLD(sc, DPU_EW_CVT_SCALE_VALUE, EW_TRUNCATE) == 0, RK3588_DPU_EW_CVT_SCALE_VALUE, sc, "EW_TRUNCATE must be 0");
+        const uint32_t trunc = FLD(sc, DPU_EW_CVT_SCALE_VALUE, EW_TRUNCATE);
+        rkt_check(n, mul ? trunc <= 31 : trunc == 0, RK3588_DPU_EW_CVT_SCALE_VALUE, sc,
+                  mul ? "EW_TRUNCATE above 31 is not simulated" : "EW_TRUNCATE must be 0");
         t->ew_scale = RKT_SXT(FLD(sc, DPU_EW_CVT_SCALE_VALUE, EW_OP_CVT_SCALE), 16);
         t->ew_shift = (int)FLD(sc, DPU_EW_CVT_SCALE_VALUE, EW_OP_CVT_SHIFT);
+        t->ew_tie_up = n->rules.rule[TEFLON_RULE_EW_TIE] == TEFLON_EW_TIE_HALF_UP;
+        if (mul) { /* the hypothesis TEFLON_SIM_RULES names (sim_rules.h, board-facts.md fact 1) */
+            t->ew_mul = mul_rule;
+            t->ew_trunc = (int)trunc;
+            if (mul_rule == TEFLON_EW_MUL_NO_OFFSET)
+                t->ew_offset = 0;
+            if (mul_rule == TEFLON_EW_MUL_TIMEOUT)
+                n->hang = 1;
+        }
     } else {
         rkt_want(n, RK3588_DPU_EW_CVT_OFFSET_VALUE, 0, "EW bypassed");
         rkt_want(n, RK3588_DPU_EW_CVT_SCALE_VALUE, 1, "EW bypassed");
@@ -737,6 +754,10 @@ static int rk3588_execute(rkt_npu *n)
     /* everything written since this group last executed must have been consumed */
     if (rkt_check_all_consumed(n))
         return -EINVAL;
+    /* TEFLON_SIM_RULES partial_groups=timeout (board-facts.md fact 5): a channel count ending part way through a
+     * DPU group (32 direct, 64 depthwise) never completes and leaves its output unwritten */
+    if (n->rules.rule[TEFLON_RULE_PARTIAL_GROUPS] == TEFLON_PARTIAL_GROUPS_TIMEOUT && st.t.oc_real % st.t.group_channels)
+        n->hang = 1;
     return rkt_run_conv(n, &st.t);
 }
 

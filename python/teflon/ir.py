@@ -203,6 +203,8 @@ def decode_options(kind: str, raw: list[int]) -> dict[str, object]:
         names = ["axis", "activation"]
     elif kind == "STRIDED_SLICE":
         names = ["begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"]
+    elif kind == "RESIZE_NEAREST_NEIGHBOR":
+        names = ["align_corners", "half_pixel_centers"]
     elif kind == "LEAKY_RELU":
         return {"alpha": float(np.array([raw[0]], np.int32).view(np.float32)[0])}
     else:

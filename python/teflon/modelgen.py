@@ -1105,11 +1105,13 @@ class FcCase:
 
 @dataclass(frozen=True)
 class ElementwiseCase:
-    """One RELU, LOGISTIC or PAD of an (1, H, W, C) tensor. LOGISTIC's output is quantized as TFLite requires
-    (scale 1/256, zero point qmin); RELU keeps the input quantization unless `requant` draws another output scale;
-    PAD keeps it and pads with `pads` = (top, bottom, left, right, front, back) in H, W, C."""
+    """One RELU, LOGISTIC, PAD or RESIZE_NEAREST_NEIGHBOR (x2, "resize") of an (1, H, W, C) tensor. LOGISTIC's
+    output is quantized as TFLite requires (scale 1/256, zero point qmin); RELU keeps the input quantization unless
+    `requant` draws another output scale; PAD keeps it and pads with `pads` = (top, bottom, left, right, front, back)
+    in H, W, C (PADV2, "padv2": with the type's lowest value, as exports write the padding of a max pool); the
+    resize keeps it too (`half_pixel`: TFLite's half_pixel_centers, as TF2 exports write it)."""
 
-    op: Literal["relu", "logistic", "pad"]
+    op: Literal["relu", "logistic", "pad", "padv2", "resize"]
     in_h: int
     in_w: int
     in_c: int
@@ -1117,12 +1119,15 @@ class ElementwiseCase:
     pads: tuple[int, int, int, int, int, int] = (1, 1, 1, 1, 0, 0)
     requant: bool = False
     seed: int = 0
+    half_pixel: bool = False
 
     @property
     def name(self) -> str:
         parts = [self.op, f"in{self.in_h}x{self.in_w}x{self.in_c}"]
-        if self.op == "pad":
+        if self.op in ("pad", "padv2"):
             parts.append("p" + "".join(str(p) for p in self.pads))
+        if self.op == "resize":
+            parts.append("x2-hp" if self.half_pixel else "x2")
         if self.requant:
             parts.append("rq")
         return case_name(parts, self.dtype, "none", self.seed)
@@ -1136,6 +1141,8 @@ class ElementwiseCase:
 
     @property
     def output_shape(self) -> tuple[int, int, int, int]:
+        if self.op == "resize":
+            return (1, 2 * self.in_h, 2 * self.in_w, self.in_c)
         if self.op != "pad":
             return (1, self.in_h, self.in_w, self.in_c)
         t, b, left, r, f, k = self.pads
@@ -1156,22 +1163,46 @@ class ElementwiseCase:
                 yq = QParams.make(float(xq.scale[0]) * float(rng.uniform(0.5, 2.0)), int(rng.integers(qmin, qmin + 40)))
             y = g.tensor("output", self.output_shape, self.dtype, yq)
             g.op(BuiltinOperator.RELU, 2 if self.dtype == "int8" else 1, [x], [y])
+        elif self.op == "resize":
+            y = g.tensor("output", self.output_shape, self.dtype, xq)
+            size = g.constant("size", np.array(self.output_shape[1:3], np.int32))
+            half_pixel = self.half_pixel
+
+            def options(fb: flatbuffers.Builder) -> int:
+                tflite.ResizeNearestNeighborOptionsStart(fb)
+                tflite.ResizeNearestNeighborOptionsAddAlignCorners(fb, False)
+                tflite.ResizeNearestNeighborOptionsAddHalfPixelCenters(fb, half_pixel)
+                return tflite.ResizeNearestNeighborOptionsEnd(fb)
+
+            g.op(BuiltinOperator.RESIZE_NEAREST_NEIGHBOR, 3 if half_pixel else (2 if self.dtype == "int8" else 1),
+                 [x, size], [y], BuiltinOptions.ResizeNearestNeighborOptions, options)
         else:
-            y = add_pad(g, x, self.pads)
+            y = add_pad(g, x, self.pads, low=self.op == "padv2")
         return g.build([x], [y])
 
 
-def add_pad(g: GraphBuilder, x: int, pads: Sequence[int], out_name: str = "output") -> int:
+def add_pad(g: GraphBuilder, x: int, pads: Sequence[int], out_name: str = "output", low: bool = False) -> int:
     """Append a PAD of the (1, H, W, C) tensor `x` by `pads` = (top, bottom, left, right, front, back) in H, W, C,
-    keeping its quantization (TFLite pads with the zero point); returns the output tensor."""
+    keeping its quantization (TFLite pads with the zero point; `low`: a PADV2 with the type's lowest value instead);
+    returns the output tensor."""
     _, h, w, c = g.shape(x)
     t, b, left, r, f, k = (int(p) for p in pads)
     prefix = "" if out_name == "output" else out_name + "/"  # a single-op model keeps its constant's name
     paddings = g.constant(prefix + "paddings", np.array([[0, 0], [t, b], [left, r], [f, k]], np.int32))
     y = g.tensor(out_name, (1, h + t + b, w + left + r, c + f + k), g.dtype(x), g.quant(x))
-    g.op(BuiltinOperator.PAD, 2 if g.dtype(x) == "int8" else 1, [x, paddings], [y], BuiltinOptions.PadOptions,
-         _pad_options)
+    version = 2 if g.dtype(x) == "int8" else 1
+    if low:
+        lowest = np.array(QRANGE[g.dtype(x)][0], g.dtype(x))
+        value = g.constant(prefix + "pad_value", lowest, g.quant(x))
+        g.op(BuiltinOperator.PADV2, version, [x, paddings, value], [y], BuiltinOptions.PadV2Options, _padv2_options)
+        return y
+    g.op(BuiltinOperator.PAD, version, [x, paddings], [y], BuiltinOptions.PadOptions, _pad_options)
     return y
+
+
+def _padv2_options(fb: flatbuffers.Builder) -> int:
+    tflite.PadV2OptionsStart(fb)
+    return tflite.PadV2OptionsEnd(fb)
 
 
 @dataclass(frozen=True)
@@ -1225,7 +1256,8 @@ def _pad_options(fb: flatbuffers.Builder) -> int:
     return tflite.PadOptionsEnd(fb)
 
 
-UnaryName = Literal["logistic", "tanh", "relu", "relu6", "relun1", "leakyrelu", "hardswish", "silu", "quantize"]
+UnaryName = Literal["logistic", "tanh", "relu", "relu6", "relun1", "leakyrelu", "hardswish", "silu", "quantize",
+                    "square"]
 _UNARY_CODES = {
     "logistic": BuiltinOperator.LOGISTIC, "tanh": BuiltinOperator.TANH, "relu": BuiltinOperator.RELU,
     "relu6": BuiltinOperator.RELU6, "relun1": BuiltinOperator.RELU_N1_TO_1, "leakyrelu": BuiltinOperator.LEAKY_RELU,
@@ -1237,7 +1269,8 @@ _UNARY_CODES = {
 class UnaryCase:
     """One per-element unary op of an (1, H, W, C) tensor, with the quantization a converter writes: LOGISTIC
     (1/256, qmin), TANH (1/128, mid-range), the rest drawn from the seed; `silu` is LOGISTIC followed by MUL with
-    the LOGISTIC's own input (TFLite's x * sigmoid(x)). Each seed draws another input scale and zero point."""
+    the LOGISTIC's own input (TFLite's x * sigmoid(x)); `square` is MUL(x, x) (YOLOv5's `wh ** 2`) with an output
+    range that holds the input's largest square. Each seed draws another input scale and zero point."""
 
     op: UnaryName
     in_h: int
@@ -1286,6 +1319,12 @@ class UnaryCase:
             y = g.tensor("output", shape, self.dtype, yq)
             operands = [x, sig] if rng.integers(2) else [sig, x]
             g.op(BuiltinOperator.MUL, version, operands, [y], BuiltinOptions.MulOptions, _mul_none_options)
+            return g.build([x], [y])
+        if self.op == "square":
+            span = max(int(xq.zero_point[0]) - qmin, qmax - int(xq.zero_point[0])) * in_scale
+            yq = QParams.make(span * span / 255 * float(rng.uniform(0.9, 1.1)), qmin)
+            y = g.tensor("output", shape, self.dtype, yq)
+            g.op(BuiltinOperator.MUL, version, [x, x], [y], BuiltinOptions.MulOptions, _mul_none_options)
             return g.build([x], [y])
         if self.op == "tanh":
             yq = QParams.make(1 / 128, mid)

@@ -48,9 +48,10 @@ TARGETS: tuple[Target, ...] = (
     # the RK3568 RFC v4 7/9 binding (not upstream). Measured by nobody here: no board; the register facts are
     # third-party silicon measurements and Rockchip's own programs (docs/hardware/rk3568.md). Drivable on the
     # simulated kernel + NPU (drivers/rocket/sim_rk3568.c); a board needs a non-upstream kernel (rk3568.md §5).
-    Target("rk3568", "rocket", "rk3568", 5, ("rockchip,rk3568-rknn-core",), cores=1, drivable=True,
+    Target("rk3568", "rocket", "rk3568", 5, ("rockchip,rk3568-rknn-core",), cores=1, per_channel=True, drivable=True,
            source="RK3568 RFC v4 7/9 (rockchip,rk3568-rknn-core); vendor rknpu rk356x config; docs/hardware/rk3568.md"),
-    Target("rk3566", "rocket", "rk3568", 6, ("rockchip,rk3568-rknn-core",), cores=1, drivable=True,
+    Target("rk3566", "rocket", "rk3568", 6, ("rockchip,rk3568-rknn-core",), cores=1, per_channel=True,
+           drivable=True,
            source="same NPU as rk3568 [INFERRED: one RKNN target RK3566_RK3568]; docs/hardware/rk3568.md §1"),
     # etnaviv params: Vivante feature database entries as restated in teflon/etnaviv/chips.py (sources there)
     Target("a311d", "etnaviv", "v7", 3, ("amlogic,a311d",),

@@ -48,7 +48,7 @@ static uint8_t *lookup(void *ctx, uint64_t iova, uint64_t len)
 static const char *kick_with(const char *soc, uint32_t task_con)
 {
     static char msg[600];
-    rkt_npu *npu = rkt_npu_create(rkt_gen_named(soc), lookup, NULL);
+    rkt_npu *npu = rkt_npu_create(rkt_gen_named(soc), &(struct teflon_sim_rules){0}, lookup, NULL);
     if (!npu) {
         snprintf(msg, sizeof(msg), "rkt_npu_create(%s) failed", soc);
         return msg;
@@ -115,7 +115,7 @@ static int test_kick(void)
     m = kick_with("rk3588", 0x70001);
     CHECK(strstr(m, "MMIO write PC_TASK_CON = 0x00070001 sets bits 0x00070000 outside its defined fields"),
           "rk3588 0x70001: %s", m);
-    CHECK(rkt_npu_create(rkt_gen_named("rk3562"), lookup, NULL) == NULL, "no NPU for an unknown SoC");
+    CHECK(rkt_npu_create(rkt_gen_named("rk3562"), &(struct teflon_sim_rules){0}, lookup, NULL) == NULL, "no NPU for an unknown SoC");
 
     if (!failures)
         printf("all checks passed\n");

@@ -36,6 +36,9 @@ PLACEMENT = frozenset({
 })
 
 
+WEIGHTED = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE")  # the kicks that read the weight and scale streams
+
+
 def _load_vela() -> tuple[ModuleType, ModuleType] | None:
     """Vela's per-operation API and weight codec from the installed wheel (None without Vela)."""
     try:
@@ -115,7 +118,7 @@ def compare(model: bytes, weight_encoder: WeightEncoder | None = None) -> Result
             if n in PLACEMENT or a.get(n, 0) == b.get(n, 0):
                 continue
             res.diffs.append(f"kick {i} {_name(n)}: teflon {_show(n, a.get(n))} vela {_show(n, b.get(n))}")
-        vw, vs = _streams(b, vela.read_only)
+        vw, vs = _streams(b, vela.read_only) if kb in WEIGHTED else (None, None)  # else stale state
         placed = ours.placed[i]
         tw = ours.coeffs[placed.weights[0]:placed.weights[0] + placed.weights[1]] if placed.weights else None
         ts = ours.coeffs[placed.scales[0]:placed.scales[0] + placed.scales[1]] if placed.scales else None

@@ -24,7 +24,7 @@ from conftest import shared_path
 from teflon.etnaviv.desc import TP
 from teflon.etnaviv.ops import KIND_TP, TP_TYPES, EtnaOp
 from teflon.etnaviv.pwl import f32_to_fp21, logistic_lut, pwl_lut, tp_requant
-from teflon.etnaviv.tp import tp_descriptors, tp_run
+from teflon.etnaviv.tp import tp_descriptors, tp_execute, tp_run
 
 SHARED = shared_path()
 CHIP_DIRS = ("etnaviv-v7", "etnaviv-v8")
@@ -291,3 +291,65 @@ def main() -> None:  # pragma: no cover - report for humans
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+def _maxpool_ref(x: np.ndarray, k: tuple[int, int], s: int, pads: tuple[int, int, int, int]) -> np.ndarray:
+    """numpy max pool of an (H, W, C) uint8 map, padding with 0 (the lowest stored value)."""
+    (kh, kw), (t, b, left, r) = k, pads
+    p = np.pad(x, ((t, b), (left, r), (0, 0)))
+    oh, ow = (p.shape[0] - kh) // s + 1, (p.shape[1] - kw) // s + 1
+    win = np.lib.stride_tricks.sliding_window_view(p, (kh, kw), axis=(0, 1))
+    return win[: (oh - 1) * s + 1 : s, : (ow - 1) * s + 1 : s].max(axis=(-2, -1))
+
+
+MAXPOOL_CASES = [((114, 114, 24), (3, 3), 2, (0, 0, 0, 0), 4), ((20, 20, 16), (3, 3), 1, (1, 1, 1, 1), 3),
+                 ((9, 70, 5), (3, 2), 2, (0, 1, 0, 0), 4), ((13, 17, 8), (2, 2), 1, (0, 1, 0, 1), 1),
+                 ((16, 16, 2), (2, 2), 2, (0, 0, 0, 0), 3)]
+
+
+@pytest.mark.parametrize("case", MAXPOOL_CASES,
+                         ids=[f"h{h}-w{w}-c{c}-k{kh}x{kw}-s{s}-tp{n}" for (h, w, c), (kh, kw), s, _, n in MAXPOOL_CASES])
+def test_model_maxpool(case: tuple[tuple[int, int, int], tuple[int, int], int, tuple[int, int, int, int], int]) -> None:
+    """The MAXPOOL descriptors (overlapping tiles, pooled out loops) give numpy's max pool in the reference model."""
+    (h, w, c), (kh, kw), s, pads, ncores = case
+    x = RNG.integers(0, 256, (h, w, c), dtype=np.uint8)
+    ref = _maxpool_ref(x, (kh, kw), s, pads)
+    oh, ow = ref.shape[:2]
+    op = _tp_op("MAXPOOL", h, w, c, output_width=oh, output_height=ow, stride=s, weight_width=kh, weight_height=kw,
+                pad=(*pads, 0, 0))
+    descs = tp_descriptors(op, ncores, IN_VA, OUT_VA, None)
+    out = tp_run(descs, IN_VA, x.transpose(2, 0, 1), OUT_VA, ref.size)
+    np.testing.assert_array_equal(out.reshape(c, oh, ow).transpose(1, 2, 0), ref)
+
+
+UPSAMPLE_CASES = [((20, 20, 16), True, 4), ((7, 9, 3), False, 3), ((5, 1, 4), True, 4), ((1, 6, 1), False, 1)]
+
+
+@pytest.mark.parametrize("case", UPSAMPLE_CASES,
+                         ids=[f"h{h}-w{w}-c{c}-{'planar' if p else 'nhwc'}-tp{n}" for (h, w, c), p, n in UPSAMPLE_CASES])
+def test_model_upsample(case: tuple[tuple[int, int, int], bool, int]) -> None:
+    """The four UPSAMPLE phases together write numpy's nearest-neighbour x2 repeat, in either layout."""
+    (h, w, c), planar, ncores = case
+    x = RNG.integers(0, 256, (h, w, c), dtype=np.uint8)
+    ref = x.repeat(2, axis=0).repeat(2, axis=1)
+    mem = {IN_VA: (x.transpose(2, 0, 1) if planar else x).ravel().copy(), OUT_VA: np.zeros(ref.size, np.uint8)}
+    for phase in range(4):
+        op = _tp_op("UPSAMPLE", h, w, c, output_width=2 * h, output_height=2 * w, phase=phase)
+        tp_execute(tp_descriptors(op, ncores, IN_VA, OUT_VA, None, in_planar=planar), mem)
+    got = mem[OUT_VA].reshape(c, 2 * h, 2 * w).transpose(1, 2, 0) if planar else mem[OUT_VA].reshape(2 * h, 2 * w, c)
+    np.testing.assert_array_equal(got, ref)
+
+
+@pytest.mark.parametrize("shape", [(400, 3, 85), (1, 40000, 1), (300, 2, 130)], ids=["h400-w3-c85", "h1-w40000-c1",
+                                                                                      "h300-w2-c130"])
+def test_model_detranspose_tall(shape: tuple[int, int, int]) -> None:
+    """More planar rows (H * C) than the 16-bit window fields hold: the default mode reads k rows as one (YOLOv5n's
+    head, DeepLab's output) and still writes the NHWC bytes; the descriptor stays inside every field's range."""
+    h, w, c = shape
+    x = RNG.integers(0, 256, (h, w, c), dtype=np.uint8)
+    op = _tp_op("DETRANSPOSE", h, w, c)
+    descs = tp_descriptors(op, 1, IN_VA, OUT_VA, None)
+    d = TP.decode(list(descs[0]))
+    assert d["in_window_y_end"] <= 0x7FFF and d["in_window_x_end"] <= 0x7FFF
+    out = tp_run(descs, IN_VA, x.transpose(2, 0, 1), OUT_VA, x.size)
+    np.testing.assert_array_equal(out.reshape(h, w, c), x)

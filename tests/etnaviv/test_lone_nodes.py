@@ -1,5 +1,5 @@
 """A pool / table / element-wise node that would share its partition with no other NPU node stays on the CPU on
-etnaviv (teflon.etnaviv.lower._drop_lone_cheap): alone between CPU nodes it would cost a partition's layout
+etnaviv (teflon.lone.drop_lone_cheap): alone between CPU nodes it would cost a partition's layout
 conversions and a CPU <-> NPU round trip for less work than the CPU does in place. The same node as a model of its
 own, or next to NPU work, runs on the NPU. Ids: `a311d-logistic-between-muls-u8`."""
 

@@ -17,13 +17,16 @@ from opcases import (
     ETNAVIV_DEFAULT_ADD,
     ETNAVIV_DEFAULT_ELEMENTWISE,
     ETNAVIV_DEFAULT_FC,
+    ETNAVIV_DEFAULT_MAXPOOL,
     ETNAVIV_DEFAULT_PER_CHANNEL,
     ETNAVIV_DEFAULT_POOL,
+    ETNAVIV_DEFAULT_RESIZE,
     ETNAVIV_DEFAULT_TABLE,
     ETNAVIV_NON_SQUARE,
     ETNAVIV_SLOW_PER_CHANNEL,
     ETNAVIV_SLOW_TABLE,
     ETNAVIV_TABLE_MIN_EXACT,
+    etnaviv_maxpool_cpu_reason,
     etnaviv_pool_cpu_reason,
 )
 from opcheck import MIN_EXACT, Recorder, check_cpu_fallback, check_delegated_conv, check_delegated_op
@@ -79,6 +82,22 @@ def test_average_pool(device: str, case: PoolCase, options: dict[str, str], reco
     check_delegated_op(case, options, record_property, ("AVERAGE_POOL_2D", "CONV_2D"))
 
 
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_DEFAULT_MAXPOOL))
+def test_max_pool(device: str, case: PoolCase, options: dict[str, str], record_property: Recorder) -> None:
+    """MAX_POOL_2D as TP max-pooling jobs: byte-exact where claimed (a maximum of stored bytes, no rounding); the
+    rest on the CPU with the compiler's reason."""
+    if etnaviv_maxpool_cpu_reason(case):
+        check_cpu_fallback(case, options, record_property, ("MAX_POOL_2D",))
+        return
+    check_delegated_op(case, options, record_property, ("MAX_POOL_2D", "CONV_2D"))
+
+
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_DEFAULT_RESIZE))
+def test_resize(device: str, case: ElementwiseCase, options: dict[str, str], record_property: Recorder) -> None:
+    """RESIZE_NEAREST_NEIGHBOR x2 as four TP copies: byte-exact."""
+    check_delegated_op(case, options, record_property, ("RESIZE_NEAREST_NEIGHBOR",))
+
+
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_DEFAULT_ADD))
 def test_add_sub(device: str, case: AddCase, options: dict[str, str], record_property: Recorder) -> None:
     check_delegated_op(case, options, record_property, ("ADD", "SUB"))
@@ -86,7 +105,7 @@ def test_add_sub(device: str, case: AddCase, options: dict[str, str], record_pro
 
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_DEFAULT_ELEMENTWISE))
 def test_elementwise(device: str, case: ElementwiseCase, options: dict[str, str], record_property: Recorder) -> None:
-    check_delegated_op(case, options, record_property, ("RELU", "LOGISTIC", "PAD"))
+    check_delegated_op(case, options, record_property, ("RELU", "LOGISTIC", "PAD", "PADV2"))
 
 
 def _check_table(case: UnaryCase | ConstOpCase, options: dict[str, str], record_property: Recorder) -> None:

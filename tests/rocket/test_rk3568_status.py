@@ -1,10 +1,11 @@
 """RK3566/RK3568 on its simulator (drivers/rocket/sim_rk3568.c): registry rows, the delegate, claims.
 
 The rows are drivable: the simulated kernel + NPU run the generation's programs. The family's support decision claims
-what the encoder writes and the simulator runs (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED with per-tensor weights,
-uint8 or int8; an average pool as an exact depthwise convolution; the ADD of two uint8 maps on the vendor's planes)
-and leaves the rest on the CPU with a reason: max pools (the PPU raises no interrupt bit on RK3568), per-channel weights (the 8-byte BS stream is not encoded),
-element-wise ops with a constant, PAD, LUT ops. The sweeps (tests/test_ops.py, tests/rocket/test_ops.py) run on
+what the encoder writes and the simulator runs (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED with per-tensor or
+per-channel weights, uint8 or int8; a global AVERAGE_POOL_2D as the vendor's averaging depthwise convolution, other
+averages as an exact depthwise convolution; MUL/ADD/SUB with a constant; a PAD folded into its convolution; the ADD
+of two uint8 or int8 maps; a reshape written in place) and leaves the rest on the CPU with a reason: max pools (the
+PPU raises no interrupt bit on RK3568), MEAN, LUT ops, views. The sweeps (tests/test_ops.py, tests/rocket/test_ops.py) run on
 rk3568 only: rk3566 is the same NPU, checked here to give the same bytes.
 """
 
@@ -24,7 +25,7 @@ ROWS = ["rk3568", "rk3566"]
 def test_rows_share_one_generation() -> None:
     rows = [targets.get(n) for n in ROWS]
     assert {r.generation for r in rows} == {"rk3568"}
-    assert all(r.family == "rocket" and r.cores == 1 and r.drivable and not r.per_channel for r in rows)
+    assert all(r.family == "rocket" and r.cores == 1 and r.drivable and r.per_channel for r in rows)
     assert all(r.compatibles == ("rockchip,rk3568-rknn-core",) for r in rows)
     assert len({r.blob_id for r in targets.TARGETS}) == len(targets.TARGETS)
     assert "rk3566" not in [t.name for t in targets.drivable_generations()]
@@ -39,7 +40,7 @@ def test_claims(device: str) -> None:
         assert claimed and verdict in why, why
     per_channel = conv_graph(ConvCase("conv2d", 8, 8, 16, out_c=16, dtype="int8", per_channel=True))
     (claimed, why), = compiler.supported(per_channel, device).values()
-    assert not claimed and "per-channel" in why, why
+    assert claimed and "1 task" in why, why  # the 8-byte per-channel BS stream
 
 
 def test_max_pools_stay_on_the_cpu(delegate_library: None) -> None:

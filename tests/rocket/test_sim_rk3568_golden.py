@@ -6,7 +6,8 @@ on device=rk3568 (the program it captures gives the buffers, relocations and I/O
 replaced word for word by the vendor's — except the address words (the offsets inside the buffers are the
 program's own: the README compares only their unit and register) and the README's `toolkit_words` (the toolkit's
 rescaling converter on the packed-pixel path, the FC's link into its Reshape helper) — and the weight and bias
-buffers by the vendor's bytes; the program runs on the simulated NPU and must give TFLite's output within 1 LSB and
+buffers by the vendor's bytes (the global average's file carries only their sha256, which tests/rocket/
+test_golden_rk3568.py checks the program's bytes against); the program runs on the simulated NPU and must give TFLite's output within 1 LSB and
 >= 99.5 % exact. Files whose vendor program the simulator does not run say why (NOT_RUN).
 """
 
@@ -32,8 +33,6 @@ NOT_RUN = {
     "maxpool-": "pools are PPU tasks, which the rk3568 simulator refuses (no completion interrupt, rk3568.md §5)",
     "avgpool-in32x32": "the vendor writes a PPU task, which the rk3568 simulator refuses (no completion interrupt); teflon "
                        "runs this average as an exact depthwise convolution (test_rk3568_status.py)",
-    "avgpool-in7x7x128": "the toolkit's global average is a depthwise conv with the 8-byte BS stream (BS_CFG 0x148), "
-                         "which the simulator does not run (per-channel stream not simulated)",
 }
 
 pytestmark = [pytest.mark.usefixtures("delegate_library"),

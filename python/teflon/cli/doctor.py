@@ -9,6 +9,8 @@ model run on the CPU and on the NPU (time, top-1 agreement, largest difference).
 Without an NPU the delegate's device=auto falls back to the simulator: every line that depends on it says
 `simulated`. Under one of the test-only ioctl shims (docs/shim.md: LD_PRELOAD of libteflon_*_shim.so) the device
 node, the driver and the devicetree are the shim's, and every check says so. `--json FILE` writes the report.
+`--experiments` also runs the experiments that settle the open hardware facts (cli/experiments.py) and writes
+their verdicts into the JSON report, which `TEFLON_HW_FACTS=FILE` hands to the compiler.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 import teflon
-from teflon import targets
+from teflon import hw_facts, targets
 
 HELP = "check this machine: SoC, kernel, NPU driver and permissions, device=auto, program cache, a model CPU vs NPU"
 
@@ -251,7 +253,11 @@ def run_check(model_arg: str | None, device: str | None, sim: bool) -> Check:
 
             x = [load_image(image, 128, 128).reshape(1, 128, 128, 3)]
     cpu, cpu_ms = _invoke(model, x, None)
-    npu, npu_ms = _invoke(model, x, teflon.load_delegate(device=device))
+    try:
+        npu, npu_ms = _invoke(model, x, teflon.load_delegate(device=device))
+    except (RuntimeError, ValueError) as e:  # an NPU fault or timeout is this check's answer, not doctor's end
+        last = [line for line in str(e).splitlines() if line.strip()]
+        return Check("model run", "fail", f"{Path(label).name}: the NPU run failed: {last[0] if last else e}", sim)
     diff = max(int(np.max(np.abs(a.astype(np.int64) - b.astype(np.int64)))) for a, b in zip(cpu, npu))
     same_top = int(np.argmax(cpu[0])) == int(np.argmax(npu[0]))
     what = "simulated NPU" if sim else "NPU"
@@ -263,20 +269,66 @@ def run_check(model_arg: str | None, device: str | None, sim: bool) -> Check:
 def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None, help=".tflite model for the CPU vs NPU run (default: MobileNetV1 from "
                    "the shared data of a source checkout, else a generated network)")
-    p.add_argument("--json", default=None, metavar="FILE", help="also write the report as JSON")
+    p.add_argument("--json", default=None, metavar="FILE", help="also write the report as JSON (with --experiments: "
+                   "the hardware-facts report TEFLON_HW_FACTS reads)")
+    p.add_argument("--experiments", action="store_true", help="also run the experiments that settle the open "
+                   "hardware facts (docs/hardware/board-facts.md) and print a verdict per fact")
+
+
+def hw_facts_check(sim: bool) -> Check:
+    """What TEFLON_HW_FACTS gives the compiler (nothing by default)."""
+    r = hw_facts.current()
+    if r is None:
+        return Check("hw facts", "info", f"{hw_facts.ENV} unset: every open hardware fact keeps its conservative "
+                     "choice", sim)
+    if r.problem:
+        return Check("hw facts", "warn", f"{hw_facts.ENV} ignored: {r.problem}", sim)
+    proved = ", ".join(f"{k}={v}" for k, v in sorted(r.proved.items())) or "nothing"
+    return Check("hw facts", "ok", f"{r.path}: for {r.soc}{' (a simulated run)' if r.simulated else ''}, proves "
+                 f"{proved}; used only when compiling for {r.soc}", sim)
+
+
+def experiment_lines(device: str | None, npu: bool, shim: bool, checks: list[Check]) -> tuple[list[str], dict]:
+    """Run every documented experiment (cli/experiments.py): on the NPU device=auto found (`npu`; the shim's under
+    an ioctl shim), else each fact on the simulator of its SoC; (the printed verdict lines, the report)."""
+    from teflon.cli import experiments
+
+    board = device is not None and npu
+    soc = device if board else None
+    simulated = shim or not board
+    results = experiments.run_all(soc, simulated)
+    lines = []
+    for r in results:
+        where = f"{r.soc}{', simulated' if r.simulated else ''}" if r.soc else "-"
+        lines.append(f"fact {r.number} {r.id:15s} {r.verdict}  ({where}: {r.title})")
+        if r.note:
+            lines.append(f"  {' ' * 22}{r.note[:200]}")
+    system = {"machine": platform.machine(),
+              "kernel": next((c.detail for c in checks if c.name == "kernel"), ""),
+              "driver": "; ".join(c.detail for c in checks if c.name == "npu node")}
+    return lines, experiments.report(results, soc, simulated, system)
 
 
 def run(args: argparse.Namespace) -> int:
     shim = under_shim()
     checks = [kernel_check(shim), soc_check(shim), *node_checks(shim)]
     auto, device, on_sim = auto_check(shim)
-    checks += [auto, cache_check(shim), run_check(args.model, device, on_sim)]
+    checks += [auto, cache_check(shim), hw_facts_check(shim), run_check(args.model, device, on_sim)]
     print(f"teflon {teflon.__version__} doctor: {teflon.delegate_path()}")
     if shim:
         print("(an ioctl shim is preloaded: the device node, driver and devicetree below are simulated)")
     for c in checks:
         print(f"{c.status:5s} {c.name:14s} {c.detail}{'  [simulated]' if c.simulated else ''}")
+    doc: dict = {"version": teflon.__version__, "machine": platform.machine()}
+    if args.experiments:
+        npu = "simulated" not in auto.detail.split(")")[0]  # device=auto found a device node (a shim's, too)
+        lines, doc = experiment_lines(device, npu, shim, checks)
+        print("experiments (docs/hardware/board-facts.md; verdict = the hypothesis the device matched):")
+        for line in lines:
+            print(f"      {line}")
+        if not doc["soc"]:
+            print("      (no NPU here: each fact ran on the simulator of its SoC; such a report proves nothing and "
+                  "TEFLON_HW_FACTS ignores it)")
     if args.json:
-        Path(args.json).write_text(json.dumps({"version": teflon.__version__, "machine": platform.machine(),
-                                               "checks": [asdict(c) for c in checks]}, indent=2) + "\n")
+        Path(args.json).write_text(json.dumps({**doc, "checks": [asdict(c) for c in checks]}, indent=2) + "\n")
     return 1 if any(c.status == "fail" for c in checks) else 0

@@ -22,10 +22,13 @@ Regs = dict[str, dict[str, int]]
 QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 REGION_COEFFS = 0  # weights and scale records (the program's coefficient buffer)
 REGION_ARENA = 1  # every feature map, inputs and outputs included
+REGION_FAST = 2  # the NPU's SRAM (the job's sram_size): --vela-compat stages split operations' weights there
 
 # Vela splits a weighted operation whose weights it streams into fast memory at this many OFM channels for the
-# first kick (inferred from Regor's compiles; docs "Operation splits").
+# first kick (Regor's OFM_SPLIT_DEPTH in Scheduler::ProposeSlicedWeightBuffering; docs "Operation splits").
 FIRST_SPLIT_DEPTH = 16
+# Regor tries depth slices when the OFM depth holds more than this many OFM blocks (its `expectedSlices > 2`).
+SLICED_BLOCKS = 2
 
 
 class LoweringError(ValueError):
@@ -205,7 +208,8 @@ def lower_conv(spec: ConvSpec, vela_compat: bool = False) -> list[Kick]:
     ih = used_extent(ifm.shape[0], ofm.shape[0], kh, sy, pt)
     iw = used_extent(ifm.shape[1], ofm.shape[1], kw, sx, pl)
     splits = [(0, oc)]
-    if vela_compat and conv_is_buffered(geo, cfg) and oc > FIRST_SPLIT_DEPTH:
+    staged = vela_compat and conv_is_buffered(geo, cfg, oc) and oc > FIRST_SPLIT_DEPTH
+    if staged:
         splits = [(0, FIRST_SPLIT_DEPTH), (FIRST_SPLIT_DEPTH, oc)]
     kicks = []
     for n, (o0, o1) in enumerate(splits):
@@ -220,7 +224,7 @@ def lower_conv(spec: ConvSpec, vela_compat: bool = False) -> list[Kick]:
         r["NPU_SET_BLOCKDEP"] = {"value": 0 if n == 0 else 3}
         kicks.append(Kick("NPU_OP_DEPTHWISE" if spec.depthwise else "NPU_OP_CONV", {}, r,
                           weights=spec.weights[o0:o1], scales=b"".join(records[o0:o1]), block=cfg,
-                          depthwise=spec.depthwise))
+                          depthwise=spec.depthwise, info={"staged": n % 2} if staged else {}))
     return kicks
 
 
@@ -229,10 +233,14 @@ def effective_stride(stride: tuple[int, int], ofm_shape: tuple[int, int, int]) -
     return (1 if ofm_shape[0] == 1 else stride[0], 1 if ofm_shape[1] == 1 else stride[1])
 
 
-def conv_is_buffered(geo: OpGeometry, cfg: BlockConfig) -> bool:
-    """Whether Vela streams this operation's weights into fast memory (inferred from Regor's compiles: when the OFM
-    takes more than one block in height x width, so the weights would be fetched more than once)."""
-    return -(-geo.ofm[0] // cfg.ofm[0]) * -(-geo.ofm[1] // cfg.ofm[1]) > 1
+def conv_is_buffered(geo: OpGeometry, cfg: BlockConfig, depth: int) -> bool:
+    """Whether Vela streams this operation's weights into fast memory, in depth slices. Two of the reasons Regor's
+    Scheduler::ProposeSlicedWeightBuffering has for slicing, the two a single operation at the start of a network
+    meets in the sweeps (docs "Operation splits"): the OFM takes more than one block in height x width, so the
+    weights are fetched more than once (a start-of-network forced buffer), or its depth holds more than two OFM
+    blocks (`expectedSlices`). The rest of Regor's choice is a cycle-cost comparison teflon does not model."""
+    refetched = -(-geo.ofm[0] // cfg.ofm[0]) * -(-geo.ofm[1] // cfg.ofm[1]) > 1
+    return refetched or depth // cfg.ofm[2] > SLICED_BLOCKS
 
 
 @dataclass(frozen=True)
@@ -325,24 +333,77 @@ def elementwise_spec(graph: Graph, op: Operation, fm: Callable[..., FeatureMap],
     if ifm.shape[2] < MIN_ELEMENTWISE_DEPTH:
         raise LoweringError(f"{op.kind} of {ifm.shape[2]} channels: Vela reshapes such maps (not modelled)")
     if not b.is_constant:
-        ifm2 = fm(b)
-        if ifm2.shape != ifm.shape or ifm2.dtype != ifm.dtype:
-            raise LoweringError(f"{op.kind} of maps shaped {ifm.shape} and {ifm2.shape}: equal shapes only")
+        ifm2 = fm(b, broadcast_shape(b.shape, ifm.shape))
+        if not broadcasts(ifm2.shape, ifm.shape) or ifm2.dtype != ifm.dtype:
+            raise LoweringError(f"{op.kind} of maps shaped {ifm.shape} and {ifm2.shape}: equal shapes, or a second "
+                                "map of one row and/or column with the same channels, only")
+        minmax_quant(op.kind, ifm, ifm2, ofm)
         return EltSpec(op.kind, ifm, ifm2, ofm, activation)
     assert b.data is not None and b.quant is not None
     if b.dtype != ifm.dtype or not b.quant.per_tensor:
         raise LoweringError(f"{op.kind} constant of type {b.dtype} or per-channel quantization")
     data = b.data.reshape(-1)
+    minmax_quant(op.kind, ifm, FeatureMap((1, 1, 1), b.dtype, b.quant.zero_point, float(b.quant.scale)), ofm)
     if data.size == 1:
         cq = FeatureMap((1, 1, 1), b.dtype, b.quant.zero_point, float(b.quant.scale))
         return EltSpec(op.kind, ifm, cq, ofm, activation, scalar=int(data[0]))
-    if b.data.shape[-1] != ifm.shape[2] or data.size != ifm.shape[2]:
-        raise LoweringError(f"{op.kind} constant of shape {b.data.shape}: one value or one per channel only")
-    cq = FeatureMap((1, 1, data.size), b.dtype, b.quant.zero_point, float(b.quant.scale), region=REGION_COEFFS)
+    shape2 = constant_shape(tuple(int(d) for d in b.data.shape), ifm.shape)
+    if shape2 is None:
+        raise LoweringError(f"{op.kind} constant of shape {b.data.shape}: one value, or a map whose H, W and C are "
+                            "each the input's or 1, only")
+    cq = FeatureMap(shape2, b.dtype, b.quant.zero_point, float(b.quant.scale), region=REGION_COEFFS)
     return EltSpec(op.kind, ifm, cq, ofm, activation, const=data.astype(b.dtype).tobytes())
 
 
-def lower(spec: ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec, vela_compat: bool = False) -> list[Kick]:
+def constant_shape(shape: tuple[int, ...], like: tuple[int, int, int]) -> tuple[int, int, int] | None:
+    """The (h, w, c) of a constant second operand (rank 1..4, aligned at the right as TFLite broadcasts, batch 1)
+    when each of its H, W and C is the map's or 1 (the NPU broadcasts IFM2 along each such axis); else None. A
+    per-channel vector is (1, 1, C); an NCHW-born per-"channel" constant (1, C, 1, 1) is (C, 1, 1)."""
+    if not 1 <= len(shape) <= 4 or (len(shape) == 4 and shape[0] != 1):
+        return None
+    full = (1,) * (3 - min(len(shape), 3)) + shape[-3:]
+    if any(d not in (1, m) for d, m in zip(full, like)):
+        return None
+    return (full[0], full[1], full[2])
+
+
+def broadcast_shape(shape: tuple[int, ...], like: tuple[int, int, int]) -> tuple[int, int, int] | None:
+    """The (h, w, c) of a second elementwise operand of rank 1..4 (TFLite aligns shapes at the right), or None
+    (the default NHWC reading) when it has rank 4 or does not align."""
+    if len(shape) >= 4 or len(shape) == 0:
+        return None
+    full = (1,) * (3 - len(shape)) + tuple(int(d) for d in shape)
+    return (full[0], full[1], full[2]) if full[2] == like[2] else None
+
+
+def broadcasts(shape2: tuple[int, int, int], shape: tuple[int, int, int]) -> bool:
+    """A second operand the NPU broadcasts along H and/or W (IFM2_BROADCAST): same channels, each of H and W
+    equal or 1."""
+    return shape2[2] == shape[2] and all(a in (1, b) for a, b in zip(shape2[:2], shape[:2]))
+
+
+MINMAX = ("MINIMUM", "MAXIMUM")
+
+
+def minmax_quant(kind: str, ifm: FeatureMap, ifm2: FeatureMap, ofm: FeatureMap) -> None:
+    """MAXIMUM / MINIMUM compare the raw quantized values (TFLite's kernels do not requantize): the operands and
+    the output must share one quantization. Vela leaves the operation on the CPU otherwise (its raw output refuses
+    such a model)."""
+    if kind not in MINMAX:
+        return
+    for other in (ifm2, ofm):
+        if other.zero_point != ifm.zero_point or np.float32(other.scale) != np.float32(ifm.scale):
+            raise LoweringError(f"{kind} whose operands and output differ in quantization")
+
+
+def lower(spec: ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec | RescaleSpec | PadSpec | MeanSpec,
+          vela_compat: bool = False) -> list[Kick]:
+    if isinstance(spec, RescaleSpec):
+        return lower_rescale(spec)
+    if isinstance(spec, PadSpec):
+        return lower_pad(spec)
+    if isinstance(spec, MeanSpec):
+        return lower_mean(spec, vela_compat) if vela_compat else lower_mean_builtin(spec)
     if isinstance(spec, ConvSpec):
         return lower_conv(spec, vela_compat)
     if isinstance(spec, PoolSpec):
@@ -351,11 +412,25 @@ def lower(spec: ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec, vela_compa
         return [k for part in spec.parts() for k in lower_pool(part)]
     if isinstance(spec, LutSpec):
         return lower_lut(spec)
+    if spec.scalar is not None and not vela_compat:
+        spec = scalar_as_channels(spec)
     return lower_elementwise(spec)
 
 
+def scalar_as_channels(spec: EltSpec) -> EltSpec:
+    """The default compile's form of a one-value constant operand: the value repeated once per channel, a (1, 1, C)
+    constant in the coefficient region broadcast along H and W, exactly as Vela lowers a per-channel constant. Vela's
+    own form (NPU_SET_IFM2_SCALAR with broadcast_scalar, kept by --vela-compat) is refused by Linux's command-stream
+    validator on the U65, which recognises a scalar only by the U85's encoding (docs/hardware/ethosu-kernel.md)."""
+    assert spec.ifm2 is not None and spec.scalar is not None
+    c = spec.ifm.shape[2]
+    ifm2 = replace(spec.ifm2, shape=(1, 1, c), region=REGION_COEFFS)
+    data = np.full(c, spec.scalar, np.int64).astype(spec.ifm2.dtype).tobytes()
+    return replace(spec, ifm2=ifm2, scalar=None, const=data)
+
+
 MIN_ELEMENTWISE_DEPTH = 8  # Regor reshapes elementwise operations on fewer channels (inferred; docs)
-ELEMENTWISE_MODE = {"MUL": 0, "ADD": 1, "SUB": 2}  # NPU_OP_ELEMENTWISE mode (teflon.ethosu.regs)
+ELEMENTWISE_MODE = {"MUL": 0, "ADD": 1, "SUB": 2, "MINIMUM": 3, "MAXIMUM": 4}  # NPU_OP_ELEMENTWISE mode (regs)
 
 
 def lower_elementwise(spec: EltSpec) -> list[Kick]:
@@ -367,7 +442,10 @@ def lower_elementwise(spec: EltSpec) -> list[Kick]:
         raise LoweringError("no block configuration fits")
     r: Regs = {"NPU_SET_PARALLEL_MODE": {"cores_m1": 0}}
     scale_mode = 0
-    if spec.kind == "MUL":
+    ofm_scale_mode = 1
+    if spec.kind in MINMAX:  # the raw values compared: unit scale, OFM_PRECISION scale mode 0 (Vela's state)
+        (m, n), ofm_scale_mode = (1, 0), 0
+    elif spec.kind == "MUL":
         m, n = quant.mul_scale(ifm.scale, ifm2.scale, ofm.scale)
     else:
         opa, ofm_scale, scale_mode = quant.add_scales(ifm.scale, ifm2.scale, ofm.scale)
@@ -379,20 +457,22 @@ def lower_elementwise(spec: EltSpec) -> list[Kick]:
     r["NPU_SET_IFM_PRECISION"] = precision(ifm.dtype, scale_mode=scale_mode)
     r["NPU_SET_IFM_UPSCALE"] = {"mode": 0}
     r.update(ofm_regs(ofm))
-    r["NPU_SET_OFM_PRECISION"] = precision(ofm.dtype, scale_mode=1)
+    r["NPU_SET_OFM_PRECISION"] = precision(ofm.dtype, scale_mode=ofm_scale_mode)
     r.update(activation_regs(ofm, spec.activation))
     if scalar:
         r["NPU_SET_IFM2_SCALAR"] = {"value": spec.scalar}
     else:
         regs2 = ifm_regs(ifm2, "IFM2")
-        if spec.const is not None:  # a (1, 1, C) map read once per pixel: Vela gives both strides the row
+        if spec.const is not None and ifm2.shape[1] == 1:  # one column, read at every x: Vela gives X the row
             regs2["NPU_SET_IFM2_STRIDE_X"] = regs2["NPU_SET_IFM2_STRIDE_Y"]
         r.update(regs2)
     r["NPU_SET_IFM2_ZERO_POINT"] = {"value": ifm2.zero_point}
     r["NPU_SET_IFM2_PRECISION"] = precision(ifm2.dtype)
     bh, bw = int(ifm2.shape[0] != ofm.shape[0]), int(ifm2.shape[1] != ofm.shape[1])
+    bc = int(ifm2.shape[2] != ofm.shape[2])
     r["NPU_SET_IFM2_BROADCAST"] = {"broadcast_height": 0 if scalar else bh, "broadcast_width": 0 if scalar else bw,
-                                   "broadcast_depth": 0, "operand_order": 0, "broadcast_scalar": int(scalar)}
+                                   "broadcast_depth": 0 if scalar else bc, "operand_order": 0,
+                                   "broadcast_scalar": int(scalar)}
     r.update(block_regs(cfg, ifm2=True))
     r["NPU_SET_BLOCKDEP"] = {"value": 0}
     return [Kick("NPU_OP_ELEMENTWISE", {"mode": ELEMENTWISE_MODE[spec.kind]}, r, block=cfg,
@@ -426,4 +506,173 @@ def lower_lut(spec: LutSpec) -> list[Kick]:
              ("NPU_OP_DMA_START", {"channel_mode": 0})]
     k.wait = [("NPU_OP_DMA_WAIT", {"outstanding": 0, "channel": 0})]
     k.info["lut"] = spec.table
+    return [k]
+
+
+@dataclass(frozen=True)
+class RescaleSpec:
+    """RELU / RELU6 / RELU_N1_TO_1 / RELU_0_TO_1 / QUANTIZE of an 8-bit map on its own, as Vela lowers them: a 1x1
+    AVERAGE pool keeping both zero points whose global OFM scale requantizes (TFL rounding) and whose
+    ACTIVATION_MIN/MAX clamp."""
+
+    ifm: FeatureMap
+    ofm: FeatureMap
+    scale: tuple[int, int]  # (multiplier, shift) of s_in / s_out
+    clamp: tuple[int, int]  # in OFM values
+
+
+def lower_rescale(spec: RescaleSpec) -> list[Kick]:
+    k = lower_pool(copy_spec(spec.ifm, spec.ofm))[0]
+    k.regs["NPU_SET_OFM_PRECISION"] = precision(spec.ofm.dtype, scale_mode=1, round_mode=quant.ROUND_TFL)
+    k.regs["NPU_SET_OFM_SCALE"] = {"scale": spec.scale[0], "shift": spec.scale[1]}
+    k.regs["NPU_SET_ACTIVATION_MIN"] = {"value": spec.clamp[0]}
+    k.regs["NPU_SET_ACTIVATION_MAX"] = {"value": spec.clamp[1]}
+    return [k]
+
+
+@dataclass(frozen=True)
+class PadSpec:
+    """PAD of an 8-bit map in H and W with its zero point, as Vela lowers it: a copy of the input into the output's
+    interior, then one copy per border from a constant map of zero points in the coefficient region, each border
+    read as a packed (h, w, C) map: the right and left columns over the output's whole height, then the bottom and
+    top rows over its whole width (Vela's order; a border of width 0 is skipped)."""
+
+    ifm: FeatureMap
+    ofm: FeatureMap
+    pads: tuple[int, int, int, int]  # (top, bottom, left, right)
+
+    def borders(self) -> list[tuple[int, int, int, int]]:
+        """(y, x, h, w) of each border copy, in Vela's order."""
+        t, b, left, r = self.pads
+        h, w, _ = self.ofm.shape
+        out = [(0, w - r, h, r), (0, 0, h, left), (h - b, 0, b, w), (0, 0, t, w)]
+        return [p for p in out if p[2] and p[3]]
+
+
+def lower_pad(spec: PadSpec) -> list[Kick]:
+    ifm, ofm = spec.ifm, spec.ofm
+    c = ofm.shape[2]
+    sy, sx, _ = ofm.strides
+    t, _, left, _ = spec.pads
+
+    def window(y: int, x: int, shape: tuple[int, int, int]) -> FeatureMap:
+        return replace(ofm, shape=shape, offset=ofm.offset + y * sy + x * sx, row_stride=sy, pixel_stride=sx)
+
+    kicks = lower_pool(copy_spec(ifm, window(t, left, ifm.shape)))
+    for y, x, bh, bw in spec.borders():
+        fill = FeatureMap((bh, bw, c), ofm.dtype, ofm.zero_point, ofm.scale, region=REGION_COEFFS)
+        k = lower_pool(copy_spec(fill, window(y, x, (bh, bw, c)), 3))[0]
+        k.info["fill"] = np.full(bh * bw * c, ofm.zero_point, np.int64).astype(ofm.dtype).tobytes()
+        kicks.append(k)
+    return kicks
+
+
+@dataclass(frozen=True)
+class MeanSpec:
+    """MEAN of an 8-bit map over H and W, as Vela lowers it (its graph optimiser's convert_mean_to_depthwise_conv,
+    which follows TFLite's reference kernel): a DEPTHWISE convolution with an all-ones H x W kernel sums each channel
+    (input zero point removed, unit scale) into a 32-bit NHCWB16 map; an element-wise MUL by a 32-bit constant K
+    then divides by the element count and requantizes: OFM = (sum * K) >> shift (TFL rounding) + zp_out."""
+
+    ifm: FeatureMap
+    ofm: FeatureMap  # (1, 1, C)
+    scratch: FeatureMap  # the (1, 1, C) 32-bit sums; region and offset set by the program
+    multiplier: int  # K
+    shift: int
+    real_scale: float  # the default compile's form (lower_mean_builtin): s_in / (n * s_out) in float32
+    bias: int  # and its output offset
+
+    @property
+    def scratch_bytes(self) -> int:
+        return ACC_BYTES * -(-self.ifm.shape[2] // BRICK) * BRICK
+
+
+ACC_BYTES = 4  # a 32-bit map's element
+BRICK = 16  # NHCWB16: channels in bricks of 16
+
+
+def mean_scale(s_in: float, s_out: float, n: int) -> tuple[int, int]:
+    """(K, shift) of MEAN's division: TFLite's multiplier of s_in / s_out (quant.quantise, in double) shifted left
+    by floor(log2 n) (at most 32, and no further than the multiplier's own exponent allows), then divided by n
+    (integer division), the shift reduced to match (Vela convert_mean_to_depthwise_conv, TFLite reference Mean)."""
+    m, vela_shift = quant.quantise(float(np.float32(s_in)) / float(np.float32(s_out)))
+    exponent = 31 - vela_shift
+    up = min(n.bit_length() - 1, 32, 31 + exponent)
+    k = (m << up) // n
+    return k, 31 - (exponent - up)
+
+
+def brick32_regs(fm: FeatureMap, prefix: str) -> Regs:
+    """A (h, w, c) 32-bit map stored NHCWB16 (Vela's form of MEAN's sums): x stride a brick row (16 elements),
+    c stride one brick plane (w bricks), y stride every plane of a row."""
+    _, w, c = fm.shape
+    sc = w * BRICK * ACC_BYTES
+    r = {f"NPU_SET_{prefix}_REGION": {"region": fm.region}, f"NPU_SET_{prefix}_BASE0": {"addr": fm.offset},
+         f"NPU_SET_{prefix}_STRIDE_X": {"value": BRICK * ACC_BYTES}, f"NPU_SET_{prefix}_STRIDE_C": {"value": sc},
+         f"NPU_SET_{prefix}_STRIDE_Y": {"value": -(-c // BRICK) * sc},
+         f"NPU_SET_{prefix}_ZERO_POINT": {"value": 0},
+         f"NPU_SET_{prefix}_PRECISION": {"activation_type": 1, "activation_precision": 2, "format": 1}}
+    return r
+
+
+def lower_mean(spec: MeanSpec, vela_compat: bool = False) -> list[Kick]:
+    ifm, ofm, sums = spec.ifm, spec.ofm, spec.scratch
+    h, w, c = ifm.shape
+    unit = replace(sums, scale=1.0)
+    conv = ConvSpec(replace(ifm, scale=1.0), unit, np.ones((c, h, w, 1), np.int64), np.zeros(c, np.int64),
+                    np.ones(c, np.float32), depthwise=True)
+    (k0,) = lower_conv(conv, vela_compat)
+    k0.regs.update(brick32_regs(sums, "OFM"))
+    k0.regs["NPU_SET_OFM_PRECISION"] = {**k0.regs["NPU_SET_OFM_PRECISION"], "activation_type": 1,
+                                        "activation_precision": 2, "format": 1}
+    k0.regs["NPU_SET_ACTIVATION_MIN"] = {"value": -(1 << 15)}  # Vela clamps the registers to int16
+    k0.regs["NPU_SET_ACTIVATION_MAX"] = {"value": (1 << 15) - 1}
+    const = FeatureMap((1, 1, 1), "int8", 0, 1.0, region=REGION_COEFFS)
+    data = np.array([spec.multiplier], np.int32).astype("<i4").tobytes()
+    (k1,) = lower_elementwise(EltSpec("MUL", unit, const, ofm, const=data))
+    cfg = blocks.find(OpGeometry(blocks.KIND_ELEMENTWISE, sums.shape, ofm.shape, ifm_bits=32))
+    if cfg is None:
+        raise LoweringError("no block configuration fits")
+    k1.block = cfg
+    k1.regs.update(block_regs(cfg, ifm2=True))
+    k1.regs.update(brick32_regs(sums, "IFM"))
+    k1.regs["NPU_SET_IFM_PRECISION"] = {**k1.regs["NPU_SET_IFM_PRECISION"], "activation_precision": 2, "format": 1,
+                                        "activation_type": 1}
+    for axis in ("X", "Y", "C"):
+        k1.regs[f"NPU_SET_IFM2_STRIDE_{axis}"] = {"value": ACC_BYTES}
+    k1.regs["NPU_SET_IFM2_PRECISION"] = {"activation_type": 1, "activation_precision": 2, "format": 0}
+    k1.regs["NPU_SET_IFM2_BROADCAST"] = {**k1.regs["NPU_SET_IFM2_BROADCAST"], "broadcast_depth": 1}
+    k1.regs["NPU_SET_OFM_SCALE"] = {"scale": 1, "shift": spec.shift}
+    k1.regs["NPU_SET_OFM_PRECISION"] = precision(ofm.dtype, scale_mode=1, round_mode=quant.ROUND_TFL)
+    return [k0, k1]
+
+
+def mean_builtin_params(s_in: float, zp_in: int, s_out: float, n: int, zp_out: int) -> tuple[float, int]:
+    """(scale, bias) of TFLite 2.14's builtin int8/uint8 MEAN over H and W (keep_dims): the raw input sum times
+    the multiplier of s_in / (n * s_out) (float32), plus zp_out - round_half_away(zp_in * s_in / s_out) (float32),
+    clamped. Measured equal to the runtime on 3840 outputs of 120 random cases (tests/ethos_u/test_ops_sim.py)."""
+    si, so = np.float32(s_in), np.float32(s_out)
+    scale = float(np.float32(si / np.float32(np.float32(n) * so)))
+    t = np.float32(np.float32(np.float32(zp_in) * si) / so)
+    t = np.float32(t + np.float32(0.5)) if t > 0 else np.float32(t - np.float32(0.5))
+    return scale, zp_out - int(t)
+
+
+def lower_mean_builtin(spec: MeanSpec) -> list[Kick]:
+    """The default compile's MEAN: one unpadded AVERAGE pool over the whole H x W on the raw input (IFM zero point
+    0). Unpadded, the pool's OFM scale does the division (see `quant.pool_scale`), so a global OFM scale of
+    `real_scale` with TFL rounding (MultiplyByQuantizedMultiplier) and the OFM zero point `bias` give TFLite's
+    builtin MEAN exactly. (Vela's two kicks follow the reference kernel's arithmetic, which the builtin kernel does
+    not: within 1 LSB of it, 88 % exact.)"""
+    ifm, ofm = spec.ifm, spec.ofm
+    h, w, _ = ifm.shape
+    if not (-(1 << 15) if ofm.dtype == "int8" else 0) <= spec.bias < (1 << 15):
+        # the offset is the OFM zero point: a 16-bit register, read unsigned for an unsigned map
+        raise LoweringError(f"MEAN whose output offset {spec.bias} does not fit a {ofm.dtype} map's zero point")
+    # copy=True: the zero points as given (0 in, the offset out) and a scale set below
+    (k,) = lower_pool(PoolSpec(replace(ifm, zero_point=0), replace(ofm, zero_point=spec.bias), "avg", (h, w), (1, 1),
+                               False, copy=True))
+    m, shift = quant.quantise(spec.real_scale)
+    k.regs["NPU_SET_OFM_SCALE"] = {"scale": m, "shift": shift}
+    k.regs["NPU_SET_OFM_PRECISION"] = precision(ofm.dtype, scale_mode=1, round_mode=quant.ROUND_TFL)
     return [k]

@@ -37,6 +37,7 @@ class Compiled:
     arena_size: int
     offsets: dict[int, int]  # tensor index -> arena offset
     nodes_of_kick: list[int]
+    sram_size: int = 0  # SRAM bytes the weight buffers take (region 2; --vela-compat's split operations only)
 
 
 def _place(fm: FeatureMap, offset: int) -> FeatureMap:
@@ -44,7 +45,9 @@ def _place(fm: FeatureMap, offset: int) -> FeatureMap:
 
 
 def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False,
-                weight_encoder: stream.WeightEncoder | None = None) -> Compiled:
+                weight_encoder: stream.WeightEncoder | None = None, sram_limit: int | None = None) -> Compiled:
+    """The partition's kicks, words and coefficients; `sram_limit`: the SRAM bytes --vela-compat's weight buffers
+    may take (None: no limit)."""
     encode = weight_encoder or stream.default_weight_encoder
     ops = [op for op in graph.operations if op.index in set(nodes)]
     offsets: dict[int, int] = {}
@@ -73,6 +76,8 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
                 continue  # no second operand, a constant (coefficient region) or a scalar (in the command)
             h, w, c = fm.shape
             fms[name] = _place(fm, at(tensor, h * w * c))
+        if isinstance(s, lower.MeanSpec) and vela_compat:  # Vela's MEAN: its 32-bit sums (the default has none)
+            fms["scratch"] = _place(s.scratch, at(-1 - op.index, s.scratch_bytes))  # key: no tensor index
         if isinstance(s, lower.ConcatSpec):
             out_off = at(op.outputs[0], int(np.prod(s.ofm.shape)))
             fms = {"ifms": tuple(_place(fm, at(t, int(np.prod(fm.shape)))) for fm, t in zip(s.ifms, op.inputs)),
@@ -95,6 +100,11 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
             k.regs["NPU_SET_IFM2_BASE0"] = {"addr": len(coeffs)}
             coeffs += const
             coeffs += bytes(_align(len(coeffs)) - len(coeffs))
+        fill = k.info.get("fill")
+        if isinstance(fill, bytes):  # a constant IFM (PAD's zero-point borders)
+            k.regs["NPU_SET_IFM_BASE0"] = {"addr": len(coeffs)}
+            coeffs += fill
+            coeffs += bytes(_align(len(coeffs)) - len(coeffs))
         if k.scales is not None:
             sc = (len(coeffs), len(k.scales))
             coeffs += k.scales
@@ -105,14 +115,67 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
             coeffs += data
             coeffs += bytes(_align(len(coeffs)) - len(coeffs))
         placed.append(stream.Placed(wt, sc))
+    placed, sram_size = _stage(kicks, placed, owners, sram_limit)
     words = stream.emit(kicks, placed)
-    return Compiled(kicks, placed, words, bytes(coeffs), max(arena, ALIGN), offsets, owners)
+    return Compiled(kicks, placed, words, bytes(coeffs), max(arena, ALIGN), offsets, owners, sram_size)
+
+
+def _stage(kicks: list[Kick], placed: list[stream.Placed], owners: list[int],
+           sram_limit: int | None) -> tuple[list[stream.Placed], int]:
+    """Weight buffering as Vela does it (--vela-compat's split operations, `Kick.info["staged"]` = the buffer the
+    slice uses): each slice's scale records and weights are copied from region 0 into one of two SRAM buffers by
+    DMA, started right before the slice's registers, waited for right before its kick (while a slice computes,
+    the next one's DMA is queued behind it; docs/hardware/ethosu-compiler.md). An operation whose slices would
+    take the buffers past `sram_limit` bytes is not staged (its slices read region 0). Returns the placements and
+    the SRAM bytes used (0: none)."""
+    need: dict[int, list[int]] = {}  # node -> the bytes its slices need in each buffer
+    for k, pl, node in zip(kicks, placed, owners):
+        if "staged" in k.info:
+            part = int(k.info["staged"])  # type: ignore[call-overload]
+            n = need.setdefault(node, [0, 0])
+            n[part] = max(n[part], _align(pl.staging()[1]))
+    sizes = [0, 0]
+    for node, n in need.items():  # operations whose buffers do not fit the SRAM read their weights in place
+        grown = [max(a, b) for a, b in zip(sizes, n)]
+        if sram_limit is None or sum(grown) <= sram_limit:
+            sizes = grown
+        else:
+            for k, owner in zip(kicks, owners):
+                if owner == node:
+                    k.info.pop("staged", None)
+    if not any(sizes):
+        return placed, 0
+    base = (0, sizes[0])
+    out = []
+    reader: dict[int, int] = {}  # buffer -> the last kick that read it
+    for i, (k, pl) in enumerate(zip(kicks, placed)):
+        if "staged" not in k.info:
+            out.append(pl)
+            continue
+        part = int(k.info["staged"])  # type: ignore[call-overload]
+        src, length = pl.staging()
+        k.pre = [("NPU_SET_DMA0_SRC_REGION", {"region": REGION_COEFFS, "internal": 0, "stride_mode": 0}),
+                 ("NPU_SET_DMA0_SRC", {"addr": src}),
+                 ("NPU_SET_DMA0_DST_REGION", {"region": lower.REGION_FAST, "internal": 0, "stride_mode": 0}),
+                 ("NPU_SET_DMA0_DST", {"addr": base[part]}),
+                 ("NPU_SET_DMA0_LEN", {"length": length})]
+        if part in reader:  # a kick that may still run reads this buffer: wait until it has finished (Vela's
+            # NPU_OP_KERNEL_WAIT; `outstanding` = the kicks allowed to remain in flight)
+            k.pre.append(("NPU_OP_KERNEL_WAIT", {"outstanding": 0 if reader[part] == i - 1 else 1, "channel": 0}))
+        k.pre.append(("NPU_OP_DMA_START", {"channel_mode": 0}))
+        reader[part] = i
+        k.wait = [("NPU_OP_DMA_WAIT", {"outstanding": 0, "channel": 0})]
+        out.append(replace(pl, staged=base[part]))
+    return out, sizes[0] + sizes[1]
 
 
 def compile(graph: Graph, nodes: Sequence[int], inputs: Sequence[int], outputs: Sequence[int], *,
             device: str = DEVICE, vela_compat: bool = False,
             weight_encoder: stream.WeightEncoder | None = None) -> prog.Program:
-    c = lower_graph(graph, nodes, vela_compat=vela_compat, weight_encoder=weight_encoder)
+    from teflon import targets
+
+    sram = targets.get(device).params.get("sram_size", 0)
+    c = lower_graph(graph, nodes, vela_compat=vela_compat, weight_encoder=weight_encoder, sram_limit=sram)
     problems = stream.check(c.words)
     if problems:
         raise lower.LoweringError("; ".join(problems))
@@ -126,7 +189,7 @@ def compile(graph: Graph, nodes: Sequence[int], inputs: Sequence[int], outputs: 
     tasks: list[prog.Task] = []
     if c.kicks:  # a partition of views alone moves no byte: no job, its outputs are its inputs' bytes in place
         regions = {REGION_ARENA: len(ins)} | ({REGION_COEFFS: 0} if ins else {})
-        task = task_header.pack(c.words, 0, regions)
+        task = task_header.pack(c.words, c.sram_size, regions)
         p.add_buffer(prog.Buffer("cmds", len(task), task))
         tasks = [prog.Task("cmds", 0, len(task))]
         p.jobs.append(prog.Job(tasks, ins, ["arena"]))

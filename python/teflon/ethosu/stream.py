@@ -10,28 +10,40 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from teflon.ethosu.lower import REGION_COEFFS, Kick, LoweringError
+from teflon.ethosu.lower import REGION_COEFFS, REGION_FAST, Kick, LoweringError
 from teflon.ethosu.regs import U65
 
 
 @dataclass(frozen=True)
 class Placed:
-    """Where a kick's weight and scale streams sit in the coefficient region (None: the kick has none)."""
+    """Where a kick's weight and scale streams sit in the coefficient region (None: the kick has none), and, for a
+    kick whose streams are DMA'd into the SRAM first (`staged`), the SRAM offset its scale records land at (its
+    weights follow them there as in the coefficient region)."""
 
     weights: tuple[int, int] | None  # (offset, length)
     scales: tuple[int, int] | None
+    staged: int | None = None
+
+    def staging(self) -> tuple[int, int]:
+        """(coefficient offset, length) of the bytes a staged kick's DMA copies: its scale records, then its
+        weights."""
+        assert self.weights is not None and self.scales is not None
+        return self.scales[0], self.weights[0] + self.weights[1] - self.scales[0]
 
 
 def kick_registers(k: Kick, placed: Placed) -> dict[str, dict[str, int]]:
     """Every register the kick reads, the weight/scale stream registers included."""
     regs = dict(k.regs)
+    region, shift = REGION_COEFFS, 0
+    if placed.staged is not None and placed.scales is not None:
+        region, shift = REGION_FAST, placed.staged - placed.scales[0]
     if placed.weights is not None:
-        regs["NPU_SET_WEIGHT_REGION"] = {"region": REGION_COEFFS}
-        regs["NPU_SET_WEIGHT_BASE"] = {"addr": placed.weights[0]}
+        regs["NPU_SET_WEIGHT_REGION"] = {"region": region}
+        regs["NPU_SET_WEIGHT_BASE"] = {"addr": placed.weights[0] + shift}
         regs["NPU_SET_WEIGHT_LENGTH"] = {"length": placed.weights[1]}
     if placed.scales is not None:
-        regs["NPU_SET_SCALE_REGION"] = {"region": REGION_COEFFS}
-        regs["NPU_SET_SCALE_BASE"] = {"addr": placed.scales[0]}
+        regs["NPU_SET_SCALE_REGION"] = {"region": region}
+        regs["NPU_SET_SCALE_BASE"] = {"addr": placed.scales[0] + shift}
         regs["NPU_SET_SCALE_LENGTH"] = {"length": placed.scales[1]}
     return regs
 

@@ -9,15 +9,27 @@ from __future__ import annotations
 
 import numpy as np
 
+from teflon import lone, unary
 from teflon.ethosu import lower, quant
-from teflon.ethosu.lower import ConcatSpec, ConvSpec, EltSpec, FeatureMap, LoweringError, LutSpec, PoolSpec
+from teflon.ethosu.lower import (
+    ConcatSpec,
+    ConvSpec,
+    EltSpec,
+    FeatureMap,
+    LoweringError,
+    LutSpec,
+    MeanSpec,
+    PadSpec,
+    PoolSpec,
+    RescaleSpec,
+)
 from teflon.ir import Graph, Operation, Tensor
 
 ACTIVATIONS = ("NONE", "RELU", "RELU6")  # the ones checked against Vela
 MAX_DIM = 65536  # the *_M1 registers are 16 bits
 MAX_STRIDE = 2  # strides beyond 2 are not checked against Vela here
 MAX_KERNEL = 8  # one sub-kernel: larger kernels are decomposed by Vela, not here
-Spec = ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec
+Spec = ConvSpec | PoolSpec | EltSpec | ConcatSpec | LutSpec | RescaleSpec | PadSpec | MeanSpec
 LUT_FUNCTIONS = {"LOGISTIC": quant.sigmoid, "TANH": np.tanh}
 
 
@@ -123,13 +135,29 @@ def _pool(graph: Graph, op: Operation) -> PoolSpec:
         raise Unsupported("pool changes the type")
     kh, kw = int(op.options.get("filter_h", 1)), int(op.options.get("filter_w", 1))
     sy, sx = int(op.options.get("stride_h", 1)), int(op.options.get("stride_w", 1))
-    if kh > MAX_KERNEL or kw > MAX_KERNEL or not (1 <= sy <= MAX_STRIDE and 1 <= sx <= MAX_STRIDE):
-        raise Unsupported(f"pool {kh}x{kw} stride {sy}x{sx}")
     kind = "max" if op.kind == "MAX_POOL_2D" else "avg"
+    same = str(op.options.get("padding", "VALID")) == "SAME"
+    ey, ex = lower.effective_stride((sy, sx), ofm.shape)  # a stride along a one-output axis is never applied
+    if not _pool_kernel_ok(kind, same, kh, kw) or not (1 <= ey <= MAX_STRIDE and 1 <= ex <= MAX_STRIDE):
+        raise Unsupported(f"pool {kh}x{kw} stride {sy}x{sx}")
     if ifm.scale != ofm.scale or ifm.zero_point != ofm.zero_point:
         raise Unsupported("pool that requantizes (not checked against Vela)")
-    return PoolSpec(ifm, ofm, kind, (kh, kw), (sy, sx), str(op.options.get("padding", "VALID")) == "SAME",
-                    _activation(op))
+    return PoolSpec(ifm, ofm, kind, (kh, kw), (sy, sx), same, _activation(op))
+
+
+# Pool windows beyond one 8x8 sub-kernel: Vela takes a VALID average pool or any max pool up to 256 rows and 256 x 256
+# taps in one kick (its supported-operator checks, tflite_supported_operators.py: filter_height_range,
+# filter_product_range; a SAME average pool stays within 8x8), checked against its compiles by the op sweep.
+POOL_MAX_HEIGHT = 256
+POOL_MAX_TAPS = 256 * 256
+
+
+def _pool_kernel_ok(kind: str, same: bool, kh: int, kw: int) -> bool:
+    if kh <= MAX_KERNEL and kw <= MAX_KERNEL:
+        return True
+    if kind == "avg" and same:
+        return False
+    return kh <= POOL_MAX_HEIGHT and kh * kw <= POOL_MAX_TAPS
 
 
 def _eltwise(graph: Graph, op: Operation) -> EltSpec:
@@ -176,6 +204,8 @@ def _lut(graph: Graph, op: Operation) -> LutSpec:
     ofm = _fm(graph.tensors[op.outputs[0]])
     if ifm.dtype != ofm.dtype or ifm.shape != ofm.shape:
         raise Unsupported(f"{op.kind} that changes type or shape")
+    if op.kind == "HARD_SWISH":
+        return LutSpec(ifm, ofm, _hard_swish_table(ifm, ofm))
     if op.kind == "LEAKY_RELU":
         table = quant.leaky_relu_lut(ifm.dtype, ifm.scale, ifm.zero_point, ofm.scale, ofm.zero_point,
                                      float(op.options.get("alpha", 0.2)))  # type: ignore[arg-type]
@@ -184,10 +214,105 @@ def _lut(graph: Graph, op: Operation) -> LutSpec:
     return LutSpec(ifm, ofm, table)
 
 
+def _hard_swish_table(ifm: FeatureMap, ofm: FeatureMap) -> bytes:
+    """Vela's HARD_SWISH table is TFLite's fixed-point kernel (reference_ops::HardSwish) on each of the 256
+    inputs: teflon.unary's table, byte-equal to Vela's (docs/hardware/ethosu-compiler.md)."""
+    qi = unary.QuantParams(np.float32(ifm.scale), ifm.zero_point)
+    qo = unary.QuantParams(np.float32(ofm.scale), ofm.zero_point)
+    if unary.hard_swish_params(qi, qo) is None:
+        raise Unsupported("HARD_SWISH: output multiplier above 1 (the runtime refuses this quantization)")
+    return unary.hard_swish_table(ifm.dtype, qi, qo).astype(ifm.dtype).tobytes()
+
+
+# Standalone clamps: the activation Vela's rescaling pool clamps to (teflon.ethosu.quant.activation_range names),
+# with RELU_0_TO_1's range handled here.
+RESCALE_CLAMPS = {"RELU": "RELU", "RELU6": "RELU6", "RELU_N1_TO_1": "RELU_N1_TO_1", "RELU_0_TO_1": "RELU_0_TO_1",
+                  "QUANTIZE": "NONE"}
+
+
+def _rescale(graph: Graph, op: Operation) -> RescaleSpec:
+    """A RELU variant or an 8-bit QUANTIZE alone: Vela's requantizing 1x1 AVERAGE pool. The scale s_in / s_out is
+    float32 for the RELUs (TFLite's ReluX prepares it so) and double for QUANTIZE (kernels/quantize.cc); both are
+    Vela's multipliers (checked by the sweep)."""
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    ifm = _fm(x)
+    ofm = _fm(y)
+    if ifm.shape != ofm.shape:
+        raise Unsupported(f"{op.kind} that changes the shape")
+    if op.kind != "QUANTIZE" and ifm.dtype != ofm.dtype:
+        raise Unsupported(f"{op.kind} that changes the type")
+    si, so = np.float32(ifm.scale), np.float32(ofm.scale)
+    ratio = float(si) / float(so) if op.kind == "QUANTIZE" else float(np.float32(si / so))
+    try:
+        scale = quant.quantise(ratio)
+    except ValueError as e:
+        raise Unsupported(f"{op.kind}: {e}") from e
+    act = RESCALE_CLAMPS[op.kind]
+    if act == "RELU_0_TO_1":
+        lo, hi = quant.activation_range(ofm.dtype, ofm.scale, ofm.zero_point, "RELU")
+        hi = min(hi, quant.quantize_value(1.0, ofm.scale, ofm.zero_point))
+    else:
+        lo, hi = quant.activation_range(ofm.dtype, ofm.scale, ofm.zero_point, act)
+    if lo > hi:
+        raise Unsupported(f"{op.kind}: the clamp range is empty in the output quantization")
+    return RescaleSpec(ifm, ofm, scale, (lo, hi))
+
+
+def _pad(graph: Graph, op: Operation) -> PadSpec:
+    """PAD of an NHWC map in H and W (TFLite pads a quantized map with its output zero point)."""
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    ifm, ofm = _fm(x), _fm(y)
+    if not _same_quant(ifm, ofm):
+        raise Unsupported("PAD that requantizes")
+    p = graph.tensors[op.inputs[1]]
+    if p.data is None or p.data.size != 8:
+        raise Unsupported("PAD amounts are not a constant of 4 x 2")
+    amounts = p.data.reshape(4, 2).astype(np.int64)
+    if amounts[0].any() or amounts[3].any() or (amounts < 0).any():
+        raise Unsupported("PAD of the batch or channel axis: H and W only")
+    (t, b), (left, r) = amounts[1].tolist(), amounts[2].tolist()
+    h, w, c = ifm.shape
+    if ofm.shape != (h + t + b, w + left + r, c):
+        raise Unsupported(f"PAD output {ofm.shape} does not match the amounts")
+    return PadSpec(ifm, ofm, (t, b, left, r))
+
+
+# Vela sums a MEAN in one depthwise kick up to 64 rows and 4096 elements (convert_mean_to_depthwise_conv's
+# max_height / max_kernel_size); beyond, it splits or reshapes (not modelled).
+MEAN_MAX_HEIGHT = 64
+MEAN_MAX_ELEMENTS = 4096
+
+
+def _mean(graph: Graph, op: Operation) -> MeanSpec:
+    """MEAN over H and W of an NHWC map (keep_dims or not): Vela's depthwise sum and 32-bit MUL (lower.MeanSpec)."""
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    ifm = _fm(x)
+    axes = graph.tensors[op.inputs[1]].data
+    if axes is None or sorted(int(a) % 4 for a in np.asarray(axes).reshape(-1)) != [1, 2]:
+        raise Unsupported("MEAN over axes other than H and W")
+    h, w, c = ifm.shape
+    if int(np.prod(y.shape)) != c:
+        raise Unsupported(f"MEAN output {y.shape}")
+    ofm = _fm(y, (1, 1, c))
+    if ofm.dtype != ifm.dtype:
+        raise Unsupported("MEAN that changes the type")
+    if h > MEAN_MAX_HEIGHT or h * w > MEAN_MAX_ELEMENTS or h * w < 2:
+        raise Unsupported(f"MEAN over {h}x{w}: 2 to {MEAN_MAX_ELEMENTS} elements in up to {MEAN_MAX_HEIGHT} rows only")
+    if len(y.shape) != 4:  # TFLite computes MEAN without keep_dims with other (reference) arithmetic
+        raise Unsupported("MEAN without keep_dims (TFLite's reference arithmetic, not modelled)")
+    k, shift = lower.mean_scale(ifm.scale, ofm.scale, h * w)
+    real_scale, bias = lower.mean_builtin_params(ifm.scale, ifm.zero_point, ofm.scale, h * w, ofm.zero_point)
+    sums = FeatureMap((1, 1, c), "int8", 0, 1.0)
+    return MeanSpec(ifm, ofm, sums, k, shift, real_scale, bias)
+
+
 HANDLERS = {"CONV_2D": _conv, "DEPTHWISE_CONV_2D": _conv, "FULLY_CONNECTED": _fc, "MAX_POOL_2D": _pool,
             "AVERAGE_POOL_2D": _pool, "ADD": _eltwise, "SUB": _eltwise, "MUL": _eltwise, "RESHAPE": _reshape,
             "CONCATENATION": _concat, "LOGISTIC": _lut, "TANH": _lut,
             "LEAKY_RELU": _lut}
+HANDLERS.update({"MAXIMUM": _eltwise, "MINIMUM": _eltwise, "HARD_SWISH": _lut, "RELU": _rescale, "RELU6": _rescale,
+                 "RELU_N1_TO_1": _rescale, "RELU_0_TO_1": _rescale, "QUANTIZE": _rescale, "PAD": _pad,
+                 "MEAN": _mean})
 
 
 def spec(graph: Graph, op: Operation) -> Spec:
@@ -197,12 +322,21 @@ def spec(graph: Graph, op: Operation) -> Spec:
     return handler(graph, op)
 
 
-# A one-value constant operand is an IFM2 scalar (IFM2_BROADCAST 0x80). Linux's command-stream validator recognises
-# a scalar only by the U85's encoding (8) and refuses a U65 stream whose IFM2 was never set (ethosu_gem.c as read in
-# docs/hardware/ethosu-kernel.md; the simulated kernel applies the same rule), so such a kick would be refused at
-# invoke; it stays on the CPU until the stream can satisfy both the hardware and that validator.
+# A one-value constant operand is an IFM2 scalar (IFM2_BROADCAST 0x80) in Vela's stream. Linux's command-stream
+# validator recognises a scalar only by the U85's encoding (8) and refuses a U65 stream whose IFM2 was never set
+# (ethosu_gem.c as read in docs/hardware/ethosu-kernel.md; the simulated kernel applies the same rule). The default
+# compile therefore repeats the value per channel (lower.scalar_as_channels: Vela's per-channel constant form), and
+# the operation is claimed; SCALAR_REASON names the refusal for a stream that keeps Vela's scalar (--vela-compat).
 SCALAR_REASON = ("{kind} with a one-value constant: the U65 IFM2 scalar that Vela encodes is refused by Linux's "
                  "command-stream validator (docs/hardware/ethosu-kernel.md)")
+
+
+# Operations with no weights: alone between CPU nodes each would be a partition of its own (teflon.lone). RESHAPE
+# is a view in the default compile (program.lower_graph): looked through.
+CHEAP_KINDS = frozenset(("AVERAGE_POOL_2D", "MAX_POOL_2D", "ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "LOGISTIC",
+                         "TANH", "LEAKY_RELU", "HARD_SWISH", "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1",
+                         "QUANTIZE", "PAD", "MEAN", "CONCATENATION"))
+VIEW_KINDS = ("RESHAPE",)
 
 
 def support(graph: Graph) -> dict[int, tuple[bool, str]]:
@@ -214,6 +348,5 @@ def support(graph: Graph) -> dict[int, tuple[bool, str]]:
         except LoweringError as e:
             out[op.index] = (False, str(e))
         else:
-            scalar = isinstance(s, EltSpec) and s.scalar is not None
-            out[op.index] = (False, SCALAR_REASON.format(kind=op.kind)) if scalar else (True, "")
-    return out
+            out[op.index] = (True, "")
+    return lone.drop_lone_cheap(graph, out, CHEAP_KINDS, VIEW_KINDS)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import Graph, Operation, Tensor
+from ..lone import drop_lone_cheap, via_cpu
 from .check import job_violations
 from .chips import Chip
 from .lower_unary import TABLE_OPS, claim_reason, is_table_binary, silu_only, table_plan
@@ -661,32 +662,39 @@ def lower_conv(st: _Lowering, c: _Conv, nn_fields: dict[str, Any] | None = None)
 MAX_V7_POOL_WEIGHTS = 9_000_000
 
 
+def _read_pool(st: _Lowering, op: Operation, no_activation: str) -> tuple[_Act, _Act, int, int, int, bool]:
+    """(input, output, kh, kw, stride, SAME) of an AVERAGE_POOL_2D / MAX_POOL_2D that keeps its input's quantization
+    and has no fused activation (`no_activation`: why not), with stride 1 or 2 in both directions."""
+    if len(op.inputs) != 1 or len(op.outputs) != 1:
+        raise LoweringError("unexpected number of inputs/outputs")
+    o = op.options
+    if "filter_h" not in o:
+        raise LoweringError(f"{op.kind} options not decoded")
+    x = _act(st.graph.tensors[op.inputs[0]], "input")
+    y = _act(st.graph.tensors[op.outputs[0]], "output")
+    if x.dtype != y.dtype or x.zp != y.zp or np.float32(x.scale) != np.float32(y.scale):
+        raise LoweringError(f"{op.kind} with different input and output quantization")
+    if o.get("activation", "NONE") not in ("NONE", None):
+        raise LoweringError(f"{op.kind} with a fused {o.get('activation')} ({no_activation})")
+    kh, kw = int(o["filter_h"]), int(o["filter_w"])
+    sh, sw = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
+    if sh != sw or sh not in (1, 2):
+        raise LoweringError(f"stride {sh}x{sw} (1 or 2, equal)")
+    return x, y, kh, kw, sh, o.get("padding") == "SAME"
+
+
 def _lower_avgpool(st: _Lowering, op: Operation) -> None:
     """AVERAGE_POOL_2D as a depthwise convolution with unit weights whose NN job adds the raw window (bias: n times
     TFLite's zero point) and divides by the window count n with a multiplier proven to round every reachable sum as
     TFLite does (teflon.etnaviv.pool_requant; docs/hardware/etnaviv-pool.md). Windows without padding only (a
     padded window's count varies)."""
-    if len(op.inputs) != 1 or len(op.outputs) != 1:
-        raise LoweringError("unexpected number of inputs/outputs")
-    o = op.options
-    if "filter_h" not in o:
-        raise LoweringError("AVERAGE_POOL_2D options not decoded")
-    x = _act(st.graph.tensors[op.inputs[0]], "input")
-    y = _act(st.graph.tensors[op.outputs[0]], "output")
-    if x.dtype != y.dtype or x.zp != y.zp or np.float32(x.scale) != np.float32(y.scale):
-        raise LoweringError("AVERAGE_POOL_2D with different input and output quantization")
-    if o.get("activation", "NONE") not in ("NONE", None):
-        raise LoweringError(f"AVERAGE_POOL_2D with a fused {o.get('activation')} (not characterised)")
-    kh, kw = int(o["filter_h"]), int(o["filter_w"])
-    sh, sw = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
-    if sh != sw or sh not in (1, 2):
-        raise LoweringError(f"stride {sh}x{sw} (1 or 2, equal)")
+    x, y, kh, kw, sh, same = _read_pool(st, op, "not characterised")
     if kh > 15 or kw > 15:
         raise LoweringError(f"window {kh}x{kw} larger than the NN kernel's 15")
     if st.chip.version == 7 and kh != kw and max(kh, kw) > 3:
         # the v7 dense depthwise form's coefficient order is Mesa's square-kernel one (teflon.etnaviv.coefs_v7)
         raise LoweringError(f"non-square {kh}x{kw} window wider than 3 on v7 (no known coefficient order)")
-    pads = (*same_pads(x.h, kh, sh), *same_pads(x.w, kw, sh)) if o.get("padding") == "SAME" else (0, 0, 0, 0)
+    pads = (*same_pads(x.h, kh, sh), *same_pads(x.w, kw, sh)) if same else (0, 0, 0, 0)
     if any(pads):
         raise LoweringError("AVERAGE_POOL_2D whose window reaches the padding (TFLite divides by the pixels inside, "
                             "one multiplier cannot)")
@@ -714,6 +722,79 @@ def _lower_avgpool(st: _Lowering, op: Operation) -> None:
         lower_conv(st, c, fields)
     finally:
         st.mesa_compat = mesa_compat
+
+
+# MAX_POOL_2D on the TP (docs/hardware/etnaviv-maxpool.md): windows up to 3x3 in one job (the vendor runs stride 1
+# only up to 3); square odd windows up to MAXPOOL_CASCADE_MAX at stride 1 as a cascade of 3x3 jobs (a max over a
+# (2r + 1)-wide window is r nested 3-wide maxima, with SAME padding as well: padding never wins).
+MAXPOOL_DIRECT_MAX = 3
+MAXPOOL_CASCADE_MAX = 7
+
+
+def _lower_maxpool(st: _Lowering, op: Operation) -> None:
+    """MAX_POOL_2D as TP max-pooling jobs on the planar input (the vendor's TP_MAX_POOLING form; its stride field
+    has one bit)."""
+    x, y, kh, kw, sh, same = _read_pool(st, op, "the TP pooling job has no clamp")
+    if min(kh, kw) < sh:
+        raise LoweringError(f"window {kh}x{kw} narrower than its stride {sh}")
+    if max(kh, kw) <= MAXPOOL_DIRECT_MAX:
+        stages = [(kh, kw)]
+    elif sh == 1 and kh == kw and kh % 2 and kh <= MAXPOOL_CASCADE_MAX:
+        stages = [(3, 3)] * (kh // 2)
+    else:
+        raise LoweringError(f"window {kh}x{kw} stride {sh}: the TP pools up to {MAXPOOL_DIRECT_MAX}x"
+                            f"{MAXPOOL_DIRECT_MAX}, and square odd windows up to {MAXPOOL_CASCADE_MAX} at stride 1 as "
+                            "a cascade of 3x3 jobs")
+    out_h = _ceil(x.h, sh) if same else (x.h - kh) // sh + 1
+    out_w = _ceil(x.w, sh) if same else (x.w - kw) // sh + 1
+    if (out_h, out_w) != (y.h, y.w) or y.c != x.c:
+        raise LoweringError(f"output shape {y.h}x{y.w}x{y.c} inconsistent with input {x.h}x{x.w}x{x.c} and window")
+    src = st.planar_input(x)
+    for i, (ph, pw) in enumerate(stages):
+        last = i == len(stages) - 1
+        pads = (*same_pads(src.h, ph, sh), *same_pads(src.w, pw, sh)) if same else (0, 0, 0, 0)
+        oh = _ceil(src.h, sh) if same else (src.h - ph) // sh + 1
+        ow = _ceil(src.w, sh) if same else (src.w - pw) // sh + 1
+        if last:
+            out_index, detr = st.output_for(y, PLANAR)
+            dst = _replace_index(y, out_index)
+        else:
+            dst, detr = _Act(st.new_tensor(), oh, ow, x.c, x.zp, x.scale, x.dtype), False
+        st.tp_job("MAXPOOL", src, dst.index, dst, stride=sh, weight_width=ph, weight_height=pw,
+                  pad=(*pads, 0, 0), padding_same=any(pads), in_planar=True)
+        src = dst
+    if detr:
+        st.detranspose(y, out_index)
+
+
+def _lower_resize(st: _Lowering, op: Operation) -> None:
+    """RESIZE_NEAREST_NEIGHBOR by exactly 2 in H and W: four TP copies, each writing every input pixel to one
+    position of its output 2x2 block (any layout; byte-exact)."""
+    if len(op.inputs) != 2 or len(op.outputs) != 1:
+        raise LoweringError("unexpected number of inputs/outputs")
+    o = op.options
+    if "align_corners" not in o:
+        raise LoweringError("RESIZE_NEAREST_NEIGHBOR options not decoded")
+    if o["align_corners"]:
+        raise LoweringError("RESIZE_NEAREST_NEIGHBOR with align_corners (its source pixels are not out // 2)")
+    x = _act(st.graph.tensors[op.inputs[0]], "input")
+    y = _act(st.graph.tensors[op.outputs[0]], "output")
+    size = st.graph.tensors[op.inputs[1]]
+    if size.data is None or [int(v) for v in np.asarray(size.data).ravel()] != [y.h, y.w]:
+        raise LoweringError("RESIZE_NEAREST_NEIGHBOR needs a constant size equal to the output's H, W")
+    if (y.h, y.w, y.c) != (2 * x.h, 2 * x.w, x.c):
+        raise LoweringError(f"resize {x.h}x{x.w} -> {y.h}x{y.w}: only a factor of exactly 2 in H and W runs on the TP")
+    if x.dtype != y.dtype or x.zp != y.zp or np.float32(x.scale) != np.float32(y.scale):
+        raise LoweringError("RESIZE_NEAREST_NEIGHBOR with different input and output quantization")
+    # with a factor of 2 both TFLite source rules (floor(o / 2) and, with half-pixel centres, floor((o + 0.5) / 2))
+    # give o // 2: output pixel (2h + a, 2w + b) is input pixel (h, w)
+    cx, lay = st.current(x)
+    out_index, detr = st.output_for(y, lay)
+    for phase in range(4):
+        st.tp_job("UPSAMPLE", cx, out_index, _replace_index(y, out_index), stride=2, phase=phase,
+                  in_planar=lay == PLANAR)
+    if detr:
+        st.detranspose(y, out_index)
 
 
 def _lower_fc(st: _Lowering, op: Operation) -> None:
@@ -1052,8 +1133,8 @@ def _lower_reshape(st: _Lowering, op: Operation) -> None:
 
 
 def _pad_amounts(g: Graph, op: Operation) -> np.ndarray:
-    if len(op.inputs) != 2 or len(op.outputs) != 1:
-        raise LoweringError("PAD with a constant value (PADV2) or unexpected inputs not supported")
+    if len(op.inputs) != (3 if op.kind == "PADV2" else 2) or len(op.outputs) != 1:
+        raise LoweringError(f"{op.kind} with unexpected inputs/outputs")
     p = g.tensors[op.inputs[1]]
     if p.data is None or p.dtype != "int32":
         raise LoweringError("PAD paddings must be a constant int32 tensor")
@@ -1068,6 +1149,18 @@ def _pad_amounts(g: Graph, op: Operation) -> np.ndarray:
     return pads
 
 
+def _pad_value(g: Graph, op: Operation, y: _Act) -> int:
+    """The stored value a PADV2 pads with: its constant, quantized like the output (TFLite writes it as it is)."""
+    v = g.tensors[op.inputs[2]]
+    data = None if v.data is None else np.asarray(v.data).reshape(-1)
+    if data is None or data.size != 1 or v.dtype != y.dtype:
+        raise LoweringError(f"PADV2 pad value must be one constant {y.dtype} value")
+    if v.quant is not None and len(v.quant.scales) and (
+            v.quant.zero_point + _dtype_shift(v.dtype) != y.zp or np.float32(v.quant.scale) != np.float32(y.scale)):
+        raise LoweringError("PADV2 pad value quantized unlike its output")
+    return int(data[0]) + _dtype_shift(y.dtype)
+
+
 def _lower_pad(st: _Lowering, op: Operation) -> None:
     g = st.graph
     pads = _pad_amounts(g, op)
@@ -1079,18 +1172,26 @@ def _lower_pad(st: _Lowering, op: Operation) -> None:
         raise LoweringError("PAD with different input and output quantization")
     if not st.mesa_compat and pads[3].any() and x.h == 1:
         raise LoweringError("channel padding on a single-row tensor (Mesa's one-core TP pad drops it)")
+    zp = x.zp
+    if op.kind == "PADV2":
+        zp = _pad_value(g, op, y)
+        if st.mesa_compat and pads[3].any():
+            raise LoweringError("PADV2 of the channels in --mesa-compat (Mesa's TP pad drops z padding)")
     cx, lay = st.current(x)
     out_index, detr = st.output_for(y, lay)
     # pad tuple as Mesa stores it: (x = TFLite H, y = W, z = C), before/after each
     pad6 = tuple(int(v) for v in pads[1:].reshape(-1))
-    st.tp_job("PAD", cx, out_index, _replace_index(y, out_index), stride=1, pad=pad6, in_planar=lay == PLANAR)
+    # PADV2: the padding reads as in_zp and the copy subtracts and adds the same value, so both zero points set to the
+    # stored constant pad with it and keep every input byte (docs/hardware/etnaviv-tp.md §5)
+    st.tp_job("PAD", cx, out_index, _replace_index(y, out_index), stride=1, pad=pad6, in_planar=lay == PLANAR,
+              input_zero_point=zp, output_zero_point=zp)
     if detr:
         st.detranspose(y, out_index)
 
 
 _LOWER = {"CONV_2D": _lower_conv, "DEPTHWISE_CONV_2D": _lower_conv, "FULLY_CONNECTED": _lower_fc,
-          "AVERAGE_POOL_2D": _lower_avgpool,
-          "ADD": _lower_add, "SUB": _lower_add, "PAD": _lower_pad, "RELU": _lower_elementwise_tp,
+          "AVERAGE_POOL_2D": _lower_avgpool, "MAX_POOL_2D": _lower_maxpool, "RESIZE_NEAREST_NEIGHBOR": _lower_resize,
+          "ADD": _lower_add, "SUB": _lower_add, "PAD": _lower_pad, "PADV2": _lower_pad, "RELU": _lower_elementwise_tp,
           "ABS": _lower_elementwise_tp, "LOGISTIC": _lower_elementwise_tp} | dict.fromkeys(TABLE_OPS, _lower_table) \
     | dict.fromkeys((*PART_KINDS, *SLICE_KINDS), _lower_parts) \
     | dict.fromkeys((*RESHAPE_KINDS, "TRANSPOSE"), _lower_reshape)
@@ -1242,51 +1343,13 @@ def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:
             result[op.index] = (False, f"descriptor outside the hardware's ranges: {'; '.join(bad)}")
             continue
         result[op.index] = (True, claim_reason(graph, op) or _claim_reason(op, chip, sum(j.type == KIND_NN for j in jobs)))
-    return _near_npu(graph, _drop_lone_cheap(graph, result))
+    return _near_npu(graph, drop_lone_cheap(graph, result, _CHEAP_KINDS, VIEW_KINDS))
 
 
 # Single-map jobs with no weights worth moving to the NPU: alone between CPU nodes each would be a partition of its
 # own, paying the layout conversions and a CPU <-> NPU round trip for less work than the CPU does in place.
-_CHEAP_KINDS = frozenset(("AVERAGE_POOL_2D", "ADD", "SUB", "RELU", "ABS", "LOGISTIC", "PAD", *TABLE_OPS))
-
-
-def _op_neighbours(graph: Graph, op: Operation, forward: bool) -> list[Operation]:
-    """The nearest non-view nodes that feed (forward False) or read (forward True) `op`, looking through views."""
-    out: list[Operation] = []
-    todo, seen = [op], {op.index}
-    while todo:
-        cur = todo.pop()
-        nxt = ([c for t in cur.outputs for c in graph.consumers(t)] if forward else
-               [p for p in (graph.producer(t) for t in cur.inputs if t >= 0) if p is not None])
-        for n in nxt:
-            if n.index in seen:
-                continue
-            seen.add(n.index)
-            (todo if n.kind in VIEW_KINDS else out).append(n)
-    return out
-
-
-def _drop_lone_cheap(graph: Graph, result: dict[int, tuple[bool, str]]) -> dict[int, tuple[bool, str]]:
-    """A claimed pool / table / element-wise node that would share a partition with no other claimed node (every
-    nearest producer and reader is a CPU node, or a claimed one reached only through CPU nodes; at least one of
-    each) stays on the CPU; a model made of such a node alone keeps it on the NPU. Repeated until stable."""
-    changed = True
-    while changed:
-        changed = False
-        claimed = {i for i, (ok, _) in result.items() if ok}
-        for op in graph.operations:
-            if op.kind not in _CHEAP_KINDS or op.index not in claimed:
-                continue
-            before, after = _op_neighbours(graph, op, False), _op_neighbours(graph, op, True)
-            joins = any(p.index in claimed and not _via_cpu(graph, p.index, op.index, claimed) for p in before) or \
-                any(c.index in claimed and not _via_cpu(graph, op.index, c.index, claimed) for c in after)
-            if before and after and not joins:
-                why = (f"{op.kind} alone between CPU nodes: a partition of its own would cost more (layout "
-                       "conversions, a CPU <-> NPU round trip) than the CPU spends on it")
-                result[op.index] = (False, why)
-                claimed.discard(op.index)
-                changed = True
-    return result
+_CHEAP_KINDS = frozenset(("AVERAGE_POOL_2D", "MAX_POOL_2D", "RESIZE_NEAREST_NEIGHBOR", "ADD", "SUB", "RELU", "ABS",
+                          "LOGISTIC", "PAD", "PADV2", *TABLE_OPS))
 
 
 def _near_npu(graph: Graph, result: dict[int, tuple[bool, str]]) -> dict[int, tuple[bool, str]]:
@@ -1306,8 +1369,8 @@ def _near_npu(graph: Graph, result: dict[int, tuple[bool, str]]) -> dict[int, tu
             # joining a producer's partition needs every input there: an input the CPU writes later would start
             # a partition of its own (TFLite's partitioning)
             by_producer = all(p.index in claimed for p in before) and any(
-                not _via_cpu(graph, p.index, op.index, claimed) for p in before)
-            if by_producer or any(c.index in claimed and not _via_cpu(graph, op.index, c.index, claimed)
+                not via_cpu(graph, p.index, op.index, claimed) for p in before)
+            if by_producer or any(c.index in claimed and not via_cpu(graph, op.index, c.index, claimed)
                                   for c in after):
                 claimed.add(op.index)
                 grew = True
@@ -1317,27 +1380,6 @@ def _near_npu(graph: Graph, result: dict[int, tuple[bool, str]]) -> dict[int, tu
                    "neighbours run)")
             result[op.index] = (False, why)
     return result
-
-
-def _via_cpu(graph: Graph, src: int, dst: int, claimed: set[int]) -> bool:
-    """Whether some path from node `src` to node `dst` passes through a node outside `claimed` (nodes are in
-    execution order, so such a path only visits nodes between the two)."""
-    by_index = {op.index: op for op in graph.operations}
-    seen: set[tuple[int, bool]] = set()
-    todo = [(src, False)]
-    while todo:
-        n, cpu = todo.pop()
-        for t in by_index[n].outputs:
-            for c in graph.consumers(t):
-                if c.index == dst:
-                    if cpu:
-                        return True
-                    continue
-                state = (c.index, cpu or c.index not in claimed)
-                if c.index < dst and state not in seen:
-                    seen.add(state)
-                    todo.append(state)
-    return False
 
 
 def _claim_reason(op: Operation, chip: Chip, nn_jobs: int = 1) -> str:
@@ -1352,6 +1394,10 @@ def _claim_reason(op: Operation, chip: Chip, nn_jobs: int = 1) -> str:
         return f"{op.kind} runs as a two-input NN convolution"
     if op.kind == "AVERAGE_POOL_2D":
         return "AVERAGE_POOL_2D runs as a unit-weight depthwise NN job (TFLite's rounding, proven for its window)"
+    if op.kind == "MAX_POOL_2D":
+        return "MAX_POOL_2D runs as TP max-pooling jobs (the vendor's TP pooling; 5x5 and 7x7 as cascades of 3x3)"
+    if op.kind == "RESIZE_NEAREST_NEIGHBOR":
+        return "RESIZE_NEAREST_NEIGHBOR x2 runs as four TP copies, one per pixel of each output 2x2 block"
     if op.kind in SLICE_KINDS:
         return f"{op.kind} in place: the kept channels are a plane range of the input's buffer"
     if op.kind in PART_KINDS:

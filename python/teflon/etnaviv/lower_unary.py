@@ -1,6 +1,6 @@
 """Per-element maps of one 8-bit tensor as TP TABLE jobs (etnaviv-tp.md §6 "TABLE"): TANH, HARD_SWISH,
 LEAKY_RELU, RELU6, RELU_N1_TO_1, QUANTIZE between 8-bit types, ADD/SUB/MUL/MAXIMUM/MINIMUM with one constant
-value, and the SiLU pair MUL(x, LOGISTIC(x)).
+value, the SiLU pair MUL(x, LOGISTIC(x)) and the square MUL(x, x).
 
 Each is a function of the input byte alone, so its whole behaviour is teflon.unary's 256-entry table of TFLite's
 own arithmetic; pwl_table.fit_table turns that table into the PWL table and input zero point of one TP job.
@@ -93,10 +93,18 @@ def _constant(graph: Graph, op: Operation) -> tuple[int, int, bool] | str | None
     return m.index, int(data[0]), first
 
 
+def square_input(graph: Graph, op: Operation) -> int | None:
+    """x of a MUL(x, x) of one non-constant tensor (a function of x: its square), else None."""
+    if op.kind != "MUL" or len(op.inputs) != 2 or op.inputs[0] != op.inputs[1]:
+        return None
+    return None if graph.tensors[op.inputs[0]].is_constant else op.inputs[0]
+
+
 def is_table_binary(graph: Graph, op: Operation) -> bool:
-    """ADD/SUB/MUL/MAXIMUM/MINIMUM that this module lowers (a constant operand, or a SiLU MUL) rather than the
-    two-map paths."""
-    return op.kind in unary.CONST_KINDS and (silu_input(graph, op) is not None or _constant(graph, op) is not None)
+    """ADD/SUB/MUL/MAXIMUM/MINIMUM that this module lowers (a constant operand, a SiLU MUL, a square) rather than
+    the two-map paths."""
+    return op.kind in unary.CONST_KINDS and (silu_input(graph, op) is not None or square_input(graph, op) is not None
+                                             or _constant(graph, op) is not None)
 
 
 def _target(graph: Graph, op: Operation) -> tuple[int, str, np.ndarray] | str:
@@ -120,10 +128,18 @@ def _target(graph: Graph, op: Operation) -> tuple[int, str, np.ndarray] | str:
         if graph.tensors[logistic.outputs[0]].dtype != dtype:
             return "SiLU with a sigmoid of another type"
         return x, "SILU", unary.silu_table(dtype, inp, sig, out, act)
+    sq = square_input(graph, op)
+    if sq is not None:
+        inp = _qp(graph, sq, "input")
+        if isinstance(inp, str):
+            return inp
+        dtype = graph.tensors[sq].dtype
+        xs = unary.input_values(dtype)
+        return sq, "SQUARE", unary.mul_table(dtype, xs, inp, xs, inp, out, act)
     if op.kind in unary.CONST_KINDS:
         c = _constant(graph, op)
         if c is None:
-            return f"{op.kind} of two feature maps (only one constant value or x * LOGISTIC(x) on the TP table)"
+            return f"{op.kind} of two feature maps (only one constant value, x * LOGISTIC(x) or x * x on the TP table)"
         if isinstance(c, str):
             return c
         x, value, first = c
@@ -181,4 +197,6 @@ def claim_reason(graph: Graph, op: Operation) -> str | None:
         return None
     if silu_input(graph, op) is not None:
         return "MUL of x and LOGISTIC(x) (SiLU) runs as one TP table job reading x"
+    if square_input(graph, op) is not None:
+        return "MUL of a map with itself (its square, a function of one byte) runs as one TP table job"
     return f"{op.kind} runs as a TP table job (a PWL table fitted to TFLite's map of the 256 input values)"

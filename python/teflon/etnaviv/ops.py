@@ -21,10 +21,13 @@ KIND_NN = 0  # Mesa `type`: ETNA_JOB_TYPE_NN
 KIND_TP = 1  # ETNA_JOB_TYPE_TP
 
 # Mesa `tp_type` values, by name (etnaviv.md §5; the golden's job `tp_type` strings)
-EXTRA_FIELDS = ("weights", "bias", "in_planar", "input_offset", "output_offset", "lut")  # not Mesa's
+EXTRA_FIELDS = ("weights", "bias", "in_planar", "input_offset", "output_offset", "lut", "phase")  # not Mesa's
 
-# TABLE is teflon's: a PWL job whose table reproduces any 8-bit map (pwl_table.py); Mesa has no such job
-TP_TYPES = ("TRANSPOSE", "DETRANSPOSE", "RESHUFFLE", "PAD", "RELU", "ABSOLUTE", "LOGISTIC", "TABLE")
+# TABLE is teflon's: a PWL job whose table reproduces any 8-bit map (pwl_table.py); Mesa has no such job.
+# MAXPOOL (the vendor's TP max pooling, docs/hardware/etnaviv-maxpool.md) and UPSAMPLE (one of the four phases of a
+# nearest-neighbour x2 resize: a copy whose out loops write every second pixel) are teflon's too.
+TP_TYPES = ("TRANSPOSE", "DETRANSPOSE", "RESHUFFLE", "PAD", "RELU", "ABSOLUTE", "LOGISTIC", "TABLE", "MAXPOOL",
+            "UPSAMPLE")
 
 
 def f32_bits(x: float) -> int:
@@ -82,6 +85,7 @@ class EtnaOp:
     input_offset: int = field(default=0, compare=False)
     output_offset: int = field(default=0, compare=False)
     lut: np.ndarray | None = field(default=None, repr=False, compare=False)  # a TABLE job's 1024 fp21 words
+    phase: int = field(default=0, compare=False)  # UPSAMPLE: which output pixel of each 2x2 block, 2 * row + column
 
     @property
     def tp_name(self) -> str | None:

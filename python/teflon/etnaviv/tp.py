@@ -82,17 +82,34 @@ def _transpose(op: EtnaOp) -> list[_Core]:
     return [_Core(f)]
 
 
+TP_WINDOW_MAX = 0x7FFF  # the largest window end the signed 16-bit in_window_x/y_end fields hold
+
+
+def _detranspose_rows(w: int, h: int, c: int) -> tuple[int, int]:
+    """(row length, rows) the detranspose reads the H*W*C planar bytes as: planar rows of W (the natural view, H * C
+    rows) unless that passes the 16-bit window fields; then the smallest row length dividing the bytes that fits
+    both fields (the bytes are read contiguously whatever the view, and the out loops count elements:
+    etnaviv-tp.md §3)."""
+    n = h * w * c
+    if w - 1 <= TP_WINDOW_MAX and h * c - 1 <= TP_WINDOW_MAX:
+        return w, h * c
+    for row in range(-(-n // (TP_WINDOW_MAX + 1)), TP_WINDOW_MAX + 2):
+        if n % row == 0:
+            return row, n // row
+    return w, h * c  # nothing fits: the program check refuses the field
+
+
 def _detranspose(op: EtnaOp, mesa_compat: bool) -> list[_Core]:
     """Planar -> NHWC: rows of the planar image (x = W, y = (c, h)) are scattered with stride C, 1x1 tiles.
 
     Mesa sizes the rows with its width (= H); right only for H == W, so only the compat mode does that.
     """
     h, w, c = op.input_width, op.input_height, op.input_channels
-    row, nrows = (h, w) if mesa_compat else (w, h)  # x extent of a planar row; rows per channel
+    row, rows = (h, w * c) if mesa_compat else _detranspose_rows(w, h, c)  # x extent of a read row; rows
     f = _defaults() | {
-        "in_image_x_size": row, "in_image_y_size": nrows * c, "in_image_z_size": 1,
-        "in_image_stride": row, "in_image_slice": row * nrows * c,
-        "in_window_x_end": row - 1, "in_window_y_end": nrows * c - 1,
+        "in_image_x_size": row, "in_image_y_size": rows, "in_image_z_size": 1,
+        "in_image_stride": row, "in_image_slice": row * rows,
+        "in_window_x_end": row - 1, "in_window_y_end": rows - 1,
         "in_tile_y_size": 1, "in_tile_y_inc": 1,
         "out_loop_0_inc": c, "out_loop_0_count": w,
         "out_loop_1_inc": 0, "out_loop_1_count": 1,
@@ -239,6 +256,19 @@ def pwl_cores(op: EtnaOp, tp_core_count: int) -> int:
     return tp_core_count
 
 
+def _tiled_out_loops(row: int, rows: int, tile_x: int, tile_y: int) -> dict[str, int]:
+    """Out loops that place each (clipped or pooled) tile of a row-major plane `row` elements wide and `rows` high:
+    column in tile, row in tile (both sized by the emitted tile: count 0), tile column, tile row, plane."""
+    return {
+        "out_loop_0_inc": 0, "out_loop_0_count": 1,
+        "out_loop_1_inc": 1, "out_loop_1_count": 0, "out_loop_1_reset": 1,
+        "out_loop_2_inc": row, "out_loop_2_count": 0, "out_loop_2_reset": 1,
+        "out_loop_3_inc": tile_x, "out_loop_3_count": _ceil_div(row, tile_x),
+        "out_loop_4_inc": tile_y * row, "out_loop_4_count": _ceil_div(rows, tile_y),
+        "out_loop_6_inc": row * rows,
+    }
+
+
 def _pwl(op: EtnaOp, ncores: int, lut_addr: int) -> list[_Core]:
     """Element-wise: the data is read as x = C, y = W, z = H (layout does not matter), 64 x 16 tiles."""
     h, w, c = op.input_width, op.input_height, op.input_channels
@@ -254,19 +284,90 @@ def _pwl(op: EtnaOp, ncores: int, lut_addr: int) -> list[_Core]:
             "in_tile_y_size": PWL_TILE_Y, "in_tile_y_inc": PWL_TILE_Y,
             "alu_pwl_enable": 1, "alu_load_pwl_lut": 1, "alu_load_pwl_lut_global_mem": 1,
             "alu_load_pwl_lut_address": lut_addr & ADDR_MASK, "alu_pwl_sign_support": 1,
-            # column in tile, row in tile (both sized by the clipped tile), tile column, tile row, plane
-            "out_loop_0_inc": 0, "out_loop_0_count": 1,
-            "out_loop_1_inc": 1, "out_loop_1_count": 0, "out_loop_1_reset": 1,
-            "out_loop_2_inc": c, "out_loop_2_count": 0, "out_loop_2_reset": 1,
-            "out_loop_3_inc": PWL_TILE_X, "out_loop_3_count": _ceil_div(c, PWL_TILE_X),
-            "out_loop_4_inc": PWL_TILE_Y * c, "out_loop_4_count": _ceil_div(w, PWL_TILE_Y),
-            "out_loop_6_inc": c * w,
+            **_tiled_out_loops(c, w, PWL_TILE_X, PWL_TILE_Y),
             "in_zp": op.input_zero_point, "out_zp": op.output_zero_point,
             "alu_output_post_multiplier": mult, "alu_output_postshift": shift,
         }
         cores.append(_Core(f, in_off, out_off))
         in_off += c * w * in_z
         out_off += c * w * in_z
+    return cores
+
+
+# ---- MAXPOOL (the vendor's TP max pooling; docs/hardware/etnaviv-maxpool.md) ------------------------------------
+
+MAXPOOL_MODE = 3  # alu_horz/vert_processing of the vendor's TP max pool [VENDOR]
+MAXPOOL_TILE_X = 64  # input columns a pooling tile spans at most (the vendor's choice)
+
+
+def maxpool_tiles(kx: int, sx: int, in_w: int) -> tuple[int, int]:
+    """(output columns, output rows) of one pooling tile: as many columns as fit 64 input columns; 16 rows for
+    narrow images, else 1 (the vendor's choice)."""
+    return max(1, (MAXPOOL_TILE_X + sx - kx) // sx), 16 if in_w < MAXPOOL_TILE_X else 1
+
+
+def _maxpool(op: EtnaOp, ncores: int) -> list[_Core]:
+    """Planar input (x = W, y = H, z = C split over the cores); every tile of out_tile * stride + k - stride input
+    columns (rows), advanced by out_tile * stride, is reduced to out_tile max values per row (column); the out loops
+    place them like the PWL jobs' tiles. Padding reads as 0, the lowest stored value, so in_zp = out_zp = 0 keeps
+    the ALU an identity and a SAME window's padding never wins."""
+    h, w, c = op.input_width, op.input_height, op.input_channels
+    oh, ow = op.output_width, op.output_height
+    ky, kx, s = op.weight_width, op.weight_height, op.stride
+    top, _, left, _, _, _ = op.pad
+    otx, oty = maxpool_tiles(kx, s, w)
+    cores: list[_Core] = []
+    in_off = out_off = 0
+    for in_z in _split(c, ncores):
+        f = _defaults() | {
+            "in_image_x_size": w, "in_image_y_size": h, "in_image_z_size": in_z,
+            "in_image_stride": w, "in_image_slice": w * h,
+            "in_window_x_start": -left, "in_window_y_start": -top,
+            "in_window_x_end": (ow - 1) * s + kx - 1 - left, "in_window_y_end": (oh - 1) * s + ky - 1 - top,
+            "in_tile_x_size": otx * s + kx - s, "in_tile_x_inc": otx * s,
+            "in_tile_y_size": oty * s + ky - s, "in_tile_y_inc": oty * s,
+            "alu_horz_processing": MAXPOOL_MODE, "alu_horz_proc_count": kx - 1, "alu_horz_proc_stride": s - 1,
+            "alu_vert_processing": MAXPOOL_MODE, "alu_vert_proc_count": ky - 1, "alu_vert_proc_stride": s - 1,
+            **_tiled_out_loops(ow, oh, otx, oty),
+            "in_zp": 0, "out_zp": 0,
+        }
+        cores.append(_Core(f, in_off, out_off))
+        in_off += w * h * in_z
+        out_off += ow * oh * in_z
+    return cores
+
+
+# ---- UPSAMPLE (one phase of a nearest-neighbour x2 resize) --------------------------------------------------------
+
+def _upsample(op: EtnaOp, ncores: int, in_planar: bool) -> list[_Core]:
+    """A byte copy of the whole input whose out loops step by two pixels and two rows, from the phase's pixel of
+    the first 2x2 block: four such jobs (phases 0..3) write every output pixel once. Planar data: x = W, y = H,
+    z = C; NHWC data: x = C, y = W, z = H. z is split over the cores."""
+    h, w, c = op.input_width, op.input_height, op.input_channels
+    row, col = divmod(op.phase, 2)
+    if in_planar:
+        (x, y, z), col_inc, row_inc, base = (w, h, c), 2, 4 * w, row * 2 * w + col
+    else:
+        (x, y, z), col_inc, row_inc, base = (c, w, h), 1, 2 * c, (row * 2 * w + col) * c
+    cores: list[_Core] = []
+    in_off = 0
+    out_off = base
+    for in_z in _split(z, ncores):
+        f = _defaults() | {
+            "in_image_x_size": x, "in_image_y_size": y, "in_image_z_size": in_z,
+            "in_image_stride": x, "in_image_slice": x * y,
+            "in_window_x_end": x - 1, "in_window_y_end": y - 1,
+            "in_tile_x_size": x, "in_tile_x_inc": x, "in_tile_y_size": y, "in_tile_y_inc": y,
+            "out_loop_0_inc": 0, "out_loop_0_count": 1,
+            "out_loop_1_inc": col_inc, "out_loop_1_count": x,
+            "out_loop_2_inc": row_inc, "out_loop_2_count": y,
+            "out_loop_3_inc": 0, "out_loop_3_count": 1,
+            "out_loop_6_inc": 4 * x * y,
+            "in_zp": op.input_zero_point, "out_zp": op.output_zero_point,
+        }
+        cores.append(_Core(f, in_off, out_off))
+        in_off += x * y * in_z
+        out_off += 4 * x * y * in_z
     return cores
 
 
@@ -279,8 +380,8 @@ def tp_cores_used(op: EtnaOp, tp_core_count: int) -> int:
         return 1
     if name == "RESHUFFLE":
         return reshuffle_cores(op, tp_core_count)
-    if name == "PAD":
-        return pad_cores(op, tp_core_count)
+    if name in ("PAD", "UPSAMPLE", "MAXPOOL"):  # split along z like PAD (the extent caps the count below)
+        return pad_cores(op, tp_core_count) if name == "PAD" else tp_core_count
     return pwl_cores(op, tp_core_count)
 
 
@@ -291,8 +392,10 @@ def _split_extent(op: EtnaOp, in_planar: bool) -> int:
     if name == "RESHUFFLE":
         ox, oy = op.output_height, op.output_width
         return {"x": ox, "y": oy, "z": c}[_reshuffle_split_dim(ox, oy, c)]
-    if name == "PAD":
+    if name in ("PAD", "UPSAMPLE"):
         return c if in_planar else h
+    if name == "MAXPOOL":
+        return c
     return h
 
 
@@ -308,7 +411,8 @@ def tp_descriptors(op: EtnaOp, tp_core_count: int, in_addr: int, out_addr: int, 
         raise ValueError("not a TP job")
     name = TP_TYPES[op.tp_type]
     n = tp_cores_used(op, tp_core_count)
-    if not mesa_compat:  # never give a core an empty share (Mesa does, e.g. PAD of a 3-channel planar tensor)
+    if not mesa_compat or name in ("MAXPOOL", "UPSAMPLE"):  # never give a core an empty share (Mesa does, e.g.
+        # PAD of a 3-channel planar tensor; MAXPOOL and UPSAMPLE are not Mesa's)
         n = max(1, min(n, _split_extent(op, in_planar)))
     if name == "TRANSPOSE":
         cores = _transpose(op)
@@ -323,6 +427,10 @@ def tp_descriptors(op: EtnaOp, tp_core_count: int, in_addr: int, out_addr: int, 
             cores = _reshuffle(op, n, mesa_compat)
     elif name == "PAD":
         cores = _pad(op, n, mesa_compat, in_planar)
+    elif name == "MAXPOOL":
+        cores = _maxpool(op, n)
+    elif name == "UPSAMPLE":
+        cores = _upsample(op, n, in_planar)
     elif name in PWL_TYPES:
         if lut_addr is None:
             raise ValueError(f"{name} needs the PWL LUT address")
@@ -342,10 +450,22 @@ def tp_descriptors(op: EtnaOp, tp_core_count: int, in_addr: int, out_addr: int, 
 # ---- reference model ----------------------------------------------------------------------------------------------
 
 def _axis_tiles(start: int, end: int, size: int, inc: int) -> tuple[np.ndarray, np.ndarray]:
-    """Tile origins along one axis and each tile's length (tiles clipped at the window end)."""
-    origins = np.arange(start, end + 1, max(inc, 1), dtype=np.int64)
+    """Tile origins along one axis and each tile's length (tiles clipped at the window end). Pooling tiles overlap
+    by size - inc; a tile starts while it still holds input past that overlap."""
+    overlap = max(size - inc, 0)
+    origins = np.arange(start, max(end + 1 - overlap, start + 1), max(inc, 1), dtype=np.int64)
     lengths = np.minimum(origins + max(size, 1), end + 1) - origins
     return origins, lengths
+
+
+def _pool_window(d: dict[str, int]) -> tuple[int, int, int, int]:
+    """(kx, ky, sx, sy) of the ALU's max pooling (1, 1, 1, 1 when off) [INFERRED, etnaviv-maxpool.md]."""
+    if d["alu_horz_processing"] == 0 and d["alu_vert_processing"] == 0:
+        return 1, 1, 1, 1
+    if (d["alu_horz_processing"], d["alu_vert_processing"]) != (MAXPOOL_MODE, MAXPOOL_MODE):
+        raise ValueError("horizontal/vertical processing other than max pooling is not modelled")
+    return (d["alu_horz_proc_count"] + 1, d["alu_vert_proc_count"] + 1, d["alu_horz_proc_stride"] + 1,
+            d["alu_vert_proc_stride"] + 1)
 
 
 def _stream(d: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -354,8 +474,11 @@ def _stream(d: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     Order: planes (z, incl. over-fetched ones), tile rows, tile columns, rows in tile, columns in tile.
     Level: 0 inside a tile row, 1 last element of a tile row, 2 last of a tile, 3 last of a plane.
     """
+    kx, ky, sx, sy = _pool_window(d)
     tx0, tlx = _axis_tiles(d["in_window_x_start"], d["in_window_x_end"], d["in_tile_x_size"], d["in_tile_x_inc"])
     ty0, tly = _axis_tiles(d["in_window_y_start"], d["in_window_y_end"], d["in_tile_y_size"], d["in_tile_y_inc"])
+    # a pooled tile emits one element per window (the tile itself without pooling); x, y: each window's origin
+    tlx, tly = (tlx - kx) // sx + 1, (tly - ky) // sy + 1
     zs = np.arange(-d["in_window_z_start_overfetch"], d["in_image_z_size"] + d["in_window_z_end_overfetch"])
     mx, my = int(tlx.max()), int(tly.max())
     # dims: z, tile row j, tile column k, row in tile, column in tile
@@ -370,8 +493,8 @@ def _stream(d: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     tile_end = row_end & (yy == tly[j] - 1)
     plane_end = tile_end & (j == len(ty0) - 1) & (k == len(tx0) - 1)
     level = row_end.astype(np.int8) + tile_end + plane_end
-    x = np.broadcast_to(tx0[k] + xx, shape)[valid]
-    y = np.broadcast_to(ty0[j] + yy, shape)[valid]
+    x = np.broadcast_to(tx0[k] + xx * sx, shape)[valid]
+    y = np.broadcast_to(ty0[j] + yy * sy, shape)[valid]
     return x, y, np.broadcast_to(z, shape)[valid], np.broadcast_to(level, shape)[valid]
 
 
@@ -464,12 +587,18 @@ def tp_execute(descs: Sequence[Sequence[int]], mem: dict[int, np.ndarray], lut: 
         d = TP.decode(list(words))
         src, in_off = locate(d["in_image_base_address"])
         dst, out_off = locate(d["out_image_base_address"])
-        x, y, z, level = _stream(d)
-        inside = ((x >= 0) & (x < d["in_image_x_size"]) & (y >= 0) & (y < d["in_image_y_size"])
-                  & (z >= 0) & (z < d["in_image_z_size"]))
-        addr = in_off + z * d["in_image_slice"] + y * d["in_image_stride"] + x
-        vals = np.full(len(x), d["in_zp"], np.uint8)
-        vals[inside] = src[addr[inside]]
+        x0, y0, z, level = _stream(d)
+        kx, ky, _, _ = _pool_window(d)
+        vals = np.zeros(len(x0), np.uint8)
+        for dy in range(ky):  # the window's maximum (a single element without pooling)
+            for dx in range(kx):
+                x, y = x0 + dx, y0 + dy
+                inside = ((x >= 0) & (x < d["in_image_x_size"]) & (y >= 0) & (y < d["in_image_y_size"])
+                          & (z >= 0) & (z < d["in_image_z_size"]))
+                addr = in_off + z * d["in_image_slice"] + y * d["in_image_stride"] + x
+                read = np.full(len(x), d["in_zp"], np.uint8)
+                read[inside] = src[addr[inside]]
+                vals = read if dx == dy == 0 else np.maximum(vals, read)
         dst[out_off + _out_offsets(d, level)] = _alu(d, vals, lut)
 
 

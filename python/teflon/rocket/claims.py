@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..ir import Graph, Operation
-from .fused_add import add_fusion, fuse_add
+from .fused_add import add_fusion, fuse_add, fuse_mul, mul_fusion
 from .operations import RocketConv, RocketPool
 from .pool import describe_pool, lower_pool_ops
 from .quantization import LoweringError
@@ -34,6 +34,21 @@ def claim_fused_add(graph: Graph, op: Operation, by_output: dict[int, RocketConv
                       f"{other} (no convolution to fuse into)")
     del by_output[conv.output_tensor]
     return True, f"fused into node {conv.nodes[0]} (DPU element-wise add of tensor {other})"
+
+
+def claim_mul(graph: Graph, op: Operation, by_output: dict[int, RocketConv],
+              check: Callable[[RocketConv, int], None]) -> Decision:
+    """A MUL of two tensors through a copy of its first input and the DPU's element-wise multiply (a fact a board
+    run proved: the caller asks hw_facts first); `by_output` then holds the fused copy."""
+    try:
+        conv, other = mul_fusion(graph, op)
+        fused = fuse_mul(graph, op, conv, other)
+        check(fused, other)
+    except (LoweringError, EncodeError) as e:
+        return False, str(e)
+    by_output[fused.output_tensor] = fused
+    return True, (f"a 1x1 depthwise copy of tensor {conv.input_tensor} with the DPU element-wise multiply by tensor "
+                  f"{other} (proved by TEFLON_HW_FACTS)")
 
 
 def claim_pool(graph: Graph, op: Operation, check_pool: Callable[[RocketPool], None],

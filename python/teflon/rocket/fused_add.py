@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..ir import Graph, Operation, Tensor
-from .identity_add import identity_fusion
+from .identity_add import identity_conv, identity_fusion
 from .operations import EwOperand, RocketConv
 from .quantization import LoweringError, activation_bounds, stored_offset, tensor_quant
 
@@ -101,3 +101,36 @@ def fuse_add(graph: Graph, add: Operation, conv: RocketConv, other: int) -> Rock
     sign = np.float32(-1.0 if add.kind == "SUB" else 1.0)
     return replace(conv, nodes=[*conv.nodes, add.index], output_tensor=y.index, out_zp=zy - off, out_scale=sy,
                    ew=EwOperand(other, zb - off, sign * sb))
+
+
+# The EW stage's multiply as a board run proved it (board-facts.md fact 1, TEFLON_HW_FACTS): the hypotheses under
+# which a product inside int32 with EW_TRUNCATE 0 is exact, which is all a copy's accumulator times an 8-bit operand
+# needs (|127 x 255 x 255| < 2^23).
+EXACT_PRODUCT = ("wide", "wide_even", "sat32", "wrap32")
+
+
+def mul_fusion(graph: Graph, mul: Operation) -> tuple[RocketConv, int]:
+    """(a 1x1 depthwise copy of the MUL's first input, its other input) or LoweringError: the product of the copy's
+    exact accumulator COPY_WEIGHT·(a - za) and the converted operand (b - zb) reaches OUT_CVT, which rounds once (to
+    sa·sb / (COPY_WEIGHT·sy)), as TFLite's MUL does."""
+    if len(mul.inputs) != 2 or len(mul.outputs) != 1:
+        raise LoweringError("MUL with unexpected inputs/outputs")
+    a, b = (graph.tensors[t] for t in mul.inputs)
+    y = graph.tensors[mul.outputs[0]]
+    if a.is_constant or b.is_constant:
+        raise LoweringError("MUL with a constant input runs on the CPU (no operand buffer is emitted for constants)")
+    if not (a.shape == b.shape == y.shape):
+        raise LoweringError(f"broadcasting MUL {a.shape}, {b.shape} runs on the CPU")
+    if a.index == b.index:
+        raise LoweringError("MUL of a tensor with itself runs on the CPU")
+    if not a.dtype == b.dtype == y.dtype:
+        raise LoweringError(f"MUL with mixed types ({a.dtype}, {b.dtype} -> {y.dtype})")
+    _check_add_itself(mul, b, y)
+    return identity_conv(graph, a.index), b.index
+
+
+def fuse_mul(graph: Graph, mul: Operation, conv: RocketConv, other: int) -> RocketConv:
+    """`conv` (the copy) times the MUL's other input, requantized to the output."""
+    fused = fuse_add(graph, mul, conv, other)
+    assert fused.ew is not None
+    return replace(fused, ew=replace(fused.ew, mul=True))

@@ -26,6 +26,7 @@ class EwOperand:
     tensor: int
     zp: int  # stored zero point
     scale: np.float32  # negative for a SUB: the operand is subtracted
+    mul: bool = False  # the EW stage multiplies instead (a MUL of two tensors, board-facts.md fact 1)
 
 
 @dataclass

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from ..ir import Graph
 from .convlike import is_conv_like, lower_conv_like
-from .fused_add import ELEMENTWISE_FUSED, add_fusion, fuse_add
+from .fused_add import ELEMENTWISE_FUSED, add_fusion, fuse_add, fuse_mul, mul_fusion
 from .operations import RocketConv, RocketPool
 from .pad_fold import PAD_KINDS, folded_pad
 from .pool import POOL_KINDS, lower_pool_ops
@@ -19,12 +19,13 @@ from .views import VIEW_KINDS, RocketView, lower_view_node
 
 def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, unary: bool = False,
                     clamp: bool = False, outputs: list[int] | None = None,
-                    fusable: Callable[[RocketConv], bool] | None = None
+                    fusable: Callable[[RocketConv], bool] | None = None, mul: bool = False
                     ) -> list[RocketConv | RocketPool | list[RocketView]]:
     """Lower the partition's nodes into rocket operations (convolutions, pools; a view node into its views,
     views.py; with `unary`, a table op into a RocketUnary, unary_lower.py; `clamp`: fused RELU/RELU6 through the
     DPU clamp), in graph execution order; each ADD / SUB is fused into the convolution producing one of its inputs
-    (add_fusion), which then runs at the ADD's position."""
+    (add_fusion), which then runs at the ADD's position; with `mul` (a proved fact, fused_add.mul_fusion) a MUL of
+    two tensors becomes a copy of its first input with the element-wise multiply."""
     by_index = {op.index: op for op in graph.operations}
     order = {op.index: i for i, op in enumerate(graph.operations)}
     by_output: dict[int, RocketConv] = {}  # the convolutions (fused ADDs included) by output tensor
@@ -61,6 +62,9 @@ def lower_partition(graph: Graph, nodes: list[int], per_channel: bool = False, u
             if conv.nodes:  # a copy (identity_add.py) replaces no convolution
                 del by_output[conv.output_tensor]
             fused = fuse_add(graph, op, conv, other)
+            by_output[fused.output_tensor] = fused
+        elif mul and op.kind == "MUL":
+            fused = fuse_mul(graph, op, *mul_fusion(graph, op))
             by_output[fused.output_tensor] = fused
         else:
             raise LoweringError(f"{op.kind} (node {n}) is not supported by the rocket backend")

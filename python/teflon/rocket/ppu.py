@@ -29,9 +29,11 @@ def channels_m1(p: RocketPool) -> int:
 
 
 def pool_stream(rm: RegMap, p: RocketPool, in_plane: int, out_plane: int, pad_regs: PadRegisters,
-                trailer: list[int]) -> Stream:
+                trailer: list[int], swap_pad_xy: bool = False) -> Stream:
     """The task's words; `in_plane` / `out_plane` are the tensors' channel-plane pitches in 16-byte atoms,
-    `pad_regs` the generation's padding-value writes, `trailer` its 4 trailer words (op-enable 0x60)."""
+    `pad_regs` the generation's padding-value writes, `trailer` its 4 trailer words (op-enable 0x60);
+    `swap_pad_xy`: POOLING_PADDING_CFG's x and y swapped within each pair against the register table's names (a
+    proved RK3576 order, board-facts.md fact 4)."""
     e = Emitter(rm)
     pp = {"POINTER_PP_EN": 1, "EXECUTER_PP_EN": 1, "POINTER_PP_MODE": 1}
     cin = {"CUBE_IN_WIDTH": p.consumed_w - 1, "CUBE_IN_HEIGHT": p.consumed_h - 1}
@@ -50,8 +52,9 @@ def pool_stream(rm: RegMap, p: RocketPool, in_plane: int, out_plane: int, pad_re
           KERNEL_STRIDE_HEIGHT=p.sh - 1)
         e("PPU_RECIP_KERNEL_WIDTH", RECIP_KERNEL_WIDTH=p.recip_w)
         e("PPU_RECIP_KERNEL_HEIGHT", RECIP_KERNEL_HEIGHT=p.recip_h)
-        e("PPU_POOLING_PADDING_CFG", PAD_LEFT=p.pad_left, PAD_TOP=p.pad_top, PAD_RIGHT=p.pad_right,
-          PAD_BOTTOM=p.pad_bottom)
+        x0, y0, x1, y1 = (p.pad_top, p.pad_left, p.pad_bottom, p.pad_right) if swap_pad_xy else \
+            (p.pad_left, p.pad_top, p.pad_right, p.pad_bottom)
+        e("PPU_POOLING_PADDING_CFG", PAD_LEFT=x0, PAD_TOP=y0, PAD_RIGHT=x1, PAD_BOTTOM=y1)
         for reg, fields in pad_regs:
             e(reg, **fields)
         e.addr("PPU_DST_BASE_ADDR", ROLE_OUTPUT, 0)

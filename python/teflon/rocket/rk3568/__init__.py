@@ -64,12 +64,11 @@ def ppu_pools() -> bool:
 
 
 def lower(graph: Graph, nodes: list[int], outputs: list[int] | None = None) -> list[Any]:
-    """The partition's operations in graph order: per-tensor convolutions (fused RELU/RELU6 through the BN stage),
-    average pools as exact depthwise convolutions (or, with ppu_pools(), window pools as the vendor's PPU tasks) and
-    ADDs of two maps; anything else raises LoweringError."""
+    """The partition's operations in graph order: convolutions (per-tensor or per-channel, fused RELU/RELU6 through
+    the BN stage; an input PAD the partition holds folded into their padding), MUL/ADD/SUB with a constant, pools
+    (`_pool`), ADDs of two maps and reshapes written in place (`aliased`); anything else raises LoweringError."""
     from ..convlike import is_conv_like, lower_conv_like
     from ..pad_fold import NOT_FOLDED, PAD_KINDS, folded_pad
-    from ..pool import average_pool_conv, window_pool
     from ..quantization import LoweringError
     from .add import lower_add
 
@@ -100,21 +99,10 @@ def lower(graph: Graph, nodes: list[int], outputs: list[int] | None = None) -> l
         if is_conv_like(graph, op):
             # an input PAD folds when the partition holds it, else the convolution reads the PAD's output
             fold = folded_pad(graph, op)
-            ops.append(lower_conv_like(graph, op, per_channel=False, clamp=True,
+            ops.append(lower_conv_like(graph, op, per_channel=True, clamp=True,
                                        fold_pad=fold is not None and fold[0].index in nodes))
-        elif op.kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D") and ppu_pools():
-            ops.append(window_pool(graph, op))
-        elif op.kind == "AVERAGE_POOL_2D":
-            # the toolkit's own lowering of a global average [GOLD avgpool-in7x7x128] for every window it can take:
-            # constant weights, a bias and an OUT_CVT proved to round like TFLite for every window sum (average.py)
-            try:
-                ops.append(average_pool_conv(window_pool(graph, op), graph.tensors[op.inputs[0]]))
-            except LoweringError as e:
-                raise LoweringError(f"{e} (rk3568 runs an average as one depthwise convolution, windows up to 7; "
-                                    "the per-plane convolutions rk3588 takes wider global averages with "
-                                    "(flat_pool.py) are not written by the rk3568 encoder)") from e
-        elif op.kind == "MAX_POOL_2D":
-            raise LoweringError(MAX_POOL_REASON)
+        elif op.kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
+            ops.append(_pool(graph, op))
         elif op.kind == "ADD":
             ops.append(lower_add(graph, op))
         elif op.kind in ALIAS_KINDS:
@@ -126,6 +114,34 @@ def lower(graph: Graph, nodes: list[int], outputs: list[int] | None = None) -> l
 
 
 ALIAS_KINDS = ("RESHAPE", "SQUEEZE")
+
+
+def _pool(graph: Graph, op: Any) -> Any:
+    """A pool's operation: a global average as the vendor's averaging depthwise convolution (average.py); with
+    ppu_pools() any other window as the vendor's PPU task; else an average as the exact depthwise convolution of
+    rocket/pool.py (windows up to 7) and a max pool refused (MAX_POOL_REASON). Raises LoweringError."""
+    from ..pool import average_pool_conv, window_pool
+    from ..quantization import LoweringError
+    from .average import is_global_average, lower_global_average
+
+    if is_global_average(graph, op):
+        try:
+            return lower_global_average(graph, op)
+        except LoweringError:
+            if ppu_pools():
+                raise
+    if ppu_pools():
+        return window_pool(graph, op)
+    if op.kind == "MAX_POOL_2D":
+        raise LoweringError(MAX_POOL_REASON)
+    # every other average (and a global one the vendor's form refuses): constant weights, a bias and an OUT_CVT
+    # proved to round like TFLite for every window sum (rocket/average.py) [IAV T69: the third party's fallback too]
+    try:
+        return average_pool_conv(window_pool(graph, op), graph.tensors[op.inputs[0]])
+    except LoweringError as e:
+        raise LoweringError(f"{e} (rk3568 runs an average as one depthwise convolution, windows up to 7; the "
+                            "per-plane convolutions rk3588 takes wider global averages with (flat_pool.py) are not "
+                            "written by the rk3568 encoder)") from e
 
 
 def aliased(graph: Graph, op: Any, ops: list[Any]) -> tuple[int, Any]:

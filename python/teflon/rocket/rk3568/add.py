@@ -69,8 +69,9 @@ def lower_add(graph: Graph, op: Operation) -> RocketAdd:
     a, b, y = (graph.tensors[t] for t in (*op.inputs, op.outputs[0]))
     if a.shape != b.shape or a.shape != y.shape or len(a.shape) != 4 or a.shape[0] != 1:
         raise LoweringError("ADD of maps of different shapes (broadcast) is not encoded on rk3568")
-    if a.dtype != "uint8" or b.dtype != a.dtype or y.dtype != a.dtype:
-        raise LoweringError("ADD is encoded for uint8 maps on rk3568")
+    # int8 maps are the stored domain itself (uint8 ones are XORed with 0x80 by the host [IAV T71]): one task for both
+    if a.dtype not in ("uint8", "int8") or b.dtype != a.dtype or y.dtype != a.dtype:
+        raise LoweringError("ADD is encoded for uint8 or int8 maps on rk3568")
     if a.is_constant or b.is_constant or op.inputs[0] == op.inputs[1]:
         raise LoweringError("ADD of a constant or of a tensor with itself is not encoded on rk3568")
     if str(op.options.get("activation", "NONE")) != "NONE":

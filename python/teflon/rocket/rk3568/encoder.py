@@ -1,7 +1,9 @@
 """RK3568: rocket convolutions -> teflon.program.Program (docs/hardware/rk3568.md).
 
-Buffers: `t<index>` per feature-map tensor (NC1HWC2, C2 = 8), `op<k>.weights`, `op<k>.bias` (the per-tensor BS
-stream: int32 per output channel, bias - zx_stored * sum(w - zw), padded to the declared channels), `op<k>.regcmd`.
+Buffers: `t<index>` per feature-map tensor (NC1HWC2, C2 = 8), `op<k>.weights`, `op<k>.bias` (the BS stream over the
+declared channels: per-tensor weights int32 bias - zx_stored * sum(w - zw) per channel; per-channel weights and the
+averaging convolution of a global average the 8-byte bias / OW / multiplier stream, stream.channel_stream),
+`op<k>.regcmd`.
 One job per operation (an operation may read what an earlier one wrote: align4 planes): its tasks (channel groups, row bands, delta tasks: split.py, stream.py) chain in one regcmd
 buffer and rely on each other's register state.
 """
@@ -14,16 +16,25 @@ import numpy as np
 
 from ...hw.regmap import RegMap, RegMapError
 from ...program import LAYOUT_NC1HWC2, Buffer, IOBinding, OpRecord, Program
-from .. import assemble
+from .. import assemble, perchannel
 from ..operations import RocketConv, RocketPool
 from ..requant import bias_table, bounded_cvt, out_cvt
 from ..stream import ROLE_EW, ROLE_INPUT, ROLE_OUTPUT, ROLE_REGCMD, EncodeError, Stream, regcmd_bytes
 from . import weights
 from .add import RocketAdd, add_stream
+from .average import AVERAGE_KIND
 from .layout import ATOM, dpu_plane
 from .pool import pool_stream
 from .split import split
-from .stream import PACKED_MAX_C, Requant, conv_stream, out_channels, packed_row_bytes, task_streams
+from .stream import (
+    PACKED_MAX_C,
+    Requant,
+    channel_stream,
+    conv_stream,
+    out_channels,
+    packed_row_bytes,
+    task_streams,
+)
 
 
 @dataclass
@@ -35,27 +46,57 @@ class EncodedLayer:
     requant: Requant
 
 
-def requant(rm: RegMap, c: RocketConv) -> Requant:
-    """OUT_CVT (Q1.14 scale, carried into the shift at 2^15: requant.out_cvt) and a fused RELU/RELU6 [IAV T51/T57]."""
-    if c.w_scales is not None:
-        raise EncodeError("per-channel weights are not encoded on rk3568 yet (the 8-byte BS stream)")
+def requant(rm: RegMap, c: RocketConv) -> tuple[Requant, bytes]:
+    """The DPU words (OUT_CVT: Q1.14 scale carried into the shift at 2^15, requant.out_cvt; a fused RELU/RELU6 in the
+    BN stage) and the BS stream of a layer [IAV T51/T57]: per-tensor weights the bias-only stream (int32 per declared
+    channel) with the OW operand in BS_OW_OP; per-channel weights and the vendor's averaging convolution (rk3568
+    average.py) the 8-byte stream of bias, OW and multiplier per channel [IAV T41/T71; GOLD]."""
     if c.ew is not None:
         raise EncodeError("a fused ADD is not encoded on rk3568 yet")
-    try:
-        # a fitted OUT_CVT (average.average_conv: an average pool as a depthwise convolution) is taken as it is
-        scale, shift = c.cvt if c.cvt is not None else out_cvt(c.in_scale, c.w_scale, c.out_scale, 0)
-        scale, shift = bounded_cvt(scale, shift, rm.limits("DPU_OUT_CVT_SHIFT", "OUT_CVT_SHIFT")[1])
-    except ValueError as e:
-        raise EncodeError(str(e)) from e
-    # The vendor's fused activation is the BN stage on the accumulator (after the bias): ReLU at 0, ReLU6 also at
-    # round(6 / (s_in x s_w)), whether or not the output range already clips there [IAV T57; GOLD 0x12 / 0x92]. At
-    # the bound this may differ from TFLite's clamp after requantization by one LSB (rk3568.md §4).
     if c.activation not in ("NONE", "RELU", "RELU6"):
         raise EncodeError(f"fused {c.activation} is not encoded on rk3568")
-    relux = round(6.0 / (float(c.in_scale) * float(c.w_scale))) if c.activation == "RELU6" else None
+    ocp = out_channels(c)
+    ow = np.full(c.out_c, -c.w_zp, np.int64)  # 0x80 - zw: the stored domain's -zw [IAV T43]
+    try:
+        if c.kind == AVERAGE_KIND:  # the vendor's averaging convolution: multiplier 2^14, shift 14 [GOLD]
+            assert c.cvt is not None
+            scale, shift = c.cvt
+            a = bias_table(c.bias, c.weights_q, c.w_zp_q, c.in_zp, c.depthwise, 0)
+            mul = np.full(c.out_c, 1 << perchannel.SHIFT, np.int64)
+            mul_shift: int | None = perchannel.SHIFT
+            unit = None
+        elif c.w_scales is not None:
+            # per-channel weights: the shared BS-multiplier arithmetic (perchannel.py: C <= 32767 in the stream's
+            # 16-bit field, the least shift that keeps v x C inside int32) [INF: RK3588's BS multiplier stage]
+            cs = perchannel.channel_scaling(c)
+            a, mul, mul_shift = cs.a, cs.multipliers.c, cs.shift
+            scale, shift = perchannel.out_cvt(float(c.in_scale), cs.multipliers, float(c.out_scale), cs.shift)
+            unit = float(c.in_scale) * cs.multipliers.s_one * 2.0 ** (cs.shift - cs.multipliers.bits)
+        else:
+            # a fitted OUT_CVT (an average pool or a constant operation as a depthwise convolution:
+            # rocket/average.py, const_elementwise.py) is taken as it is
+            scale, shift = c.cvt if c.cvt is not None else out_cvt(c.in_scale, c.w_scale, c.out_scale, 0)
+            a = bias_table(c.bias, c.weights_q, c.w_zp_q, c.in_zp, c.depthwise, 0)
+            mul = None
+            mul_shift = None
+            unit = float(c.in_scale) * float(c.w_scale)
+        scale, shift = bounded_cvt(scale, shift, rm.limits("DPU_OUT_CVT_SHIFT", "OUT_CVT_SHIFT")[1])
+        if mul is None:
+            table = np.zeros(ocp, "<i4")
+            table[:c.out_c] = a
+            bs = table.tobytes()
+        else:
+            bs = channel_stream(a, ow, mul, ocp)
+    except ValueError as e:
+        raise EncodeError(str(e)) from e
+    # The vendor's fused activation is the BN stage on the accumulator (after the bias and the multiplier): ReLU at
+    # 0, ReLU6 also at round(6 / unit) (unit: the value of one step there), whether or not the output range already
+    # clips there [IAV T57; GOLD 0x12 / 0x92]. At the bound this may differ from TFLite's clamp after
+    # requantization by one LSB (rk3568.md §4).
+    relux = round(6.0 / unit) if c.activation == "RELU6" and unit is not None else None
     if relux is not None and not 0 < relux < 1 << 31:
         raise EncodeError(f"fused RELU6 bound {relux} outside the accumulator")
-    return Requant(scale, shift, relux, c.activation != "NONE")
+    return Requant(scale, shift, relux, c.activation != "NONE", mul_shift), bs
 
 
 def packed_input(c: RocketConv, host_written: bool) -> bool:
@@ -73,16 +114,14 @@ def encode_layer(rm: RegMap, c: RocketConv, host_input: bool = False, in_plane_a
         raise EncodeError("different row and column strides are not encoded on rk3568 yet")
     packed = weights.pack_depthwise(c.weights, c.w_zp) if c.depthwise else weights.pack_conv(c.weights, c.w_zp)
     sp = split(c, len(packed))
-    rq = requant(rm, c)
-    table = np.zeros(out_channels(c), "<i4")
+    rq, bs = requant(rm, c)
     try:
-        table[:c.out_c] = bias_table(c.bias, c.weights_q, c.w_zp_q, c.in_zp, c.depthwise, 0)
         pixels = packed_input(c, host_input)
         streams, offsets = task_streams(rm, [conv_stream(rm, c, w, sp.data_banks, rq, pixels, in_plane_atoms)
                                              for w in sp.windows])
     except (ValueError, RegMapError) as e:
         raise EncodeError(str(e)) from e
-    return EncodedLayer(streams, offsets, packed, table.tobytes(), rq)
+    return EncodedLayer(streams, offsets, packed, bs, rq)
 
 
 def tensor_bytes(c: int, plane: int) -> int:
@@ -165,5 +204,5 @@ def compile_ops(rm: RegMap, device: str, convs: list[RocketConv | RocketPool | R
 
 
 def _op_info(c: RocketConv, enc: EncodedLayer) -> dict[str, object]:
-    return {"depthwise": c.depthwise, "per_channel": False, "out_cvt": [enc.requant.cvt_scale, enc.requant.cvt_shift],
+    return {"depthwise": c.depthwise, "per_channel": c.w_scales is not None, "out_cvt": [enc.requant.cvt_scale, enc.requant.cvt_shift],
             "input_tensor": c.input_tensor, "output_tensor": c.output_tensor, "macs": c.macs}

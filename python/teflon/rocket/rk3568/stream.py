@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ...hw.regmap import RegMap
 from ..geometry import align
 from ..operations import RocketConv
@@ -32,6 +34,8 @@ S_POINTER = {"POINTER_PP_EN": 1, "EXECUTER_PP_EN": 1, "POINTER_PP_MODE": 1}  # 0
 # (16 -> 1, 18 -> 0; 7 -> 2, 10 -> 1) [INF from GOLD; IAV T28 gives 28 / 14, which Wout 22 and 15 contradict]
 GRAINS_WOUT = (17, 9)
 BS_BYTES_PER_CHANNEL = 4  # the per-tensor bias-only BS stream [IAV T43 probe-D2; GOLD]
+BS_CHANNEL_BYTES = 8  # the per-channel stream: bias, OW and multiplier per channel [IAV T41/T71; MAP §3; GOLD avgpool]
+BS_GROUP = 4  # channels per group of the per-channel stream: [bias i32 x4][OW i16 x4][multiplier u16 x4]
 ARGB_IN = 10  # CONV_CON1 on the packed-pixel first-layer path [IAV T30/T46; GOLD 0xA000]
 CVT_SHIFT = 14  # the CNA converter's scale 2^14 = 1.0 and its truncation [IAV T46]
 PACKED_MAX_C = 3  # the packed-pixel path: 3-channel graph inputs (the one case the vendor programs here show)
@@ -45,6 +49,9 @@ class Requant:
     cvt_shift: int
     relux: int | None  # BN_RELUX_CMP_VALUE of a fused RELU6 (accumulator domain); None without
     relu: bool  # a fused RELU/RELU6 clamps at the zero point
+    # the per-channel BS stream (8 bytes per channel: bias, OW and multiplier read from memory) and its BS_MUL
+    # shift; None: the per-tensor bias-only stream with the OW operand in BS_OW_OP [IAV T41/T43/T71; GOLD]
+    mul_shift: int | None = None
 
 
 def out_channels(c: RocketConv) -> int:
@@ -64,8 +71,30 @@ def rows_read(c: RocketConv) -> int:
     return min(c.in_h, (c.out_h - 1) * c.stride + c.kh - c.pad_top)
 
 
-def bs_words(c: RocketConv) -> int:
-    return out_channels(c) * BS_BYTES_PER_CHANNEL // 8
+def bs_bytes_per_channel(rq: Requant) -> int:
+    return BS_BYTES_PER_CHANNEL if rq.mul_shift is None else BS_CHANNEL_BYTES
+
+
+def bs_words(c: RocketConv, rq: Requant) -> int:
+    return out_channels(c) * bs_bytes_per_channel(rq) // 8
+
+
+def channel_stream(a: np.ndarray, ow: np.ndarray, mul: np.ndarray, channels: int) -> bytes:
+    """The per-channel BS stream of `channels` declared channels (a multiple of 4): per group of four channels
+    their int32 bias terms, int16 OW factors, then uint16 multipliers; channels beyond len(a) hold zeros
+    [IAV T41/T71, MAP §3: the layout; GOLD avgpool-in7x7x128: the toolkit's 1024-byte stream is exactly this
+    layout of bias 812175, OW 128, multiplier 16384 (its sha256)]."""
+    n = len(a)
+    fields = [(a, "<i4", -(1 << 31), (1 << 31) - 1), (ow, "<i2", -(1 << 15), (1 << 15) - 1), (mul, "<u2", 0, 0xFFFF)]
+    cols = []
+    for v, dt, lo, hi in fields:
+        v = np.asarray(v, np.int64)
+        if v.size and (v.min() < lo or v.max() > hi):
+            raise ValueError(f"BS stream value outside {dt}")
+        full = np.zeros(channels, dt)
+        full[:n] = v
+        cols.append(full.reshape(-1, BS_GROUP).view(np.uint8).reshape(channels // BS_GROUP, -1))
+    return np.concatenate(cols, axis=1).tobytes()
 
 
 def packed_row_bytes(w: int, c: int) -> int:
@@ -147,7 +176,8 @@ def conv_stream(rm: RegMap, layer: RocketConv, w: Window, banks: int, rq: Requan
     e("CORE_UNDOC_302C")
     # 0x108 conv, 0x138 depthwise [GOLD]: with RK3588's fields a burst length of 9 on depthwise layers
     e("DPU_FEATURE_MODE_CFG", CONV_MODE=3 if dw else 1, BURST_LEN=9 if dw else 8)
-    e("DPU_DATA_FORMAT")
+    stream = rq.mul_shift is not None
+    e("DPU_DATA_FORMAT", BS_MUL_SHIFT_VALUE_NEG=rq.mul_shift or 0)  # 0xE0 with the vendor's shift 14 [GOLD]
     e("DPU_OFFSET_PEND")
     e.addr("DPU_DST_BASE_ADDR", ROLE_OUTPUT, w.out_row0 * layer.out_w * ATOM + w.ch0 // ATOM * plane)
     e("DPU_DST_SURF_STRIDE", DST_SURF_STRIDE_BYTES=plane)
@@ -155,13 +185,16 @@ def conv_stream(rm: RegMap, layer: RocketConv, w: Window, banks: int, rq: Requan
     e("DPU_DATA_CUBE_HEIGHT", HEIGHT_M1=c.out_h - 1)
     e("DPU_DATA_CUBE_NOTCH_ADDR")
     e("DPU_DATA_CUBE_CHANNEL", CHANNEL_M1=ocp - 1, ORIG_CHANNEL_M1=c.out_c - 1)
-    e("DPU_BS_CFG", BS_BIT3=1, BS_MUL_BYPASS=1, BS_RELU_BYPASS=1, BS_ALU_SRC=1)  # 0x158 per tensor [IAV T43]
+    # 0x158 per tensor (MUL bypassed) [IAV T43]; 0x148 with the per-channel stream's multipliers [IAV T41; GOLD]
+    e("DPU_BS_CFG", BS_BIT3=1, BS_MUL_BYPASS=int(not stream), BS_RELU_BYPASS=1, BS_ALU_SRC=1)
     e("DPU_BS_ALU_CFG")
-    e("DPU_BS_MUL_CFG")
+    e("DPU_BS_MUL_CFG", BS_MUL_SRC=int(stream), BS_MUL_SHIFT_VALUE=rq.mul_shift or 0)  # 0xE01 [IAV T41; GOLD]
     e("DPU_BS_RELUX_CMP_VALUE")
     size_e = 3 if dw else 1
-    e("DPU_BS_OW_CFG", SIZE_E_0=size_e, SIZE_E_1=size_e, SIZE_E_2=size_e)  # 0x124 conv, 0x36C depthwise [GOLD]
-    e("DPU_BS_OW_OP", OW_OP=-c.w_zp)  # 0x80 - weight zero point: the stored domain's -zw [IAV T43; GOLD]
+    # 0x124 conv, 0x36C depthwise [GOLD]; OW_SRC 1 (the stream's OW): 0x125 / 0x36D [IAV T41; GOLD avgpool]
+    e("DPU_BS_OW_CFG", OW_SRC=int(stream), SIZE_E_0=size_e, SIZE_E_1=size_e, SIZE_E_2=size_e)
+    # 0x80 - weight zero point: the stored domain's -zw [IAV T43; GOLD]; 0 with the stream's OW [GOLD avgpool]
+    e("DPU_BS_OW_OP", OW_OP=0 if stream else -c.w_zp)
     if rq.relux is not None:  # BN stage: ReLU at 0 and the upper bound [IAV T57; GOLD 0x92]
         e("DPU_BN_CFG", BN_ALU_BYPASS=1, BN_MUL_BYPASS=1, BN_RELUX_EN=1)
     elif rq.relu:
@@ -189,9 +222,10 @@ def conv_stream(rm: RegMap, layer: RocketConv, w: Window, banks: int, rq: Requan
     e("DPU_RDMA_DATA_CUBE_HEIGHT", HEIGHT_M1=c.out_h - 1)
     e("DPU_RDMA_DATA_CUBE_CHANNEL", CHANNEL_M1=ocp - 1)
     e("DPU_RDMA_SRC_BASE_ADDR")
-    e("DPU_RDMA_BRDMA_CFG", BRDMA_DATA_USE=1)  # 2: the bias-only stream [IAV T43]
-    e.addr("DPU_RDMA_BS_BASE_ADDR", ROLE_BIAS, w.ch0 * BS_BYTES_PER_CHANNEL)
-    e("DPU_RDMA_BS_LENGTH", BS_WORDS_M1=bs_words(c) - 1)
+    # 2: the bias-only stream [IAV T43]; 0xE: bias, OW and multiplier [IAV T41; GOLD avgpool]
+    e("DPU_RDMA_BRDMA_CFG", BRDMA_DATA_USE=7 if stream else 1)
+    e.addr("DPU_RDMA_BS_BASE_ADDR", ROLE_BIAS, w.ch0 * bs_bytes_per_channel(rq))
+    e("DPU_RDMA_BS_LENGTH", BS_WORDS_M1=bs_words(c, rq) - 1)
     e("DPU_RDMA_NRDMA_CFG", NRDMA_DISABLE=1)
     e("DPU_RDMA_BN_BASE_ADDR")
     e("DPU_RDMA_UNDOC_5030")

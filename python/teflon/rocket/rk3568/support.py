@@ -1,11 +1,13 @@
 """Which graph nodes rk3568 claims: what the encoder writes and the simulator runs (docs/hardware/rk3568.md §6-§7).
 
 A node is claimed when the encoder writes it as a partition of its own (encoder.py: CONV_2D, DEPTHWISE_CONV_2D and
-FULLY_CONNECTED with per-tensor weights, uint8 or int8; an AVERAGE_POOL_2D as an exact depthwise convolution; the ADD
-of two maps) and the task kinds it needs run on the simulated kernel: no PPU task is claimed, since the PPU raises no
-interrupt bit on RK3568 [IAV T60/T61] and accel/rocket (the RFC's UAPI) kicks and completes one task at a time, so a
-PPU task alone would never finish (MAX_POOL_2D stays on the CPU; with TEFLON_ROCKET_PPU=1 the encoder writes the
-vendor's PPU tasks for regcmd, which are not claimed either).
+FULLY_CONNECTED with per-tensor or per-channel weights, uint8 or int8; a global AVERAGE_POOL_2D as the vendor's
+averaging depthwise convolution, any other AVERAGE_POOL_2D as an exact depthwise convolution; MUL/ADD/SUB with a
+constant; a PAD folded into its convolution; the ADD of two maps; a reshape written in place) and the task kinds it
+needs run on the simulated kernel: no PPU task is claimed, since the PPU raises no interrupt bit on RK3568 [IAV
+T60/T61] and accel/rocket (the RFC's UAPI) kicks and completes one task at a time, so a PPU task alone would never
+finish (MAX_POOL_2D stays on the CPU; with TEFLON_ROCKET_PPU=1 the encoder writes the vendor's PPU tasks for regcmd,
+which are not claimed either).
 """
 
 from __future__ import annotations
@@ -45,12 +47,15 @@ def _encoded(graph: Graph, regmap: RegMap, nodes: list[int]) -> str:
 
 
 def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
+    from .average import is_global_average
+
     out: dict[int, tuple[bool, str]] = {}
     folded: dict[int, int] = {}  # PAD node -> the convolution it folds into
     for op in graph.operations:
         if op.kind in PAD_KINDS:
             continue  # decided below, from its reader's decision
-        if op.kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D") and ppu_pools():
+        # a global average is the vendor's averaging depthwise convolution (average.py): a conv task, not the PPU
+        if op.kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D") and ppu_pools() and not is_global_average(graph, op):
             out[op.index] = (False, POOL_REASON)
             continue
         fold = folded_pad(graph, op) if op.kind in CONV_KINDS else None

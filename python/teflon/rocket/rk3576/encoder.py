@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ... import hw_facts
 from ...hw.regmap import RegMap, RegMapError
 from ...ir import Graph, memo
 from ...program import Buffer, OpRecord, Program
@@ -160,12 +161,13 @@ def _packed_weights(c: RocketConv, chunk: int) -> bytes | bytearray:
 def pool_streams(rm: RegMap, p: RocketPool, in_plane: int) -> list[Stream]:
     """The pool's single task; its output plane is the DPU's (vendor round4 planes, as every NPU-produced
     tensor); raises EncodeError."""
-    if p.pad_left != p.pad_top or p.pad_right != p.pad_bottom:
+    order = hw_facts.proved("rk3576", "ppu_pad")  # x_low: the table's names; y_low: x and y swapped
+    if (p.pad_left != p.pad_top or p.pad_right != p.pad_bottom) and order not in ("x_low", "y_low"):
         raise EncodeError(f"pool padding left {p.pad_left} / top {p.pad_top}, right {p.pad_right} / bottom "
                           f"{p.pad_bottom}: which RK3576 POOLING_PADDING_CFG nibble of a pair is x and which y is "
-                          "not known (docs/hardware/rocket.md §6a)")
+                          f"not known (docs/hardware/board-facts.md fact 4; {hw_facts.status('rk3576', 'ppu_pad')})")
     return [pool_stream(rm, p, in_plane, dpu_plane(p.out_h, p.out_w),
-                        pool_pad_registers(p), pool_trailer(rm))]
+                        pool_pad_registers(p), pool_trailer(rm), swap_pad_xy=order == "y_low")]
 
 
 def tensor_bytes(c: int, plane: int) -> int:

@@ -39,6 +39,9 @@ def compile(regmap: RegMap, device: str, graph: Graph, nodes: list[int], inputs:
 
 def lower(graph: Graph, nodes: list[int], outputs: list[int] | None = None) -> list[Any]:
     """The partition's rocket operations with this generation's options (..partition.lower_partition)."""
+    from ... import hw_facts
+    from ..fused_add import EXACT_PRODUCT
     from ..partition import lower_partition
 
-    return lower_partition(graph, nodes, per_channel=True, unary=True, clamp=True, outputs=outputs)
+    return lower_partition(graph, nodes, per_channel=True, unary=True, clamp=True, outputs=outputs,
+                           mul=hw_facts.proved("rk3588", "ew_mul") in EXACT_PRODUCT)

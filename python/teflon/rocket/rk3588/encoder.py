@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from ...hw.regmap import RegMap, RegMapError
 from ...ir import Graph, memo
 from ...program import LAYOUT_ROWS, Buffer, IOBinding, OpRecord, Program
@@ -66,7 +68,9 @@ def op_params(c: RocketConv, max_shift: int, mesa_compat: bool = False) -> OpPar
             scale, shift = perchannel.out_cvt(float(c.in_scale), s.multipliers, float(c.out_scale), s.shift)
         else:
             trunc = coefs.truncate_bits(c.w_scale, c.weights, c.depthwise)
-            scale, shift = out_cvt(c.in_scale, c.w_scale, c.out_scale, trunc, mesa_rounding=mesa_compat)
+            # a multiply's product is in units of the accumulator's LSB times the operand's (fused_add.mul_fusion)
+            w_scale = np.float32(c.w_scale * c.ew.scale) if c.ew is not None and c.ew.mul else c.w_scale
+            scale, shift = out_cvt(c.in_scale, w_scale, c.out_scale, trunc, mesa_rounding=mesa_compat)
         if c.ew is None:  # with a fused ADD the operand's term is not small: only the range check applies
             scale, shift = bounded_cvt(scale, shift, max_shift)
         clamp = activation_clamp(c.act_min, c.act_max, c.out_zp, scale, shift)
@@ -79,8 +83,13 @@ def op_params(c: RocketConv, max_shift: int, mesa_compat: bool = False) -> OpPar
             # units of sx * s_one * 2^(shift - q), perchannel.py): its LSB in those units
             unit = (float(c.in_scale) * float(c.w_scale) * (1 << trunc) if s is None
                     else float(c.in_scale) * s.multipliers.s_one * 2.0 ** (s.shift - s.multipliers.bits))
-            ew_scale, ew_shift = ew_cvt(float(c.ew.scale) / unit)
-            ew = EwParams(-c.ew.zp, ew_scale, ew_shift)
+            if c.ew.mul:  # the operand enters the multiply as b - zb: converter scale 1, shift 0, EW_TRUNCATE 0
+                if s is not None or trunc:
+                    raise EncodeError("an element-wise multiply after CLIP_TRUNCATE or a per-channel scaling")
+                ew = EwParams(-c.ew.zp, 1, 0, mul=True)
+            else:
+                ew_scale, ew_shift = ew_cvt(float(c.ew.scale) / unit)
+                ew = EwParams(-c.ew.zp, ew_scale, ew_shift)
     except (SplitError, ValueError) as e:
         raise EncodeError(str(e)) from e
     return OpParams(c, sp, trunc, scale, shift, s, clamp is not None, clamp[1] if clamp else None, ew,

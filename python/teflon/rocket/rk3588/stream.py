@@ -43,6 +43,7 @@ class EwParams:
     offset: int  # EW_CVT_OFFSET: minus the operand's stored zero point
     scale: int  # EW_OP_CVT_SCALE
     shift: int  # EW_OP_CVT_SHIFT
+    mul: bool = False  # the EW stage multiplies (a proved fact: board-facts.md fact 1)
 
 
 @dataclass(frozen=True)
@@ -279,9 +280,9 @@ def task_stream(rm: RegMap, p: OpParams, task: Task) -> Stream:
     e("DPU_BN_ALU_CFG")
     e("DPU_BN_MUL_CFG")
     e("DPU_BN_RELUX_CMP_VALUE")
-    if p.ew is not None:  # Mesa's fused-ADD word 0x904202C0 (rocket.md §2.2 #81)
-        e("DPU_EW_CFG", EW_CVT_TYPE=1, EW_DATA_MODE=1, EDATA_SIZE=1, EW_ALU_ALGO=2, EW_RELU_BYPASS=1,
-          EW_LUT_BYPASS=1, EW_OP_SRC=1)
+    if p.ew is not None:  # Mesa's fused-ADD word 0x904202C0 (rocket.md §2.2 #81); the multiply: 0x904002C4
+        e("DPU_EW_CFG", EW_CVT_TYPE=1, EW_DATA_MODE=1, EDATA_SIZE=1, EW_ALU_ALGO=0 if p.ew.mul else 2,
+          EW_OP_TYPE=int(p.ew.mul), EW_RELU_BYPASS=1, EW_LUT_BYPASS=1, EW_OP_SRC=1)
         e("DPU_EW_CVT_OFFSET_VALUE", EW_OP_CVT_OFFSET=p.ew.offset)
         e("DPU_EW_CVT_SCALE_VALUE", EW_OP_CVT_SHIFT=p.ew.shift, EW_OP_CVT_SCALE=p.ew.scale)
     else:

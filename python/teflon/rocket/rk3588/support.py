@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from ... import hw_facts
 from ...hw.regmap import RegMap
 from ...ir import Graph
-from ..claims import claim_fused_add, claim_pool
+from ..claims import claim_fused_add, claim_mul, claim_pool
 from ..convlike import conv_label, is_conv_like, lower_conv_like
-from ..fused_add import ELEMENTWISE_FUSED
+from ..fused_add import ELEMENTWISE_FUSED, EXACT_PRODUCT
 from ..lower import CONV_LOWERINGS
 from ..operations import RocketConv
 from ..pad_fold import PAD_KINDS, pad_claims
@@ -52,6 +53,15 @@ def supported(graph: Graph, regmap: RegMap) -> dict[int, tuple[bool, str]]:
         if op.kind in ELEMENTWISE_FUSED and not is_conv_like(graph, op):
             out[op.index] = claim_fused_add(graph, op, by_output,
                                             lambda fused, other: _check_fused(regmap, graph, fused, other))
+            continue
+        if op.kind == "MUL" and not is_conv_like(graph, op):
+            if hw_facts.proved("rk3588", "ew_mul") in EXACT_PRODUCT:
+                out[op.index] = claim_mul(graph, op, by_output,
+                                          lambda fused, other: _check_fused(regmap, graph, fused, other))
+            else:
+                why = ("MUL of two tensors: the DPU multiply's arithmetic is not known (docs/hardware/board-facts.md "
+                       f"fact 1; {hw_facts.status('rk3588', 'ew_mul')})")
+                out[op.index] = (False, why)
             continue
         if op.kind in POOL_KINDS:
             out[op.index] = claim_pool(graph, op, lambda p: pool_streams(regmap, p),

@@ -1,0 +1,157 @@
+"""The rk3568 encoder beyond the vendor's 29 golden programs: layers of the same kinds (the golden README's whole-set
+description: convolutions k1/3/5/7, strides 1/2, SAME/VALID, non-square planes, 1-256 input channels, RELU/RELU6;
+depthwise k3/k5 with channel groups; FULLY_CONNECTED; pools; ADDs), generated with teflon.modelgen with zero points
+drawn like the golden set's (uint8, never 0 or 128), plus int8 layers with per-tensor and per-channel weights.
+
+For each case `python -m teflon regcmd --device rk3568 --json` must write every node, and its tasks must follow the
+rules of docs/hardware/rk3568.md §3, checked on the words themselves (each task's register state replayed on its
+ping-pong bank): the first task of each bank the full 133-word body, later ones delta tasks of 22-31 words; trailers
+chaining with the next task's words - 1; data rows x DATA_ENTRIES inside the data banks, data + weight banks = 8;
+depthwise channel groups of whole 32-channel groups; row bands tiling the output rows of each group; the fitted
+FEATURE_GRAINS rule. Then the delegate runs the model on the simulated NPU against TFLite: within 1 LSB and >= 99.5 %
+exact (a max pool is written as the vendor's PPU task with TEFLON_ROCKET_PPU=1, which the rk3568 simulator does not
+run: words only; averages are depthwise convolutions and run).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import sim_options
+from opcheck import Recorder, run_case
+from teflon import rocket
+from teflon.modelgen import AddCase, ConvCase, FcCase, PoolCase
+
+RM = rocket.target("rk3568").regmap
+BODY, TRAILER = 133, 4
+DELTA = (22, 31)
+BANK_ENTRIES = 1024
+
+
+def _zps(rng: random.Random) -> dict[str, int]:
+    pick = [z for z in range(1, 256) if z != 128]
+    return {"input_zp": rng.choice(pick), "weight_zp": rng.choice(pick), "output_zp": rng.choice(pick)}
+
+
+def _conv(op: str, h: int, w: int, c: int, oc: int | None, k: int, s: int, pad: str, act: str = "none") -> ConvCase:
+    rng = random.Random(f"{op}{h}x{w}x{c}-{oc}-{k}-{s}-{pad}-{act}")
+    return ConvCase(op, h, w, c, out_c=oc, kernel=k, stride=s, padding=pad, activation=act, **_zps(rng))
+
+
+CASES: list[Any] = [
+    _conv("conv2d", 48, 64, 16, 32, 3, 1, "same"),
+    _conv("conv2d", 64, 48, 32, 24, 5, 2, "same", "relu"),
+    _conv("conv2d", 30, 40, 3, 16, 5, 2, "valid"),  # packed-pixel first layer
+    _conv("conv2d", 13, 19, 64, 64, 1, 1, "valid"),
+    _conv("conv2d", 20, 12, 8, 24, 7, 1, "same", "relu"),
+    _conv("conv2d", 19, 27, 120, 40, 3, 2, "same", "relu6"),
+    _conv("conv2d", 28, 28, 1, 8, 3, 1, "same"),
+    _conv("conv2d", 1, 1, 256, 512, 1, 1, "valid"),
+    _conv("conv2d", 14, 14, 256, 256, 3, 1, "same"),  # weights streamed beyond the weight banks
+    _conv("conv2d", 56, 56, 256, 128, 1, 2, "valid"),
+    _conv("conv2d", 112, 112, 32, 64, 1, 1, "same"),  # row bands, delta tasks
+    _conv("conv2d", 112, 112, 64, 128, 3, 2, "same", "relu6"),
+    _conv("conv2d", 160, 160, 16, 24, 3, 1, "same"),
+    _conv("conv2d", 224, 224, 3, 32, 3, 2, "same", "relu"),  # packed pixels in row bands
+    _conv("conv2d", 96, 96, 32, 16, 7, 1, "valid"),
+    _conv("dwconv", 56, 56, 144, None, 3, 1, "same"),  # channel groups
+    _conv("dwconv", 40, 30, 200, None, 3, 2, "same", "relu6"),
+    _conv("dwconv", 112, 112, 64, None, 5, 1, "same"),  # 32-channel groups in row bands
+    _conv("dwconv", 160, 160, 32, None, 3, 2, "same", "relu"),
+    _conv("dwconv", 7, 7, 8, None, 3, 1, "same"),
+    _conv("dwconv", 14, 14, 1024, None, 5, 1, "same"),
+    _conv("dwconv", 28, 28, 256, None, 5, 2, "valid", "relu"),
+    # int8, per-tensor and per-channel (the 8-byte BS stream) through groups and bands
+    ConvCase("conv2d", 48, 64, 32, 40, 3, 2, "same", "relu6", dtype="int8", input_zp=-7, output_zp=12),
+    ConvCase("dwconv", 56, 56, 144, None, 3, 1, "same", dtype="int8", per_channel=True),
+    ConvCase("conv2d", 112, 112, 32, 64, 3, 1, "same", dtype="int8", per_channel=True, scale_spread=100.0),
+    FcCase(16, 8, seed=1), FcCase(1280, 1000, seed=1), FcCase(512, 10, activation="relu", seed=2),
+    FcCase(784, 100, seed=3),
+    PoolCase(28, 28, 32, filter=3, stride=2, seed=1, op="max"), PoolCase(16, 16, 64, filter=2, stride=2, seed=2),
+    PoolCase(7, 7, 256, filter=7, stride=1, seed=1), PoolCase(14, 14, 64, filter=14, stride=1, seed=2),
+    AddCase(14, 14, 96, seed=1), AddCase(56, 56, 24, seed=1), AddCase(7, 7, 160, seed=2), AddCase(13, 19, 40, seed=1),
+]
+
+
+def _regcmd(case: Any, tmp_path: Path) -> dict:
+    from teflon.cli import main
+
+    model = tmp_path / "model.tflite"
+    model.write_bytes(case.build())
+    out = tmp_path / "regcmd.json"
+    assert main(["regcmd", "--model", str(model), "--device", "rk3568", "--json", str(out)]) == 0
+    return json.loads(out.read_text())
+
+
+def _grains(wout: int, stride: int, kh: int, rows: int) -> int:
+    """docs/hardware/rk3568.md §3: min(s + kh + s x ((Wout < 17) + (Wout < 9)), rows read)."""
+    return min(stride + kh + stride * ((wout < 17) + (wout < 9)), rows)
+
+
+def _check_conv_tasks(tasks: list[list[int]]) -> str:
+    """The rk3568.md §3 rules on one conv operation's tasks; returns a summary."""
+    banks: list[dict[str, dict[str, int]]] = [{}, {}]
+    rows_per_group: dict[int, int] = {}
+    groups: list[int] = []
+    for i, words in enumerate(tasks):
+        body = len(words) - TRAILER
+        if i < 2:
+            assert body == BODY, f"task {i}: the first task of a bank is the full body ({body} words)"
+        else:
+            assert DELTA[0] <= body <= DELTA[1], f"task {i}: a delta task of {body} words"
+        nxt = RM.decode(words[body + 1])[2].get("PC_DATA_AMOUNT", 0)
+        assert nxt == (len(tasks[i + 1]) - 1 if i + 1 < len(tasks) else 0), f"task {i}: trailer amount {nxt}"
+        state = banks[i % 2]
+        for w in words[:body]:
+            _, name, fields = RM.decode(w)
+            state[name] = fields
+        cb0, cb1 = state["CNA_CBUF_CON0"], state["CNA_CBUF_CON1"]
+        rows = state["CNA_DATA_SIZE0"]["DATAIN_HEIGHT"]
+        assert cb0["DATA_BANK"] + cb0.get("WEIGHT_BANK", 0) == 8, f"task {i}: banks {cb0}"
+        assert rows * cb1["DATA_ENTRIES"] <= cb0["DATA_BANK"] * BANK_ENTRIES, f"task {i}: rows beyond the data banks"
+        dw = state["CNA_CONV_CON1"].get("CONV_MODE", 0) == 3
+        ch = state["DPU_DATA_CUBE_CHANNEL"].get("ORIG_CHANNEL_M1", 0) + 1
+        ch0 = state["DPU_RDMA_BS_BASE_ADDR"].get("BS_BASE_ADDR", 0)  # the group's offset into the BS stream
+        if dw and ch0 not in rows_per_group:
+            groups.append(ch)
+        rows_per_group[ch0] = rows_per_group.get(ch0, 0) + state["DPU_DATA_CUBE_HEIGHT"].get("HEIGHT_M1", 0) + 1
+        k = state["CNA_WEIGHT_SIZE2"]
+        s = state["CNA_CONV_CON3"]["CONV_Y_STRIDE"]
+        wout = state["DPU_DATA_CUBE_WIDTH"].get("WIDTH_M1", 0) + 1
+        if len(tasks) == 1 and state["CNA_CONV_CON2"]["FEATURE_GRAINS"] != 1:  # FC: 1
+            assert state["CNA_CONV_CON2"]["FEATURE_GRAINS"] == _grains(wout, s, k["WEIGHT_HEIGHT"], rows), f"task {i}"
+    assert all(g % 32 == 0 for g in groups[:-1]), f"depthwise channel groups {groups}"
+    assert len(set(rows_per_group.values())) == 1, f"row bands do not tile the output rows: {rows_per_group}"
+    deltas = [len(t) - TRAILER for t in tasks[2:]]
+    return f"{len(tasks)} task(s), {len(rows_per_group)} channel group(s), delta tasks of {deltas} words"
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_generated_layer(case: Any, delegate_library: None, tmp_path: Path, record_property: Recorder,
+                         monkeypatch: pytest.MonkeyPatch) -> None:
+    if isinstance(case, PoolCase) and case.op == "max":  # only the vendor's PPU form writes a max pool
+        monkeypatch.setenv("TEFLON_ROCKET_PPU", "1")
+    doc = _regcmd(case, tmp_path)
+    ops = doc["operations"]
+    assert len(ops) == 1, "every node written"
+    tasks = [[int(w, 16) for w in t["regcmd"]] for t in ops[0]["tasks"]]
+    first = RM.decode(tasks[0][-1])[2]
+    if first.get("CNA_EN"):
+        print(f"{case.name}: {_check_conv_tasks(tasks)}")
+    ppu = first.get("PPU_EN")
+    if ppu:
+        pytest.skip("a PPU task: words written (program check passed), not run by the rk3568 simulator")
+    run, _, cmp = run_case(case, sim_options("rk3568"), record_property)
+    assert len(run.delegated) == len(run.ops), run.describe([i for i in range(len(run.ops)) if i not in run.delegated])
+    assert cmp.within(1, 0.995), str(cmp)
+
+
+def test_cases_cover_the_kinds() -> None:
+    names = {type(c).__name__ for c in CASES}
+    assert names == {"ConvCase", "FcCase", "PoolCase", "AddCase"}
+    assert len({c.name for c in CASES}) == len(CASES)
