@@ -179,6 +179,9 @@ def not_encoded(kind: str) -> str:
     if kind == "MEAN":
         return ("TFLite's MEAN rounds unlike its average pool; the exact MEAN convolutions of rk3588 (average.mean_conv, "
                 "flat_pool.py) are not written by the rk3568 encoder yet")
+    if kind in ("MUL", "SUB"):
+        return ("of two maps: rk3568's element-wise path is the vendor's DPU-only ADD (rk3588 runs a SUB through a copy "
+                "convolution and a MUL only as a SiLU's second half, through the LUT program rk3568 lacks)")
     if kind in VIEW_KINDS:
         return ("views (channel offsets into 8-channel planes, reshapes) are not written by the rk3568 encoder yet "
                 "(the third party runs CONCATENATION as addressing on silicon [IAV T64])")
