@@ -4,7 +4,8 @@
 Programs compiled by the delegate for cases chosen to cover the generation's task kinds and paths (a regular conv with
 SAME padding and a fused ReLU6; a depthwise conv of two 32-channel groups, stride 2, int8, fused ReLU; a FULLY_CONNECTED;
 the packed-pixel first layer; a 1x1 conv split into three row bands, the third a delta task, with WEIGHT_REUSE and
-chain words; the DPU-only ADD; an average pool as its depthwise convolution). In every task, every register field
+chain words; the DPU-only ADD; an average pool as its depthwise convolution; a global average as the vendor's
+averaging convolution and an int8 per-channel conv with ReLU6, both with the 8-byte BS stream). In every task, every register field
 written (not overwritten later in the same task) gets its lowest and its highest bit flipped, one at a time, the
 special words (SYNC, op-enable) too, and a few weight, bias and operand bytes. Each mutant must change the output or
 make the simulator report an error; a mutant that changes nothing is accepted only for the fields in DONT_CARE, each
@@ -38,6 +39,9 @@ CASES: list[Case] = [
     ConvCase("conv2d", 96, 96, 64, out_c=16, kernel=1, padding="valid"),  # three row bands, the third a delta task
     AddCase(16, 16, 32),
     PoolCase(32, 32, 16, filter=2, stride=2, op="avg"),  # the exact depthwise convolution
+    PoolCase(7, 7, 40, filter=7, stride=1, op="avg"),  # a global average: the vendor's averaging convolution
+    ConvCase("conv2d", 10, 10, 24, out_c=40, kernel=3, padding="same", dtype="int8", per_channel=True,
+             activation="relu6"),  # the 8-byte BS stream with per-channel multipliers
 ]
 SPECIAL = ("SYNC", "OP_ENABLE", "NOP")
 
@@ -46,8 +50,22 @@ def _lowest_bit(bit: int, f: Field) -> bool:
     return bit == f.lo
 
 
+def _global(c: Case) -> bool:
+    return isinstance(c, PoolCase) and (c.filter, c.kernel_w) == (c.in_h, c.in_w)
+
+
 def _one_output_pixel(c: Case) -> bool:
-    return isinstance(c, FcCase)
+    return isinstance(c, FcCase) or _global(c)
+
+
+def _eight_byte_stream(c: Case) -> bool:
+    """The 8-byte BS stream (per group of four channels: 4 int32 biases, 4 int16 OW, 4 uint16 multipliers)."""
+    return _global(c) or (isinstance(c, ConvCase) and c.per_channel)
+
+
+def _bias_byte(c: Case, channel: int) -> int:
+    """Byte 2 (bits 16..23) of the channel's bias term in the BS stream."""
+    return (channel // 4) * 32 + (channel % 4) * 4 + 2 if _eight_byte_stream(c) else 4 * channel + 2
 
 
 def _no_padding_read(c: Case) -> bool:
@@ -175,9 +193,11 @@ def test_every_field_is_read(case: Case) -> None:
             if result == "unchanged" and not (dc and dc[1](case, bit, f)):
                 unread.append(f"task {ti} word {i} {name}.{f.name} bit {bit}")
         # a few weight and bias bytes: the first two weights (two channels of the first kernel and tap) and the
-        # bias (bits 22..23) of the first and the last real output channel
+        # bias (bit 22) of the first and the last real output channel. Not the global average's weights: one tap
+        # carries 1/49 of an output, so a flipped bit moves it by under one LSB (the other cases catch weight bytes)
         last = _out_channels(case) - 1
-        for suffix, positions in ((".weights", (0, 1)), (".bias", (2, 4 * last + 2))):
+        checks = ((".weights", () if _global(case) else (0, 1)), (".bias", (2, _bias_byte(case, last))))
+        for suffix, positions in checks:
             for buf in [b for b in prog.buffers if b.name.endswith(suffix)]:
                 for pos in positions:
                     orig = _flip(prog, buf.name, pos, bytes([(buf.data or b"")[pos] ^ 0x40]))
