@@ -16,7 +16,7 @@ from teflon.netgen import Net
 from teflon.reference import compare, run_cpu, run_delegate
 from teflon.rocket.views import VIEW_KINDS
 
-# rk3568 folds no PAD and runs no views (docs/hardware/rk3568.md §6): test_rk3568_status.py checks its claims
+# rk3568 runs only the reshapes its encoder writes in place (test_rk3568_reshapes below; docs/hardware/rk3568.md §6)
 DEVICES = [t.name for t in targets.of_family("rocket") if t.drivable and t.generation != "rk3568"]
 
 
@@ -181,3 +181,31 @@ def _check(model: bytes, device: str, expect: dict[str, bool], monkeypatch: pyte
     plain = _without_views(monkeypatch, model, x, device)
     same = compare(plain, run.outputs)
     assert same.max_abs_diff == 0, f"views change the results: {same}"
+
+
+RK3568_CASES = ("conv-reshape-out", "classifier-reshape-conv", "conv-reshape-relayout")
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+@pytest.mark.parametrize("case", RK3568_CASES)
+def test_rk3568_reshapes(case: str, dtype: str, delegate_library: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rk3568 has no views, but a RESHAPE / SQUEEZE that keeps the channels and the pixels of a tensor one of its
+    operations writes for it alone is that operation's output (rocket/rk3568 `aliased`): claimed in the same cases as
+    rk3588's aliases, and byte-identical to the run that leaves it on the CPU."""
+    from teflon.rocket.rk3568 import support
+
+    build, expect = CASES[case]
+    model = build(dtype)
+    x = random_inputs(model)
+    run = run_delegate(model, x, device="rk3568", sim="1")
+    cmp = compare(run_cpu(model, x), run.outputs)
+    print(f"rk3568: {cmp}; {len(run.delegated)}/{len(run.ops)} nodes in {run.partitions} partition(s)")
+    taken = [i for i in run.nodes_of("RESHAPE") if i in run.delegated]
+    assert bool(taken) == expect["RESHAPE"], run.reasons
+    assert not run.undelegated("CONV_2D"), run.reasons
+    assert cmp.within_model_lsb >= 0.995, str(cmp)
+    with monkeypatch.context() as m:
+        m.setattr(support, "ALIAS_KINDS", ())
+        plain = run_delegate(model, x, device="rk3568", sim="1")
+    assert not [i for i in plain.nodes_of("RESHAPE") if i in plain.delegated]
+    assert compare(plain.outputs, run.outputs).max_abs_diff == 0
