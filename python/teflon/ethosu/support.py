@@ -335,7 +335,7 @@ def support(graph: Graph) -> dict[int, tuple[bool, str]]:
     for op in graph.operations:
         try:
             s = spec(graph, op)
-            lower.lower(s)
+            moves.lower_moves(s) if isinstance(s, moves.MoveSpec) else lower.lower(s)
         except LoweringError as e:
             out[op.index] = (False, str(e))
         else:
