@@ -56,6 +56,19 @@ def _quantize_input(zero_point_shift: int) -> bytes:
     return n.build([u], [n.conv(x, 16, 3)])
 
 
+def _quantize_between_cpu(h: int, w: int, c: int) -> bytes:
+    """uint8 input -> shift-only QUANTIZE to int8 -> x; MUL(x, x) (two maps: on the CPU) -> SUB(x^2, x) (NPU): the
+    SUB reads x directly and through the CPU's MUL, so the QUANTIZE is a partition of its own with no job, whose
+    output is its input's buffer (Zero-DCE's head)."""
+    n = Net(f"quantize-between-cpu-{h}x{w}x{c}", "int8", per_channel=False)
+    g: GraphBuilder = n.g
+    u = g.tensor("image", (1, h, w, c), "uint8", QParams.make(1 / 255, 0))
+    x = g.tensor("input", (1, h, w, c), "int8", QParams.make(1 / 255, -128))
+    g.op(BuiltinOperator.QUANTIZE, 1, [u], [x])
+    n.probe[x] = np.random.default_rng(1).integers(0, 256, size=(1, h, w, c)) / 255
+    return n.build([u], [n.add(n.mul(x, x), x, sub=True)])
+
+
 def _split_concat(dtype: str) -> bytes:
     """conv -> SPLIT 32 = 16 + 16 -> a conv on each half -> CONCATENATION of the two -> conv: parts read and written
     by the NPU. (A split part is a view of one buffer only: a concatenation copies it in, see _c2f.)"""
@@ -144,6 +157,22 @@ def test_views(case: str, dtype: str, device: str, delegate_library: None, monke
 def test_quantize_u8_to_i8(shift: int, claimed: bool, device: str, delegate_library: None,
                            monkeypatch: pytest.MonkeyPatch) -> None:
     _check(_quantize_input(shift), device, {"QUANTIZE": claimed}, monkeypatch)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [(4, 6, 3), (5, 7, 16)], ids=lambda s: "in{}x{}x{}".format(*s))
+def test_quantize_view_partition_alone(shape: tuple[int, int, int], device: str, delegate_library: None) -> None:
+    """A shift-only QUANTIZE whose partition holds no job still hands its input back (the input is uploaded although
+    no job reads it: an output binding does)."""
+    model = _quantize_between_cpu(*shape)
+    x = random_inputs(model)
+    run = run_delegate(model, x, **sim_options(device))
+    cmp = compare(run_cpu(model, x), run.outputs)
+    print(f"{device}: {cmp}; {len(run.delegated)}/{len(run.ops)} nodes in {run.partitions} partition(s); "
+          f"CPU: {run.reasons}")
+    assert set(run.nodes_of("QUANTIZE")) <= run.delegated and set(run.nodes_of("SUB")) <= run.delegated
+    assert run.partitions == 2, run.partitions
+    assert cmp.within(1, 0.995), str(cmp)
 
 
 def _without_views(monkeypatch: pytest.MonkeyPatch, model: bytes, x: list[np.ndarray], device: str) -> list[np.ndarray]:
