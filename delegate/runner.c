@@ -331,6 +331,16 @@ static int buffer_in_jobs(const teflon_program *p, uint32_t b)
     return 0;
 }
 
+/* 1 when some output binding reads buffer b (a view's output is its input's buffer: a partition made of views
+ * alone hands its input back without any job). */
+static int buffer_read_out(const teflon_program *p, uint32_t b)
+{
+    for (uint32_t i = 0; i < p->nio; i++)
+        if (p->io[i].direction == TP_DIR_OUT && p->io[i].buffer == b)
+            return 1;
+    return 0;
+}
+
 int teflon_runner_input_ignored(const teflon_runner *r, int32_t tensor)
 {
     const teflon_program *p = r->prog;
@@ -338,7 +348,7 @@ int teflon_runner_input_ignored(const teflon_runner *r, int32_t tensor)
     if (i < 0)
         return 0;
     for (; i >= 0; i = next_binding(p, (uint32_t)i + 1, tensor, TP_DIR_IN))
-        if (buffer_in_jobs(p, p->io[i].buffer))
+        if (buffer_in_jobs(p, p->io[i].buffer) || buffer_read_out(p, p->io[i].buffer))
             return 0;
     return 1;
 }

@@ -16,8 +16,8 @@ teflon_runner *teflon_runner_load(teflon_dev *dev, const uint8_t *blob, uint64_t
 /* The same for a malloc'd blob the runner takes over (no copy; freed by the runner, or at once on failure). */
 teflon_runner *teflon_runner_load_owned(teflon_dev *dev, uint8_t *blob, uint64_t len, char *err, size_t errlen);
 void teflon_runner_free(teflon_runner *r);
-/* 1 when every input binding of `tensor` lands in a buffer no job reads or writes: the program ignores the tensor
- * (Vela's scratch tensors, which TFLite hands over as inputs but never allocates). */
+/* 1 when every input binding of `tensor` lands in a buffer no job reads or writes and no output binding reads: the
+ * program ignores the tensor (Vela's scratch tensors, which TFLite hands over as inputs but never allocates). */
 int teflon_runner_input_ignored(const teflon_runner *r, int32_t tensor);
 
 /* Convert a host NHWC tensor into every input binding of `tensor`. -ENOENT: no binding;

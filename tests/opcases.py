@@ -384,14 +384,14 @@ MEAN_REQUANT_MIN_EXACT = 0.6
 
 def pool_cpu_reason(case: PoolCase, device: str | None = None) -> str | None:
     """Why the rocket backends leave this case's pool on the CPU, or None (python/teflon/rocket/pool.py)."""
-    if device == "rk3568":
-        return rk3568_pool_cpu_reason(case)
     from teflon.modelgen import out_size
     from teflon.rocket.average import average_conv, average_recips
     from teflon.rocket.geometry import same_pads
     from teflon.rocket.lower import MAX_KERNEL
     from teflon.rocket.pool import KERNEL_RANGE
 
+    if case.op != "avg" and device == "rk3568":
+        return RK3568_POOL_CPU if case.op == "max" else RK3568_MEAN_CPU
     if case.op == "max":
         return None
     kh, kw = (case.in_h, case.in_w) if case.op == "mean" else (case.filter, case.kernel_w)
@@ -400,6 +400,15 @@ def pool_cpu_reason(case: PoolCase, device: str | None = None) -> str | None:
             out = out_size(size, k, case.stride, "same")
             if same_pads(size, k, case.stride)[0] or (out - 1) * case.stride + k > size:
                 return "average pool whose windows reach into the padding"
+    if device == "rk3568":  # no PPU: the vendor's global averaging convolution, else the exact depthwise one
+        if (kh, kw) == (case.in_h, case.in_w) and rk3568_pool_cpu_reason(case) is None:
+            return None
+        # a single output row (column) programs stride 1 there: the encoder takes equal strides only
+        strides = {1 if out_size(n, k, case.stride, case.padding) == 1 else case.stride
+                   for n, k in ((case.in_h, kh), (case.in_w, kw))}
+        ok = (max(kh, kw) <= MAX_KERNEL and case.in_c > 1 and len(strides) == 1
+              and average_conv(kh, kw, case.dtype) is not None)
+        return None if ok else RK3568_AVG_CPU
     ppu = max(kh, kw) <= KERNEL_RANGE[1] and average_recips(kh, kw, case.dtype) is not None
     if ppu or (case.op == "avg" and max(kh, kw) <= MAX_KERNEL and case.in_c > 1
                and average_conv(kh, kw, case.dtype) is not None):
@@ -580,8 +589,6 @@ SLOW_PAD_CONV: list[PadConvCase] = [
 
 def pad_cpu_reason(case: PadConvCase, device: str | None = None) -> str | None:
     """Why the PAD of a PadConvCase stays on the CPU (its convolution still runs on the NPU), or None."""
-    if device == "rk3568":
-        return RK3568_PAD_CPU
     if max(case.pads[0], case.pads[1]) >= case.kernel or max(case.pads[2], case.pads[3]) >= case.kernel:
         return "a side's padding reaches the kernel size"
     return None
@@ -667,12 +674,14 @@ def _rk3568_rows_beyond_cbuf(c: ConvCase) -> bool:
 
     return data_entries(c.in_w, 32 if c.op == "dwconv" else c.in_c) * c.kernel > (CBUF_BANKS - 1) * BANK_ENTRIES
 # Op families rk3568 leaves on the CPU whole (docs/hardware/rk3568.md §6-§7).
-RK3568_POOL_CPU = ("a pool is a PPU task, which raises no completion interrupt on RK3568 [IAV T61]: one-task kicks never "
-                   "complete it")
-RK3568_PAD_CPU = "PAD is not encoded on rk3568 (the convolution reads the PAD's output)"
+RK3568_POOL_CPU = ("a max pool needs the PPU, which raises no interrupt bit on RK3568 [IAV T60/T61]: one-task kicks "
+                   "never complete it")
+RK3568_MEAN_CPU = "MEAN is not lowered on rk3568 (its averaging convolutions are RK3588/RK3576 programs)"
+RK3568_AVG_CPU = "an average the depthwise convolution cannot take exactly (window > 7, one channel, no exact OUT_CVT)"
 RK3568_UNARY_CPU = "no LUT program on rk3568 (the vendor loads its tables from the kernel: IAV's UAPI extension)"
 # ADDs of two maps: the form rk3568 delegates (the DPU-only task, rocket/rk3568/add.py), on the vendor's two
-# planes and others (DPU_RDMA 0x503C, meaning unknown, holds the plane bytes - 8 as in both vendor ADDs [INF])
+# planes and others (DPU_RDMA 0x503C holds the plane bytes - 8, as in both vendor ADDs and the third party's fused
+# ADDs on silicon [IAV T55/T57])
 RK3568_ADD: list[AddCase] = [AddCase(16, 16, 32), AddCase(16, 16, 5, seed=1), AddCase(16, 16, 32, seed=3),
                              AddCase(28, 40, 64), AddCase(28, 40, 64, seed=5), AddCase(40, 28, 9, seed=2),
                              AddCase(13, 13, 24, seed=1), AddCase(7, 7, 128, seed=2), AddCase(56, 56, 24, seed=3),

@@ -126,6 +126,8 @@ static void cna(rkt_npu *n, struct rk3568_task *st)
     rkt_check(n, grains >= 1 && grains <= 3 * sy + kh, RK3568_CNA_CONV_CON2, con2,
               "FEATURE_GRAINS (input rows the CNA gathers ahead; no numeric effect known [INF]): 1 .. the vendor rule's "
               "largest, 3 x stride + kernel height [GOLD]");
+    rkt_check(n, F(con2, CNA_CONV_CON2, KERNEL_GROUP) == 0, RK3568_CNA_CONV_CON2, con2,
+              "KERNEL_GROUP must be 0 (every vendor task; its meaning on RK3568 is not known) [IAV T28; GOLD]");
     const uint32_t con4 = rkt_rd(n, RK3568_CNA_CONV_CON4);
     rkt_check(n, con4 == (st->packed ? (uint32_t)t->in_w * (uint32_t)t->in_h * 9u : 0u), RK3568_CNA_CONV_CON4, con4,
               "0, or on the packed-pixel path width x rows x 9 [IAV T29/T46]");
@@ -549,7 +551,8 @@ static int add_task(rkt_npu *n)
     rkt_want(n, RK3568_DPU_RDMA_BN_BASE_ADDR, 0, "no BN stream");
     rkt_want(n, RK3568_DPU_RDMA_UNDOC_5030, 0, "undocumented, only 0");
     rkt_want(n, RK3568_DPU_RDMA_ERDMA_CFG, ERDMA_CFG_ADD, "the vendor's EW read [GOLD; IAV T53]");
-    rkt_want(n, RK3568_DPU_RDMA_UNDOC_503C, surf - ATOM, "the operand's plane bytes - 8, as in both vendor ADDs [GOLD]");
+    rkt_want(n, RK3568_DPU_RDMA_UNDOC_503C, surf - ATOM,
+             "the operand's plane bytes - 8, as in both vendor ADDs [GOLD] and the third party's fused ADDs [IAV T55/T57]");
     rkt_want(n, RK3568_DPU_RDMA_EW_SURF_STRIDE, surf, "the operand's plane (raw bytes) [IAV T53]");
     rkt_want(n, RK3568_DPU_RDMA_FEATURE_MODE_CFG, 0x4001, "flying mode, BURST_LEN 8 [IAV T24/T27]");
     rkt_want(n, RK3568_DPU_RDMA_SRC_DMA_CFG, 0, "no pooling");

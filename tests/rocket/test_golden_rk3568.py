@@ -72,6 +72,13 @@ def test_decode_every_vendor_word() -> None:
     assert {n for n in seen if "UNDOC" in n} == UNDOC
 
 
+@pytest.fixture(autouse=True)
+def _vendor_pools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pools in the vendor's form (PPU tasks): TEFLON_ROCKET_PPU=1 (rk3568's default writes an average as the exact
+    depthwise convolution a one-task kick completes, and leaves a max pool on the CPU: rk3568.md §5)."""
+    monkeypatch.setenv("TEFLON_ROCKET_PPU", "1")
+
+
 def _regcmd_json(d: dict, tmp_path: Path) -> dict:
     """`python -m teflon regcmd --device rk3568 --json` of the file's model, rebuilt from params.modelgen."""
     from teflon.cli import main
@@ -167,3 +174,19 @@ def test_uncovered_pool_window_is_refused() -> None:
     words[i] = RM.word("PPU_DATA_CUBE_OUT_WIDTH", CUBE_OUT_WIDTH=width + 1)
     (problem,) = check_task(RM, words)
     assert "not covered" in problem[1]
+
+
+@pytest.mark.skipif(not FILES, reason=f"no golden rocket-rk3568 files under {GOLDEN}")
+def test_ew_0x503c_relation_is_checked() -> None:
+    """DPU_RDMA 0x503C (meaning unknown) holds the EW surface stride - 8 in the vendor's ADDs and the third party's
+    silicon runs [IAV T55/T57]: the program check accepts that relation (and 0) only."""
+    from teflon.rocket.rk3568.hazards import check_task
+
+    for path in (p for p in FILES if p.name.startswith("add-")):
+        (task,) = [t for t in _load(path)["tasks"] if t["role"] == "layer"]
+        words = _words(task)
+        assert check_task(RM, words) == []
+        i = next(i for i, w in enumerate(words) if w and RM.decode(w)[1] == "DPU_RDMA_UNDOC_503C")
+        words[i] = RM.word("DPU_RDMA_UNDOC_503C", VALUE=RM.decode(words[i])[2]["VALUE"] + 8)
+        (problem,) = check_task(RM, words)
+        assert "0x503C" in problem[1]

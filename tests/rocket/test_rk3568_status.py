@@ -2,9 +2,10 @@
 
 The rows are drivable: the simulated kernel + NPU run the generation's programs. The family's support decision claims
 what the encoder writes and the simulator runs (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED with per-tensor or
-per-channel weights, uint8 or int8; a global AVERAGE_POOL_2D as the vendor's averaging depthwise convolution; the ADD
-of two uint8 or int8 maps) and leaves the rest on the CPU with a reason: other pools (a PPU task raises no completion
-interrupt on RK3568), element-wise ops with a constant, PAD, LUT ops. The sweeps (tests/test_ops.py, tests/rocket/test_ops.py) run on
+per-channel weights, uint8 or int8; a global AVERAGE_POOL_2D as the vendor's averaging depthwise convolution, other
+averages as an exact depthwise convolution; MUL/ADD/SUB with a constant; a PAD folded into its convolution; the ADD
+of two uint8 or int8 maps; a reshape written in place) and leaves the rest on the CPU with a reason: max pools (the
+PPU raises no interrupt bit on RK3568), MEAN, LUT ops, views. The sweeps (tests/test_ops.py, tests/rocket/test_ops.py) run on
 rk3568 only: rk3566 is the same NPU, checked here to give the same bytes.
 """
 
@@ -42,13 +43,31 @@ def test_claims(device: str) -> None:
     assert claimed and "1 task" in why, why  # the 8-byte per-channel BS stream
 
 
-def test_pools_stay_on_the_cpu(delegate_library: None) -> None:
+def test_max_pools_stay_on_the_cpu(delegate_library: None) -> None:
     case = PoolCase(16, 16, 32, filter=2, stride=2, op="max")
     model = case.build()
     inputs = modelgen.random_inputs(model, seed=1)
     run = reference.run_delegate(model, inputs, device="rk3568", sim="1")
     assert not run.delegated
     assert np.array_equal(run.outputs[0], reference.run_cpu(model, inputs, cache=False)[0])
+
+
+def test_average_pool_is_a_depthwise_convolution(delegate_library: None) -> None:
+    """An average pool runs as the exact depthwise convolution (one conv task, op-enable 0x1F, completed on DPU_0/1);
+    with TEFLON_ROCKET_PPU=1 the encoder writes the vendor's PPU task instead, which is not claimed."""
+    from teflon import bridge
+
+    model = PoolCase(32, 32, 16, filter=2, stride=2, op="avg").build()
+    inputs = modelgen.random_inputs(model, seed=1)
+    with bridge.capture() as cap:
+        run = reference.run_delegate(model, inputs, device="rk3568", sim="1")
+    assert run.delegated
+    (_, prog), = cap.programs
+    assert [op.kind for op in prog.operations] == ["DEPTHWISE_CONV_2D"]
+    assert np.array_equal(run.outputs[0], reference.run_cpu(model, inputs, cache=False)[0])
+    graph = cap.support[0][0]
+    (claimed, _), = compiler.supported(graph, "rk3568").values()
+    assert claimed
 
 
 def test_rk3566_runs_rk3568_programs(delegate_library: None) -> None:
@@ -59,8 +78,9 @@ def test_rk3566_runs_rk3568_programs(delegate_library: None) -> None:
 
 
 def test_simulator_refuses_a_ppu_task(delegate_library: None) -> None:
-    """The encoder writes a pool (regcmd compares it with the vendor's), but the simulated kernel + NPU refuse to run
-    it: a PPU task raises no completion interrupt on RK3568, so a one-task kick would never complete."""
+    """With TEFLON_ROCKET_PPU=1 the encoder writes a pool as the vendor's PPU task (regcmd compares it with the
+    vendor's), but does not claim it and the simulated kernel + NPU refuse to run it: the PPU raises no interrupt bit
+    on RK3568, so a one-task kick would never complete."""
     from teflon import bridge
     from teflon.native import Device, NativeError, Runner
 
@@ -70,7 +90,11 @@ def test_simulator_refuses_a_ppu_task(delegate_library: None) -> None:
         reference.run_delegate(model, inputs, device="rk3588", sim="1")
     graph = cap.support[0][0]
     (op,) = graph.operations
-    prog = compiler.compile(graph, [op.index], [op.inputs[0]], list(op.outputs), "rk3568")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TEFLON_ROCKET_PPU", "1")
+        (claimed, why), = compiler.supported(graph, "rk3568").values()
+        assert not claimed and "raises no interrupt bit" in why, why
+        prog = compiler.compile(graph, [op.index], [op.inputs[0]], list(op.outputs), "rk3568")
     dev = Device("rk3568", sim=True)
     try:
         with pytest.raises(NativeError, match="PPU task not simulated on rk3568"):

@@ -16,7 +16,7 @@ from teflon.netgen import Net
 from teflon.reference import compare, run_cpu, run_delegate
 from teflon.rocket.views import VIEW_KINDS
 
-# rk3568 folds no PAD and runs no views (docs/hardware/rk3568.md §6): test_rk3568_status.py checks its claims
+# rk3568 runs only the reshapes its encoder writes in place (test_rk3568_reshapes below; docs/hardware/rk3568.md §6)
 DEVICES = [t.name for t in targets.of_family("rocket") if t.drivable and t.generation != "rk3568"]
 
 
@@ -54,6 +54,19 @@ def _quantize_input(zero_point_shift: int) -> bytes:
     rng = np.random.default_rng(1)
     n.probe[x] = (rng.integers(-128, 128, size=(1, 6, 6, 8)) - (128 + zero_point_shift)) / 128
     return n.build([u], [n.conv(x, 16, 3)])
+
+
+def _quantize_between_cpu(h: int, w: int, c: int) -> bytes:
+    """uint8 input -> shift-only QUANTIZE to int8 -> x; MUL(x, x) (two maps: on the CPU) -> SUB(x^2, x) (NPU): the
+    SUB reads x directly and through the CPU's MUL, so the QUANTIZE is a partition of its own with no job, whose
+    output is its input's buffer (Zero-DCE's head)."""
+    n = Net(f"quantize-between-cpu-{h}x{w}x{c}", "int8", per_channel=False)
+    g: GraphBuilder = n.g
+    u = g.tensor("image", (1, h, w, c), "uint8", QParams.make(1 / 255, 0))
+    x = g.tensor("input", (1, h, w, c), "int8", QParams.make(1 / 255, -128))
+    g.op(BuiltinOperator.QUANTIZE, 1, [u], [x])
+    n.probe[x] = np.random.default_rng(1).integers(0, 256, size=(1, h, w, c)) / 255
+    return n.build([u], [n.add(n.mul(x, x), x, sub=True)])
 
 
 def _split_concat(dtype: str) -> bytes:
@@ -146,6 +159,22 @@ def test_quantize_u8_to_i8(shift: int, claimed: bool, device: str, delegate_libr
     _check(_quantize_input(shift), device, {"QUANTIZE": claimed}, monkeypatch)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [(4, 6, 3), (5, 7, 16)], ids=lambda s: "in{}x{}x{}".format(*s))
+def test_quantize_view_partition_alone(shape: tuple[int, int, int], device: str, delegate_library: None) -> None:
+    """A shift-only QUANTIZE whose partition holds no job still hands its input back (the input is uploaded although
+    no job reads it: an output binding does)."""
+    model = _quantize_between_cpu(*shape)
+    x = random_inputs(model)
+    run = run_delegate(model, x, **sim_options(device))
+    cmp = compare(run_cpu(model, x), run.outputs)
+    print(f"{device}: {cmp}; {len(run.delegated)}/{len(run.ops)} nodes in {run.partitions} partition(s); "
+          f"CPU: {run.reasons}")
+    assert set(run.nodes_of("QUANTIZE")) <= run.delegated and set(run.nodes_of("SUB")) <= run.delegated
+    assert run.partitions == 2, run.partitions
+    assert cmp.within(1, 0.995), str(cmp)
+
+
 def _without_views(monkeypatch: pytest.MonkeyPatch, model: bytes, x: list[np.ndarray], device: str) -> list[np.ndarray]:
     """The delegate's outputs with every view node left to the CPU (each convolution then reads and writes buffers
     of its own, the host moves the bytes)."""
@@ -181,3 +210,31 @@ def _check(model: bytes, device: str, expect: dict[str, bool], monkeypatch: pyte
     plain = _without_views(monkeypatch, model, x, device)
     same = compare(plain, run.outputs)
     assert same.max_abs_diff == 0, f"views change the results: {same}"
+
+
+RK3568_CASES = ("conv-reshape-out", "classifier-reshape-conv", "conv-reshape-relayout")
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+@pytest.mark.parametrize("case", RK3568_CASES)
+def test_rk3568_reshapes(case: str, dtype: str, delegate_library: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rk3568 has no views, but a RESHAPE / SQUEEZE that keeps the channels and the pixels of a tensor one of its
+    operations writes for it alone is that operation's output (rocket/rk3568 `aliased`): claimed in the same cases as
+    rk3588's aliases, and byte-identical to the run that leaves it on the CPU."""
+    from teflon.rocket.rk3568 import support
+
+    build, expect = CASES[case]
+    model = build(dtype)
+    x = random_inputs(model)
+    run = run_delegate(model, x, device="rk3568", sim="1")
+    cmp = compare(run_cpu(model, x), run.outputs)
+    print(f"rk3568: {cmp}; {len(run.delegated)}/{len(run.ops)} nodes in {run.partitions} partition(s)")
+    taken = [i for i in run.nodes_of("RESHAPE") if i in run.delegated]
+    assert bool(taken) == expect["RESHAPE"], run.reasons
+    assert not run.undelegated("CONV_2D"), run.reasons
+    assert cmp.within_model_lsb >= 0.995, str(cmp)
+    with monkeypatch.context() as m:
+        m.setattr(support, "ALIAS_KINDS", ())
+        plain = run_delegate(model, x, device="rk3568", sim="1")
+    assert not [i for i in plain.nodes_of("RESHAPE") if i in plain.delegated]
+    assert compare(plain.outputs, run.outputs).max_abs_diff == 0

@@ -11,17 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from teflon.ethosu import blocks, quant
 from teflon.ethosu.blocks import BlockConfig, OpGeometry
 from teflon.ir import Graph, Operation
-
-if TYPE_CHECKING:
-    from teflon.ethosu.moves import MoveSpec
-    from teflon.ethosu.softmax import SoftmaxSpec
 
 Regs = dict[str, dict[str, int]]
 QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
@@ -382,15 +377,10 @@ def minmax_quant(kind: str, ifm: FeatureMap, ifm2: FeatureMap, ofm: FeatureMap) 
             raise LoweringError(f"{kind} whose operands and output differ in quantization")
 
 
-def lower(spec: ConvSpec | PoolSpec | EltSpec | LutSpec | RescaleSpec | PadSpec | MeanSpec | MoveSpec | SoftmaxSpec,
+def lower(spec: ConvSpec | PoolSpec | EltSpec | LutSpec | RescaleSpec | PadSpec | MeanSpec,
           vela_compat: bool = False) -> list[Kick]:
-    # data movement and SOFTMAX, built on this module's pool copies and register helpers
-    from teflon.ethosu import moves, softmax
-
-    if isinstance(spec, moves.MoveSpec):
-        return moves.lower_moves(spec)
-    if isinstance(spec, softmax.SoftmaxSpec):
-        return softmax.lower_softmax(spec, vela_compat)
+    """The kicks of one computing operation (data movement is teflon.ethosu.moves.lower_moves and SOFTMAX
+    teflon.ethosu.softmax.lower_softmax, both built on this module's pool copies and register helpers)."""
     if isinstance(spec, RescaleSpec):
         return lower_rescale(spec)
     if isinstance(spec, PadSpec):

@@ -105,7 +105,8 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
             # Vela's MEAN: its 32-bit sums (the default has none); SOFTMAX's 32-bit maps
             fms["scratch"] = _place(s.scratch, at(-1 - op.index, s.scratch_bytes))  # key: no tensor index
         s = replace(s, **fms)
-        new = lower.lower(s, vela_compat)
+        new = (softmax.lower_softmax(s, vela_compat) if isinstance(s, softmax.SoftmaxSpec)
+               else lower.lower(s, vela_compat))
         kicks += new
         owners += [op.index] * len(new)
     coeffs = bytearray()

@@ -364,7 +364,12 @@ def support(graph: Graph) -> dict[int, tuple[bool, str]]:
     for op in graph.operations:
         try:
             s = spec(graph, op)
-            lower.lower(s)
+            if isinstance(s, moves.MoveSpec):
+                moves.lower_moves(s)
+            elif isinstance(s, softmax.SoftmaxSpec):
+                softmax.lower_softmax(s)
+            else:
+                lower.lower(s)
         except LoweringError as e:
             out[op.index] = (False, str(e))
         else:

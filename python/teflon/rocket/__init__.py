@@ -12,8 +12,9 @@ Family interface (docs/architecture.md, "Adding a family"): `target(name)` retur
     counters(program) -> dict                 tasks / kernel jobs / submits / weight bytes per inference (bench)
     cbuf_weight_bytes() -> int                weights that stay on chip for a whole operation (profile;
                                               optional: families without it skip the re-read check)
-    encodable(graph) -> list[int] | None      the nodes a generation's encoder writes when it claims fewer (rk3568:
-                                              pools; regcmd compiles each on its own), else None
+    encodable(graph) -> list[int] | None      the nodes a generation's encoder writes when it claims fewer (rk3568
+                                              with TEFLON_ROCKET_PPU=1: pools as PPU tasks; regcmd compiles each
+                                              on its own), else None
 Each hardware generation is a subpackage (rk3588/, rk3576/: registers, split, weights, coefficients, streams,
 encoder, support) over the shared modules here (lower, geometry, cube, requant, stream, assemble, disasm); a
 target row names its generation.
@@ -65,8 +66,8 @@ class RocketTarget:
                                                                   outputs, mesa_compat))
 
     def encodable(self, graph: Graph) -> list[int] | None:
-        """Nodes the generation's encoder writes although it claims fewer (rk3568: pools), or None when the generation
-        has no such list (its claims are `supported`)."""
+        """Nodes the generation's encoder writes although it claims fewer (rk3568 with TEFLON_ROCKET_PPU=1: pools as PPU
+        tasks), or None when the generation has no such list (its claims are `supported`)."""
         nodes = getattr(self.generation, "encodable_nodes", None)
         return None if nodes is None else list(nodes(graph, self.regmap))
 

@@ -73,7 +73,9 @@ def requant(rm: RegMap, c: RocketConv) -> tuple[Requant, bytes]:
             scale, shift = perchannel.out_cvt(float(c.in_scale), cs.multipliers, float(c.out_scale), cs.shift)
             unit = float(c.in_scale) * cs.multipliers.s_one * 2.0 ** (cs.shift - cs.multipliers.bits)
         else:
-            scale, shift = out_cvt(c.in_scale, c.w_scale, c.out_scale, 0)
+            # a fitted OUT_CVT (an average pool or a constant operation as a depthwise convolution:
+            # rocket/average.py, const_elementwise.py) is taken as it is
+            scale, shift = c.cvt if c.cvt is not None else out_cvt(c.in_scale, c.w_scale, c.out_scale, 0)
             a = bias_table(c.bias, c.weights_q, c.w_zp_q, c.in_zp, c.depthwise, 0)
             mul = None
             mul_shift = None

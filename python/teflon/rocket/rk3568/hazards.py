@@ -3,7 +3,8 @@
 A PPU pooling window not covered by input and padding starves the PPU and stalls the whole chain [IAV RELOG T62]:
 with POOLING_PADDING_CFG's left/top/right/bottom pads, (out - 1) x stride + kernel must not exceed pad + input +
 pad along either axis, and no pad may reach the kernel (a window of padding alone). The table's single-value fields
-(DPU_RDMA burst length 8 [IAV T24/T27], CNA_DMA_CON0 0x00171C07 [IAV T28/T38]) are refused by the table itself.
+(DPU_RDMA burst length 8 [IAV T24/T27], CNA_DMA_CON0 0x00171C07 [IAV T28/T38]) are refused by the table itself;
+DPU_RDMA 0x503C (meaning unknown) must be 0 or the EW surface stride - 8, the only relation seen [GOLD; IAV T55/T57].
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ def _fields(regmap: RegMap, words: Sequence[int]) -> dict[str, tuple[int, dict[s
 def check_task(regmap: RegMap, words: Sequence[int]) -> list[tuple[int, str]]:
     """(word index, reason) for each hazard in one task's words."""
     f = _fields(regmap, words)
+    if "DPU_RDMA_UNDOC_503C" in f:
+        i, v = f["DPU_RDMA_UNDOC_503C"][0], f["DPU_RDMA_UNDOC_503C"][1].get("VALUE", 0)
+        ew = f.get("DPU_RDMA_EW_SURF_STRIDE", (0, {}))[1].get("EW_SURF_STRIDE_BYTES", 0)
+        if v != 0 and v != ew - 8:
+            return [(i, (f"DPU_RDMA 0x503C = {v:#x}: only 0 or the EW surface stride - 8 ({ew - 8:#x}) is known to run "
+                        "[GOLD; IAV T55/T57]"))]
     if "PPU_POOLING_KERNEL_CFG" not in f:
         return []
     need = ("PPU_DATA_CUBE_IN_WIDTH", "PPU_DATA_CUBE_IN_HEIGHT", "PPU_DATA_CUBE_OUT_WIDTH", "PPU_DATA_CUBE_OUT_HEIGHT",

@@ -206,8 +206,10 @@ DPU_RDMA = (
         note="0x40000000 with the vendor's ADD: does not decode with RK3588 fields [IAV T53]"),
     reg("DPU_RDMA", "EW_BASE_ADDR", 0x5038, ("EW_BASE_ADDR", 0, 31)),
     reg("DPU_RDMA", "UNDOC_503C", 0x503C, ("VALUE", 0, 31),
-        note="meaning unknown: 0 on conv tasks, the ADD operand's surface bytes - 8 in both vendor ADD programs "
-             "(planes 0x800 and 0x2300) [GOLD]; taken as the rule for every ADD plane [INF]"),
+        note="meaning unknown: 0 on conv tasks; the EW operand's surface bytes - 8 (EW_SURF_STRIDE - 8) in both vendor "
+             "ADD programs (planes 0x800 and 0x2300) [GOLD] and in every fused ADD of the third party's silicon runs, "
+             "planes 7x7 to 56x56 (its 'EW line stride') [IAV FORK rkt_regcmd.c; T55/T57]; the relation is a "
+             "program-check refusal (hazards.py)"),
     reg("DPU_RDMA", "EW_SURF_STRIDE", 0x5040, ("EW_SURF_STRIDE_BYTES", 0, 31), note="raw bytes [IAV T53; GOLD]"),
     reg("DPU_RDMA", "FEATURE_MODE_CFG", 0x5044,
         ("FLYING_MODE", 0, 0), ("CONV_MODE", 1, 2), _only("BURST_LEN", 11, 14, RDMA_BURST_LEN),
