@@ -37,6 +37,9 @@ int   teflon_native_get_output(void *runner, int32_t tensor, void *host, uint64_
 int   teflon_native_stats(void *runner, uint64_t *tasks, uint64_t *macs);
 int   teflon_native_task_counters(void *runner, uint64_t *out, uint32_t cap);
 int   teflon_check_options(const char *const *keys, const char *const *values, size_t n, char *err, size_t errlen);
+int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_t n, const uint8_t *flush, const int64_t *raw_pos,
+                                       const uint32_t *raw_val, uint64_t nraw, unsigned z, unsigned zp, unsigned kpc,
+                                       uint8_t *out, uint64_t cap);
 """
 
 ERRLEN = 1024
@@ -61,6 +64,31 @@ def _load(path: str) -> Any:
 def library() -> Any:
     """The runner API of the library at teflon.delegate_path()."""
     return _load(delegate_path())
+
+
+@functools.cache
+def _compiler_library() -> Any:
+    """library(), looked up once: the compiler calls it once per stream it writes."""
+    return library()
+
+
+def etna_coef_stream(seq: np.ndarray, flush: np.ndarray, raw_pos: np.ndarray, raw_val: np.ndarray, z: int, zp: int,
+                     kpc: int, nbytes: int) -> bytes:
+    """One core's etnaviv v7 coefficient stream of `nbytes` bytes, written by the library
+    (teflon_native_etna_coef_stream, delegate/native.h): uint8 weights in stream order, a uint8 flush mask of the
+    same length, the raw words' positions (int64, ascending) and values (uint32)."""
+    seq = np.ascontiguousarray(seq, dtype=np.uint8)
+    flush = np.ascontiguousarray(flush, dtype=np.uint8)
+    raw_pos = np.ascontiguousarray(raw_pos, dtype=np.int64)
+    raw_val = np.ascontiguousarray(raw_val, dtype=np.uint32)
+    out = bytearray(nbytes)
+    n = _compiler_library().teflon_native_etna_coef_stream(
+        _ffi.from_buffer("uint8_t[]", seq), seq.size, _ffi.from_buffer("uint8_t[]", flush),
+        _ffi.from_buffer("int64_t[]", raw_pos), _ffi.from_buffer("uint32_t[]", raw_val), raw_val.size, z, zp, kpc,
+        _ffi.from_buffer("uint8_t[]", out), nbytes)
+    if n != nbytes:
+        raise NativeError(f"coefficient stream of {n} bytes, expected {nbytes}")
+    return bytes(out)
 
 
 def check_options(options: dict[str, str]) -> None:

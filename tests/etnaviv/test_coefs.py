@@ -292,6 +292,22 @@ def test_v7_roundtrip(name: str) -> None:
         assert k.zrl_bits == 5  # long zero runs: the search must take the widest run field
 
 
+@pytest.mark.parametrize("name", sorted(V7_CASES))
+def test_v7_library_stream_writer_matches_numpy(name: str) -> None:
+    """The library's one-pass stream writer (teflon_native_etna_coef_stream) writes the numpy reference's bytes for
+    every core and run-length width, sparse and dense weights, flushes and raw words included."""
+    fields, sparsity = V7_CASES[name]
+    rng = np.random.default_rng(sorted(V7_CASES).index(name) + 7200)
+    zp, izp = int(rng.integers(0, 256)), int(rng.integers(0, 256))
+    cj = CoefJob(weight_zp=zp, input_zp=izp, output_plane=49, **fields)
+    w = _random_weights(rng, cj.oc * cj.ic * cj.taps, zp, sparsity)
+    b = rng.integers(-(2**31), 2**31 - 1, cj.oc, dtype=np.int64).astype(np.int32)
+    prep = coefs_v7._prepare(w, b, cj, 8)
+    for z in range(6):
+        for i in range(len(prep.plans)):
+            assert coefs_v7._core_stream(prep, i, z, zp) == coefs_v7.core_stream_reference(prep, i, z, zp), (z, i)
+
+
 def test_v7_zrl_search_dense_weights_take_z0() -> None:
     rng = np.random.default_rng(7100)
     cj = CoefJob(oc=8, ic=2, kx=3, ky=3, weight_zp=100, input_zp=128)
