@@ -373,6 +373,18 @@ def test_v8_roundtrip(name: str) -> None:
     np.testing.assert_array_equal(b_dec, b)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_v8_library_stream_writer_matches_numpy(seed: int) -> None:
+    """The library's v8 stream writer (teflon_native_etna_v8_stream) writes encode_stream's bytes and bit length for
+    odd and even code counts (the dummy pairs) under random symbol maps."""
+    rng = np.random.default_rng(7300 + seed)
+    smap = tuple(int(v) for v in rng.permutation(8))
+    for n in (0, 1, 2, 3, 4, 5, 17, 1000, 4099):
+        codes = rng.integers(0, 256, n).astype(np.uint8)
+        codes[rng.random(n) < 0.6] = 0
+        assert coefs_v8._stream(codes, coefs_v8.code_table(smap)) == coefs_v8.encode_stream(codes, smap), (smap, n)
+
+
 def test_v8_stream_test_vector() -> None:
     """etnaviv.md §3.3: identity map, coded bytes 00 01 FF 05 -> 27 bits, first u32 0x02000708."""
     data, nbits = coefs_v8.encode_stream(np.array([0x00, 0x01, 0xFF, 0x05], dtype=np.uint8), tuple(range(8)))
