@@ -4,48 +4,33 @@
  * chunk t - 1; an uncompressed slice is its indices back to back. One pass instead of the numpy chunk arrays. */
 #include "native.h"
 
+#include "native_bits.h"
+
 #define ETHOSU_MLW_CHUNK 12
 
-typedef struct {
-    uint8_t *out;
-    uint64_t cap;
-    uint64_t len;
-    uint64_t acc;
-    unsigned nacc;
-    int overflow;
-} ethosu_mlw_bits;
-
-static void ethosu_mlw_put(ethosu_mlw_bits *b, uint64_t value, unsigned width)
+/* One step: a chunk's WUNARY0 and WUNARY1 (none in the last step, chunk 0), then the remainders of the symbols
+ * [a, end) done in the chunk before. */
+static void ethosu_mlw_step(teflon_bits *b, int chunk, unsigned u0, unsigned u1, unsigned n1, const uint16_t *idx,
+                            uint64_t a, uint64_t end, unsigned div)
 {
-    if (width == 0)
-        return;
-    b->acc |= (value & ((UINT64_C(1) << width) - 1)) << b->nacc;
-    b->nacc += width;
-    while (b->nacc >= 32) {
-        if (b->len + 4 > b->cap) {
-            b->overflow = 1;
-            return;
-        }
-        for (unsigned i = 0; i < 4; i++)
-            b->out[b->len++] = (uint8_t)(b->acc >> (8 * i));
-        b->acc >>= 32;
-        b->nacc -= 32;
+    if (chunk) {
+        teflon_bits_put(b, u0, ETHOSU_MLW_CHUNK);
+        teflon_bits_put(b, u1, n1);
     }
+    for (uint64_t r = a; r < end; r++)
+        teflon_bits_put(b, idx[r] & ((1u << div) - 1), div);
 }
 
 int64_t teflon_native_ethosu_mlw_plain_body(const uint16_t *idx, uint64_t n, unsigned div, unsigned trunc,
                                             unsigned ubits, uint8_t *out, uint64_t cap, uint64_t *nbits)
 {
-    ethosu_mlw_bits b = { out, cap, 0, 0, 0, 0 };
-    const uint16_t mask = (uint16_t)((1u << div) - 1);
-    uint64_t bits = 0;
+    teflon_bits b = teflon_bits_init(out, cap);
 
     if (div > 5 || ubits > 16)
         return -1;
     if (ubits) { /* uncompressed: the indices back to back */
         for (uint64_t s = 0; s < n; s++)
-            ethosu_mlw_put(&b, idx[s], ubits);
-        bits = n * ubits;
+            teflon_bits_put(&b, idx[s], ubits);
     } else {
         /* prev/cur: the symbols done in the previous / current chunk, as [first, end) ranges of idx (symbols
          * complete in order) */
@@ -65,12 +50,7 @@ int64_t teflon_native_ethosu_mlw_plain_body(const uint16_t *idx, uint64_t n, uns
                 pos++;
                 if (pos == ETHOSU_MLW_CHUNK) {
                     uint64_t cur_b = k == twos ? s + 1 : s; /* symbol s done in this chunk when k is its last */
-                    ethosu_mlw_put(&b, u0, ETHOSU_MLW_CHUNK);
-                    ethosu_mlw_put(&b, u1, n1);
-                    bits += ETHOSU_MLW_CHUNK + n1;
-                    for (uint64_t r = prev_a; r < prev_b; r++)
-                        ethosu_mlw_put(&b, idx[r] & mask, div);
-                    bits += (prev_b - prev_a) * div;
+                    ethosu_mlw_step(&b, 1, u0, u1, n1, idx, prev_a, prev_b, div);
                     prev_a = cur_a;
                     prev_b = cur_b;
                     cur_a = cur_b;
@@ -79,23 +59,15 @@ int64_t teflon_native_ethosu_mlw_plain_body(const uint16_t *idx, uint64_t n, uns
             }
             if (s == n) {
                 if (pos > 0) { /* the last, partly filled chunk: padding positions carry code 0 */
-                    ethosu_mlw_put(&b, u0, ETHOSU_MLW_CHUNK);
-                    ethosu_mlw_put(&b, u1, n1);
-                    bits += ETHOSU_MLW_CHUNK + n1;
-                    for (uint64_t r = prev_a; r < prev_b; r++)
-                        ethosu_mlw_put(&b, idx[r] & mask, div);
-                    bits += (prev_b - prev_a) * div;
+                    ethosu_mlw_step(&b, 1, u0, u1, n1, idx, prev_a, prev_b, div);
                     prev_a = cur_a;
                     prev_b = n;
                 }
-                for (uint64_t r = prev_a; r < prev_b; r++) /* the last step: remainders only */
-                    ethosu_mlw_put(&b, idx[r] & mask, div);
-                bits += (prev_b - prev_a) * div;
+                ethosu_mlw_step(&b, 0, 0, 0, 0, idx, prev_a, prev_b, div); /* the last step: remainders only */
             }
         }
     }
-    if (b.nacc > 0)
-        ethosu_mlw_put(&b, 0, 32 - b.nacc);
-    *nbits = bits;
+    teflon_bits_pad(&b, 32);
+    *nbits = b.bits;
     return b.overflow ? -1 : (int64_t)b.len;
 }

@@ -6,44 +6,21 @@
 
 #include <string.h>
 
-typedef struct {
-    uint8_t *out;
-    size_t cap;
-    size_t len;
-    uint64_t acc;
-    unsigned nacc;
-    int overflow;
-} etna_coef_bits;
-
-static void etna_coef_put(etna_coef_bits *b, uint64_t value, unsigned width)
-{
-    b->acc |= (value & ((UINT64_C(1) << width) - 1)) << b->nacc;
-    b->nacc += width;
-    while (b->nacc >= 32) {
-        if (b->len + 4 > b->cap) {
-            b->overflow = 1;
-            return;
-        }
-        for (unsigned i = 0; i < 4; i++)
-            b->out[b->len++] = (uint8_t)(b->acc >> (8 * i));
-        b->acc >>= 32;
-        b->nacc -= 32;
-    }
-}
+#include "native_bits.h"
 
 int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_t n, const uint8_t *flush, const int64_t *raw_pos,
                                        const uint32_t *raw_val, uint64_t nraw, unsigned z, unsigned zp, unsigned kpc,
                                        uint8_t *out, uint64_t cap)
 {
-    etna_coef_bits b = { out, cap, 0, 0, 0, 0 };
+    teflon_bits b = teflon_bits_init(out, cap);
     const unsigned tw = z + 8;
     const uint64_t period = UINT64_C(1) << z;
     uint64_t r = 0, run = 0;
 
     if (z > 16)
         return -1;
-    etna_coef_put(&b, z, 8);
-    etna_coef_put(&b, kpc, 16);
+    teflon_bits_put(&b, z, 8);
+    teflon_bits_put(&b, kpc, 16);
     const uint64_t zp8 = UINT64_C(0x0101010101010101) * (zp & 0xFF);
     for (uint64_t p = 0; p < n; p++) {
         if (z > 0) { /* long zero-point runs (dense depthwise kernels): 8 weights at a time */
@@ -61,28 +38,27 @@ int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_t n, const uin
         }
         const int literal = seq[p] != zp;
         if (z == 0) { /* every weight is its own 8-bit token */
-            etna_coef_put(&b, seq[p], tw);
+            teflon_bits_put(&b, seq[p], tw);
         } else if (literal || flush[p]) {
             /* a group: `run` zero points then a literal, or a run cut by a flush (its last weight included) */
             uint64_t zeros = literal ? run : run + 1;
             for (uint64_t f = zeros >> z; f > 0; f--) /* full tokens: 2^z - 1 zero points and one as the literal */
-                etna_coef_put(&b, (period - 1) | ((uint64_t)zp << z), tw);
+                teflon_bits_put(&b, (period - 1) | ((uint64_t)zp << z), tw);
             uint64_t rem = zeros & (period - 1);
             if (literal)
-                etna_coef_put(&b, rem | ((uint64_t)seq[p] << z), tw);
+                teflon_bits_put(&b, rem | ((uint64_t)seq[p] << z), tw);
             else if (rem > 0)
-                etna_coef_put(&b, (rem - 1) | ((uint64_t)zp << z), tw);
+                teflon_bits_put(&b, (rem - 1) | ((uint64_t)zp << z), tw);
             run = 0;
         } else {
             run++;
             continue;
         }
         while (r < nraw && raw_pos[r] <= (int64_t)p) /* a raw word follows the token that ends on its weight */
-            etna_coef_put(&b, raw_val[r++], 32);
+            teflon_bits_put(&b, raw_val[r++], 32);
     }
     while (r < nraw)
-        etna_coef_put(&b, raw_val[r++], 32);
-    if (b.nacc > 0) /* the FIFO is flushed as whole 32-bit words */
-        etna_coef_put(&b, 0, 32 - b.nacc);
+        teflon_bits_put(&b, raw_val[r++], 32);
+    teflon_bits_pad(&b, 32); /* the FIFO is flushed as whole 32-bit words */
     return b.overflow ? -1 : (int64_t)b.len;
 }
