@@ -27,4 +27,26 @@ TEFLON_EXPORT int teflon_native_task_counters(void *runner, uint64_t *out, uint3
 /* The last run's simulated NPU time (ns, 0 on a real device) and the files (lanes) the program runs on. */
 TEFLON_EXPORT int teflon_native_run_info(void *runner, uint64_t *npu_ns, uint32_t *lanes);
 
+/* One core's etnaviv v7 coefficient stream (teflon.etnaviv.coefs_v7): the header, the zero-run tokens of the
+ * n weights `seq` (a run ends at a literal or where flush[p] is set) and the nraw 32-bit raw words, each after the
+ * token ending at raw_pos (ascending), packed LSB first into whole 32-bit words. Returns the bytes written, or
+ * -1 when they exceed cap. */
+TEFLON_EXPORT int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_t n, const uint8_t *flush,
+                                                     const int64_t *raw_pos, const uint32_t *raw_val, uint64_t nraw,
+                                                     unsigned z, unsigned zp, unsigned kpc, uint8_t *out, uint64_t cap);
+
+/* One core's etnaviv v8 coefficient stream (teflon.etnaviv.coefs_v8): the n codes, coded in pairs with the
+ * 256-entry per-byte tables of one symbol map, packed LSB first into ceil(bits / 8) bytes. Returns the stream's
+ * bit length, or -1 when the bytes exceed cap. */
+TEFLON_EXPORT int64_t teflon_native_etna_v8_stream(const uint8_t *codes, uint64_t n, const uint8_t *part0,
+                                                   const uint8_t *part1, const uint8_t *part1_w, const uint16_t *payload,
+                                                   const uint8_t *payload_w, uint8_t *out, uint64_t cap);
+
+/* The body of one Ethos-U weight-stream slice without zero runs (teflon.ethosu.mlw): the n indices idx with GRC
+ * divisor div (truncated when trunc), or uncompressed ubits-bit indices when ubits > 0, packed LSB first into
+ * whole 32-bit words. Stores the body's bit length in *nbits; returns the bytes written, or -1 when they exceed
+ * cap or a parameter is out of range. */
+TEFLON_EXPORT int64_t teflon_native_ethosu_mlw_plain_body(const uint16_t *idx, uint64_t n, unsigned div, unsigned trunc,
+                                                          unsigned ubits, uint8_t *out, uint64_t cap, uint64_t *nbits);
+
 #endif

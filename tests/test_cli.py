@@ -103,6 +103,19 @@ def test_bench_record_appends_a_dated_row(model: Path, tmp_path: Path) -> None:
     assert cells["CPU threads"].strip() == "2" and float(cells["traffic ratio"]) >= 1.0
 
 
+@pytest.mark.parametrize("device", ["imx93", "rk3568"])
+def test_bench_records_ethosu_and_rk3568(model: Path, tmp_path: Path, device: str) -> None:
+    """`bench --record` on the Ethos-U target and on RK3568: the timings, the fresh-process compile (cold and from
+    the cache) and a row naming the device."""
+    perf = tmp_path / "PERFORMANCE.md"
+    r = teflon_cli("bench", "--model", str(model), "--device", device, "--sim", "1", "--runs", "1",
+                   "--perf-file", str(perf), "--record")
+    assert r.returncode == 0, r.stderr
+    assert f"device: {device} (simulated NPU)" in r.stdout and "compile in a fresh process:" in r.stdout, r.stdout
+    rows = [line for line in perf.read_text().splitlines() if line.startswith("| 20")]
+    assert len(rows) == 1 and f"| {device} |" in rows[0] and "fresh-process compile" in rows[0], rows
+
+
 def test_bad_model_path_is_a_clear_error(tmp_path: Path) -> None:
     r = teflon_cli("inspect", "--model", str(tmp_path / "missing.tflite"), "--device", "rk3588", "--sim", "1")
     assert r.returncode != 0

@@ -37,6 +37,14 @@ int   teflon_native_get_output(void *runner, int32_t tensor, void *host, uint64_
 int   teflon_native_stats(void *runner, uint64_t *tasks, uint64_t *macs);
 int   teflon_native_task_counters(void *runner, uint64_t *out, uint32_t cap);
 int   teflon_check_options(const char *const *keys, const char *const *values, size_t n, char *err, size_t errlen);
+int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_t n, const uint8_t *flush, const int64_t *raw_pos,
+                                       const uint32_t *raw_val, uint64_t nraw, unsigned z, unsigned zp, unsigned kpc,
+                                       uint8_t *out, uint64_t cap);
+int64_t teflon_native_etna_v8_stream(const uint8_t *codes, uint64_t n, const uint8_t *part0, const uint8_t *part1,
+                                     const uint8_t *part1_w, const uint16_t *payload, const uint8_t *payload_w,
+                                     uint8_t *out, uint64_t cap);
+int64_t teflon_native_ethosu_mlw_plain_body(const uint16_t *idx, uint64_t n, unsigned div, unsigned trunc,
+                                            unsigned ubits, uint8_t *out, uint64_t cap, uint64_t *nbits);
 """
 
 ERRLEN = 1024
@@ -61,6 +69,66 @@ def _load(path: str) -> Any:
 def library() -> Any:
     """The runner API of the library at teflon.delegate_path()."""
     return _load(delegate_path())
+
+
+@functools.cache
+def _compiler_library() -> Any:
+    """library(), looked up once: the compiler calls it once per stream it writes."""
+    return library()
+
+
+def etna_coef_stream(seq: np.ndarray, flush: np.ndarray, raw_pos: np.ndarray, raw_val: np.ndarray, z: int, zp: int,
+                     kpc: int, nbytes: int) -> bytes:
+    """One core's etnaviv v7 coefficient stream of `nbytes` bytes, written by the library
+    (teflon_native_etna_coef_stream, delegate/native.h): uint8 weights in stream order, a uint8 flush mask of the
+    same length, the raw words' positions (int64, ascending) and values (uint32)."""
+    seq = np.ascontiguousarray(seq, dtype=np.uint8)
+    flush = np.ascontiguousarray(flush, dtype=np.uint8)
+    raw_pos = np.ascontiguousarray(raw_pos, dtype=np.int64)
+    raw_val = np.ascontiguousarray(raw_val, dtype=np.uint32)
+    out = bytearray(nbytes)
+    n = _compiler_library().teflon_native_etna_coef_stream(
+        _ffi.from_buffer("uint8_t[]", seq), seq.size, _ffi.from_buffer("uint8_t[]", flush),
+        _ffi.from_buffer("int64_t[]", raw_pos), _ffi.from_buffer("uint32_t[]", raw_val), raw_val.size, z, zp, kpc,
+        _ffi.from_buffer("uint8_t[]", out), nbytes)
+    if n != nbytes:
+        raise NativeError(f"coefficient stream of {n} bytes, expected {nbytes}")
+    return bytes(out)
+
+
+def etna_v8_stream(codes: np.ndarray, part0: np.ndarray, part1: np.ndarray, part1_w: np.ndarray, payload: np.ndarray,
+                   payload_w: np.ndarray) -> tuple[bytes, int]:
+    """One core's etnaviv v8 coefficient stream, written by the library (teflon_native_etna_v8_stream,
+    delegate/native.h) from the codes and the 256-entry code tables: (bytes, bit length)."""
+    codes = np.ascontiguousarray(codes, dtype=np.uint8)
+    tables = [np.ascontiguousarray(t, dtype=d) for t, d in ((part0, np.uint8), (part1, np.uint8), (part1_w, np.uint8),
+                                                             (payload, np.uint16), (payload_w, np.uint8))]
+    cap = ((codes.size // 2 + 3) * 38 + 7) // 8 + 8
+    out = bytearray(cap)
+    nbits = _compiler_library().teflon_native_etna_v8_stream(
+        _ffi.from_buffer("uint8_t[]", codes), codes.size, _ffi.from_buffer("uint8_t[]", tables[0]),
+        _ffi.from_buffer("uint8_t[]", tables[1]), _ffi.from_buffer("uint8_t[]", tables[2]),
+        _ffi.from_buffer("uint16_t[]", tables[3]), _ffi.from_buffer("uint8_t[]", tables[4]),
+        _ffi.from_buffer("uint8_t[]", out), cap)
+    if nbits < 0:
+        raise NativeError(f"coefficient stream of {codes.size} codes longer than {cap} bytes")
+    return bytes(out[: (nbits + 7) // 8]), int(nbits)
+
+
+def ethosu_mlw_plain_body(idx: np.ndarray, div: int, trunc: bool, ubits: int) -> tuple[np.ndarray, int]:
+    """One Ethos-U weight-stream slice body without zero runs, written by the library
+    (teflon_native_ethosu_mlw_plain_body, delegate/native.h): (its 32-bit words, its bit length)."""
+    idx = np.ascontiguousarray(idx, dtype=np.uint16)
+    cap = (idx.size * 40 + 64) // 8 + 16
+    cap -= cap % 4
+    out = np.zeros(cap // 4, dtype="<u4")
+    nbits = _ffi.new("uint64_t *")
+    n = _compiler_library().teflon_native_ethosu_mlw_plain_body(
+        _ffi.from_buffer("uint16_t[]", idx), idx.size, div, int(trunc), ubits, _ffi.from_buffer("uint8_t[]", out),
+        cap, nbits)
+    if n < 0:
+        raise NativeError(f"weight slice body of {idx.size} indices: bad parameters or more than {cap} bytes")
+    return out[: n // 4], int(nbits[0])
 
 
 def check_options(options: dict[str, str]) -> None:

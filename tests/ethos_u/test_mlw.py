@@ -450,3 +450,27 @@ def test_vela_compile_bricks_and_scales(case: mg.ConvCase | mg.FcCase, clib: cty
 @pytest.mark.parametrize("case", _model_cases(True))
 def test_vela_compile_bricks_and_scales_sweep(case: mg.ConvCase | mg.FcCase, clib: ctypes.CDLL) -> None:
     _check_model(case, clib)
+
+
+@pytest.mark.parametrize("cfg", range(len(mlw.W_CONFIGS)), ids=lambda c: f"wconfig{c}")
+def test_library_plain_body_matches_numpy(cfg: int) -> None:
+    """The library's slice-body writer (teflon_native_ethosu_mlw_plain_body) writes the numpy reference's bits for
+    every weight GRC setting and the uncompressed one, chunk edges and a partly filled last chunk included."""
+    rng = np.random.default_rng(9100 + cfg)
+    setting = mlw.W_CONFIGS[cfg]
+    for n in (1, 11, 12, 13, 24, 500, 4097):
+        if setting is None:
+            ub = 9
+            idx = rng.integers(0, 1 << ub, n)
+        else:
+            div, trunc = setting
+            q_max = 2 if trunc else mlw.GRC_Q_MAX
+            idx = (rng.integers(0, q_max + 1, n) << div) | rng.integers(0, 1 << div, n)
+            ub = None
+        idx = idx.astype(np.int64)
+        ref, lib = mlw.BitWriter(), mlw.BitWriter()
+        ref.put_fields(np.array([5]), np.array([3]))  # an unaligned start, as after a slice header
+        lib.put_fields(np.array([5]), np.array([3]))
+        mlw.put_plain_body_reference(ref, mlw._weight_chunks(idx, setting, ub))
+        mlw._put_plain_body(lib, idx, setting, ub)
+        assert lib.nbits == ref.nbits and lib.tobytes() == ref.tobytes(), (cfg, n)

@@ -292,6 +292,22 @@ def test_v7_roundtrip(name: str) -> None:
         assert k.zrl_bits == 5  # long zero runs: the search must take the widest run field
 
 
+@pytest.mark.parametrize("name", sorted(V7_CASES))
+def test_v7_library_stream_writer_matches_numpy(name: str) -> None:
+    """The library's one-pass stream writer (teflon_native_etna_coef_stream) writes the numpy reference's bytes for
+    every core and run-length width, sparse and dense weights, flushes and raw words included."""
+    fields, sparsity = V7_CASES[name]
+    rng = np.random.default_rng(sorted(V7_CASES).index(name) + 7200)
+    zp, izp = int(rng.integers(0, 256)), int(rng.integers(0, 256))
+    cj = CoefJob(weight_zp=zp, input_zp=izp, output_plane=49, **fields)
+    w = _random_weights(rng, cj.oc * cj.ic * cj.taps, zp, sparsity)
+    b = rng.integers(-(2**31), 2**31 - 1, cj.oc, dtype=np.int64).astype(np.int32)
+    prep = coefs_v7._prepare(w, b, cj, 8)
+    for z in range(6):
+        for i in range(len(prep.plans)):
+            assert coefs_v7._core_stream(prep, i, z, zp) == coefs_v7.core_stream_reference(prep, i, z, zp), (z, i)
+
+
 def test_v7_zrl_search_dense_weights_take_z0() -> None:
     rng = np.random.default_rng(7100)
     cj = CoefJob(oc=8, ic=2, kx=3, ky=3, weight_zp=100, input_zp=128)
@@ -355,6 +371,18 @@ def test_v8_roundtrip(name: str) -> None:
     w_dec, b_dec = coefs_v8.decode(coefs_v8.encode(w, b, cj, raw_weights=True), cj, raw_weights=True)
     np.testing.assert_array_equal(w_dec, w)
     np.testing.assert_array_equal(b_dec, b)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_v8_library_stream_writer_matches_numpy(seed: int) -> None:
+    """The library's v8 stream writer (teflon_native_etna_v8_stream) writes encode_stream's bytes and bit length for
+    odd and even code counts (the dummy pairs) under random symbol maps."""
+    rng = np.random.default_rng(7300 + seed)
+    smap = tuple(int(v) for v in rng.permutation(8))
+    for n in (0, 1, 2, 3, 4, 5, 17, 1000, 4099):
+        codes = rng.integers(0, 256, n).astype(np.uint8)
+        codes[rng.random(n) < 0.6] = 0
+        assert coefs_v8._stream(codes, coefs_v8.code_table(smap)) == coefs_v8.encode_stream(codes, smap), (smap, n)
 
 
 def test_v8_stream_test_vector() -> None:

@@ -12,6 +12,7 @@ choices against Vela's compiles (docs/hardware/ethosu-compiler.md, "Block config
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,6 +119,7 @@ def _ifm_block(g: OpGeometry, ofm_blk: tuple[int, int, int], depth: int) -> tupl
     return (_round_up(h, UBLOCK[0]), _round_up(w, UBLOCK[1]), depth)
 
 
+@functools.lru_cache(maxsize=1024)  # support and lowering ask for each node, and models repeat geometries
 def find(g: OpGeometry) -> BlockConfig | None:
     """The cheapest OFM block by (IFM + weight fetches) per OFM element (elementwise: by OFM elements per block),
     halved when the IFM fits twice in the block; on a tie the later candidate wins only among blocks of at most 4x4

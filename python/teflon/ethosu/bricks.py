@@ -75,19 +75,15 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _brick(g: BrickGeometry, o0: int, ofm_len: int, i0: int, sy: int, sx: int) -> np.ndarray:
-    """Flat OHWI indices (-1 = padding) of one brick: an OFM block at o0 of ofm_len channels, the IFM block at i0,
-    the sub-kernel whose top-left tap is (sy, sx). Axis order, outermost first, is the decoder's [§3.1]."""
+def _brick_rel(g: BrickGeometry, ofm_len: int, ifm_len: int, sy: int, sx: int
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One brick's (OFM channel, IFM channel, flat OHWI index) of each value relative to its OFM block start o0
+    and IFM block start i0, flattened in the decoder's axis order [§3.1]; the tap rows past the sub-kernel get an
+    OFM channel no block reaches (so `_brick` marks them padding)."""
     dy, dx = SUBKERNEL_MAX // g.dilation[0], SUBKERNEL_MAX // g.dilation[1]
     sub_h, sub_w = min(g.kernel_h - sy, dy), min(g.kernel_w - sx, dx)
     taps = _ceil_div(sub_h * sub_w, g.tap_round) * g.tap_round
     depthwise = g.kind == "depthwise"
-    if depthwise:
-        ifm_len = IFM_UBLOCK_DEPTH  # one IFM micro-block, one element deep: i is 0
-    elif g.part_kernel:
-        ifm_len = min(g.ifm_block_depth, g.ifm_depth - i0)
-    else:
-        ifm_len = g.ifm_block_depth  # depth-first walks the whole IFM block, padding past the IFM depth
     outer = _ceil_div(ifm_len, IFM_UBLOCK_DEPTH) if g.part_kernel else 1
     inner = 1 if g.part_kernel else _ceil_div(ifm_len, IFM_UBLOCK_DEPTH)
     n_ou = _ceil_div(ofm_len, OFM_UBLOCK_DEPTH)
@@ -101,12 +97,21 @@ def _brick(g: BrickGeometry, o0: int, ofm_len: int, i0: int, sy: int, sx: int) -
     oz = np.arange(OFM_UBLOCK_DEPTH).reshape(1, 1, 1, 1, -1, 1)
     iz = np.arange(iz_len).reshape(1, 1, 1, 1, 1, -1)
     ky, kx = tap // sub_w, tap % sub_w
-    o = o0 + ou + oz
-    i = (i0 + iuo + iui + iz) if not depthwise else np.zeros_like(iz)
+    o = ou + oz
+    i = (iuo + iui + iz) if not depthwise else np.zeros_like(iz)
     ifm = 1 if depthwise else g.ifm_depth
-    valid = (o < g.ofm_depth) & (i < ifm) & (ky < sub_h)
     flat = ((o * g.kernel_h + sy + ky) * g.kernel_w + sx + kx) * ifm + i
-    return np.where(valid, flat, -1).reshape(-1)
+    shape = flat.shape
+    o = np.where(ky < sub_h, o, g.ofm_depth)
+    return (np.broadcast_to(o, shape).reshape(-1), np.broadcast_to(i, shape).reshape(-1), flat.reshape(-1))
+
+
+def _brick(g: BrickGeometry, rel: tuple[np.ndarray, np.ndarray, np.ndarray], o0: int, i0: int) -> np.ndarray:
+    """Flat OHWI indices (-1 = padding) of one brick (`_brick_rel`) of the OFM block at o0 and IFM block at i0."""
+    o, i, flat = rel
+    ifm = 1 if g.kind == "depthwise" else g.ifm_depth
+    valid = (o < g.ofm_depth - o0) & (i < ifm - i0)
+    return np.where(valid, flat + ((o0 * g.kernel_h * g.kernel_w) * ifm + i0), -1)
 
 
 def brick_index(g: BrickGeometry) -> np.ndarray:
@@ -115,15 +120,28 @@ def brick_index(g: BrickGeometry) -> np.ndarray:
     if g.kind == "depthwise" and g.part_kernel:
         raise ValueError("depthwise weights have no part-kernel-first order")
     dy, dx = SUBKERNEL_MAX // g.dilation[0], SUBKERNEL_MAX // g.dilation[1]
-    ifm_stop = 1 if g.kind == "depthwise" else g.ifm_depth
+    depthwise = g.kind == "depthwise"
+    ifm_stop = 1 if depthwise else g.ifm_depth
     parts = []
-    # The block loops run a handful of times per kick-off; every weight is placed by the vectorised _brick.
+    rels: dict[tuple[int, int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    # The block loops run a handful of times per kick-off; every weight is placed by the vectorised _brick, the
+    # brick's shape computed once per (block sizes, sub-kernel).
     for o0 in range(0, g.ofm_depth, g.ofm_block_depth):
         ofm_len = min(g.ofm_block_depth, g.ofm_depth - o0)
         for i0 in range(0, ifm_stop, g.ifm_block_depth):
+            if depthwise:
+                ifm_len = IFM_UBLOCK_DEPTH  # one IFM micro-block, one element deep: i is 0
+            elif g.part_kernel:
+                ifm_len = min(g.ifm_block_depth, g.ifm_depth - i0)
+            else:
+                ifm_len = g.ifm_block_depth  # depth-first walks the whole IFM block, padding past the IFM depth
             for sy in range(0, g.kernel_h, dy):
                 for sx in range(0, g.kernel_w, dx):
-                    parts.append(_brick(g, o0, ofm_len, i0, sy, sx))
+                    key = (ofm_len, ifm_len, sy, sx)
+                    rel = rels.get(key)
+                    if rel is None:
+                        rel = rels[key] = _brick_rel(g, ofm_len, ifm_len, sy, sx)
+                    parts.append(_brick(g, rel, o0, i0))
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 

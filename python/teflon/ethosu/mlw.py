@@ -447,7 +447,7 @@ def _zero_run_schedule(w: _Chunks, zu: np.ndarray, zwidth: int, z_cnt: int) -> t
     return np.array(steps_w, dtype=np.int64), np.array(steps_z, dtype=np.int64)
 
 
-def _put_plain_body(out: BitWriter, w: _Chunks) -> None:
+def put_plain_body_reference(out: BitWriter, w: _Chunks) -> None:
     """Slice body without zero runs, appended to out: step t holds WUNARY0_t, WUNARY1_t, then the remainders of
     the symbols that end in chunk t - 1; the last step only remainders (§2.6)."""
     nsym = w.remainders.size
@@ -465,6 +465,19 @@ def _put_plain_body(out: BitWriter, w: _Chunks) -> None:
     vals[:nw, 1], widths[:nw, 1] = w.unary1, w.unary1_len
     vals[1:, 2:], widths[1:, 2:] = rem_vals, rem_widths
     out.put_fields(vals.reshape(-1), widths.reshape(-1))
+
+
+def _put_plain_body(out: BitWriter, idx: np.ndarray, cfg: tuple[int, bool] | None, ub: int | None) -> None:
+    """`put_plain_body_reference` of `_weight_chunks(idx, cfg, ub)`, written by the library in one pass
+    (teflon.native.ethosu_mlw_plain_body) and appended to out as 32-bit words."""
+    from teflon.native import ethosu_mlw_plain_body
+
+    if cfg is None:
+        assert ub is not None
+        words, nbits = ethosu_mlw_plain_body(idx, 0, False, ub)
+    else:
+        words, nbits = ethosu_mlw_plain_body(idx, cfg[0], cfg[1], 0)
+    out.put(out.nbits + 32 * np.arange(words.size, dtype=np.int64), words, out.nbits + nbits)
 
 
 def _symbols_after(w: _Chunks) -> np.ndarray:
@@ -572,10 +585,10 @@ def _write(chosen: Plan, idx: np.ndarray, runs: np.ndarray | None) -> bytes:
         trunc = False if cfg is None else cfg[1]
         hv, hw = _header(b - a, chosen.zdiv if chosen.zero_runs else ZDIV_DISABLE, wdiv, trunc, pal if k == 0 else None)
         out.put_fields(np.array(hv, dtype=np.int64), np.array(hw, dtype=np.int64))
-        w = _weight_chunks(idx[a:b], cfg, ub)
         if runs is None:
-            _put_plain_body(out, w)
+            _put_plain_body(out, idx[a:b], cfg, ub)
             continue
+        w = _weight_chunks(idx[a:b], cfg, ub)
         # The first slice carries the zero run before its first weight too; every slice the runs after its
         # weights (§2.5).
         z_runs = runs[a + (k > 0):b + 1]

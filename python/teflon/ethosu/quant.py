@@ -28,7 +28,7 @@ def quantise(scale: float) -> tuple[int, int]:
     if scale == 0:
         return 0, 0
     frac, exp = math.frexp(scale)
-    m = int(np.round(frac * (1 << 31)))  # half away from zero would differ only on an exact tie
+    m = round(frac * (1 << 31))  # exact product; ties to even as np.round (half away from zero would differ only on a tie)
     if m == 1 << 31:
         m //= 2
         exp += 1
@@ -39,6 +39,24 @@ def quantise(scale: float) -> tuple[int, int]:
     if shift < 0:
         raise ValueError(f"scale {scale} is too large for the 32-bit multiplier")
     return m, shift
+
+
+def quantise_array(scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`quantise` of every element of a float64 array, as two int64 arrays (the same numbers: frexp and the
+    ties-to-even rounding of an exact product are the scalar ones)."""
+    s = np.asarray(scale, np.float64)
+    frac, exp = np.frexp(s)
+    m = np.rint(frac * float(1 << 31)).astype(np.int64)
+    top = m == 1 << 31
+    m = np.where(top, m // 2, m)
+    shift = 31 - (exp.astype(np.int64) + top)
+    over = np.clip(shift - MAX_SHIFT, 0, 63)  # m < 2**31: 63 bits shift it all out, as any larger shift
+    m >>= over
+    shift = np.minimum(shift, MAX_SHIFT)
+    zero = s == 0
+    if np.any((shift < 0) & ~zero):
+        raise ValueError(f"scale {s[(shift < 0) & ~zero][0]} is too large for the 32-bit multiplier")
+    return np.where(zero, 0, m), np.where(zero, 0, shift)
 
 
 def records(bias: np.ndarray, mults: list[int], shifts: list[int]) -> list[bytes]:
@@ -59,12 +77,8 @@ def conv_scale_records(bias: np.ndarray, ifm_scale: float, weight_scales: np.nda
         prods = (np.float32(ifm_scale) * sw).astype(np.float64)
     else:
         prods = float(np.float32(ifm_scale)) * sw.astype(np.float64)
-    ms, ss = [], []
-    for p in prods.tolist():
-        m, s = quantise(p / float(np.float32(ofm_scale)))
-        ms.append(m)
-        ss.append(s)
-    return records(np.asarray(bias, np.int64), ms, ss)
+    ms, ss = quantise_array(prods / float(np.float32(ofm_scale)))
+    return records(np.asarray(bias, np.int64), ms.tolist(), ss.tolist())
 
 
 def quantize_value(x: float, scale: float, zero_point: int) -> int:

@@ -22,7 +22,7 @@ from teflon.ethosu.lower import (
     PoolSpec,
     RescaleSpec,
 )
-from teflon.ir import Graph, Operation, Tensor
+from teflon.ir import Graph, Operation, Tensor, memo
 
 ACTIVATIONS = ("NONE", "RELU", "RELU6")  # the ones checked against Vela
 MAX_DIM = 65536  # the *_M1 registers are 16 bits
@@ -339,7 +339,9 @@ def spec(graph: Graph, op: Operation) -> Spec:
     handler = HANDLERS.get(op.kind)
     if handler is None:
         raise Unsupported(f"{op.kind} is not lowered for the Ethos-U65")
-    return handler(graph, op)
+    # once per graph: the support decision and the partition's compile ask for the same operation (a refused
+    # operation raises every time; only specs are kept)
+    return memo(graph, (__name__, "spec", op.index), lambda: handler(graph, op))
 
 
 # A one-value constant operand is an IFM2 scalar (IFM2_BROADCAST 0x80) in Vela's stream. Linux's command-stream

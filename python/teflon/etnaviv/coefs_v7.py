@@ -302,6 +302,22 @@ def choose_zrl_bits(prep: _Prepared, job: CoefJob, nn_zrl_bits: int) -> int:
 
 
 def _core_stream(prep: _Prepared, i: int, z: int, zp: int) -> bytes:
+    """One core's stream: the z and kernels-per-core header, then the tokens (`_tokens`, the reference) with each
+    raw word after the token that ends on its weight, flushed as whole u32 words; written by the library in one
+    pass (teflon.native.etna_coef_stream)."""
+    from teflon.native import etna_coef_stream
+
+    plan, seq, g = prep.plans[i], prep.seqs[i], prep.groups[i]
+    raw_val = np.where(plan.raw_kind == RAW_BIAS, prep.bias_word[plan.raw_ch], prep.trailer[plan.raw_ch])
+    ntok = _token_count(g, z) if z else seq.size
+    flush = np.zeros(seq.size, dtype=np.uint8)
+    flush[plan.flush_pos] = 1
+    nbits = 24 + ntok * (z + 8) + 32 * raw_val.size
+    return etna_coef_stream(seq, flush, plan.raw_pos, raw_val, z, zp, prep.kpc, ceil_div(nbits, 32) * 4)
+
+
+def core_stream_reference(prep: _Prepared, i: int, z: int, zp: int) -> bytes:
+    """`_core_stream` in numpy (tests compare the library's writer against it)."""
     plan, seq, g = prep.plans[i], prep.seqs[i], prep.groups[i]
     run, literal, tok_end = _tokens(g, seq, zp, z)
     raw_val = np.where(plan.raw_kind == RAW_BIAS, prep.bias_word[plan.raw_ch], prep.trailer[plan.raw_ch])

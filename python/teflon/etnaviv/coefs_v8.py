@@ -217,6 +217,13 @@ def encode_stream(codes: np.ndarray, symbol_map: tuple[int, ...] | PairTable) ->
     return pack_fields(values, widths)
 
 
+def _stream(codes: np.ndarray, table: CodeTable) -> tuple[bytes, int]:
+    """`encode_stream` (the numpy reference), written by the library in one pass (teflon.native.etna_v8_stream)."""
+    from teflon.native import etna_v8_stream
+
+    return etna_v8_stream(codes, table.part0, table.part1, table.part1_w, table.payload, table.payload_w)
+
+
 def _bias_table(weights: np.ndarray, bias: np.ndarray, job: CoefJob) -> np.ndarray:
     bl = blocking(job)
     w = np.asarray(weights, dtype=np.int64).reshape(-1)[: job.oc * bl.k].reshape(job.oc, bl.k)
@@ -234,11 +241,11 @@ def encode(weights: np.ndarray, bias: np.ndarray, job: CoefJob, *, nn_core_count
     header[0] = HEADER_BYTE0
     header[SYMBOL_MAP_OFFSET:SYMBOL_MAP_OFFSET + 4] = pack_symbol_map(smap).to_bytes(4, "little")
     body = []
-    table = pair_table(smap)
+    table = code_table(smap)
     for core, (order, kpc) in enumerate(zip(orders, kpcs, strict=True)):
         # the kernel count leads the stream as two coded bytes, never zero-point shifted
         codes = np.concatenate([np.array([kpc & 0xFF, kpc >> 8], dtype=np.uint8), coded[order]])
-        data, nbits = encode_stream(codes, table)
+        data, nbits = _stream(codes, table)
         at = STREAM_SIZE_OFFSET + 4 * core
         header[at:at + 4] = nbits.to_bytes(4, "little")
         body.append(data + b"\0" * (align(len(data), 64) - len(data)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...hw.regmap import RegMap, RegMapError
+from ...hw.regmap import WORD_TARGET_SHIFT, RegMap, RegMapError
 
 
 def _fields(regmap: RegMap, words: Sequence[int]) -> dict[str, tuple[int, dict[str, int]]]:
@@ -26,8 +26,18 @@ def _fields(regmap: RegMap, words: Sequence[int]) -> dict[str, tuple[int, dict[s
     return out
 
 
+def _writes(regmap: RegMap, reg_name: str, words: Sequence[int]) -> bool:
+    """Whether a word of `words` addresses register `reg_name` (its write target and offset, any value)."""
+    reg = regmap.register(reg_name)
+    key = (regmap.unit(reg.unit).write_target << WORD_TARGET_SHIFT) | reg.offset
+    mask = (0xFFFF << WORD_TARGET_SHIFT) | 0xFFFF
+    return any(w & mask == key for w in words)
+
+
 def check_task(regmap: RegMap, words: Sequence[int]) -> list[tuple[int, str]]:
     """(word index, reason) for each hazard in one task's words."""
+    if not _writes(regmap, "PPU_POOLING_KERNEL_CFG", words):  # no pooling: nothing to decode (most tasks)
+        return []
     f = _fields(regmap, words)
     if "DPU_RDMA_UNDOC_503C" in f:
         i, v = f["DPU_RDMA_UNDOC_503C"][0], f["DPU_RDMA_UNDOC_503C"][1].get("VALUE", 0)
