@@ -36,8 +36,8 @@ def _writes(regmap: RegMap, reg_name: str, words: Sequence[int]) -> bool:
 
 def check_task(regmap: RegMap, words: Sequence[int]) -> list[tuple[int, str]]:
     """(word index, reason) for each hazard in one task's words."""
-    if not _writes(regmap, "PPU_POOLING_KERNEL_CFG", words):  # no pooling: nothing to decode (most tasks)
-        return []
+    if not (_writes(regmap, "PPU_POOLING_KERNEL_CFG", words) or _writes(regmap, "DPU_RDMA_UNDOC_503C", words)):
+        return []  # neither pooling nor the EW read's 0x503C: nothing to decode (most tasks)
     f = _fields(regmap, words)
     if "DPU_RDMA_UNDOC_503C" in f:
         i, v = f["DPU_RDMA_UNDOC_503C"][0], f["DPU_RDMA_UNDOC_503C"][1].get("VALUE", 0)
