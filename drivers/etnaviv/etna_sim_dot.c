@@ -1,0 +1,216 @@
+/* The fast NN path's multiply-accumulate kernels (struct etna_dot_ops in etna_sim_priv.h): portable C, AVX2 and
+ * AVX-512 (x86 with GCC or clang: each function enables its own instruction set, so no build flags are needed),
+ * chosen when the simulator is created. All compute the same integer sums (docs/hardware/etnaviv-sim.md
+ * "Fast NN path").
+ *
+ * Register blocking: a block of up to ETNA_DOT_KB kernels shares its tap pairs, so each pair's two input runs are
+ * loaded once for all of them, and the accumulators of ETNA_DOT_PX positions x the block's kernels stay in
+ * registers over every tap. The x86 kernels interleave the two runs of a pair (int16) and multiply them by the
+ * pair's two weights with one vpmaddwd per 8 (16) positions: exact, as |x| <= 255 and |w| <= 255 give pair sums
+ * below 2^17. The interleave puts positions 0-3, 8-11 in one register and 4-7, 12-15 in the other (per
+ * 128-bit lane); the stores put them back in order.
+ *
+ * The rocket kernels (drivers/rocket/sim_dot.h) do not fit: they take int8 weights and channel-interleaved
+ * pixels, while an etnaviv weight relative to its zero point spans -255..255 and the features are planar. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "etna_sim_priv.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define ETNA_DOT_X86 1
+#include <immintrin.h>
+#endif
+
+/* Portable: the same blocking written for the vectorizer. */
+static void etna_dot_mac_c(unsigned kb, const int16_t *pad, const int64_t *off, const int16_t *w, uint64_t npairs,
+                           const int32_t *bias, int64_t run, int32_t *acc, int64_t astride)
+{
+    for (int64_t i = 0; i < run; i += ETNA_DOT_PX) {
+        int32_t a[ETNA_DOT_KB][ETNA_DOT_PX];
+        for (unsigned k = 0; k < kb; k++)
+            for (int x = 0; x < ETNA_DOT_PX; x++)
+                a[k][x] = bias[k];
+        for (uint64_t p = 0; p < npairs; p++) {
+            const int16_t *s0 = pad + off[2 * p] + i, *s1 = pad + off[2 * p + 1] + i;
+            const int16_t *wp = w + 2 * p * kb;
+            for (unsigned k = 0; k < kb; k++) {
+                const int32_t w0 = wp[2 * k], w1 = wp[2 * k + 1];
+                for (int x = 0; x < ETNA_DOT_PX; x++)
+                    a[k][x] += w0 * s0[x] + w1 * s1[x];
+            }
+        }
+        for (unsigned k = 0; k < kb; k++)
+            memcpy(acc + k * astride + i, a[k], sizeof(a[k]));
+    }
+}
+
+#if ETNA_DOT_X86
+static int32_t etna_dot_w32(const int16_t *w)
+{
+    int32_t v;
+    memcpy(&v, w, sizeof(v));
+    return v;
+}
+
+/* 16 positions of one kernel: lo holds positions 0-3, 8-11, hi 4-7, 12-15. */
+__attribute__((target("avx2"))) static inline void etna_dot_store_avx2(int32_t *o, __m256i lo, __m256i hi)
+{
+    _mm256_storeu_si256((__m256i *)o, _mm256_permute2x128_si256(lo, hi, 0x20));
+    _mm256_storeu_si256((__m256i *)(o + 8), _mm256_permute2x128_si256(lo, hi, 0x31));
+}
+
+/* ETNA_DOT_KB kernels x 16 positions (8 accumulators), or one kernel x 32 positions (4). */
+__attribute__((target("avx2"))) static void etna_dot_mac_avx2(unsigned kb, const int16_t *pad, const int64_t *off,
+                                                              const int16_t *w, uint64_t npairs, const int32_t *bias,
+                                                              int64_t run, int32_t *acc, int64_t astride)
+{
+    if (kb == 1) {
+        const __m256i b = _mm256_set1_epi32(bias[0]);
+        for (int64_t i = 0; i < run; i += 32) {
+            __m256i a0 = b, a1 = b, a2 = b, a3 = b;
+            for (uint64_t p = 0; p < npairs; p++) {
+                const int16_t *s0 = pad + off[2 * p] + i, *s1 = pad + off[2 * p + 1] + i;
+                const __m256i wv = _mm256_set1_epi32(etna_dot_w32(w + 2 * p));
+                const __m256i x0 = _mm256_loadu_si256((const __m256i *)s0);
+                const __m256i y0 = _mm256_loadu_si256((const __m256i *)s1);
+                const __m256i x1 = _mm256_loadu_si256((const __m256i *)(s0 + 16));
+                const __m256i y1 = _mm256_loadu_si256((const __m256i *)(s1 + 16));
+                a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_unpacklo_epi16(x0, y0), wv));
+                a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_unpackhi_epi16(x0, y0), wv));
+                a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(_mm256_unpacklo_epi16(x1, y1), wv));
+                a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(_mm256_unpackhi_epi16(x1, y1), wv));
+            }
+            etna_dot_store_avx2(acc + i, a0, a1);
+            etna_dot_store_avx2(acc + i + 16, a2, a3);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < run; i += 16) {
+        __m256i a[ETNA_DOT_KB][2];
+        for (unsigned k = 0; k < ETNA_DOT_KB; k++)
+            a[k][0] = a[k][1] = _mm256_set1_epi32(bias[k]);
+        for (uint64_t p = 0; p < npairs; p++) {
+            const __m256i x = _mm256_loadu_si256((const __m256i *)(pad + off[2 * p] + i));
+            const __m256i y = _mm256_loadu_si256((const __m256i *)(pad + off[2 * p + 1] + i));
+            const __m256i lo = _mm256_unpacklo_epi16(x, y), hi = _mm256_unpackhi_epi16(x, y);
+            const int16_t *wp = w + 2 * p * ETNA_DOT_KB;
+            for (unsigned k = 0; k < ETNA_DOT_KB; k++) {
+                const __m256i wv = _mm256_set1_epi32(etna_dot_w32(wp + 2 * k));
+                a[k][0] = _mm256_add_epi32(a[k][0], _mm256_madd_epi16(lo, wv));
+                a[k][1] = _mm256_add_epi32(a[k][1], _mm256_madd_epi16(hi, wv));
+            }
+        }
+        for (unsigned k = 0; k < ETNA_DOT_KB; k++)
+            etna_dot_store_avx2(acc + k * astride + i, a[k][0], a[k][1]);
+    }
+}
+
+/* 32 positions of one kernel: per 128-bit lane j, lo holds positions 8j..8j+3, hi 8j+4..8j+7. */
+__attribute__((target("avx512f,avx512bw"))) static inline void etna_dot_store_avx512(int32_t *o, __m512i lo,
+                                                                                     __m512i hi)
+{
+    const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+    const __m512i second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+    _mm512_storeu_si512((void *)o, _mm512_permutex2var_epi64(lo, first, hi));
+    _mm512_storeu_si512((void *)(o + 16), _mm512_permutex2var_epi64(lo, second, hi));
+}
+
+/* ETNA_DOT_KB kernels x 32 positions (8 accumulators), or one kernel x 64 positions (4). */
+__attribute__((target("avx512f,avx512bw"))) static void etna_dot_mac_avx512(unsigned kb, const int16_t *pad,
+                                                                            const int64_t *off, const int16_t *w,
+                                                                            uint64_t npairs, const int32_t *bias,
+                                                                            int64_t run, int32_t *acc,
+                                                                            int64_t astride)
+{
+    if (kb == 1) {
+        const __m512i b = _mm512_set1_epi32(bias[0]);
+        int64_t i = 0;
+        for (; i + 32 < run; i += 64) {
+            __m512i a0 = b, a1 = b, a2 = b, a3 = b;
+            for (uint64_t p = 0; p < npairs; p++) {
+                const int16_t *s0 = pad + off[2 * p] + i, *s1 = pad + off[2 * p + 1] + i;
+                const __m512i wv = _mm512_set1_epi32(etna_dot_w32(w + 2 * p));
+                const __m512i x0 = _mm512_loadu_si512((const void *)s0), y0 = _mm512_loadu_si512((const void *)s1);
+                const __m512i x1 = _mm512_loadu_si512((const void *)(s0 + 32));
+                const __m512i y1 = _mm512_loadu_si512((const void *)(s1 + 32));
+                a0 = _mm512_add_epi32(a0, _mm512_madd_epi16(_mm512_unpacklo_epi16(x0, y0), wv));
+                a1 = _mm512_add_epi32(a1, _mm512_madd_epi16(_mm512_unpackhi_epi16(x0, y0), wv));
+                a2 = _mm512_add_epi32(a2, _mm512_madd_epi16(_mm512_unpacklo_epi16(x1, y1), wv));
+                a3 = _mm512_add_epi32(a3, _mm512_madd_epi16(_mm512_unpackhi_epi16(x1, y1), wv));
+            }
+            etna_dot_store_avx512(acc + i, a0, a1);
+            etna_dot_store_avx512(acc + i + 32, a2, a3);
+        }
+        if (i < run) { /* the last 32 (the run is rounded up to ETNA_DOT_PX, not to 64) */
+            __m512i a0 = b, a1 = b;
+            for (uint64_t p = 0; p < npairs; p++) {
+                const __m512i wv = _mm512_set1_epi32(etna_dot_w32(w + 2 * p));
+                const __m512i x0 = _mm512_loadu_si512((const void *)(pad + off[2 * p] + i));
+                const __m512i y0 = _mm512_loadu_si512((const void *)(pad + off[2 * p + 1] + i));
+                a0 = _mm512_add_epi32(a0, _mm512_madd_epi16(_mm512_unpacklo_epi16(x0, y0), wv));
+                a1 = _mm512_add_epi32(a1, _mm512_madd_epi16(_mm512_unpackhi_epi16(x0, y0), wv));
+            }
+            etna_dot_store_avx512(acc + i, a0, a1);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < run; i += 32) {
+        __m512i a[ETNA_DOT_KB][2];
+        for (unsigned k = 0; k < ETNA_DOT_KB; k++)
+            a[k][0] = a[k][1] = _mm512_set1_epi32(bias[k]);
+        for (uint64_t p = 0; p < npairs; p++) {
+            const __m512i x = _mm512_loadu_si512((const void *)(pad + off[2 * p] + i));
+            const __m512i y = _mm512_loadu_si512((const void *)(pad + off[2 * p + 1] + i));
+            const __m512i lo = _mm512_unpacklo_epi16(x, y), hi = _mm512_unpackhi_epi16(x, y);
+            const int16_t *wp = w + 2 * p * ETNA_DOT_KB;
+            for (unsigned k = 0; k < ETNA_DOT_KB; k++) {
+                const __m512i wv = _mm512_set1_epi32(etna_dot_w32(wp + 2 * k));
+                a[k][0] = _mm512_add_epi32(a[k][0], _mm512_madd_epi16(lo, wv));
+                a[k][1] = _mm512_add_epi32(a[k][1], _mm512_madd_epi16(hi, wv));
+            }
+        }
+        for (unsigned k = 0; k < ETNA_DOT_KB; k++)
+            etna_dot_store_avx512(acc + k * astride + i, a[k][0], a[k][1]);
+    }
+}
+#endif
+
+static const struct etna_dot_ops etna_dot_c = { "c", etna_dot_mac_c };
+#if ETNA_DOT_X86
+static const struct etna_dot_ops etna_dot_avx2 = { "avx2", etna_dot_mac_avx2 };
+static const struct etna_dot_ops etna_dot_avx512 = { "avx512", etna_dot_mac_avx512 };
+#endif
+
+static int etna_dot_runs(const struct etna_dot_ops *ops)
+{
+#if ETNA_DOT_X86
+    if (ops == &etna_dot_avx512)
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    if (ops == &etna_dot_avx2)
+        return __builtin_cpu_supports("avx2");
+#endif
+    (void)ops;
+    return 1;
+}
+
+const struct etna_dot_ops *etna_dot_select(const char *force)
+{
+    static const struct etna_dot_ops *const all[] = {
+#if ETNA_DOT_X86
+        &etna_dot_avx512, &etna_dot_avx2,
+#endif
+        &etna_dot_c,
+    };
+    const size_t n = sizeof(all) / sizeof(all[0]);
+#if ETNA_DOT_X86
+    __builtin_cpu_init();
+#endif
+    for (size_t i = 0; force && *force && i < n; i++)
+        if (strcmp(force, all[i]->name) == 0 && etna_dot_runs(all[i]))
+            return all[i];
+    for (size_t i = 0; i < n; i++)
+        if (etna_dot_runs(all[i]))
+            return all[i];
+    return &etna_dot_c;
+}
