@@ -45,6 +45,22 @@ static void etna_dot_mac_c(unsigned kb, const int16_t *pad, const int64_t *off, 
     }
 }
 
+void etna_dot_requant_c(const int32_t *acc, int64_t step, int64_t n, int64_t mult, unsigned shift, int32_t ozp,
+                        int32_t lo, uint8_t *row)
+{
+    for (int64_t x = 0; x < n; x++) {
+        int64_t v = etna_round_shift((int64_t)acc[x * step] * mult, shift) + ozp;
+        v = v < lo ? lo : v > 255 ? 255 : v;
+        row[x] = (uint8_t)v;
+    }
+}
+
+/* The vector requantizations take the magnitude |acc| < 2^32 times mult < 2^25 (every v7 and v8 multiplier:
+ * 2^15 or 2^23 plus the post multiplier field) as an unsigned 64-bit product, round it as etna_round_shift
+ * does, and cap it at 511 before the sign goes back: any larger magnitude clamps to the same 0 or 255 with a
+ * zero point in 0..255. Other multipliers take the portable loop. */
+#define ETNA_DOT_RQ_CAP 511
+
 #if ETNA_DOT_X86
 static int32_t etna_dot_w32(const int16_t *w)
 {
@@ -104,6 +120,61 @@ __attribute__((target("avx2"))) static void etna_dot_mac_avx2(unsigned kb, const
         for (unsigned k = 0; k < ETNA_DOT_KB; k++)
             etna_dot_store_avx2(acc + k * astride + i, a[k][0], a[k][1]);
     }
+}
+
+__attribute__((target("avx2"))) static void etna_dot_requant_avx2(const int32_t *acc, int64_t step, int64_t n,
+                                                                  int64_t mult, unsigned shift, int32_t ozp, int32_t lo,
+                                                                  uint8_t *row)
+{
+    int64_t x = 0;
+    if (mult >= 0 && mult < ((int64_t)1 << 25) && shift < 64) {
+        const __m256i m = _mm256_set1_epi64x(mult), rnd = _mm256_set1_epi64x((int64_t)(((uint64_t)1 << shift) >> 1));
+        const __m256i cap = _mm256_set1_epi64x(ETNA_DOT_RQ_CAP), even = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+        const __m128i sh = _mm_cvtsi32_si128((int)shift), zp = _mm_set1_epi32(ozp), lov = _mm_set1_epi32(lo);
+        const __m128i hi = _mm_set1_epi32(255);
+        for (; x + 4 <= n; x += 4) {
+            const __m128i v = step == 1 ? _mm_loadu_si128((const __m128i *)(acc + x))
+                            : _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(
+                                  _mm256_loadu_si256((const __m256i *)(acc + 2 * x)), even));
+            const __m128i neg = _mm_cmpgt_epi32(_mm_setzero_si128(), v);
+            __m256i q = _mm256_mul_epu32(_mm256_cvtepu32_epi64(_mm_abs_epi32(v)), m);
+            q = _mm256_srl_epi64(_mm256_add_epi64(q, rnd), sh);
+            q = _mm256_blendv_epi8(q, cap, _mm256_cmpgt_epi64(q, cap));
+            __m128i r = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(q, even));
+            r = _mm_sub_epi32(_mm_xor_si128(r, neg), neg);
+            r = _mm_min_epi32(_mm_max_epi32(_mm_add_epi32(r, zp), lov), hi);
+            r = _mm_packus_epi16(_mm_packus_epi32(r, r), r);
+            const int32_t out = _mm_cvtsi128_si32(r);
+            memcpy(row + x, &out, 4);
+        }
+    }
+    etna_dot_requant_c(acc + x * step, step, n - x, mult, shift, ozp, lo, row + x);
+}
+
+__attribute__((target("avx512f"))) static void etna_dot_requant_avx512(const int32_t *acc, int64_t step, int64_t n,
+                                                                      int64_t mult, unsigned shift, int32_t ozp,
+                                                                      int32_t lo, uint8_t *row)
+{
+    int64_t x = 0;
+    if (mult >= 0 && mult < ((int64_t)1 << 25) && shift < 64) {
+        const __m512i m = _mm512_set1_epi64(mult), rnd = _mm512_set1_epi64((int64_t)(((uint64_t)1 << shift) >> 1));
+        const __m512i cap = _mm512_set1_epi64(ETNA_DOT_RQ_CAP), zp = _mm512_set1_epi64(ozp);
+        const __m512i lov = _mm512_set1_epi64(lo), hi = _mm512_set1_epi64(255);
+        const __m128i sh = _mm_cvtsi32_si128((int)shift);
+        for (; x + 8 <= n; x += 8) {
+            /* step 2: the low halves of 8 int64 lanes are the even elements */
+            const __m512i v = step == 1 ? _mm512_cvtepi32_epi64(_mm256_loadu_si256((const __m256i *)(acc + x)))
+                            : _mm512_srai_epi64(_mm512_slli_epi64(_mm512_loadu_si512((const void *)(acc + 2 * x)),
+                                                                  32), 32);
+            const __m512i neg = _mm512_srai_epi64(v, 63);
+            __m512i q = _mm512_mul_epu32(_mm512_abs_epi64(v), m);
+            q = _mm512_min_epu64(_mm512_srl_epi64(_mm512_add_epi64(q, rnd), sh), cap);
+            q = _mm512_add_epi64(_mm512_sub_epi64(_mm512_xor_si512(q, neg), neg), zp);
+            q = _mm512_min_epi64(_mm512_max_epi64(q, lov), hi);
+            _mm_storel_epi64((__m128i *)(row + x), _mm512_cvtepi64_epi8(q));
+        }
+    }
+    etna_dot_requant_c(acc + x * step, step, n - x, mult, shift, ozp, lo, row + x);
 }
 
 /* 32 positions of one kernel: per 128-bit lane j, lo holds positions 8j..8j+3, hi 8j+4..8j+7. */
@@ -176,10 +247,10 @@ __attribute__((target("avx512f,avx512bw"))) static void etna_dot_mac_avx512(unsi
 }
 #endif
 
-static const struct etna_dot_ops etna_dot_c = { "c", etna_dot_mac_c };
+static const struct etna_dot_ops etna_dot_c = { "c", etna_dot_mac_c, etna_dot_requant_c };
 #if ETNA_DOT_X86
-static const struct etna_dot_ops etna_dot_avx2 = { "avx2", etna_dot_mac_avx2 };
-static const struct etna_dot_ops etna_dot_avx512 = { "avx512", etna_dot_mac_avx512 };
+static const struct etna_dot_ops etna_dot_avx2 = { "avx2", etna_dot_mac_avx2, etna_dot_requant_avx2 };
+static const struct etna_dot_ops etna_dot_avx512 = { "avx512", etna_dot_mac_avx512, etna_dot_requant_avx512 };
 #endif
 
 static int etna_dot_runs(const struct etna_dot_ops *ops)

@@ -760,25 +760,10 @@ static int etna_nn_kernels_build(etna_sim *sim, const struct etna_nn_job *j, int
     return 0;
 }
 
-/* One output row: acc[i * step] times the post multiplier, rounded by etna_round_shift, + the zero point, clamped
- * to [lo, 255]. */
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-static void etna_requant_row(const int32_t *acc, int64_t step, int64_t n, int64_t mult, unsigned shift, int32_t ozp,
-                             int32_t lo, uint8_t *restrict row)
-{
-    for (int64_t x = 0; x < n; x++) {
-        int64_t v = etna_round_shift((int64_t)acc[x * step] * mult, shift) + ozp;
-        v = v < lo ? lo : v > 255 ? 255 : v;
-        row[x] = (uint8_t)v;
-    }
-}
-
 /* Requantizes kernel k's accumulators (row pitch out_x + kx - 1) into its output plane at `dest` (v7: byte offset
  * from the output address, v8: channel), with the output DMA counted. */
 static int etna_nn_emit(etna_sim *sim, const struct etna_nn_job *j, uint32_t iova, unsigned k, uint32_t dest,
-                        const int32_t *acc)
+                        const int32_t *acc, etna_dot_requant_fn *requant)
 {
     const int64_t *f = j->f;
     const int v8 = j->version == 8;
@@ -809,7 +794,7 @@ static int etna_nn_emit(etna_sim *sim, const struct etna_nn_job *j, uint32_t iov
     /* The output DMA: one burst per written row of the kernel's plane (inside the extent checked above). */
     for (int64_t y = 0; y < woh; y++) {
         etna_mem_count(sim, ETNA_DMA_WRITE, (uint64_t)wow);
-        etna_requant_row(acc + (pooled ? 2 * y : y) * pw, pooled ? 2 : 1, wow, mult, shift, ozp, lo, out + y * oxs);
+        requant(acc + (pooled ? 2 * y : y) * pw, pooled ? 2 : 1, wow, mult, shift, ozp, lo, out + y * oxs);
     }
     return 0;
 }
@@ -881,14 +866,15 @@ static int etna_nn_compute(etna_sim *sim, const struct etna_nn_job *j, const str
             memcpy(bias, kn->bias + bl->k0, sizeof(*bias) * bl->nk);
             sim->dot->mac(bl->kb, pad, kn->off + 2 * bl->pair0, kn->w + bl->wpos, bl->npairs, bias, run, acc, astride);
             for (unsigned k = 0; k < bl->nk && !rc; k++)
-                rc = etna_nn_emit(sim, j, iova, bl->k0 + k, kn->dest[bl->k0 + k], acc + k * astride);
+                rc = etna_nn_emit(sim, j, iova, bl->k0 + k, kn->dest[bl->k0 + k], acc + k * astride,
+                                  sim->dot->requant);
         }
     } else {
         for (unsigned k = 0; k < j->nkernels && !rc; k++) {
             for (int64_t i = 0; i < pw * oh; i++)
                 acc[i] = j->bias[k];
             etna_mac_reference(j, k, pad, pw, ph, ow, oh, acc);
-            rc = etna_nn_emit(sim, j, iova, k, j->dest[k], acc);
+            rc = etna_nn_emit(sim, j, iova, k, j->dest[k], acc, etna_dot_requant_c);
         }
     }
     free(pad);

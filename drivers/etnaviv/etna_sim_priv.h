@@ -19,10 +19,17 @@
  * to the rounded-up run. */
 #define ETNA_DOT_KB 4   /* kernels per block */
 #define ETNA_DOT_PX 32  /* run positions per inner iteration */
+/* One output row: row[x] = clamp(etna_round_shift(acc[x * step] * mult, shift) + ozp, lo, 255) for x < n (step 1,
+ * or 2 for first-pixel pooling; 0 <= ozp, lo <= 255). etna_dot_requant_c is the portable one, which the
+ * reference path takes. */
+typedef void etna_dot_requant_fn(const int32_t *acc, int64_t step, int64_t n, int64_t mult, unsigned shift,
+                                 int32_t ozp, int32_t lo, uint8_t *row);
+etna_dot_requant_fn etna_dot_requant_c;
 struct etna_dot_ops {
     const char *name;
     void (*mac)(unsigned kb, const int16_t *pad, const int64_t *off, const int16_t *w, uint64_t npairs,
                 const int32_t *bias, int64_t run, int32_t *acc, int64_t astride);
+    etna_dot_requant_fn *requant;
 };
 /* The best implementation this CPU runs ("avx512", "avx2", "c"), or the one `force` names when it runs here
  * (TEFLON_SIM_KERNELS, the variable rocket's simulator reads too; another name: the best). */
