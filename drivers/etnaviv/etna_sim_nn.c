@@ -791,7 +791,14 @@ static int etna_nn_emit(etna_sim *sim, const struct etna_nn_job *j, uint32_t iov
         return etna_fail(sim, "NN 0x%08x: kernel %u output 0x%08llx+%llu is not inside one BO", iova, k,
                          (unsigned long long)out_addr + dest_off, (unsigned long long)out_len);
     sim->stats.macs += (uint64_t)(ow * oh) * (uint64_t)j->taps;
-    /* The output DMA: one burst per written row of the kernel's plane (inside the extent checked above). */
+    /* The output DMA: one burst per written row of the kernel's plane (inside the extent checked above). Rows
+     * that follow each other in both the accumulators and the plane (1-column kernels, unpooled, rows not
+     * padded) are requantized in one call. */
+    if (!pooled && pw == ow && oxs == ow) {
+        etna_mem_count(sim, ETNA_DMA_WRITE, (uint64_t)(wow * woh));
+        requant(acc, 1, wow * woh, mult, shift, ozp, lo, out);
+        return 0;
+    }
     for (int64_t y = 0; y < woh; y++) {
         etna_mem_count(sim, ETNA_DMA_WRITE, (uint64_t)wow);
         requant(acc + (pooled ? 2 * y : y) * pw, pooled ? 2 : 1, wow, mult, shift, ozp, lo, out + y * oxs);

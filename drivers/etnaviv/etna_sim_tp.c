@@ -254,6 +254,7 @@ int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
                              desc_iova);
     }
     int64_t digit[7] = { 0 };
+    uint32_t off = 0; /* sum of digit[k] * inc[k] (mod 2^32), kept as the digits move */
 
     const uint32_t out_base = (uint32_t)f[ETNA_TPF_OUT_IMAGE_BASE_ADDRESS];
     const struct etna_bo *ob = etna_mem_bo(sim, out_base);
@@ -296,13 +297,14 @@ int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
                 }
                 for (int64_t ty = 0; ty < cur_h; ty++) {
                     const int64_t y = wy0 + tyi * incy + ty;
-                    /* the input fetch: one burst per tile row, of its columns inside the image */
+                    /* the input fetch: one burst per tile row, of its columns inside the image (inside the
+                     * range checked above, so counted without looking the BO up again) */
                     const int64_t xa = x0 > 0 ? x0 : 0, xb = x0 + cur_w < xs ? x0 + cur_w : xs;
-                    const uint8_t *row = y >= 0 && y < ys && z >= 0 && z < zs && xb > xa
-                                             ? etna_mem_access(sim, ETNA_DMA_FEATURE,
-                                                               (uint64_t)in_base + z * slice + y * stride + xa,
-                                                               (uint64_t)(xb - xa))
-                                             : NULL;
+                    const uint8_t *row = NULL;
+                    if (y >= 0 && y < ys && z >= 0 && z < zs && xb > xa) {
+                        row = in + z * slice + y * stride + xa;
+                        etna_mem_count(sim, ETNA_DMA_FEATURE, (uint64_t)(xb - xa));
+                    }
                     for (int64_t tx = 0; tx < cur_w; tx++) {
                         const int64_t x = x0 + tx;
                         tile[ty * cur_w + tx] = row && x >= xa && x < xb ? (int32_t)row[x - xa] - in_zp : border;
@@ -330,9 +332,6 @@ int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
                             o += out_zp;
                         }
                         o = o < 0 ? 0 : o > 255 ? 255 : o;
-                        uint32_t off = 0;
-                        for (int k = 0; k < 7; k++)
-                            off += (uint32_t)digit[k] * inc[k];
                         const uint32_t addr = out_base + off;
                         if (addr < ob->iova || (uint64_t)addr >= (uint64_t)ob->iova + ob->size) {
                             rc = etna_fail(sim, "TP descriptor 0x%08x: write to 0x%08x outside the output BO "
@@ -344,8 +343,10 @@ int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
                         ob->map[addr - ob->iova] = (uint8_t)o;
                         written++;
                         for (int k = 0; k < 7; k++) {
+                            off += inc[k];
                             if (++digit[k] < (k < 6 ? count[k] : INT64_MAX))
                                 break;
+                            off -= (uint32_t)digit[k] * inc[k];
                             digit[k] = 0;
                         }
                     }
