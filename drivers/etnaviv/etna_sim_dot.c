@@ -187,75 +187,84 @@ __attribute__((target("avx512f,avx512bw"))) static inline void etna_dot_store_av
     _mm512_storeu_si512((void *)(o + 16), _mm512_permutex2var_epi64(lo, second, hi));
 }
 
-/* ETNA_DOT_KB kernels x 32 positions (8 accumulators), or one kernel x 64 positions (4). */
-__attribute__((target("avx512f,avx512bw"))) static void etna_dot_mac_avx512(unsigned kb, const int16_t *pad,
-                                                                            const int64_t *off, const int16_t *w,
-                                                                            uint64_t npairs, const int32_t *bias,
-                                                                            int64_t run, int32_t *acc,
-                                                                            int64_t astride)
-{
-    if (kb == 1) {
-        const __m512i b = _mm512_set1_epi32(bias[0]);
-        int64_t i = 0;
-        for (; i + 32 < run; i += 64) {
-            __m512i a0 = b, a1 = b, a2 = b, a3 = b;
-            for (uint64_t p = 0; p < npairs; p++) {
-                const int16_t *s0 = pad + off[2 * p] + i, *s1 = pad + off[2 * p + 1] + i;
-                const __m512i wv = _mm512_set1_epi32(etna_dot_w32(w + 2 * p));
-                const __m512i x0 = _mm512_loadu_si512((const void *)s0), y0 = _mm512_loadu_si512((const void *)s1);
-                const __m512i x1 = _mm512_loadu_si512((const void *)(s0 + 32));
-                const __m512i y1 = _mm512_loadu_si512((const void *)(s1 + 32));
-                a0 = _mm512_add_epi32(a0, _mm512_madd_epi16(_mm512_unpacklo_epi16(x0, y0), wv));
-                a1 = _mm512_add_epi32(a1, _mm512_madd_epi16(_mm512_unpackhi_epi16(x0, y0), wv));
-                a2 = _mm512_add_epi32(a2, _mm512_madd_epi16(_mm512_unpacklo_epi16(x1, y1), wv));
-                a3 = _mm512_add_epi32(a3, _mm512_madd_epi16(_mm512_unpackhi_epi16(x1, y1), wv));
-            }
-            etna_dot_store_avx512(acc + i, a0, a1);
-            etna_dot_store_avx512(acc + i + 32, a2, a3);
-        }
-        if (i < run) { /* the last 32 (the run is rounded up to ETNA_DOT_PX, not to 64) */
-            __m512i a0 = b, a1 = b;
-            for (uint64_t p = 0; p < npairs; p++) {
-                const __m512i wv = _mm512_set1_epi32(etna_dot_w32(w + 2 * p));
-                const __m512i x0 = _mm512_loadu_si512((const void *)(pad + off[2 * p] + i));
-                const __m512i y0 = _mm512_loadu_si512((const void *)(pad + off[2 * p + 1] + i));
-                a0 = _mm512_add_epi32(a0, _mm512_madd_epi16(_mm512_unpacklo_epi16(x0, y0), wv));
-                a1 = _mm512_add_epi32(a1, _mm512_madd_epi16(_mm512_unpackhi_epi16(x0, y0), wv));
-            }
-            etna_dot_store_avx512(acc + i, a0, a1);
-        }
-        return;
-    }
-    for (int64_t i = 0; i < run; i += 32) {
-        __m512i a[ETNA_DOT_KB][2];
-        for (unsigned k = 0; k < ETNA_DOT_KB; k++)
-            a[k][0] = a[k][1] = _mm512_set1_epi32(bias[k]);
-        for (uint64_t p = 0; p < npairs; p++) {
-            const __m512i x = _mm512_loadu_si512((const void *)(pad + off[2 * p] + i));
-            const __m512i y = _mm512_loadu_si512((const void *)(pad + off[2 * p + 1] + i));
-            const __m512i lo = _mm512_unpacklo_epi16(x, y), hi = _mm512_unpackhi_epi16(x, y);
-            const int16_t *wp = w + 2 * p * ETNA_DOT_KB;
-            for (unsigned k = 0; k < ETNA_DOT_KB; k++) {
-                const __m512i wv = _mm512_set1_epi32(etna_dot_w32(wp + 2 * k));
-                a[k][0] = _mm512_add_epi32(a[k][0], _mm512_madd_epi16(lo, wv));
-                a[k][1] = _mm512_add_epi32(a[k][1], _mm512_madd_epi16(hi, wv));
-            }
-        }
-        for (unsigned k = 0; k < ETNA_DOT_KB; k++)
-            etna_dot_store_avx512(acc + k * astride + i, a[k][0], a[k][1]);
-    }
+/* ETNA_DOT_KB kernels x 32 positions (8 accumulators), or one kernel x 64 positions (4); MADD_ADD(a, (x, w)) adds
+ * the pair sums of x * w to a: vpmaddwd + vpaddd, or one vpdpwssd with AVX512-VNNI (the same wrapping int32 sum). */
+#define ETNA_DOT_MAC_AVX512(NAME, TARGET, MADD_ADD) \
+__attribute__((target(TARGET))) static void NAME(unsigned kb, const int16_t *pad, const int64_t *off, const int16_t *w,    \
+    uint64_t npairs, const int32_t *bias, int64_t run, int32_t *acc, int64_t astride)                                 \
+{                                                                                                                     \
+    if (kb == 1) {                                                                                                    \
+        const __m512i b = _mm512_set1_epi32(bias[0]);                                                                 \
+        int64_t i = 0;                                                                                                \
+        for (; i + 32 < run; i += 64) {                                                                               \
+            __m512i a0 = b, a1 = b, a2 = b, a3 = b;                                                                   \
+            for (uint64_t p = 0; p < npairs; p++) {                                                                   \
+                const int16_t *s0 = pad + off[2 * p] + i, *s1 = pad + off[2 * p + 1] + i;                             \
+                const __m512i wv = _mm512_set1_epi32(etna_dot_w32(w + 2 * p));                                        \
+                const __m512i x0 = _mm512_loadu_si512((const void *)s0), y0 = _mm512_loadu_si512((const void *)s1);   \
+                const __m512i x1 = _mm512_loadu_si512((const void *)(s0 + 32));                                       \
+                const __m512i y1 = _mm512_loadu_si512((const void *)(s1 + 32));                                       \
+                a0 = MADD_ADD(a0, (_mm512_unpacklo_epi16(x0, y0), wv));                                               \
+                a1 = MADD_ADD(a1, (_mm512_unpackhi_epi16(x0, y0), wv));                                               \
+                a2 = MADD_ADD(a2, (_mm512_unpacklo_epi16(x1, y1), wv));                                               \
+                a3 = MADD_ADD(a3, (_mm512_unpackhi_epi16(x1, y1), wv));                                               \
+            }                                                                                                         \
+            etna_dot_store_avx512(acc + i, a0, a1);                                                                   \
+            etna_dot_store_avx512(acc + i + 32, a2, a3);                                                              \
+        }                                                                                                             \
+        if (i < run) { /* the last 32 (the run is rounded up to ETNA_DOT_PX, not to 64) */                            \
+            __m512i a0 = b, a1 = b;                                                                                   \
+            for (uint64_t p = 0; p < npairs; p++) {                                                                   \
+                const __m512i wv = _mm512_set1_epi32(etna_dot_w32(w + 2 * p));                                        \
+                const __m512i x0 = _mm512_loadu_si512((const void *)(pad + off[2 * p] + i));                          \
+                const __m512i y0 = _mm512_loadu_si512((const void *)(pad + off[2 * p + 1] + i));                      \
+                a0 = MADD_ADD(a0, (_mm512_unpacklo_epi16(x0, y0), wv));                                               \
+                a1 = MADD_ADD(a1, (_mm512_unpackhi_epi16(x0, y0), wv));                                               \
+            }                                                                                                         \
+            etna_dot_store_avx512(acc + i, a0, a1);                                                                   \
+        }                                                                                                             \
+        return;                                                                                                       \
+    }                                                                                                                 \
+    for (int64_t i = 0; i < run; i += 32) {                                                                           \
+        __m512i a[ETNA_DOT_KB][2];                                                                                    \
+        for (unsigned k = 0; k < ETNA_DOT_KB; k++)                                                                    \
+            a[k][0] = a[k][1] = _mm512_set1_epi32(bias[k]);                                                           \
+        for (uint64_t p = 0; p < npairs; p++) {                                                                       \
+            const __m512i x = _mm512_loadu_si512((const void *)(pad + off[2 * p] + i));                               \
+            const __m512i y = _mm512_loadu_si512((const void *)(pad + off[2 * p + 1] + i));                           \
+            const __m512i lo = _mm512_unpacklo_epi16(x, y), hi = _mm512_unpackhi_epi16(x, y);                         \
+            const int16_t *wp = w + 2 * p * ETNA_DOT_KB;                                                              \
+            for (unsigned k = 0; k < ETNA_DOT_KB; k++) {                                                              \
+                const __m512i wv = _mm512_set1_epi32(etna_dot_w32(wp + 2 * k));                                       \
+                a[k][0] = MADD_ADD(a[k][0], (lo, wv));                                                                \
+                a[k][1] = MADD_ADD(a[k][1], (hi, wv));                                                                \
+            }                                                                                                         \
+        }                                                                                                             \
+        for (unsigned k = 0; k < ETNA_DOT_KB; k++)                                                                    \
+            etna_dot_store_avx512(acc + k * astride + i, a[k][0], a[k][1]);                                           \
+    }                                                                                                                 \
 }
+#define ETNA_DOT_MADD_ADD512(a, xw) _mm512_add_epi32(a, _mm512_madd_epi16 xw)
+#define ETNA_DOT_DPWSSD512(a, xw) _mm512_dpwssd_epi32(a, ETNA_DOT_ARGS2 xw)
+#define ETNA_DOT_ARGS2(x, w) x, w
+ETNA_DOT_MAC_AVX512(etna_dot_mac_avx512, "avx512f,avx512bw", ETNA_DOT_MADD_ADD512)
+ETNA_DOT_MAC_AVX512(etna_dot_mac_avx512vnni, "avx512f,avx512bw,avx512vnni", ETNA_DOT_DPWSSD512)
 #endif
 
 static const struct etna_dot_ops etna_dot_c = { "c", etna_dot_mac_c, etna_dot_requant_c };
 #if ETNA_DOT_X86
 static const struct etna_dot_ops etna_dot_avx2 = { "avx2", etna_dot_mac_avx2, etna_dot_requant_avx2 };
 static const struct etna_dot_ops etna_dot_avx512 = { "avx512", etna_dot_mac_avx512, etna_dot_requant_avx512 };
+static const struct etna_dot_ops etna_dot_avx512vnni = { "avx512vnni", etna_dot_mac_avx512vnni,
+                                                          etna_dot_requant_avx512 };
 #endif
 
 static int etna_dot_runs(const struct etna_dot_ops *ops)
 {
 #if ETNA_DOT_X86
+    if (ops == &etna_dot_avx512vnni)
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vnni");
     if (ops == &etna_dot_avx512)
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
     if (ops == &etna_dot_avx2)
@@ -269,7 +278,7 @@ const struct etna_dot_ops *etna_dot_select(const char *force)
 {
     static const struct etna_dot_ops *const all[] = {
 #if ETNA_DOT_X86
-        &etna_dot_avx512, &etna_dot_avx2,
+        &etna_dot_avx512vnni, &etna_dot_avx512, &etna_dot_avx2,
 #endif
         &etna_dot_c,
     };
