@@ -151,30 +151,34 @@ __attribute__((target("avx2"))) static void etna_dot_requant_avx2(const int32_t 
     etna_dot_requant_c(acc + x * step, step, n - x, mult, shift, ozp, lo, row + x);
 }
 
-__attribute__((target("avx512f"))) static void etna_dot_requant_avx512(const int32_t *acc, int64_t step, int64_t n,
-                                                                      int64_t mult, unsigned shift, int32_t ozp,
-                                                                      int32_t lo, uint8_t *row)
+/* 8 elements at a time, the last ones (n mod 8) under a mask. */
+__attribute__((target("avx512f,avx512vl"))) static void etna_dot_requant_avx512(const int32_t *acc, int64_t step,
+                                                                               int64_t n, int64_t mult,
+                                                                               unsigned shift, int32_t ozp,
+                                                                               int32_t lo, uint8_t *row)
 {
-    int64_t x = 0;
-    if (mult >= 0 && mult < ((int64_t)1 << 25) && shift < 64) {
-        const __m512i m = _mm512_set1_epi64(mult), rnd = _mm512_set1_epi64((int64_t)(((uint64_t)1 << shift) >> 1));
-        const __m512i cap = _mm512_set1_epi64(ETNA_DOT_RQ_CAP), zp = _mm512_set1_epi64(ozp);
-        const __m512i lov = _mm512_set1_epi64(lo), hi = _mm512_set1_epi64(255);
-        const __m128i sh = _mm_cvtsi32_si128((int)shift);
-        for (; x + 8 <= n; x += 8) {
-            /* step 2: the low halves of 8 int64 lanes are the even elements */
-            const __m512i v = step == 1 ? _mm512_cvtepi32_epi64(_mm256_loadu_si256((const __m256i *)(acc + x)))
-                            : _mm512_srai_epi64(_mm512_slli_epi64(_mm512_loadu_si512((const void *)(acc + 2 * x)),
-                                                                  32), 32);
-            const __m512i neg = _mm512_srai_epi64(v, 63);
-            __m512i q = _mm512_mul_epu32(_mm512_abs_epi64(v), m);
-            q = _mm512_min_epu64(_mm512_srl_epi64(_mm512_add_epi64(q, rnd), sh), cap);
-            q = _mm512_add_epi64(_mm512_sub_epi64(_mm512_xor_si512(q, neg), neg), zp);
-            q = _mm512_min_epi64(_mm512_max_epi64(q, lov), hi);
-            _mm_storel_epi64((__m128i *)(row + x), _mm512_cvtepi64_epi8(q));
-        }
+    if (!(mult >= 0 && mult < ((int64_t)1 << 25) && shift < 64)) {
+        etna_dot_requant_c(acc, step, n, mult, shift, ozp, lo, row);
+        return;
     }
-    etna_dot_requant_c(acc + x * step, step, n - x, mult, shift, ozp, lo, row + x);
+    const __m512i m = _mm512_set1_epi64(mult), rnd = _mm512_set1_epi64((int64_t)(((uint64_t)1 << shift) >> 1));
+    const __m512i cap = _mm512_set1_epi64(ETNA_DOT_RQ_CAP), zp = _mm512_set1_epi64(ozp);
+    const __m512i lov = _mm512_set1_epi64(lo), hi = _mm512_set1_epi64(255);
+    const __m128i sh = _mm_cvtsi32_si128((int)shift);
+    for (int64_t x = 0; x < n; x += 8) {
+        const __mmask8 k = n - x >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (n - x)) - 1);
+        /* step 2: the low halves of 8 int64 lanes are the even elements (the odd one after the last even
+         * element read is inside the row) */
+        const __m512i v = step == 1
+            ? _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, acc + x))
+            : _mm512_srai_epi64(_mm512_slli_epi64(_mm512_maskz_loadu_epi64(k, acc + 2 * x), 32), 32);
+        const __m512i neg = _mm512_srai_epi64(v, 63);
+        __m512i q = _mm512_mul_epu32(_mm512_abs_epi64(v), m);
+        q = _mm512_min_epu64(_mm512_srl_epi64(_mm512_add_epi64(q, rnd), sh), cap);
+        q = _mm512_add_epi64(_mm512_sub_epi64(_mm512_xor_si512(q, neg), neg), zp);
+        q = _mm512_min_epi64(_mm512_max_epi64(q, lov), hi);
+        _mm512_mask_cvtepi64_storeu_epi8(row + x, k, q);
+    }
 }
 
 /* 32 positions of one kernel: per 128-bit lane j, lo holds positions 8j..8j+3, hi 8j+4..8j+7. */
@@ -264,9 +268,10 @@ static int etna_dot_runs(const struct etna_dot_ops *ops)
 #if ETNA_DOT_X86
     if (ops == &etna_dot_avx512vnni)
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vnni");
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     if (ops == &etna_dot_avx512)
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl");
     if (ops == &etna_dot_avx2)
         return __builtin_cpu_supports("avx2");
 #endif
