@@ -69,6 +69,8 @@ void etna_sim_destroy(etna_sim *sim)
         free(sim->bos[i].map);
     free(sim->bos);
     etna_nn_cache_clear(sim);
+    free(sim->scratch_pad);
+    free(sim->scratch_acc);
     free(sim);
 }
 

@@ -760,6 +760,17 @@ static int etna_nn_kernels_build(etna_sim *sim, const struct etna_nn_job *j, int
     return 0;
 }
 
+/* Grows a scratch buffer to at least `need` bytes (contents not kept). */
+static int etna_scratch(void **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    free(*buf);
+    *buf = malloc(need);
+    *cap = *buf ? need : 0;
+    return *buf ? 0 : -1;
+}
+
 /* Requantizes kernel k's accumulators (row pitch out_x + kx - 1) into its output plane at `dest` (v7: byte offset
  * from the output address, v8: channel), with the output DMA counted. */
 static int etna_nn_emit(etna_sim *sim, const struct etna_nn_job *j, uint32_t iova, unsigned k, uint32_t dest,
@@ -833,19 +844,26 @@ static int etna_nn_compute(etna_sim *sim, const struct etna_nn_job *j, const str
      * rounded up to the MAC kernels' step, which also read up to ETNA_DOT_PX elements past the planes */
     const int64_t astride = (pw * oh + ETNA_DOT_PX - 1) / ETNA_DOT_PX * ETNA_DOT_PX;
     const size_t npad = (size_t)(j->kz * pw * ph);
-    int16_t *pad = malloc(sizeof(*pad) * (npad + ETNA_DOT_PX));
-    int32_t *acc = malloc(sizeof(*acc) * (size_t)(ETNA_DOT_KB * astride));
-    if (!pad || !acc) {
-        free(pad);
-        free(acc);
+    /* the simulator's scratch buffers, grown to the largest job (fresh pages on every job cost more than its
+     * MACs for the small ones) */
+    if (etna_scratch(&sim->scratch_pad, &sim->scratch_pad_cap, sizeof(int16_t) * (npad + ETNA_DOT_PX)) ||
+        etna_scratch(&sim->scratch_acc, &sim->scratch_acc_cap, sizeof(int32_t) * (size_t)(ETNA_DOT_KB * astride)))
         return etna_fail(sim, "out of memory");
-    }
+    int16_t *pad = sim->scratch_pad;
+    int32_t *acc = sim->scratch_acc;
     /* The input DMA: one burst per plane row, of the columns the padded window covers (every row lies inside the
      * span checked above, so the bytes are counted without looking the BO up again). */
     const int64_t xa = xo > 0 ? xo : 0, xb = pw + xo < ix ? pw + xo : ix;
     const int64_t pa = xb > xa ? xa - xo : pw, pb = xb > xa ? xb - xo : pw; /* padded columns read from memory */
     memset(pad + npad, 0, sizeof(*pad) * ETNA_DOT_PX);
-    for (int64_t z = 0; z < j->kz; z++)
+    /* planes that are whole input planes, one after the other (no border, no offset, rows and planes unpadded):
+     * one conversion; the same bytes counted as the row bursts below would */
+    const int whole = pa == 0 && pb == pw && xa == 0 && xs == pw && yo == 0 && ph <= iy && plane == pw * ph;
+    for (int64_t i = 0; whole && i < (int64_t)npad; i++)
+        pad[i] = (int16_t)((int32_t)in[i] - centre);
+    if (whole)
+        etna_mem_count(sim, ETNA_DMA_FEATURE, (uint64_t)npad);
+    for (int64_t z = 0; !whole && z < j->kz; z++)
         for (int64_t py = 0; py < ph; py++) {
             const int64_t y = py + yo;
             int16_t *prow = pad + (z * ph + py) * pw;
@@ -884,8 +902,6 @@ static int etna_nn_compute(etna_sim *sim, const struct etna_nn_job *j, const str
             rc = etna_nn_emit(sim, j, iova, k, j->dest[k], acc, etna_dot_requant_c);
         }
     }
-    free(pad);
-    free(acc);
     return rc;
 }
 

@@ -94,6 +94,8 @@ struct etna_sim {
     struct teflon_sim_rules rules;  /* the open facts' hypotheses (etna_sim_set_rules; zero: the defaults) */
     struct etna_nn_cache nn_cache;  /* the fast path's decoded kernels (etna_sim_nn_cache.c) */
     const struct etna_dot_ops *dot; /* the fast path's MAC kernels (etna_dot_select at creation) */
+    void *scratch_pad, *scratch_acc; /* an NN job's padded input planes and accumulators, grown to the largest */
+    size_t scratch_pad_cap, scratch_acc_cap;
 };
 
 /* printf-style error into sim->err; always returns -1. */
