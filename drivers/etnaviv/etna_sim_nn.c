@@ -859,10 +859,11 @@ static int etna_nn_compute(etna_sim *sim, const struct etna_nn_job *j, const str
     /* planes that are whole input planes, one after the other (no border, no offset, rows and planes unpadded):
      * one conversion; the same bytes counted as the row bursts below would */
     const int whole = pa == 0 && pb == pw && xa == 0 && xs == pw && yo == 0 && ph <= iy && plane == pw * ph;
-    for (int64_t i = 0; whole && i < (int64_t)npad; i++)
-        pad[i] = (int16_t)((int32_t)in[i] - centre);
-    if (whole)
+    if (whole) {
+        for (size_t i = 0; i < npad; i++)
+            pad[i] = (int16_t)((int32_t)in[i] - centre);
         etna_mem_count(sim, ETNA_DMA_FEATURE, (uint64_t)npad);
+    }
     for (int64_t z = 0; !whole && z < j->kz; z++)
         for (int64_t py = 0; py < ph; py++) {
             const int64_t y = py + yo;
