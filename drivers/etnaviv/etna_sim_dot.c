@@ -22,27 +22,41 @@
 #include <immintrin.h>
 #endif
 
-/* Portable: the same blocking written for the vectorizer. */
-static void etna_dot_mac_c(unsigned kb, const int16_t *pad, const int64_t *off, const int16_t *w, uint64_t npairs,
-                           const int32_t *bias, int64_t run, int32_t *acc, int64_t astride)
+/* Portable: the same blocking written for the vectorizer, ETNA_DOT_C_PX positions at a time (the accumulators of
+ * ETNA_DOT_KB kernels fill 8 of the 16 registers of a 128-bit vector unit: SSE2, NEON). */
+#define ETNA_DOT_C_PX 8
+static inline __attribute__((always_inline)) void etna_dot_mac_c_kb(unsigned kb, const int16_t *pad,
+                                                                    const int64_t *off, const int16_t *w,
+                                                                    uint64_t npairs, const int32_t *bias,
+                                                                    int64_t run, int32_t *acc, int64_t astride)
 {
-    for (int64_t i = 0; i < run; i += ETNA_DOT_PX) {
-        int32_t a[ETNA_DOT_KB][ETNA_DOT_PX];
+    for (int64_t i = 0; i < run; i += ETNA_DOT_C_PX) {
+        int32_t a[ETNA_DOT_KB][ETNA_DOT_C_PX];
         for (unsigned k = 0; k < kb; k++)
-            for (int x = 0; x < ETNA_DOT_PX; x++)
+            for (int x = 0; x < ETNA_DOT_C_PX; x++)
                 a[k][x] = bias[k];
         for (uint64_t p = 0; p < npairs; p++) {
             const int16_t *s0 = pad + off[2 * p] + i, *s1 = pad + off[2 * p + 1] + i;
             const int16_t *wp = w + 2 * p * kb;
             for (unsigned k = 0; k < kb; k++) {
                 const int32_t w0 = wp[2 * k], w1 = wp[2 * k + 1];
-                for (int x = 0; x < ETNA_DOT_PX; x++)
+                for (int x = 0; x < ETNA_DOT_C_PX; x++)
                     a[k][x] += w0 * s0[x] + w1 * s1[x];
             }
         }
         for (unsigned k = 0; k < kb; k++)
-            memcpy(acc + k * astride + i, a[k], sizeof(a[k]));
+            for (int x = 0; x < ETNA_DOT_C_PX; x++)
+                acc[k * astride + i + x] = a[k][x];
     }
+}
+
+static void etna_dot_mac_c(unsigned kb, const int16_t *pad, const int64_t *off, const int16_t *w, uint64_t npairs,
+                           const int32_t *bias, int64_t run, int32_t *acc, int64_t astride)
+{
+    if (kb == 1)
+        etna_dot_mac_c_kb(1, pad, off, w, npairs, bias, run, acc, astride);
+    else
+        etna_dot_mac_c_kb(ETNA_DOT_KB, pad, off, w, npairs, bias, run, acc, astride);
 }
 
 void etna_dot_requant_c(const int32_t *acc, int64_t step, int64_t n, int64_t mult, unsigned shift, int32_t ozp,
