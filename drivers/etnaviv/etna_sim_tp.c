@@ -312,6 +312,37 @@ int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
                 }
                 for (int64_t oy = 0; oy < oh && !rc; oy++) {
                     for (int64_t ox = 0; ox < ow; ox++) {
+                        /* Copies without pooling: the elements up to loop 0's wrap (or the row's end) go to one
+                         * arithmetic run of addresses; when the whole run lies inside the output BO, they are
+                         * written in one loop (the same bytes, addresses and count as one at a time below) */
+                        const int64_t nrun = ow - ox < count[0] - digit[0] ? ow - ox : count[0] - digit[0];
+                        const uint64_t a0 = (uint32_t)(out_base + off);
+                        const uint64_t alast = a0 + (uint64_t)(nrun - 1) * inc[0];
+                        if (identity && !pool && nrun > 0 && alast <= UINT32_MAX && a0 >= ob->iova &&
+                            alast < (uint64_t)ob->iova + ob->size) {
+                            uint8_t *dst = ob->map + (a0 - ob->iova);
+                            const int32_t *src = tile + oy * cur_w + ox;
+                            for (int64_t i = 0; i < nrun; i++) {
+                                const int32_t o = src[i] + out_zp;
+                                dst[(uint64_t)i * inc[0]] = (uint8_t)(o < 0 ? 0 : o > 255 ? 255 : o);
+                            }
+                            written += (uint64_t)nrun;
+                            ox += nrun - 1;
+                            off += (uint32_t)nrun * inc[0];
+                            digit[0] += nrun;
+                            if (digit[0] < count[0])
+                                continue;
+                            off -= (uint32_t)digit[0] * inc[0];
+                            digit[0] = 0;
+                            for (int k = 1; k < 7; k++) {
+                                off += inc[k];
+                                if (++digit[k] < (k < 6 ? count[k] : INT64_MAX))
+                                    break;
+                                off -= (uint32_t)digit[k] * inc[k];
+                                digit[k] = 0;
+                            }
+                            continue;
+                        }
                         int32_t v = tile[oy * sy * cur_w + ox * sx];
                         for (int64_t dy = 0; dy < ky; dy++)
                             for (int64_t dx = 0; dx < kx; dx++) {
