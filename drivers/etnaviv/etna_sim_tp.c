@@ -137,6 +137,19 @@ struct etna_tp_out {
     const struct etna_bo *bo;   /* BO of the output base (writes are bounds-checked against it) */
 };
 
+/* One step of the out-loop counter cascade from loop k0: loop k advances, and wraps into loop k + 1 at its count
+ * (loop 6 never wraps); *off = sum of digit[k] * inc[k] (mod 2^32) follows the digits. */
+static void etna_tp_advance(int64_t *digit, const int64_t *count, const uint32_t *inc, int k0, uint32_t *off)
+{
+    for (int k = k0; k < 7; k++) {
+        *off += inc[k];
+        if (++digit[k] < (k < 6 ? count[k] : INT64_MAX))
+            break;
+        *off -= (uint32_t)digit[k] * inc[k];
+        digit[k] = 0;
+    }
+}
+
 int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
 {
     const uint32_t *w = (const uint32_t *)etna_mem_span(sim, desc_iova, ETNA_TP_WORDS * 4);
@@ -330,16 +343,10 @@ int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
                             ox += nrun - 1;
                             off += (uint32_t)nrun * inc[0];
                             digit[0] += nrun;
-                            if (digit[0] < count[0])
-                                continue;
-                            off -= (uint32_t)digit[0] * inc[0];
-                            digit[0] = 0;
-                            for (int k = 1; k < 7; k++) {
-                                off += inc[k];
-                                if (++digit[k] < (k < 6 ? count[k] : INT64_MAX))
-                                    break;
-                                off -= (uint32_t)digit[k] * inc[k];
-                                digit[k] = 0;
+                            if (digit[0] >= count[0]) {
+                                off -= (uint32_t)digit[0] * inc[0];
+                                digit[0] = 0;
+                                etna_tp_advance(digit, count, inc, 1, &off);
                             }
                             continue;
                         }
@@ -373,13 +380,7 @@ int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
                         }
                         ob->map[addr - ob->iova] = (uint8_t)o;
                         written++;
-                        for (int k = 0; k < 7; k++) {
-                            off += inc[k];
-                            if (++digit[k] < (k < 6 ? count[k] : INT64_MAX))
-                                break;
-                            off -= (uint32_t)digit[k] * inc[k];
-                            digit[k] = 0;
-                        }
+                        etna_tp_advance(digit, count, inc, 0, &off);
                     }
                 }
             }
