@@ -21,6 +21,10 @@
 #define ETNA_DOT_X86 1
 #include <immintrin.h>
 #endif
+#if defined(__aarch64__) && defined(__GNUC__)
+#define ETNA_DOT_ARM 1 /* Advanced SIMD is part of every aarch64 CPU: no run-time check */
+#include <arm_neon.h>
+#endif
 
 /* Portable: the same blocking written for the vectorizer, ETNA_DOT_C_PX positions at a time (the accumulators of
  * ETNA_DOT_KB kernels fill 8 of the 16 registers of a 128-bit vector unit: SSE2, NEON). */
@@ -269,7 +273,63 @@ ETNA_DOT_MAC_AVX512(etna_dot_mac_avx512, "avx512f,avx512bw", ETNA_DOT_MADD_ADD51
 ETNA_DOT_MAC_AVX512(etna_dot_mac_avx512vnni, "avx512f,avx512bw,avx512vnni", ETNA_DOT_DPWSSD512)
 #endif
 
+#if ETNA_DOT_ARM
+/* ETNA_DOT_KB kernels x 8 positions (8 accumulators), or one kernel x 16 positions (4): each pair's two runs
+ * multiplied by the block's weights as lanes of one vector (smlal by lane, exact int16 x int16 -> int32). */
+#define ETNA_DOT_NEON_MLA(a, x, y, wv, l) vmlal_laneq_s16(vmlal_laneq_s16(a, x, wv, l), y, wv, (l) + 1)
+static void etna_dot_mac_neon(unsigned kb, const int16_t *pad, const int64_t *off, const int16_t *w,
+                              uint64_t npairs, const int32_t *bias, int64_t run, int32_t *acc, int64_t astride)
+{
+    if (kb == 1) {
+        for (int64_t i = 0; i < run; i += 16) {
+            int32x4_t a0 = vdupq_n_s32(bias[0]), a1 = a0, a2 = a0, a3 = a0;
+            for (uint64_t p = 0; p < npairs; p++) {
+                const int16_t *s0 = pad + off[2 * p] + i, *s1 = pad + off[2 * p + 1] + i;
+                int32_t pair;
+                memcpy(&pair, w + 2 * p, sizeof(pair));
+                const int16x8_t wv = vcombine_s16(vreinterpret_s16_s32(vdup_n_s32(pair)), vdup_n_s16(0));
+                const int16x8_t x0 = vld1q_s16(s0), y0 = vld1q_s16(s1), x1 = vld1q_s16(s0 + 8), y1 = vld1q_s16(s1 + 8);
+                a0 = ETNA_DOT_NEON_MLA(a0, vget_low_s16(x0), vget_low_s16(y0), wv, 0);
+                a1 = ETNA_DOT_NEON_MLA(a1, vget_high_s16(x0), vget_high_s16(y0), wv, 0);
+                a2 = ETNA_DOT_NEON_MLA(a2, vget_low_s16(x1), vget_low_s16(y1), wv, 0);
+                a3 = ETNA_DOT_NEON_MLA(a3, vget_high_s16(x1), vget_high_s16(y1), wv, 0);
+            }
+            vst1q_s32(acc + i, a0);
+            vst1q_s32(acc + i + 4, a1);
+            vst1q_s32(acc + i + 8, a2);
+            vst1q_s32(acc + i + 12, a3);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < run; i += 8) {
+        int32x4_t a[ETNA_DOT_KB][2];
+        for (unsigned k = 0; k < ETNA_DOT_KB; k++)
+            a[k][0] = a[k][1] = vdupq_n_s32(bias[k]);
+        for (uint64_t p = 0; p < npairs; p++) {
+            const int16x8_t x = vld1q_s16(pad + off[2 * p] + i), y = vld1q_s16(pad + off[2 * p + 1] + i);
+            const int16x4_t xl = vget_low_s16(x), xh = vget_high_s16(x), yl = vget_low_s16(y), yh = vget_high_s16(y);
+            const int16x8_t wv = vld1q_s16(w + 2 * p * ETNA_DOT_KB); /* k0 w0 w1, k1 w0 w1, ... */
+            a[0][0] = ETNA_DOT_NEON_MLA(a[0][0], xl, yl, wv, 0);
+            a[0][1] = ETNA_DOT_NEON_MLA(a[0][1], xh, yh, wv, 0);
+            a[1][0] = ETNA_DOT_NEON_MLA(a[1][0], xl, yl, wv, 2);
+            a[1][1] = ETNA_DOT_NEON_MLA(a[1][1], xh, yh, wv, 2);
+            a[2][0] = ETNA_DOT_NEON_MLA(a[2][0], xl, yl, wv, 4);
+            a[2][1] = ETNA_DOT_NEON_MLA(a[2][1], xh, yh, wv, 4);
+            a[3][0] = ETNA_DOT_NEON_MLA(a[3][0], xl, yl, wv, 6);
+            a[3][1] = ETNA_DOT_NEON_MLA(a[3][1], xh, yh, wv, 6);
+        }
+        for (unsigned k = 0; k < ETNA_DOT_KB; k++) {
+            vst1q_s32(acc + k * astride + i, a[k][0]);
+            vst1q_s32(acc + k * astride + i + 4, a[k][1]);
+        }
+    }
+}
+#endif
+
 static const struct etna_dot_ops etna_dot_c = { "c", etna_dot_mac_c, etna_dot_requant_c };
+#if ETNA_DOT_ARM
+static const struct etna_dot_ops etna_dot_neon = { "neon", etna_dot_mac_neon, etna_dot_requant_c };
+#endif
 #if ETNA_DOT_X86
 static const struct etna_dot_ops etna_dot_avx2 = { "avx2", etna_dot_mac_avx2, etna_dot_requant_avx2 };
 static const struct etna_dot_ops etna_dot_avx512 = { "avx512", etna_dot_mac_avx512, etna_dot_requant_avx512 };
@@ -298,6 +358,9 @@ const struct etna_dot_ops *etna_dot_select(const char *force)
     static const struct etna_dot_ops *const all[] = {
 #if ETNA_DOT_X86
         &etna_dot_avx512vnni, &etna_dot_avx512, &etna_dot_avx2,
+#endif
+#if ETNA_DOT_ARM
+        &etna_dot_neon,
 #endif
         &etna_dot_c,
     };

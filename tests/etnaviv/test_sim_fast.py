@@ -6,7 +6,7 @@ while their descriptor and coefficient bytes are unchanged) by default, the refe
 on every run) with TEFLON_SIM_REFERENCE=1. Every case runs on both paths and must give identical output bytes,
 on two invokes with different inputs (the second one reads the kept kernels). A rewritten coefficient buffer or
 descriptor must be decoded again: a simulator that ran a job, then had one coefficient byte flipped, answers
-exactly as a fresh simulator given the flipped bytes. TEFLON_SIM_KERNELS=c|avx2|avx512|avx512vnni forces the fast
+exactly as a fresh simulator given the flipped bytes. TEFLON_SIM_KERNELS=c|avx2|avx512|avx512vnni|neon forces the fast
 path's MAC and requantization kernels (etna_sim_dot.c; a set the CPU does not run falls back to the best): every
 set must give the reference bytes too. Ids: `a311d-conv2d-in28x28x16-oc32-k3-s1-same-u8`.
 """
@@ -41,7 +41,8 @@ SHARED = shared_path()
 _simlib_fixture = golden.simlib  # the simulator built as a test library
 MODELS = ["mobilenet_v1_0.25_128_quant", "mobilenet_v2_1.0_224_quant"]
 # the kernel sets of etna_sim_dot.c built for this host
-KERNELS = ["c"] + (["avx2", "avx512", "avx512vnni"] if platform.machine() in ("x86_64", "AMD64", "i686") else [])
+KERNELS = ["c"] + (["avx2", "avx512", "avx512vnni"] if platform.machine() in ("x86_64", "AMD64", "i686") else
+                   ["neon"] if platform.machine() == "aarch64" else [])
 # every 4th case of the subset above, for each kernel set
 KERNEL_CASES = CASES[::4]
 
