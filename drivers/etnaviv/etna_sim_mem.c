@@ -187,16 +187,6 @@ uint8_t *etna_mem_access(etna_sim *sim, enum etna_dma dma, uint64_t iova, uint64
     return p;
 }
 
-void etna_mem_count(etna_sim *sim, enum etna_dma dma, uint64_t len)
-{
-    switch (dma) {
-    case ETNA_DMA_FEATURE: sim->stats.feature_rd += len; break;
-    case ETNA_DMA_WEIGHT: sim->stats.weight_rd += len; break;
-    case ETNA_DMA_OTHER: sim->stats.other_rd += len; break;
-    case ETNA_DMA_WRITE: sim->stats.data_wr += len; break;
-    }
-}
-
 void etna_sim_get_stats(const etna_sim *sim, struct etna_sim_stats *out)
 {
     *out = sim->stats;

@@ -108,8 +108,18 @@ enum etna_dma { ETNA_DMA_FEATURE, ETNA_DMA_WEIGHT, ETNA_DMA_OTHER, ETNA_DMA_WRIT
 /* etna_mem_span for a range an engine actually reads or writes (one burst): counts its `len` bytes as `dma`.
  * Range checks of a whole extent before the bursts use etna_mem_span, which counts nothing. */
 uint8_t *etna_mem_access(etna_sim *sim, enum etna_dma dma, uint64_t iova, uint64_t len);
-/* Counts a burst of `len` bytes inside a range already found with etna_mem_span (no BO lookup). */
-void etna_mem_count(etna_sim *sim, enum etna_dma dma, uint64_t len);
+/* Counts a burst of `len` bytes inside a range already found with etna_mem_span (no BO lookup; inline: the TP
+ * and NN engines count one per row). */
+static inline void etna_mem_count(etna_sim *sim, enum etna_dma dma, uint64_t len)
+{
+    switch (dma) {
+    case ETNA_DMA_FEATURE: sim->stats.feature_rd += len; break;
+    case ETNA_DMA_WEIGHT: sim->stats.weight_rd += len; break;
+    case ETNA_DMA_OTHER: sim->stats.other_rd += len; break;
+    case ETNA_DMA_WRITE: sim->stats.data_wr += len; break;
+    }
+}
+
 /* The BO containing iova (NULL if none). */
 const struct etna_bo *etna_mem_bo(const etna_sim *sim, uint64_t iova);
 

@@ -323,65 +323,65 @@ int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
                         tile[ty * cur_w + tx] = row && x >= xa && x < xb ? (int32_t)row[x - xa] - in_zp : border;
                     }
                 }
-                for (int64_t oy = 0; oy < oh && !rc; oy++) {
-                    for (int64_t ox = 0; ox < ow; ox++) {
-                        /* Copies without pooling: the elements up to loop 0's wrap (or the row's end) go to one
-                         * arithmetic run of addresses; when the whole run lies inside the output BO, they are
-                         * written in one loop (the same bytes, addresses and count as one at a time below) */
-                        const int64_t nrun = ow - ox < count[0] - digit[0] ? ow - ox : count[0] - digit[0];
-                        const uint64_t a0 = (uint32_t)(out_base + off);
-                        const uint64_t alast = a0 + (uint64_t)(nrun - 1) * inc[0];
-                        if (identity && !pool && nrun > 0 && alast <= UINT32_MAX && a0 >= ob->iova &&
-                            alast < (uint64_t)ob->iova + ob->size) {
-                            uint8_t *dst = ob->map + (a0 - ob->iova);
-                            const int32_t *src = tile + oy * cur_w + ox;
-                            for (int64_t i = 0; i < nrun; i++) {
-                                const int32_t o = src[i] + out_zp;
-                                dst[(uint64_t)i * inc[0]] = (uint8_t)(o < 0 ? 0 : o > 255 ? 255 : o);
-                            }
-                            written += (uint64_t)nrun;
-                            ox += nrun - 1;
-                            off += (uint32_t)nrun * inc[0];
-                            digit[0] += nrun;
-                            if (digit[0] >= count[0]) {
-                                off -= (uint32_t)digit[0] * inc[0];
-                                digit[0] = 0;
-                                etna_tp_advance(digit, count, inc, 1, &off);
-                            }
-                            continue;
+                for (int64_t e = 0; e < ow * oh; e++) { /* the emitted elements, row by row */
+                    const int64_t oy = e / ow, ox = e % ow;
+                    /* Copies without pooling emit the tile in its own order: the elements up to loop 0's wrap
+                     * (or the tile's end) go to one arithmetic run of addresses; when the whole run lies inside
+                     * the output BO, they are written in one loop (the same bytes, addresses and count as one at
+                     * a time below) */
+                    const int64_t nrun = ow * oh - e < count[0] - digit[0] ? ow * oh - e : count[0] - digit[0];
+                    const uint64_t a0 = (uint32_t)(out_base + off);
+                    const uint64_t alast = a0 + (uint64_t)(nrun - 1) * inc[0];
+                    if (identity && !pool && nrun > 0 && alast <= UINT32_MAX && a0 >= ob->iova &&
+                        alast < (uint64_t)ob->iova + ob->size) {
+                        uint8_t *dst = ob->map + (a0 - ob->iova);
+                        const int32_t *src = tile + e; /* without pooling the tile is ow x oh */
+                        for (int64_t i = 0; i < nrun; i++) {
+                            const int32_t o = src[i] + out_zp;
+                            dst[(uint64_t)i * inc[0]] = (uint8_t)(o < 0 ? 0 : o > 255 ? 255 : o);
                         }
-                        int32_t v = tile[oy * sy * cur_w + ox * sx];
-                        for (int64_t dy = 0; dy < ky; dy++)
-                            for (int64_t dx = 0; dx < kx; dx++) {
-                                const int32_t u = tile[(oy * sy + dy) * cur_w + ox * sx + dx];
-                                v = u > v ? u : v;
-                            }
-                        int64_t o;
-                        if (identity) {
-                            o = v + out_zp;
-                        } else {
-                            double r = (pwl ? etna_pwl(lut, v) : (double)v) * scale;
-                            if (isnan(r)) {
-                                rc = etna_fail(sim, "TP descriptor 0x%08x: PWL output is NaN", desc_iova);
-                                break;
-                            }
-                            r = r >= 0 ? floor(r + 0.5) : -floor(-r + 0.5);
-                            o = r > 1e9 ? 1000000000 : r < -1e9 ? -1000000000 : (int64_t)r;
-                            o += out_zp;
+                        written += (uint64_t)nrun;
+                        e += nrun - 1;
+                        off += (uint32_t)nrun * inc[0];
+                        digit[0] += nrun;
+                        if (digit[0] >= count[0]) {
+                            off -= (uint32_t)digit[0] * inc[0];
+                            digit[0] = 0;
+                            etna_tp_advance(digit, count, inc, 1, &off);
                         }
-                        o = o < 0 ? 0 : o > 255 ? 255 : o;
-                        const uint32_t addr = out_base + off;
-                        if (addr < ob->iova || (uint64_t)addr >= (uint64_t)ob->iova + ob->size) {
-                            rc = etna_fail(sim, "TP descriptor 0x%08x: write to 0x%08x outside the output BO "
-                                           "0x%08x+0x%llx (element x %lld y %lld z %lld)", desc_iova, addr, ob->iova,
-                                           (unsigned long long)ob->size, (long long)(x0 + ox * sx),
-                                           (long long)(wy0 + tyi * incy + oy * sy), (long long)z);
+                        continue;
+                    }
+                    int32_t v = tile[oy * sy * cur_w + ox * sx];
+                    for (int64_t dy = 0; dy < ky; dy++)
+                        for (int64_t dx = 0; dx < kx; dx++) {
+                            const int32_t u = tile[(oy * sy + dy) * cur_w + ox * sx + dx];
+                            v = u > v ? u : v;
+                        }
+                    int64_t o;
+                    if (identity) {
+                        o = v + out_zp;
+                    } else {
+                        double r = (pwl ? etna_pwl(lut, v) : (double)v) * scale;
+                        if (isnan(r)) {
+                            rc = etna_fail(sim, "TP descriptor 0x%08x: PWL output is NaN", desc_iova);
                             break;
                         }
-                        ob->map[addr - ob->iova] = (uint8_t)o;
-                        written++;
-                        etna_tp_advance(digit, count, inc, 0, &off);
+                        r = r >= 0 ? floor(r + 0.5) : -floor(-r + 0.5);
+                        o = r > 1e9 ? 1000000000 : r < -1e9 ? -1000000000 : (int64_t)r;
+                        o += out_zp;
                     }
+                    o = o < 0 ? 0 : o > 255 ? 255 : o;
+                    const uint32_t addr = out_base + off;
+                    if (addr < ob->iova || (uint64_t)addr >= (uint64_t)ob->iova + ob->size) {
+                        rc = etna_fail(sim, "TP descriptor 0x%08x: write to 0x%08x outside the output BO "
+                                       "0x%08x+0x%llx (element x %lld y %lld z %lld)", desc_iova, addr, ob->iova,
+                                       (unsigned long long)ob->size, (long long)(x0 + ox * sx),
+                                       (long long)(wy0 + tyi * incy + oy * sy), (long long)z);
+                        break;
+                    }
+                    ob->map[addr - ob->iova] = (uint8_t)o;
+                    written++;
+                    etna_tp_advance(digit, count, inc, 0, &off);
                 }
             }
         }
