@@ -169,7 +169,8 @@ __attribute__((target("avx2"))) static void etna_dot_requant_avx2(const int32_t 
     etna_dot_requant_c(acc + x * step, step, n - x, mult, shift, ozp, lo, row + x);
 }
 
-/* 8 elements at a time, the last ones (n mod 8) under a mask. */
+/* 16 elements at a time as int32 lanes, the last ones (n mod 16) under a mask: the magnitudes of the even and the
+ * odd lanes multiplied as 64-bit products, rounded, capped and put back together as int32 lanes. */
 __attribute__((target("avx512f,avx512vl"))) static void etna_dot_requant_avx512(const int32_t *acc, int64_t step,
                                                                                int64_t n, int64_t mult,
                                                                                unsigned shift, int32_t ozp,
@@ -180,22 +181,35 @@ __attribute__((target("avx512f,avx512vl"))) static void etna_dot_requant_avx512(
         return;
     }
     const __m512i m = _mm512_set1_epi64(mult), rnd = _mm512_set1_epi64((int64_t)(((uint64_t)1 << shift) >> 1));
-    const __m512i cap = _mm512_set1_epi64(ETNA_DOT_RQ_CAP), zp = _mm512_set1_epi64(ozp);
-    const __m512i lov = _mm512_set1_epi64(lo), hi = _mm512_set1_epi64(255);
+    const __m512i cap = _mm512_set1_epi64(ETNA_DOT_RQ_CAP), zp = _mm512_set1_epi32(ozp);
+    const __m512i lov = _mm512_set1_epi32(lo), hi = _mm512_set1_epi32(255);
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m128i sh = _mm_cvtsi32_si128((int)shift);
-    for (int64_t x = 0; x < n; x += 8) {
-        const __mmask8 k = n - x >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (n - x)) - 1);
-        /* step 2: the low halves of 8 int64 lanes are the even elements (the odd one after the last even
-         * element read is inside the row) */
-        const __m512i v = step == 1
-            ? _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, acc + x))
-            : _mm512_srai_epi64(_mm512_slli_epi64(_mm512_maskz_loadu_epi64(k, acc + 2 * x), 32), 32);
-        const __m512i neg = _mm512_srai_epi64(v, 63);
-        __m512i q = _mm512_mul_epu32(_mm512_abs_epi64(v), m);
-        q = _mm512_min_epu64(_mm512_srl_epi64(_mm512_add_epi64(q, rnd), sh), cap);
-        q = _mm512_add_epi64(_mm512_sub_epi64(_mm512_xor_si512(q, neg), neg), zp);
-        q = _mm512_min_epi64(_mm512_max_epi64(q, lov), hi);
-        _mm512_mask_cvtepi64_storeu_epi8(row + x, k, q);
+    for (int64_t x = 0; x < n; x += 16) {
+        const int64_t left = n - x;
+        const __mmask16 k = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+        __m512i v;
+        if (step == 1) {
+            v = _mm512_maskz_loadu_epi32(k, acc + x);
+        } else { /* the even elements of 32, up to the last one needed (2 left - 1 elements) */
+            const int64_t need = left >= 16 ? 32 : 2 * left - 1;
+            const __mmask16 k0 = need >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << need) - 1);
+            const __mmask16 k1 = need >= 32 ? (__mmask16)0xffff : need > 16 ? (__mmask16)((1u << (need - 16)) - 1) : 0;
+            v = _mm512_permutex2var_epi32(_mm512_maskz_loadu_epi32(k0, acc + 2 * x), even,
+                                          _mm512_maskz_loadu_epi32(k1, acc + 2 * x + 16));
+        }
+        const __m512i mag = _mm512_abs_epi32(v); /* |INT32_MIN| = 2^31 read as unsigned */
+        __m512i qe = _mm512_mul_epu32(mag, m), qo = _mm512_mul_epu32(_mm512_srli_epi64(mag, 32), m);
+        qe = _mm512_min_epu64(_mm512_srl_epi64(_mm512_add_epi64(qe, rnd), sh), cap);
+        qo = _mm512_min_epu64(_mm512_srl_epi64(_mm512_add_epi64(qo, rnd), sh), cap);
+        const __m512i neg = _mm512_srai_epi32(v, 31);
+        __m512i q = _mm512_or_si512(qe, _mm512_slli_epi64(qo, 32));
+        q = _mm512_add_epi32(_mm512_sub_epi32(_mm512_xor_si512(q, neg), neg), zp);
+        q = _mm512_min_epi32(_mm512_max_epi32(q, lov), hi);
+        if (k == 0xffff)
+            _mm_storeu_si128((__m128i *)(row + x), _mm512_cvtepi32_epi8(q));
+        else
+            _mm512_mask_cvtepi32_storeu_epi8(row + x, k, q);
     }
 }
 
