@@ -52,6 +52,7 @@ etna_sim *etna_sim_create(const struct etna_chip *chip, char *err, size_t errlen
     sim->next_iova = ETNA_ALLOC_BASE;
     const char *ref = getenv("TEFLON_SIM_REFERENCE");
     sim->reference = ref && strcmp(ref, "1") == 0;
+    sim->dot = etna_dot_select(getenv("TEFLON_SIM_KERNELS"));
     return sim;
 }
 
@@ -68,6 +69,8 @@ void etna_sim_destroy(etna_sim *sim)
         free(sim->bos[i].map);
     free(sim->bos);
     etna_nn_cache_clear(sim);
+    free(sim->scratch_pad);
+    free(sim->scratch_acc);
     free(sim);
 }
 
@@ -182,16 +185,6 @@ uint8_t *etna_mem_access(etna_sim *sim, enum etna_dma dma, uint64_t iova, uint64
     if (p)
         etna_mem_count(sim, dma, len);
     return p;
-}
-
-void etna_mem_count(etna_sim *sim, enum etna_dma dma, uint64_t len)
-{
-    switch (dma) {
-    case ETNA_DMA_FEATURE: sim->stats.feature_rd += len; break;
-    case ETNA_DMA_WEIGHT: sim->stats.weight_rd += len; break;
-    case ETNA_DMA_OTHER: sim->stats.other_rd += len; break;
-    case ETNA_DMA_WRITE: sim->stats.data_wr += len; break;
-    }
 }
 
 void etna_sim_get_stats(const etna_sim *sim, struct etna_sim_stats *out)

@@ -662,88 +662,159 @@ static void etna_mac_reference(const struct etna_nn_job *j, unsigned k, const in
             }
 }
 
-/* The fast MAC loop of one kernel: its listed non-zero taps only (the v7 dense depthwise form keeps kx*ky of
- * its kz*kx*ky taps), each a weight times a window of the padded planes. The accumulators are laid out with the
- * padded row pitch `pw`, so each tap is one contiguous run over every output row (the kx - 1 columns past each
- * row's end are accumulated too and never written out). Built for AVX2 as well where the compiler can
- * (picked per call by the CPU it runs on); the sums are the same integers either way. */
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-static void etna_mac_fast(const struct etna_nn_kernels *kn, unsigned k, const int16_t *pad, int64_t run,
-                          int32_t *acc)
+/* Growable arrays of the block builder. */
+static int etna_grow(void **p, uint64_t *cap, uint64_t need, size_t size)
 {
-    uint64_t t = kn->first[k];
-    const uint64_t end = kn->first[k + 1];
-    int32_t *restrict dst = acc;
-    /* four taps per pass: a quarter of the accumulator traffic (each product and partial sum stays below 2^31:
-     * |w| <= 255, |x| <= 255) */
-    for (; t + 4 <= end; t += 4) {
-        const int32_t w0 = kn->w[t], w1 = kn->w[t + 1], w2 = kn->w[t + 2], w3 = kn->w[t + 3];
-        const int16_t *restrict s0 = pad + kn->off[t], *restrict s1 = pad + kn->off[t + 1];
-        const int16_t *restrict s2 = pad + kn->off[t + 2], *restrict s3 = pad + kn->off[t + 3];
-        for (int64_t i = 0; i < run; i++)
-            dst[i] += w0 * s0[i] + w1 * s1[i] + w2 * s2[i] + w3 * s3[i];
-    }
-    for (; t < end; t++) {
-        const int32_t wv = kn->w[t];
-        const int16_t *restrict src = pad + kn->off[t];
-        for (int64_t i = 0; i < run; i++)
-            dst[i] += wv * src[i];
-    }
+    if (need <= *cap)
+        return 0;
+    uint64_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, (size_t)c * size);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
 }
 
-/* The decoded kernels of `j` as tap lists for padded planes `pw` x `ph` (etna_mac_fast). */
+/* Appends one block: kernels k0 .. k0 + nk - 1 with block width kb, reading the taps t of `use` (ntaps of them,
+ * in order) whose offsets are tap t of kernel k0's plane origin z0 (every kernel of a block shares it). */
+static int etna_block_add(struct etna_nn_kernels *kn, uint64_t *cap_blk, uint64_t *cap_off, uint64_t *cap_w,
+                          const struct etna_nn_job *j, unsigned k0, unsigned nk, unsigned kb, const int64_t *use,
+                          uint64_t ntaps, int64_t pw, int64_t ph)
+{
+    const uint64_t np = (ntaps + 1) / 2;
+    if (etna_grow((void **)&kn->blk, cap_blk, kn->nblk + 1u, sizeof(*kn->blk)) ||
+        etna_grow((void **)&kn->off, cap_off, 2 * (kn->npairs + np), sizeof(*kn->off)) ||
+        etna_grow((void **)&kn->w, cap_w, kn->nw + 2 * np * kb, sizeof(*kn->w)))
+        return -1;
+    kn->blk[kn->nblk++] = (struct etna_nn_block){ k0, nk, kb, kn->npairs, np, kn->nw };
+    const int64_t plane_taps = j->kx * j->ky;
+    const int64_t z0 = j->depthwise ? j->dest[k0] : 0;
+    int64_t *off = kn->off + 2 * kn->npairs;
+    int16_t *w = kn->w + kn->nw;
+    for (uint64_t i = 0; i < 2 * np; i++) {
+        /* an odd count's last pair repeats the last tap with weight 0 */
+        const int64_t t = use[i < ntaps ? i : ntaps - 1];
+        const int64_t z = t / plane_taps, a = t % plane_taps / j->kx, b = t % j->kx;
+        off[i] = ((z0 + z) * ph + a) * pw + b;
+        for (unsigned k = 0; k < kb; k++)
+            w[(i / 2) * 2 * kb + 2 * k + i % 2] = i < ntaps && k < nk ? j->w[(size_t)(k0 + k) * j->taps + t] : 0;
+    }
+    kn->npairs += np;
+    kn->nw += 2 * np * kb;
+    return 0;
+}
+
+/* The decoded kernels of `j` as blocks for padded planes `pw` x `ph` (struct etna_dot_ops). ETNA_DOT_KB
+ * consecutive kernels share one block, over the union of their non-zero taps, when that costs less than one
+ * block per kernel over its own non-zero taps (a block of ETNA_DOT_KB kernels does their pairs at about 2.5 times
+ * the cost of a one-kernel block's: the v7 dense depthwise form, one non-zero plane per kernel, and v8 depthwise
+ * kernels, each on its own plane, go one kernel per block). */
 static int etna_nn_kernels_build(etna_sim *sim, const struct etna_nn_job *j, int64_t pw, int64_t ph,
                                  struct etna_nn_kernels *kn)
 {
-    const uint64_t all = (uint64_t)j->nkernels * (uint64_t)j->taps;
-    uint64_t nz = 0;
-    for (uint64_t i = 0; i < all; i++)
-        nz += j->w[i] != 0;
     memset(kn, 0, sizeof(*kn));
     kn->n = j->nkernels;
     kn->bias = malloc(sizeof(*kn->bias) * (j->nkernels + 1u));
     kn->dest = malloc(sizeof(*kn->dest) * (j->nkernels + 1u));
-    kn->first = malloc(sizeof(*kn->first) * (j->nkernels + 1u));
-    kn->off = malloc(sizeof(*kn->off) * (nz + 1));
-    kn->w = malloc(sizeof(*kn->w) * (nz + 1));
-    if (!kn->bias || !kn->dest || !kn->first || !kn->off || !kn->w) {
+    int64_t *use = malloc(sizeof(*use) * (size_t)(j->taps + 1));
+    uint64_t cap_blk = 0, cap_off = 0, cap_w = 0;
+    int rc = !kn->bias || !kn->dest || !use;
+    if (!rc) {
+        memcpy(kn->bias, j->bias, sizeof(*kn->bias) * j->nkernels);
+        memcpy(kn->dest, j->dest, sizeof(*kn->dest) * j->nkernels);
+    }
+    for (unsigned k0 = 0; k0 < j->nkernels && !rc; k0 += ETNA_DOT_KB) {
+        const unsigned nk = j->nkernels - k0 < ETNA_DOT_KB ? j->nkernels - k0 : ETNA_DOT_KB;
+        uint64_t nuse = 0, nz = 0;
+        for (int64_t t = 0; t < j->taps; t++) {
+            int any = 0;
+            for (unsigned k = 0; k < nk; k++) {
+                const int v = j->w[(size_t)(k0 + k) * j->taps + t] != 0;
+                nz += (uint64_t)v;
+                any |= v;
+            }
+            if (any)
+                use[nuse++] = t;
+        }
+        if (!j->depthwise && nk > 1 && 5 * nuse <= 2 * nz) {
+            rc = etna_block_add(kn, &cap_blk, &cap_off, &cap_w, j, k0, nk, ETNA_DOT_KB, use, nuse, pw, ph);
+            continue;
+        }
+        for (unsigned k = k0; k < k0 + nk && !rc; k++) {
+            const int16_t *wk = j->w + (size_t)k * j->taps;
+            nuse = 0;
+            for (int64_t t = 0; t < j->taps; t++)
+                if (wk[t])
+                    use[nuse++] = t;
+            rc = etna_block_add(kn, &cap_blk, &cap_off, &cap_w, j, k, 1, 1, use, nuse, pw, ph);
+        }
+    }
+    free(use);
+    if (rc) {
         etna_nn_kernels_free(kn);
         return etna_fail(sim, "out of memory");
     }
-    memcpy(kn->bias, j->bias, sizeof(*kn->bias) * j->nkernels);
-    memcpy(kn->dest, j->dest, sizeof(*kn->dest) * j->nkernels);
-    const int64_t plane_taps = j->kx * j->ky;
-    uint64_t n = 0;
-    for (unsigned k = 0; k < j->nkernels; k++) {
-        kn->first[k] = n;
-        const int16_t *wk = j->w + (size_t)k * j->taps;
-        const int64_t z0 = j->depthwise ? j->dest[k] : 0;
-        for (int64_t t = 0; t < j->taps; t++)
-            if (wk[t]) {
-                const int64_t z = t / plane_taps, a = t % plane_taps / j->kx, b = t % j->kx;
-                kn->off[n] = ((z0 + z) * ph + a) * pw + b;
-                kn->w[n++] = wk[t];
-            }
-    }
-    kn->first[j->nkernels] = n;
     return 0;
 }
 
-/* One output row: acc[i * step] times the post multiplier, rounded by etna_round_shift, + the zero point, clamped
- * to [lo, 255]. */
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-static void etna_requant_row(const int32_t *acc, int64_t step, int64_t n, int64_t mult, unsigned shift, int32_t ozp,
-                             int32_t lo, uint8_t *restrict row)
+/* Grows a scratch buffer to at least `need` bytes (contents not kept). */
+static int etna_scratch(void **buf, size_t *cap, size_t need)
 {
-    for (int64_t x = 0; x < n; x++) {
-        int64_t v = etna_round_shift((int64_t)acc[x * step] * mult, shift) + ozp;
-        v = v < lo ? lo : v > 255 ? 255 : v;
-        row[x] = (uint8_t)v;
+    if (need <= *cap)
+        return 0;
+    free(*buf);
+    *buf = malloc(need);
+    *cap = *buf ? need : 0;
+    return *buf ? 0 : -1;
+}
+
+/* Requantizes kernel k's accumulators (row pitch out_x + kx - 1) into its output plane at `dest` (v7: byte offset
+ * from the output address, v8: channel), with the output DMA counted. */
+static int etna_nn_emit(etna_sim *sim, const struct etna_nn_job *j, uint32_t iova, unsigned k, uint32_t dest,
+                        const int32_t *acc, etna_dot_requant_fn *requant)
+{
+    const int64_t *f = j->f;
+    const int v8 = j->version == 8;
+    const int64_t ow = f[ETNA_NNF_OUT_IMAGE_X_SIZE], oh = f[ETNA_NNF_OUT_IMAGE_Y_SIZE], pw = ow + j->kx - 1;
+    const int pooled = f[ETNA_NNF_POOLING] == 3;
+    const int64_t wow = pooled ? ow / 2 : ow, woh = pooled ? oh / 2 : oh;
+    const int64_t oxs = f[ETNA_NNF_OUT_IMAGE_X_STRIDE], oplane = oxs * f[ETNA_NNF_OUT_IMAGE_Y_STRIDE];
+    const uint32_t out_addr = (uint32_t)f[ETNA_NNF_OUT_IMAGE_ADDRESS];
+    const int64_t mult = f[ETNA_NNF_POST_MULTIPLIER] + (v8 ? (1 << 23) : (1 << 15));
+    const unsigned shift = (unsigned)(f[ETNA_NNF_POST_SHIFT] + (v8 ? 23 : 0));
+    const int32_t ozp = (int32_t)f[ETNA_NNF_OUT_ZERO_POINT];
+    const int32_t lo = f[ETNA_NNF_RELU] ? ozp : 0;
+    uint64_t dest_off;
+    if (v8) {
+        dest_off = (uint64_t)dest * oplane;
+    } else {
+        dest_off = dest;
+        if (dest_off % oplane)
+            return etna_fail(sim, "NN 0x%08x: kernel %u output offset %u is not a multiple of the output plane %lld",
+                             iova, k, dest, (long long)oplane);
     }
+    const uint64_t out_len = (uint64_t)(woh - 1) * oxs + wow;
+    uint8_t *out = etna_mem_span(sim, (uint64_t)out_addr + dest_off, out_len);
+    if (!out)
+        return etna_fail(sim, "NN 0x%08x: kernel %u output 0x%08llx+%llu is not inside one BO", iova, k,
+                         (unsigned long long)out_addr + dest_off, (unsigned long long)out_len);
+    sim->stats.macs += (uint64_t)(ow * oh) * (uint64_t)j->taps;
+    /* The output DMA: one burst per written row of the kernel's plane (inside the extent checked above). Rows
+     * that follow each other in both the accumulators and the plane (1-column kernels, unpooled, rows not
+     * padded) are requantized in one call. */
+    if (!pooled && pw == ow && oxs == ow) {
+        etna_mem_count(sim, ETNA_DMA_WRITE, (uint64_t)(wow * woh));
+        requant(acc, 1, wow * woh, mult, shift, ozp, lo, out);
+        return 0;
+    }
+    for (int64_t y = 0; y < woh; y++) {
+        etna_mem_count(sim, ETNA_DMA_WRITE, (uint64_t)wow);
+        requant(acc + (pooled ? 2 * y : y) * pw, pooled ? 2 : 1, wow, mult, shift, ozp, lo, out + y * oxs);
+    }
+    return 0;
 }
 
 /* Runs the job: `kn` NULL takes the reference loop over j's dense weights, else the fast loop over kn. */
@@ -768,18 +839,32 @@ static int etna_nn_compute(etna_sim *sim, const struct etna_nn_job *j, const str
     const int32_t centre = v8 ? 128 : 0;
     const int16_t border = (int16_t)(f[ETNA_NNF_IN_IMAGE_BORDER_CONST] - centre);
     const int64_t pw = ow + j->kx - 1, ph = oh + j->ky - 1;
-    int16_t *pad = malloc(sizeof(*pad) * (size_t)(j->kz * pw * ph));
-    int32_t *acc = malloc(sizeof(*acc) * (size_t)(pw * oh)); /* pitch pw: see etna_mac_fast */
-    if (!pad || !acc) {
-        free(pad);
-        free(acc);
+    /* accumulators: row pitch pw, so that each tap is one contiguous run over every output row (the kx - 1
+     * columns past each row's end are accumulated too and never written out); one plane per kernel of a block,
+     * rounded up to the MAC kernels' step, which also read up to ETNA_DOT_PX elements past the planes */
+    const int64_t astride = (pw * oh + ETNA_DOT_PX - 1) / ETNA_DOT_PX * ETNA_DOT_PX;
+    const size_t npad = (size_t)(j->kz * pw * ph);
+    /* the simulator's scratch buffers, grown to the largest job (fresh pages on every job cost more than its
+     * MACs for the small ones) */
+    if (etna_scratch(&sim->scratch_pad, &sim->scratch_pad_cap, sizeof(int16_t) * (npad + ETNA_DOT_PX)) ||
+        etna_scratch(&sim->scratch_acc, &sim->scratch_acc_cap, sizeof(int32_t) * (size_t)(ETNA_DOT_KB * astride)))
         return etna_fail(sim, "out of memory");
-    }
+    int16_t *pad = sim->scratch_pad;
+    int32_t *acc = sim->scratch_acc;
     /* The input DMA: one burst per plane row, of the columns the padded window covers (every row lies inside the
      * span checked above, so the bytes are counted without looking the BO up again). */
     const int64_t xa = xo > 0 ? xo : 0, xb = pw + xo < ix ? pw + xo : ix;
     const int64_t pa = xb > xa ? xa - xo : pw, pb = xb > xa ? xb - xo : pw; /* padded columns read from memory */
-    for (int64_t z = 0; z < j->kz; z++)
+    memset(pad + npad, 0, sizeof(*pad) * ETNA_DOT_PX);
+    /* planes that are whole input planes, one after the other (no border, no offset, rows and planes unpadded):
+     * one conversion; the same bytes counted as the row bursts below would */
+    const int whole = pa == 0 && pb == pw && xa == 0 && xs == pw && yo == 0 && ph <= iy && plane == pw * ph;
+    if (whole) {
+        for (size_t i = 0; i < npad; i++)
+            pad[i] = (int16_t)((int32_t)in[i] - centre);
+        etna_mem_count(sim, ETNA_DMA_FEATURE, (uint64_t)npad);
+    }
+    for (int64_t z = 0; !whole && z < j->kz; z++)
         for (int64_t py = 0; py < ph; py++) {
             const int64_t y = py + yo;
             int16_t *prow = pad + (z * ph + py) * pw;
@@ -798,53 +883,26 @@ static int etna_nn_compute(etna_sim *sim, const struct etna_nn_job *j, const str
                 prow[px] = border;
         }
 
-    const int pooled = f[ETNA_NNF_POOLING] == 3;
-    const int64_t wow = pooled ? ow / 2 : ow, woh = pooled ? oh / 2 : oh;
-    const int64_t oxs = f[ETNA_NNF_OUT_IMAGE_X_STRIDE], oplane = oxs * f[ETNA_NNF_OUT_IMAGE_Y_STRIDE];
-    const uint32_t out_addr = (uint32_t)f[ETNA_NNF_OUT_IMAGE_ADDRESS];
-    const int64_t mult = f[ETNA_NNF_POST_MULTIPLIER] + (v8 ? (1 << 23) : (1 << 15));
-    const unsigned shift = (unsigned)(f[ETNA_NNF_POST_SHIFT] + (v8 ? 23 : 0));
-    const int32_t ozp = (int32_t)f[ETNA_NNF_OUT_ZERO_POINT];
-    const int32_t lo = f[ETNA_NNF_RELU] ? ozp : 0;
-    const unsigned nkernels = kn ? kn->n : j->nkernels;
-    const int32_t *bias = kn ? kn->bias : j->bias;
-    const uint32_t *dest = kn ? kn->dest : j->dest;
+    const int64_t run = (oh - 1) * pw + ow;
     int rc = 0;
-    for (unsigned k = 0; k < nkernels && !rc; k++) {
-        uint64_t dest_off;
-        if (v8) {
-            dest_off = (uint64_t)dest[k] * oplane;
-        } else {
-            dest_off = dest[k];
-            if (dest_off % oplane) {
-                rc = etna_fail(sim, "NN 0x%08x: kernel %u output offset %u is not a multiple of the output plane "
-                               "%lld", iova, k, dest[k], (long long)oplane);
-                break;
-            }
+    if (kn) {
+        for (unsigned bi = 0; bi < kn->nblk && !rc; bi++) {
+            const struct etna_nn_block *bl = kn->blk + bi;
+            int32_t bias[ETNA_DOT_KB] = { 0 };
+            memcpy(bias, kn->bias + bl->k0, sizeof(*bias) * bl->nk);
+            sim->dot->mac(bl->kb, pad, kn->off + 2 * bl->pair0, kn->w + bl->wpos, bl->npairs, bias, run, acc, astride);
+            for (unsigned k = 0; k < bl->nk && !rc; k++)
+                rc = etna_nn_emit(sim, j, iova, bl->k0 + k, kn->dest[bl->k0 + k], acc + k * astride,
+                                  sim->dot->requant);
         }
-        const uint64_t out_len = (uint64_t)(woh - 1) * oxs + wow;
-        uint8_t *out = etna_mem_span(sim, (uint64_t)out_addr + dest_off, out_len);
-        if (!out) {
-            rc = etna_fail(sim, "NN 0x%08x: kernel %u output 0x%08llx+%llu is not inside one BO", iova, k,
-                           (unsigned long long)out_addr + dest_off, (unsigned long long)out_len);
-            break;
-        }
-        for (int64_t i = 0; i < pw * oh; i++)
-            acc[i] = bias[k];
-        if (kn)
-            etna_mac_fast(kn, k, pad, (oh - 1) * pw + ow, acc);
-        else
+    } else {
+        for (unsigned k = 0; k < j->nkernels && !rc; k++) {
+            for (int64_t i = 0; i < pw * oh; i++)
+                acc[i] = j->bias[k];
             etna_mac_reference(j, k, pad, pw, ph, ow, oh, acc);
-        sim->stats.macs += (uint64_t)(ow * oh) * (uint64_t)j->taps;
-        /* The output DMA: one burst per written row of the kernel's plane (inside the extent checked above). */
-        for (int64_t y = 0; y < woh; y++) {
-            etna_mem_count(sim, ETNA_DMA_WRITE, (uint64_t)wow);
-            etna_requant_row(acc + (pooled ? 2 * y : y) * pw, pooled ? 2 : 1, wow, mult, shift, ozp, lo,
-                             out + y * oxs);
+            rc = etna_nn_emit(sim, j, iova, k, j->dest[k], acc, etna_dot_requant_c);
         }
     }
-    free(pad);
-    free(acc);
     return rc;
 }
 

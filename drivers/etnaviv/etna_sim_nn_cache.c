@@ -14,7 +14,7 @@ void etna_nn_kernels_free(struct etna_nn_kernels *k)
 {
     free(k->bias);
     free(k->dest);
-    free(k->first);
+    free(k->blk);
     free(k->off);
     free(k->w);
     memset(k, 0, sizeof(*k));
@@ -22,9 +22,8 @@ void etna_nn_kernels_free(struct etna_nn_kernels *k)
 
 static uint64_t etna_nn_kernels_bytes(const struct etna_nn_kernels *k)
 {
-    const uint64_t taps = k->first ? k->first[k->n] : 0;
-    return (uint64_t)k->n * (sizeof(*k->bias) + sizeof(*k->dest) + sizeof(*k->first)) +
-           taps * (sizeof(*k->off) + sizeof(*k->w));
+    return (uint64_t)k->n * (sizeof(*k->bias) + sizeof(*k->dest)) + (uint64_t)k->nblk * sizeof(*k->blk) +
+           2 * k->npairs * sizeof(*k->off) + k->nw * sizeof(*k->w);
 }
 
 static unsigned etna_nn_slot(const struct etna_nn_cache *c, uint32_t desc_iova)

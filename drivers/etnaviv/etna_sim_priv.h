@@ -8,15 +8,50 @@
 #include "../sim_rules.h"
 #include "etna_sim.h"
 
-/* A decoded NN job's kernels in the form the fast MAC loop reads: per kernel its non-zero taps, each the offset
- * of the tap's first feature in the job's padded input planes and the weight (relative to the zero point). */
+/* The fast NN path's multiply-accumulate kernels (etna_sim_dot.c), one implementation per instruction set behind
+ * one table, chosen when the simulator is created. A block is `kb` kernels (1 or ETNA_DOT_KB) sharing one list
+ * of tap pairs: pair p reads the padded input planes at off[2p] and off[2p + 1] and holds, per kernel k, the two
+ * weights w[2 (p kb + k)] and w[2 (p kb + k) + 1] (relative to the weight zero point; a kernel without that tap
+ * has weight 0 there). For every position i of the run (rounded up to ETNA_DOT_PX):
+ *   acc[k * astride + i] = bias[k] + sum over p of pad[off[2p] + i] * w0(p, k) + pad[off[2p + 1] + i] * w1(p, k)
+ * Every product and pair sum fits int16 x int16 -> int32 (|pad| <= 255, |w| <= 255), so the integer sums are
+ * the reference loop's. `pad` must be readable ETNA_DOT_PX elements past the last tap's run, `acc` writable
+ * to the rounded-up run. */
+#define ETNA_DOT_KB 4   /* kernels per block */
+#define ETNA_DOT_PX 32  /* run positions per inner iteration */
+/* One output row: row[x] = clamp(etna_round_shift(acc[x * step] * mult, shift) + ozp, lo, 255) for x < n (step 1,
+ * or 2 for first-pixel pooling; 0 <= ozp, lo <= 255). etna_dot_requant_c is the portable one, which the
+ * reference path takes. */
+typedef void etna_dot_requant_fn(const int32_t *acc, int64_t step, int64_t n, int64_t mult, unsigned shift,
+                                 int32_t ozp, int32_t lo, uint8_t *row);
+etna_dot_requant_fn etna_dot_requant_c;
+struct etna_dot_ops {
+    const char *name;
+    void (*mac)(unsigned kb, const int16_t *pad, const int64_t *off, const int16_t *w, uint64_t npairs,
+                const int32_t *bias, int64_t run, int32_t *acc, int64_t astride);
+    etna_dot_requant_fn *requant;
+};
+/* The best implementation this CPU runs ("avx512", "avx2", "c"), or the one `force` names when it runs here
+ * (TEFLON_SIM_KERNELS, the variable rocket's simulator reads too; another name: the best). */
+const struct etna_dot_ops *etna_dot_select(const char *force);
+
+/* A decoded NN job's kernels in the form the fast MAC loop reads: blocks of kernels with their tap pairs
+ * (struct etna_dot_ops), built once per decode and kept with the decoded-kernel cache. */
+struct etna_nn_block {
+    unsigned k0, nk, kb;            /* kernels k0 .. k0 + nk - 1 (nk <= kb; the kb - nk others have weight 0) */
+    uint64_t pair0, npairs;         /* its pairs: off[2 pair0 ..], w[2 kb pair0 ..] (pairs of earlier blocks
+                                       count kb weights each: wpos) */
+    uint64_t wpos;                  /* index of its first weight in w */
+};
 struct etna_nn_kernels {
     unsigned n;                     /* kernels */
     int32_t *bias;                  /* [n] */
     uint32_t *dest;                 /* [n]: v7 output byte offset, v8 output channel */
-    uint64_t *first;                /* [n + 1]: kernel k's taps are off/w[first[k] .. first[k + 1]) */
-    int64_t *off;
-    int16_t *w;
+    unsigned nblk;
+    struct etna_nn_block *blk;      /* [nblk], kernels in order */
+    uint64_t npairs, nw;            /* pairs and weights of all blocks */
+    int64_t *off;                   /* [2 npairs] */
+    int16_t *w;                     /* [nw] */
 };
 
 /* Decoded kernels kept per descriptor address, reused while the descriptor words and the coefficient bytes the
@@ -58,6 +93,9 @@ struct etna_sim {
     int reference;
     struct teflon_sim_rules rules;  /* the open facts' hypotheses (etna_sim_set_rules; zero: the defaults) */
     struct etna_nn_cache nn_cache;  /* the fast path's decoded kernels (etna_sim_nn_cache.c) */
+    const struct etna_dot_ops *dot; /* the fast path's MAC kernels (etna_dot_select at creation) */
+    void *scratch_pad, *scratch_acc; /* an NN job's padded input planes and accumulators, grown to the largest */
+    size_t scratch_pad_cap, scratch_acc_cap;
 };
 
 /* printf-style error into sim->err; always returns -1. */
@@ -70,8 +108,18 @@ enum etna_dma { ETNA_DMA_FEATURE, ETNA_DMA_WEIGHT, ETNA_DMA_OTHER, ETNA_DMA_WRIT
 /* etna_mem_span for a range an engine actually reads or writes (one burst): counts its `len` bytes as `dma`.
  * Range checks of a whole extent before the bursts use etna_mem_span, which counts nothing. */
 uint8_t *etna_mem_access(etna_sim *sim, enum etna_dma dma, uint64_t iova, uint64_t len);
-/* Counts a burst of `len` bytes inside a range already found with etna_mem_span (no BO lookup). */
-void etna_mem_count(etna_sim *sim, enum etna_dma dma, uint64_t len);
+/* Counts a burst of `len` bytes inside a range already found with etna_mem_span (no BO lookup; inline: the TP
+ * and NN engines count one per row). */
+static inline void etna_mem_count(etna_sim *sim, enum etna_dma dma, uint64_t len)
+{
+    switch (dma) {
+    case ETNA_DMA_FEATURE: sim->stats.feature_rd += len; break;
+    case ETNA_DMA_WEIGHT: sim->stats.weight_rd += len; break;
+    case ETNA_DMA_OTHER: sim->stats.other_rd += len; break;
+    case ETNA_DMA_WRITE: sim->stats.data_wr += len; break;
+    }
+}
+
 /* The BO containing iova (NULL if none). */
 const struct etna_bo *etna_mem_bo(const etna_sim *sim, uint64_t iova);
 

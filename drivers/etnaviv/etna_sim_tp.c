@@ -137,6 +137,19 @@ struct etna_tp_out {
     const struct etna_bo *bo;   /* BO of the output base (writes are bounds-checked against it) */
 };
 
+/* One step of the out-loop counter cascade from loop k0: loop k advances, and wraps into loop k + 1 at its count
+ * (loop 6 never wraps); *off = sum of digit[k] * inc[k] (mod 2^32) follows the digits. */
+static void etna_tp_advance(int64_t *digit, const int64_t *count, const uint32_t *inc, int k0, uint32_t *off)
+{
+    for (int k = k0; k < 7; k++) {
+        *off += inc[k];
+        if (++digit[k] < (k < 6 ? count[k] : INT64_MAX))
+            break;
+        *off -= (uint32_t)digit[k] * inc[k];
+        digit[k] = 0;
+    }
+}
+
 int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
 {
     const uint32_t *w = (const uint32_t *)etna_mem_span(sim, desc_iova, ETNA_TP_WORDS * 4);
@@ -254,6 +267,7 @@ int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
                              desc_iova);
     }
     int64_t digit[7] = { 0 };
+    uint32_t off = 0; /* sum of digit[k] * inc[k] (mod 2^32), kept as the digits move */
 
     const uint32_t out_base = (uint32_t)f[ETNA_TPF_OUT_IMAGE_BASE_ADDRESS];
     const struct etna_bo *ob = etna_mem_bo(sim, out_base);
@@ -296,59 +310,78 @@ int etna_tp_run(etna_sim *sim, uint32_t desc_iova, int *is_last_core)
                 }
                 for (int64_t ty = 0; ty < cur_h; ty++) {
                     const int64_t y = wy0 + tyi * incy + ty;
-                    /* the input fetch: one burst per tile row, of its columns inside the image */
+                    /* the input fetch: one burst per tile row, of its columns inside the image (inside the
+                     * range checked above, so counted without looking the BO up again) */
                     const int64_t xa = x0 > 0 ? x0 : 0, xb = x0 + cur_w < xs ? x0 + cur_w : xs;
-                    const uint8_t *row = y >= 0 && y < ys && z >= 0 && z < zs && xb > xa
-                                             ? etna_mem_access(sim, ETNA_DMA_FEATURE,
-                                                               (uint64_t)in_base + z * slice + y * stride + xa,
-                                                               (uint64_t)(xb - xa))
-                                             : NULL;
+                    const uint8_t *row = NULL;
+                    if (y >= 0 && y < ys && z >= 0 && z < zs && xb > xa) {
+                        row = in + z * slice + y * stride + xa;
+                        etna_mem_count(sim, ETNA_DMA_FEATURE, (uint64_t)(xb - xa));
+                    }
                     for (int64_t tx = 0; tx < cur_w; tx++) {
                         const int64_t x = x0 + tx;
                         tile[ty * cur_w + tx] = row && x >= xa && x < xb ? (int32_t)row[x - xa] - in_zp : border;
                     }
                 }
-                for (int64_t oy = 0; oy < oh && !rc; oy++) {
-                    for (int64_t ox = 0; ox < ow; ox++) {
-                        int32_t v = tile[oy * sy * cur_w + ox * sx];
-                        for (int64_t dy = 0; dy < ky; dy++)
-                            for (int64_t dx = 0; dx < kx; dx++) {
-                                const int32_t u = tile[(oy * sy + dy) * cur_w + ox * sx + dx];
-                                v = u > v ? u : v;
-                            }
-                        int64_t o;
-                        if (identity) {
-                            o = v + out_zp;
-                        } else {
-                            double r = (pwl ? etna_pwl(lut, v) : (double)v) * scale;
-                            if (isnan(r)) {
-                                rc = etna_fail(sim, "TP descriptor 0x%08x: PWL output is NaN", desc_iova);
-                                break;
-                            }
-                            r = r >= 0 ? floor(r + 0.5) : -floor(-r + 0.5);
-                            o = r > 1e9 ? 1000000000 : r < -1e9 ? -1000000000 : (int64_t)r;
-                            o += out_zp;
+                for (int64_t e = 0; e < ow * oh; e++) { /* the emitted elements, row by row */
+                    const int64_t oy = e / ow, ox = e % ow;
+                    /* Copies without pooling emit the tile in its own order: the elements up to loop 0's wrap
+                     * (or the tile's end) go to one arithmetic run of addresses; when the whole run lies inside
+                     * the output BO, they are written in one loop (the same bytes, addresses and count as one at
+                     * a time below) */
+                    const int64_t nrun = ow * oh - e < count[0] - digit[0] ? ow * oh - e : count[0] - digit[0];
+                    const uint64_t a0 = (uint32_t)(out_base + off);
+                    const uint64_t alast = a0 + (uint64_t)(nrun - 1) * inc[0];
+                    if (identity && !pool && nrun > 0 && alast <= UINT32_MAX && a0 >= ob->iova &&
+                        alast < (uint64_t)ob->iova + ob->size) {
+                        uint8_t *dst = ob->map + (a0 - ob->iova);
+                        const int32_t *src = tile + e; /* without pooling the tile is ow x oh */
+                        for (int64_t i = 0; i < nrun; i++) {
+                            const int32_t o = src[i] + out_zp;
+                            dst[(uint64_t)i * inc[0]] = (uint8_t)(o < 0 ? 0 : o > 255 ? 255 : o);
                         }
-                        o = o < 0 ? 0 : o > 255 ? 255 : o;
-                        uint32_t off = 0;
-                        for (int k = 0; k < 7; k++)
-                            off += (uint32_t)digit[k] * inc[k];
-                        const uint32_t addr = out_base + off;
-                        if (addr < ob->iova || (uint64_t)addr >= (uint64_t)ob->iova + ob->size) {
-                            rc = etna_fail(sim, "TP descriptor 0x%08x: write to 0x%08x outside the output BO "
-                                           "0x%08x+0x%llx (element x %lld y %lld z %lld)", desc_iova, addr, ob->iova,
-                                           (unsigned long long)ob->size, (long long)(x0 + ox * sx),
-                                           (long long)(wy0 + tyi * incy + oy * sy), (long long)z);
+                        written += (uint64_t)nrun;
+                        e += nrun - 1;
+                        off += (uint32_t)nrun * inc[0];
+                        digit[0] += nrun;
+                        if (digit[0] >= count[0]) {
+                            off -= (uint32_t)digit[0] * inc[0];
+                            digit[0] = 0;
+                            etna_tp_advance(digit, count, inc, 1, &off);
+                        }
+                        continue;
+                    }
+                    int32_t v = tile[oy * sy * cur_w + ox * sx];
+                    for (int64_t dy = 0; dy < ky; dy++)
+                        for (int64_t dx = 0; dx < kx; dx++) {
+                            const int32_t u = tile[(oy * sy + dy) * cur_w + ox * sx + dx];
+                            v = u > v ? u : v;
+                        }
+                    int64_t o;
+                    if (identity) {
+                        o = v + out_zp;
+                    } else {
+                        double r = (pwl ? etna_pwl(lut, v) : (double)v) * scale;
+                        if (isnan(r)) {
+                            rc = etna_fail(sim, "TP descriptor 0x%08x: PWL output is NaN", desc_iova);
                             break;
                         }
-                        ob->map[addr - ob->iova] = (uint8_t)o;
-                        written++;
-                        for (int k = 0; k < 7; k++) {
-                            if (++digit[k] < (k < 6 ? count[k] : INT64_MAX))
-                                break;
-                            digit[k] = 0;
-                        }
+                        r = r >= 0 ? floor(r + 0.5) : -floor(-r + 0.5);
+                        o = r > 1e9 ? 1000000000 : r < -1e9 ? -1000000000 : (int64_t)r;
+                        o += out_zp;
                     }
+                    o = o < 0 ? 0 : o > 255 ? 255 : o;
+                    const uint32_t addr = out_base + off;
+                    if (addr < ob->iova || (uint64_t)addr >= (uint64_t)ob->iova + ob->size) {
+                        rc = etna_fail(sim, "TP descriptor 0x%08x: write to 0x%08x outside the output BO "
+                                       "0x%08x+0x%llx (element x %lld y %lld z %lld)", desc_iova, addr, ob->iova,
+                                       (unsigned long long)ob->size, (long long)(x0 + ox * sx),
+                                       (long long)(wy0 + tyi * incy + oy * sy), (long long)z);
+                        break;
+                    }
+                    ob->map[addr - ob->iova] = (uint8_t)o;
+                    written++;
+                    etna_tp_advance(digit, count, inc, 0, &off);
                 }
             }
         }

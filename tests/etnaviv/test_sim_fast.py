@@ -6,7 +6,9 @@ while their descriptor and coefficient bytes are unchanged) by default, the refe
 on every run) with TEFLON_SIM_REFERENCE=1. Every case runs on both paths and must give identical output bytes,
 on two invokes with different inputs (the second one reads the kept kernels). A rewritten coefficient buffer or
 descriptor must be decoded again: a simulator that ran a job, then had one coefficient byte flipped, answers
-exactly as a fresh simulator given the flipped bytes. Ids: `a311d-conv2d-in28x28x16-oc32-k3-s1-same-u8`.
+exactly as a fresh simulator given the flipped bytes. TEFLON_SIM_KERNELS=c|avx2|avx512|avx512vnni|neon forces the fast
+path's MAC and requantization kernels (etna_sim_dot.c; a set the CPU does not run falls back to the best): every
+set must give the reference bytes too. Ids: `a311d-conv2d-in28x28x16-oc32-k3-s1-same-u8`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import base64
 import ctypes
 import json
+import platform
 
 import numpy as np
 import pytest
@@ -37,15 +40,25 @@ CASES = DEFAULT_CONV[::9] + ETNAVIV_DEFAULT_PER_CHANNEL + ETNAVIV_DEFAULT_FC + E
 SHARED = shared_path()
 _simlib_fixture = golden.simlib  # the simulator built as a test library
 MODELS = ["mobilenet_v1_0.25_128_quant", "mobilenet_v2_1.0_224_quant"]
+# the kernel sets of etna_sim_dot.c built for this host
+KERNELS = ["c"] + (["avx2", "avx512", "avx512vnni"] if platform.machine() in ("x86_64", "AMD64", "i686") else
+                   ["neon"] if platform.machine() == "aarch64" else [])
+# every 4th case of the subset above, for each kernel set
+KERNEL_CASES = CASES[::4]
 
 
-def _outputs(model: bytes, device: str, monkeypatch: pytest.MonkeyPatch, reference: bool) -> list[np.ndarray]:
-    """The outputs of two invokes (inputs drawn with seeds 0 and 1) on one interpreter."""
+def _outputs(model: bytes, device: str, monkeypatch: pytest.MonkeyPatch, reference: bool,
+             kernels: str | None = None) -> list[np.ndarray]:
+    """The outputs of two invokes (inputs drawn with seeds 0 and 1) on one interpreter; `kernels` forces a kernel
+    set of the fast path (None: the best)."""
     import teflon
 
     monkeypatch.delenv("TEFLON_SIM_REFERENCE", raising=False)
+    monkeypatch.delenv("TEFLON_SIM_KERNELS", raising=False)
     if reference:
         monkeypatch.setenv("TEFLON_SIM_REFERENCE", "1")
+    elif kernels is not None:
+        monkeypatch.setenv("TEFLON_SIM_KERNELS", kernels)
     interp = make_interpreter(model, [teflon.load_delegate(device=device, sim="1")])
     interp.allocate_tensors()
     outs = []
@@ -57,20 +70,28 @@ def _outputs(model: bytes, device: str, monkeypatch: pytest.MonkeyPatch, referen
     return outs
 
 
-def _check_same(model: bytes, device: str, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+def _check_same(model: bytes, device: str, monkeypatch: pytest.MonkeyPatch, name: str,
+                kernel_sets: list[str | None] | None = None) -> None:
     ref = _outputs(model, device, monkeypatch, True)
-    fast = _outputs(model, device, monkeypatch, False)
-    for i, (r, f) in enumerate(zip(ref, fast, strict=True)):
-        diff = np.argwhere(r != f)
-        assert r.tobytes() == f.tobytes(), (f"{name} on {device}, output {i} (invoke {i // (len(ref) // 2)}): "
-                                            f"{len(diff)} of {r.size} elements differ from the reference path, "
-                                            f"first at {diff[:4].tolist()}")
+    for kernels in kernel_sets or [None]:
+        fast = _outputs(model, device, monkeypatch, False, kernels)
+        for i, (r, f) in enumerate(zip(ref, fast, strict=True)):
+            diff = np.argwhere(r != f)
+            assert r.tobytes() == f.tobytes(), (f"{name} on {device} ({kernels or 'best'} kernels), output {i} "
+                                                f"(invoke {i // (len(ref) // 2)}): {len(diff)} of {r.size} elements "
+                                                f"differ from the reference path, first at {diff[:4].tolist()}")
 
 
 @pytest.mark.usefixtures("delegate_library")
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, CASES))
 def test_ops_same_bytes(device: str, case: object, monkeypatch: pytest.MonkeyPatch) -> None:
     _check_same(case.build(), device, monkeypatch, str(case))  # type: ignore[attr-defined]
+
+
+@pytest.mark.usefixtures("delegate_library")
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, KERNEL_CASES))
+def test_kernel_sets_same_bytes(device: str, case: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    _check_same(case.build(), device, monkeypatch, str(case), list(KERNELS))  # type: ignore[attr-defined]
 
 
 @pytest.mark.usefixtures("delegate_library")
