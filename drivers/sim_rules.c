@@ -18,6 +18,7 @@ static const struct {
     [TEFLON_RULE_PPU_PAD] = {"ppu_pad", {"equal_only", "x_low", "y_low"}},
     [TEFLON_RULE_PARTIAL_GROUPS] = {"partial_groups", {"exact", "timeout"}},
     [TEFLON_RULE_V7_FC_ORDER] = {"v7_fc_order", {"flat", "conv"}},
+    [TEFLON_RULE_EU_NATURAL] = {"eu_natural", {"single", "double"}},
 };
 
 const char *teflon_sim_rule_name(enum teflon_sim_rule f)
@@ -60,7 +61,7 @@ static int parse_item(const char *spec, const char *s, size_t n, struct teflon_s
         return -EINVAL;
     }
     teflon_errf(err, errlen, TEFLON_SIM_RULES_ENV "=\"%s\": unknown fact \"%.*s\" (facts: ew_mul, ew_tie, direct_pitch, "
-                "ppu_pad, partial_groups, v7_fc_order; form fact=hypothesis[,...])", spec, (int)kn, s);
+                "ppu_pad, partial_groups, v7_fc_order, eu_natural; form fact=hypothesis[,...])", spec, (int)kn, s);
     return -EINVAL;
 }
 

@@ -19,6 +19,7 @@ enum teflon_sim_rule {
     TEFLON_RULE_PPU_PAD,        /* fact 4 (RK3576): POOLING_PADDING_CFG, which nibble of a pair is x */
     TEFLON_RULE_PARTIAL_GROUPS, /* fact 5 (RK3588): a channel count ending part way through a group */
     TEFLON_RULE_V7_FC_ORDER,    /* fact 6 (etnaviv v7): the coefficient order of a 1x1-output, unpadded conv */
+    TEFLON_RULE_EU_NATURAL,     /* fact 7 (Ethos-U65): how the NATURAL rounding mode rounds */
     TEFLON_RULE_COUNT,
 };
 
@@ -36,6 +37,10 @@ enum { TEFLON_PPU_PAD_EQUAL_ONLY, TEFLON_PPU_PAD_X_LOW, TEFLON_PPU_PAD_Y_LOW };
 enum { TEFLON_PARTIAL_GROUPS_EXACT, TEFLON_PARTIAL_GROUPS_TIMEOUT };
 /* Fact 6: the FC writer's input memory order (0, today) or Mesa's conv writers' order. */
 enum { TEFLON_V7_FC_ORDER_FLAT, TEFLON_V7_FC_ORDER_CONV };
+/* Fact 7: NATURAL (round_mode 2) scales x by (mult, shift) with one rounding, round_half_up(x*mult / 2^shift)
+ * (0, today), or twice: with left = max(31 - shift, 0) and n = max(shift - 31, 0), q = (x*2^left*mult + 2^30) >> 31
+ * (the doubling high multiply, ties toward +inf), then (q + 2^(n-1)) >> n (ties toward +inf; q when n = 0). */
+enum { TEFLON_EU_NATURAL_SINGLE, TEFLON_EU_NATURAL_DOUBLE };
 
 struct teflon_sim_rules {
     uint8_t rule[TEFLON_RULE_COUNT];

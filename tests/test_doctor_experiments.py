@@ -1,8 +1,9 @@
 """`python -m teflon doctor --experiments` (cli/experiments.py) and the report the compiler reads with
 TEFLON_HW_FACTS (teflon.hw_facts): for every open hardware fact of docs/hardware/board-facts.md, the simulator
 switched to each hypothesis's rule (TEFLON_SIM_RULES, drivers/sim_rules.h) makes the experiment return that
-hypothesis, so the experiments tell the hypotheses apart; a proving report enables MUL of two tensors on RK3588 and
-RK3576 pools with unequal pad pairs, and a foreign or malformed one changes nothing."""
+hypothesis, so the experiments tell the hypotheses apart; a proving report enables MUL of two tensors on RK3588,
+RK3576 pools with unequal pad pairs and NATURAL rounding of i.MX93 convolutions, and a foreign or malformed one
+changes nothing."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ pytestmark = pytest.mark.usefixtures("delegate_library")
 
 # the simulator's rule today for each fact, and the verdict it gives (fact 1's and 4's refuse the variants)
 DEFAULT_VERDICT = {"ew_mul": "none matched", "ew_tie": "half_even", "direct_pitch": "programmed",
-                   "ppu_pad": "none matched", "partial_groups": "exact", "v7_fc_order": "flat"}
+                   "ppu_pad": "none matched", "partial_groups": "exact", "v7_fc_order": "flat",
+                   "eu_natural": "single"}
 CASES = [(f.id, soc, h) for f in experiments.FACTS for soc in f.socs for h in f.hypotheses]
 
 
@@ -158,6 +160,75 @@ def test_report_enables_rk3576_pools_with_unequal_pad_pairs(tmp_path: Path, monk
         assert np.array_equal(y, experiments._pool_reference(x, 3, 2)), order
 
 
+def test_eu_natural_experiment_hits_the_rules_differences() -> None:
+    """The fact 7 program's two predictions differ on many elements, both signs (ties at the final shift)."""
+    with Device("imx93", sim=True) as dev:
+        _, hyps = experiments._eu_natural(dev)
+    single, double = (hyps[h][0].ref for h in ("single", "double"))
+    assert single is not None and double is not None
+    differ = single != double
+    print(f"eu_natural experiment: {np.mean(differ):.4f} of {single.size} outputs differ between single and double")
+    assert np.mean(differ) > 0.1 and (single[differ] < 0).any() and (single[differ] > 0).any()
+
+
+@pytest.mark.parametrize("op", ["conv2d-in16x16x32-oc64-k3-same-i8-pc", "fc-in256-oc512-i8-pc"])
+def test_proved_natural_matches_the_builtin_reference(op: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the simulator rounding NATURAL twice and a report proving it, the i.MX93's CONV_2D / FULLY_CONNECTED
+    use NATURAL and equal TFLite's builtin (x86 optimized) kernels bit for bit, where TFL rounding differs on the
+    final shift's ties (docs/hardware/ethosu-sim.md, "The builtin reference's rounding")."""
+    from conftest import sim_options
+    from teflon import modelgen as mg
+    from teflon.reference import compare, run_cpu, run_delegate
+
+    case = mg.ConvCase("conv2d", 16, 16, 32, 64, kernel=3, dtype="int8", per_channel=True, seed=2) \
+        if op.startswith("conv") else mg.FcCase(256, 512, dtype="int8", per_channel=True, seed=2)
+    model = case.build()
+    xs = [mg.random_inputs(model, seed=s) for s in range(1 if op.startswith("conv") else 4)]
+    refs = [run_cpu(model, x) for x in xs]
+    monkeypatch.setenv("TEFLON_CACHE_DIR", str(tmp_path / "cache"))
+    report = _report(tmp_path, monkeypatch, "eu_natural", "imx93", "double")
+
+    def diffs(**extra: str) -> tuple[int, float]:
+        n, exact = 0, []
+        for x, ref in zip(xs, refs, strict=True):
+            run = run_delegate(model, x, **sim_options("imx93"), **extra)
+            assert len(run.delegated) == len(run.ops), run.reasons
+            cmp = compare(ref, run.outputs)
+            n = max(n, cmp.max_abs_diff)
+            exact.append(cmp.exact_fraction)
+        return n, float(np.mean(exact))
+
+    monkeypatch.setenv("TEFLON_SIM_RULES", "eu_natural=double")
+    tfl = diffs()  # no report: TFL rounding
+    monkeypatch.setenv(hw_facts.ENV, str(report))
+    natural = diffs()
+    print(f"{op}: TFL worst {tfl[0]} exact {tfl[1]:.6f}; NATURAL (double) worst {natural[0]} exact {natural[1]:.6f}")
+    assert tfl[0] <= 1 and natural == (0, 1.0)
+    if op.startswith("conv"):  # FC's ties are rare (1 of 512 outputs in 2 of 64 runs, measured): no difference needed
+        assert tfl[1] < 1.0
+
+
+def test_proved_natural_only_for_conv_and_fc_and_never_with_vela_compat(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from teflon.ethosu import lower, quant, support
+
+    g, *_ = experiments._natural_graph()
+
+    def round_modes(vela_compat: bool = False) -> set[int]:
+        spec = support.spec(Graph(dict(g.tensors), list(g.operations)), g.operations[0])  # a fresh memo
+        assert isinstance(spec, lower.ConvSpec)
+        kicks = lower.lower_conv(spec, vela_compat)
+        return {int(k.regs["NPU_SET_OFM_PRECISION"].get("round_mode", 0)) for k in kicks}
+
+    assert round_modes() == {quant.ROUND_TFL}
+    monkeypatch.setenv(hw_facts.ENV, str(_report(tmp_path, monkeypatch, "eu_natural", "imx93", "single")))
+    assert round_modes() == {quant.ROUND_TFL}
+    monkeypatch.setenv(hw_facts.ENV, str(_report(tmp_path, monkeypatch, "eu_natural", "imx93", "double")))
+    assert round_modes() == {quant.ROUND_NATURAL}
+    assert round_modes(vela_compat=True) == {quant.ROUND_TFL}
+    assert "proved on imx93 (double)" in hw_facts.status("imx93", "eu_natural")
+
+
 def _teflon(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "teflon", *args], check=False, capture_output=True, text=True,
                           env=env, timeout=600)
@@ -199,7 +270,7 @@ def test_doctor_writes_the_versioned_report(tmp_path: Path) -> None:
     d = json.loads(out.read_text())
     assert d["schema"] == hw_facts.SCHEMA and d["simulated"] is True and d["soc"] is None
     assert {"kernel", "driver", "machine", "teflon", "checks"} <= set(d)
-    assert [f["number"] for f in d["facts"]] == [1, 2, 3, 4, 5, 6]
+    assert [f["number"] for f in d["facts"]] == [1, 2, 3, 4, 5, 6, 7]
     for f in d["facts"]:
         assert {"id", "hypotheses", "verdict", "evidence", "runs", "soc", "simulated"} <= set(f), f
         assert f["verdict"] == DEFAULT_VERDICT[f["id"]], f
@@ -227,7 +298,8 @@ def test_doctor_experiments_through_the_shim_use_the_device_node(tmp_path: Path)
     assert d["soc"] == "rk3588" and d["simulated"] is True, r.stdout + r.stderr
     assert verdicts == {"ew_mul": "sat32", "ew_tie": "half_up", "direct_pitch": "not applicable on this SoC",
                         "ppu_pad": "not applicable on this SoC", "partial_groups": "timeout",
-                        "v7_fc_order": "not applicable on this SoC"}, r.stdout + r.stderr
+                        "v7_fc_order": "not applicable on this SoC", "eu_natural": "not applicable on this SoC"}, \
+        r.stdout + r.stderr
     assert "SUBMIT" in (tmp_path / "shim.log").read_text()
     # the report of a device node is one the compiler takes (for rk3588 only)
     assert hw_facts.parse(d, str(out)).proved == {"ew_mul": "sat32", "ew_tie": "half_up", "partial_groups": "timeout"}

@@ -19,6 +19,7 @@
 
 #include "../errmsg.h"
 #include "../fault.h"
+#include "../sim_rules.h"
 #include "../targets.h"
 #include "ethosu.h"
 #include "ethosu_client.h"
@@ -50,6 +51,7 @@ struct ethosu_ksim {
     uint32_t next_handle;
     uint64_t next_dma;
     struct teflon_sim_fault fault;
+    struct teflon_sim_rules rules; /* $TEFLON_SIM_RULES, read at open (../sim_rules.h) */
     /* the last job run */
     int last_rc;
     struct ethosu_npu_stats last_stats;
@@ -73,6 +75,9 @@ ethosu_ksim *ethosu_ksim_create(const teflon_target *t, char *err, size_t errlen
         ethosu_kparam(t, "sram_size", &npu.sram_size, err, errlen) ||
         teflon_sim_fault_from_env(&fault, err, errlen))
         return NULL;
+    struct teflon_sim_rules rules;
+    if (teflon_sim_rules_from_env(&rules, err, errlen))
+        return NULL;
     ethosu_ksim *k = calloc(1, sizeof(*k));
     uint8_t *sram = npu.sram_size ? calloc(1, npu.sram_size) : NULL;
     if (!k || (npu.sram_size && !sram)) {
@@ -81,7 +86,7 @@ ethosu_ksim *ethosu_ksim_create(const teflon_target *t, char *err, size_t errlen
         teflon_errf(err, errlen, "out of memory creating the simulated ethosu kernel");
         return NULL;
     }
-    *k = (ethosu_ksim){.npu = npu, .sram = sram, .next_dma = ETHOSU_KSIM_DMA_START, .fault = fault};
+    *k = (ethosu_ksim){.npu = npu, .sram = sram, .next_dma = ETHOSU_KSIM_DMA_START, .fault = fault, .rules = rules};
     return k;
 }
 
@@ -314,8 +319,8 @@ static int ethosu_k_run(ethosu_ksim *k, const struct ethosu_kbo *cmd,
     if (!regions[ETHOSU_SRAM_REGION] && cmd->info->region_size[ETHOSU_SRAM_REGION])
         view[ETHOSU_SRAM_REGION] = (struct ethosu_npu_region){k->sram, k->npu.sram_size};
     char npu_err[384];
-    const int rc = ethosu_npu_run(view, (const uint32_t *)cmd->mem, cmd->info->cmd_bytes / 4, &k->last_stats, npu_err,
-                                  sizeof(npu_err));
+    const int rc = ethosu_npu_run_rules(view, (const uint32_t *)cmd->mem, cmd->info->cmd_bytes / 4, &k->last_stats,
+                                        npu_err, sizeof(npu_err), &k->rules);
     if (rc)
         teflon_errf(k->last_msg, sizeof(k->last_msg),
                     "NPU error IRQ (STATUS.CMD_PARSE_ERR or bus error): %s; NPU reset", npu_err);

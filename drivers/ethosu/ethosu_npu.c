@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim_rules.h"
 #include "ethosu_npu_priv.h"
 
 int ethosu_npu_fail(struct ethosu_npu *npu, int rc, const char *fmt, ...)
@@ -183,7 +184,7 @@ int ethosu_npu_run_opts(const struct ethosu_npu_region regions[ETHOSU_NPU_REGION
                         size_t nwords, struct ethosu_npu_stats *stats, char *err, size_t errlen,
                         const struct ethosu_npu_opts *opts)
 {
-    static const struct ethosu_npu_opts defaults = {NULL, NULL};
+    static const struct ethosu_npu_opts defaults = {NULL, NULL, NULL};
     struct ethosu_npu *npu = calloc(1, sizeof(*npu));
     if (!npu)
         return -ENOMEM;
@@ -205,4 +206,20 @@ int ethosu_npu_run(const struct ethosu_npu_region regions[ETHOSU_NPU_REGIONS], c
                    struct ethosu_npu_stats *stats, char *err, size_t errlen)
 {
     return ethosu_npu_run_opts(regions, cmds, nwords, stats, err, errlen, NULL);
+}
+
+int ethosu_npu_run_rules(const struct ethosu_npu_region regions[ETHOSU_NPU_REGIONS], const uint32_t *cmds,
+                         size_t nwords, struct ethosu_npu_stats *stats, char *err, size_t errlen,
+                         const struct teflon_sim_rules *rules)
+{
+    const struct ethosu_npu_opts opts = {NULL, NULL, rules};
+    return ethosu_npu_run_opts(regions, cmds, nwords, stats, err, errlen, &opts);
+}
+
+int ethosu_npu_round_mode(const struct ethosu_npu *npu, int field)
+{
+    const struct teflon_sim_rules *r = npu->opts->rules;
+    if (field == 2 && r && r->rule[TEFLON_RULE_EU_NATURAL] == TEFLON_EU_NATURAL_DOUBLE)
+        return ETHOSU_NPU_ROUND_NATURAL2; /* board-facts.md fact 7, hypothesis "double" */
+    return field;
 }

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct teflon_sim_rules;
+
 #define ETHOSU_NPU_REGIONS 8
 
 /* Host view of the memory BASEP(n) points at: region n's byte a is base[a] (a < size). size 0: no memory. */
@@ -35,5 +37,9 @@ struct ethosu_npu_stats {
  * a command-parse or bus error). */
 int ethosu_npu_run(const struct ethosu_npu_region regions[ETHOSU_NPU_REGIONS], const uint32_t *cmds, size_t nwords,
                    struct ethosu_npu_stats *stats, char *err, size_t errlen);
+/* The same following the hypotheses `rules` names for the open hardware facts (../sim_rules.h; NULL: defaults). */
+int ethosu_npu_run_rules(const struct ethosu_npu_region regions[ETHOSU_NPU_REGIONS], const uint32_t *cmds,
+                         size_t nwords, struct ethosu_npu_stats *stats, char *err, size_t errlen,
+                         const struct teflon_sim_rules *rules);
 
 #endif

@@ -41,6 +41,7 @@ static int ethosu_npu_elt_regs(struct ethosu_npu *npu, const struct ethosu_npu_f
     if (e->scale_mode == 3 || e->round_mode == 3)
         return ethosu_npu_fail(npu, -EINVAL, "IFM_PRECISION scale mode %u / round mode %d undefined", e->scale_mode,
                                e->round_mode);
+    e->round_mode = ethosu_npu_round_mode(npu, e->round_mode);
     e->pre_shift = ifm->bytes == 1 ? 20 : 15;
     e->ifm32 = ifm->bytes == 4;
     if (e->mode == ETHOSU_ELT_ADD || e->mode == ETHOSU_ELT_SUB) {

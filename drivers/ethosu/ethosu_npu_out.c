@@ -25,7 +25,10 @@ static inline __int128 ethosu_npu_rdbpot(__int128 x, int n)
  *    31 - shift: a left shift when shift < 31, the rounding doubling high multiply (ties up), then a rounding
  *    right shift by shift - 31 (ties away from zero): two roundings, as TFLite;
  *  1 (TRUNCATE): floor of the exact product [inference];
- *  2 (NATURAL): round half up, one rounding [inference]. */
+ *  2 (NATURAL): round half up, one rounding [inference; board-facts.md fact 7];
+ *  ETHOSU_NPU_ROUND_NATURAL2 (NATURAL under TEFLON_SIM_RULES eu_natural=double): TFL's left shift, the doubling
+ *    high multiply rounded half up ((p + 2^30) >> 31), then the right shift rounded half up: two roundings, ties
+ *    toward +inf both times (the rule of TFLite's optimized x86 int8 CONV_2D / FC: ethosu-sim.md). */
 int64_t ethosu_npu_scale(int64_t x, int64_t mult, int shift, int round_mode)
 {
     __int128 p;
@@ -40,6 +43,11 @@ int64_t ethosu_npu_scale(int64_t x, int64_t mult, int shift, int round_mode)
     case 1:
         p = (__int128)x * mult;
         return (int64_t)(p >> shift);
+    case ETHOSU_NPU_ROUND_NATURAL2: {
+        int left = shift < 31 ? 31 - shift : 0, right = shift > 31 ? shift - 31 : 0;
+        __int128 q = ((__int128)x * ((__int128)1 << left) * mult + ((__int128)1 << 30)) >> 31;
+        return right ? (int64_t)((q + ((__int128)1 << (right - 1))) >> right) : (int64_t)q;
+    }
     default:
         p = (__int128)x * mult;
         return shift ? (int64_t)((p + ((__int128)1 << (shift - 1))) >> shift) : (int64_t)p;
@@ -105,6 +113,7 @@ int ethosu_npu_out_setup(struct ethosu_npu *npu, const struct ethosu_npu_fm *ofm
     out->round_mode = (int)ETHOSU_OFM_PREC_ROUND(prec);
     if (out->round_mode > 2)
         return ethosu_npu_fail(npu, -EINVAL, "OFM_PRECISION round mode 3 undefined");
+    out->round_mode = ethosu_npu_round_mode(npu, out->round_mode);
     if (accf > 1)
         return ethosu_npu_fail(npu, -EINVAL, "ACC_FORMAT %u: only 32/40-bit integer accumulators simulated", accf);
     out->acc_bits = accf ? 40 : 32;

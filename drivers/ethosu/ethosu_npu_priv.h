@@ -37,6 +37,7 @@ typedef int (*ethosu_npu_wdecode_fn)(void *ctx, const struct ethosu_npu_wdesc *d
 struct ethosu_npu_opts {
     ethosu_npu_wdecode_fn decode_weights; /* NULL: the built-in decoder */
     void *decode_ctx;
+    const struct teflon_sim_rules *rules; /* NULL: every open fact's default hypothesis */
 };
 
 /* Runs like ethosu_npu_run, with the weight decoder of opts (NULL opts: defaults). */
@@ -104,7 +105,12 @@ struct ethosu_npu_out {
 };
 int ethosu_npu_out_setup(struct ethosu_npu *npu, const struct ethosu_npu_fm *ofm, bool per_channel_allowed,
                          struct ethosu_npu_out *out);
+/* round_mode: OFM/IFM_PRECISION.round_mode (0..2), or ETHOSU_NPU_ROUND_NATURAL2 (board-facts.md fact 7). */
+#define ETHOSU_NPU_ROUND_NATURAL2 4
 int64_t ethosu_npu_scale(int64_t x, int64_t mult, int shift, int round_mode);
+/* The rounding a stream's round_mode field (0..2) selects under the simulator's rules: NATURAL rounds twice
+ * (ETHOSU_NPU_ROUND_NATURAL2) when TEFLON_SIM_RULES says eu_natural=double. */
+int ethosu_npu_round_mode(const struct ethosu_npu *npu, int field);
 /* One channel's (bias, multiplier, shift): from its scale record, or the global scale with bias 0. */
 void ethosu_npu_out_channel(const struct ethosu_npu_out *out, int c, int64_t *bias, int64_t *mult, int *shift);
 /* Scaled value (already rescaled, zero point not yet added) -> stored OFM value. */

@@ -463,6 +463,68 @@ def _v7_fc_order(dev: Device) -> tuple[list[Run], dict[str, list[Expect]]]:
     return runs, {"flat": [near, other], "conv": [near, near]}
 
 
+# ---- fact 7: the Ethos-U65's NATURAL rounding ------------------------------------------------------------------
+
+# a 1x1 per-channel int8 convolution whose scales are powers of two: s_in * s_w[o] / s_out = 2^-(2 + o % 3), so
+# each channel's record is (2^30, 32 + o % 3) and the doubling high multiply's rounding (acc / 2, a tie whenever
+# acc is odd) carries across the final shift's half-way point for a quarter to a half of the odd accumulators
+NATURAL_SHAPE = (1, 8, 8, 8)
+NATURAL_OC = 16
+
+
+def _natural_graph() -> tuple[Graph, np.ndarray, np.ndarray, np.ndarray]:
+    """The graph, its weights (OC, 1, 1, C), bias and per-channel real scales s_in * s_w / s_out."""
+    rng = np.random.default_rng(12)
+    c = NATURAL_SHAPE[-1]
+    w = rng.integers(-4, 5, size=(NATURAL_OC, 1, 1, c)).astype(np.int8)
+    bias = rng.integers(-16, 17, size=NATURAL_OC).astype(np.int32)
+    sx, sy = 2.0 ** -4, 2.0 ** -7
+    sw = (2.0 ** -(5 + np.arange(NATURAL_OC) % 3)).astype(np.float32)
+    oh, ow = NATURAL_SHAPE[1:3]
+    zeros = np.zeros(NATURAL_OC, np.int32)
+    g = Graph({0: Tensor(0, "int8", NATURAL_SHAPE, _q(sx, 0)),
+               1: Tensor(1, "int8", w.shape, Quant(sw, zeros, 0), w),
+               2: Tensor(2, "int32", bias.shape, Quant((sx * sw).astype(np.float32), zeros, 0), bias),
+               3: Tensor(3, "int8", (1, oh, ow, NATURAL_OC), _q(sy, 0))},
+              [Operation(0, "CONV_2D", [0, 1, 2], [3], {"padding": "VALID", "stride_h": 1, "stride_w": 1,
+                                                        "dilation_h": 1, "dilation_w": 1, "activation": "NONE"})])
+    return g, w, bias, sx * sw.astype(np.float64) / sy
+
+
+def natural_scale(acc: np.ndarray, mult: np.ndarray, shift: np.ndarray, rule: str) -> np.ndarray:
+    """acc * mult / 2^shift as NATURAL rounds it under `rule` (board-facts.md fact 7): `single`
+    round_half_up(acc * mult / 2^shift); `double` TFL's left shift max(31 - shift, 0), q = (p + 2^30) >> 31 (the
+    doubling high multiply, ties toward +inf), then (q + 2^(n-1)) >> n for n = max(shift - 31, 0)."""
+    acc = np.asarray(acc, object)  # Python integers: acc * mult * 2^left may pass 63 bits
+    mult = np.asarray(mult, object)
+    shift = np.asarray(shift, np.int64)
+    if rule == "single":
+        return ((acc * mult + (1 << (shift - 1)).astype(object)) >> shift.astype(object)).astype(np.int64)
+    left = np.maximum(31 - shift, 0).astype(object)
+    n = np.maximum(shift - 31, 0)
+    q = (acc * (1 << left) * mult + (1 << 30)) >> 31
+    half = np.where(n > 0, 1 << np.maximum(n - 1, 0), 0).astype(object)
+    return ((q + half) >> n.astype(object)).astype(np.int64)
+
+
+def _eu_natural(dev: Device) -> tuple[list[Run], dict[str, list[Expect]]]:
+    """The convolution compiled with NATURAL rounding (as a report proving `double` makes the compiler emit it),
+    inputs -8..8: each hypothesis's exact bytes, from the accumulators computed here and the records' (2^30,
+    shift)."""
+    from teflon.ethosu import quant
+
+    g, w, bias, real = _natural_graph()
+    x = np.random.default_rng(13).integers(-8, 9, size=NATURAL_SHAPE).astype(np.int8)
+    with assumed(dev.soc, "eu_natural", "double"):
+        prog = compiler.compile(g, [0], [0], [3], dev.soc)
+    run = run_program(dev, "1x1 per-channel conv, NATURAL rounding, records (2^30, 32..34)", prog, {0: x}, 3)
+    acc = x[0].astype(np.int64) @ w[:, 0, 0, :].astype(np.int64).T + bias.astype(np.int64)
+    mult, shift = quant.quantise_array(real)
+    expects = {h: [Expect("equal", np.clip(natural_scale(acc, mult, shift, h), -128, 127).astype(np.int8)[None])]
+               for h in ("single", "double")}
+    return [run], expects
+
+
 FACTS: tuple[Fact, ...] = (
     Fact("ew_mul", 1, "MUL of two tensors on the DPU EW path (the multiply word's arithmetic)", ("rk3588",),
          ("wide", "wide_even", "sat32", "wrap32", "no_offset", "timeout"), _ew_mul, unbuilt=("rk3576",)),
@@ -474,6 +536,8 @@ FACTS: tuple[Fact, ...] = (
          _partial_groups),
     Fact("v7_fc_order", 6, "the v7 coefficient order of a 1x1-output, unpadded convolution", ("a311d",),
          ("flat", "conv"), _v7_fc_order),
+    Fact("eu_natural", 7, "the Ethos-U65's NATURAL rounding: one rounding or two", ("imx93",), ("single", "double"),
+         _eu_natural),
 )
 FACTS_BY_ID = {f.id: f for f in FACTS}
 
@@ -561,4 +625,5 @@ def report(results: list[Result], soc: str | None, simulated: bool, system: dict
                       for r in results]}
 
 
-__all__ = ["FACTS", "FACTS_BY_ID", "Expect", "Fact", "Result", "Run", "patch", "report", "run_all", "run_fact"]
+__all__ = ["FACTS", "FACTS_BY_ID", "Expect", "Fact", "Result", "Run", "natural_scale", "patch", "report", "run_all",
+           "run_fact"]

@@ -184,6 +184,9 @@ class ConvSpec:
     activation: str = "NONE"
     depthwise: bool = False
     float_product: bool = False  # the scale's s_in * s_w in float32 (quant.conv_scale_records)
+    # NATURAL rounding instead of TFL (a TEFLON_HW_FACTS report proved that NATURAL rounds twice, as TFLite's
+    # optimized x86 CONV_2D / FULLY_CONNECTED do: board-facts.md fact 7); never with vela_compat
+    natural: bool = False
 
 
 def used_extent(in_size: int, out_size: int, kernel: int, stride: int, pad_before: int) -> int:
@@ -218,6 +221,8 @@ def lower_conv(spec: ConvSpec, vela_compat: bool = False) -> list[Kick]:
         r = windowed_ifm_regs(replace(ifm, offset=ifm.offset + ic0 * ifm.strides[2]), (ih, iw, ic), (pt, pl, pb, pr))
         r.update(ofm_regs(ofm, o0 * ofm.strides[2], o1 - o0))
         r["NPU_SET_OFM_PRECISION"] = precision(ofm.dtype)
+        if spec.natural and not vela_compat:
+            r["NPU_SET_OFM_PRECISION"]["round_mode"] = quant.ROUND_NATURAL
         r.update(kernel_regs(kh, kw, sy, sx, part))
         r.update(activation_regs(ofm, spec.activation))
         r.update(block_regs(cfg))

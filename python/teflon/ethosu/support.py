@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from teflon import lone, unary
+from teflon import hw_facts, lone, unary
 from teflon.ethosu import lower, moves, quant, softmax
 from teflon.ethosu.lower import (
     ConvSpec,
@@ -89,6 +89,16 @@ def _bias(graph: Graph, op: Operation, n: int) -> np.ndarray:
     return b.data.reshape(-1).astype(np.int64)
 
 
+SOC = "imx93"  # the SoC of the Ethos-U65 teflon drives (hardware-facts reports name it)
+
+
+def natural_double() -> bool:
+    """Whether a TEFLON_HW_FACTS report proved on the i.MX93 that NATURAL rounding rounds twice (board-facts.md
+    fact 7, `double`): then CONV_2D and FULLY_CONNECTED use it, matching TFLite's optimized x86 int8 kernels
+    (docs/hardware/ethosu-sim.md, "The builtin reference's rounding"); never by default."""
+    return hw_facts.proved(SOC, "eu_natural") == "double"
+
+
 def _conv(graph: Graph, op: Operation) -> ConvSpec:
     ifm = _fm(graph.tensors[op.inputs[0]])
     ofm = _fm(graph.tensors[op.outputs[0]])
@@ -114,7 +124,8 @@ def _conv(graph: Graph, op: Operation) -> ConvSpec:
     if pad not in ("SAME", "VALID"):
         raise Unsupported(f"padding {pad}")
     return ConvSpec(ifm, ofm, weights, _bias(graph, op, weights.shape[0]), scales, (sy, sx), pad == "SAME",
-                    _activation(op), depthwise, float_product=ifm.dtype != "int8")
+                    _activation(op), depthwise, float_product=ifm.dtype != "int8",
+                    natural=not depthwise and ifm.dtype == "int8" and natural_double())
 
 
 def _fc(graph: Graph, op: Operation) -> ConvSpec:
@@ -130,7 +141,8 @@ def _fc(graph: Graph, op: Operation) -> ConvSpec:
     weights = (w.data.astype(np.int64) - zps.reshape(-1, 1)).reshape(n, 1, 1, k)
     per_channel = len(w.quant.scales) > 1
     return ConvSpec(ifm, ofm, weights, _bias(graph, op, n), scales, (1, 1), False, _activation(op),
-                    float_product=ifm.dtype != "int8" or not per_channel)
+                    float_product=ifm.dtype != "int8" or not per_channel,
+                    natural=ifm.dtype == "int8" and natural_double())
 
 
 def _pool(graph: Graph, op: Operation) -> PoolSpec:
