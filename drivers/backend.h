@@ -48,4 +48,7 @@ struct teflon_family {
  * read, 0 when the file is absent. */
 size_t teflon_read_compatible(const char *path, char *buf, size_t len);
 
+/* 1 when the sysfs device directory `dir` has a `driver` link to a kernel driver named `driver`. */
+int teflon_dev_bound_to(const char *dir, const char *driver);
+
 #endif

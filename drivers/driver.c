@@ -3,9 +3,11 @@
  * this machine has. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "driver.h"
@@ -182,6 +184,18 @@ size_t teflon_read_compatible(const char *path, char *buf, size_t len)
     fclose(f);
     buf[n] = '\0';
     return n;
+}
+
+int teflon_dev_bound_to(const char *dir, const char *driver)
+{
+    char path[PATH_MAX + 16], target[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/driver", dir);
+    const ssize_t n = readlink(path, target, sizeof(target) - 1);
+    if (n <= 0)
+        return 0;
+    target[n] = '\0';
+    const char *base = strrchr(target, '/');
+    return strcmp(base ? base + 1 : target, driver) == 0;
 }
 
 int teflon_detect_soc(char *out, size_t len)

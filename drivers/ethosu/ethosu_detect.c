@@ -14,19 +14,6 @@
 #include "ethosu.h"
 #include "ethosu_uapi.h"
 
-/* 1 when <dir>/driver links to a driver named `driver`. */
-static int ethosu_bound_to(const char *dir, const char *driver)
-{
-    char path[PATH_MAX + 16], target[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/driver", dir);
-    const ssize_t n = readlink(path, target, sizeof(target) - 1);
-    if (n <= 0)
-        return 0;
-    target[n] = '\0';
-    const char *base = strrchr(target, '/');
-    return strcmp(base ? base + 1 : target, driver) == 0;
-}
-
 /* The ethosu row one of whose compatibles is in the NUL-separated list buf[0..n), or NULL. */
 static const teflon_target *ethosu_row_of(const char *buf, size_t n)
 {
@@ -55,7 +42,7 @@ int ethosu_detect(const struct teflon_family *f, const char *root, char *out, si
             continue;
         char dev[PATH_MAX], buf[512];
         snprintf(dev, sizeof(dev), "%s/sys/class/accel/%s/device", root, e->d_name);
-        if (!ethosu_bound_to(dev, ETHOSU_DRIVER_NAME))
+        if (!teflon_dev_bound_to(dev, ETHOSU_DRIVER_NAME))
             continue;
         snprintf(path, sizeof(path), "%s/of_node/compatible", dev);
         const size_t n = teflon_read_compatible(path, buf, sizeof(buf));

@@ -15,16 +15,11 @@
 #include "etna.h"
 
 /* 1 when the device behind <root>/sys/class/<cls>/<name> is bound to the kernel driver `driver`. */
-static int etna_bound_to(const char *root, const char *cls, const char *name, const char *driver)
+static int etna_class_dev_bound_to(const char *root, const char *cls, const char *name, const char *driver)
 {
-    char path[PATH_MAX], target[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/sys/class/%s/%s/device/driver", root, cls, name);
-    const ssize_t n = readlink(path, target, sizeof(target) - 1);
-    if (n <= 0)
-        return 0;
-    target[n] = '\0';
-    const char *base = strrchr(target, '/');
-    return strcmp(base ? base + 1 : target, driver) == 0;
+    char dev[PATH_MAX];
+    snprintf(dev, sizeof(dev), "%s/sys/class/%s/%s/device", root, cls, name);
+    return teflon_dev_bound_to(dev, driver);
 }
 
 /* 1 when a device of class `cls` whose name starts with `prefix` is bound to `driver`. */
@@ -37,7 +32,7 @@ static int etna_driver_present(const char *root, const char *cls, const char *pr
     if (!dir)
         return 0;
     for (struct dirent *e; !found && (e = readdir(dir));)
-        found = strncmp(e->d_name, prefix, strlen(prefix)) == 0 && etna_bound_to(root, cls, e->d_name, driver);
+        found = strncmp(e->d_name, prefix, strlen(prefix)) == 0 && etna_class_dev_bound_to(root, cls, e->d_name, driver);
     closedir(dir);
     return found;
 }
