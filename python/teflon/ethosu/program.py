@@ -89,7 +89,7 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
                 return tuple(_place(fm, at(t, int(np.prod(graph.tensors[t].shape)))) for fm, t in zip(fms, ts))
 
             s = replace(s, ifms=placed(s.ifms, s.sources), ofms=placed(s.ofms, s.targets))
-            new = moves.lower_moves(s)
+            new = support.lower_spec(s, vela_compat)
             kicks += new
             owners += [op.index] * len(new)
             continue
@@ -105,8 +105,7 @@ def lower_graph(graph: Graph, nodes: Sequence[int], *, vela_compat: bool = False
             # Vela's MEAN: its 32-bit sums (the default has none); SOFTMAX's 32-bit maps
             fms["scratch"] = _place(s.scratch, at(-1 - op.index, s.scratch_bytes))  # key: no tensor index
         s = replace(s, **fms)
-        new = (softmax.lower_softmax(s, vela_compat) if isinstance(s, softmax.SoftmaxSpec)
-               else lower.lower(s, vela_compat))
+        new = support.lower_spec(s, vela_compat)
         kicks += new
         owners += [op.index] * len(new)
     coeffs = bytearray()

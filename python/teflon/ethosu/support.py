@@ -373,17 +373,21 @@ CHEAP_KINDS = frozenset(("AVERAGE_POOL_2D", "MAX_POOL_2D", "ADD", "SUB", "MUL", 
 VIEW_KINDS = ("RESHAPE",)
 
 
+def lower_spec(s: Spec, vela_compat: bool = False) -> list[lower.Kick]:
+    """The kicks of one operation's spec: data movement (moves), SOFTMAX (softmax), or lower.lower for the rest;
+    the one dispatch the support decision and the compile share."""
+    if isinstance(s, moves.MoveSpec):
+        return moves.lower_moves(s)
+    if isinstance(s, softmax.SoftmaxSpec):
+        return softmax.lower_softmax(s, vela_compat)
+    return lower.lower(s, vela_compat)
+
+
 def support(graph: Graph) -> dict[int, tuple[bool, str]]:
     out: dict[int, tuple[bool, str]] = {}
     for op in graph.operations:
         try:
-            s = spec(graph, op)
-            if isinstance(s, moves.MoveSpec):
-                moves.lower_moves(s)
-            elif isinstance(s, softmax.SoftmaxSpec):
-                softmax.lower_softmax(s)
-            else:
-                lower.lower(s)
+            lower_spec(spec(graph, op))
         except LoweringError as e:
             out[op.index] = (False, str(e))
         else:
