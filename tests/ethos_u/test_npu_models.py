@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from npu_harness import Simulator, VelaOutput, npu_only, vela_compile_many
-from test_npu_vela import _ref_kernels
 
 from conftest import shared_path
+from ethos_u.vela_oracle import ref_kernels
 from teflon import modelgen as mg
 from teflon.reference import compare
 
@@ -38,7 +38,7 @@ def test_model_matches_tflite(path: Path, npu_sim: Simulator, compiled: dict[str
         pytest.skip("Vela leaves operators on the CPU")
     model = path.read_bytes()
     inputs = mg.random_inputs(model, seed=0)
-    ref = _ref_kernels(model, inputs)
+    ref = ref_kernels(model, inputs)
     run = npu_sim.run(vo, inputs, like=ref)
     if run.rc != 0 and "not simulated" in run.error:
         pytest.skip(f"uses hardware the simulator does not model: {run.error}")

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pytest
 import tflite
 from npu_harness import Simulator, VelaOutput, npu_only, vela_compile_many
 from tflite.BuiltinOperator import BuiltinOperator
 from tflite.BuiltinOptions import BuiltinOptions
 
+from ethos_u.vela_oracle import ref_kernels
 from teflon import modelgen as mg
 from teflon.reference import compare, run_cpu
 
@@ -49,17 +49,6 @@ class SoftmaxCase:
 
         g.op(BuiltinOperator.SOFTMAX, 2, [x], [y], BuiltinOptions.SoftmaxOptions, options)
         return g.build([x], [y])
-
-
-def _ref_kernels(model: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """TFLite's reference kernels (no optimized paths, no delegates)."""
-    tfl = pytest.importorskip("tflite_runtime.interpreter")
-    it = tfl.Interpreter(model_content=model, experimental_op_resolver_type=tfl.OpResolverType.BUILTIN_REF)
-    it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), inputs):
-        it.set_tensor(d["index"], x)
-    it.invoke()
-    return [it.get_tensor(d["index"]) for d in it.get_output_details()]
 
 
 def _conv(op: str, h: int, c: int, oc: int | None, k: int, s: int, pad: str, act: str = "none",
@@ -130,7 +119,7 @@ def test_npu_matches_tflite(case, npu_sim: Simulator, compiled: dict[str, VelaOu
         pytest.skip(f"Vela does not compile it: {vo}")
     if not npu_only(vo):
         pytest.skip("Vela leaves operators on the CPU")
-    ref = _ref_kernels(model, inputs)
+    ref = ref_kernels(model, inputs)
     run = npu_sim.run(vo, inputs, like=ref)
     assert run.rc == 0, run.error
     exact = compare(ref, run.outputs)

@@ -17,6 +17,7 @@ from teflon.ethosu import task as task_header
 from teflon.native import Device, Runner
 
 from . import kick_oracle, sweeps, tflite_graph
+from .vela_oracle import ref_kernels
 
 if kick_oracle.VELA is None:
     pytest.skip("ethos-u-vela (5.2.0) is not installed", allow_module_level=True)
@@ -122,7 +123,6 @@ def test_weight_buffering_runs_on_the_simulator(case: sweeps.Case) -> None:
     """The --vela-compat program of a split operation (its slices' weights and scales DMA'd from region 0 into the
     SRAM, region 2, alternating between two buffers) passes the simulated kernel's checks and computes TFLite's
     reference kernels' output exactly, as the unstaged default compile does."""
-    tfl = pytest.importorskip("tflite_runtime.interpreter")
     model = case.build()
     graph = tflite_graph.load(model)
     ins, outs = tflite_graph.io(model)
@@ -134,11 +134,7 @@ def test_weight_buffering_runs_on_the_simulator(case: sweeps.Case) -> None:
     # operation: every DMA but the first two)
     assert names.count("NPU_OP_KERNEL_WAIT") == names.count("NPU_OP_DMA_START") - 2
     (x,) = mg.random_inputs(model, seed=3)
-    it = tfl.Interpreter(model_content=model, experimental_op_resolver_type=tfl.OpResolverType.BUILTIN_REF)
-    it.allocate_tensors()
-    it.set_tensor(it.get_input_details()[0]["index"], x)
-    it.invoke()
-    ref = it.get_tensor(it.get_output_details()[0]["index"])
+    (ref,) = ref_kernels(model, [x])
     dev = Device("imx93", sim=True)
     try:
         r = Runner(dev, p)

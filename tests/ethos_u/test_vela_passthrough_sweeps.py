@@ -28,8 +28,7 @@ from teflon import modelgen
 from teflon.reference import compare, run_cpu, run_delegate
 
 from . import op_sweeps, sweeps, tflite_graph
-from .test_npu_vela import _ref_kernels
-from .vela_oracle import compile_tflite
+from .vela_oracle import compile_tflite, ref_kernels
 
 pytestmark = pytest.mark.usefixtures("delegate_library")
 
@@ -81,7 +80,7 @@ def test_vela_sweep_op_through_the_delegate(case: object, refk: bool, refused: b
     run = run_delegate(vela, inputs, device="imx93", sim="1")
     on_npu = sorted(run.delegated)
     assert on_npu, (run.ops, run.reasons)
-    ref = _ref_kernels(original, inputs) if refk else run_cpu(original, inputs)
+    ref = ref_kernels(original, inputs) if refk else run_cpu(original, inputs)
     c = compare(ref, run.outputs)
     exact = all(np.array_equal(a, b) for a, b in zip(ref, run.outputs, strict=True))
     cpu_ops = [op for i, op in enumerate(run.ops) if i not in run.delegated]

@@ -116,3 +116,15 @@ def compile_raw(model: bytes, accel: str = ACCEL, extra: tuple[str, ...] = ()) -
 def compile_tflite(model: bytes, accel: str = ACCEL, extra: tuple[str, ...] = ()) -> bytes:
     """The Vela-optimised .tflite (one `ethos-u` custom op where the whole model maps to the NPU)."""
     return _run(model, "tflite", accel, extra).read_bytes()
+
+
+def ref_kernels(model: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """TFLite's reference kernels (OpResolverType.BUILTIN_REF: no optimized paths, no delegates), whose arithmetic
+    Vela implements."""
+    tfl = pytest.importorskip("tflite_runtime.interpreter")
+    it = tfl.Interpreter(model_content=model, experimental_op_resolver_type=tfl.OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), inputs):
+        it.set_tensor(d["index"], x)
+    it.invoke()
+    return [it.get_tensor(d["index"]) for d in it.get_output_details()]
