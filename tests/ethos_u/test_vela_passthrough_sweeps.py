@@ -9,12 +9,10 @@
   stop at 511). Those cases carry `-vs-refkernels` in their id.
 
 Measured: every case that runs is bit-exact against its reference (the MEAN cases against the reference kernels).
-Vela's one-value constants (ConstOpCase bcast "1": MIN / MAX / ADD / SUB / MUL) never run: Vela writes them as an
-IFM2 scalar (NPU_SET_IFM2_BROADCAST broadcast_scalar, bit 7, value 0x80) and Linux's command-stream validator
-recognises a scalar IFM2 only by the U85's encoding (broadcast 8), so it looks for the IFM2's region, base and
-strides, which Vela never sets, and refuses the stream with -EINVAL (docs/hardware/ethosu-kernel.md "Validator",
-docs/hardware/ethosu-compiler.md "Deliberate differences"). Those cases carry `-kernel-refuses-scalar` and check
-the refusal.
+Vela's one-value constants (ConstOpCase bcast "1": MIN / MAX / ADD / SUB / MUL) are an IFM2 scalar
+(NPU_SET_IFM2_BROADCAST broadcast_scalar, bit 7, with NPU_SET_IFM2_SCALAR): Linux's command-stream validator reads
+no IFM2 for them on the U65 (commit 838ae99f9a77, docs/hardware/ethosu-kernel.md "Validator"), so they run as the
+others; their ids carry `-ifm2-scalar` and they are bit-exact too.
 
 A representative subset runs by default; the whole of each sweep is marked slow.
 """
@@ -27,8 +25,8 @@ import pytest
 from teflon import modelgen
 from teflon.reference import compare, run_cpu, run_delegate
 
-from . import op_sweeps, sweeps, tflite_graph
-from .vela_oracle import compile_tflite, ref_kernels
+from . import op_sweeps, programs, sweeps, tflite_graph
+from .vela_oracle import compile_raw, compile_tflite, ref_kernels
 
 pytestmark = pytest.mark.usefixtures("delegate_library")
 
@@ -61,22 +59,20 @@ def _params() -> list:
         for i, case in enumerate(cases):
             name = case.name
             refk = _ref_kernel_arithmetic(case.build())
-            refused = isinstance(case, modelgen.ConstOpCase) and case.bcast == "1"
-            ident = f"{sweep}-{name}" + ("-vs-refkernels" if refk else "") + ("-kernel-refuses-scalar" if refused else "")
+            scalar = isinstance(case, modelgen.ConstOpCase) and case.bcast == "1"
+            ident = f"{sweep}-{name}" + ("-vs-refkernels" if refk else "") + ("-ifm2-scalar" if scalar else "")
             default = name in DEFAULT or (sweep in ("moves", "resizes") and i == 0)
-            out.append(pytest.param(case, refk, refused, id=ident, marks=() if default else pytest.mark.slow))
+            out.append(pytest.param(case, refk, scalar, id=ident, marks=() if default else pytest.mark.slow))
     return out
 
 
-@pytest.mark.parametrize(("case", "refk", "refused"), _params())
-def test_vela_sweep_op_through_the_delegate(case: object, refk: bool, refused: bool) -> None:
+@pytest.mark.parametrize(("case", "refk", "scalar"), _params())
+def test_vela_sweep_op_through_the_delegate(case: object, refk: bool, scalar: bool) -> None:
     original = case.build()  # type: ignore[attr-defined]
     vela = compile_tflite(original)
+    if scalar:
+        assert programs.uses_ifm2_scalar(compile_raw(original).words), "expected Vela to write the one-value constant as an IFM2 scalar"
     inputs = modelgen.random_inputs(original, seed=7)
-    if refused:
-        with pytest.raises(RuntimeError, match=r"kernel refused the command stream .* IFM2 never fully set"):
-            run_delegate(vela, inputs, device="imx93", sim="1")
-        return
     run = run_delegate(vela, inputs, device="imx93", sim="1")
     on_npu = sorted(run.delegated)
     assert on_npu, (run.ops, run.reasons)
@@ -88,3 +84,5 @@ def test_vela_sweep_op_through_the_delegate(case: object, refk: bool, refused: b
     print(f"{case}: vs {'reference' if refk else 'builtin'} kernels {'bit-exact' if exact else 'within 1 LSB'} {c}"
           f"{builtin}; {len(on_npu)} ethos-u op(s), on the CPU: {cpu_ops or 'none'}")
     assert c.max_abs_diff <= 1 and c.within(1, 0.995), c
+    if scalar:  # the IFM2 scalar cases: bit-exact, as Vela means them
+        assert exact, c

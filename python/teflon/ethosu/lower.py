@@ -406,8 +406,9 @@ def lower(spec: ConvSpec | PoolSpec | EltSpec | LutSpec | RescaleSpec | PadSpec 
 def scalar_as_channels(spec: EltSpec) -> EltSpec:
     """The default compile's form of a one-value constant operand: the value repeated once per channel, a (1, 1, C)
     constant in the coefficient region broadcast along H and W, exactly as Vela lowers a per-channel constant. Vela's
-    own form (NPU_SET_IFM2_SCALAR with broadcast_scalar, kept by --vela-compat) is refused by Linux's command-stream
-    validator on the U65, which recognises a scalar only by the U85's encoding (docs/hardware/ethosu-kernel.md)."""
+    own form (NPU_SET_IFM2_SCALAR with broadcast_scalar, kept by --vela-compat) is refused by the first accel/ethosu
+    release, whose validator took a scalar only in the U85's encoding (fixed in mainline by 838ae99f9a77;
+    docs/hardware/ethosu-kernel.md): this form runs on either."""
     assert spec.ifm2 is not None and spec.scalar is not None
     c = spec.ifm.shape[2]
     ifm2 = replace(spec.ifm2, shape=(1, 1, c), region=REGION_COEFFS)
