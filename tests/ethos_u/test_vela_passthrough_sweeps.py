@@ -30,7 +30,7 @@ from .vela_oracle import compile_raw, compile_tflite, ref_kernels
 
 pytestmark = pytest.mark.usefixtures("delegate_library")
 
-SWEEPS: dict[str, list] = {"ops": list(op_sweeps.OPS), "softmax": list(op_sweeps.SOFTMAX),
+SWEEPS: dict[str, list] = {"ops": op_sweeps.OPS + op_sweeps.SMALL_DEPTH_RESHAPED, "softmax": list(op_sweeps.SOFTMAX),
                            "moves": list(sweeps.MOVES), "resizes": list(sweeps.RESIZES)}
 # one or two of each kind, by name, run in the default suite
 DEFAULT = {
@@ -38,6 +38,7 @@ DEFAULT = {
     "quantize-in5x3x32-int8-to-uint8-seed1", "softmax-in1x10-beta1-i8-seed0", "softmax-in1x4420x2-beta1-i8-seed6",
     "mean-in7x7x32-rq-i8", "min-in8x8x16-bcast-1-i8", "hardswish-in4x4x16-i8", "pad-in6x6x16-p112000-i8",
     "avgpool-in25x5x64-k25x5-s1-valid-i8", "quantize-in28x28-uint8-to-int8-seed0",
+    "mul-in1x4420x2-b1x1x4420x2-i8-seed19", "add-in8x8x4-b1x1x1x4-i8-seed12",
 }
 
 

@@ -316,8 +316,6 @@ def elementwise_spec(graph: Graph, op: Operation, fm: Callable[..., FeatureMap],
     ofm = fm(graph.tensors[op.outputs[0]])
     if ifm.dtype != ofm.dtype:
         raise LoweringError(f"{op.kind} changes the type")
-    if ifm.shape[2] < MIN_ELEMENTWISE_DEPTH:
-        raise LoweringError(f"{op.kind} of {ifm.shape[2]} channels: Vela reshapes such maps (not modelled)")
     if not b.is_constant:
         ifm2 = fm(b, broadcast_shape(b.shape, ifm.shape))
         if not broadcasts(ifm2.shape, ifm.shape) or ifm2.dtype != ifm.dtype:
@@ -398,9 +396,27 @@ def lower(spec: ConvSpec | PoolSpec | EltSpec | LutSpec | RescaleSpec | PadSpec 
         return lower_pool(spec)
     if isinstance(spec, LutSpec):
         return lower_lut(spec)
+    if vela_compat and vela_reshapes(spec):
+        raise LoweringError(f"{spec.kind} of {spec.ifm.shape[2]} channels with operands of one shape: Vela reshapes "
+                            "such an operation (a shape search of its own, not modelled); the default compile runs "
+                            "it as it is")
     if spec.scalar is not None and not vela_compat:
         spec = scalar_as_channels(spec)
     return lower_elementwise(spec)
+
+
+def vela_reshapes(spec: EltSpec) -> bool:
+    """Whether Vela 5.2.0 gives the operation another shape: an element-wise operation on fewer than 8 channels
+    and more than 16 values whose second operand (a map or a constant) has its shape, or is one value. Measured:
+    (8, 8, 4) ADD becomes 4x4x16, (1, 4420, 2) MUL 17x13x40, (5, 7, 3) 1x1x105, (3, 3, 2) 1x1x18, and 17 to 25
+    values all become 1x1xN; maps of at most 16 values keep theirs ((4, 4, 1), (3, 5, 1), (2, 3, 2), (1, 13, 1)
+    and 11 others). A second operand broadcast along H, W or C keeps the shape. The shape Vela picks follows no
+    rule found here (a search of its own), so --vela-compat refuses these; the default compile never reshapes:
+    the NPU runs any depth, as Vela's own broadcast kicks on 1 to 7 channels do (docs/hardware/ethosu-compiler.md).
+    """
+    same = spec.scalar is not None or (spec.ifm2 is not None and spec.ifm2.shape == spec.ifm.shape)
+    h, w, c = spec.ifm.shape
+    return c < MIN_ELEMENTWISE_DEPTH and h * w * c > VELA_RESHAPE_MIN_VALUES and same
 
 
 def scalar_as_channels(spec: EltSpec) -> EltSpec:
@@ -416,7 +432,8 @@ def scalar_as_channels(spec: EltSpec) -> EltSpec:
     return replace(spec, ifm2=ifm2, scalar=None, const=data)
 
 
-MIN_ELEMENTWISE_DEPTH = 8  # Regor reshapes elementwise operations on fewer channels (inferred; docs)
+MIN_ELEMENTWISE_DEPTH = 8  # below it Vela reshapes an element-wise operation of one shape (vela_reshapes)
+VELA_RESHAPE_MIN_VALUES = 16  # ... of more values than this (measured, vela_reshapes)
 ELEMENTWISE_MODE = {"MUL": 0, "ADD": 1, "SUB": 2, "MINIMUM": 3, "MAXIMUM": 4}  # NPU_OP_ELEMENTWISE mode (regs)
 
 
