@@ -93,3 +93,15 @@ def test_padding_wider_than_the_ifm_is_refused_at_cmdstream_create() -> None:
     v = programs.edit_words(programs.vela_op(CASES[0].build()), pad)
     with pytest.raises(NativeError, match=r"CMDSTREAM_BO_CREATE.*Invalid argument.*IFM never fully set.*padding"):
         _run(programs.program(v))
+
+
+def test_ifm_region_is_masked_to_3_bits_by_the_validator() -> None:
+    """NPU_SET_IFM_REGION 9: the validator reads region 1 (`& 0x7` as for every region since Linux 00f547e0dfec)
+    and accepts the stream; the NPU itself refuses the bits outside the field when the job runs."""
+    def region9(words: list[int], at: dict[str, int]) -> None:
+        i = at["NPU_SET_IFM_REGION"]
+        words[i] |= 8 << 16
+    v = programs.edit_words(programs.vela_op(CASES[0].build()), region9)
+    with pytest.raises(NativeError, match=r"NPU error IRQ.*NPU_SET_IFM_REGION value 0x9 sets bits outside") as e:
+        _run(programs.program(v))
+    assert "CMDSTREAM_BO_CREATE" not in str(e.value)

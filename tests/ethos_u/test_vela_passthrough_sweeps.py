@@ -1,5 +1,6 @@
 """Vela's `ethos-u` custom op for the later op sweeps, run as it is by the delegate (device imx93, simulated kernel
-+ NPU): op_sweeps.OPS (with LOW_RANK), op_sweeps.SOFTMAX, sweeps.MOVES and sweeps.RESIZES, each compiled by Vela
++ NPU): op_sweeps.OPS (with LOW_RANK) and SMALL_DEPTH_RESHAPED (element-wise operations on fewer than 8 channels
+that Vela reshapes), op_sweeps.SOFTMAX, sweeps.MOVES and sweeps.RESIZES, each compiled by Vela
 5.2.0 for ethos-u65-256 (vela_oracle, cached). The outputs are compared with TFLite on the original model:
 
 - builtin kernels (the project's reference): within 1 LSB, each case printing whether it is bit-exact;
@@ -8,11 +9,12 @@
   on 0 to 50 % of a case's outputs here, printed) and SOFTMAX rows of 512 or more (none in the sweep: its rows
   stop at 511). Those cases carry `-vs-refkernels` in their id.
 
-Measured: every case that runs is bit-exact against its reference (the MEAN cases against the reference kernels).
-Vela's one-value constants (ConstOpCase bcast "1": MIN / MAX / ADD / SUB / MUL) are an IFM2 scalar
-(NPU_SET_IFM2_BROADCAST broadcast_scalar, bit 7, with NPU_SET_IFM2_SCALAR): Linux's command-stream validator reads
-no IFM2 for them on the U65 (commit 838ae99f9a77, docs/hardware/ethosu-kernel.md "Validator"), so they run as the
-others; their ids carry `-ifm2-scalar` and they are bit-exact too.
+Measured: all 121 cases are bit-exact against their reference (the MEAN cases against the reference kernels).
+Vela's one-value constants (ConstOpCase bcast "1", or "c" on one channel: MIN / MAX / ADD / SUB / MUL; seven
+cases) are an IFM2 scalar (NPU_SET_IFM2_BROADCAST broadcast_scalar, bit 7, with NPU_SET_IFM2_SCALAR): Linux's
+command-stream validator reads no IFM2 for them on the U65 (commit 838ae99f9a77, docs/hardware/ethosu-kernel.md
+"Validator"), so they run as the others; their ids carry `-ifm2-scalar`, and each checks that Vela's stream does
+use the scalar and that the output is bit-exact.
 
 A representative subset runs by default; the whole of each sweep is marked slow.
 """
@@ -60,7 +62,7 @@ def _params() -> list:
         for i, case in enumerate(cases):
             name = case.name
             refk = _ref_kernel_arithmetic(case.build())
-            scalar = isinstance(case, modelgen.ConstOpCase) and case.bcast == "1"
+            scalar = isinstance(case, modelgen.ConstOpCase) and (case.bcast == "1" or case.in_c == 1)  # one value
             ident = f"{sweep}-{name}" + ("-vs-refkernels" if refk else "") + ("-ifm2-scalar" if scalar else "")
             default = name in DEFAULT or (sweep in ("moves", "resizes") and i == 0)
             out.append(pytest.param(case, refk, scalar, id=ident, marks=() if default else pytest.mark.slow))
