@@ -191,7 +191,8 @@ OPS: list[Case] = [
     mg.PoolCase(10, 3, 24, op="mean", dtype="int8"),
     mg.PoolCase(12, 12, 64, op="mean", dtype="uint8", seed=2),
 ]
-# Fewer than 8 channels and more than 16 values, the second operand of the map's shape or one value: Vela gives
+# Fewer than 8 channels and more than 16 values, the second operand of the map's shape or one value, or a
+# one-input operation (LUT, requantizing RELU, QUANTIZE): Vela gives
 # these another shape by a search of its own (lower.vela_reshapes), so --vela-compat refuses them; the default
 # compile runs them as they are. Not in OPS (whose every case --vela-compat matches); the (1, 4420, 2) MUL is
 # lightface's; the (4, 4, 1) ADD has 16 values, which Vela keeps as they are.
@@ -203,6 +204,9 @@ SMALL_DEPTH_RESHAPED: list[Case] = [
     _cmap("mul", (4, 7, 2), (1, 4, 7, 2), "int8", 7),
     mg.ConstOpCase(8, 8, 3, op="mul", bcast="1", dtype="int8", seed=4),
     mg.ConstOpCase(6, 5, 1, op="sub", bcast="c", dtype="uint8", seed=5),
+    mg.UnaryCase("hardswish", 4, 4, 3, dtype="int8"),
+    mg.UnaryCase("relu6", 5, 5, 2, dtype="uint8", seed=1),
+    mg.UnaryCase("quantize", 3, 7, 1, dtype="int8", seed=2),
 ]
 SMALL_DEPTH_KEPT: list[Case] = [_bin("add", (4, 4, 1), (1, 4, 4, 1), "int8", 22)]
 OPS += SMALL_DEPTH_KEPT

@@ -9,7 +9,7 @@ that Vela reshapes), op_sweeps.SOFTMAX, sweeps.MOVES and sweeps.RESIZES, each co
   on 0 to 50 % of a case's outputs here, printed) and SOFTMAX rows of 512 or more (none in the sweep: its rows
   stop at 511). Those cases carry `-vs-refkernels` in their id.
 
-Measured: all 121 cases are bit-exact against their reference (the MEAN cases against the reference kernels).
+Measured: all 124 cases are bit-exact against their reference (the MEAN cases against the reference kernels).
 Vela's one-value constants (ConstOpCase bcast "1", or "c" on one channel: MIN / MAX / ADD / SUB / MUL; seven
 cases) are an IFM2 scalar (NPU_SET_IFM2_BROADCAST broadcast_scalar, bit 7, with NPU_SET_IFM2_SCALAR): Linux's
 command-stream validator reads no IFM2 for them on the U65 (commit 838ae99f9a77, docs/hardware/ethosu-kernel.md

@@ -384,6 +384,11 @@ def lower(spec: ConvSpec | PoolSpec | EltSpec | LutSpec | RescaleSpec | PadSpec 
           vela_compat: bool = False) -> list[Kick]:
     """The kicks of one computing operation (data movement is teflon.ethosu.moves.lower_moves and SOFTMAX
     teflon.ethosu.softmax.lower_softmax, both built on this module's pool copies and register helpers)."""
+    if vela_compat and isinstance(spec, (EltSpec, LutSpec, RescaleSpec)) and vela_reshapes(spec):
+        operands = " with operands of one shape" if isinstance(spec, EltSpec) else ""
+        raise LoweringError(f"an element-wise operation on {spec.ifm.shape[2]} channels{operands}: Vela reshapes such "
+                            "an operation (a shape search of its own, not modelled); the default compile runs it as "
+                            "it is")
     if isinstance(spec, RescaleSpec):
         return lower_rescale(spec)
     if isinstance(spec, PadSpec):
@@ -396,25 +401,23 @@ def lower(spec: ConvSpec | PoolSpec | EltSpec | LutSpec | RescaleSpec | PadSpec 
         return lower_pool(spec)
     if isinstance(spec, LutSpec):
         return lower_lut(spec)
-    if vela_compat and vela_reshapes(spec):
-        raise LoweringError(f"{spec.kind} of {spec.ifm.shape[2]} channels with operands of one shape: Vela reshapes "
-                            "such an operation (a shape search of its own, not modelled); the default compile runs "
-                            "it as it is")
     if spec.scalar is not None and not vela_compat:
         spec = scalar_as_channels(spec)
     return lower_elementwise(spec)
 
 
-def vela_reshapes(spec: EltSpec) -> bool:
+def vela_reshapes(spec: EltSpec | LutSpec | RescaleSpec) -> bool:
     """Whether Vela 5.2.0 gives the operation another shape: an element-wise operation on fewer than 8 channels
-    and more than 16 values whose second operand (a map or a constant) has its shape, or is one value. Measured:
-    (8, 8, 4) ADD becomes 4x4x16, (1, 4420, 2) MUL 17x13x40, (5, 7, 3) 1x1x105, (3, 3, 2) 1x1x18, and 17 to 25
-    values all become 1x1xN; maps of at most 16 values keep theirs ((4, 4, 1), (3, 5, 1), (2, 3, 2), (1, 13, 1)
-    and 11 others). A second operand broadcast along H, W or C keeps the shape. The shape Vela picks follows no
-    rule found here (a search of its own), so --vela-compat refuses these; the default compile never reshapes:
-    the NPU runs any depth, as Vela's own broadcast kicks on 1 to 7 channels do (docs/hardware/ethosu-compiler.md).
-    """
-    same = spec.scalar is not None or (spec.ifm2 is not None and spec.ifm2.shape == spec.ifm.shape)
+    and more than 16 values whose second operand (a map or a constant) has its shape, or is one value, or that has
+    one input (the LUT activations, the requantizing RELUs and QUANTIZE). Measured: (8, 8, 4) ADD becomes 4x4x16,
+    (1, 4420, 2) MUL 17x13x40, (5, 7, 3) 1x1x105, (3, 3, 2) 1x1x18, 17 to 25 values 1x1xN, HARD_SWISH and RELU
+    (4, 4, 3) 3x1x16, LOGISTIC (3, 3, 5) 1x1x45; maps of at most 16 values keep theirs ((4, 4, 1), (3, 5, 1),
+    (2, 3, 2), (1, 13, 1), HARD_SWISH (2, 2, 3) and 12 others). A second operand broadcast along H, W or C keeps the
+    shape. The shape Vela picks follows no rule found here (a search of its own), so --vela-compat refuses these;
+    the default compile never reshapes: the NPU runs any depth, as Vela's own broadcast kicks on 1 to 7 channels do
+    (docs/hardware/ethosu-compiler.md)."""
+    same = (not isinstance(spec, EltSpec) or spec.scalar is not None
+            or (spec.ifm2 is not None and spec.ifm2.shape == spec.ifm.shape))
     h, w, c = spec.ifm.shape
     return c < MIN_ELEMENTWISE_DEPTH and h * w * c > VELA_RESHAPE_MIN_VALUES and same
 
