@@ -115,6 +115,9 @@ TEFLON = Stack("teflon", note="the program as compiled")
 # item 5's "before": every kernel job submitted by its own ioctl, as the rocket runner did until submits per
 # inference became one per partition (docs/PERFORMANCE.md rows of 2026-11-24: 53 submits for 54 jobs)
 SUBMIT_PER_JOB = Stack("submit per job", submits="per_job", note="one submit ioctl per kernel job")
+# the next step the estimate points at on rocket (not done): every task of a partition in one kernel job (one
+# job's tasks run in order on one core, accel/rocket's SUBMIT takes any task count per job)
+JOB_PER_PARTITION = Stack("one job per partition", jobs="one", note="all of a partition's tasks in one kernel job")
 
 
 @dataclass(frozen=True)
