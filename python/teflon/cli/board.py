@@ -71,8 +71,8 @@ def published_markdown(models: dict[str, str]) -> list[str]:
             cache[(device, model)] = loads_of(models[model], device)
         return cache[(device, model)]
 
-    out = ["| target | model | stack (counts modelled) | published ms | estimated ms | est / published | bound | "
-           "source |", "|---|---|---|---|---|---|---|---|"]
+    out = [("| target | model | stack (counts modelled) | published ms | estimated ms | est / published | bound | "
+           "source |"), "|---|---|---|---|---|---|---|---|"]
     for pub in board.PUBLISHED:
         ld = loads(pub.device, pub.model)
         if ld is None:
@@ -84,8 +84,8 @@ def published_markdown(models: dict[str, str]) -> list[str]:
         note = f" {pub.note}" if pub.note else ""
         out.append(f"| {pub.device} | {pub.model} | {pub.stack.name} | {_range(pub)} | {est.total_ms:.2f} | "
                    f"{est.total_ms / mid:.2f} | {est.bound()} | {pub.source}.{note} |")
-    out += ["", "| target | model | partitions | tasks | jobs | submits | estimate, submit per job (before) ms | "
-            "estimate as compiled (after) ms | bound | shares (after) | one job per partition (not done) ms |",
+    out += ["", ("| target | model | partitions | tasks | jobs | submits | estimate, submit per job (before) ms | "
+            "estimate as compiled (after) ms | bound | shares (after) | one job per partition (not done) ms |"),
             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for device in (t.name for t in targets.drivable_generations()):
         for model in ("mobilenet_v1", "mobilenet_v2"):
