@@ -9,6 +9,8 @@ published MobileNetV1 time is below what its dense MACs would take at any rate i
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..board import BoardTable, Fact
 from ..targets import get
 
@@ -20,6 +22,13 @@ _ROUND_TRIP = Fact(100.0, "fence wait wake-up, GEM_CPU_PREP / CPU_FINI cache mai
 _HOST_COPY = Fact(1.0, "host layout conversion of the partition's tensors by one Cortex-A core, GB/s", "inferred")
 _OP = Fact(8.0, "front end: one NN/TP job kicked from the command stream and waited on (semaphore stall) per "
                  "operation (etnaviv.md §7); fitted with mac_efficiency to the two Mesa figures", "calibrated")
+
+
+# what both Vivante tables share: the kernel path, the per-operation cost, the per-stream counting
+_COMMON: dict[str, Any] = {
+    "task_us": _OP, "job_us": Fact(0.0, "one command stream per partition: its cost is the submit's", "inferred"),
+    "submit_us": _SUBMIT, "partition_us": _ROUND_TRIP, "host_copy_gbps": _HOST_COPY, "overlap": _ZERO_SKIP,
+    "mac_basis": "macs_nz"}
 
 
 def _macs(name: str) -> dict[str, Fact]:
@@ -41,13 +50,7 @@ TABLES: dict[str, BoardTable] = {
                             "(29.3 MB dense-expanded uint8 weights -> 5.7 MB compressed, as teflon's v7 streams)",
                        "calibrated"),
         sram_bytes=Fact(0x80000 + 0x100000, "VIP SRAM 512 KiB + AXI SRAM 1 MiB (Vivante feature DB, etnaviv.md §6)"),
-        task_us=_OP,
-        job_us=Fact(0.0, "one command stream per partition: its cost is the submit's", "inferred"),
-        submit_us=_SUBMIT,
-        partition_us=_ROUND_TRIP,
-        host_copy_gbps=_HOST_COPY,
-        overlap=_ZERO_SKIP,
-        mac_basis="macs_nz",
+        **_COMMON,
     ),
     "imx8mp": BoardTable(
         soc="imx8mp",
@@ -58,12 +61,6 @@ TABLES: dict[str, BoardTable] = {
         dram_gbps=Fact(3.0, "calibrated on the same two figures (32-bit LPDDR4-4000, 16 GB/s peak: the NPU "
                             "reaches a fifth)", "calibrated"),
         sram_bytes=Fact(0x40000, "VIP SRAM 256 KiB, no AXI SRAM (Vivante feature DB, etnaviv.md §6)"),
-        task_us=_OP,
-        job_us=Fact(0.0, "one command stream per partition: its cost is the submit's", "inferred"),
-        submit_us=_SUBMIT,
-        partition_us=_ROUND_TRIP,
-        host_copy_gbps=_HOST_COPY,
-        overlap=_ZERO_SKIP,
-        mac_basis="macs_nz",
+        **_COMMON,
     ),
 }

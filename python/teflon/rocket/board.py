@@ -7,6 +7,8 @@ rk356x.md §7); "calibrated" values are fitted to the published figures of docs/
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..board import BoardTable, Fact
 
 # The upstream accel/rocket kernel (Linux 6.18) kicks every task itself and takes one interrupt per task
@@ -24,6 +26,9 @@ _DRAM_RK3588 = Fact(10.0, "calibrated: RKNN MobileNetV1 1.98-2.87 ms / MobileNet
                          "([ZOO], peers-2026.md §4b) from teflon's per-task bytes; LPDDR4X/5 64-bit is 34-44 GB/s "
                          "peak", "calibrated")
 
+# the submit ioctl, the round trip and the host's layout conversion: the same kernel path and CPUs on every row
+_KERNEL: dict[str, Any] = {"submit_us": _SUBMIT, "partition_us": _ROUND_TRIP, "host_copy_gbps": _HOST_COPY}
+
 TABLES: dict[str, BoardTable] = {
     "rk3588": BoardTable(
         soc="rk3588",
@@ -38,9 +43,7 @@ TABLES: dict[str, BoardTable] = {
                            "peers-2026.md §4a) less the hardware time and the per-task costs, over its jobs: "
                            "drm_sched run_job and dependency wake-up, IOMMU attach/detach, fence per job",
                     "calibrated"),
-        submit_us=_SUBMIT,
-        partition_us=_ROUND_TRIP,
-        host_copy_gbps=_HOST_COPY,
+        **_KERNEL,
     ),
     "rk3576": BoardTable(
         soc="rk3576",
@@ -57,9 +60,7 @@ TABLES: dict[str, BoardTable] = {
                             "(rocket.md §6.3)"),
         job_us=Fact(30.0, "drm_sched run_job and fence per job, as the IRQ-driven kernels less the IOMMU "
                           "re-attach the RK3576 series drops (rocket.md §6.3)", "inferred"),
-        submit_us=_SUBMIT,
-        partition_us=_ROUND_TRIP,
-        host_copy_gbps=_HOST_COPY,
+        **_KERNEL,
     ),
     "rk3568": BoardTable(
         soc="rk3568",
@@ -76,9 +77,7 @@ TABLES: dict[str, BoardTable] = {
         job_us=Fact(90.0, "calibrated: MobileNetV1 9 ms with per-op jobs -> 6 ms as one chained job at 600 MHz "
                           "([RELOG] T50 -> T59, rk356x.md §7): ~3 ms over ~28 jobs, less the submit each had; "
                           "[RELOG] T59 states ~0.2 ms per job", "calibrated"),
-        submit_us=_SUBMIT,
-        partition_us=_ROUND_TRIP,
-        host_copy_gbps=_HOST_COPY,
+        **_KERNEL,
     ),
 }
 TABLES["rk3566"] = TABLES["rk3568"]  # one NPU (targets.py: the rk3566 row runs rk3568's programs)
