@@ -64,8 +64,9 @@ def test_extra_partitions_and_table_overrides() -> None:
     stack = Stack("t", extra_partitions=2, table={"task_us": Fact(3.0, "test")})
     est = board.estimate("rk3588", [LOAD], stack, board=t)
     base = board.estimate("rk3588", [LOAD], board=t)
-    assert len(est.partitions) == 3 and est.partitions[1].total_us == pytest.approx(1000.0)
-    assert est.total_ms * 1e3 == pytest.approx(base.total_ms * 1e3 + 2 * 1000.0 + 4 * (3.0 - 1.0))
+    # each extra partition: its round trip and one submit (its operations are counted in the program's)
+    assert len(est.partitions) == 3 and est.partitions[1].total_us == pytest.approx(1000.0 + 100.0)
+    assert est.total_ms * 1e3 == pytest.approx(base.total_ms * 1e3 + 2 * 1100.0 + 4 * (3.0 - 1.0))
 
 
 @pytest.mark.parametrize("what", ["macs", "bytes", "tasks", "jobs", "submits", "io_bytes"])
@@ -111,9 +112,11 @@ def test_published_figures_name_targets_and_constants() -> None:
         assert set(pub.stack.table) <= keys, pub.stack.name
 
 
-def test_table_lookup_of_an_unknown_device() -> None:
+def test_table_lookup_of_an_unknown_device_or_type() -> None:
     with pytest.raises(ValueError, match="unknown device"):
         board.table("nosuch")
+    with pytest.raises(ValueError, match="no MAC rate for int16"):
+        board.estimate("rk3588", [replace(LOAD, dtype="int16")], board=_table())
 
 
 def test_partition_load_from_counter_rows() -> None:

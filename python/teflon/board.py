@@ -70,6 +70,8 @@ class BoardTable:
 
     def macs_per_ns(self, dtype: str = "int8") -> float:
         """Sustained MACs per nanosecond: peak per cycle x clock x efficiency."""
+        if dtype not in self.macs_per_cycle:
+            raise ValueError(f"{self.soc}: no MAC rate for {dtype} in the board table")
         return self.macs_per_cycle[dtype].value * self.clock_mhz.value / 1e3 * self.mac_efficiency.value
 
 
@@ -100,7 +102,8 @@ class Stack:
 
     submits / jobs: "compiled" (as the program says), "per_job" (one submit per kernel job), "per_task" (one per
     task), "one" (one per partition). extra_partitions: partitions the stack has beyond the program's (e.g. a
-    pool it leaves on the CPU splits the graph), each with the same round trip and no work. `table` overrides
+    pool it leaves on the CPU splits the graph), each a round trip and a submit more, its work counted where the
+    program has it. `table` overrides
     constants of the target's table (µs values, e.g. another kernel's completion poll), with their sources."""
 
     name: str
@@ -122,7 +125,7 @@ JOB_PER_PARTITION = Stack("one job per partition", jobs="one", note="all of a pa
 
 @dataclass(frozen=True)
 class PartitionEstimate:
-    compute_us: float  # the units' max(MACs, bytes) sum
+    compute_us: float  # the units' MAC and DRAM time, overlapped
     mac_us: float  # MAC time alone (for "what matters")
     dram_us: float  # DRAM time alone
     tasks_us: float
@@ -150,7 +153,7 @@ class Estimate:
         return sum(p.total_us for p in self.partitions) / 1e3
 
     def share(self) -> dict[str, float]:
-        """Fraction of the total per cost: MACs, DRAM (where each unit's longer one), fixed costs."""
+        """Fraction of the total per cost: the units' MAC and DRAM time, and each fixed cost."""
         tot = sum(p.total_us for p in self.partitions) or 1.0
         return {"compute+memory": sum(p.compute_us for p in self.partitions) / tot,
                 "tasks": sum(p.tasks_us for p in self.partitions) / tot,
@@ -204,8 +207,8 @@ def apply_stack(loads: list[PartitionLoad], stack: Stack) -> list[PartitionLoad]
         jobs = _count(stack.jobs, ld, ld.jobs)
         ld2 = replace(ld, jobs=jobs)
         out.append(replace(ld2, submits=_count(stack.submits, ld2, ld.submits)))
-    empty = PartitionLoad((), 0, 0, 0)
-    return out + [empty] * stack.extra_partitions
+    split = PartitionLoad((), 0, 0, 1)  # its operations are counted where the program has them: a submit more
+    return out + [split] * stack.extra_partitions
 
 
 def estimate(device: str, loads: list[PartitionLoad], stack: Stack = TEFLON,
