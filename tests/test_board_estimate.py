@@ -138,7 +138,7 @@ def test_profile_estimates_a_compiled_convolution(device: str, capsys: pytest.Ca
     model.write_bytes(case.build())
     assert main(["profile", "--model", str(model), "--device", device, "--sim", "1"]) == 0
     out = capsys.readouterr().out
-    assert f"estimated board time ({device}, teflon stack):" in out and "  partition 0:" in out, out
+    assert f"estimated board time ({device}, teflon stack;" in out and "  partition 0:" in out, out
 
 
 def test_board_constants_command(capsys: pytest.CaptureFixture[str]) -> None:

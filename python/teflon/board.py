@@ -244,8 +244,8 @@ def format_estimate(est: Estimate, sim_ms: float | None = None) -> list[str]:
                      f"{p.round_trip_us / 1e3:.3f})")
     sim = f"; simulator's time model {sim_ms:.3f} ms" if sim_ms else ""
     share = ", ".join(f"{k} {100 * v:.0f} %" for k, v in est.share().items())
-    lines.insert(0, f"estimated board time ({est.device}, {est.stack} stack): {est.total_ms:.3f} ms per inference "
-                    f"({est.bound()}-bound: {share}){sim}")
+    lines.insert(0, f"estimated board time ({est.device}, {est.stack} stack; docs/hardware/board-model.md): "
+                    f"{est.total_ms:.3f} ms per inference ({est.bound()}-bound: {share}){sim}")
     return lines
 
 

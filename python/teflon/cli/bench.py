@@ -271,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
         if tr.board is not None:
             from teflon.board import format_estimate
 
-            print("\n".join(format_estimate(tr.board)) + "  (teflon.board, docs/hardware/board-model.md)")
+            print("\n".join(format_estimate(tr.board)))
         if opts.get("cores", "1") != "1":
             notes.append(f"cores={opts['cores']}, simulated NPU {npu_sim_ms} ms")
         notes.append(f"{partitions} partition(s), {counts['submits']} submit(s); {weights}")
