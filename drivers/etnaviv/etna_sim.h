@@ -31,7 +31,6 @@ struct etna_sim_stats {
     uint64_t tp_jobs;               /* multi-core TP jobs count once (at their last descriptor) */
     uint64_t tp_descriptors;
     uint64_t macs;                  /* multiply-accumulates the NN jobs performed (programmed geometry) */
-    uint64_t macs_nz;               /* of those, the ones whose weight differs from the zero point */
     uint64_t tp_elements;           /* elements the TP jobs wrote */
     /* Bytes the NN/TP engines moved, counted where the simulator reaches device memory (etna_mem_access);
      * descriptors and the command stream are not counted. */
@@ -39,6 +38,7 @@ struct etna_sim_stats {
     uint64_t weight_rd;             /* NN coefficient buffers: compressed weight streams and bias */
     uint64_t other_rd;              /* other operands: TP PWL lookup tables */
     uint64_t data_wr;               /* output feature maps */
+    uint64_t macs_nz;               /* of `macs`, those whose weight differs from the zero point */
 };
 
 typedef struct etna_sim etna_sim;
