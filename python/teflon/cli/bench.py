@@ -211,7 +211,7 @@ def traffic(session: Any, sim: str) -> Traffic:
     p = profile_session(session, sim_mode(sim))
     t = p.totals()
     npu = f"{p.npu_ns / 1e6:.3f}" if p.npu_ns else "n/a"
-    est = p.board_estimate() if t["macs"] else None  # a real NPU counts nothing to estimate from
+    est = p.board_estimate()  # None on a real NPU: it counts nothing to estimate from
     if not t["moved"]:
         return Traffic("n/a", str(t["compulsory"]), "n/a", npu, est)
     return Traffic(str(t["moved"]), str(t["compulsory"]), f"{t['moved'] / t['compulsory']:.3f}", npu, est)

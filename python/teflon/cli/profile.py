@@ -69,8 +69,9 @@ class Profile:
     device: str = ""
 
     def board_estimate(self, stack: board.Stack = board.TEFLON) -> board.Estimate | None:
-        """The estimated board time of the partitions (None without a device or a board table for it)."""
-        if not self.device or not self.loads:
+        """The estimated board time of the partitions (None without a device, or when nothing was counted: a
+        real NPU leaves the counters 0)."""
+        if not self.device or not any(u.macs or u.bytes for ld in self.loads for u in ld.units):
             return None
         return board.estimate(self.device, self.loads, stack)
 
