@@ -6,6 +6,7 @@ Ids: `overlap-1`, `rk3588-conv2d-in8x8x16-oc32-k3-s1-same-u8`.
 
 from __future__ import annotations
 
+import json
 from dataclasses import fields, replace
 
 import pytest
@@ -139,6 +140,10 @@ def test_profile_estimates_a_compiled_convolution(device: str, capsys: pytest.Ca
     assert main(["profile", "--model", str(model), "--device", device, "--sim", "1"]) == 0
     out = capsys.readouterr().out
     assert f"estimated board time ({device}, teflon stack;" in out and "  partition 0:" in out, out
+    assert main(["profile", "--model", str(model), "--device", device, "--sim", "1", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)["board"]
+    assert doc["stack"] == "teflon" and len(doc["partitions"]) == 1
+    assert doc["total_ms"] == pytest.approx(doc["partitions"][0]["total_us"] / 1e3) and doc["total_ms"] > 0
 
 
 def test_board_constants_command(capsys: pytest.CaptureFixture[str]) -> None:
