@@ -739,6 +739,7 @@ static int etna_nn_kernels_build(etna_sim *sim, const struct etna_nn_job *j, int
             if (any)
                 use[nuse++] = t;
         }
+        kn->nz += nz;
         if (!j->depthwise && nk > 1 && 5 * nuse <= 2 * nz) {
             rc = etna_block_add(kn, &cap_blk, &cap_off, &cap_w, j, k0, nk, ETNA_DOT_KB, use, nuse, pw, ph);
             continue;
@@ -917,6 +918,11 @@ static int etna_nn_compute(etna_sim *sim, const struct etna_nn_job *j, const str
         }
 
     const int64_t run = (oh - 1) * pw + ow;
+    /* MACs with a non-zero weight: counted from the decoded kernels (kept with them on the fast path) */
+    uint64_t nz = kn ? kn->nz : 0;
+    for (size_t i = 0; !kn && i < (size_t)j->nkernels * (size_t)j->taps; i++)
+        nz += j->w[i] != 0;
+    sim->stats.macs_nz += (uint64_t)(ow * oh) * nz;
     int rc = 0;
     if (kn) {
         for (unsigned bi = 0; bi < kn->nblk && !rc; bi++) {

@@ -50,6 +50,7 @@ struct etna_nn_kernels {
     unsigned nblk;
     struct etna_nn_block *blk;      /* [nblk], kernels in order */
     uint64_t npairs, nw;            /* pairs and weights of all blocks */
+    uint64_t nz;                    /* weights of all kernels that differ from the zero point */
     int64_t *off;                   /* [2 npairs] */
     int16_t *w;                     /* [nw] */
 };
