@@ -41,7 +41,10 @@ PC, CNA, DPU, DPU_RDMA, PPU, PPU_RDMA = 0x0101, 0x0201, 0x1001, 0x2001, 0x4001, 
 ADDRESS_REGS = {(PC, 0x0010), (CNA, 0x1070), *((CNA, r) for r in range(0x1110, 0x1130, 4)), (DPU, 0x4020),
                 (DPU_RDMA, 0x5018), (DPU_RDMA, 0x5020), (DPU_RDMA, 0x502C), (DPU_RDMA, 0x5038), (PPU, 0x6070),
                 (PPU_RDMA, 0x701C)}
-CONVERTER_REGS = {(CNA, r) for r in range(0x104C, 0x105C, 4)}  # golden README §5 (b)
+# golden README §5 (b): the converter words carrying the toolkit's input rescale on the packed-pixel path, CVT_CON0..3;
+# with 4-byte pixels (ARGB_IN 11) the fourth lane's CVT_CON4 carries the same rescale
+CONVERTER_REGS = {(CNA, r) for r in range(0x104C, 0x105C, 4)}
+CVT_CON4, ARGB_IN_4 = (CNA, 0x105C), 11
 INLINE_MAX = 128 * 1024
 
 
@@ -147,8 +150,9 @@ def _is_helper(node: dict[str, Any] | None) -> bool:
 def task_json(i: int, t: dict[str, Any], node: dict[str, Any] | None, chains_to_helper: bool) -> dict[str, Any]:
     words, amount = t["words"], t["regcfg_amount"]
     addr = [j for j, w in enumerate(words) if w and _reg(w) in ADDRESS_REGS]
-    argb = any(_reg(w) == (CNA, 0x100C) and (w >> 16) & 0xF000 for w in words[:amount])
-    toolkit = [j for j, w in enumerate(words[:amount]) if argb and _reg(w) in CONVERTER_REGS]
+    argb = max([(w >> 28) & 0xF for w in words[:amount] if _reg(w) == (CNA, 0x100C)], default=0)
+    converter = CONVERTER_REGS | ({CVT_CON4} if argb == ARGB_IN_4 else set())
+    toolkit = [j for j, w in enumerate(words[:amount]) if argb and _reg(w) in converter]
     if chains_to_helper:
         toolkit += [j for j in range(amount, amount + 2)]
     return {

@@ -24,9 +24,9 @@ import pytest
 from conftest import sim_options
 from opcheck import Recorder, run_case
 from teflon import rocket
-from teflon.modelgen import PoolCase
+from teflon.modelgen import ConvCase, PoolCase
 
-from .rk3568_cases import SHAPES
+from .rk3568_cases import FIRST_LAYER, SHAPES
 
 RM = rocket.target("rk3568").regmap
 BODY, TRAILER = 133, 4
@@ -114,3 +114,18 @@ def test_cases_cover_the_kinds() -> None:
     names = {type(c).__name__ for c in CASES}
     assert names == {"ConvCase", "FcCase", "PoolCase", "AddCase"}
     assert len({c.name for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", FIRST_LAYER, ids=lambda c: c.name)
+def test_first_layer(case: ConvCase, delegate_library: None, tmp_path: Path, record_property: Recorder) -> None:
+    """A first convolution on a 1-4 channel uint8 graph input: 1, 3 and 4 channels take the packed-pixel path
+    (ARGB_IN 8 + channels - 1), 2 channels the direct one, as the toolkit writes them (rk3568.md §3); the simulated NPU
+    runs it within 1 LSB of TFLite."""
+    tasks = [[int(w, 16) for w in t["regcmd"]] for t in _regcmd(case, tmp_path)["operations"][0]["tasks"]]
+    con1 = RM.decode(tasks[0][6])
+    assert con1[1] == "CNA_CONV_CON1"
+    assert con1[2].get("ARGB_IN", 0) == (0 if case.in_c == 2 else 7 + case.in_c)
+    print(f"{case.name}: {_check_conv_tasks(tasks)}")
+    run, _, cmp = run_case(case, sim_options("rk3568"), record_property)
+    assert len(run.delegated) == len(run.ops)
+    assert cmp.within(1, 0.995), str(cmp)

@@ -33,6 +33,18 @@ def data_entries(w: int, c: int) -> int:
     return -(-w * (in_channels(c) // ATOM) // 4)
 
 
+def packed_width(w: int) -> int:
+    """The width the CBUF and the feature DMA take for a packed-pixel input: whole 8-pixel groups [TOOLKIT, built
+    here: rknn-toolkit2 2.5.0 target rk3566, 1/3/4-channel first convolutions at widths 28, 30, 56, 224:
+    CBUF_CON1 width 32/32/56/224 and FC_DATA_SIZE0 DMA_WIDTH the same]."""
+    return align(w, ATOM)
+
+
+def packed_entries(w: int) -> int:
+    """CBUF entries of one packed-pixel input row: packed_width(w) / 4 [TOOLKIT, as packed_width: 8, 8, 14, 56]."""
+    return packed_width(w) // 4
+
+
 def data_banks(w: int, h: int, c: int) -> int:
     """Banks the input rows of a single-task layer take: the least that hold them [IAV T44; GOLD]."""
     return -(-data_entries(w, c) * h // BANK_ENTRIES)

@@ -19,7 +19,7 @@ import numpy as np
 from ..geometry import align
 from ..operations import RocketConv
 from ..stream import EncodeError
-from .layout import BANK_BYTES, BANK_ENTRIES, CBUF_BANKS, data_entries
+from .layout import BANK_BYTES, BANK_ENTRIES, CBUF_BANKS, data_entries, packed_entries
 
 DW_MIN_GROUP = 32
 MAX_DATA_BANKS = CBUF_BANKS - 1
@@ -68,8 +68,9 @@ def _bands(c: RocketConv, max_rows: int) -> list[tuple[int, int, RocketConv]]:
     return out
 
 
-def split(c: RocketConv, weight_bytes: int) -> Split:
-    per_row = data_entries(c.in_w, c.in_c)
+def split(c: RocketConv, weight_bytes: int, packed: bool = False) -> Split:
+    """`packed`: the input read as packed pixels (its rows take packed_entries)."""
+    per_row = packed_entries(c.in_w) if packed else data_entries(c.in_w, c.in_c)
     group = c.in_c if c.depthwise else 0
     if c.depthwise:
         cap = MAX_DATA_BANKS * BANK_ENTRIES
