@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from teflon import modelgen, rocket
+from teflon.hw.regmap import RegMapError
 
 SCHEMA = "rocket-rk3568-golden/1"
 RM = rocket.target("rk3568").regmap
@@ -38,6 +39,16 @@ def regcmd_json(d: dict, tmp_path: Path) -> dict:
     return doc
 
 
+def _name(word: int) -> str:
+    """The register a reference word writes (with the reason when the register table refuses its value)."""
+    if not word:
+        return "NOP"
+    try:
+        return RM.decode(word)[1]
+    except RegMapError as e:
+        return f"{word >> 48:#06x}:{word & 0xFFFF:#06x} (refused: {e})"
+
+
 def layer_diffs(d: dict, doc: dict) -> list[str]:
     """Differences between teflon's tasks and the reference's `layer` tasks: the task count, each task's word count,
     then every word (trailer included) except the address words (unit and register only) and `toolkit_words`."""
@@ -58,8 +69,7 @@ def layer_diffs(d: dict, doc: dict) -> list[str]:
             if i in loose:
                 a, b = a & ADDRESS_MASK, b & ADDRESS_MASK
             if a != b:
-                diffs.append(f"task {ti} word {i} {RM.decode(b)[1] if b else 'NOP'}: ours {a:#018x}, "
-                             f"reference {b:#018x}")
+                diffs.append(f"task {ti} word {i} {_name(b)}: ours {a:#018x}, reference {b:#018x}")
     return diffs
 
 

@@ -118,7 +118,7 @@ def encode_layer(rm: RegMap, c: RocketConv, host_input: bool = False, in_plane_a
     sp = split(c, len(packed), pixels)
     rq, bs = requant(rm, c)
     try:
-        streams, offsets = task_streams(rm, [conv_stream(rm, c, w, sp.data_banks, rq, pixels, in_plane_atoms)
+        streams, offsets = task_streams(rm, [conv_stream(rm, c, w, w.banks, rq, pixels, in_plane_atoms)
                                              for w in sp.windows])
     except (ValueError, RegMapError) as e:
         raise EncodeError(str(e)) from e
