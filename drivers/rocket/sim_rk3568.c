@@ -58,6 +58,14 @@ struct rk3568_task {
     int data_bank, weight_bank, weight_reuse;
 };
 
+/* Channels a depthwise layer's weights and CBUF rows take: whole groups of 32, a partial last group of 8, 16 or 32
+ * [TOOLKIT 2.5.0 rk3566 builds of 8-72 channels; GOLD 24 -> 32]. */
+static uint32_t dw_channels(uint32_t c)
+{
+    const uint32_t tail = c % DWGROUP;
+    return c - tail + (tail == 0 ? 0 : tail <= 8 ? 8 : tail <= 16 ? 16 : DWGROUP);
+}
+
 static uint32_t align_up(uint32_t v, uint32_t a)
 {
     return (v + a - 1) / a * a;
@@ -185,14 +193,14 @@ static void cna_weights(rkt_npu *n, struct rk3568_task *st)
     rkt_check(n, taps >= 1 && kernels >= 1 && (!g->depthwise || kernels == 1), RK3568_CNA_WEIGHT_SIZE2, ws2,
               "kernel size >= 1, one packed kernel when depthwise");
     st->cw = taps ? (int)(ws1 / (uint32_t)taps) : 0;
-    const int want_cw = g->depthwise ? (int)align_up((uint32_t)st->cin, DWGROUP)
+    const int want_cw = g->depthwise ? (int)dw_channels((uint32_t)st->cin)
                                      : st->cin <= 8 ? 8 : (int)align_up((uint32_t)st->cin, 16);
     rkt_check(n, taps && ws1 == (uint32_t)(taps * want_cw), RK3568_CNA_WEIGHT_SIZE1, ws1,
               "bytes per kernel: taps x %d (8 channels up to 8, else whole 16-channel pairs; depthwise 32-channel "
-              "groups) [GOLD]", want_cw);
+              "groups, a last group of 8, 16 or 32) [GOLD; TOOLKIT]", want_cw);
     rkt_check(n, st->ws0 == ws1 * (uint32_t)kernels, RK3568_CNA_WEIGHT_SIZE0, st->ws0, "bytes per kernel x kernels");
     g->kernels = g->depthwise ? 1 : kernels;
-    g->ic = g->depthwise ? want_cw : (int)align_up((uint32_t)want_cw, 16);
+    g->ic = (int)align_up((uint32_t)want_cw, g->depthwise ? DWGROUP : 16);
     st->w_iova = rkt_rd(n, RK3568_CNA_DCOMP_ADDR0);
     st->cb0 = rkt_rd(n, RK3568_CNA_CBUF_CON0);
     st->data_bank = (int)F(st->cb0, CNA_CBUF_CON0, DATA_BANK);
@@ -201,8 +209,9 @@ static void cna_weights(rkt_npu *n, struct rk3568_task *st)
     rkt_check(n, st->data_bank + st->weight_bank == (int)BANKS, RK3568_CNA_CBUF_CON0, st->cb0,
               "the data and weight banks share the 8 banks [IAV T44; GOLD]");
     const uint32_t cb1 = rkt_rd(n, RK3568_CNA_CBUF_CON1);
-    /* entries follow the channels the CNA reads: 8 up to 8, else whole 16-channel pairs [GOLD, depthwise too] */
-    const uint32_t cread = st->cin <= 8 ? 8u : align_up((uint32_t)st->cin, 16);
+    /* entries follow the channels the CNA reads: 8 up to 8, else whole 16-channel pairs; depthwise the weights'
+     * channels [GOLD; TOOLKIT] */
+    const uint32_t cread = g->depthwise ? (uint32_t)st->cw : st->cin <= 8 ? 8u : align_up((uint32_t)st->cin, 16);
     const uint32_t entries = align_up(st->dma_w * cread / ATOM, 4) / 4;
     rkt_check(n, cb1 == (st->dma_w << 16 | entries), RK3568_CNA_CBUF_CON1, cb1,
               "input width << 16 | DATA_ENTRIES = ceil(width x atoms / 4); packed pixels: the width in whole 8-pixel "
@@ -307,11 +316,13 @@ static int8_t *convert_weights(const struct rk3568_task *st, const int8_t *w)
         return NULL;
     }
     size_t pos = 0;
-    if (g->depthwise) { /* [group of 32][tap][channel] -> canon[tap][c] */
-        for (int c0 = 0; c0 < cw; c0 += DWGROUP)
+    if (g->depthwise) { /* [group of 32, the last compact][tap][channel] -> canon[tap][c] */
+        for (int c0 = 0; c0 < cw; c0 += DWGROUP) {
+            const int gw = cw - c0 < DWGROUP ? cw - c0 : DWGROUP;
             for (int tap = 0; tap < taps; tap++)
-                for (int c = 0; c < DWGROUP; c++)
+                for (int c = 0; c < gw; c++)
                     canon[(size_t)tap * ic + c0 + c] = w[pos++];
+        }
         for (int c0 = 0; c0 < ic; c0 += 64) {
             const int wi = ic - c0 < 64 ? ic - c0 : 64;
             for (int tap = 0, o = c0 * taps; tap < taps; tap++, o += wi)

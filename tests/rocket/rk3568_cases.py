@@ -4,6 +4,7 @@ the script imports this module inside the toolkit's own environment).
 - SHAPES: layers of the golden set's kinds beyond its 29 files (test_rk3568_shapes.py runs them).
 - FIRST_LAYER: first convolutions on 1-, 2-, 3- and 4-channel uint8 graph inputs (the packed-pixel path,
   docs/hardware/rk3568.md §3), every scale and zero point explicit as in the golden README §2.
+- DW_TAILS: depthwise layers of 8-72 channels (the partial last channel group, rk3568.md §3 "Weights").
 """
 
 from __future__ import annotations
@@ -81,3 +82,5 @@ FIRST_LAYER: list[ConvCase] = [
     *[_first(c, w, k, s) for c in (1, 2, 4) for w in (28, 30, 224) for k, s in ((3, 1), (7, 2))],
     *[_first(3, w, 3, 1) for w in (28, 30, 56)],
 ]
+
+DW_TAILS: list[ConvCase] = [_conv("dwconv", 10, 10, c, None, 3, 1, "same") for c in (8, 16, 24, 40, 48, 56, 72)]

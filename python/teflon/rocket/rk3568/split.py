@@ -78,9 +78,9 @@ def split(c: RocketConv, weight_bytes: int, packed: bool = False) -> Split:
     group = c.in_c if c.depthwise else 0
     if c.depthwise:
         cap = MAX_DATA_BANKS * BANK_ENTRIES
-        while group > DW_MIN_GROUP and data_entries(c.in_w, align(group, DW_MIN_GROUP)) * _rows_read(c) > cap:
+        while group > DW_MIN_GROUP and data_entries(c.in_w, group, True) * _rows_read(c) > cap:
             group = align(group, DW_MIN_GROUP) - DW_MIN_GROUP
-        per_row = data_entries(c.in_w, group)
+        per_row = data_entries(c.in_w, group, True)
     max_rows = MAX_DATA_BANKS * BANK_ENTRIES // per_row
     if max_rows < 1:
         raise EncodeError(f"one input row needs {per_row} CBUF entries (a bank holds {BANK_ENTRIES})")
@@ -89,7 +89,7 @@ def split(c: RocketConv, weight_bytes: int, packed: bool = False) -> Split:
     windows: list[Window] = []
     for g0, gc in parts:
         bands = [Window(bc, row0, y0, g0, i > 0) for i, (row0, y0, bc) in enumerate(_bands(gc, max_rows))]
-        entries = per_row if not c.depthwise else data_entries(c.in_w, gc.in_c)
+        entries = per_row if not c.depthwise else data_entries(c.in_w, gc.in_c, True)
         banks = -(-entries * max(_rows_read(w.conv) for w in bands) // BANK_ENTRIES)
         fits = weight_bytes // len(parts) <= (CBUF_BANKS - banks) * BANK_BYTES
         windows += [replace(w, reuse=w.reuse and fits, banks=banks) for w in bands]

@@ -18,7 +18,16 @@ from ...hw.regmap import RegMap
 from ..geometry import align
 from ..operations import RocketConv
 from ..stream import ROLE_BIAS, ROLE_INPUT, ROLE_OUTPUT, ROLE_WEIGHTS, Emitter, Stream, chain
-from .layout import ATOM, CBUF_BANKS, data_entries, dpu_plane, in_channels, packed_entries, packed_width
+from .layout import (
+    ATOM,
+    CBUF_BANKS,
+    data_entries,
+    dpu_plane,
+    dw_channels,
+    in_channels,
+    packed_entries,
+    packed_width,
+)
 from .regs import CNA, CORE, DMA_CON0, DPU, DPU_RDMA, RDMA_BURST_LEN
 from .split import Window
 
@@ -115,7 +124,7 @@ def conv_stream(rm: RegMap, layer: RocketConv, w: Window, banks: int, rq: Requan
     e = Emitter(rm)
     c = w.conv
     dw = c.depthwise
-    icp = in_channels(c.in_c) if not dw else align(c.in_c, 32)
+    icp = in_channels(c.in_c) if not dw else dw_channels(c.in_c)
     ocp = out_channels(c)
     rows = rows_read(c)
     taps = c.kh * c.kw
@@ -143,7 +152,7 @@ def conv_stream(rm: RegMap, layer: RocketConv, w: Window, banks: int, rq: Requan
     e("CNA_WEIGHT_SIZE2", WEIGHT_KERNELS=1 if dw else c.out_c, WEIGHT_HEIGHT=c.kh, WEIGHT_WIDTH=c.kw)
     e("CNA_CBUF_CON0", **cbuf)
     dma_w = packed_width(c.in_w) if packed else c.in_w
-    e("CNA_CBUF_CON1", DATA_ENTRIES=packed_entries(c.in_w) if packed else data_entries(c.in_w, c.in_c),
+    e("CNA_CBUF_CON1", DATA_ENTRIES=packed_entries(c.in_w) if packed else data_entries(c.in_w, c.in_c, dw),
       DATAIN_WIDTH=dma_w)
     if packed:  # x * 2^14 >> 14 - 128 on the pixel's lanes, the others 1:1 [IAV T46; GOLD and TOOLKIT fields]
         e("CNA_CVT_CON0", CVT_BYPASS=1, **{f"CVT_TRUNCATE_{i}": CVT_SHIFT for i in range(c.in_c)})
