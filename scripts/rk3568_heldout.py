@@ -1,15 +1,17 @@
 """Build reference rk3568 programs with Rockchip's rknn-toolkit2 (an offline oracle, never shipped) and write each as
 a JSON of the golden schema `rocket-rk3568-golden/1`, for tests/rocket/test_rk3568_heldout.py.
 
-    PYTHONPATH=python:tests/rocket TOOLKIT_VENV/bin/python scripts/rk3568_heldout.py OUT_DIR [--set first|shapes|all]
-        [-k SUBSTRING] [--keep-rknn]
+    PYTHONPATH=python:tests/rocket TOOLKIT_VENV/bin/python scripts/rk3568_heldout.py OUT_DIR
+        [--set first|shapes|dwtails|all] [-k SUBSTRING] [--keep-rknn] [--force]
+    TEFLON_RK3568_HELDOUT=OUT_DIR .venv/bin/python -m pytest tests/rocket/test_rk3568_heldout.py
 
-TOOLKIT_VENV: a venv with rknn-toolkit2 2.5.0, tensorflow-cpu 2.14.0 (its load_tflite needs it), flatbuffers and
-tflite 2.18.0 (teflon.modelgen). The cases are tests/rocket/rk3568_cases.py's (FIRST_LAYER, SHAPES, DW_TAILS); only uint8 cases
-whose zero points avoid 0 and 128 are built (the toolkit re-quantizes a tensor whose int8 zero point is 0: golden
-README §2). Each model is compiled with the toolkit's public API alone (config(target_platform='rk3566'),
-load_tflite, build(do_quantization=False), export_rknn), one at a time, and the program read out of the `.rknn`
-container (layout: docs/hardware/rk3568.md §8). The `.rknn` files are deleted unless --keep-rknn.
+TOOLKIT_VENV: a venv with rknn-toolkit2 2.5.0 (setuptools < 80 for its pkg_resources import), tensorflow-cpu 2.14.0
+(its load_tflite needs it), flatbuffers and tflite 2.18.0 (teflon.modelgen). The cases are
+tests/rocket/rk3568_cases.py's (FIRST_LAYER, SHAPES, DW_TAILS); only uint8 cases whose zero points avoid 0 and 128
+are built (the toolkit re-quantizes a tensor whose int8 zero point is 0: golden README §2). Each model is compiled
+with the toolkit's public API alone (config(target_platform='rk3566'), load_tflite, build(do_quantization=False),
+export_rknn), one at a time, and the program read out of the `.rknn` container (layout:
+../shared/golden/rocket-rk3568/README.md §2 "Extraction"). The `.rknn` files are deleted unless --keep-rknn.
 
 The JSON carries what the golden comparison reads: params.modelgen (class + kwargs rebuild the model), tasks[] with
 role, regcmd (all words with the trailer, `0x%016x`), address_words, toolkit_words, and the byte vectors after the
