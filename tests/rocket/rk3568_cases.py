@@ -5,6 +5,7 @@ the script imports this module inside the toolkit's own environment).
 - FIRST_LAYER: first convolutions on 1-, 2-, 3- and 4-channel uint8 graph inputs (the packed-pixel path,
   docs/hardware/rk3568.md §3), every scale and zero point explicit as in the golden README §2.
 - DW_TAILS: depthwise layers of 8-72 channels (the partial last channel group, rk3568.md §3 "Weights").
+- VALID_BANKS: VALID layers whose unread last input row decides the data banks (rk3568.md §3 "Splitting").
 """
 
 from __future__ import annotations
@@ -84,3 +85,5 @@ FIRST_LAYER: list[ConvCase] = [
 ]
 
 DW_TAILS: list[ConvCase] = [_conv("dwconv", 10, 10, c, None, 3, 1, "same") for c in (8, 16, 24, 40, 48, 56, 72)]
+VALID_BANKS: list[ConvCase] = [_conv("conv2d", 17, 32, 64, 16, 2, 2, "valid"), _conv("dwconv", 17, 32, 64, None, 2, 2, "valid"),
+                               _conv("conv2d", 33, 32, 32, 16, 3, 2, "valid")]

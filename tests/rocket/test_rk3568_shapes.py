@@ -26,7 +26,7 @@ from opcheck import Recorder, run_case
 from teflon import rocket
 from teflon.modelgen import ConvCase, PoolCase
 
-from .rk3568_cases import DW_TAILS, FIRST_LAYER, SHAPES
+from .rk3568_cases import DW_TAILS, FIRST_LAYER, SHAPES, VALID_BANKS
 
 RM = rocket.target("rk3568").regmap
 BODY, TRAILER = 133, 4
@@ -34,7 +34,7 @@ DELTA = (22, 31)
 BANK_ENTRIES = 1024
 
 
-CASES: list[Any] = SHAPES + DW_TAILS
+CASES: list[Any] = SHAPES + DW_TAILS + VALID_BANKS
 
 
 def _regcmd(case: Any, tmp_path: Path) -> dict:

@@ -90,7 +90,10 @@ def split(c: RocketConv, weight_bytes: int, packed: bool = False) -> Split:
     for g0, gc in parts:
         bands = [Window(bc, row0, y0, g0, i > 0) for i, (row0, y0, bc) in enumerate(_bands(gc, max_rows))]
         entries = per_row if not c.depthwise else data_entries(c.in_w, gc.in_c, True)
-        banks = -(-entries * max(_rows_read(w.conv) for w in bands) // BANK_ENTRIES)
+        # the banks hold the task's input rows as declared, a VALID layer's unread last rows included (the rows the
+        # CNA reads, DATA_SIZE0, leave them out) [TOOLKIT, built here: rknn-toolkit2 2.5.0 target rk3566, model
+        # dwconv-in28x28x256-k5-s2-valid: 7 banks for 28 rows of 224 entries, where the 27 rows read fit 6]
+        banks = min(MAX_DATA_BANKS, -(-entries * max(w.conv.in_h for w in bands) // BANK_ENTRIES))
         fits = weight_bytes // len(parts) <= (CBUF_BANKS - banks) * BANK_BYTES
         windows += [replace(w, reuse=w.reuse and fits, banks=banks) for w in bands]
     return Split(windows)
