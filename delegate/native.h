@@ -35,6 +35,35 @@ TEFLON_EXPORT int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_
                                                      const int64_t *raw_pos, const uint32_t *raw_val, uint64_t nraw,
                                                      unsigned z, unsigned zp, unsigned kpc, uint8_t *out, uint64_t cap);
 
+/* The etnaviv v7 writers' weight orders (teflon.etnaviv.coefs_v7.core_plans): kernel after kernel; input channel
+ * rounds over every kernel; 1x1 kernels in blocks of up to six input channels. */
+#define TEFLON_V7_SEQUENTIAL 0
+#define TEFLON_V7_INTERLEAVED 1
+#define TEFLON_V7_SIX 2
+
+/* Every used core's etnaviv v7 stream plan, as teflon.etnaviv.coefs_v7.core_plans orders it: the weights of the
+ * traversal array w ([channel][ic][taps], reads past wlen are 0) in stream order into seq (cores back to back,
+ * core_len[c] each), the flush mask, the raw words (each channel's bias_word and trailer, 2 per channel, core
+ * after core: positions relative to the core's first weight, ascending) and, per core, the token count at each
+ * run-length width 0..zmax (tokens[c * (zmax + 1) + z]). The channels of core c, superblock s are the next
+ * sb_len[c * nsb + s] entries of ch; tap is the tap order inside a kernel. Returns the weights written, or -1
+ * when they exceed cap or a parameter is out of range. */
+TEFLON_EXPORT int64_t teflon_native_etna_v7_plan(const uint8_t *w, uint64_t wlen, unsigned writer, unsigned ic,
+                                                 unsigned taps, const int64_t *tap, const int64_t *ch,
+                                                 const int64_t *sb_len, unsigned ncores, unsigned nsb,
+                                                 const uint32_t *bias_word, const uint32_t *trailer, uint64_t nchan,
+                                                 unsigned zp, unsigned zmax, uint8_t *seq, uint8_t *flush,
+                                                 uint64_t cap, int64_t *core_len, int64_t *raw_pos, uint32_t *raw_val,
+                                                 int64_t *tokens);
+
+/* A whole etnaviv v7 coefficient buffer from a plan (teflon_native_etna_v7_plan): a header of `header` bytes
+ * holding each core stream's 64-aligned size (u32), then the streams (teflon_native_etna_coef_stream), each
+ * zero-padded to 64 bytes. Returns the bytes written, or -1 when they exceed cap. */
+TEFLON_EXPORT int64_t teflon_native_etna_v7_buffer(const uint8_t *seq, const uint8_t *flush, const int64_t *core_len,
+                                                   const int64_t *raw_pos, const uint32_t *raw_val,
+                                                   const int64_t *core_raw, unsigned ncores, unsigned header,
+                                                   unsigned z, unsigned zp, unsigned kpc, uint8_t *out, uint64_t cap);
+
 /* One core's etnaviv v8 coefficient stream (teflon.etnaviv.coefs_v8): the n codes, coded in pairs with the
  * 256-entry per-byte tables of one symbol map, packed LSB first into ceil(bits / 8) bytes. Returns the stream's
  * bit length, or -1 when the bytes exceed cap. */

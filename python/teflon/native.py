@@ -40,6 +40,15 @@ int   teflon_check_options(const char *const *keys, const char *const *values, s
 int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_t n, const uint8_t *flush, const int64_t *raw_pos,
                                        const uint32_t *raw_val, uint64_t nraw, unsigned z, unsigned zp, unsigned kpc,
                                        uint8_t *out, uint64_t cap);
+int64_t teflon_native_etna_v7_plan(const uint8_t *w, uint64_t wlen, unsigned writer, unsigned ic, unsigned taps,
+                                   const int64_t *tap, const int64_t *ch, const int64_t *sb_len, unsigned ncores,
+                                   unsigned nsb, const uint32_t *bias_word, const uint32_t *trailer, uint64_t nchan,
+                                   unsigned zp, unsigned zmax, uint8_t *seq, uint8_t *flush, uint64_t cap,
+                                   int64_t *core_len, int64_t *raw_pos, uint32_t *raw_val, int64_t *tokens);
+int64_t teflon_native_etna_v7_buffer(const uint8_t *seq, const uint8_t *flush, const int64_t *core_len,
+                                     const int64_t *raw_pos, const uint32_t *raw_val, const int64_t *core_raw,
+                                     unsigned ncores, unsigned header, unsigned z, unsigned zp, unsigned kpc,
+                                     uint8_t *out, uint64_t cap);
 int64_t teflon_native_etna_v8_stream(const uint8_t *codes, uint64_t n, const uint8_t *part0, const uint8_t *part1,
                                      const uint8_t *part1_w, const uint16_t *payload, const uint8_t *payload_w,
                                      uint8_t *out, uint64_t cap);
@@ -93,6 +102,67 @@ def etna_coef_stream(seq: np.ndarray, flush: np.ndarray, raw_pos: np.ndarray, ra
         _ffi.from_buffer("uint8_t[]", out), nbytes)
     if n != nbytes:
         raise NativeError(f"coefficient stream of {n} bytes, expected {nbytes}")
+    return bytes(out)
+
+
+@dataclass(frozen=True)
+class EtnaV7Plan:
+    """Every used core's v7 stream plan (teflon_native_etna_v7_plan): weights in stream order and the flush mask,
+    cores back to back (core_len each); the raw words (core_raw each, positions relative to the core's first
+    weight); the token count per core and run-length width ([core][z])."""
+
+    seq: np.ndarray
+    flush: np.ndarray
+    core_len: np.ndarray
+    raw_pos: np.ndarray
+    raw_val: np.ndarray
+    core_raw: np.ndarray
+    tokens: np.ndarray
+
+
+def etna_v7_plan(weights: np.ndarray, writer: int, ic: int, tap: np.ndarray, channels: np.ndarray,
+                 sb_len: np.ndarray, bias_word: np.ndarray, trailer: np.ndarray, zp: int, zmax: int) -> EtnaV7Plan:
+    """The v7 stream plan of one coefficient buffer, written by the library: `weights` the flat uint8 traversal
+    array [channel][ic][taps] (reads past its end are 0), `writer` 0 sequential / 1 interleaved / 2 six, `tap`
+    the tap order, `channels` every core's channels superblock after superblock with `sb_len` [core][superblock]
+    counting them, `bias_word` / `trailer` the uint32 raw words per channel."""
+    w = np.ascontiguousarray(weights, dtype=np.uint8).reshape(-1)
+    tap = np.ascontiguousarray(tap, dtype=np.int64)
+    ch = np.ascontiguousarray(channels, dtype=np.int64)
+    sb = np.ascontiguousarray(sb_len, dtype=np.int64)
+    bw = np.ascontiguousarray(bias_word, dtype=np.uint32)
+    tr = np.ascontiguousarray(trailer, dtype=np.uint32)
+    ncores, nsb = sb.shape
+    n = ch.size * ic * tap.size
+    seq = np.empty(n, dtype=np.uint8)
+    flush = np.empty(n, dtype=np.uint8)
+    core_len = np.empty(ncores, dtype=np.int64)
+    raw_pos = np.empty(2 * ch.size, dtype=np.int64)
+    raw_val = np.empty(2 * ch.size, dtype=np.uint32)
+    tokens = np.empty((ncores, zmax + 1), dtype=np.int64)
+    fb = _ffi.from_buffer
+    got = _compiler_library().teflon_native_etna_v7_plan(
+        fb("uint8_t[]", w), w.size, writer, ic, tap.size, fb("int64_t[]", tap), fb("int64_t[]", ch),
+        fb("int64_t[]", sb), ncores, nsb, fb("uint32_t[]", bw), fb("uint32_t[]", tr), min(bw.size, tr.size), zp,
+        zmax, fb("uint8_t[]", seq), fb("uint8_t[]", flush), n, fb("int64_t[]", core_len), fb("int64_t[]", raw_pos),
+        fb("uint32_t[]", raw_val), fb("int64_t[]", tokens))
+    if got != n:
+        raise NativeError(f"v7 stream plan of {got} weights, expected {n}")
+    return EtnaV7Plan(seq, flush, core_len, raw_pos, raw_val, 2 * sb.sum(axis=1), tokens)
+
+
+def etna_v7_buffer(plan: EtnaV7Plan, header: int, z: int, zp: int, kpc: int, nbytes: int) -> bytes:
+    """The whole v7 coefficient buffer of `nbytes` bytes from a plan (teflon_native_etna_v7_buffer): the
+    `header`-byte table of 64-aligned stream sizes, then every core's stream."""
+    out = bytearray(nbytes)
+    fb = _ffi.from_buffer
+    n = _compiler_library().teflon_native_etna_v7_buffer(
+        fb("uint8_t[]", plan.seq), fb("uint8_t[]", plan.flush), fb("int64_t[]", plan.core_len),
+        fb("int64_t[]", plan.raw_pos), fb("uint32_t[]", plan.raw_val),
+        fb("int64_t[]", np.ascontiguousarray(plan.core_raw, dtype=np.int64)), plan.core_len.size, header, z, zp, kpc,
+        fb("uint8_t[]", out), nbytes)
+    if n != nbytes:
+        raise NativeError(f"v7 coefficient buffer of {n} bytes, expected {nbytes}")
     return bytes(out)
 
 

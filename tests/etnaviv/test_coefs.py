@@ -28,6 +28,7 @@ import pytest
 from teflon.etnaviv import coefs_v7, coefs_v8
 from teflon.etnaviv.coefs_common import BitReader, CoefJob, pack_fields, v7_core_channels, v8_core_channels
 from teflon.etnaviv.lower_weights import lower_weights
+from teflon.native import etna_coef_stream
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ["TEFLON_SHARED"]) if os.environ.get("TEFLON_SHARED") else REPO.parent / "shared"
@@ -293,19 +294,29 @@ def test_v7_roundtrip(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(V7_CASES))
-def test_v7_library_stream_writer_matches_numpy(name: str) -> None:
-    """The library's one-pass stream writer (teflon_native_etna_coef_stream) writes the numpy reference's bytes for
-    every core and run-length width, sparse and dense weights, flushes and raw words included."""
+def test_v7_library_plan_and_writer_match_numpy(name: str) -> None:
+    """The library's one-pass plan (teflon_native_etna_v7_plan) gives core_plans' weight order, flushes, raw words
+    and token counts, and its buffer writer (teflon_native_etna_v7_buffer over teflon_native_etna_coef_stream)
+    the numpy reference's bytes for every run-length width, sparse and dense weights, flushes and raw words
+    included."""
     fields, sparsity = V7_CASES[name]
     rng = np.random.default_rng(sorted(V7_CASES).index(name) + 7200)
     zp, izp = int(rng.integers(0, 256)), int(rng.integers(0, 256))
     cj = CoefJob(weight_zp=zp, input_zp=izp, output_plane=49, **fields)
     w = _random_weights(rng, cj.oc * cj.ic * cj.taps, zp, sparsity)
     b = rng.integers(-(2**31), 2**31 - 1, cj.oc, dtype=np.int64).astype(np.int32)
-    prep = coefs_v7._prepare(w, b, cj, 8)
+    prep = coefs_v7._prepare(w, b, cj, 8, 5)
+    ref = coefs_v7._prepare_reference(w, b, cj, 8, 5)
+    for field in ("seq", "flush", "core_len", "raw_pos", "raw_val", "core_raw", "tokens"):
+        np.testing.assert_array_equal(getattr(prep.plan, field), getattr(ref.plan, field), err_msg=field)
+    assert (prep.sizes_minus_one, prep.kpc) == (ref.sizes_minus_one, ref.kpc)
     for z in range(6):
-        for i in range(len(prep.plans)):
-            assert coefs_v7._core_stream(prep, i, z, zp) == coefs_v7.core_stream_reference(prep, i, z, zp), (z, i)
+        assert coefs_v7.encode(w, b, cj, zrl_bits=z) == coefs_v7.encode_reference(ref, z, zp, 8), z
+        for i in range(ref.cores):
+            seq, flush, raw_pos, raw_val = ref.core(i)
+            got = etna_coef_stream(seq, flush, raw_pos, raw_val, z, zp, ref.kpc, len(
+                coefs_v7.core_stream_reference(ref, i, z, zp)))
+            assert got == coefs_v7.core_stream_reference(ref, i, z, zp), (z, i)
 
 
 def test_v7_zrl_search_dense_weights_take_z0() -> None:
