@@ -27,13 +27,14 @@ TEFLON_EXPORT int teflon_native_task_counters(void *runner, uint64_t *out, uint3
 /* The last run's simulated NPU time (ns, 0 on a real device) and the files (lanes) the program runs on. */
 TEFLON_EXPORT int teflon_native_run_info(void *runner, uint64_t *npu_ns, uint32_t *lanes);
 
-/* One core's etnaviv v7 coefficient stream (teflon.etnaviv.coefs_v7): the header, the zero-run tokens of the
- * n weights `seq` (a run ends at a literal or where flush[p] is set) and the nraw 32-bit raw words, each after the
- * token ending at raw_pos (ascending), packed LSB first into whole 32-bit words. Returns the bytes written, or
- * -1 when they exceed cap. */
-TEFLON_EXPORT int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_t n, const uint8_t *flush,
-                                                     const int64_t *raw_pos, const uint32_t *raw_val, uint64_t nraw,
-                                                     unsigned z, unsigned zp, unsigned kpc, uint8_t *out, uint64_t cap);
+/* One core's etnaviv v7 coefficient stream (teflon.etnaviv.coefs_v7): the header, the zero-run-length tokens of
+ * the n weights `seq` (a run ends at a literal or at each of the nflush ascending positions flush_pos) and the
+ * nraw 32-bit raw words, each after the token ending at raw_pos (ascending), packed LSB first into whole 32-bit
+ * words. Returns the bytes written, or -1 when they exceed cap. */
+TEFLON_EXPORT int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_t n, const int64_t *flush_pos,
+                                                     uint64_t nflush, const int64_t *raw_pos, const uint32_t *raw_val,
+                                                     uint64_t nraw, unsigned z, unsigned zp, unsigned kpc,
+                                                     uint8_t *out, uint64_t cap);
 
 /* The etnaviv v7 writers' weight orders (teflon.etnaviv.coefs_v7.core_plans): kernel after kernel; input channel
  * rounds over every kernel; 1x1 kernels in blocks of up to six input channels. */
@@ -43,23 +44,27 @@ TEFLON_EXPORT int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_
 
 /* Every used core's etnaviv v7 stream plan, as teflon.etnaviv.coefs_v7.core_plans orders it: the weights of the
  * traversal array w ([channel][ic][taps], reads past wlen are 0) in stream order into seq (cores back to back,
- * core_len[c] each), the flush mask, the raw words (each channel's bias_word and trailer, 2 per channel, core
- * after core: positions relative to the core's first weight, ascending) and, per core, the token count at each
+ * core_len[c] each); where runs are cut (flush_pos: ascending, unique, relative to the core's first weight,
+ * core_flush[c] each; room for 2 * channels + ncores * (ic + 1)); the raw words (2 per channel, core after
+ * core, raw_pos relative to the core's first weight, ascending): the bias word bias[ch] - (sum of the ksum
+ * weights from ch * ksum - ksum * weight_zp) * input_zp, and trailer[ch]; and per core the token count at each
  * run-length width 0..zmax (tokens[c * (zmax + 1) + z]). The channels of core c, superblock s are the next
- * sb_len[c * nsb + s] entries of ch; tap is the tap order inside a kernel. Returns the weights written, or -1
- * when they exceed cap or a parameter is out of range. */
+ * sb_len[c * nsb + s] entries of ch (each < nchan, the length of bias and trailer); tap is the tap order inside
+ * a kernel. Returns the weights written, or -1 when they exceed cap or a parameter is out of range. */
 TEFLON_EXPORT int64_t teflon_native_etna_v7_plan(const uint8_t *w, uint64_t wlen, unsigned writer, unsigned ic,
                                                  unsigned taps, const int64_t *tap, const int64_t *ch,
                                                  const int64_t *sb_len, unsigned ncores, unsigned nsb,
-                                                 const uint32_t *bias_word, const uint32_t *trailer, uint64_t nchan,
-                                                 unsigned zp, unsigned zmax, uint8_t *seq, uint8_t *flush,
-                                                 uint64_t cap, int64_t *core_len, int64_t *raw_pos, uint32_t *raw_val,
+                                                 const int64_t *bias, const uint32_t *trailer, uint64_t nchan,
+                                                 uint64_t ksum, int64_t weight_zp, int64_t input_zp, unsigned zmax,
+                                                 uint8_t *seq, uint64_t cap, int64_t *core_len, int64_t *flush_pos,
+                                                 int64_t *core_flush, int64_t *raw_pos, uint32_t *raw_val,
                                                  int64_t *tokens);
 
 /* A whole etnaviv v7 coefficient buffer from a plan (teflon_native_etna_v7_plan): a header of `header` bytes
  * holding each core stream's 64-aligned size (u32), then the streams (teflon_native_etna_coef_stream), each
  * zero-padded to 64 bytes. Returns the bytes written, or -1 when they exceed cap. */
-TEFLON_EXPORT int64_t teflon_native_etna_v7_buffer(const uint8_t *seq, const uint8_t *flush, const int64_t *core_len,
+TEFLON_EXPORT int64_t teflon_native_etna_v7_buffer(const uint8_t *seq, const int64_t *core_len,
+                                                   const int64_t *flush_pos, const int64_t *core_flush,
                                                    const int64_t *raw_pos, const uint32_t *raw_val,
                                                    const int64_t *core_raw, unsigned ncores, unsigned header,
                                                    unsigned z, unsigned zp, unsigned kpc, uint8_t *out, uint64_t cap);

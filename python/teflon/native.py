@@ -37,18 +37,19 @@ int   teflon_native_get_output(void *runner, int32_t tensor, void *host, uint64_
 int   teflon_native_stats(void *runner, uint64_t *tasks, uint64_t *macs);
 int   teflon_native_task_counters(void *runner, uint64_t *out, uint32_t cap);
 int   teflon_check_options(const char *const *keys, const char *const *values, size_t n, char *err, size_t errlen);
-int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_t n, const uint8_t *flush, const int64_t *raw_pos,
-                                       const uint32_t *raw_val, uint64_t nraw, unsigned z, unsigned zp, unsigned kpc,
-                                       uint8_t *out, uint64_t cap);
+int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_t n, const int64_t *flush_pos, uint64_t nflush,
+                                       const int64_t *raw_pos, const uint32_t *raw_val, uint64_t nraw, unsigned z,
+                                       unsigned zp, unsigned kpc, uint8_t *out, uint64_t cap);
 int64_t teflon_native_etna_v7_plan(const uint8_t *w, uint64_t wlen, unsigned writer, unsigned ic, unsigned taps,
                                    const int64_t *tap, const int64_t *ch, const int64_t *sb_len, unsigned ncores,
-                                   unsigned nsb, const uint32_t *bias_word, const uint32_t *trailer, uint64_t nchan,
-                                   unsigned zp, unsigned zmax, uint8_t *seq, uint8_t *flush, uint64_t cap,
-                                   int64_t *core_len, int64_t *raw_pos, uint32_t *raw_val, int64_t *tokens);
-int64_t teflon_native_etna_v7_buffer(const uint8_t *seq, const uint8_t *flush, const int64_t *core_len,
-                                     const int64_t *raw_pos, const uint32_t *raw_val, const int64_t *core_raw,
-                                     unsigned ncores, unsigned header, unsigned z, unsigned zp, unsigned kpc,
-                                     uint8_t *out, uint64_t cap);
+                                   unsigned nsb, const int64_t *bias, const uint32_t *trailer, uint64_t nchan,
+                                   uint64_t ksum, int64_t weight_zp, int64_t input_zp, unsigned zmax, uint8_t *seq,
+                                   uint64_t cap, int64_t *core_len, int64_t *flush_pos, int64_t *core_flush,
+                                   int64_t *raw_pos, uint32_t *raw_val, int64_t *tokens);
+int64_t teflon_native_etna_v7_buffer(const uint8_t *seq, const int64_t *core_len, const int64_t *flush_pos,
+                                     const int64_t *core_flush, const int64_t *raw_pos, const uint32_t *raw_val,
+                                     const int64_t *core_raw, unsigned ncores, unsigned header, unsigned z,
+                                     unsigned zp, unsigned kpc, uint8_t *out, uint64_t cap);
 int64_t teflon_native_etna_v8_stream(const uint8_t *codes, uint64_t n, const uint8_t *part0, const uint8_t *part1,
                                      const uint8_t *part1_w, const uint16_t *payload, const uint8_t *payload_w,
                                      uint8_t *out, uint64_t cap);
@@ -86,18 +87,18 @@ def _compiler_library() -> Any:
     return library()
 
 
-def etna_coef_stream(seq: np.ndarray, flush: np.ndarray, raw_pos: np.ndarray, raw_val: np.ndarray, z: int, zp: int,
-                     kpc: int, nbytes: int) -> bytes:
+def etna_coef_stream(seq: np.ndarray, flush_pos: np.ndarray, raw_pos: np.ndarray, raw_val: np.ndarray, z: int,
+                     zp: int, kpc: int, nbytes: int) -> bytes:
     """One core's etnaviv v7 coefficient stream of `nbytes` bytes, written by the library
-    (teflon_native_etna_coef_stream, delegate/native.h): uint8 weights in stream order, a uint8 flush mask of the
-    same length, the raw words' positions (int64, ascending) and values (uint32)."""
+    (teflon_native_etna_coef_stream, delegate/native.h): uint8 weights in stream order, the positions where runs
+    are cut (int64, ascending), the raw words' positions (int64, ascending) and values (uint32)."""
     seq = np.ascontiguousarray(seq, dtype=np.uint8)
-    flush = np.ascontiguousarray(flush, dtype=np.uint8)
+    flush_pos = np.ascontiguousarray(flush_pos, dtype=np.int64)
     raw_pos = np.ascontiguousarray(raw_pos, dtype=np.int64)
     raw_val = np.ascontiguousarray(raw_val, dtype=np.uint32)
     out = bytearray(nbytes)
     n = _compiler_library().teflon_native_etna_coef_stream(
-        _ffi.from_buffer("uint8_t[]", seq), seq.size, _ffi.from_buffer("uint8_t[]", flush),
+        _ffi.from_buffer("uint8_t[]", seq), seq.size, _ffi.from_buffer("int64_t[]", flush_pos), flush_pos.size,
         _ffi.from_buffer("int64_t[]", raw_pos), _ffi.from_buffer("uint32_t[]", raw_val), raw_val.size, z, zp, kpc,
         _ffi.from_buffer("uint8_t[]", out), nbytes)
     if n != nbytes:
@@ -107,13 +108,14 @@ def etna_coef_stream(seq: np.ndarray, flush: np.ndarray, raw_pos: np.ndarray, ra
 
 @dataclass(frozen=True)
 class EtnaV7Plan:
-    """Every used core's v7 stream plan (teflon_native_etna_v7_plan): weights in stream order and the flush mask,
-    cores back to back (core_len each); the raw words (core_raw each, positions relative to the core's first
-    weight); the token count per core and run-length width ([core][z])."""
+    """Every used core's v7 stream plan (teflon_native_etna_v7_plan): weights in stream order, cores back to back
+    (core_len each); where runs are cut (core_flush each) and the raw words (core_raw each), positions relative to
+    the core's first weight; the token count per core and run-length width ([core][z])."""
 
     seq: np.ndarray
-    flush: np.ndarray
     core_len: np.ndarray
+    flush_pos: np.ndarray
+    core_flush: np.ndarray
     raw_pos: np.ndarray
     raw_val: np.ndarray
     core_raw: np.ndarray
@@ -121,34 +123,38 @@ class EtnaV7Plan:
 
 
 def etna_v7_plan(weights: np.ndarray, writer: int, ic: int, tap: np.ndarray, channels: np.ndarray,
-                 sb_len: np.ndarray, bias_word: np.ndarray, trailer: np.ndarray, zp: int, zmax: int) -> EtnaV7Plan:
+                 sb_len: np.ndarray, bias: np.ndarray, trailer: np.ndarray, ksum: int, weight_zp: int, input_zp: int,
+                 zmax: int) -> EtnaV7Plan:
     """The v7 stream plan of one coefficient buffer, written by the library: `weights` the flat uint8 traversal
     array [channel][ic][taps] (reads past its end are 0), `writer` 0 sequential / 1 interleaved / 2 six, `tap`
     the tap order, `channels` every core's channels superblock after superblock with `sb_len` [core][superblock]
-    counting them, `bias_word` / `trailer` the uint32 raw words per channel."""
+    counting them, `bias` (int64) and `trailer` (uint32) per channel, `ksum` the weights per channel in the bias
+    word's zero-point correction."""
     w = np.ascontiguousarray(weights, dtype=np.uint8).reshape(-1)
     tap = np.ascontiguousarray(tap, dtype=np.int64)
     ch = np.ascontiguousarray(channels, dtype=np.int64)
     sb = np.ascontiguousarray(sb_len, dtype=np.int64)
-    bw = np.ascontiguousarray(bias_word, dtype=np.uint32)
+    b = np.ascontiguousarray(bias, dtype=np.int64)
     tr = np.ascontiguousarray(trailer, dtype=np.uint32)
     ncores, nsb = sb.shape
     n = ch.size * ic * tap.size
     seq = np.empty(n, dtype=np.uint8)
-    flush = np.empty(n, dtype=np.uint8)
     core_len = np.empty(ncores, dtype=np.int64)
+    flush_pos = np.empty(2 * ch.size + ncores * (ic + 1), dtype=np.int64)
+    core_flush = np.empty(ncores, dtype=np.int64)
     raw_pos = np.empty(2 * ch.size, dtype=np.int64)
     raw_val = np.empty(2 * ch.size, dtype=np.uint32)
     tokens = np.empty((ncores, zmax + 1), dtype=np.int64)
     fb = _ffi.from_buffer
     got = _compiler_library().teflon_native_etna_v7_plan(
         fb("uint8_t[]", w), w.size, writer, ic, tap.size, fb("int64_t[]", tap), fb("int64_t[]", ch),
-        fb("int64_t[]", sb), ncores, nsb, fb("uint32_t[]", bw), fb("uint32_t[]", tr), min(bw.size, tr.size), zp,
-        zmax, fb("uint8_t[]", seq), fb("uint8_t[]", flush), n, fb("int64_t[]", core_len), fb("int64_t[]", raw_pos),
-        fb("uint32_t[]", raw_val), fb("int64_t[]", tokens))
+        fb("int64_t[]", sb), ncores, nsb, fb("int64_t[]", b), fb("uint32_t[]", tr), min(b.size, tr.size), ksum,
+        weight_zp, input_zp, zmax, fb("uint8_t[]", seq), n, fb("int64_t[]", core_len), fb("int64_t[]", flush_pos),
+        fb("int64_t[]", core_flush), fb("int64_t[]", raw_pos), fb("uint32_t[]", raw_val), fb("int64_t[]", tokens))
     if got != n:
         raise NativeError(f"v7 stream plan of {got} weights, expected {n}")
-    return EtnaV7Plan(seq, flush, core_len, raw_pos, raw_val, 2 * sb.sum(axis=1), tokens)
+    return EtnaV7Plan(seq, core_len, flush_pos[: int(core_flush.sum())], core_flush, raw_pos, raw_val,
+                      2 * sb.sum(axis=1), tokens)
 
 
 def etna_v7_buffer(plan: EtnaV7Plan, header: int, z: int, zp: int, kpc: int, nbytes: int) -> bytes:
@@ -156,11 +162,12 @@ def etna_v7_buffer(plan: EtnaV7Plan, header: int, z: int, zp: int, kpc: int, nby
     `header`-byte table of 64-aligned stream sizes, then every core's stream."""
     out = bytearray(nbytes)
     fb = _ffi.from_buffer
+    i64 = [np.ascontiguousarray(a, dtype=np.int64) for a in (plan.core_len, plan.flush_pos, plan.core_flush,
+                                                             plan.raw_pos, plan.core_raw)]
     n = _compiler_library().teflon_native_etna_v7_buffer(
-        fb("uint8_t[]", plan.seq), fb("uint8_t[]", plan.flush), fb("int64_t[]", plan.core_len),
-        fb("int64_t[]", plan.raw_pos), fb("uint32_t[]", plan.raw_val),
-        fb("int64_t[]", np.ascontiguousarray(plan.core_raw, dtype=np.int64)), plan.core_len.size, header, z, zp, kpc,
-        fb("uint8_t[]", out), nbytes)
+        fb("uint8_t[]", plan.seq), fb("int64_t[]", i64[0]), fb("int64_t[]", i64[1]), fb("int64_t[]", i64[2]),
+        fb("int64_t[]", i64[3]), fb("uint32_t[]", np.ascontiguousarray(plan.raw_val, dtype=np.uint32)),
+        fb("int64_t[]", i64[4]), plan.core_len.size, header, z, zp, kpc, fb("uint8_t[]", out), nbytes)
     if n != nbytes:
         raise NativeError(f"v7 coefficient buffer of {n} bytes, expected {nbytes}")
     return bytes(out)

@@ -307,14 +307,14 @@ def test_v7_library_plan_and_writer_match_numpy(name: str) -> None:
     b = rng.integers(-(2**31), 2**31 - 1, cj.oc, dtype=np.int64).astype(np.int32)
     prep = coefs_v7._prepare(w, b, cj, 8, 5)
     ref = coefs_v7._prepare_reference(w, b, cj, 8, 5)
-    for field in ("seq", "flush", "core_len", "raw_pos", "raw_val", "core_raw", "tokens"):
+    for field in ("seq", "core_len", "flush_pos", "core_flush", "raw_pos", "raw_val", "core_raw", "tokens"):
         np.testing.assert_array_equal(getattr(prep.plan, field), getattr(ref.plan, field), err_msg=field)
     assert (prep.sizes_minus_one, prep.kpc) == (ref.sizes_minus_one, ref.kpc)
     for z in range(6):
         assert coefs_v7.encode(w, b, cj, zrl_bits=z) == coefs_v7.encode_reference(ref, z, zp, 8), z
         for i in range(ref.cores):
-            seq, flush, raw_pos, raw_val = ref.core(i)
-            got = etna_coef_stream(seq, flush, raw_pos, raw_val, z, zp, ref.kpc, len(
+            seq, flush_pos, raw_pos, raw_val = ref.core(i)
+            got = etna_coef_stream(seq, flush_pos, raw_pos, raw_val, z, zp, ref.kpc, len(
                 coefs_v7.core_stream_reference(ref, i, z, zp)))
             assert got == coefs_v7.core_stream_reference(ref, i, z, zp), (z, i)
 
@@ -335,6 +335,9 @@ def test_v7_addition() -> None:
     b = np.array([-4242], dtype=np.int32)
     buf = coefs_v7.encode(w, b, cj)
     assert len(buf) == 128  # header + one 64-byte core stream
+    ref = coefs_v7._prepare_reference(w, b, cj, 8, 5)
+    assert buf == coefs_v7.encode_reference(ref, 0, 0, 8)  # the library's plan reads past the 8 bytes as 0 too
+    np.testing.assert_array_equal(coefs_v7._prepare(w, b, cj, 8, 5).plan.raw_val, ref.plan.raw_val)
     k = coefs_v7.decode_kernels(buf, cj)
     assert (k.zrl_bits, k.kpc, k.trailers.tolist()) == (0, 1, [1234])
     assert k.bias_words.tolist() == [-4242 - int(w[0]) * 77]  # reads past Mesa's 8 bytes are 0 (weight zp 0)

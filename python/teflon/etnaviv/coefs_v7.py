@@ -247,13 +247,18 @@ def _kernel_sums(weights: np.ndarray, n_ch: int, k: int) -> np.ndarray:
     return w.sum(axis=1, dtype=np.int64)  # no int64 copy of the whole tensor
 
 
+def _trailers(job: CoefJob, n_ch: int) -> np.ndarray:
+    """Per channel (incl. phantom ones): the trailer word (uint32)."""
+    trailer = np.full(n_ch, job.addition_offset, np.int64) if job.addition else np.arange(n_ch) * job.output_plane
+    return (trailer & 0xFFFFFFFF).astype(np.uint32)
+
+
 def _raw_values(job: CoefJob, weights: np.ndarray, bias: np.ndarray, n_ch: int) -> tuple[np.ndarray, np.ndarray]:
     """Per channel (incl. phantom ones): stored bias word and trailer word (as uint32)."""
     k_corr = job.taps * job.ic  # ADD: Mesa sums 4*C weights of its 8-byte array
     b = _padded(bias, n_ch, np.int64)[:n_ch]
     bias_word = b - (_kernel_sums(weights, n_ch, k_corr) - k_corr * job.weight_zp) * job.input_zp
-    trailer = np.full(n_ch, job.addition_offset, np.int64) if job.addition else np.arange(n_ch) * job.output_plane
-    return bias_word & 0xFFFFFFFF, trailer & 0xFFFFFFFF
+    return (bias_word & 0xFFFFFFFF).astype(np.uint32), _trailers(job, n_ch)
 
 
 def _n_channels(job: CoefJob, nn_core_count: int) -> int:
@@ -279,11 +284,11 @@ class _Prepared:
         return int(self.plan.core_len.size)
 
     def core(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Core i's (weights, flush mask, raw word positions, raw word values)."""
+        """Core i's (weights, flush positions, raw word positions, raw word values)."""
         p = self.plan
-        n0, r0 = int(p.core_len[:i].sum()), int(p.core_raw[:i].sum())
-        n1, r1 = n0 + int(p.core_len[i]), r0 + int(p.core_raw[i])
-        return p.seq[n0:n1], p.flush[n0:n1], p.raw_pos[r0:r1], p.raw_val[r0:r1]
+        n0, f0, r0 = (int(a[:i].sum()) for a in (p.core_len, p.core_flush, p.core_raw))
+        n1, f1, r1 = n0 + int(p.core_len[i]), f0 + int(p.core_flush[i]), r0 + int(p.core_raw[i])
+        return p.seq[n0:n1], p.flush_pos[f0:f1], p.raw_pos[r0:r1], p.raw_val[r0:r1]
 
 
 def _kpc(job: CoefJob, nn_core_count: int) -> int:
@@ -301,10 +306,12 @@ def _prepare(weights: np.ndarray, bias: np.ndarray, job: CoefJob, nn_core_count:
     chans = v7_core_channels(oc, nn_core_count, job.superblocks)
     sb_len = np.array([[c.size for c in core] for core in chans], dtype=np.int64)
     channels = np.concatenate([c for core in chans for c in core])
-    bias_word, trailer = _raw_values(job, weights, bias, _n_channels(job, nn_core_count))
+    n_ch = _n_channels(job, nn_core_count)
     split = writer == "interleaved" or job.depthwise or job.input_width > 64
+    # the bias word's correction sums taps * ic weights per channel (ADD: 4*C of its 8-byte array), like _raw_values
     plan = etna_v7_plan(weights, _WRITER_CODE[writer], ic, _tap_order(job.kx, job.ky, split), channels, sb_len,
-                        bias_word, trailer, job.weight_zp, zmax)
+                        _padded(bias, n_ch, np.int64)[:n_ch], _trailers(job, n_ch), job.taps * job.ic,
+                        job.weight_zp, job.input_zp, zmax)
     return _Prepared(plan, writer != "interleaved", _kpc(job, nn_core_count))
 
 
@@ -317,17 +324,15 @@ def _prepare_reference(weights: np.ndarray, bias: np.ndarray, job: CoefJob, nn_c
     ic_t = 1 if job.addition else job.ic
     wt = _padded(weights, n_ch * ic_t * job.taps, np.uint8)
     bias_word, trailer = _raw_values(job, weights, bias, n_ch)
-    seqs, flushes, raw_val, tokens = [], [], [], []
+    seqs, raw_val, tokens = [], [], []
     for p in plans:
         seq = wt[p.order]
-        flush = np.zeros(seq.size, dtype=np.uint8)
-        flush[p.flush_pos] = 1
         g = _groups(seq, job.weight_zp, p.flush_pos)
         seqs.append(seq)
-        flushes.append(flush)
         raw_val.append(np.where(p.raw_kind == RAW_BIAS, bias_word[p.raw_ch], trailer[p.raw_ch]).astype(np.uint32))
         tokens.append([_token_count(g, z) for z in range(zmax + 1)])
-    plan = EtnaV7Plan(np.concatenate(seqs), np.concatenate(flushes), np.array([s.size for s in seqs]),
+    plan = EtnaV7Plan(np.concatenate(seqs), np.array([s.size for s in seqs]),
+                      np.concatenate([p.flush_pos for p in plans]), np.array([p.flush_pos.size for p in plans]),
                       np.concatenate([p.raw_pos for p in plans]), np.concatenate(raw_val),
                       np.array([p.raw_pos.size for p in plans]), np.array(tokens, dtype=np.int64))
     return _Prepared(plan, plans[0].sizes_minus_one, _kpc(job, nn_core_count))
@@ -364,8 +369,8 @@ def core_stream_reference(prep: _Prepared, i: int, z: int, zp: int) -> bytes:
     """One core's stream in numpy: the z and kernels-per-core header, then the tokens (`_tokens`) with each raw word
     after the token that ends on its weight, flushed as whole u32 words (tests compare the library's writer
     against it)."""
-    seq, flush, raw_pos, raw_val = prep.core(i)
-    g = _groups(seq, zp, np.flatnonzero(flush))
+    seq, flush_pos, raw_pos, raw_val = prep.core(i)
+    g = _groups(seq, zp, flush_pos)
     run, literal, tok_end = _tokens(g, seq, zp, z)
     ntok, nraw, tw = run.size, raw_val.size, z + 8
     # A raw word follows the token that ends on its weight: bit offsets without merging the two lists.
