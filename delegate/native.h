@@ -76,6 +76,25 @@ TEFLON_EXPORT int64_t teflon_native_etna_v8_stream(const uint8_t *codes, uint64_
                                                    const uint8_t *part1, const uint8_t *part1_w, const uint16_t *payload,
                                                    const uint8_t *payload_w, uint8_t *out, uint64_t cap);
 
+/* hist[v] = how many of the n bytes w[i] have (w[i] - sub) mod 256 == v (teflon.etnaviv.coefs_v8 symbol maps). */
+TEFLON_EXPORT void teflon_native_byte_histogram(const uint8_t *w, uint64_t n, unsigned sub, uint64_t *hist);
+
+/* A whole etnaviv v8 coefficient buffer (teflon.etnaviv.coefs_v8.encode): the 64-byte header (version, the
+ * symbol map word, each core stream's bit length), every used core's stream (teflon_native_etna_v8_stream over
+ * the tables of the symbol map) zero-padded to 64 bytes, then the oc u32 bias table. The weights w are oc kernels
+ * of k bytes; a kernel is coded in nblocks blocks of bs bytes, each followed by pad codes; past the kernel and in
+ * the padding the code is 0 (raw: the zero point). Coded bytes are w - weight_zp, or w itself when raw. Core c
+ * codes its kernel count, then for each superblock s block j of each of its next sb_len[c * nsb + s] channels
+ * ch, then block j + 1. The bias table word of kernel o is bias[o] + sum(w - weight_zp) * (128 - input_zp).
+ * Returns the bytes written, or -1 when they exceed cap or a parameter is out of range. */
+TEFLON_EXPORT int64_t teflon_native_etna_v8_buffer(const uint8_t *w, uint64_t wlen, uint64_t oc, uint64_t k,
+                                                   unsigned bs, unsigned pad, uint64_t nblocks, unsigned weight_zp,
+                                                   unsigned raw, const int64_t *ch, const int64_t *sb_len,
+                                                   unsigned ncores, unsigned nsb, uint32_t symbol_map,
+                                                   const uint8_t *part0, const uint8_t *part1, const uint8_t *part1_w,
+                                                   const uint16_t *payload, const uint8_t *payload_w,
+                                                   const int64_t *bias, int64_t input_zp, uint8_t *out, uint64_t cap);
+
 /* The body of one Ethos-U weight-stream slice without zero runs (teflon.ethosu.mlw): the n indices idx with GRC
  * divisor div (truncated when trunc), or uncompressed ubits-bit indices when ubits > 0, packed LSB first into
  * whole 32-bit words. Stores the body's bit length in *nbits; returns the bytes written, or -1 when they exceed

@@ -79,30 +79,6 @@ static inline uint8_t v7_weight(const uint8_t *w, uint64_t wlen, uint64_t i)
     return i < wlen ? w[i] : 0;
 }
 
-/* The sum of the k weights from `first` (zeros past wlen). */
-static int64_t v7_weight_sum(const uint8_t *w, uint64_t wlen, uint64_t first, uint64_t k)
-{
-    uint64_t i = 0, sum = 0;
-    if (first < wlen) {
-        const uint64_t end = wlen - first < k ? wlen - first : k;
-        const uint8_t *p = w + first;
-        const uint64_t lo = UINT64_C(0x00FF00FF00FF00FF);
-        while (i + 8 <= end) { /* 8 bytes a step into four 16-bit lanes, emptied before they can overflow */
-            uint64_t lanes = 0;
-            for (unsigned step = 0; step < 128 && i + 8 <= end; step++, i += 8) {
-                uint64_t x;
-                memcpy(&x, p + i, 8);
-                lanes += (x & lo) + ((x >> 8) & lo);
-            }
-            for (unsigned l = 0; l < 4; l++)
-                sum += (lanes >> (16 * l)) & 0xFFFF;
-        }
-        for (; i < end; i++)
-            sum += p[i];
-    }
-    return (int64_t)sum;
-}
-
 /* Appends the ascending positions a (na) and b (nb) to out, in order and without repeating a position; returns the
  * new length. */
 static uint64_t v7_merge_unique(const int64_t *a, uint64_t na, const int64_t *b, uint64_t nb, int64_t *out,
@@ -208,7 +184,7 @@ int64_t teflon_native_etna_v7_plan(const uint8_t *w, uint64_t wlen, unsigned wri
             while (i < n || j < n) {
                 if (j >= n || (i < n && bias_at[i] <= trailer_at[j])) {
                     const int64_t k = (int64_t)ksum;
-                    const int64_t sum = v7_weight_sum(w, wlen, (uint64_t)chs[i] * ksum, ksum);
+                    const int64_t sum = teflon_byte_sum(w, wlen, (uint64_t)chs[i] * ksum, ksum);
                     raw_pos[r] = bias_at[i];
                     raw_val[r++] = (uint32_t)((bias[chs[i++]] - (sum - k * weight_zp) * input_zp) & 0xFFFFFFFF);
                 } else {

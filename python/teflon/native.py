@@ -53,6 +53,13 @@ int64_t teflon_native_etna_v7_buffer(const uint8_t *seq, const int64_t *core_len
 int64_t teflon_native_etna_v8_stream(const uint8_t *codes, uint64_t n, const uint8_t *part0, const uint8_t *part1,
                                      const uint8_t *part1_w, const uint16_t *payload, const uint8_t *payload_w,
                                      uint8_t *out, uint64_t cap);
+void teflon_native_byte_histogram(const uint8_t *w, uint64_t n, unsigned sub, uint64_t *hist);
+int64_t teflon_native_etna_v8_buffer(const uint8_t *w, uint64_t wlen, uint64_t oc, uint64_t k, unsigned bs,
+                                     unsigned pad, uint64_t nblocks, unsigned weight_zp, unsigned raw,
+                                     const int64_t *ch, const int64_t *sb_len, unsigned ncores, unsigned nsb,
+                                     uint32_t symbol_map, const uint8_t *part0, const uint8_t *part1,
+                                     const uint8_t *part1_w, const uint16_t *payload, const uint8_t *payload_w,
+                                     const int64_t *bias, int64_t input_zp, uint8_t *out, uint64_t cap);
 int64_t teflon_native_ethosu_mlw_plain_body(const uint16_t *idx, uint64_t n, unsigned div, unsigned trunc,
                                             unsigned ubits, uint8_t *out, uint64_t cap, uint64_t *nbits);
 """
@@ -190,6 +197,47 @@ def etna_v8_stream(codes: np.ndarray, part0: np.ndarray, part1: np.ndarray, part
     if nbits < 0:
         raise NativeError(f"coefficient stream of {codes.size} codes longer than {cap} bytes")
     return bytes(out[: (nbits + 7) // 8]), int(nbits)
+
+
+def byte_histogram(data: np.ndarray, sub: int = 0) -> np.ndarray:
+    """uint64 [256]: how many bytes of `data` (read flat as uint8) have (byte - sub) mod 256 == v, counted by the
+    library (teflon_native_byte_histogram)."""
+    data = np.ascontiguousarray(data, dtype=np.uint8).reshape(-1)
+    hist = np.empty(256, dtype=np.uint64)
+    _compiler_library().teflon_native_byte_histogram(_ffi.from_buffer("uint8_t[]", data), data.size, sub & 0xFF,
+                                                     _ffi.from_buffer("uint64_t[]", hist))
+    return hist
+
+
+def etna_v8_buffer(weights: np.ndarray, oc: int, k: int, bs: int, pad: int, nblocks: int, weight_zp: int, raw: bool,
+                   channels: np.ndarray, sb_len: np.ndarray, symbol_map: int, part0: np.ndarray, part1: np.ndarray,
+                   part1_w: np.ndarray, payload: np.ndarray, payload_w: np.ndarray, bias: np.ndarray,
+                   input_zp: int) -> bytes:
+    """A whole etnaviv v8 coefficient buffer written by the library (teflon_native_etna_v8_buffer,
+    delegate/native.h): oc kernels of k weights in blocks of bs (+ pad) codes, every core's channels superblock
+    after superblock (`sb_len` [core][superblock] counting them), the 256-entry code tables of `symbol_map` and
+    the int64 bias per kernel."""
+    w = np.ascontiguousarray(weights, dtype=np.uint8).reshape(-1)
+    ch = np.ascontiguousarray(channels, dtype=np.int64)
+    sb = np.ascontiguousarray(sb_len, dtype=np.int64)
+    b = np.ascontiguousarray(bias, dtype=np.int64)
+    if b.size < oc:
+        raise ValueError(f"{b.size} bias values for {oc} kernels")
+    tables = [np.ascontiguousarray(t, dtype=d) for t, d in ((part0, np.uint8), (part1, np.uint8), (part1_w, np.uint8),
+                                                             (payload, np.uint16), (payload_w, np.uint8))]
+    ncores, nsb = sb.shape
+    slot = bs + pad
+    cap = 64 + 4 * oc + sum(((int(n) * nblocks * slot // 2 + 4) * 38 + 7) // 8 + 72 for n in sb.sum(axis=1))
+    out = bytearray(cap)
+    fb = _ffi.from_buffer
+    n = _compiler_library().teflon_native_etna_v8_buffer(
+        fb("uint8_t[]", w), w.size, oc, k, bs, pad, nblocks, weight_zp, int(raw), fb("int64_t[]", ch),
+        fb("int64_t[]", sb), ncores, nsb, symbol_map, fb("uint8_t[]", tables[0]), fb("uint8_t[]", tables[1]),
+        fb("uint8_t[]", tables[2]), fb("uint16_t[]", tables[3]), fb("uint8_t[]", tables[4]), fb("int64_t[]", b),
+        input_zp, fb("uint8_t[]", out), cap)
+    if n < 0:
+        raise NativeError(f"v8 coefficient buffer of {oc} kernels longer than {cap} bytes, or out of range")
+    return bytes(out[:n])
 
 
 def ethosu_mlw_plain_body(idx: np.ndarray, div: int, trunc: bool, ubits: int) -> tuple[np.ndarray, int]:

@@ -387,6 +387,27 @@ def test_v8_roundtrip(name: str) -> None:
     np.testing.assert_array_equal(b_dec, b)
 
 
+@pytest.mark.parametrize("name", sorted(V8_CASES))
+def test_v8_library_buffer_matches_numpy(name: str) -> None:
+    """The library's whole-buffer writer (teflon_native_etna_v8_buffer) and byte histogram (the symbol maps) give
+    the numpy reference's bytes: coded and raw weights, chosen and forced symbol maps, every core order."""
+    fields, sparsity = V8_CASES[name]
+    rng = np.random.default_rng(sorted(V8_CASES).index(name) + 8100)
+    zp, izp = int(rng.integers(0, 256)), int(rng.integers(0, 256))
+    cj = CoefJob(weight_zp=zp, input_zp=izp, **fields)
+    n = cj.oc * cj.taps * (1 if cj.depthwise else cj.ic)
+    w = rng.integers(0, 256, n).astype(np.uint8) if sparsity < 0 else _random_weights(rng, n, zp, sparsity)
+    b = rng.integers(-(2**31), 2**31 - 1, cj.oc, dtype=np.int64).astype(np.int32)
+    assert coefs_v8.choose_symbol_map(w) == coefs_v8.choose_symbol_map_reference(w)
+    assert coefs_v8.coded_symbol_map(w, cj) == coefs_v8.coded_symbol_map_reference(w, cj)
+    smap = tuple(int(v) for v in rng.permutation(8))
+    for cores in (6, 8):
+        for kw in ({}, {"raw_weights": True}, {"symbol_map": smap},
+                   {"symbol_map": coefs_v8.coded_symbol_map(w, cj)}):
+            assert coefs_v8.encode(w, b, cj, nn_core_count=cores, **kw) == coefs_v8.encode_reference(
+                w, b, cj, nn_core_count=cores, **kw), (cores, kw)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_v8_library_stream_writer_matches_numpy(seed: int) -> None:
     """The library's v8 stream writer (teflon_native_etna_v8_stream) writes encode_stream's bytes and bit length for
