@@ -42,32 +42,38 @@ TEFLON_EXPORT int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_
 #define TEFLON_V7_INTERLEAVED 1
 #define TEFLON_V7_SIX 2
 
-/* Every used core's etnaviv v7 stream plan, as teflon.etnaviv.coefs_v7.core_plans orders it: the weights of the
- * traversal array w ([channel][ic][taps], reads past wlen are 0) in stream order into seq (cores back to back,
- * core_len[c] each); where runs are cut (flush_pos: ascending, unique, relative to the core's first weight,
- * core_flush[c] each; room for 2 * channels + ncores * (ic + 1)); the raw words (2 per channel, core after
- * core, raw_pos relative to the core's first weight, ascending): the bias word bias[ch] - (sum of the ksum
- * weights from ch * ksum - ksum * weight_zp) * input_zp, and trailer[ch]; and per core the token count at each
- * run-length width 0..zmax (tokens[c * (zmax + 1) + z]). The channels of core c, superblock s are the next
- * sb_len[c * nsb + s] entries of ch (each < nchan, the length of bias and trailer); tap is the tap order inside
- * a kernel. Returns the weights written, or -1 when they exceed cap or a parameter is out of range. */
-TEFLON_EXPORT int64_t teflon_native_etna_v7_plan(const uint8_t *w, uint64_t wlen, unsigned writer, unsigned ic,
-                                                 unsigned taps, const int64_t *tap, const int64_t *ch,
-                                                 const int64_t *sb_len, unsigned ncores, unsigned nsb,
-                                                 const int64_t *bias, const uint32_t *trailer, uint64_t nchan,
-                                                 uint64_t ksum, int64_t weight_zp, int64_t input_zp, unsigned zmax,
-                                                 uint8_t *seq, uint64_t cap, int64_t *core_len, int64_t *flush_pos,
-                                                 int64_t *core_flush, int64_t *raw_pos, uint32_t *raw_val,
-                                                 int64_t *tokens);
+/* One etnaviv v7 coefficient buffer's weight order (teflon.etnaviv.coefs_v7.core_plans): the traversal array w
+ * ([channel][ic][taps], reads past wlen are 0), the writer (TEFLON_V7_*), the tap order inside a kernel, and the
+ * channels of core c, superblock s: the next sb_len[c * nsb + s] entries of ch, each < nchan. */
+typedef struct {
+    const uint8_t *w;
+    uint64_t wlen;
+    unsigned writer, ic, taps;
+    const int64_t *tap, *ch, *sb_len;
+    unsigned ncores, nsb;
+    uint64_t nchan;
+} teflon_etna_v7_job;
 
-/* A whole etnaviv v7 coefficient buffer from a plan (teflon_native_etna_v7_plan): a header of `header` bytes
- * holding each core stream's 64-aligned size (u32), then the streams (teflon_native_etna_coef_stream), each
+/* Every used core's etnaviv v7 stream plan: where runs are cut (flush_pos: ascending, unique, relative to the
+ * core's first weight, core_flush[c] each; room for 2 * channels + ncores * (ic + 1)); the raw words (2 per
+ * channel, core after core, raw_pos relative to the core's first weight, ascending): the bias word bias[ch] -
+ * (sum of the ksum weights from ch * ksum - ksum * weight_zp) * input_zp, and trailer[ch] (both nchan long); per
+ * core its weights (core_len) and the token count at each run-length width 0..zmax (tokens[c * (zmax + 1) + z]);
+ * with seq != NULL the weights in stream order, cores back to back. Returns the weights of all cores, or -1 when
+ * a parameter is out of range. */
+TEFLON_EXPORT int64_t teflon_native_etna_v7_plan(const teflon_etna_v7_job *job, const int64_t *bias,
+                                                 const uint32_t *trailer, uint64_t ksum, int64_t weight_zp,
+                                                 int64_t input_zp, unsigned zmax, uint8_t *seq, int64_t *core_len,
+                                                 int64_t *flush_pos, int64_t *core_flush, int64_t *raw_pos,
+                                                 uint32_t *raw_val, int64_t *tokens);
+
+/* A whole etnaviv v7 coefficient buffer from a job and its plan (teflon_native_etna_v7_plan): a header of `header`
+ * bytes holding each core stream's 64-aligned size (u32), then the streams (teflon_native_etna_coef_stream), each
  * zero-padded to 64 bytes. Returns the bytes written, or -1 when they exceed cap. */
-TEFLON_EXPORT int64_t teflon_native_etna_v7_buffer(const uint8_t *seq, const int64_t *core_len,
-                                                   const int64_t *flush_pos, const int64_t *core_flush,
-                                                   const int64_t *raw_pos, const uint32_t *raw_val,
-                                                   const int64_t *core_raw, unsigned ncores, unsigned header,
-                                                   unsigned z, unsigned zp, unsigned kpc, uint8_t *out, uint64_t cap);
+TEFLON_EXPORT int64_t teflon_native_etna_v7_buffer(const teflon_etna_v7_job *job, const int64_t *flush_pos,
+                                                   const int64_t *core_flush, const int64_t *raw_pos,
+                                                   const uint32_t *raw_val, unsigned header, unsigned z, unsigned zp,
+                                                   unsigned kpc, uint8_t *out, uint64_t cap);
 
 /* One core's etnaviv v8 coefficient stream (teflon.etnaviv.coefs_v8): the n codes, coded in pairs with the
  * 256-entry per-byte tables of one symbol map, packed LSB first into ceil(bits / 8) bytes. Returns the stream's

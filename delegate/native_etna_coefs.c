@@ -93,192 +93,296 @@ static uint64_t v7_merge_unique(const int64_t *a, uint64_t na, const int64_t *b,
     return len;
 }
 
-int64_t teflon_native_etna_v7_plan(const uint8_t *w, uint64_t wlen, unsigned writer, unsigned ic, unsigned taps,
-                                   const int64_t *tap, const int64_t *ch, const int64_t *sb_len, unsigned ncores,
-                                   unsigned nsb, const int64_t *bias, const uint32_t *trailer, uint64_t nchan,
-                                   uint64_t ksum, int64_t weight_zp, int64_t input_zp, unsigned zmax, uint8_t *seq,
-                                   uint64_t cap, int64_t *core_len, int64_t *flush_pos, int64_t *core_flush,
-                                   int64_t *raw_pos, uint32_t *raw_val, int64_t *tokens)
+/* What a job's checks derive: the most channels of a superblock and of a core, every channel, whether the tap
+ * order is the identity (kernels of up to 3 columns). */
+typedef struct {
+    uint64_t total_ch, max_sb, max_core;
+    int in_order;
+} v7_shape;
+
+static int v7_check(const teflon_etna_v7_job *j, v7_shape *sh)
 {
-    uint64_t total_ch = 0, maxn = 0;
-    if (writer > TEFLON_V7_SIX || ic == 0 || taps == 0 || zmax > 16 || weight_zp < 0 || weight_zp > 255)
+    memset(sh, 0, sizeof(*sh));
+    if (j->writer > TEFLON_V7_SIX || j->ic == 0 || j->taps == 0)
         return -1;
-    for (uint64_t i = 0; i < (uint64_t)ncores * nsb; i++) {
-        if (sb_len[i] < 0)
-            return -1;
-        total_ch += (uint64_t)sb_len[i];
-        maxn = (uint64_t)sb_len[i] > maxn ? (uint64_t)sb_len[i] : maxn;
+    for (unsigned c = 0; c < j->ncores; c++) {
+        uint64_t core = 0;
+        for (unsigned s = 0; s < j->nsb; s++) {
+            const int64_t n = j->sb_len[(uint64_t)c * j->nsb + s];
+            if (n < 0)
+                return -1;
+            core += (uint64_t)n;
+            sh->max_sb = (uint64_t)n > sh->max_sb ? (uint64_t)n : sh->max_sb;
+        }
+        sh->total_ch += core;
+        sh->max_core = core > sh->max_core ? core : sh->max_core;
     }
-    for (uint64_t i = 0; i < total_ch; i++)
-        if (ch[i] < 0 || (uint64_t)ch[i] >= nchan)
+    for (uint64_t i = 0; i < sh->total_ch; i++)
+        if (j->ch[i] < 0 || (uint64_t)j->ch[i] >= j->nchan)
             return -1;
-    int in_order = 1; /* the tap order is the identity (kernels of up to 3 columns) */
-    for (unsigned t = 0; t < taps; t++) {
-        if (tap[t] < 0 || (uint64_t)tap[t] >= taps)
+    sh->in_order = 1;
+    for (unsigned t = 0; t < j->taps; t++) {
+        if (j->tap[t] < 0 || (uint64_t)j->tap[t] >= j->taps)
             return -1;
-        in_order &= tap[t] == (int64_t)t;
+        sh->in_order &= j->tap[t] == (int64_t)t;
     }
-    if (total_ch * ic * taps > cap)
-        return -1;
-    /* per superblock: the kernels' bias and trailer positions, the raw words merged, the input-channel rounds */
-    int64_t *at = malloc((3 * (maxn ? maxn : 1) + ic) * sizeof(*at));
-    if (!at)
-        return -1;
+    return 0;
+}
+
+/* The raw words' values: the bias word bias[ch] - (sum of ksum weights from ch * ksum - ksum * weight_zp) *
+ * input_zp, and trailer[ch]. */
+typedef struct {
+    const int64_t *bias;
+    const uint32_t *trailer;
+    uint64_t ksum;
+    int64_t weight_zp, input_zp;
+} v7_words;
+
+/* Core c's weights in stream order into seq (its channels from chs); returns how many. With `words`, also its raw
+ * words (2 per channel, by position) and its run cuts (ascending, unique, the stream's end included; *nflush of
+ * them). `at` has room for 3 * max_sb + ic positions. */
+static uint64_t v7_core(const teflon_etna_v7_job *j, const v7_shape *sh, unsigned c, const int64_t *chs,
+                        uint8_t *seq, int64_t *at, const v7_words *words, int64_t *raw_pos, uint32_t *raw_val,
+                        int64_t *flush_pos, uint64_t *nflush)
+{
+    const uint8_t *w = j->w;
+    const uint64_t wlen = j->wlen, ic = j->ic, taps = j->taps;
     const uint64_t st = ic < 6 ? ic : 6, blocks = (ic + st - 1) / st, last = ic - (blocks - 1) * st;
-    const uint64_t zp8 = bytes8((unsigned)weight_zp);
-    uint64_t pos = 0, nraw = 0, nflush = 0;
-    const int64_t *chs = ch;
-    for (unsigned c = 0; c < ncores; c++) {
-        const uint64_t core_start = pos, core_flush_start = nflush;
-        for (unsigned s = 0; s < nsb; s++) {
-            const uint64_t n = (uint64_t)sb_len[(uint64_t)c * nsb + s];
-            const uint64_t start = pos - core_start;
-            int64_t *bias_at = at, *trailer_at = at + n, *rounds = at + 2 * n;
-            uint64_t nrounds = 0;
-            if (n == 0)
-                continue;
-            if (writer == TEFLON_V7_SEQUENTIAL) { /* kernel after kernel */
-                for (uint64_t k = 0; k < n; k++) {
-                    for (unsigned t = 0; t < taps; t++)
-                        seq[pos++] = v7_weight(w, wlen, (uint64_t)chs[k] * taps + (uint64_t)tap[t]);
-                    bias_at[k] = (int64_t)(start + k * taps);
-                    trailer_at[k] = bias_at[k] + taps - 1;
+    uint64_t pos = 0, nraw = 0, nfl = 0;
+    for (unsigned s = 0; s < j->nsb; s++) {
+        const uint64_t n = (uint64_t)j->sb_len[(uint64_t)c * j->nsb + s], start = pos;
+        int64_t *bias_at = at, *trailer_at = at + n, *rounds = at + 2 * n;
+        uint64_t nrounds = 0;
+        if (n == 0)
+            continue;
+        if (j->writer == TEFLON_V7_SEQUENTIAL) { /* kernel after kernel */
+            for (uint64_t k = 0; k < n; k++) {
+                for (unsigned t = 0; t < taps; t++)
+                    seq[pos++] = v7_weight(w, wlen, (uint64_t)chs[k] * taps + (uint64_t)j->tap[t]);
+                bias_at[k] = (int64_t)(start + k * taps);
+                trailer_at[k] = bias_at[k] + (int64_t)taps - 1;
+            }
+        } else if (j->writer == TEFLON_V7_INTERLEAVED) { /* input channel z of every kernel, then z + 1 */
+            /* eight kernels at a time: their ic * taps weights are read in eight sweeps, and each round gets
+             * their slices as one contiguous piece (the kernels lie far apart in w) */
+            uint64_t k = 0;
+            const uint64_t step = n * taps;
+            for (; sh->in_order && taps == 9 && k + 8 <= n; k += 8) { /* 3x3, the common case: inline copies */
+                const uint8_t *src[8];
+                int inside = 1;
+                for (unsigned b = 0; b < 8; b++) {
+                    const uint64_t base = (uint64_t)chs[k + b] * ic * 9;
+                    inside &= base + ic * 9 <= wlen;
+                    src[b] = w + base;
                 }
-            } else if (writer == TEFLON_V7_INTERLEAVED) { /* input channel z of every kernel, then z + 1 */
-                for (unsigned z = 0; z < ic; z++) {
-                    for (uint64_t k = 0; k < n; k++) {
-                        const uint64_t base = ((uint64_t)chs[k] * ic + z) * taps;
-                        if (in_order && taps == 9 && base + 9 <= wlen) { /* 3x3, the common case: inline copies */
-                            memcpy(seq + pos, w + base, 8);
-                            seq[pos + 8] = w[base + 8];
-                            pos += 9;
-                            continue;
-                        }
-                        if (in_order && base + taps <= wlen) { /* one copy per kernel slice */
-                            memcpy(seq + pos, w + base, taps);
-                            pos += taps;
-                            continue;
-                        }
-                        for (unsigned t = 0; t < taps; t++)
-                            seq[pos++] = v7_weight(w, wlen, base + (uint64_t)tap[t]);
+                if (!inside)
+                    break;
+                uint8_t *dst = seq + start + k * 9;
+                for (uint64_t z = 0; z < ic; z++, dst += step)
+                    for (unsigned b = 0; b < 8; b++) {
+                        memcpy(dst + 9 * b, src[b] + 9 * z, 8);
+                        dst[9 * b + 8] = src[b][9 * z + 8];
                     }
-                    if (s == nsb - 1) /* every input-channel round of the last superblock ends with a flush */
-                        rounds[nrounds++] = (int64_t)(pos - 1 - core_start);
-                }
-                for (uint64_t k = 0; k < n; k++) {
-                    bias_at[k] = (int64_t)(start + k * taps);
-                    trailer_at[k] = (int64_t)(start + ((ic - 1) * n + k) * taps + taps - 1);
-                }
-            } else { /* 1x1: blocks of up to six input channels of every kernel */
-                for (uint64_t b = 0; b < blocks; b++)
-                    for (uint64_t k = 0; k < n; k++)
-                        for (uint64_t i = 0; i < st && b * st + i < ic; i++)
-                            seq[pos++] = v7_weight(w, wlen, (uint64_t)chs[k] * ic + b * st + i);
-                for (uint64_t k = 0; k < n; k++) {
-                    bias_at[k] = (int64_t)(start + k * st);
-                    trailer_at[k] = (int64_t)(start + (blocks - 1) * n * st + k * last + last - 1);
+            }
+            for (; k < n; k++) {
+                const uint64_t base = (uint64_t)chs[k] * ic * taps;
+                uint8_t *dst = seq + start + k * taps;
+                if (sh->in_order && base + ic * taps <= wlen) {
+                    for (uint64_t z = 0; z < ic; z++, dst += step)
+                        memcpy(dst, w + base + taps * z, taps);
+                } else {
+                    for (uint64_t z = 0; z < ic; z++, dst += step)
+                        for (unsigned t = 0; t < taps; t++)
+                            dst[t] = v7_weight(w, wlen, base + z * taps + (uint64_t)j->tap[t]);
                 }
             }
+            pos = start + ic * n * taps;
+            if (s == j->nsb - 1) /* every input-channel round of the last superblock ends with a flush */
+                for (uint64_t z = 0; z < ic; z++)
+                    rounds[nrounds++] = (int64_t)(start + (z + 1) * n * taps - 1);
+            for (uint64_t k = 0; k < n; k++) {
+                bias_at[k] = (int64_t)(start + k * taps);
+                trailer_at[k] = (int64_t)(start + ((ic - 1) * n + k) * taps + taps - 1);
+            }
+        } else { /* 1x1: blocks of up to six input channels of every kernel */
+            /* block b of kernel k lands at start + b * n * st + k * (its length): kernel by kernel, each row of
+             * ic weights is read in one sweep (the rows lie far apart in w) */
+            for (uint64_t k = 0; k < n; k++) {
+                const uint64_t row = (uint64_t)chs[k] * ic;
+                for (uint64_t b = 0; b < blocks; b++) {
+                    const uint64_t len = b + 1 < blocks ? st : last;
+                    uint8_t *dst = seq + start + b * n * st + k * len;
+                    if (row + ic <= wlen)
+                        for (uint64_t i = 0; i < len; i++)
+                            dst[i] = w[row + b * st + i];
+                    else
+                        for (uint64_t i = 0; i < len; i++)
+                            dst[i] = v7_weight(w, wlen, row + b * st + i);
+                }
+            }
+            pos = start + n * ic;
+            for (uint64_t k = 0; k < n; k++) {
+                bias_at[k] = (int64_t)(start + k * st);
+                trailer_at[k] = (int64_t)(start + (blocks - 1) * n * st + k * last + last - 1);
+            }
+        }
+        if (words) {
             /* the raw words by position, the bias first where a bias and a trailer follow the same weight */
-            uint64_t i = 0, j = 0, r = nraw;
-            while (i < n || j < n) {
-                if (j >= n || (i < n && bias_at[i] <= trailer_at[j])) {
-                    const int64_t k = (int64_t)ksum;
-                    const int64_t sum = teflon_byte_sum(w, wlen, (uint64_t)chs[i] * ksum, ksum);
+            uint64_t i = 0, k = 0, r = nraw;
+            while (i < n || k < n) {
+                if (k >= n || (i < n && bias_at[i] <= trailer_at[k])) {
+                    const int64_t ks = (int64_t)words->ksum;
+                    const int64_t sum = teflon_byte_sum(w, wlen, (uint64_t)chs[i] * words->ksum, words->ksum);
                     raw_pos[r] = bias_at[i];
-                    raw_val[r++] = (uint32_t)((bias[chs[i++]] - (sum - k * weight_zp) * input_zp) & 0xFFFFFFFF);
+                    raw_val[r++] = (uint32_t)((words->bias[chs[i]] - (sum - ks * words->weight_zp) * words->input_zp)
+                                              & 0xFFFFFFFF);
+                    i++;
                 } else {
-                    raw_pos[r] = trailer_at[j];
-                    raw_val[r++] = trailer[chs[j++]];
+                    raw_pos[r] = trailer_at[k];
+                    raw_val[r++] = words->trailer[chs[k++]];
                 }
             }
             /* every raw word and round end cuts a run */
-            nflush = v7_merge_unique(raw_pos + nraw, 2 * n, rounds, nrounds, flush_pos + core_flush_start,
-                                     nflush - core_flush_start) + core_flush_start;
+            nfl = v7_merge_unique(raw_pos + nraw, 2 * n, rounds, nrounds, flush_pos, nfl);
             nraw = r;
-            chs += n;
         }
-        const uint64_t len = pos - core_start;
-        core_len[c] = (int64_t)len;
-        if (len > 0) { /* the stream's end */
-            const int64_t end = (int64_t)len - 1;
-            nflush = v7_merge_unique(&end, 1, NULL, 0, flush_pos + core_flush_start, nflush - core_flush_start)
-                     + core_flush_start;
-        }
-        core_flush[c] = (int64_t)(nflush - core_flush_start);
-
-        /* tokens at every width: groups end at a literal or a flush; a group of `zeros` zero points (before its
-         * literal, or all of it when a flush cuts it) takes zeros >> z full tokens, plus one when it has a
-         * literal or a remainder */
-        int64_t *tok = tokens + (uint64_t)c * (zmax + 1);
-        const uint8_t *q = seq + core_start;
-        const int64_t *fl = flush_pos + core_flush_start;
-        const uint64_t nfl = nflush - core_flush_start;
-        uint64_t run = 0, f = 0, dense = 0;
-        for (unsigned z = 0; z <= zmax; z++)
-            tok[z] = 0;
-        for (uint64_t p = 0; p < len; p++) {
-            while (f < nfl && fl[f] < (int64_t)p)
-                f++;
-            const uint64_t next_flush = f < nfl ? (uint64_t)fl[f] : len;
-            uint64_t s8;
-            while (p + 8 <= len && p + 8 <= next_flush) { /* long zero-point runs: 8 weights at a time */
-                memcpy(&s8, q + p, 8);
-                if (s8 != zp8)
-                    break;
-                run += 8;
-                p += 8;
-            }
-            if (p >= len)
-                break;
-            const int literal = q[p] != (uint8_t)weight_zp;
-            if (!literal && p != next_flush) {
-                run++;
-                continue;
-            }
-            if (run == 0) { /* one token at every width */
-                dense++;
-                continue;
-            }
-            const uint64_t zeros = literal ? run : run + 1;
-            for (unsigned z = 0; z <= zmax; z++)
-                tok[z] += (int64_t)((zeros >> z) + (literal || (zeros & ((UINT64_C(1) << z) - 1)) ? 1 : 0));
-            run = 0;
-        }
-        for (unsigned z = 0; z <= zmax; z++)
-            tok[z] += (int64_t)dense;
+        chs += n;
     }
-    free(at);
-    return (int64_t)pos;
+    if (words && pos > 0) { /* the stream's end */
+        const int64_t end = (int64_t)pos - 1;
+        nfl = v7_merge_unique(&end, 1, NULL, 0, flush_pos, nfl);
+    }
+    if (nflush)
+        *nflush = nfl;
+    return pos;
 }
 
-int64_t teflon_native_etna_v7_buffer(const uint8_t *seq, const int64_t *core_len, const int64_t *flush_pos,
-                                     const int64_t *core_flush, const int64_t *raw_pos, const uint32_t *raw_val,
-                                     const int64_t *core_raw, unsigned ncores, unsigned header, unsigned z,
-                                     unsigned zp, unsigned kpc, uint8_t *out, uint64_t cap)
+/* Tokens of one core's n weights at every run-length width 0..zmax: groups end at a literal or a run cut; a group
+ * of `zeros` zero points (before its literal, or all of it when a cut ends it) takes zeros >> z full tokens, plus
+ * one when it has a literal or a remainder. */
+static void v7_tokens(const uint8_t *q, uint64_t len, const int64_t *fl, uint64_t nfl, unsigned zp, unsigned zmax,
+                      int64_t *tok)
 {
-    uint64_t off = header, n = 0, f = 0, r = 0;
-    if ((uint64_t)ncores * 4 > header || header > cap)
+    const uint64_t zp8 = bytes8(zp);
+    uint64_t run = 0, f = 0, dense = 0;
+    for (unsigned z = 0; z <= zmax; z++)
+        tok[z] = 0;
+    for (uint64_t p = 0; p < len; p++) {
+        while (f < nfl && fl[f] < (int64_t)p)
+            f++;
+        const uint64_t next_flush = f < nfl ? (uint64_t)fl[f] : len;
+        uint64_t s8;
+        while (p + 8 <= len && p + 8 <= next_flush) { /* long zero-point runs: 8 weights at a time */
+            memcpy(&s8, q + p, 8);
+            if (s8 != zp8)
+                break;
+            run += 8;
+            p += 8;
+        }
+        if (p >= len)
+            break;
+        const int literal = q[p] != (uint8_t)zp;
+        if (!literal && p != next_flush) {
+            run++;
+            continue;
+        }
+        if (run == 0) { /* one token at every width */
+            dense++;
+            continue;
+        }
+        const uint64_t zeros = literal ? run : run + 1;
+        for (unsigned z = 0; z <= zmax; z++)
+            tok[z] += (int64_t)((zeros >> z) + (literal || (zeros & ((UINT64_C(1) << z) - 1)) ? 1 : 0));
+        run = 0;
+    }
+    for (unsigned z = 0; z <= zmax; z++)
+        tok[z] += (int64_t)dense;
+}
+
+int64_t teflon_native_etna_v7_plan(const teflon_etna_v7_job *job, const int64_t *bias, const uint32_t *trailer,
+                                   uint64_t ksum, int64_t weight_zp, int64_t input_zp, unsigned zmax, uint8_t *seq,
+                                   int64_t *core_len, int64_t *flush_pos, int64_t *core_flush, int64_t *raw_pos,
+                                   uint32_t *raw_val, int64_t *tokens)
+{
+    v7_shape sh;
+    if (v7_check(job, &sh) || zmax > 16 || weight_zp < 0 || weight_zp > 255)
         return -1;
+    const v7_words words = { bias, trailer, ksum, weight_zp, input_zp };
+    int64_t *at = malloc((3 * (sh.max_sb ? sh.max_sb : 1) + job->ic) * sizeof(*at));
+    /* without `seq` every core's weights go through one scratch buffer, which stays in cache */
+    uint8_t *scratch = seq ? NULL : malloc(sh.max_core * job->ic * job->taps + 1);
+    if (!at || (!seq && !scratch)) {
+        free(at);
+        free(scratch);
+        return -1;
+    }
+    uint64_t total = 0, nraw = 0, nflush = 0;
+    const int64_t *chs = job->ch;
+    for (unsigned c = 0; c < job->ncores; c++) {
+        uint8_t *q = seq ? seq + total : scratch;
+        uint64_t nfl = 0, nch = 0;
+        for (unsigned s = 0; s < job->nsb; s++)
+            nch += (uint64_t)job->sb_len[(uint64_t)c * job->nsb + s];
+        const uint64_t len = v7_core(job, &sh, c, chs, q, at, &words, raw_pos + nraw, raw_val + nraw,
+                                     flush_pos + nflush, &nfl);
+        v7_tokens(q, len, flush_pos + nflush, nfl, (unsigned)weight_zp, zmax, tokens + (uint64_t)c * (zmax + 1));
+        core_len[c] = (int64_t)len;
+        core_flush[c] = (int64_t)nfl;
+        total += len;
+        nraw += 2 * nch;
+        nflush += nfl;
+        chs += nch;
+    }
+    free(at);
+    free(scratch);
+    return (int64_t)total;
+}
+
+int64_t teflon_native_etna_v7_buffer(const teflon_etna_v7_job *job, const int64_t *flush_pos,
+                                     const int64_t *core_flush, const int64_t *raw_pos, const uint32_t *raw_val,
+                                     unsigned header, unsigned z, unsigned zp, unsigned kpc, uint8_t *out,
+                                     uint64_t cap)
+{
+    v7_shape sh;
+    if (v7_check(job, &sh) || (uint64_t)job->ncores * 4 > header || header > cap)
+        return -1;
+    int64_t *at = malloc((3 * (sh.max_sb ? sh.max_sb : 1) + job->ic) * sizeof(*at));
+    uint8_t *seq = malloc(sh.max_core * job->ic * job->taps + 1);
+    if (!at || !seq) {
+        free(at);
+        free(seq);
+        return -1;
+    }
     memset(out, 0, header);
-    for (unsigned c = 0; c < ncores; c++) {
-        if (core_len[c] < 0 || core_flush[c] < 0 || core_raw[c] < 0)
-            return -1;
-        const int64_t len = teflon_native_etna_coef_stream(seq + n, (uint64_t)core_len[c], flush_pos + f,
-                                                           (uint64_t)core_flush[c], raw_pos + r, raw_val + r,
-                                                           (uint64_t)core_raw[c], z, zp, kpc, out + off, cap - off);
-        if (len < 0)
-            return -1;
-        const uint64_t aligned = ((uint64_t)len + 63) / 64 * 64;
-        if (off + aligned > cap)
-            return -1;
-        memset(out + off + len, 0, aligned - (uint64_t)len);
+    uint64_t off = header, f = 0, r = 0;
+    const int64_t *chs = job->ch;
+    int64_t rc = 0;
+    for (unsigned c = 0; c < job->ncores && rc == 0; c++) {
+        uint64_t nch = 0;
+        for (unsigned s = 0; s < job->nsb; s++)
+            nch += (uint64_t)job->sb_len[(uint64_t)c * job->nsb + s];
+        const uint64_t len = v7_core(job, &sh, c, chs, seq, at, NULL, NULL, NULL, NULL, NULL);
+        if (core_flush[c] < 0) {
+            rc = -1;
+            break;
+        }
+        const int64_t bytes = teflon_native_etna_coef_stream(seq, len, flush_pos + f, (uint64_t)core_flush[c],
+                                                             raw_pos + r, raw_val + r, 2 * nch, z, zp, kpc,
+                                                             out + off, cap - off);
+        const uint64_t aligned = ((uint64_t)bytes + 63) / 64 * 64;
+        if (bytes < 0 || off + aligned > cap) {
+            rc = -1;
+            break;
+        }
+        memset(out + off + bytes, 0, aligned - (uint64_t)bytes);
         for (unsigned i = 0; i < 4; i++) /* the header: each stream's 64-aligned size, u32 little-endian */
             out[4 * c + i] = (uint8_t)(aligned >> (8 * i));
         off += aligned;
-        n += (uint64_t)core_len[c];
         f += (uint64_t)core_flush[c];
-        r += (uint64_t)core_raw[c];
+        r += 2 * nch;
+        chs += nch;
     }
-    return (int64_t)off;
+    free(at);
+    free(seq);
+    return rc < 0 ? -1 : (int64_t)off;
 }

@@ -40,16 +40,22 @@ int   teflon_check_options(const char *const *keys, const char *const *values, s
 int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_t n, const int64_t *flush_pos, uint64_t nflush,
                                        const int64_t *raw_pos, const uint32_t *raw_val, uint64_t nraw, unsigned z,
                                        unsigned zp, unsigned kpc, uint8_t *out, uint64_t cap);
-int64_t teflon_native_etna_v7_plan(const uint8_t *w, uint64_t wlen, unsigned writer, unsigned ic, unsigned taps,
-                                   const int64_t *tap, const int64_t *ch, const int64_t *sb_len, unsigned ncores,
-                                   unsigned nsb, const int64_t *bias, const uint32_t *trailer, uint64_t nchan,
+typedef struct {
+    const uint8_t *w;
+    uint64_t wlen;
+    unsigned writer, ic, taps;
+    const int64_t *tap, *ch, *sb_len;
+    unsigned ncores, nsb;
+    uint64_t nchan;
+} teflon_etna_v7_job;
+int64_t teflon_native_etna_v7_plan(const teflon_etna_v7_job *job, const int64_t *bias, const uint32_t *trailer,
                                    uint64_t ksum, int64_t weight_zp, int64_t input_zp, unsigned zmax, uint8_t *seq,
-                                   uint64_t cap, int64_t *core_len, int64_t *flush_pos, int64_t *core_flush,
-                                   int64_t *raw_pos, uint32_t *raw_val, int64_t *tokens);
-int64_t teflon_native_etna_v7_buffer(const uint8_t *seq, const int64_t *core_len, const int64_t *flush_pos,
+                                   int64_t *core_len, int64_t *flush_pos, int64_t *core_flush, int64_t *raw_pos,
+                                   uint32_t *raw_val, int64_t *tokens);
+int64_t teflon_native_etna_v7_buffer(const teflon_etna_v7_job *job, const int64_t *flush_pos,
                                      const int64_t *core_flush, const int64_t *raw_pos, const uint32_t *raw_val,
-                                     const int64_t *core_raw, unsigned ncores, unsigned header, unsigned z,
-                                     unsigned zp, unsigned kpc, uint8_t *out, uint64_t cap);
+                                     unsigned header, unsigned z, unsigned zp, unsigned kpc, uint8_t *out,
+                                     uint64_t cap);
 int64_t teflon_native_etna_v8_stream(const uint8_t *codes, uint64_t n, const uint8_t *part0, const uint8_t *part1,
                                      const uint8_t *part1_w, const uint16_t *payload, const uint8_t *payload_w,
                                      uint8_t *out, uint64_t cap);
@@ -113,13 +119,39 @@ def etna_coef_stream(seq: np.ndarray, flush_pos: np.ndarray, raw_pos: np.ndarray
     return bytes(out)
 
 
+class EtnaV7Job:
+    """One v7 coefficient buffer's weight order for the library (teflon_etna_v7_job, delegate/native.h): `weights`
+    the flat uint8 traversal array [channel][ic][taps] (reads past its end are 0), `writer` 0 sequential /
+    1 interleaved / 2 six, `tap` the tap order inside a kernel, `channels` every core's channels superblock after
+    superblock with `sb_len` [core][superblock] counting them, each < `nchan`."""
+
+    def __init__(self, weights: np.ndarray, writer: int, ic: int, tap: np.ndarray, channels: np.ndarray,
+                 sb_len: np.ndarray, nchan: int) -> None:
+        # the arrays stay referenced here while the library reads them through the struct
+        self.w = np.ascontiguousarray(weights, dtype=np.uint8).reshape(-1)
+        self.tap = np.ascontiguousarray(tap, dtype=np.int64)
+        self.ch = np.ascontiguousarray(channels, dtype=np.int64)
+        self.sb_len = np.ascontiguousarray(sb_len, dtype=np.int64)
+        self.ncores, nsb = self.sb_len.shape
+        self.ic = ic
+        self.core_ch = self.sb_len.sum(axis=1)
+        fb = _ffi.from_buffer
+        self._keep = [fb("uint8_t[]", self.w), fb("int64_t[]", self.tap), fb("int64_t[]", self.ch),
+                      fb("int64_t[]", self.sb_len)]
+        self.struct = _ffi.new("teflon_etna_v7_job *", {
+            "w": self._keep[0], "wlen": self.w.size, "writer": writer, "ic": ic, "taps": self.tap.size,
+            "tap": self._keep[1], "ch": self._keep[2], "sb_len": self._keep[3], "ncores": self.ncores, "nsb": nsb,
+            "nchan": nchan})
+
+
 @dataclass(frozen=True)
 class EtnaV7Plan:
-    """Every used core's v7 stream plan (teflon_native_etna_v7_plan): weights in stream order, cores back to back
-    (core_len each); where runs are cut (core_flush each) and the raw words (core_raw each), positions relative to
-    the core's first weight; the token count per core and run-length width ([core][z])."""
+    """Every used core's v7 stream plan (teflon_native_etna_v7_plan): its weights (core_len each; in stream order,
+    cores back to back, in `seq` when asked for); where runs are cut (core_flush each) and the raw words (core_raw
+    each), positions relative to the core's first weight; the token count per core and run-length width
+    ([core][z])."""
 
-    seq: np.ndarray
+    seq: np.ndarray | None
     core_len: np.ndarray
     flush_pos: np.ndarray
     core_flush: np.ndarray
@@ -129,52 +161,47 @@ class EtnaV7Plan:
     tokens: np.ndarray
 
 
-def etna_v7_plan(weights: np.ndarray, writer: int, ic: int, tap: np.ndarray, channels: np.ndarray,
-                 sb_len: np.ndarray, bias: np.ndarray, trailer: np.ndarray, ksum: int, weight_zp: int, input_zp: int,
-                 zmax: int) -> EtnaV7Plan:
-    """The v7 stream plan of one coefficient buffer, written by the library: `weights` the flat uint8 traversal
-    array [channel][ic][taps] (reads past its end are 0), `writer` 0 sequential / 1 interleaved / 2 six, `tap`
-    the tap order, `channels` every core's channels superblock after superblock with `sb_len` [core][superblock]
-    counting them, `bias` (int64) and `trailer` (uint32) per channel, `ksum` the weights per channel in the bias
-    word's zero-point correction."""
-    w = np.ascontiguousarray(weights, dtype=np.uint8).reshape(-1)
-    tap = np.ascontiguousarray(tap, dtype=np.int64)
-    ch = np.ascontiguousarray(channels, dtype=np.int64)
-    sb = np.ascontiguousarray(sb_len, dtype=np.int64)
+def etna_v7_plan(job: EtnaV7Job, bias: np.ndarray, trailer: np.ndarray, ksum: int, weight_zp: int, input_zp: int,
+                 zmax: int, keep_seq: bool = False) -> EtnaV7Plan:
+    """The v7 stream plan of one coefficient buffer, written by the library: `bias` (int64) and `trailer`
+    (uint32) per channel, `ksum` the weights per channel in the bias word's zero-point correction; the weights in
+    stream order only with `keep_seq` (the buffer writer orders them again, core by core)."""
     b = np.ascontiguousarray(bias, dtype=np.int64)
     tr = np.ascontiguousarray(trailer, dtype=np.uint32)
-    ncores, nsb = sb.shape
-    n = ch.size * ic * tap.size
-    seq = np.empty(n, dtype=np.uint8)
-    core_len = np.empty(ncores, dtype=np.int64)
-    flush_pos = np.empty(2 * ch.size + ncores * (ic + 1), dtype=np.int64)
-    core_flush = np.empty(ncores, dtype=np.int64)
-    raw_pos = np.empty(2 * ch.size, dtype=np.int64)
-    raw_val = np.empty(2 * ch.size, dtype=np.uint32)
-    tokens = np.empty((ncores, zmax + 1), dtype=np.int64)
+    if min(b.size, tr.size) < int(job.struct.nchan):
+        raise ValueError(f"{b.size} bias and {tr.size} trailer words for {int(job.struct.nchan)} channels")
+    nch = job.ch.size
+    n = nch * job.ic * job.tap.size
+    seq = np.empty(n, dtype=np.uint8) if keep_seq else None
+    core_len = np.empty(job.ncores, dtype=np.int64)
+    flush_pos = np.empty(2 * nch + job.ncores * (job.ic + 1), dtype=np.int64)
+    core_flush = np.empty(job.ncores, dtype=np.int64)
+    raw_pos = np.empty(2 * nch, dtype=np.int64)
+    raw_val = np.empty(2 * nch, dtype=np.uint32)
+    tokens = np.empty((job.ncores, zmax + 1), dtype=np.int64)
     fb = _ffi.from_buffer
     got = _compiler_library().teflon_native_etna_v7_plan(
-        fb("uint8_t[]", w), w.size, writer, ic, tap.size, fb("int64_t[]", tap), fb("int64_t[]", ch),
-        fb("int64_t[]", sb), ncores, nsb, fb("int64_t[]", b), fb("uint32_t[]", tr), min(b.size, tr.size), ksum,
-        weight_zp, input_zp, zmax, fb("uint8_t[]", seq), n, fb("int64_t[]", core_len), fb("int64_t[]", flush_pos),
-        fb("int64_t[]", core_flush), fb("int64_t[]", raw_pos), fb("uint32_t[]", raw_val), fb("int64_t[]", tokens))
+        job.struct, fb("int64_t[]", b), fb("uint32_t[]", tr), ksum, weight_zp, input_zp, zmax,
+        fb("uint8_t[]", seq) if seq is not None else _ffi.NULL, fb("int64_t[]", core_len),
+        fb("int64_t[]", flush_pos), fb("int64_t[]", core_flush), fb("int64_t[]", raw_pos), fb("uint32_t[]", raw_val),
+        fb("int64_t[]", tokens))
     if got != n:
         raise NativeError(f"v7 stream plan of {got} weights, expected {n}")
     return EtnaV7Plan(seq, core_len, flush_pos[: int(core_flush.sum())], core_flush, raw_pos, raw_val,
-                      2 * sb.sum(axis=1), tokens)
+                      2 * job.core_ch, tokens)
 
 
-def etna_v7_buffer(plan: EtnaV7Plan, header: int, z: int, zp: int, kpc: int, nbytes: int) -> bytes:
-    """The whole v7 coefficient buffer of `nbytes` bytes from a plan (teflon_native_etna_v7_buffer): the
-    `header`-byte table of 64-aligned stream sizes, then every core's stream."""
+def etna_v7_buffer(job: EtnaV7Job, plan: EtnaV7Plan, header: int, z: int, zp: int, kpc: int, nbytes: int) -> bytes:
+    """The whole v7 coefficient buffer of `nbytes` bytes from a job and its plan (teflon_native_etna_v7_buffer):
+    the `header`-byte table of 64-aligned stream sizes, then every core's stream."""
     out = bytearray(nbytes)
     fb = _ffi.from_buffer
-    i64 = [np.ascontiguousarray(a, dtype=np.int64) for a in (plan.core_len, plan.flush_pos, plan.core_flush,
-                                                             plan.raw_pos, plan.core_raw)]
     n = _compiler_library().teflon_native_etna_v7_buffer(
-        fb("uint8_t[]", plan.seq), fb("int64_t[]", i64[0]), fb("int64_t[]", i64[1]), fb("int64_t[]", i64[2]),
-        fb("int64_t[]", i64[3]), fb("uint32_t[]", np.ascontiguousarray(plan.raw_val, dtype=np.uint32)),
-        fb("int64_t[]", i64[4]), plan.core_len.size, header, z, zp, kpc, fb("uint8_t[]", out), nbytes)
+        job.struct, fb("int64_t[]", np.ascontiguousarray(plan.flush_pos, dtype=np.int64)),
+        fb("int64_t[]", np.ascontiguousarray(plan.core_flush, dtype=np.int64)),
+        fb("int64_t[]", np.ascontiguousarray(plan.raw_pos, dtype=np.int64)),
+        fb("uint32_t[]", np.ascontiguousarray(plan.raw_val, dtype=np.uint32)), header, z, zp, kpc,
+        fb("uint8_t[]", out), nbytes)
     if n != nbytes:
         raise NativeError(f"v7 coefficient buffer of {n} bytes, expected {nbytes}")
     return bytes(out)

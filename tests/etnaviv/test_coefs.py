@@ -305,7 +305,7 @@ def test_v7_library_plan_and_writer_match_numpy(name: str) -> None:
     cj = CoefJob(weight_zp=zp, input_zp=izp, output_plane=49, **fields)
     w = _random_weights(rng, cj.oc * cj.ic * cj.taps, zp, sparsity)
     b = rng.integers(-(2**31), 2**31 - 1, cj.oc, dtype=np.int64).astype(np.int32)
-    prep = coefs_v7._prepare(w, b, cj, 8, 5)
+    prep = coefs_v7._prepare(w, b, cj, 8, 5, keep_seq=True)
     ref = coefs_v7._prepare_reference(w, b, cj, 8, 5)
     for field in ("seq", "core_len", "flush_pos", "core_flush", "raw_pos", "raw_val", "core_raw", "tokens"):
         np.testing.assert_array_equal(getattr(prep.plan, field), getattr(ref.plan, field), err_msg=field)

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .coefs_common import BitReader, CoefJob, align, ceil_div, pack_bits, to_int32, v7_core_channels
+from .coefs_common import BitReader, CoefJob, align, ceil_div, pack_bits, to_int32, v7_channel_table, v7_core_channels
 
 if TYPE_CHECKING:
-    from teflon.native import EtnaV7Plan
+    from teflon.native import EtnaV7Job, EtnaV7Plan
 
 RAW_BIAS = 1  # raw-word kinds, in the order they follow the same weight
 RAW_TRAILER = 2
@@ -272,20 +272,23 @@ _WRITER_CODE = {"sequential": 0, "interleaved": 1, "six": 2}
 
 @dataclass(frozen=True)
 class _Prepared:
-    """A buffer's stream plan (teflon.native.EtnaV7Plan: weights in stream order, flushes, raw words, token counts
-    per run-length width 0..zmax, every used core back to back), whatever z the buffer gets."""
+    """A buffer's stream plan (teflon.native.EtnaV7Plan: flushes, raw words, token counts per run-length width
+    0..zmax, every used core back to back), whatever z the buffer gets, and the weight order it was made from
+    (None for the numpy reference, whose plan holds the weights in stream order)."""
 
     plan: EtnaV7Plan
     sizes_minus_one: bool  # Mesa's writer returns the byte length minus one (only matters in the z search)
     kpc: int
+    job: EtnaV7Job | None = None
 
     @property
     def cores(self) -> int:
         return int(self.plan.core_len.size)
 
     def core(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Core i's (weights, flush positions, raw word positions, raw word values)."""
+        """Core i's (weights, flush positions, raw word positions, raw word values) of a plan that kept them."""
         p = self.plan
+        assert p.seq is not None
         n0, f0, r0 = (int(a[:i].sum()) for a in (p.core_len, p.core_flush, p.core_raw))
         n1, f1, r1 = n0 + int(p.core_len[i]), f0 + int(p.core_flush[i]), r0 + int(p.core_raw[i])
         return p.seq[n0:n1], p.flush_pos[f0:f1], p.raw_pos[r0:r1], p.raw_val[r0:r1]
@@ -295,24 +298,23 @@ def _kpc(job: CoefJob, nn_core_count: int) -> int:
     return 1 if job.addition else ceil_div(job.oc, min(job.oc, nn_core_count))
 
 
-def _prepare(weights: np.ndarray, bias: np.ndarray, job: CoefJob, nn_core_count: int, zmax: int) -> _Prepared:
+def _prepare(weights: np.ndarray, bias: np.ndarray, job: CoefJob, nn_core_count: int, zmax: int,
+             keep_seq: bool = False) -> _Prepared:
     """The plan written by the library in one pass (teflon.native.etna_v7_plan); `_prepare_reference` is the same
     from `core_plans` in numpy (tests compare them)."""
-    from teflon.native import etna_v7_plan
+    from teflon.native import EtnaV7Job, etna_v7_plan
 
     writer = _writer(job)
     oc = 1 if job.addition else job.oc
     ic = 1 if job.addition else job.ic
-    chans = v7_core_channels(oc, nn_core_count, job.superblocks)
-    sb_len = np.array([[c.size for c in core] for core in chans], dtype=np.int64)
-    channels = np.concatenate([c for core in chans for c in core])
+    channels, sb_len = v7_channel_table(oc, nn_core_count, job.superblocks)
     n_ch = _n_channels(job, nn_core_count)
     split = writer == "interleaved" or job.depthwise or job.input_width > 64
+    order = EtnaV7Job(weights, _WRITER_CODE[writer], ic, _tap_order(job.kx, job.ky, split), channels, sb_len, n_ch)
     # the bias word's correction sums taps * ic weights per channel (ADD: 4*C of its 8-byte array), like _raw_values
-    plan = etna_v7_plan(weights, _WRITER_CODE[writer], ic, _tap_order(job.kx, job.ky, split), channels, sb_len,
-                        _padded(bias, n_ch, np.int64)[:n_ch], _trailers(job, n_ch), job.taps * job.ic,
-                        job.weight_zp, job.input_zp, zmax)
-    return _Prepared(plan, writer != "interleaved", _kpc(job, nn_core_count))
+    plan = etna_v7_plan(order, _padded(bias, n_ch, np.int64)[:n_ch], _trailers(job, n_ch), job.taps * job.ic,
+                        job.weight_zp, job.input_zp, zmax, keep_seq)
+    return _Prepared(plan, writer != "interleaved", _kpc(job, nn_core_count), order)
 
 
 def _prepare_reference(weights: np.ndarray, bias: np.ndarray, job: CoefJob, nn_core_count: int,
@@ -400,7 +402,8 @@ def encode(weights: np.ndarray, bias: np.ndarray, job: CoefJob, *, nn_core_count
 
     prep = _prepare(weights, bias, job, nn_core_count, max(nn_zrl_bits, zrl_bits or 0))
     z = choose_zrl_bits(prep, job, nn_zrl_bits) if zrl_bits is None else zrl_bits
-    return etna_v7_buffer(prep.plan, header_size(nn_core_count), z, job.weight_zp, prep.kpc,
+    assert prep.job is not None
+    return etna_v7_buffer(prep.job, prep.plan, header_size(nn_core_count), z, job.weight_zp, prep.kpc,
                           _buffer_len(prep, z, nn_core_count))
 
 

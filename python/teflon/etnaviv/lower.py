@@ -219,6 +219,13 @@ def depthwise_dense(w_1hwc: np.ndarray, zp: int) -> np.ndarray:
     return out
 
 
+def _depthwise_dense(st: _Lowering, c: _Conv) -> np.ndarray:
+    if st.weights:
+        return depthwise_dense(c.w, c.wzp)
+    _, kh, kw, ch = c.w.shape
+    return np.broadcast_to(np.uint8(c.wzp), (ch, ch, kh, kw))
+
+
 def depthwise_v8(w_1hwc: np.ndarray) -> np.ndarray:
     """v8: depthwise [1][KH][KW][C] -> [C][KH*KW]."""
     _, kh, kw, c = w_1hwc.shape
@@ -259,6 +266,9 @@ class _Lowering:
     # view itself. `held`: the size of every holder (it may be written only through its views).
     alias: dict[int, tuple[int, int]] = field(default_factory=dict)
     held: dict[int, int] = field(default_factory=dict)
+    # False for the support decision, which reads no weight value: v7's dense depthwise weights ([C][C][kh][kw],
+    # 44 M bytes over MobileNetV2) are then a zero-point view of their shape
+    weights: bool = True
 
     def new_tensor(self) -> int:
         t = self.next_tensor
@@ -553,7 +563,7 @@ def _lower_conv_as_fc(st: _Lowering, c: _Conv, nn_fields: dict[str, Any] | None 
     golden fc-* files); Mesa's conv writers would interleave planes for the same descriptor, which one reader
     cannot both follow (docs/hardware/etnaviv-nn.md §1)."""
     if c.depthwise:
-        w = depthwise_dense(c.w, c.wzp)
+        w = _depthwise_dense(st, c)
     else:
         w = conv_weights(c.w)
     oc, ic = w.shape[0], w.shape[1]
@@ -621,7 +631,7 @@ def lower_conv(st: _Lowering, c: _Conv, nn_fields: dict[str, Any] | None = None)
     if c.depthwise and v == 8:
         w = depthwise_v8(c.w)
     elif c.depthwise:
-        w = depthwise_dense(c.w, c.wzp)
+        w = _depthwise_dense(st, c)
     else:
         w = conv_weights(c.w)
     in_c = c.x.c
@@ -1292,13 +1302,14 @@ class Lowered:
     held: dict[int, int] = field(default_factory=dict)  # holder -> its size in bytes
 
 
-def lower(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False, outputs: Iterable[int] = ()
-          ) -> Lowered:
+def lower(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False, outputs: Iterable[int] = (),
+          weights: bool = True) -> Lowered:
     """The job list of a partition (node indices in execution order) and the layout its outputs end in;
     raises LoweringError with the reason. `outputs`: the partition outputs the runtime binds (a graph output
-    read inside the partition too is one; a SiLU's sigmoid among them keeps its LOGISTIC job)."""
+    read inside the partition too is one; a SiLU's sigmoid among them keeps its LOGISTIC job). weights=False: the
+    jobs' weight arrays have their shapes but not necessarily their values (what the support decision needs)."""
     by_index = {op.index: op for op in graph.operations}
-    st = _Lowering(graph, list(nodes), chip, mesa_compat, max(graph.tensors, default=-1) + 1)
+    st = _Lowering(graph, list(nodes), chip, mesa_compat, max(graph.tensors, default=-1) + 1, weights=weights)
     st.outputs = partition_outputs(graph, nodes)
     st.requested = set(outputs)
     for n in nodes:
@@ -1316,9 +1327,10 @@ def lower(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False,
     return Lowered(st.jobs, planar, dict(st.alias), dict(st.held))
 
 
-def lower_graph(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False) -> list[EtnaOp]:
+def lower_graph(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False,
+                weights: bool = True) -> list[EtnaOp]:
     """The job list of a partition (see `lower`)."""
-    return lower(graph, nodes, chip, mesa_compat).jobs
+    return lower(graph, nodes, chip, mesa_compat, weights=weights).jobs
 
 
 def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:
@@ -1330,7 +1342,7 @@ def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:
             result[op.index] = (False, why)
             continue
         try:
-            jobs = lower_graph(graph, [op.index], chip)
+            jobs = lower_graph(graph, [op.index], chip, weights=False)
         except LoweringError as exc:
             result[op.index] = (False, str(exc))
             continue
