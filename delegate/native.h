@@ -44,7 +44,10 @@ TEFLON_EXPORT int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_
 
 /* One etnaviv v7 coefficient buffer's weight order (teflon.etnaviv.coefs_v7.core_plans): the traversal array w
  * ([channel][ic][taps], reads past wlen are 0), the writer (TEFLON_V7_*), the tap order inside a kernel, and the
- * channels of core c, superblock s: the next sb_len[c * nsb + s] entries of ch, each < nchan. */
+ * channels of core c, superblock s: the next sb_len[c * nsb + s] entries of ch, each < nchan. With block = g > 0
+ * the traversal array is block-diagonal and w holds only its blocks ([kernel][g][taps]): kernel o reads input
+ * channels (o + first) * g .. + g - 1 from w and the zero point zp everywhere else (teflon.etnaviv.ops
+ * dense_weights); its kernels are wlen / (g * taps). */
 typedef struct {
     const uint8_t *w;
     uint64_t wlen;
@@ -52,6 +55,8 @@ typedef struct {
     const int64_t *tap, *ch, *sb_len;
     unsigned ncores, nsb;
     uint64_t nchan;
+    unsigned block, zp;
+    uint64_t first;
 } teflon_etna_v7_job;
 
 /* Every used core's etnaviv v7 stream plan: where runs are cut (flush_pos: ascending, unique, relative to the

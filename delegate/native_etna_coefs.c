@@ -79,6 +79,20 @@ static inline uint8_t v7_weight(const uint8_t *w, uint64_t wlen, uint64_t i)
     return i < wlen ? w[i] : 0;
 }
 
+/* Element i of a job's traversal array, dense or block-diagonal (teflon_etna_v7_job): past its end 0. */
+static uint8_t v7_elem(const teflon_etna_v7_job *j, uint64_t i)
+{
+    if (!j->block)
+        return v7_weight(j->w, j->wlen, i);
+    const uint64_t row = (uint64_t)j->ic * j->taps, ch = i / row, z = (i % row) / j->taps, t = i % j->taps;
+    const uint64_t nk = j->wlen / ((uint64_t)j->block * j->taps), b0 = (ch + j->first) * j->block;
+    if (ch >= nk)
+        return 0;
+    if (z < b0 || z >= b0 + j->block)
+        return (uint8_t)j->zp;
+    return j->w[(ch * j->block + (z - b0)) * j->taps + t];
+}
+
 /* Appends the ascending positions a (na) and b (nb) to out, in order and without repeating a position; returns the
  * new length. */
 static uint64_t v7_merge_unique(const int64_t *a, uint64_t na, const int64_t *b, uint64_t nb, int64_t *out,
@@ -120,6 +134,11 @@ static int v7_check(const teflon_etna_v7_job *j, v7_shape *sh)
     for (uint64_t i = 0; i < sh->total_ch; i++)
         if (j->ch[i] < 0 || (uint64_t)j->ch[i] >= j->nchan)
             return -1;
+    if (j->block) { /* whole blocks, each kernel's inside its row */
+        const uint64_t per = (uint64_t)j->block * j->taps;
+        if (j->zp > 255 || j->wlen % per || (j->wlen / per + j->first) * j->block > j->ic)
+            return -1;
+    }
     sh->in_order = 1;
     for (unsigned t = 0; t < j->taps; t++) {
         if (j->tap[t] < 0 || (uint64_t)j->tap[t] >= j->taps)
@@ -137,6 +156,18 @@ typedef struct {
     uint64_t ksum;
     int64_t weight_zp, input_zp;
 } v7_words;
+
+/* The sum of the ksum weights of channel ch's row (from ch * ksum; zeros past the end); a block-diagonal array's
+ * rows are ksum = ic * taps long (checked by the plan). */
+static int64_t v7_kernel_sum(const teflon_etna_v7_job *j, uint64_t ch, uint64_t ksum)
+{
+    if (!j->block)
+        return teflon_byte_sum(j->w, j->wlen, ch * ksum, ksum);
+    const uint64_t per = (uint64_t)j->block * j->taps;
+    if (ch >= j->wlen / per)
+        return 0;
+    return teflon_byte_sum(j->w, j->wlen, ch * per, per) + (int64_t)((ksum - per) * j->zp);
+}
 
 /* Core c's weights in stream order into seq (its channels from chs); returns how many. With `words`, also its raw
  * words (2 per channel, by position) and its run cuts (ascending, unique, the stream's end included; *nflush of
@@ -158,7 +189,7 @@ static uint64_t v7_core(const teflon_etna_v7_job *j, const v7_shape *sh, unsigne
         if (j->writer == TEFLON_V7_SEQUENTIAL) { /* kernel after kernel */
             for (uint64_t k = 0; k < n; k++) {
                 for (unsigned t = 0; t < taps; t++)
-                    seq[pos++] = v7_weight(w, wlen, (uint64_t)chs[k] * taps + (uint64_t)j->tap[t]);
+                    seq[pos++] = v7_elem(j, (uint64_t)chs[k] * taps + (uint64_t)j->tap[t]);
                 bias_at[k] = (int64_t)(start + k * taps);
                 trailer_at[k] = bias_at[k] + (int64_t)taps - 1;
             }
@@ -167,6 +198,27 @@ static uint64_t v7_core(const teflon_etna_v7_job *j, const v7_shape *sh, unsigne
              * their slices as one contiguous piece (the kernels lie far apart in w) */
             uint64_t k = 0;
             const uint64_t step = n * taps;
+            if (j->block) { /* block-diagonal: the zero point but in each kernel's own input channels */
+                const uint64_t nk = wlen / ((uint64_t)j->block * taps);
+                for (; k < n; k++) {
+                    const uint64_t ch = (uint64_t)chs[k], b0 = (ch + j->first) * j->block;
+                    const uint8_t fill = ch < nk ? (uint8_t)j->zp : 0;
+                    uint8_t *dst = seq + start + k * taps;
+                    for (uint64_t z = 0; z < ic; z++, dst += step) {
+                        if (ch < nk && z >= b0 && z < b0 + j->block) {
+                            const uint8_t *src = w + (ch * j->block + (z - b0)) * taps;
+                            for (unsigned t = 0; t < taps; t++)
+                                dst[t] = src[j->tap[t]];
+                        } else if (taps == 9) {
+                            const uint64_t f8 = bytes8(fill);
+                            memcpy(dst, &f8, 8);
+                            dst[8] = fill;
+                        } else {
+                            memset(dst, fill, taps);
+                        }
+                    }
+                }
+            }
             for (; sh->in_order && taps == 9 && k + 8 <= n; k += 8) { /* 3x3, the common case: inline copies */
                 const uint8_t *src[8];
                 int inside = 1;
@@ -193,7 +245,7 @@ static uint64_t v7_core(const teflon_etna_v7_job *j, const v7_shape *sh, unsigne
                 } else {
                     for (uint64_t z = 0; z < ic; z++, dst += step)
                         for (unsigned t = 0; t < taps; t++)
-                            dst[t] = v7_weight(w, wlen, base + z * taps + (uint64_t)j->tap[t]);
+                            dst[t] = v7_elem(j, base + z * taps + (uint64_t)j->tap[t]);
                 }
             }
             pos = start + ic * n * taps;
@@ -212,12 +264,12 @@ static uint64_t v7_core(const teflon_etna_v7_job *j, const v7_shape *sh, unsigne
                 for (uint64_t b = 0; b < blocks; b++) {
                     const uint64_t len = b + 1 < blocks ? st : last;
                     uint8_t *dst = seq + start + b * n * st + k * len;
-                    if (row + ic <= wlen)
+                    if (!j->block && row + ic <= wlen)
                         for (uint64_t i = 0; i < len; i++)
                             dst[i] = w[row + b * st + i];
                     else
                         for (uint64_t i = 0; i < len; i++)
-                            dst[i] = v7_weight(w, wlen, row + b * st + i);
+                            dst[i] = v7_elem(j, row + b * st + i);
                 }
             }
             pos = start + n * ic;
@@ -232,7 +284,7 @@ static uint64_t v7_core(const teflon_etna_v7_job *j, const v7_shape *sh, unsigne
             while (i < n || k < n) {
                 if (k >= n || (i < n && bias_at[i] <= trailer_at[k])) {
                     const int64_t ks = (int64_t)words->ksum;
-                    const int64_t sum = teflon_byte_sum(w, wlen, (uint64_t)chs[i] * words->ksum, words->ksum);
+                    const int64_t sum = v7_kernel_sum(j, (uint64_t)chs[i], words->ksum);
                     raw_pos[r] = bias_at[i];
                     raw_val[r++] = (uint32_t)((words->bias[chs[i]] - (sum - ks * words->weight_zp) * words->input_zp)
                                               & 0xFFFFFFFF);
@@ -305,7 +357,8 @@ int64_t teflon_native_etna_v7_plan(const teflon_etna_v7_job *job, const int64_t 
                                    uint32_t *raw_val, int64_t *tokens)
 {
     v7_shape sh;
-    if (v7_check(job, &sh) || zmax > 16 || weight_zp < 0 || weight_zp > 255)
+    if (v7_check(job, &sh) || zmax > 16 || weight_zp < 0 || weight_zp > 255
+        || (job->block && ksum != (uint64_t)job->ic * job->taps))
         return -1;
     const v7_words words = { bias, trailer, ksum, weight_zp, input_zp };
     int64_t *at = malloc((3 * (sh.max_sb ? sh.max_sb : 1) + job->ic) * sizeof(*at));

@@ -47,6 +47,8 @@ typedef struct {
     const int64_t *tap, *ch, *sb_len;
     unsigned ncores, nsb;
     uint64_t nchan;
+    unsigned block, zp;
+    uint64_t first;
 } teflon_etna_v7_job;
 int64_t teflon_native_etna_v7_plan(const teflon_etna_v7_job *job, const int64_t *bias, const uint32_t *trailer,
                                    uint64_t ksum, int64_t weight_zp, int64_t input_zp, unsigned zmax, uint8_t *seq,
@@ -123,10 +125,12 @@ class EtnaV7Job:
     """One v7 coefficient buffer's weight order for the library (teflon_etna_v7_job, delegate/native.h): `weights`
     the flat uint8 traversal array [channel][ic][taps] (reads past its end are 0), `writer` 0 sequential /
     1 interleaved / 2 six, `tap` the tap order inside a kernel, `channels` every core's channels superblock after
-    superblock with `sb_len` [core][superblock] counting them, each < `nchan`."""
+    superblock with `sb_len` [core][superblock] counting them, each < `nchan`. With `block` = g > 0 the array is
+    block-diagonal and `weights` holds its blocks [kernel][g][taps]: kernel o reads input channels
+    (o + first) * g .. + g - 1, the zero point `zp` elsewhere (teflon.etnaviv.ops.dense_weights)."""
 
     def __init__(self, weights: np.ndarray, writer: int, ic: int, tap: np.ndarray, channels: np.ndarray,
-                 sb_len: np.ndarray, nchan: int) -> None:
+                 sb_len: np.ndarray, nchan: int, block: int = 0, first: int = 0, zp: int = 0) -> None:
         # the arrays stay referenced here while the library reads them through the struct
         self.w = np.ascontiguousarray(weights, dtype=np.uint8).reshape(-1)
         self.tap = np.ascontiguousarray(tap, dtype=np.int64)
@@ -141,7 +145,7 @@ class EtnaV7Job:
         self.struct = _ffi.new("teflon_etna_v7_job *", {
             "w": self._keep[0], "wlen": self.w.size, "writer": writer, "ic": ic, "taps": self.tap.size,
             "tap": self._keep[1], "ch": self._keep[2], "sb_len": self._keep[3], "ncores": self.ncores, "nsb": nsb,
-            "nchan": nchan})
+            "nchan": nchan, "block": block, "zp": zp, "first": first})
 
 
 @dataclass(frozen=True)

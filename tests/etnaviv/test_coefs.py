@@ -28,6 +28,7 @@ import pytest
 from teflon.etnaviv import coefs_v7, coefs_v8
 from teflon.etnaviv.coefs_common import BitReader, CoefJob, pack_fields, v7_core_channels, v8_core_channels
 from teflon.etnaviv.lower_weights import lower_weights
+from teflon.etnaviv.ops import KIND_NN, EtnaOp, dense_weights
 from teflon.native import etna_coef_stream
 
 REPO = Path(__file__).resolve().parents[2]
@@ -317,6 +318,38 @@ def test_v7_library_plan_and_writer_match_numpy(name: str) -> None:
             got = etna_coef_stream(seq, flush_pos, raw_pos, raw_val, z, zp, ref.kpc, len(
                 coefs_v7.core_stream_reference(ref, i, z, zp)))
             assert got == coefs_v7.core_stream_reference(ref, i, z, zp), (z, i)
+
+
+@pytest.mark.parametrize(("name", "c", "taps", "block", "first", "rows"), [
+    ("dw-3x3-C40", 40, (3, 3), 1, 0, 40),
+    ("dw-3x3-C13-phantom", 13, (3, 3), 1, 0, 13),
+    ("dw-reshuffled-2x2-C24", 24, (2, 2), 4, 0, 24),
+    ("dw-3x3-C32-channels-8-of-32", 32, (3, 3), 1, 8, 11),
+    ("dw-5x5-C16", 16, (5, 5), 1, 0, 16),
+    ("dw-1x1-C20-six", 20, (1, 1), 1, 0, 20),
+])
+def test_v7_block_diagonal_weights_match_dense(name: str, c: int, taps: tuple[int, int], block: int, first: int,
+                                               rows: int) -> None:
+    """v7 depthwise weights kept block-diagonal (EtnaOp.weights_block) give the dense array's buffer byte for byte:
+    the library reads the zero point off the blocks and 0 past the last kernel."""
+    rng = np.random.default_rng(7400 + c + 100 * block + 1000 * first + 10000 * taps[0])
+    zp, izp = int(rng.integers(0, 256)), int(rng.integers(0, 256))
+    kx, ky = taps
+    ic = c * block
+    compact = _random_weights(rng, rows * block * kx * ky, zp, 0.3).reshape(rows, block, kx, ky)
+    op = EtnaOp(type=KIND_NN, input_channels=ic, weight_zero_point=zp, weights=compact, weights_block=block,
+                weights_first=first)
+    dense = dense_weights(op)
+    assert dense.shape == (rows, ic, kx, ky)
+    b = rng.integers(-(2**31), 2**31 - 1, rows, dtype=np.int64).astype(np.int32)
+    for s in (1, 2):
+        cj = CoefJob(oc=rows, ic=ic, kx=kx, ky=ky, weight_zp=zp, input_zp=izp, superblocks=s, depthwise=True,
+                     output_plane=36)
+        want = coefs_v7.encode(dense, b, cj)
+        assert coefs_v7.encode(compact, b, cj, block=block, first=first) == want, s
+        assert want == coefs_v7.encode_reference(coefs_v7._prepare_reference(dense, b, cj, 8, 5),
+                                                 coefs_v7.choose_zrl_bits(coefs_v7._prepare_reference(
+                                                     dense, b, cj, 8, 5), cj, 5), zp, 8)
 
 
 def test_v7_zrl_search_dense_weights_take_z0() -> None:

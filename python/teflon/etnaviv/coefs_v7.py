@@ -299,9 +299,10 @@ def _kpc(job: CoefJob, nn_core_count: int) -> int:
 
 
 def _prepare(weights: np.ndarray, bias: np.ndarray, job: CoefJob, nn_core_count: int, zmax: int,
-             keep_seq: bool = False) -> _Prepared:
+             keep_seq: bool = False, block: int = 0, first: int = 0) -> _Prepared:
     """The plan written by the library in one pass (teflon.native.etna_v7_plan); `_prepare_reference` is the same
-    from `core_plans` in numpy (tests compare them)."""
+    from `core_plans` in numpy (tests compare them). block > 0: `weights` are a block-diagonal form's blocks
+    (teflon.etnaviv.ops.dense_weights)."""
     from teflon.native import EtnaV7Job, etna_v7_plan
 
     writer = _writer(job)
@@ -310,7 +311,8 @@ def _prepare(weights: np.ndarray, bias: np.ndarray, job: CoefJob, nn_core_count:
     channels, sb_len = v7_channel_table(oc, nn_core_count, job.superblocks)
     n_ch = _n_channels(job, nn_core_count)
     split = writer == "interleaved" or job.depthwise or job.input_width > 64
-    order = EtnaV7Job(weights, _WRITER_CODE[writer], ic, _tap_order(job.kx, job.ky, split), channels, sb_len, n_ch)
+    order = EtnaV7Job(weights, _WRITER_CODE[writer], ic, _tap_order(job.kx, job.ky, split), channels, sb_len, n_ch,
+                      block, first, job.weight_zp)
     # the bias word's correction sums taps * ic weights per channel (ADD: 4*C of its 8-byte array), like _raw_values
     plan = etna_v7_plan(order, _padded(bias, n_ch, np.int64)[:n_ch], _trailers(job, n_ch), job.taps * job.ic,
                         job.weight_zp, job.input_zp, zmax, keep_seq)
@@ -396,11 +398,13 @@ def encode_reference(prep: _Prepared, z: int, zp: int, nn_core_count: int) -> by
 
 
 def encode(weights: np.ndarray, bias: np.ndarray, job: CoefJob, *, nn_core_count: int = 8, nn_zrl_bits: int = 5,
-           zrl_bits: int | None = None) -> bytes:
-    """Written by the library from the plan (teflon.native.etna_v7_buffer; `encode_reference` in numpy)."""
+           zrl_bits: int | None = None, block: int = 0, first: int = 0) -> bytes:
+    """Written by the library from the plan (teflon.native.etna_v7_buffer; `encode_reference` in numpy). block > 0:
+    `weights` are the blocks of a block-diagonal form (teflon.etnaviv.ops.dense_weights; the same bytes as its
+    dense array)."""
     from teflon.native import etna_v7_buffer
 
-    prep = _prepare(weights, bias, job, nn_core_count, max(nn_zrl_bits, zrl_bits or 0))
+    prep = _prepare(weights, bias, job, nn_core_count, max(nn_zrl_bits, zrl_bits or 0), block=block, first=first)
     z = choose_zrl_bits(prep, job, nn_zrl_bits) if zrl_bits is None else zrl_bits
     assert prep.job is not None
     return etna_v7_buffer(prep.job, prep.plan, header_size(nn_core_count), z, job.weight_zp, prep.kpc,

@@ -628,10 +628,15 @@ def lower_conv(st: _Lowering, c: _Conv, nn_fields: dict[str, Any] | None = None)
                             "verified for 3x3 and 5x5 only)")
     x = st.planar_input(c.x)
     # weights in the canonical order
+    block = 0
     if c.depthwise and v == 8:
         w = depthwise_v8(c.w)
+    elif c.depthwise and c.w.shape[3] > 1:
+        # v7's dense [C][C][kh][kw] form kept block-diagonal (ops.dense_weights): kernel o reads input channel o
+        w = np.ascontiguousarray(c.w[0].transpose(2, 0, 1)[:, None])
+        block = 1
     elif c.depthwise:
-        w = _depthwise_dense(st, c)
+        w = depthwise_dense(c.w, c.wzp)  # one channel: the dense form is the kernel itself
     else:
         w = conv_weights(c.w)
     in_c = c.x.c
@@ -645,7 +650,8 @@ def lower_conv(st: _Lowering, c: _Conv, nn_fields: dict[str, Any] | None = None)
         size = x.size if st.mesa_compat else r_out.size  # Mesa records the input size here
         st.tp_job("RESHUFFLE", x, r_out.index, r_out, padding_same=padded, stride=c.stride,
                   weight_width=kh, weight_height=kw, output_tensor_size=size)
-        w = space_to_depth_weights(w, c.wzp)
+        w = space_to_depth_weights(w, c.wzp)  # a block-diagonal kernel o then reads input channels 4o .. 4o + 3
+        block *= 4
         nn_in, in_c, kh, kw = r_out, 4 * in_c, _ceil(kh, 2), _ceil(kw, 2)
     flag_pointwise = pointwise and not reshuffle
     if pointwise and in_c == 1 and not (c.depthwise and v == 8):
@@ -658,9 +664,10 @@ def lower_conv(st: _Lowering, c: _Conv, nn_fields: dict[str, Any] | None = None)
                  output_tensor=out_index, input_width=nn_in.h, input_height=nn_in.w, input_channels=nn_in.c,
                  input_zero_point=nn_in.zp, input_scale=nn_in.scale, output_width=c.y.h, output_height=c.y.w,
                  output_channels=c.y.c, output_zero_point=c.y.zp, output_scale=c.y.scale, weight_width=kh,
-                 weight_height=kw, weight_zero_point=c.wzp, weight_scale=c.wscale, weight_tensor_size=w.size,
+                 weight_height=kw, weight_zero_point=c.wzp, weight_scale=c.wscale,
+                 weight_tensor_size=w.size * (nn_in.c // block if block else 1),
                  bias_tensor_size=4 * c.y.c, input_tensor_sizes=(nn_in.size, 0), output_tensor_size=c.y.size,
-                 weights=w, bias=c.bias)
+                 weights=w, weights_block=block, bias=c.bias)
     _emit_nn(st, replace(job, **(nn_fields or {})), c.wscales, nn_in.h * nn_in.w)
     if detr:
         st.detranspose(c.y, out_index)
@@ -1260,9 +1267,11 @@ def _emit_nn(st: _Lowering, job: EtnaOp, wscales: np.ndarray | None, in_plane: i
     for a, b in groups:
         k = b - a
         w = job.weights[a:b]
+        block = job.weights_block  # a block-diagonal form's kernels a .. b - 1 keep their input channels
         sub = replace(job, output_channels=k, weight_scale=float(np.float32(wscales[a])), weights=w,
-                      bias=job.bias[a:b], weight_tensor_size=w.size, bias_tensor_size=4 * k,
-                      output_offset=a * plane)
+                      weights_first=job.weights_first + a if block else 0, bias=job.bias[a:b],
+                      weight_tensor_size=w.size * (job.input_channels // block if block else 1),
+                      bias_tensor_size=4 * k, output_offset=a * plane)
         if native_dw:
             sub = replace(sub, input_channels=k, input_offset=a * in_plane)
         _check_nn(sub, st.chip, st.mesa_compat)
