@@ -17,6 +17,20 @@ static inline uint64_t bytes8(unsigned v)
     return UINT64_C(0x0101010101010101) * (v & 0xFF);
 }
 
+/* Past the 8-weight groups of zero points (zp8: the zero point in every byte) from p that end at or before
+ * `limit`; the first weight not skipped. */
+static inline uint64_t v7_zp_run(const uint8_t *q, uint64_t p, uint64_t limit, uint64_t zp8)
+{
+    uint64_t s8;
+    while (p + 8 <= limit) {
+        memcpy(&s8, q + p, 8);
+        if (s8 != zp8)
+            break;
+        p += 8;
+    }
+    return p;
+}
+
 int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_t n, const int64_t *flush_pos, uint64_t nflush,
                                        const int64_t *raw_pos, const uint32_t *raw_val, uint64_t nraw, unsigned z,
                                        unsigned zp, unsigned kpc, uint8_t *out, uint64_t cap)
@@ -35,14 +49,9 @@ int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_t n, const int
             f++;
         const uint64_t next_flush = f < nflush ? (uint64_t)flush_pos[f] : n;
         if (z > 0) { /* long zero-point runs (dense depthwise kernels): 8 weights at a time */
-            uint64_t s8;
-            while (p + 8 <= n && p + 8 <= next_flush) {
-                memcpy(&s8, seq + p, 8);
-                if (s8 != zp8)
-                    break;
-                run += 8;
-                p += 8;
-            }
+            const uint64_t end = v7_zp_run(seq, p, next_flush < n ? next_flush : n, zp8);
+            run += end - p;
+            p = end;
             if (p >= n)
                 break;
         }
@@ -323,14 +332,9 @@ static void v7_tokens(const uint8_t *q, uint64_t len, const int64_t *fl, uint64_
         while (f < nfl && fl[f] < (int64_t)p)
             f++;
         const uint64_t next_flush = f < nfl ? (uint64_t)fl[f] : len;
-        uint64_t s8;
-        while (p + 8 <= len && p + 8 <= next_flush) { /* long zero-point runs: 8 weights at a time */
-            memcpy(&s8, q + p, 8);
-            if (s8 != zp8)
-                break;
-            run += 8;
-            p += 8;
-        }
+        const uint64_t end = v7_zp_run(q, p, next_flush < len ? next_flush : len, zp8); /* long zero-point runs */
+        run += end - p;
+        p = end;
         if (p >= len)
             break;
         const int literal = q[p] != (uint8_t)zp;

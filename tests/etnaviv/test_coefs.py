@@ -396,15 +396,21 @@ V8_CASES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(V8_CASES))
-def test_v8_roundtrip(name: str) -> None:
+def _v8_case(name: str, seed: int) -> tuple[CoefJob, np.ndarray, np.ndarray, np.random.Generator]:
+    """One V8_CASES job with random zero points, weights and bias (and the generator, for more draws)."""
     fields, sparsity = V8_CASES[name]
-    rng = np.random.default_rng(sorted(V8_CASES).index(name) + 8000)
+    rng = np.random.default_rng(sorted(V8_CASES).index(name) + seed)
     zp, izp = int(rng.integers(0, 256)), int(rng.integers(0, 256))
     cj = CoefJob(weight_zp=zp, input_zp=izp, **fields)
     n = cj.oc * cj.taps * (1 if cj.depthwise else cj.ic)
     w = rng.integers(0, 256, n).astype(np.uint8) if sparsity < 0 else _random_weights(rng, n, zp, sparsity)
     b = rng.integers(-(2**31), 2**31 - 1, cj.oc, dtype=np.int64).astype(np.int32)
+    return cj, w, b, rng
+
+
+@pytest.mark.parametrize("name", sorted(V8_CASES))
+def test_v8_roundtrip(name: str) -> None:
+    cj, w, b, rng = _v8_case(name, 8000)
     buf = coefs_v8.encode(w, b, cj)
     k = coefs_v8.decode_kernels(buf, cj)
     assert k.consumed_bits == k.stream_bits
@@ -424,13 +430,7 @@ def test_v8_roundtrip(name: str) -> None:
 def test_v8_library_buffer_matches_numpy(name: str) -> None:
     """The library's whole-buffer writer (teflon_native_etna_v8_buffer) and byte histogram (the symbol maps) give
     the numpy reference's bytes: coded and raw weights, chosen and forced symbol maps, every core order."""
-    fields, sparsity = V8_CASES[name]
-    rng = np.random.default_rng(sorted(V8_CASES).index(name) + 8100)
-    zp, izp = int(rng.integers(0, 256)), int(rng.integers(0, 256))
-    cj = CoefJob(weight_zp=zp, input_zp=izp, **fields)
-    n = cj.oc * cj.taps * (1 if cj.depthwise else cj.ic)
-    w = rng.integers(0, 256, n).astype(np.uint8) if sparsity < 0 else _random_weights(rng, n, zp, sparsity)
-    b = rng.integers(-(2**31), 2**31 - 1, cj.oc, dtype=np.int64).astype(np.int32)
+    cj, w, b, rng = _v8_case(name, 8100)
     assert coefs_v8.choose_symbol_map(w) == coefs_v8.choose_symbol_map_reference(w)
     assert coefs_v8.coded_symbol_map(w, cj) == coefs_v8.coded_symbol_map_reference(w, cj)
     smap = tuple(int(v) for v in rng.permutation(8))
