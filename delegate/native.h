@@ -20,9 +20,9 @@ TEFLON_EXPORT int teflon_native_run(void *runner, char *err, size_t errlen);
 TEFLON_EXPORT int teflon_native_get_output(void *runner, int32_t tensor, void *host, uint64_t bytes);
 TEFLON_EXPORT int teflon_native_stats(void *runner, uint64_t *tasks, uint64_t *macs);
 /* The last run's counters of each program task, TEFLON_NATIVE_COUNTERS words per task (feature, weight and
- * bias/EW bytes read, bytes written, MACs, simulated ns, the core it ran on, simulated start ns) into out, which
- * has room for `cap` tasks; returns the number of tasks. */
-#define TEFLON_NATIVE_COUNTERS 8
+ * bias/EW bytes read, bytes written, MACs, simulated ns, the core it ran on, simulated start ns, MACs with a
+ * non-zero weight) into out, which has room for `cap` tasks; returns the number of tasks. */
+#define TEFLON_NATIVE_COUNTERS 9
 TEFLON_EXPORT int teflon_native_task_counters(void *runner, uint64_t *out, uint32_t cap);
 /* The last run's simulated NPU time (ns, 0 on a real device) and the files (lanes) the program runs on. */
 TEFLON_EXPORT int teflon_native_run_info(void *runner, uint64_t *npu_ns, uint32_t *lanes);

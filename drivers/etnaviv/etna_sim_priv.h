@@ -50,6 +50,7 @@ struct etna_nn_kernels {
     unsigned nblk;
     struct etna_nn_block *blk;      /* [nblk], kernels in order */
     uint64_t npairs, nw;            /* pairs and weights of all blocks */
+    uint64_t nz;                    /* weights of all kernels that differ from the zero point */
     int64_t *off;                   /* [2 npairs] */
     int16_t *w;                     /* [nw] */
 };
@@ -89,8 +90,12 @@ struct etna_sim {
     uint32_t unk3950;
     uint32_t tp_desc_pending;       /* TP descriptors of the current multi-core job kicked so far */
     /* TEFLON_SIM_REFERENCE=1 at creation: NN jobs through the reference MAC loop (every tap of every kernel)
-     * instead of the fast one (non-zero taps only, int16 features); both compute the same integer sums. */
+     * instead of the fast one (non-zero taps only, int16 features); both compute the same integer sums.
+     * TEFLON_SIM_REFERENCE=check: every NN job runs the fast path, then the reference one, which compares its
+     * output bytes with what the fast path wrote and fails the job on the first difference (`verifying`). */
     int reference;
+    int check;
+    int verifying;
     struct teflon_sim_rules rules;  /* the open facts' hypotheses (etna_sim_set_rules; zero: the defaults) */
     struct etna_nn_cache nn_cache;  /* the fast path's decoded kernels (etna_sim_nn_cache.c) */
     const struct etna_dot_ops *dot; /* the fast path's MAC kernels (etna_dot_select at creation) */

@@ -74,8 +74,8 @@ int64_t teflon_native_ethosu_mlw_plain_body(const uint16_t *idx, uint64_t n, uns
 
 ERRLEN = 1024
 # teflon_native_task_counters' words per task, in order (bytes read / written, MACs, simulated nanoseconds, the
-# core the task ran on, its simulated start)
-COUNTERS = ("feature_rd", "weight_rd", "bias_rd", "data_wr", "macs", "ns", "core", "start_ns")
+# core the task ran on, its simulated start, the MACs whose weight is not the zero point: etnaviv only, else 0)
+COUNTERS = ("feature_rd", "weight_rd", "bias_rd", "data_wr", "macs", "ns", "core", "start_ns", "macs_nz")
 DTYPES = {3: np.dtype(np.uint8), 9: np.dtype(np.int8)}
 
 _ffi = cffi.FFI()
