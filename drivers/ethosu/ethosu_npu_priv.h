@@ -34,10 +34,31 @@ struct ethosu_npu_wdesc {
 typedef int (*ethosu_npu_wdecode_fn)(void *ctx, const struct ethosu_npu_wdesc *d, int16_t *ohwi, char *err,
                                      size_t errlen);
 
+/* A convolution or depthwise operation as kicked off, for a replacement datapath (ethosu_npu_opts.conv). */
+struct ethosu_npu_fm;
+struct ethosu_npu_out;
+struct ethosu_npu_kgeom;
+struct ethosu_npu_conv_op {
+    bool depthwise;
+    const struct ethosu_npu_kgeom *g;
+    const struct ethosu_npu_fm *ifm, *ofm;
+    const struct ethosu_npu_out *out;
+    const struct ethosu_npu_wdesc *wd; /* the weight stream and the geometry its decoder needs */
+};
+/* Returned by a conv hook that leaves the operation to the reference datapath. */
+#define ETHOSU_NPU_DECLINED 1
+struct ethosu_npu;
+/* Runs the operation: 0, a negative errno with the message in err, or ETHOSU_NPU_DECLINED. */
+typedef int (*ethosu_npu_conv_fn)(void *ctx, const struct ethosu_npu_conv_op *op, char *err, size_t errlen);
+
 struct ethosu_npu_opts {
     ethosu_npu_wdecode_fn decode_weights; /* NULL: the built-in decoder */
     void *decode_ctx;
     const struct teflon_sim_rules *rules; /* NULL: every open fact's default hypothesis */
+    /* NULL: every convolution through the reference MAC loop below (ethosu_npu_conv.c); otherwise tried first
+     * (the simulated kernel's fast datapath, drivers/ethosu/ethosu_fast.c) */
+    ethosu_npu_conv_fn conv;
+    void *conv_ctx;
 };
 
 /* Runs like ethosu_npu_run, with the weight decoder of opts (NULL opts: defaults). */

@@ -53,7 +53,9 @@ DECODE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(WDesc
 
 
 class Opts(ctypes.Structure):
-    _fields_ = [("decode_weights", DECODE_FN), ("decode_ctx", ctypes.c_void_p)]
+    # struct ethosu_npu_opts: the weight decoder, the rules (NULL: defaults), the conv hook (NULL: the reference)
+    _fields_ = [("decode_weights", DECODE_FN), ("decode_ctx", ctypes.c_void_p), ("rules", ctypes.c_void_p),
+                ("conv", ctypes.c_void_p), ("conv_ctx", ctypes.c_void_p)]
 
 
 def build_library(out_dir: Path) -> Path:

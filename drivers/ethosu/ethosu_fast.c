@@ -1,0 +1,408 @@
+/* The fast datapath of NPU_OP_CONV / NPU_OP_DEPTHWISE (ethosu_fast.h; docs/hardware/ethosu-sim.md "Fast
+ * datapath"). Same inputs, same bytes as the reference loop of ethosu_npu_conv.c:
+ *
+ * - The IFM window is gathered once into planar int16 (value minus zero point, cast to int16 as the reference
+ *   gathers it), split by stride phase: channel c, phase (py mod sy, px mod sx), row py / sy, column px / sx. Output
+ *   position i = oy * pwq + ox then reads tap (ky, kx) of channel c at one offset plus i, so a whole OFM plane is
+ *   one run of etna_sim_dot.c's MAC kernels (the columns ox >= ow of each row are computed and dropped).
+ *   Convolutions run blocks of ETNA_DOT_KB output channels over the taps (ky, kx, ic) in pairs; depthwise
+ *   convolutions one channel at a time (kb 1) over its kh x kw taps.
+ * - The kernels accumulate in wrapping int32, starting from the bias. With ACC_FORMAT 32 bits that is the
+ *   reference's sum wrapped to 32 bits exactly (wrapping addition is associative). With 40 bits it is exact only
+ *   when no partial sum leaves int32: the op is declined (reference loop) unless |bias| + taps x max|x| x max|w|
+ *   < 2^31. Pair sums (vpmaddwd) are exact: 2 x 32768 x max|w| < 2^31 is checked as well.
+ * - Weight streams are decoded by the reference's decoder and kept, in the kernels' layout, per stream address
+ *   and length and geometry; every use compares the stream's bytes with the copy it was decoded from, so a
+ *   rewritten stream is decoded again.
+ * - The output stage: ethosu_fast_rq_fn for its common case (ethosu_fast.h), else ethosu_npu_scale +
+ *   ethosu_npu_out_finish per element, the reference's own functions. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../etnaviv/etna_sim_dot.h"
+#include "ethosu_fast.h"
+
+/* One decoded weight stream in the MAC kernels' layout. conv: per block b of ETNA_DOT_KB output channels, per tap
+ * pair p, per channel k of the block, the pair's two weights (0 past the last channel or tap); depthwise: per
+ * channel, per pair, two weights. */
+struct ethosu_fast_w {
+    struct ethosu_npu_wdesc key; /* the stream pointer and length included */
+    uint8_t *copy;               /* the stream bytes it was decoded from */
+    int16_t *w;
+    size_t nw;
+    int32_t maxw;                /* max |w| */
+};
+
+#define ETHOSU_FAST_WCACHE_BYTES ((size_t)512 << 20) /* beyond this, the kept streams are dropped */
+#define ETHOSU_FAST_SLACK 64                          /* int16 readable past a plane run (ETNA_DOT_PX rounding) */
+
+struct ethosu_fast {
+    const struct etna_dot_ops *dot;
+    ethosu_fast_rq_fn *rq;
+    struct ethosu_fast_w *wc;
+    size_t nwc, capwc, wc_bytes;
+    /* scratch, grown as needed and kept */
+    int16_t *pad;
+    size_t padcap;
+    int32_t *acc;
+    size_t acccap;
+    int32_t *res;
+    size_t rescap;
+    int64_t *off;
+    size_t offcap;
+    uint64_t *pix;
+    size_t pixcap;
+};
+
+struct ethosu_fast *ethosu_fast_create(const char *kernels)
+{
+    struct ethosu_fast *f = calloc(1, sizeof(*f));
+    if (!f)
+        return NULL;
+    f->dot = etna_dot_select(kernels);
+    f->rq = ethosu_fast_rq_select(f->dot->name);
+    return f;
+}
+
+static void ethosu_fast_wc_clear(struct ethosu_fast *f)
+{
+    for (size_t i = 0; i < f->nwc; i++) {
+        free(f->wc[i].copy);
+        free(f->wc[i].w);
+    }
+    f->nwc = 0;
+    f->wc_bytes = 0;
+}
+
+void ethosu_fast_destroy(struct ethosu_fast *f)
+{
+    if (!f)
+        return;
+    ethosu_fast_wc_clear(f);
+    free(f->wc);
+    free(f->pad);
+    free(f->acc);
+    free(f->res);
+    free(f->off);
+    free(f->pix);
+    free(f);
+}
+
+const char *ethosu_fast_kernels(const struct ethosu_fast *f)
+{
+    return f->dot->name;
+}
+
+/* Grows a scratch buffer to n elements of size sz (contents not kept). */
+static int ethosu_fast_grow(void **buf, size_t *cap, size_t n, size_t sz)
+{
+    if (n <= *cap)
+        return 0;
+    void *p = malloc(n * sz);
+    if (!p)
+        return -ENOMEM;
+    free(*buf);
+    *buf = p;
+    *cap = n;
+    return 0;
+}
+
+static bool ethosu_fast_same_key(const struct ethosu_npu_wdesc *a, const struct ethosu_npu_wdesc *b)
+{
+    return a->stream == b->stream && a->len == b->len && a->ofm_depth == b->ofm_depth && a->kh == b->kh &&
+           a->kw == b->kw && a->ifm_depth == b->ifm_depth && a->ofm_block_depth == b->ofm_block_depth &&
+           a->ifm_bits == b->ifm_bits && a->depthwise == b->depthwise && a->part_kernel == b->part_kernel &&
+           a->dilation_x == b->dilation_x && a->dilation_y == b->dilation_y && a->decomposition == b->decomposition;
+}
+
+/* Decodes the stream with the reference's decoder into e (key set by the caller). */
+static int ethosu_fast_decode(struct ethosu_fast_w *e, const struct ethosu_npu_wdesc *d, char *err, size_t errlen)
+{
+    const size_t taps = (size_t)d->kh * (size_t)d->kw * (size_t)d->ifm_depth, oc = (size_t)d->ofm_depth;
+    const size_t n = oc * taps, pairs = (taps + 1) / 2;
+    int16_t *ohwi = calloc(n ? n : 1, sizeof(*ohwi));
+    if (!ohwi)
+        return -ENOMEM;
+    int rc = ethosu_npu_decode_weights_builtin(NULL, d, ohwi, err, errlen);
+    if (rc) {
+        free(ohwi);
+        return rc < 0 ? rc : -EINVAL;
+    }
+    const size_t kb = d->depthwise ? 1 : ETNA_DOT_KB, nblk = (oc + kb - 1) / kb;
+    e->nw = nblk * pairs * kb * 2;
+    e->w = calloc(e->nw ? e->nw : 1, sizeof(*e->w));
+    e->copy = malloc(d->len ? d->len : 1);
+    if (!e->w || !e->copy) {
+        free(ohwi);
+        return -ENOMEM;
+    }
+    memcpy(e->copy, d->stream, d->len);
+    int32_t maxw = 0;
+    for (size_t o = 0; o < oc; o++) {
+        int16_t *blk = e->w + (o / kb) * pairs * kb * 2;
+        for (size_t t = 0; t < taps; t++) {
+            const int16_t v = ohwi[o * taps + t];
+            blk[((t / 2) * kb + o % kb) * 2 + t % 2] = v;
+            const int32_t a = v < 0 ? -(int32_t)v : v;
+            maxw = a > maxw ? a : maxw;
+        }
+    }
+    e->maxw = maxw;
+    free(ohwi);
+    return 0;
+}
+
+/* The kept weights of the op's stream, decoded now if its bytes changed or it is new. */
+static int ethosu_fast_weights(struct ethosu_fast *f, const struct ethosu_npu_wdesc *d,
+                               const struct ethosu_fast_w **out, char *err, size_t errlen)
+{
+    struct ethosu_fast_w *e = NULL;
+    for (size_t i = 0; i < f->nwc && !e; i++)
+        if (ethosu_fast_same_key(&f->wc[i].key, d))
+            e = &f->wc[i];
+    if (e && memcmp(e->copy, d->stream, d->len) == 0) {
+        *out = e;
+        return 0;
+    }
+    if (e) { /* rewritten: decode again in place */
+        f->wc_bytes -= e->key.len + e->nw * sizeof(*e->w);
+        free(e->copy);
+        free(e->w);
+        *e = f->wc[--f->nwc];
+        e = NULL;
+    }
+    if (f->wc_bytes > ETHOSU_FAST_WCACHE_BYTES)
+        ethosu_fast_wc_clear(f);
+    if (f->nwc == f->capwc) {
+        size_t cap = f->capwc ? 2 * f->capwc : 64;
+        struct ethosu_fast_w *wc = realloc(f->wc, cap * sizeof(*wc));
+        if (!wc)
+            return -ENOMEM;
+        f->wc = wc;
+        f->capwc = cap;
+    }
+    e = &f->wc[f->nwc];
+    *e = (struct ethosu_fast_w){.key = *d};
+    int rc = ethosu_fast_decode(e, d, err, errlen);
+    if (rc) {
+        free(e->copy);
+        free(e->w);
+        return rc;
+    }
+    f->nwc++;
+    f->wc_bytes += d->len + e->nw * sizeof(*e->w);
+    *out = e;
+    return 0;
+}
+
+/* Offset of padded position (py, px) in a channel's phase-split plane. */
+struct ethosu_fast_planes {
+    int sy, sx;
+    int64_t phq, pwq, plane, chplane;
+};
+
+static inline int64_t ethosu_fast_at(const struct ethosu_fast_planes *pl, int py, int px)
+{
+    return ((int64_t)(py % pl->sy) * pl->sx + px % pl->sx) * pl->plane + (int64_t)(py / pl->sy) * pl->pwq +
+           px / pl->sx;
+}
+
+/* Byte offset of channel c from channel 0 of a pixel. */
+static inline uint64_t ethosu_fast_choff(const struct ethosu_npu_fm *fm, int c)
+{
+    if (fm->brick)
+        return (uint64_t)(c / 16) * fm->sc + (uint64_t)(c % 16) * (unsigned)fm->bytes;
+    return (uint64_t)c * (unsigned)fm->bytes;
+}
+
+/* The padded IFM window as planar int16 (ethosu_npu_ifm_at's values, cast as the reference's gather does). */
+static void ethosu_fast_gather(const struct ethosu_npu_fm *ifm, const struct ethosu_npu_kgeom *g,
+                               const struct ethosu_fast_planes *pl, int16_t *pad)
+{
+    const int uh = g->ph - g->pt - g->pb, uw = g->pw - g->pl - g->pr;
+    const int rows = (int)(pl->phq * pl->sy), cols = (int)(pl->pwq * pl->sx);
+    for (int py = 0; py < rows; py++)
+        for (int px = 0; px < cols; px++) {
+            int16_t *d = pad + ethosu_fast_at(pl, py, px);
+            int y = py - g->pt, x = px - g->pl;
+            bool zero = py >= g->ph || px >= g->pw || y < 0 || x < 0 || y >= uh || x >= uw ||
+                        (g->upscale == 2 && ((y | x) & 1));
+            if (zero) {
+                for (int c = 0; c < g->ic; c++)
+                    d[(int64_t)c * pl->chplane] = 0;
+                continue;
+            }
+            if (g->upscale)
+                y >>= 1, x >>= 1;
+            const uint8_t *src = ifm->mem + ethosu_npu_fm_offset(ifm, y, x, 0);
+            const int32_t zp = ifm->zero_point;
+            if (!ifm->brick) {
+                if (ifm->is_signed)
+                    for (int c = 0; c < g->ic; c++)
+                        d[(int64_t)c * pl->chplane] = (int16_t)((int32_t)(int8_t)src[c] - zp);
+                else
+                    for (int c = 0; c < g->ic; c++)
+                        d[(int64_t)c * pl->chplane] = (int16_t)((int32_t)src[c] - zp);
+                continue;
+            }
+            for (int c = 0; c < g->ic; c++) {
+                const uint8_t b = src[ethosu_fast_choff(ifm, c)];
+                d[(int64_t)c * pl->chplane] = (int16_t)((ifm->is_signed ? (int32_t)(int8_t)b : (int32_t)b) - zp);
+            }
+        }
+}
+
+/* Largest |(int16)(x - zp)| over the IFM type's values. */
+static int32_t ethosu_fast_maxx(const struct ethosu_npu_fm *ifm)
+{
+    int32_t m = 0;
+    for (int32_t x = ifm->is_signed ? -128 : 0; x <= (ifm->is_signed ? 127 : 255); x++) {
+        const int16_t v = (int16_t)(x - ifm->zero_point);
+        const int32_t a = v < 0 ? -(int32_t)v : v;
+        m = a > m ? a : m;
+    }
+    return m;
+}
+
+/* One channel's output stage: the requantization kernel for its common case, else the reference's functions. */
+struct ethosu_fast_chan {
+    int64_t bias, mult;
+    int shift;
+};
+
+static void ethosu_fast_out_row(const struct ethosu_fast *f, const struct ethosu_npu_out *out,
+                                const struct ethosu_fast_chan *ch, const int32_t *acc, int64_t n, int32_t *res)
+{
+    const bool vec = out->activation == 0 && out->round_mode == 0 && ch->shift >= 31 && out->lo >= -32768 &&
+                     out->hi <= 65535 && ch->mult >= 0 && ch->mult <= UINT32_MAX;
+    if (!vec) {
+        for (int64_t i = 0; i < n; i++)
+            res[i] = ethosu_npu_out_finish(out, ethosu_npu_scale(acc[i], ch->mult, ch->shift, out->round_mode));
+        return;
+    }
+    /* ethosu_npu_out_finish's clamps, ACTIVATION_MIN/MAX then the type's range, as one clamp */
+    int32_t lo, hi;
+    if (out->act_min > out->act_max) {
+        lo = hi = out->act_max < out->lo ? out->lo : out->act_max > out->hi ? out->hi : out->act_max;
+    } else {
+        lo = out->act_min < out->lo ? out->lo : out->act_min > out->hi ? out->hi : out->act_min;
+        hi = out->act_max < out->lo ? out->lo : out->act_max > out->hi ? out->hi : out->act_max;
+    }
+    f->rq(acc, n, (uint32_t)ch->mult, (unsigned)(ch->shift - 31), out->ofm_zp, lo, hi, res);
+}
+
+/* Stores OFM channel o of rows 0..oh-1 from res (position oy * pwq + ox). */
+static void ethosu_fast_store(const struct ethosu_npu_fm *ofm, const struct ethosu_npu_kgeom *g, const uint64_t *pix,
+                              int64_t pwq, int o, const int32_t *res)
+{
+    uint8_t *base = ofm->mem + ethosu_fast_choff(ofm, o);
+    for (int oy = 0; oy < g->oh; oy++) {
+        const int32_t *r = res + (int64_t)oy * pwq;
+        const uint64_t *p = pix + (int64_t)oy * g->ow;
+        if (ofm->bytes == 1) {
+            for (int ox = 0; ox < g->ow; ox++)
+                base[p[ox]] = (uint8_t)r[ox];
+            continue;
+        }
+        for (int ox = 0; ox < g->ow; ox++) {
+            const uint32_t u = (uint32_t)r[ox];
+            for (int b = 0; b < ofm->bytes; b++)
+                base[p[ox] + (unsigned)b] = (uint8_t)(u >> (8 * b));
+        }
+    }
+}
+
+int ethosu_fast_conv(void *ctx, const struct ethosu_npu_conv_op *op, char *err, size_t errlen)
+{
+    struct ethosu_fast *f = ctx;
+    const struct ethosu_npu_kgeom *g = op->g;
+    const struct ethosu_npu_fm *ifm = op->ifm, *ofm = op->ofm;
+    const struct ethosu_npu_out *out = op->out;
+    const bool dw = op->depthwise;
+    if (ifm->bytes != 1)
+        return ETHOSU_NPU_DECLINED;
+    const struct ethosu_fast_w *wt;
+    int rc = ethosu_fast_weights(f, op->wd, &wt, err, errlen);
+    if (rc)
+        return rc;
+    const int64_t taps = (int64_t)g->kh * g->kw * (dw ? 1 : g->ic), pairs = (taps + 1) / 2;
+    const int64_t maxx = ethosu_fast_maxx(ifm);
+    if (2 * maxx * wt->maxw >= ((int64_t)1 << 31))
+        return ETHOSU_NPU_DECLINED;
+    struct ethosu_fast_chan *ch = malloc((size_t)g->oc * sizeof(*ch));
+    int32_t *bias = malloc((size_t)g->oc * sizeof(*bias));
+    if (!ch || !bias) {
+        free(ch);
+        free(bias);
+        return -ENOMEM;
+    }
+    bool exact = true;
+    for (int o = 0; o < g->oc; o++) {
+        ethosu_npu_out_channel(out, o, &ch[o].bias, &ch[o].mult, &ch[o].shift);
+        /* 32 bits: the wrapped bias starts the wrapping sum; 40 bits: only a sum that never leaves int32 */
+        bias[o] = (int32_t)(uint32_t)(uint64_t)ch[o].bias;
+        if (out->acc_bits != 32) {
+            const int64_t b = ch[o].bias < 0 ? -ch[o].bias : ch[o].bias;
+            if (b + taps * maxx * wt->maxw >= ((int64_t)1 << 31))
+                exact = false;
+        }
+    }
+    struct ethosu_fast_planes pl = {.sy = g->sy, .sx = g->sx};
+    pl.phq = (g->ph + g->sy - 1) / g->sy;
+    pl.pwq = (g->pw + g->sx - 1) / g->sx;
+    pl.plane = pl.phq * pl.pwq;
+    pl.chplane = (int64_t)g->sy * g->sx * pl.plane;
+    const int64_t run = (int64_t)(g->oh - 1) * pl.pwq + g->ow;
+    const int64_t runr = (run + ETNA_DOT_PX - 1) / ETNA_DOT_PX * ETNA_DOT_PX;
+    const int64_t kb = dw ? 1 : ETNA_DOT_KB;
+    if (!exact)
+        rc = ETHOSU_NPU_DECLINED;
+    else if (ethosu_fast_grow((void **)&f->pad, &f->padcap, (size_t)(g->ic * pl.chplane + ETHOSU_FAST_SLACK),
+                              sizeof(*f->pad)) ||
+             ethosu_fast_grow((void **)&f->acc, &f->acccap, (size_t)(kb * runr), sizeof(*f->acc)) ||
+             ethosu_fast_grow((void **)&f->res, &f->rescap, (size_t)runr, sizeof(*f->res)) ||
+             ethosu_fast_grow((void **)&f->off, &f->offcap, (size_t)(2 * pairs), sizeof(*f->off)) ||
+             ethosu_fast_grow((void **)&f->pix, &f->pixcap, (size_t)g->oh * (size_t)g->ow, sizeof(*f->pix)))
+        rc = -ENOMEM;
+    if (rc) {
+        free(ch);
+        free(bias);
+        return rc;
+    }
+    ethosu_fast_gather(ifm, g, &pl, f->pad);
+    memset(f->pad + g->ic * pl.chplane, 0, ETHOSU_FAST_SLACK * sizeof(*f->pad));
+    for (int oy = 0; oy < g->oh; oy++)
+        for (int ox = 0; ox < g->ow; ox++)
+            f->pix[(size_t)oy * (size_t)g->ow + (size_t)ox] = ethosu_npu_fm_offset(ofm, oy, ox, 0);
+    /* tap t = (ky * kw + kx) * I + ci (the decoder's OHWI order); an odd last pair repeats its tap with weight 0 */
+    const int icn = dw ? 1 : g->ic;
+    for (int64_t t = 0; t < 2 * pairs; t++) {
+        const int64_t tt = t < taps ? t : taps - 1;
+        const int ci = (int)(tt % icn), k = (int)(tt / icn);
+        f->off[t] = (int64_t)ci * pl.chplane + ethosu_fast_at(&pl, (k / g->kw) * g->dy, (k % g->kw) * g->dx);
+    }
+    if (dw) {
+        for (int c = 0; c < g->oc; c++) {
+            f->dot->mac(1, f->pad + (int64_t)c * pl.chplane, f->off, wt->w + (size_t)c * (size_t)pairs * 2,
+                        (uint64_t)pairs, &bias[c], runr, f->acc, runr);
+            ethosu_fast_out_row(f, out, &ch[c], f->acc, run, f->res);
+            ethosu_fast_store(ofm, g, f->pix, pl.pwq, c, f->res);
+        }
+    } else {
+        int32_t b4[ETNA_DOT_KB];
+        for (int o0 = 0; o0 < g->oc; o0 += ETNA_DOT_KB) {
+            for (int k = 0; k < ETNA_DOT_KB; k++)
+                b4[k] = o0 + k < g->oc ? bias[o0 + k] : 0;
+            f->dot->mac(ETNA_DOT_KB, f->pad, f->off, wt->w + (size_t)(o0 / ETNA_DOT_KB) * (size_t)pairs * ETNA_DOT_KB * 2,
+                        (uint64_t)pairs, b4, runr, f->acc, runr);
+            for (int k = 0; k < ETNA_DOT_KB && o0 + k < g->oc; k++) {
+                ethosu_fast_out_row(f, out, &ch[o0 + k], f->acc + k * runr, run, f->res);
+                ethosu_fast_store(ofm, g, f->pix, pl.pwq, o0 + k, f->res);
+            }
+        }
+    }
+    free(ch);
+    free(bias);
+    return 0;
+}
