@@ -216,41 +216,50 @@ static inline uint64_t ethosu_fast_choff(const struct ethosu_npu_fm *fm, int c)
     return (uint64_t)c * (unsigned)fm->bytes;
 }
 
-/* The padded IFM window as planar int16 (ethosu_npu_ifm_at's values, cast as the reference's gather does). */
-static void ethosu_fast_gather(const struct ethosu_npu_fm *ifm, const struct ethosu_npu_kgeom *g,
-                               const struct ethosu_fast_planes *pl, int16_t *pad)
+/* The padded IFM window as planar int16 (ethosu_npu_ifm_at's values, cast as the reference's gather does), one
+ * padded row at a time: each position's source byte offset (or -1: padding, upscale zeros, the phase planes'
+ * fill past the window), then per channel a run of stores into each x phase's contiguous row. */
+static int ethosu_fast_gather(const struct ethosu_npu_fm *ifm, const struct ethosu_npu_kgeom *g,
+                              const struct ethosu_fast_planes *pl, int16_t *pad)
 {
     const int uh = g->ph - g->pt - g->pb, uw = g->pw - g->pl - g->pr;
     const int rows = (int)(pl->phq * pl->sy), cols = (int)(pl->pwq * pl->sx);
-    for (int py = 0; py < rows; py++)
+    const int32_t zp = ifm->zero_point;
+    int64_t *src = malloc((size_t)cols * sizeof(*src));
+    if (!src)
+        return -ENOMEM;
+    for (int py = 0; py < rows; py++) {
+        int y = py - g->pt;
+        const bool zrow = py >= g->ph || y < 0 || y >= uh || (g->upscale == 2 && (y & 1));
+        if (g->upscale)
+            y >>= 1;
         for (int px = 0; px < cols; px++) {
-            int16_t *d = pad + ethosu_fast_at(pl, py, px);
-            int y = py - g->pt, x = px - g->pl;
-            bool zero = py >= g->ph || px >= g->pw || y < 0 || x < 0 || y >= uh || x >= uw ||
-                        (g->upscale == 2 && ((y | x) & 1));
-            if (zero) {
-                for (int c = 0; c < g->ic; c++)
-                    d[(int64_t)c * pl->chplane] = 0;
+            int x = px - g->pl;
+            src[px] = -1;
+            if (zrow || px >= g->pw || x < 0 || x >= uw || (g->upscale == 2 && (x & 1)))
                 continue;
-            }
             if (g->upscale)
-                y >>= 1, x >>= 1;
-            const uint8_t *src = ifm->mem + ethosu_npu_fm_offset(ifm, y, x, 0);
-            const int32_t zp = ifm->zero_point;
-            if (!ifm->brick) {
+                x >>= 1;
+            src[px] = (int64_t)ethosu_npu_fm_offset(ifm, y, x, 0);
+        }
+        int16_t *row = pad + (int64_t)(py % pl->sy) * pl->sx * pl->plane + (int64_t)(py / pl->sy) * pl->pwq;
+        for (int c = 0; c < g->ic; c++) {
+            const uint8_t *mem = ifm->mem + ethosu_fast_choff(ifm, c);
+            for (int x0 = 0; x0 < pl->sx; x0++) {
+                int16_t *d = row + (int64_t)c * pl->chplane + (int64_t)x0 * pl->plane;
+                const int64_t *s = src + x0;
+                const int n = (int)pl->pwq;
                 if (ifm->is_signed)
-                    for (int c = 0; c < g->ic; c++)
-                        d[(int64_t)c * pl->chplane] = (int16_t)((int32_t)(int8_t)src[c] - zp);
+                    for (int j = 0; j < n; j++)
+                        d[j] = s[j * pl->sx] < 0 ? 0 : (int16_t)((int32_t)(int8_t)mem[s[j * pl->sx]] - zp);
                 else
-                    for (int c = 0; c < g->ic; c++)
-                        d[(int64_t)c * pl->chplane] = (int16_t)((int32_t)src[c] - zp);
-                continue;
-            }
-            for (int c = 0; c < g->ic; c++) {
-                const uint8_t b = src[ethosu_fast_choff(ifm, c)];
-                d[(int64_t)c * pl->chplane] = (int16_t)((ifm->is_signed ? (int32_t)(int8_t)b : (int32_t)b) - zp);
+                    for (int j = 0; j < n; j++)
+                        d[j] = s[j * pl->sx] < 0 ? 0 : (int16_t)((int32_t)mem[s[j * pl->sx]] - zp);
             }
         }
+    }
+    free(src);
+    return 0;
 }
 
 /* Largest |(int16)(x - zp)| over the IFM type's values. */
@@ -292,23 +301,36 @@ static void ethosu_fast_out_row(const struct ethosu_fast *f, const struct ethosu
     f->rq(acc, n, (uint32_t)ch->mult, (unsigned)(ch->shift - 31), out->ofm_zp, lo, hi, res);
 }
 
-/* Stores OFM channel o of rows 0..oh-1 from res (position oy * pwq + ox). */
+/* Stores OFM channels o0 .. o0 + nk - 1 (nk <= ETHOSU_FAST_NK) of rows 0..oh-1 from res[k * rstride + oy * pwq +
+ * ox]. Four 8-bit channels from a multiple of 4 are adjacent bytes in NHWC and in NHCWB16: one 32-bit store. */
+#define ETHOSU_FAST_NK 4
 static void ethosu_fast_store(const struct ethosu_npu_fm *ofm, const struct ethosu_npu_kgeom *g, const uint64_t *pix,
-                              int64_t pwq, int o, const int32_t *res)
+                              int64_t pwq, int o0, int nk, const int32_t *res, int64_t rstride)
 {
-    uint8_t *base = ofm->mem + ethosu_fast_choff(ofm, o);
-    for (int oy = 0; oy < g->oh; oy++) {
-        const int32_t *r = res + (int64_t)oy * pwq;
-        const uint64_t *p = pix + (int64_t)oy * g->ow;
-        if (ofm->bytes == 1) {
-            for (int ox = 0; ox < g->ow; ox++)
-                base[p[ox]] = (uint8_t)r[ox];
-            continue;
+    if (ofm->bytes == 1 && nk == 4 && o0 % 4 == 0) {
+        uint8_t *base = ofm->mem + ethosu_fast_choff(ofm, o0);
+        for (int oy = 0; oy < g->oh; oy++) {
+            const int32_t *r = res + (int64_t)oy * pwq;
+            const uint64_t *p = pix + (int64_t)oy * g->ow;
+            for (int ox = 0; ox < g->ow; ox++) {
+                const uint32_t w = (uint32_t)(uint8_t)r[ox] | (uint32_t)(uint8_t)r[ox + rstride] << 8 |
+                                   (uint32_t)(uint8_t)r[ox + 2 * rstride] << 16 |
+                                   (uint32_t)(uint8_t)r[ox + 3 * rstride] << 24;
+                memcpy(base + p[ox], &w, sizeof(w));
+            }
         }
-        for (int ox = 0; ox < g->ow; ox++) {
-            const uint32_t u = (uint32_t)r[ox];
-            for (int b = 0; b < ofm->bytes; b++)
-                base[p[ox] + (unsigned)b] = (uint8_t)(u >> (8 * b));
+        return;
+    }
+    for (int k = 0; k < nk; k++) {
+        uint8_t *base = ofm->mem + ethosu_fast_choff(ofm, o0 + k);
+        for (int oy = 0; oy < g->oh; oy++) {
+            const int32_t *r = res + k * rstride + (int64_t)oy * pwq;
+            const uint64_t *p = pix + (int64_t)oy * g->ow;
+            for (int ox = 0; ox < g->ow; ox++) {
+                const uint32_t u = (uint32_t)r[ox];
+                for (int b = 0; b < ofm->bytes; b++)
+                    base[p[ox] + (unsigned)b] = (uint8_t)(u >> (8 * b));
+            }
         }
     }
 }
@@ -355,13 +377,12 @@ int ethosu_fast_conv(void *ctx, const struct ethosu_npu_conv_op *op, char *err, 
     pl.chplane = (int64_t)g->sy * g->sx * pl.plane;
     const int64_t run = (int64_t)(g->oh - 1) * pl.pwq + g->ow;
     const int64_t runr = (run + ETNA_DOT_PX - 1) / ETNA_DOT_PX * ETNA_DOT_PX;
-    const int64_t kb = dw ? 1 : ETNA_DOT_KB;
     if (!exact)
         rc = ETHOSU_NPU_DECLINED;
     else if (ethosu_fast_grow((void **)&f->pad, &f->padcap, (size_t)(g->ic * pl.chplane + ETHOSU_FAST_SLACK),
                               sizeof(*f->pad)) ||
-             ethosu_fast_grow((void **)&f->acc, &f->acccap, (size_t)(kb * runr), sizeof(*f->acc)) ||
-             ethosu_fast_grow((void **)&f->res, &f->rescap, (size_t)runr, sizeof(*f->res)) ||
+             ethosu_fast_grow((void **)&f->acc, &f->acccap, (size_t)(ETNA_DOT_KB * runr), sizeof(*f->acc)) ||
+             ethosu_fast_grow((void **)&f->res, &f->rescap, (size_t)(ETHOSU_FAST_NK * runr), sizeof(*f->res)) ||
              ethosu_fast_grow((void **)&f->off, &f->offcap, (size_t)(2 * pairs), sizeof(*f->off)) ||
              ethosu_fast_grow((void **)&f->pix, &f->pixcap, (size_t)g->oh * (size_t)g->ow, sizeof(*f->pix)))
         rc = -ENOMEM;
@@ -370,7 +391,11 @@ int ethosu_fast_conv(void *ctx, const struct ethosu_npu_conv_op *op, char *err, 
         free(bias);
         return rc;
     }
-    ethosu_fast_gather(ifm, g, &pl, f->pad);
+    if ((rc = ethosu_fast_gather(ifm, g, &pl, f->pad))) {
+        free(ch);
+        free(bias);
+        return rc;
+    }
     memset(f->pad + g->ic * pl.chplane, 0, ETHOSU_FAST_SLACK * sizeof(*f->pad));
     for (int oy = 0; oy < g->oh; oy++)
         for (int ox = 0; ox < g->ow; ox++)
@@ -382,25 +407,23 @@ int ethosu_fast_conv(void *ctx, const struct ethosu_npu_conv_op *op, char *err, 
         const int ci = (int)(tt % icn), k = (int)(tt / icn);
         f->off[t] = (int64_t)ci * pl.chplane + ethosu_fast_at(&pl, (k / g->kw) * g->dy, (k % g->kw) * g->dx);
     }
-    if (dw) {
-        for (int c = 0; c < g->oc; c++) {
-            f->dot->mac(1, f->pad + (int64_t)c * pl.chplane, f->off, wt->w + (size_t)c * (size_t)pairs * 2,
-                        (uint64_t)pairs, &bias[c], runr, f->acc, runr);
-            ethosu_fast_out_row(f, out, &ch[c], f->acc, run, f->res);
-            ethosu_fast_store(ofm, g, f->pix, pl.pwq, c, f->res);
-        }
-    } else {
-        int32_t b4[ETNA_DOT_KB];
-        for (int o0 = 0; o0 < g->oc; o0 += ETNA_DOT_KB) {
+    int32_t b4[ETNA_DOT_KB];
+    for (int o0 = 0; o0 < g->oc; o0 += ETHOSU_FAST_NK) {
+        const int nk = g->oc - o0 < ETHOSU_FAST_NK ? g->oc - o0 : ETHOSU_FAST_NK;
+        if (dw) { /* one channel per MAC call, over its own plane */
+            for (int k = 0; k < nk; k++)
+                f->dot->mac(1, f->pad + (int64_t)(o0 + k) * pl.chplane, f->off,
+                            wt->w + (size_t)(o0 + k) * (size_t)pairs * 2, (uint64_t)pairs, &bias[o0 + k], runr,
+                            f->acc + k * runr, runr);
+        } else {
             for (int k = 0; k < ETNA_DOT_KB; k++)
-                b4[k] = o0 + k < g->oc ? bias[o0 + k] : 0;
+                b4[k] = k < nk ? bias[o0 + k] : 0;
             f->dot->mac(ETNA_DOT_KB, f->pad, f->off, wt->w + (size_t)(o0 / ETNA_DOT_KB) * (size_t)pairs * ETNA_DOT_KB * 2,
                         (uint64_t)pairs, b4, runr, f->acc, runr);
-            for (int k = 0; k < ETNA_DOT_KB && o0 + k < g->oc; k++) {
-                ethosu_fast_out_row(f, out, &ch[o0 + k], f->acc + k * runr, run, f->res);
-                ethosu_fast_store(ofm, g, f->pix, pl.pwq, o0 + k, f->res);
-            }
         }
+        for (int k = 0; k < nk; k++)
+            ethosu_fast_out_row(f, out, &ch[o0 + k], f->acc + k * runr, run, f->res + k * runr);
+        ethosu_fast_store(ofm, g, f->pix, pl.pwq, o0, nk, f->res, runr);
     }
     free(ch);
     free(bias);
