@@ -208,14 +208,6 @@ static inline int64_t ethosu_fast_at(const struct ethosu_fast_planes *pl, int py
            px / pl->sx;
 }
 
-/* Byte offset of channel c from channel 0 of a pixel. */
-static inline uint64_t ethosu_fast_choff(const struct ethosu_npu_fm *fm, int c)
-{
-    if (fm->brick)
-        return (uint64_t)(c / 16) * fm->sc + (uint64_t)(c % 16) * (unsigned)fm->bytes;
-    return (uint64_t)c * (unsigned)fm->bytes;
-}
-
 /* The padded IFM window as planar int16 (ethosu_npu_ifm_at's values, cast as the reference's gather does), one
  * padded row at a time: each position's source byte offset (or -1: padding, upscale zeros, the phase planes'
  * fill past the window), then per channel a run of stores into each x phase's contiguous row. */
@@ -244,7 +236,7 @@ static int ethosu_fast_gather(const struct ethosu_npu_fm *ifm, const struct etho
         }
         int16_t *row = pad + (int64_t)(py % pl->sy) * pl->sx * pl->plane + (int64_t)(py / pl->sy) * pl->pwq;
         for (int c = 0; c < g->ic; c++) {
-            const uint8_t *mem = ifm->mem + ethosu_fast_choff(ifm, c);
+            const uint8_t *mem = ifm->mem + ethosu_npu_fm_choff(ifm, c);
             for (int x0 = 0; x0 < pl->sx; x0++) {
                 int16_t *d = row + (int64_t)c * pl->chplane + (int64_t)x0 * pl->plane;
                 const int64_t *s = src + x0;
@@ -308,7 +300,7 @@ static void ethosu_fast_store(const struct ethosu_npu_fm *ofm, const struct etho
                               int64_t pwq, int o0, int nk, const int32_t *res, int64_t rstride)
 {
     if (ofm->bytes == 1 && nk == 4 && o0 % 4 == 0) {
-        uint8_t *base = ofm->mem + ethosu_fast_choff(ofm, o0);
+        uint8_t *base = ofm->mem + ethosu_npu_fm_choff(ofm, o0);
         for (int oy = 0; oy < g->oh; oy++) {
             const int32_t *r = res + (int64_t)oy * pwq;
             const uint64_t *p = pix + (int64_t)oy * g->ow;
@@ -322,7 +314,7 @@ static void ethosu_fast_store(const struct ethosu_npu_fm *ofm, const struct etho
         return;
     }
     for (int k = 0; k < nk; k++) {
-        uint8_t *base = ofm->mem + ethosu_fast_choff(ofm, o0 + k);
+        uint8_t *base = ofm->mem + ethosu_npu_fm_choff(ofm, o0 + k);
         for (int oy = 0; oy < g->oh; oy++) {
             const int32_t *r = res + k * rstride + (int64_t)oy * pwq;
             const uint64_t *p = pix + (int64_t)oy * g->ow;

@@ -12,27 +12,20 @@
 #include <immintrin.h>
 #endif
 
-/* One element on its magnitude: q = round(|v| * mult / 2^31) (ties up for v >= 0, down in magnitude for v < 0:
- * TFL's nudge), then round(q / 2^right) with ties away from zero, capped. */
-static inline int32_t ethosu_fast_rq_one(int32_t v, uint32_t mult, unsigned right, uint64_t half, int32_t zp,
-                                         int32_t lo, int32_t hi)
+/* One element: ethosu_npu_scale_tfl64 capped (ethosu_fast.h), plus the zero point, clamped. */
+static inline int32_t ethosu_fast_rq_one(int32_t v, uint32_t mult, unsigned right, int32_t zp, int32_t lo, int32_t hi)
 {
-    const uint64_t neg = v < 0;
-    const uint64_t mag = neg ? (uint64_t)0 - (uint64_t)(int64_t)v : (uint64_t)v;
-    uint64_t q = (mag * mult + ((uint64_t)1 << 30) - neg) >> 31;
-    q = (q + half) >> right;
-    if (q > ETHOSU_FAST_RQ_CAP)
-        q = ETHOSU_FAST_RQ_CAP;
-    int32_t r = (neg ? -(int32_t)q : (int32_t)q) + zp;
+    int64_t q = ethosu_npu_scale_tfl64(v, mult, right);
+    q = q > ETHOSU_FAST_RQ_CAP ? ETHOSU_FAST_RQ_CAP : q < -ETHOSU_FAST_RQ_CAP ? -ETHOSU_FAST_RQ_CAP : q;
+    const int32_t r = (int32_t)q + zp;
     return r < lo ? lo : r > hi ? hi : r;
 }
 
 void ethosu_fast_rq_c(const int32_t *acc, int64_t n, uint32_t mult, unsigned right, int32_t zp, int32_t lo,
                       int32_t hi, int32_t *res)
 {
-    const uint64_t half = right ? (uint64_t)1 << (right - 1) : 0;
     for (int64_t x = 0; x < n; x++)
-        res[x] = ethosu_fast_rq_one(acc[x], mult, right, half, zp, lo, hi);
+        res[x] = ethosu_fast_rq_one(acc[x], mult, right, zp, lo, hi);
 }
 
 #if ETHOSU_RQ_X86

@@ -177,19 +177,27 @@ int ethosu_npu_elementwise(struct ethosu_npu *npu, unsigned mode)
             return rc;
         e.scalar_value -= ETHOSU_PREC_TYPE(p2) ? (int32_t)(int16_t)zp2 : (int32_t)zp2;
     }
+    /* tiles are per pixel: each pixel's addresses once, then its channels */
+    const bool two = binary && !e.scalar;
     for (int y = 0; y < oh; y++)
-        for (int x = 0; x < ow; x++)
+        for (int x = 0; x < ow; x++) {
+            const uint8_t *pa = ifm.mem + ethosu_npu_fm_offset(&ifm, y, x, 0);
+            const uint8_t *pb = two ? ifm2.mem + ethosu_npu_fm_offset(&ifm2, e.bh ? 0 : y, e.bw ? 0 : x, 0) : NULL;
+            uint8_t *po = ofm.mem + ethosu_npu_fm_offset(&ofm, y, x, 0);
             for (int c = 0; c < oc; c++) {
-                int64_t a = ethosu_npu_fm_read(&ifm, y, x, c) - (int64_t)ifm.zero_point, b = 0;
+                int64_t a = ethosu_npu_fm_get(&ifm, pa + ethosu_npu_fm_choff(&ifm, c)) - (int64_t)ifm.zero_point, b = 0;
                 if (binary)
                     b = e.scalar ? e.scalar_value
-                                 : ethosu_npu_fm_read(&ifm2, e.bh ? 0 : y, e.bw ? 0 : x, e.bc ? 0 : c) - (int64_t)ifm2.zero_point;
+                                 : ethosu_npu_fm_get(&ifm2, pb + ethosu_npu_fm_choff(&ifm2, e.bc ? 0 : c)) -
+                                       (int64_t)ifm2.zero_point;
                 if (e.swap) {
                     int64_t t = a;
                     a = b, b = t;
                 }
-                ethosu_npu_fm_write(&ofm, y, x, c, ethosu_npu_out_finish(&out, ethosu_npu_elt_one(&e, &out, a, b)));
+                ethosu_npu_fm_put(&ofm, po + ethosu_npu_fm_choff(&ofm, c),
+                                  ethosu_npu_out_finish(&out, ethosu_npu_elt_one(&e, &out, a, b)));
             }
+        }
     if (npu->stats) {
         uint64_t n = (uint64_t)oh * (uint64_t)ow * (uint64_t)oc;
         npu->stats->feature_rd += n * (uint64_t)ifm.bytes * (binary && !e.scalar ? 2u : 1u);

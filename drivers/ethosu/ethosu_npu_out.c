@@ -34,6 +34,9 @@ int64_t ethosu_npu_scale(int64_t x, int64_t mult, int shift, int round_mode)
     __int128 p;
     switch (round_mode) {
     case 0: {
+        if (shift >= 31 && shift <= 93 && mult >= 0 && mult <= (int64_t)UINT32_MAX && x >= -((int64_t)1 << 31) &&
+            x <= ((int64_t)1 << 31))
+            return ethosu_npu_scale_tfl64(x, (uint32_t)mult, (unsigned)(shift - 31));
         int left = shift < 31 ? 31 - shift : 0, right = shift > 31 ? shift - 31 : 0;
         p = (__int128)x * ((__int128)1 << left) * mult;
         __int128 nudge = p >= 0 ? ((__int128)1 << 30) : 1 - ((__int128)1 << 30);

@@ -106,6 +106,33 @@ int ethosu_npu_fm_load(struct ethosu_npu *npu, int which, int h, int w, int c, s
 int32_t ethosu_npu_fm_read(const struct ethosu_npu_fm *fm, int y, int x, int c);
 void ethosu_npu_fm_write(const struct ethosu_npu_fm *fm, int y, int x, int c, int32_t v);
 uint64_t ethosu_npu_fm_offset(const struct ethosu_npu_fm *fm, int y, int x, int c);
+/* ethosu_npu_fm_offset(fm, y, x, c) - ethosu_npu_fm_offset(fm, y, x, 0): the tile depends on y and x only. */
+static inline uint64_t ethosu_npu_fm_choff(const struct ethosu_npu_fm *fm, int c)
+{
+    if (fm->brick)
+        return (uint64_t)(c / 16) * fm->sc + (uint64_t)(c % 16) * (unsigned)fm->bytes;
+    return (uint64_t)c * (unsigned)fm->bytes;
+}
+/* The element at p (little endian, fm's size and sign) / stores v there. */
+static inline int32_t ethosu_npu_fm_get(const struct ethosu_npu_fm *fm, const uint8_t *p)
+{
+    switch (fm->bytes) {
+    case 1:
+        return fm->is_signed ? (int32_t)(int8_t)p[0] : (int32_t)p[0];
+    case 2: {
+        uint16_t v = (uint16_t)(p[0] | p[1] << 8);
+        return fm->is_signed ? (int32_t)(int16_t)v : (int32_t)v;
+    }
+    default:
+        return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+    }
+}
+static inline void ethosu_npu_fm_put(const struct ethosu_npu_fm *fm, uint8_t *p, int32_t v)
+{
+    uint32_t u = (uint32_t)v;
+    for (int i = 0; i < fm->bytes; i++)
+        p[i] = (uint8_t)(u >> (8 * i));
+}
 
 /* Output stage (ethosu_npu_out.c): scaling, zero point, activation, clamp and saturation to the OFM type. */
 struct ethosu_npu_out {
@@ -129,6 +156,18 @@ int ethosu_npu_out_setup(struct ethosu_npu *npu, const struct ethosu_npu_fm *ofm
 /* round_mode: OFM/IFM_PRECISION.round_mode (0..2), or ETHOSU_NPU_ROUND_NATURAL2 (board-facts.md fact 7). */
 #define ETHOSU_NPU_ROUND_NATURAL2 4
 int64_t ethosu_npu_scale(int64_t x, int64_t mult, int shift, int round_mode);
+/* ethosu_npu_scale's TFL mode (round_mode 0) for shift = 31 + right >= 31 in 64-bit arithmetic, on the magnitude:
+ * exact for |x| <= 2^31, 0 <= mult < 2^32, right <= 62 (|x| mult < 2^63). The doubling high multiply rounds
+ * half up, i.e. |p| + 2^30 - 1 for a negative product; the right shift rounds ties away from zero. */
+static inline int64_t ethosu_npu_scale_tfl64(int64_t x, uint32_t mult, unsigned right)
+{
+    const uint64_t neg = x < 0;
+    const uint64_t mag = neg ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+    uint64_t q = (mag * mult + ((uint64_t)1 << 30) - neg) >> 31;
+    if (right)
+        q = (q + ((uint64_t)1 << (right - 1))) >> right;
+    return neg ? -(int64_t)q : (int64_t)q;
+}
 /* The rounding a stream's round_mode field (0..2) selects under the simulator's rules: NATURAL rounds twice
  * (ETHOSU_NPU_ROUND_NATURAL2) when TEFLON_SIM_RULES says eu_natural=double. */
 int ethosu_npu_round_mode(const struct ethosu_npu *npu, int field);
