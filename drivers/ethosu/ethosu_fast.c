@@ -208,15 +208,65 @@ static inline int64_t ethosu_fast_at(const struct ethosu_fast_planes *pl, int py
            px / pl->sx;
 }
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+/* 16 positions x 16 channels: the 16 channel bytes of position i at s + i step go to d[c dstride + i] as int16,
+ * minus the zero point (wrapping int16 arithmetic: the reference's (int16_t) cast). Four rounds of pairing rows i
+ * and i + 8 byte by byte transpose a 16 x 16 byte block. */
+static void ethosu_fast_t16(const uint8_t *s, int64_t step, int16_t *d, int64_t dstride, int16_t zp, bool sgn)
+{
+    __m128i r[16], t[16];
+    for (int i = 0; i < 16; i++)
+        r[i] = _mm_loadu_si128((const __m128i *)(const void *)(s + i * step));
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 8; i++) {
+            t[2 * i] = _mm_unpacklo_epi8(r[i], r[i + 8]);
+            t[2 * i + 1] = _mm_unpackhi_epi8(r[i], r[i + 8]);
+        }
+        for (int i = 0; i < 8; i++) {
+            r[2 * i] = _mm_unpacklo_epi8(t[i], t[i + 8]);
+            r[2 * i + 1] = _mm_unpackhi_epi8(t[i], t[i + 8]);
+        }
+    }
+    const __m128i z = _mm_set1_epi16(zp), zero = _mm_setzero_si128();
+    for (int c = 0; c < 16; c++) {
+        const __m128i ext = sgn ? _mm_cmpgt_epi8(zero, r[c]) : zero;
+        _mm_storeu_si128((__m128i *)(void *)(d + c * dstride), _mm_sub_epi16(_mm_unpacklo_epi8(r[c], ext), z));
+        _mm_storeu_si128((__m128i *)(void *)(d + c * dstride + 8), _mm_sub_epi16(_mm_unpackhi_epi8(r[c], ext), z));
+    }
+}
+#define ETHOSU_FAST_T16 1
+#endif
+
+/* Whether positions 0..15 of s (every sx-th entry) are IFM bytes at one constant step; the step in *step. */
+static bool ethosu_fast_run16(const int64_t *s, int sx, int64_t *step)
+{
+    *step = s[sx] - s[0];
+    for (int i = 0; i < 16; i++)
+        if (s[i * sx] < 0 || s[i * sx] != s[0] + i * *step)
+            return false;
+    return true;
+}
+
+/* Channels c0 .. c1 - 1 of one position (source byte offset o, or -1 for a zero) into d[c chplane]. */
+static inline void ethosu_fast_gather_px(const struct ethosu_npu_fm *ifm, int64_t o, int c0, int c1, int16_t *d,
+                                         int64_t chplane)
+{
+    for (int c = c0; c < c1; c++)
+        d[(int64_t)c * chplane] =
+            o < 0 ? 0 : (int16_t)(ethosu_npu_fm_get(ifm, ifm->mem + o + ethosu_npu_fm_choff(ifm, c)) - ifm->zero_point);
+}
+
 /* The padded IFM window as planar int16 (ethosu_npu_ifm_at's values, cast as the reference's gather does), one
  * padded row at a time: each position's source byte offset (or -1: padding, upscale zeros, the phase planes'
- * fill past the window), then per channel a run of stores into each x phase's contiguous row. */
+ * fill past the window), then per x phase its contiguous row, 16 positions x 16 channels at a time where the
+ * positions are equally spaced IFM pixels (8-bit channels c..c+15, c a multiple of 16, are 16 adjacent bytes in
+ * NHWC and in NHCWB16). */
 static int ethosu_fast_gather(const struct ethosu_npu_fm *ifm, const struct ethosu_npu_kgeom *g,
                               const struct ethosu_fast_planes *pl, int16_t *pad)
 {
     const int uh = g->ph - g->pt - g->pb, uw = g->pw - g->pl - g->pr;
     const int rows = (int)(pl->phq * pl->sy), cols = (int)(pl->pwq * pl->sx);
-    const int32_t zp = ifm->zero_point;
     int64_t *src = malloc((size_t)cols * sizeof(*src));
     if (!src)
         return -ENOMEM;
@@ -235,18 +285,26 @@ static int ethosu_fast_gather(const struct ethosu_npu_fm *ifm, const struct etho
             src[px] = (int64_t)ethosu_npu_fm_offset(ifm, y, x, 0);
         }
         int16_t *row = pad + (int64_t)(py % pl->sy) * pl->sx * pl->plane + (int64_t)(py / pl->sy) * pl->pwq;
-        for (int c = 0; c < g->ic; c++) {
-            const uint8_t *mem = ifm->mem + ethosu_npu_fm_choff(ifm, c);
-            for (int x0 = 0; x0 < pl->sx; x0++) {
-                int16_t *d = row + (int64_t)c * pl->chplane + (int64_t)x0 * pl->plane;
-                const int64_t *s = src + x0;
-                const int n = (int)pl->pwq;
-                if (ifm->is_signed)
-                    for (int j = 0; j < n; j++)
-                        d[j] = s[j * pl->sx] < 0 ? 0 : (int16_t)((int32_t)(int8_t)mem[s[j * pl->sx]] - zp);
-                else
-                    for (int j = 0; j < n; j++)
-                        d[j] = s[j * pl->sx] < 0 ? 0 : (int16_t)((int32_t)mem[s[j * pl->sx]] - zp);
+        for (int x0 = 0; x0 < pl->sx; x0++) {
+            int16_t *d = row + (int64_t)x0 * pl->plane;
+            const int64_t *s = src + x0;
+            const int n = (int)pl->pwq;
+            for (int c0 = 0; c0 < g->ic; c0 += 16) {
+                const int c1 = g->ic - c0 < 16 ? g->ic : c0 + 16;
+                for (int j = 0; j < n;) {
+#if ETHOSU_FAST_T16
+                    int64_t step;
+                    if (c1 == c0 + 16 && j + 16 <= n && ethosu_fast_run16(s + (int64_t)j * pl->sx, pl->sx, &step)) {
+                        ethosu_fast_t16(ifm->mem + s[(int64_t)j * pl->sx] + ethosu_npu_fm_choff(ifm, c0), step,
+                                        d + (int64_t)c0 * pl->chplane + j, pl->chplane, (int16_t)ifm->zero_point,
+                                        ifm->is_signed);
+                        j += 16;
+                        continue;
+                    }
+#endif
+                    ethosu_fast_gather_px(ifm, s[(int64_t)j * pl->sx], c0, c1, d + j, pl->chplane);
+                    j++;
+                }
             }
         }
     }
