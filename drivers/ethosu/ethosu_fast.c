@@ -210,14 +210,16 @@ static inline int64_t ethosu_fast_at(const struct ethosu_fast_planes *pl, int py
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
-/* 16 positions x 16 channels: the 16 channel bytes of position i at s + i step go to d[c dstride + i] as int16,
+/* 16 positions x nc (16 or 8) channels: the channel bytes of position i at s + i step go to d[c dstride + i] as int16,
  * minus the zero point (wrapping int16 arithmetic: the reference's (int16_t) cast). Four rounds of pairing rows i
  * and i + 8 byte by byte transpose a 16 x 16 byte block. */
-static void ethosu_fast_t16(const uint8_t *s, int64_t step, int16_t *d, int64_t dstride, int16_t zp, bool sgn)
+static void ethosu_fast_t16(const uint8_t *s, int64_t step, int nc, int16_t *d, int64_t dstride, int16_t zp,
+                            bool sgn)
 {
     __m128i r[16], t[16];
-    for (int i = 0; i < 16; i++)
-        r[i] = _mm_loadu_si128((const __m128i *)(const void *)(s + i * step));
+    for (int i = 0; i < 16; i++) /* nc 8: 8 channel bytes (the next ones may lie past the map) */
+        r[i] = nc == 16 ? _mm_loadu_si128((const __m128i *)(const void *)(s + i * step))
+                        : _mm_loadl_epi64((const __m128i *)(const void *)(s + i * step));
     for (int round = 0; round < 2; round++) {
         for (int i = 0; i < 8; i++) {
             t[2 * i] = _mm_unpacklo_epi8(r[i], r[i + 8]);
@@ -229,7 +231,7 @@ static void ethosu_fast_t16(const uint8_t *s, int64_t step, int16_t *d, int64_t 
         }
     }
     const __m128i z = _mm_set1_epi16(zp), zero = _mm_setzero_si128();
-    for (int c = 0; c < 16; c++) {
+    for (int c = 0; c < nc; c++) {
         const __m128i ext = sgn ? _mm_cmpgt_epi8(zero, r[c]) : zero;
         _mm_storeu_si128((__m128i *)(void *)(d + c * dstride), _mm_sub_epi16(_mm_unpacklo_epi8(r[c], ext), z));
         _mm_storeu_si128((__m128i *)(void *)(d + c * dstride + 8), _mm_sub_epi16(_mm_unpackhi_epi8(r[c], ext), z));
@@ -238,12 +240,12 @@ static void ethosu_fast_t16(const uint8_t *s, int64_t step, int16_t *d, int64_t 
 #define ETHOSU_FAST_T16 1
 #endif
 
-/* Whether positions 0..15 of s (every sx-th entry) are IFM bytes at one constant step; the step in *step. */
-static bool ethosu_fast_run16(const int64_t *s, int sx, int64_t *step)
+/* Whether positions 0..15 of s are IFM pixels at one constant step; the step in *step. */
+static bool ethosu_fast_run16(const int64_t *s, int64_t *step)
 {
-    *step = s[sx] - s[0];
+    *step = s[1] - s[0];
     for (int i = 0; i < 16; i++)
-        if (s[i * sx] < 0 || s[i * sx] != s[0] + i * *step)
+        if (s[i] < 0 || s[i] != s[0] + i * *step)
             return false;
     return true;
 }
@@ -258,56 +260,52 @@ static inline void ethosu_fast_gather_px(const struct ethosu_npu_fm *ifm, int64_
 }
 
 /* The padded IFM window as planar int16 (ethosu_npu_ifm_at's values, cast as the reference's gather does), one
- * padded row at a time: each position's source byte offset (or -1: padding, upscale zeros, the phase planes'
- * fill past the window), then per x phase its contiguous row, 16 positions x 16 channels at a time where the
- * positions are equally spaced IFM pixels (8-bit channels c..c+15, c a multiple of 16, are 16 adjacent bytes in
- * NHWC and in NHCWB16). */
+ * phase plane at a time: each plane position's source byte offset (or -1: padding, upscale zeros, the plane's
+ * fill past the window), then 16 positions x 16 (or 8) channels at a time where the positions are equally spaced
+ * IFM pixels (8-bit channels c..c+15, c a multiple of 16, are 16 adjacent bytes in NHWC and in NHCWB16), which a
+ * plane of unpadded rows stored back to back is across its rows too. */
 static int ethosu_fast_gather(const struct ethosu_npu_fm *ifm, const struct ethosu_npu_kgeom *g,
                               const struct ethosu_fast_planes *pl, int16_t *pad)
 {
     const int uh = g->ph - g->pt - g->pb, uw = g->pw - g->pl - g->pr;
-    const int rows = (int)(pl->phq * pl->sy), cols = (int)(pl->pwq * pl->sx);
-    int64_t *src = malloc((size_t)cols * sizeof(*src));
+    int64_t *src = malloc((size_t)pl->plane * sizeof(*src));
     if (!src)
         return -ENOMEM;
-    for (int py = 0; py < rows; py++) {
-        int y = py - g->pt;
-        const bool zrow = py >= g->ph || y < 0 || y >= uh || (g->upscale == 2 && (y & 1));
-        if (g->upscale)
-            y >>= 1;
-        for (int px = 0; px < cols; px++) {
-            int x = px - g->pl;
-            src[px] = -1;
-            if (zrow || px >= g->pw || x < 0 || x >= uw || (g->upscale == 2 && (x & 1)))
-                continue;
-            if (g->upscale)
-                x >>= 1;
-            src[px] = (int64_t)ethosu_npu_fm_offset(ifm, y, x, 0);
-        }
-        int16_t *row = pad + (int64_t)(py % pl->sy) * pl->sx * pl->plane + (int64_t)(py / pl->sy) * pl->pwq;
+    for (int y0 = 0; y0 < pl->sy; y0++)
         for (int x0 = 0; x0 < pl->sx; x0++) {
-            int16_t *d = row + (int64_t)x0 * pl->plane;
-            const int64_t *s = src + x0;
-            const int n = (int)pl->pwq;
+            for (int64_t k = 0; k < pl->plane; k++) {
+                const int py = (int)(k / pl->pwq) * pl->sy + y0, px = (int)(k % pl->pwq) * pl->sx + x0;
+                int y = py - g->pt, x = px - g->pl;
+                src[k] = -1;
+                if (py >= g->ph || px >= g->pw || y < 0 || x < 0 || y >= uh || x >= uw ||
+                    (g->upscale == 2 && ((y | x) & 1)))
+                    continue;
+                if (g->upscale)
+                    y >>= 1, x >>= 1;
+                src[k] = (int64_t)ethosu_npu_fm_offset(ifm, y, x, 0);
+            }
+            int16_t *d = pad + ((int64_t)y0 * pl->sx + x0) * pl->plane;
             for (int c0 = 0; c0 < g->ic; c0 += 16) {
                 const int c1 = g->ic - c0 < 16 ? g->ic : c0 + 16;
-                for (int j = 0; j < n;) {
+                for (int64_t k = 0; k < pl->plane;) {
 #if ETHOSU_FAST_T16
                     int64_t step;
-                    if (c1 == c0 + 16 && j + 16 <= n && ethosu_fast_run16(s + (int64_t)j * pl->sx, pl->sx, &step)) {
-                        ethosu_fast_t16(ifm->mem + s[(int64_t)j * pl->sx] + ethosu_npu_fm_choff(ifm, c0), step,
-                                        d + (int64_t)c0 * pl->chplane + j, pl->chplane, (int16_t)ifm->zero_point,
+                    const int nc = c1 - c0 >= 16 ? 16 : c1 - c0 >= 8 ? 8 : 0;
+                    if (nc && k + 16 <= pl->plane && ethosu_fast_run16(src + k, &step)) {
+                        ethosu_fast_t16(ifm->mem + src[k] + ethosu_npu_fm_choff(ifm, c0), step, nc,
+                                        d + (int64_t)c0 * pl->chplane + k, pl->chplane, (int16_t)ifm->zero_point,
                                         ifm->is_signed);
-                        j += 16;
+                        for (int i = 0; i < 16; i++)
+                            ethosu_fast_gather_px(ifm, src[k + i], c0 + nc, c1, d + k + i, pl->chplane);
+                        k += 16;
                         continue;
                     }
 #endif
-                    ethosu_fast_gather_px(ifm, s[(int64_t)j * pl->sx], c0, c1, d + j, pl->chplane);
-                    j++;
+                    ethosu_fast_gather_px(ifm, src[k], c0, c1, d + k, pl->chplane);
+                    k++;
                 }
             }
         }
-    }
     free(src);
     return 0;
 }
