@@ -47,8 +47,6 @@ struct ethosu_fast {
     size_t padcap;
     int32_t *acc;
     size_t acccap;
-    int32_t *res;
-    size_t rescap;
     int64_t *off;
     size_t offcap;
     uint64_t *pix;
@@ -83,7 +81,6 @@ void ethosu_fast_destroy(struct ethosu_fast *f)
     free(f->wc);
     free(f->pad);
     free(f->acc);
-    free(f->res);
     free(f->off);
     free(f->pix);
     free(f);
@@ -349,36 +346,60 @@ static void ethosu_fast_out_row(const struct ethosu_fast *f, const struct ethosu
     f->rq(acc, n, (uint32_t)ch->mult, (unsigned)(ch->shift - 31), out->ofm_zp, lo, hi, res);
 }
 
+#if ETHOSU_FAST_T16
+/* 16 positions x 16 8-bit channels: the low bytes of res[c rstride + i] (c, i < 16) to o + pix[i] + c. */
+static void ethosu_fast_s16(const int32_t *res, int64_t rstride, uint8_t *o, const uint64_t *pix)
+{
+    __m128i r[16], t[16];
+    const __m128i low = _mm_set1_epi16(0xff);
+    for (int c = 0; c < 16; c++) {
+        const int32_t *p = res + c * rstride; /* values of an 8-bit map: packs_epi32 keeps them */
+        const __m128i a = _mm_packs_epi32(_mm_loadu_si128((const __m128i *)(const void *)p),
+                                          _mm_loadu_si128((const __m128i *)(const void *)(p + 4)));
+        const __m128i b = _mm_packs_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p + 8)),
+                                          _mm_loadu_si128((const __m128i *)(const void *)(p + 12)));
+        r[c] = _mm_packus_epi16(_mm_and_si128(a, low), _mm_and_si128(b, low));
+    }
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 8; i++) {
+            t[2 * i] = _mm_unpacklo_epi8(r[i], r[i + 8]);
+            t[2 * i + 1] = _mm_unpackhi_epi8(r[i], r[i + 8]);
+        }
+        for (int i = 0; i < 8; i++) {
+            r[2 * i] = _mm_unpacklo_epi8(t[i], t[i + 8]);
+            r[2 * i + 1] = _mm_unpackhi_epi8(t[i], t[i + 8]);
+        }
+    }
+    for (int i = 0; i < 16; i++)
+        _mm_storeu_si128((__m128i *)(void *)(o + pix[i]), r[i]);
+}
+#endif
+
 /* Stores OFM channels o0 .. o0 + nk - 1 (nk <= ETHOSU_FAST_NK) of rows 0..oh-1 from res[k * rstride + oy * pwq +
- * ox]. Four 8-bit channels from a multiple of 4 are adjacent bytes in NHWC and in NHCWB16: one 32-bit store. */
-#define ETHOSU_FAST_NK 4
+ * ox]. Sixteen 8-bit channels from a multiple of 16 are 16 adjacent bytes in NHWC and in NHCWB16: one 16-byte
+ * store per position, 16 positions at a time (a row's, or the plane's when rows carry no dropped columns). */
+#define ETHOSU_FAST_NK 16
 static void ethosu_fast_store(const struct ethosu_npu_fm *ofm, const struct ethosu_npu_kgeom *g, const uint64_t *pix,
                               int64_t pwq, int o0, int nk, const int32_t *res, int64_t rstride)
 {
-    if (ofm->bytes == 1 && nk == 4 && o0 % 4 == 0) {
-        uint8_t *base = ofm->mem + ethosu_npu_fm_choff(ofm, o0);
-        for (int oy = 0; oy < g->oh; oy++) {
-            const int32_t *r = res + (int64_t)oy * pwq;
-            const uint64_t *p = pix + (int64_t)oy * g->ow;
-            for (int ox = 0; ox < g->ow; ox++) {
-                const uint32_t w = (uint32_t)(uint8_t)r[ox] | (uint32_t)(uint8_t)r[ox + rstride] << 8 |
-                                   (uint32_t)(uint8_t)r[ox + 2 * rstride] << 16 |
-                                   (uint32_t)(uint8_t)r[ox + 3 * rstride] << 24;
-                memcpy(base + p[ox], &w, sizeof(w));
-            }
+    const bool flat = pwq == g->ow;
+    const int rows = flat ? 1 : g->oh;
+    const int64_t n = flat ? (int64_t)g->oh * g->ow : g->ow;
+    for (int row = 0; row < rows; row++) {
+        const int32_t *r = res + (int64_t)row * pwq;
+        const uint64_t *p = pix + (int64_t)row * g->ow;
+        int64_t i = 0;
+#if ETHOSU_FAST_T16
+        if (ofm->bytes == 1 && nk == 16 && o0 % 16 == 0) {
+            uint8_t *base = ofm->mem + ethosu_npu_fm_choff(ofm, o0);
+            for (; i + 16 <= n; i += 16)
+                ethosu_fast_s16(r + i, rstride, base, p + i);
         }
-        return;
-    }
-    for (int k = 0; k < nk; k++) {
-        uint8_t *base = ofm->mem + ethosu_npu_fm_choff(ofm, o0 + k);
-        for (int oy = 0; oy < g->oh; oy++) {
-            const int32_t *r = res + k * rstride + (int64_t)oy * pwq;
-            const uint64_t *p = pix + (int64_t)oy * g->ow;
-            for (int ox = 0; ox < g->ow; ox++) {
-                const uint32_t u = (uint32_t)r[ox];
-                for (int b = 0; b < ofm->bytes; b++)
-                    base[p[ox] + (unsigned)b] = (uint8_t)(u >> (8 * b));
-            }
+#endif
+        for (int k = 0; k < nk; k++) {
+            uint8_t *base = ofm->mem + ethosu_npu_fm_choff(ofm, o0 + k);
+            for (int64_t x = i; x < n; x++)
+                ethosu_npu_fm_put(ofm, base + p[x], r[k * rstride + x]);
         }
     }
 }
@@ -429,8 +450,7 @@ int ethosu_fast_conv(void *ctx, const struct ethosu_npu_conv_op *op, char *err, 
         rc = ETHOSU_NPU_DECLINED;
     else if (ethosu_fast_grow((void **)&f->pad, &f->padcap, (size_t)(g->ic * pl.chplane + ETHOSU_FAST_SLACK),
                               sizeof(*f->pad)) ||
-             ethosu_fast_grow((void **)&f->acc, &f->acccap, (size_t)(ETNA_DOT_KB * runr), sizeof(*f->acc)) ||
-             ethosu_fast_grow((void **)&f->res, &f->rescap, (size_t)(ETHOSU_FAST_NK * runr), sizeof(*f->res)) ||
+             ethosu_fast_grow((void **)&f->acc, &f->acccap, (size_t)(ETHOSU_FAST_NK * runr), sizeof(*f->acc)) ||
              ethosu_fast_grow((void **)&f->off, &f->offcap, (size_t)(2 * pairs), sizeof(*f->off)) ||
              ethosu_fast_grow((void **)&f->pix, &f->pixcap, (size_t)g->oh * (size_t)g->ow, sizeof(*f->pix)))
         rc = -ENOMEM;
@@ -464,14 +484,17 @@ int ethosu_fast_conv(void *ctx, const struct ethosu_npu_conv_op *op, char *err, 
                             wt->w + (size_t)(o0 + k) * (size_t)pairs * 2, (uint64_t)pairs, &bias[o0 + k], runr,
                             f->acc + k * runr, runr);
         } else {
-            for (int k = 0; k < ETNA_DOT_KB; k++)
-                b4[k] = k < nk ? bias[o0 + k] : 0;
-            f->dot->mac(ETNA_DOT_KB, f->pad, f->off, wt->w + (size_t)(o0 / ETNA_DOT_KB) * (size_t)pairs * ETNA_DOT_KB * 2,
-                        (uint64_t)pairs, b4, runr, f->acc, runr);
+            for (int k0 = 0; k0 < nk; k0 += ETNA_DOT_KB) {
+                for (int k = 0; k < ETNA_DOT_KB; k++)
+                    b4[k] = k0 + k < nk ? bias[o0 + k0 + k] : 0;
+                f->dot->mac(ETNA_DOT_KB, f->pad, f->off,
+                            wt->w + (size_t)((o0 + k0) / ETNA_DOT_KB) * (size_t)pairs * ETNA_DOT_KB * 2,
+                            (uint64_t)pairs, b4, runr, f->acc + k0 * runr, runr);
+            }
         }
-        for (int k = 0; k < nk; k++)
-            ethosu_fast_out_row(f, out, &ch[o0 + k], f->acc + k * runr, run, f->res + k * runr);
-        ethosu_fast_store(ofm, g, f->pix, pl.pwq, o0, nk, f->res, runr);
+        for (int k = 0; k < nk; k++) /* in place: each element is read before it is written */
+            ethosu_fast_out_row(f, out, &ch[o0 + k], f->acc + k * runr, run, f->acc + k * runr);
+        ethosu_fast_store(ofm, g, f->pix, pl.pwq, o0, nk, f->acc, runr);
     }
     free(ch);
     free(bias);
