@@ -205,37 +205,89 @@ static inline int64_t ethosu_fast_at(const struct ethosu_fast_planes *pl, int py
            px / pl->sx;
 }
 
+/* The 16 x 16 byte transposes of the gather and the store: SSE2 (every x86-64) or Advanced SIMD (every aarch64),
+ * through four helpers: a 16-byte vector, its 8-byte load, and the two byte interleaves. Four rounds of pairing
+ * rows i and i + 8 byte by byte transpose a 16 x 16 block (the perfect shuffle, applied four times). */
 #if defined(__SSE2__)
 #include <emmintrin.h>
-/* 16 positions x nc (16 or 8) channels: the channel bytes of position i at s + i step go to d[c dstride + i] as int16,
- * minus the zero point (wrapping int16 arithmetic: the reference's (int16_t) cast). Four rounds of pairing rows i
- * and i + 8 byte by byte transpose a 16 x 16 byte block. */
+#define ETHOSU_FAST_T16 1
+typedef __m128i ethosu_v16;
+#define ethosu_v16_load(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+#define ethosu_v16_load8(p) _mm_loadl_epi64((const __m128i *)(const void *)(p))
+#define ethosu_v16_store(p, v) _mm_storeu_si128((__m128i *)(void *)(p), v)
+#define ethosu_v16_ziplo(a, b) _mm_unpacklo_epi8(a, b)
+#define ethosu_v16_ziphi(a, b) _mm_unpackhi_epi8(a, b)
+/* the 16 bytes of v as int16 (sign- or zero-extended) minus zp, wrapping, to d[0..15] */
+static inline void ethosu_v16_widen_store(int16_t *d, ethosu_v16 v, bool sgn, int16_t zp)
+{
+    const __m128i z = _mm_set1_epi16(zp), zero = _mm_setzero_si128();
+    const __m128i ext = sgn ? _mm_cmpgt_epi8(zero, v) : zero;
+    _mm_storeu_si128((__m128i *)(void *)d, _mm_sub_epi16(_mm_unpacklo_epi8(v, ext), z));
+    _mm_storeu_si128((__m128i *)(void *)(d + 8), _mm_sub_epi16(_mm_unpackhi_epi8(v, ext), z));
+}
+/* the low bytes of p[0..15] (values of an 8-bit map: packs_epi32 keeps them) */
+static inline ethosu_v16 ethosu_v16_narrow(const int32_t *p)
+{
+    const __m128i low = _mm_set1_epi16(0xff);
+    const __m128i a = _mm_packs_epi32(ethosu_v16_load(p), ethosu_v16_load(p + 4));
+    const __m128i b = _mm_packs_epi32(ethosu_v16_load(p + 8), ethosu_v16_load(p + 12));
+    return _mm_packus_epi16(_mm_and_si128(a, low), _mm_and_si128(b, low));
+}
+#elif defined(__aarch64__) && defined(__GNUC__)
+#include <arm_neon.h>
+#define ETHOSU_FAST_T16 1
+typedef uint8x16_t ethosu_v16;
+#define ethosu_v16_load(p) vld1q_u8((const uint8_t *)(p))
+#define ethosu_v16_load8(p) vcombine_u8(vld1_u8((const uint8_t *)(p)), vdup_n_u8(0))
+#define ethosu_v16_store(p, v) vst1q_u8((uint8_t *)(p), v)
+#define ethosu_v16_ziplo(a, b) vzip1q_u8(a, b)
+#define ethosu_v16_ziphi(a, b) vzip2q_u8(a, b)
+static inline void ethosu_v16_widen_store(int16_t *d, ethosu_v16 v, bool sgn, int16_t zp)
+{
+    const int16x8_t z = vdupq_n_s16(zp);
+    const int16x8_t lo = sgn ? vmovl_s8(vget_low_s8(vreinterpretq_s8_u8(v)))
+                             : vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(v)));
+    const int16x8_t hi = sgn ? vmovl_s8(vget_high_s8(vreinterpretq_s8_u8(v)))
+                             : vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(v)));
+    vst1q_s16(d, vsubq_s16(lo, z));
+    vst1q_s16(d + 8, vsubq_s16(hi, z));
+}
+static inline ethosu_v16 ethosu_v16_narrow(const int32_t *p)
+{
+    const int16x8_t a = vcombine_s16(vmovn_s32(vld1q_s32(p)), vmovn_s32(vld1q_s32(p + 4)));
+    const int16x8_t b = vcombine_s16(vmovn_s32(vld1q_s32(p + 8)), vmovn_s32(vld1q_s32(p + 12)));
+    return vreinterpretq_u8_s8(vcombine_s8(vmovn_s16(a), vmovn_s16(b)));
+}
+#endif
+
+#if ETHOSU_FAST_T16
+static inline void ethosu_v16_transpose(ethosu_v16 r[16])
+{
+    ethosu_v16 t[16];
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 8; i++) {
+            t[2 * i] = ethosu_v16_ziplo(r[i], r[i + 8]);
+            t[2 * i + 1] = ethosu_v16_ziphi(r[i], r[i + 8]);
+        }
+        for (int i = 0; i < 8; i++) {
+            r[2 * i] = ethosu_v16_ziplo(t[i], t[i + 8]);
+            r[2 * i + 1] = ethosu_v16_ziphi(t[i], t[i + 8]);
+        }
+    }
+}
+
+/* 16 positions x nc (16 or 8) channels: the channel bytes of position i at s + i step go to d[c dstride + i] as
+ * int16 minus the zero point (wrapping int16 arithmetic: the reference's (int16_t) cast). */
 static void ethosu_fast_t16(const uint8_t *s, int64_t step, int nc, int16_t *d, int64_t dstride, int16_t zp,
                             bool sgn)
 {
-    __m128i r[16], t[16];
+    ethosu_v16 r[16];
     for (int i = 0; i < 16; i++) /* nc 8: 8 channel bytes (the next ones may lie past the map) */
-        r[i] = nc == 16 ? _mm_loadu_si128((const __m128i *)(const void *)(s + i * step))
-                        : _mm_loadl_epi64((const __m128i *)(const void *)(s + i * step));
-    for (int round = 0; round < 2; round++) {
-        for (int i = 0; i < 8; i++) {
-            t[2 * i] = _mm_unpacklo_epi8(r[i], r[i + 8]);
-            t[2 * i + 1] = _mm_unpackhi_epi8(r[i], r[i + 8]);
-        }
-        for (int i = 0; i < 8; i++) {
-            r[2 * i] = _mm_unpacklo_epi8(t[i], t[i + 8]);
-            r[2 * i + 1] = _mm_unpackhi_epi8(t[i], t[i + 8]);
-        }
-    }
-    const __m128i z = _mm_set1_epi16(zp), zero = _mm_setzero_si128();
-    for (int c = 0; c < nc; c++) {
-        const __m128i ext = sgn ? _mm_cmpgt_epi8(zero, r[c]) : zero;
-        _mm_storeu_si128((__m128i *)(void *)(d + c * dstride), _mm_sub_epi16(_mm_unpacklo_epi8(r[c], ext), z));
-        _mm_storeu_si128((__m128i *)(void *)(d + c * dstride + 8), _mm_sub_epi16(_mm_unpackhi_epi8(r[c], ext), z));
-    }
+        r[i] = nc == 16 ? ethosu_v16_load(s + i * step) : ethosu_v16_load8(s + i * step);
+    ethosu_v16_transpose(r);
+    for (int c = 0; c < nc; c++)
+        ethosu_v16_widen_store(d + c * dstride, r[c], sgn, zp);
 }
-#define ETHOSU_FAST_T16 1
-#endif
 
 /* Whether positions 0..15 of s are IFM pixels at one constant step; the step in *step. */
 static bool ethosu_fast_run16(const int64_t *s, int64_t *step)
@@ -246,6 +298,7 @@ static bool ethosu_fast_run16(const int64_t *s, int64_t *step)
             return false;
     return true;
 }
+#endif
 
 /* Channels c0 .. c1 - 1 of one position (source byte offset o, or -1 for a zero) into d[c chplane]. */
 static inline void ethosu_fast_gather_px(const struct ethosu_npu_fm *ifm, int64_t o, int c0, int c1, int16_t *d,
@@ -350,28 +403,12 @@ static void ethosu_fast_out_row(const struct ethosu_fast *f, const struct ethosu
 /* 16 positions x 16 8-bit channels: the low bytes of res[c rstride + i] (c, i < 16) to o + pix[i] + c. */
 static void ethosu_fast_s16(const int32_t *res, int64_t rstride, uint8_t *o, const uint64_t *pix)
 {
-    __m128i r[16], t[16];
-    const __m128i low = _mm_set1_epi16(0xff);
-    for (int c = 0; c < 16; c++) {
-        const int32_t *p = res + c * rstride; /* values of an 8-bit map: packs_epi32 keeps them */
-        const __m128i a = _mm_packs_epi32(_mm_loadu_si128((const __m128i *)(const void *)p),
-                                          _mm_loadu_si128((const __m128i *)(const void *)(p + 4)));
-        const __m128i b = _mm_packs_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p + 8)),
-                                          _mm_loadu_si128((const __m128i *)(const void *)(p + 12)));
-        r[c] = _mm_packus_epi16(_mm_and_si128(a, low), _mm_and_si128(b, low));
-    }
-    for (int round = 0; round < 2; round++) {
-        for (int i = 0; i < 8; i++) {
-            t[2 * i] = _mm_unpacklo_epi8(r[i], r[i + 8]);
-            t[2 * i + 1] = _mm_unpackhi_epi8(r[i], r[i + 8]);
-        }
-        for (int i = 0; i < 8; i++) {
-            r[2 * i] = _mm_unpacklo_epi8(t[i], t[i + 8]);
-            r[2 * i + 1] = _mm_unpackhi_epi8(t[i], t[i + 8]);
-        }
-    }
+    ethosu_v16 r[16];
+    for (int c = 0; c < 16; c++)
+        r[c] = ethosu_v16_narrow(res + c * rstride);
+    ethosu_v16_transpose(r);
     for (int i = 0; i < 16; i++)
-        _mm_storeu_si128((__m128i *)(void *)(o + pix[i]), r[i]);
+        ethosu_v16_store(o + pix[i], r[i]);
 }
 #endif
 
