@@ -276,28 +276,18 @@ static inline void ethosu_v16_transpose(ethosu_v16 r[16])
     }
 }
 
-/* 16 positions x nc (16 or 8) channels: the channel bytes of position i at s + i step go to d[c dstride + i] as
- * int16 minus the zero point (wrapping int16 arithmetic: the reference's (int16_t) cast). */
-static void ethosu_fast_t16(const uint8_t *s, int64_t step, int nc, int16_t *d, int64_t dstride, int16_t zp,
-                            bool sgn)
+/* 16 positions x nc (16 or 8) channels: the channel bytes of position i at s[i] go to d[c dstride + i] as int16
+ * minus the zero point (wrapping int16 arithmetic: the reference's (int16_t) cast). */
+static void ethosu_fast_t16(const uint8_t *const s[16], int nc, int16_t *d, int64_t dstride, int16_t zp, bool sgn)
 {
     ethosu_v16 r[16];
     for (int i = 0; i < 16; i++) /* nc 8: 8 channel bytes (the next ones may lie past the map) */
-        r[i] = nc == 16 ? ethosu_v16_load(s + i * step) : ethosu_v16_load8(s + i * step);
+        r[i] = nc == 16 ? ethosu_v16_load(s[i]) : ethosu_v16_load8(s[i]);
     ethosu_v16_transpose(r);
     for (int c = 0; c < nc; c++)
         ethosu_v16_widen_store(d + c * dstride, r[c], sgn, zp);
 }
 
-/* Whether positions 0..15 of s are IFM pixels at one constant step; the step in *step. */
-static bool ethosu_fast_run16(const int64_t *s, int64_t *step)
-{
-    *step = s[1] - s[0];
-    for (int i = 0; i < 16; i++)
-        if (s[i] < 0 || s[i] != s[0] + i * *step)
-            return false;
-    return true;
-}
 #endif
 
 /* Channels c0 .. c1 - 1 of one position (source byte offset o, or -1 for a zero) into d[c chplane]. */
@@ -311,13 +301,19 @@ static inline void ethosu_fast_gather_px(const struct ethosu_npu_fm *ifm, int64_
 
 /* The padded IFM window as planar int16 (ethosu_npu_ifm_at's values, cast as the reference's gather does), one
  * phase plane at a time: each plane position's source byte offset (or -1: padding, upscale zeros, the plane's
- * fill past the window), then 16 positions x 16 (or 8) channels at a time where the positions are equally spaced
- * IFM pixels (8-bit channels c..c+15, c a multiple of 16, are 16 adjacent bytes in NHWC and in NHCWB16), which a
- * plane of unpadded rows stored back to back is across its rows too. */
+ * fill past the window), then 16 positions x 16 (or 8) channels at a time (8-bit channels c..c+15, c a multiple
+ * of 16, are 16 adjacent bytes in NHWC and in NHCWB16); the plane's last positions and channel tails below 8 one
+ * at a time. */
 static int ethosu_fast_gather(const struct ethosu_npu_fm *ifm, const struct ethosu_npu_kgeom *g,
                               const struct ethosu_fast_planes *pl, int16_t *pad)
 {
     const int uh = g->ph - g->pt - g->pb, uw = g->pw - g->pl - g->pr;
+    /* zero positions read 16 bytes equal to the zero point when the IFM type holds it: they give 0 too */
+    uint8_t zbytes[16];
+    memset(zbytes, (uint8_t)ifm->zero_point, sizeof(zbytes));
+    const bool zrep = ifm->is_signed ? ifm->zero_point >= -128 && ifm->zero_point <= 127
+                                     : ifm->zero_point >= 0 && ifm->zero_point <= 255;
+    (void)zrep;
     int64_t *src = malloc((size_t)pl->plane * sizeof(*src));
     if (!src)
         return -ENOMEM;
@@ -339,12 +335,16 @@ static int ethosu_fast_gather(const struct ethosu_npu_fm *ifm, const struct etho
                 const int c1 = g->ic - c0 < 16 ? g->ic : c0 + 16;
                 for (int64_t k = 0; k < pl->plane;) {
 #if ETHOSU_FAST_T16
-                    int64_t step;
                     const int nc = c1 - c0 >= 16 ? 16 : c1 - c0 >= 8 ? 8 : 0;
-                    if (nc && k + 16 <= pl->plane && ethosu_fast_run16(src + k, &step)) {
-                        ethosu_fast_t16(ifm->mem + src[k] + ethosu_npu_fm_choff(ifm, c0), step, nc,
-                                        d + (int64_t)c0 * pl->chplane + k, pl->chplane, (int16_t)ifm->zero_point,
-                                        ifm->is_signed);
+                    const uint8_t *ptr[16];
+                    bool ok = nc && k + 16 <= pl->plane;
+                    for (int i = 0; ok && i < 16; i++) {
+                        ptr[i] = src[k + i] >= 0 ? ifm->mem + src[k + i] + ethosu_npu_fm_choff(ifm, c0) : zbytes;
+                        ok = src[k + i] >= 0 || zrep;
+                    }
+                    if (ok) {
+                        ethosu_fast_t16(ptr, nc, d + (int64_t)c0 * pl->chplane + k, pl->chplane,
+                                        (int16_t)ifm->zero_point, ifm->is_signed);
                         for (int i = 0; i < 16; i++)
                             ethosu_fast_gather_px(ifm, src[k + i], c0 + nc, c1, d + k + i, pl->chplane);
                         k += 16;
@@ -400,44 +400,43 @@ static void ethosu_fast_out_row(const struct ethosu_fast *f, const struct ethosu
 }
 
 #if ETHOSU_FAST_T16
-/* 16 positions x 16 8-bit channels: the low bytes of res[c rstride + i] (c, i < 16) to o + pix[i] + c. */
-static void ethosu_fast_s16(const int32_t *res, int64_t rstride, uint8_t *o, const uint64_t *pix)
+/* 16 positions x 16 8-bit channels: the low bytes of res[c rstride + i] (c, i < 16) to o[i] + c. */
+static void ethosu_fast_s16(const int32_t *res, int64_t rstride, uint8_t *const o[16])
 {
     ethosu_v16 r[16];
     for (int c = 0; c < 16; c++)
         r[c] = ethosu_v16_narrow(res + c * rstride);
     ethosu_v16_transpose(r);
     for (int i = 0; i < 16; i++)
-        ethosu_v16_store(o + pix[i], r[i]);
+        ethosu_v16_store(o[i], r[i]);
 }
 #endif
 
-/* Stores OFM channels o0 .. o0 + nk - 1 (nk <= ETHOSU_FAST_NK) of rows 0..oh-1 from res[k * rstride + oy * pwq +
- * ox]. Sixteen 8-bit channels from a multiple of 16 are 16 adjacent bytes in NHWC and in NHCWB16: one 16-byte
- * store per position, 16 positions at a time (a row's, or the plane's when rows carry no dropped columns). */
+/* Stores OFM channels o0 .. o0 + nk - 1 (nk <= ETHOSU_FAST_NK) of run positions 0..n-1 from res[k * rstride + i];
+ * pix[i]: the position's OFM byte offset of channel 0, or ETHOSU_FAST_DROP for a dropped column. Sixteen 8-bit
+ * channels from a multiple of 16 are 16 adjacent bytes in NHWC and in NHCWB16: one 16-byte store per position, 16
+ * positions at a time (dropped ones into a sink). */
 #define ETHOSU_FAST_NK 16
-static void ethosu_fast_store(const struct ethosu_npu_fm *ofm, const struct ethosu_npu_kgeom *g, const uint64_t *pix,
-                              int64_t pwq, int o0, int nk, const int32_t *res, int64_t rstride)
+#define ETHOSU_FAST_DROP UINT64_MAX
+static void ethosu_fast_store(const struct ethosu_npu_fm *ofm, const uint64_t *pix, int64_t n, int o0, int nk,
+                              const int32_t *res, int64_t rstride)
 {
-    const bool flat = pwq == g->ow;
-    const int rows = flat ? 1 : g->oh;
-    const int64_t n = flat ? (int64_t)g->oh * g->ow : g->ow;
-    for (int row = 0; row < rows; row++) {
-        const int32_t *r = res + (int64_t)row * pwq;
-        const uint64_t *p = pix + (int64_t)row * g->ow;
-        int64_t i = 0;
+    int64_t i = 0;
 #if ETHOSU_FAST_T16
-        if (ofm->bytes == 1 && nk == 16 && o0 % 16 == 0) {
-            uint8_t *base = ofm->mem + ethosu_npu_fm_choff(ofm, o0);
-            for (; i + 16 <= n; i += 16)
-                ethosu_fast_s16(r + i, rstride, base, p + i);
+    if (ofm->bytes == 1 && nk == 16 && o0 % 16 == 0) {
+        uint8_t *base = ofm->mem + ethosu_npu_fm_choff(ofm, o0), sink[16], *dst[16];
+        for (; i + 16 <= n; i += 16) {
+            for (int j = 0; j < 16; j++)
+                dst[j] = pix[i + j] == ETHOSU_FAST_DROP ? sink : base + pix[i + j];
+            ethosu_fast_s16(res + i, rstride, dst);
         }
+    }
 #endif
-        for (int k = 0; k < nk; k++) {
-            uint8_t *base = ofm->mem + ethosu_npu_fm_choff(ofm, o0 + k);
-            for (int64_t x = i; x < n; x++)
-                ethosu_npu_fm_put(ofm, base + p[x], r[k * rstride + x]);
-        }
+    for (int k = 0; k < nk; k++) {
+        uint8_t *base = ofm->mem + ethosu_npu_fm_choff(ofm, o0 + k);
+        for (int64_t x = i; x < n; x++)
+            if (pix[x] != ETHOSU_FAST_DROP)
+                ethosu_npu_fm_put(ofm, base + pix[x], res[k * rstride + x]);
     }
 }
 
@@ -489,7 +488,7 @@ int ethosu_fast_conv(void *ctx, const struct ethosu_npu_conv_op *op, char *err, 
                               sizeof(*f->pad)) ||
              ethosu_fast_grow((void **)&f->acc, &f->acccap, (size_t)(ETHOSU_FAST_NK * runr), sizeof(*f->acc)) ||
              ethosu_fast_grow((void **)&f->off, &f->offcap, (size_t)(2 * pairs), sizeof(*f->off)) ||
-             ethosu_fast_grow((void **)&f->pix, &f->pixcap, (size_t)g->oh * (size_t)g->ow, sizeof(*f->pix)))
+             ethosu_fast_grow((void **)&f->pix, &f->pixcap, (size_t)run, sizeof(*f->pix)))
         rc = -ENOMEM;
     if (rc) {
         free(ch);
@@ -502,9 +501,10 @@ int ethosu_fast_conv(void *ctx, const struct ethosu_npu_conv_op *op, char *err, 
         return rc;
     }
     memset(f->pad + g->ic * pl.chplane, 0, ETHOSU_FAST_SLACK * sizeof(*f->pad));
-    for (int oy = 0; oy < g->oh; oy++)
-        for (int ox = 0; ox < g->ow; ox++)
-            f->pix[(size_t)oy * (size_t)g->ow + (size_t)ox] = ethosu_npu_fm_offset(ofm, oy, ox, 0);
+    for (int64_t i = 0; i < run; i++) {
+        const int oy = (int)(i / pl.pwq), ox = (int)(i % pl.pwq);
+        f->pix[i] = ox < g->ow ? ethosu_npu_fm_offset(ofm, oy, ox, 0) : ETHOSU_FAST_DROP;
+    }
     /* tap t = (ky * kw + kx) * I + ci (the decoder's OHWI order); an odd last pair repeats its tap with weight 0 */
     const int icn = dw ? 1 : g->ic;
     for (int64_t t = 0; t < 2 * pairs; t++) {
@@ -531,7 +531,7 @@ int ethosu_fast_conv(void *ctx, const struct ethosu_npu_conv_op *op, char *err, 
         }
         for (int k = 0; k < nk; k++) /* in place: each element is read before it is written */
             ethosu_fast_out_row(f, out, &ch[o0 + k], f->acc + k * runr, run, f->acc + k * runr);
-        ethosu_fast_store(ofm, g, f->pix, pl.pwq, o0, nk, f->acc, runr);
+        ethosu_fast_store(ofm, f->pix, run, o0, nk, f->acc, runr);
     }
     free(ch);
     free(bias);
