@@ -319,17 +319,19 @@ static int ethosu_fast_gather(const struct ethosu_npu_fm *ifm, const struct etho
         return -ENOMEM;
     for (int y0 = 0; y0 < pl->sy; y0++)
         for (int x0 = 0; x0 < pl->sx; x0++) {
-            for (int64_t k = 0; k < pl->plane; k++) {
-                const int py = (int)(k / pl->pwq) * pl->sy + y0, px = (int)(k % pl->pwq) * pl->sx + x0;
-                int y = py - g->pt, x = px - g->pl;
-                src[k] = -1;
-                if (py >= g->ph || px >= g->pw || y < 0 || x < 0 || y >= uh || x >= uw ||
-                    (g->upscale == 2 && ((y | x) & 1)))
-                    continue;
-                if (g->upscale)
-                    y >>= 1, x >>= 1;
-                src[k] = (int64_t)ethosu_npu_fm_offset(ifm, y, x, 0);
-            }
+            for (int64_t ry = 0; ry < pl->phq; ry++)
+                for (int64_t rx = 0; rx < pl->pwq; rx++) {
+                    const int py = (int)ry * pl->sy + y0, px = (int)rx * pl->sx + x0;
+                    int y = py - g->pt, x = px - g->pl;
+                    int64_t *o = &src[ry * pl->pwq + rx];
+                    *o = -1;
+                    if (py >= g->ph || px >= g->pw || y < 0 || x < 0 || y >= uh || x >= uw ||
+                        (g->upscale == 2 && ((y | x) & 1)))
+                        continue;
+                    if (g->upscale)
+                        y >>= 1, x >>= 1;
+                    *o = (int64_t)ethosu_npu_fm_offset(ifm, y, x, 0);
+                }
             int16_t *d = pad + ((int64_t)y0 * pl->sx + x0) * pl->plane;
             for (int c0 = 0; c0 < g->ic; c0 += 16) {
                 const int c1 = g->ic - c0 < 16 ? g->ic : c0 + 16;
@@ -501,10 +503,9 @@ int ethosu_fast_conv(void *ctx, const struct ethosu_npu_conv_op *op, char *err, 
         return rc;
     }
     memset(f->pad + g->ic * pl.chplane, 0, ETHOSU_FAST_SLACK * sizeof(*f->pad));
-    for (int64_t i = 0; i < run; i++) {
-        const int oy = (int)(i / pl.pwq), ox = (int)(i % pl.pwq);
-        f->pix[i] = ox < g->ow ? ethosu_npu_fm_offset(ofm, oy, ox, 0) : ETHOSU_FAST_DROP;
-    }
+    for (int oy = 0; oy < g->oh; oy++)
+        for (int64_t ox = 0; ox < pl.pwq && oy * pl.pwq + ox < run; ox++)
+            f->pix[oy * pl.pwq + ox] = ox < g->ow ? ethosu_npu_fm_offset(ofm, oy, (int)ox, 0) : ETHOSU_FAST_DROP;
     /* tap t = (ky * kw + kx) * I + ci (the decoder's OHWI order); an odd last pair repeats its tap with weight 0 */
     const int icn = dw ? 1 : g->ic;
     for (int64_t t = 0; t < 2 * pairs; t++) {

@@ -197,6 +197,15 @@ static void ethosu_npu_elt_addsub8(const struct ethosu_npu_elt *e, const struct 
     }
     /* r = A - B for SUB: the IFM's term enters negated when it is operand B */
     const int64_t s1 = e->mode == ETHOSU_ELT_SUB && e->swap ? -1 : 1, s2 = e->mode == ETHOSU_ELT_SUB && !e->swap ? -1 : 1;
+    /* ethosu_npu_scale's 64-bit TFL form inline when every sum is within its range (|r| <= 2^31) */
+    int64_t m1 = 0, m2 = ifm2 ? 0 : (bscalar < 0 ? -bscalar : bscalar);
+    for (int v = 0; v < 256; v++) {
+        m1 = t1[v] < 0 ? (-t1[v] > m1 ? -t1[v] : m1) : (t1[v] > m1 ? t1[v] : m1);
+        if (ifm2)
+            m2 = t2[v] < 0 ? (-t2[v] > m2 ? -t2[v] : m2) : (t2[v] > m2 ? t2[v] : m2);
+    }
+    const bool tfl64 = out->round_mode == 0 && out->g_shift >= 31 && out->g_mult >= 0 &&
+                       out->g_mult <= (int64_t)UINT32_MAX && m1 + m2 <= ((int64_t)1 << 31);
     for (int y = 0; y < oh; y++)
         for (int x = 0; x < ow; x++) {
             const uint8_t *pa = ifm->mem + ethosu_npu_fm_offset(ifm, y, x, 0);
@@ -205,9 +214,9 @@ static void ethosu_npu_elt_addsub8(const struct ethosu_npu_elt *e, const struct 
             for (int c = 0; c < oc; c++) {
                 const int64_t b = pb ? t2[pb[ethosu_npu_fm_choff(ifm2, e->bc ? 0 : c)]] : bscalar;
                 const int64_t r = s1 * t1[pa[ethosu_npu_fm_choff(ifm, c)]] + s2 * b;
-                ethosu_npu_fm_put(ofm, po + ethosu_npu_fm_choff(ofm, c),
-                                  ethosu_npu_out_finish(out, ethosu_npu_scale(r, out->g_mult, out->g_shift,
-                                                                              out->round_mode)));
+                const int64_t v = tfl64 ? ethosu_npu_scale_tfl64(r, (uint32_t)out->g_mult, (unsigned)(out->g_shift - 31))
+                                        : ethosu_npu_scale(r, out->g_mult, out->g_shift, out->round_mode);
+                ethosu_npu_fm_put(ofm, po + ethosu_npu_fm_choff(ofm, c), ethosu_npu_out_finish(out, v));
             }
         }
 }
