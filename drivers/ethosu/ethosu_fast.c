@@ -10,7 +10,7 @@
  * - The kernels accumulate in wrapping int32, starting from the bias. With ACC_FORMAT 32 bits that is the
  *   reference's sum wrapped to 32 bits exactly (wrapping addition is associative). With 40 bits it is exact only
  *   when no partial sum leaves int32: the op is declined (reference loop) unless |bias| + taps x max|x| x max|w|
- *   < 2^31. Pair sums (vpmaddwd) are exact: 2 x 32768 x max|w| < 2^31 is checked as well.
+ *   < 2^31. Pair sums (vpmaddwd) are exact while 2 x max|x| x max|w| < 2^31, checked as well (else declined).
  * - Weight streams are decoded by the reference's decoder and kept, in the kernels' layout, per stream address
  *   and length and geometry; every use compares the stream's bytes with the copy it was decoded from, so a
  *   rewritten stream is decoded again.
