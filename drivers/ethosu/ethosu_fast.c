@@ -36,6 +36,7 @@ struct ethosu_fast_w {
 
 #define ETHOSU_FAST_WCACHE_BYTES ((size_t)512 << 20) /* beyond this, the kept streams are dropped */
 #define ETHOSU_FAST_SLACK 64                          /* int16 readable past a plane run (ETNA_DOT_PX rounding) */
+#define ETHOSU_FAST_CHUNK 256                        /* run positions per pass (a multiple of ETNA_DOT_PX) */
 
 struct ethosu_fast {
     const struct etna_dot_ops *dot;
@@ -483,12 +484,11 @@ int ethosu_fast_conv(void *ctx, const struct ethosu_npu_conv_op *op, char *err, 
     pl.plane = pl.phq * pl.pwq;
     pl.chplane = (int64_t)g->sy * g->sx * pl.plane;
     const int64_t run = (int64_t)(g->oh - 1) * pl.pwq + g->ow;
-    const int64_t runr = (run + ETNA_DOT_PX - 1) / ETNA_DOT_PX * ETNA_DOT_PX;
     if (!exact)
         rc = ETHOSU_NPU_DECLINED;
     else if (ethosu_fast_grow((void **)&f->pad, &f->padcap, (size_t)(g->ic * pl.chplane + ETHOSU_FAST_SLACK),
                               sizeof(*f->pad)) ||
-             ethosu_fast_grow((void **)&f->acc, &f->acccap, (size_t)(ETHOSU_FAST_NK * runr), sizeof(*f->acc)) ||
+             ethosu_fast_grow((void **)&f->acc, &f->acccap, (size_t)(ETHOSU_FAST_NK * ETHOSU_FAST_CHUNK), sizeof(*f->acc)) ||
              ethosu_fast_grow((void **)&f->off, &f->offcap, (size_t)(2 * pairs), sizeof(*f->off)) ||
              ethosu_fast_grow((void **)&f->pix, &f->pixcap, (size_t)run, sizeof(*f->pix)))
         rc = -ENOMEM;
@@ -513,26 +513,33 @@ int ethosu_fast_conv(void *ctx, const struct ethosu_npu_conv_op *op, char *err, 
         const int ci = (int)(tt % icn), k = (int)(tt / icn);
         f->off[t] = (int64_t)ci * pl.chplane + ethosu_fast_at(&pl, (k / g->kw) * g->dy, (k % g->kw) * g->dx);
     }
+    /* chunks of the run, so that a chunk's planes, accumulators and results stay in the cache across the output
+     * channel blocks; a chunk starts at a multiple of ETNA_DOT_PX, so its rounded end is the run's rounded end at
+     * most (read through ETHOSU_FAST_SLACK) */
     int32_t b4[ETNA_DOT_KB];
-    for (int o0 = 0; o0 < g->oc; o0 += ETHOSU_FAST_NK) {
-        const int nk = g->oc - o0 < ETHOSU_FAST_NK ? g->oc - o0 : ETHOSU_FAST_NK;
-        if (dw) { /* one channel per MAC call, over its own plane */
-            for (int k = 0; k < nk; k++)
-                f->dot->mac(1, f->pad + (int64_t)(o0 + k) * pl.chplane, f->off,
-                            wt->w + (size_t)(o0 + k) * (size_t)pairs * 2, (uint64_t)pairs, &bias[o0 + k], runr,
-                            f->acc + k * runr, runr);
-        } else {
-            for (int k0 = 0; k0 < nk; k0 += ETNA_DOT_KB) {
-                for (int k = 0; k < ETNA_DOT_KB; k++)
-                    b4[k] = k0 + k < nk ? bias[o0 + k0 + k] : 0;
-                f->dot->mac(ETNA_DOT_KB, f->pad, f->off,
-                            wt->w + (size_t)((o0 + k0) / ETNA_DOT_KB) * (size_t)pairs * ETNA_DOT_KB * 2,
-                            (uint64_t)pairs, b4, runr, f->acc + k0 * runr, runr);
+    for (int64_t i0 = 0; i0 < run; i0 += ETHOSU_FAST_CHUNK) {
+        const int64_t n = run - i0 < ETHOSU_FAST_CHUNK ? run - i0 : ETHOSU_FAST_CHUNK;
+        const int64_t nr = (n + ETNA_DOT_PX - 1) / ETNA_DOT_PX * ETNA_DOT_PX;
+        for (int o0 = 0; o0 < g->oc; o0 += ETHOSU_FAST_NK) {
+            const int nk = g->oc - o0 < ETHOSU_FAST_NK ? g->oc - o0 : ETHOSU_FAST_NK;
+            if (dw) { /* one channel per MAC call, over its own plane */
+                for (int k = 0; k < nk; k++)
+                    f->dot->mac(1, f->pad + (int64_t)(o0 + k) * pl.chplane + i0, f->off,
+                                wt->w + (size_t)(o0 + k) * (size_t)pairs * 2, (uint64_t)pairs, &bias[o0 + k], nr,
+                                f->acc + k * nr, nr);
+            } else {
+                for (int k0 = 0; k0 < nk; k0 += ETNA_DOT_KB) {
+                    for (int k = 0; k < ETNA_DOT_KB; k++)
+                        b4[k] = k0 + k < nk ? bias[o0 + k0 + k] : 0;
+                    f->dot->mac(ETNA_DOT_KB, f->pad + i0, f->off,
+                                wt->w + (size_t)((o0 + k0) / ETNA_DOT_KB) * (size_t)pairs * ETNA_DOT_KB * 2,
+                                (uint64_t)pairs, b4, nr, f->acc + k0 * nr, nr);
+                }
             }
+            for (int k = 0; k < nk; k++) /* in place: each element is read before it is written */
+                ethosu_fast_out_row(f, out, &ch[o0 + k], f->acc + k * nr, n, f->acc + k * nr);
+            ethosu_fast_store(ofm, f->pix + i0, n, o0, nk, f->acc, nr);
         }
-        for (int k = 0; k < nk; k++) /* in place: each element is read before it is written */
-            ethosu_fast_out_row(f, out, &ch[o0 + k], f->acc + k * runr, run, f->acc + k * runr);
-        ethosu_fast_store(ofm, f->pix, run, o0, nk, f->acc, runr);
     }
     free(ch);
     free(bias);
