@@ -391,14 +391,8 @@ static void ethosu_fast_out_row(const struct ethosu_fast *f, const struct ethosu
             res[i] = ethosu_npu_out_finish(out, ethosu_npu_scale(acc[i], ch->mult, ch->shift, out->round_mode));
         return;
     }
-    /* ethosu_npu_out_finish's clamps, ACTIVATION_MIN/MAX then the type's range, as one clamp */
     int32_t lo, hi;
-    if (out->act_min > out->act_max) {
-        lo = hi = out->act_max < out->lo ? out->lo : out->act_max > out->hi ? out->hi : out->act_max;
-    } else {
-        lo = out->act_min < out->lo ? out->lo : out->act_min > out->hi ? out->hi : out->act_min;
-        hi = out->act_max < out->lo ? out->lo : out->act_max > out->hi ? out->hi : out->act_max;
-    }
+    ethosu_npu_out_clamp(out, &lo, &hi);
     f->rq(acc, n, (uint32_t)ch->mult, (unsigned)(ch->shift - 31), out->ofm_zp, lo, hi, res);
 }
 

@@ -206,11 +206,27 @@ static void ethosu_npu_elt_addsub8(const struct ethosu_npu_elt *e, const struct 
     }
     const bool tfl64 = out->round_mode == 0 && out->g_shift >= 31 && out->g_mult >= 0 &&
                        out->g_mult <= (int64_t)UINT32_MAX && m1 + m2 <= ((int64_t)1 << 31);
+    /* NHWC maps, 8-bit OFM, no LUT: channels are adjacent bytes and the output stage one clamp */
+    const bool plain = tfl64 && !ifm->brick && (!ifm2 || !ifm2->brick) && !ofm->brick && ofm->bytes == 1 &&
+                       out->activation == 0;
+    int32_t lo = 0, hi = 0;
+    if (plain)
+        ethosu_npu_out_clamp(out, &lo, &hi);
+    const uint32_t mult = (uint32_t)out->g_mult;
+    const unsigned right = (unsigned)(out->g_shift - 31);
     for (int y = 0; y < oh; y++)
         for (int x = 0; x < ow; x++) {
             const uint8_t *pa = ifm->mem + ethosu_npu_fm_offset(ifm, y, x, 0);
             const uint8_t *pb = ifm2 ? ifm2->mem + ethosu_npu_fm_offset(ifm2, e->bh ? 0 : y, e->bw ? 0 : x, 0) : NULL;
             uint8_t *po = ofm->mem + ethosu_npu_fm_offset(ofm, y, x, 0);
+            if (plain) {
+                for (int c = 0; c < oc; c++) {
+                    const int64_t r = s1 * t1[pa[c]] + s2 * (pb ? t2[pb[e->bc ? 0 : c]] : bscalar);
+                    const int64_t v = ethosu_npu_scale_tfl64(r, mult, right) + out->ofm_zp;
+                    po[c] = (uint8_t)(v < lo ? lo : v > hi ? hi : v);
+                }
+                continue;
+            }
             for (int c = 0; c < oc; c++) {
                 const int64_t b = pb ? t2[pb[ethosu_npu_fm_choff(ifm2, e->bc ? 0 : c)]] : bscalar;
                 const int64_t r = s1 * t1[pa[ethosu_npu_fm_choff(ifm, c)]] + s2 * b;

@@ -102,6 +102,16 @@ int32_t ethosu_npu_out_finish(const struct ethosu_npu_out *out, int64_t v)
     return (int32_t)v;
 }
 
+void ethosu_npu_out_clamp(const struct ethosu_npu_out *out, int32_t *lo, int32_t *hi)
+{
+    /* clamp(clamp(v, a, b), l, h) = clamp(v, clamp(a, l, h), clamp(b, l, h)) for a <= b; for a > b it is the
+     * constant clamp(b, l, h) */
+    const int32_t b = out->act_max < out->lo ? out->lo : out->act_max > out->hi ? out->hi : out->act_max;
+    *hi = b;
+    *lo = out->act_min > out->act_max ? b : out->act_min < out->lo ? out->lo : out->act_min > out->hi ? out->hi
+                                                                                                   : out->act_min;
+}
+
 /* Reads OFM_PRECISION's scale/round fields, the scale stream or OFM_SCALE, ACTIVATION*, ACC_FORMAT. */
 int ethosu_npu_out_setup(struct ethosu_npu *npu, const struct ethosu_npu_fm *ofm, bool per_channel_allowed,
                          struct ethosu_npu_out *out)

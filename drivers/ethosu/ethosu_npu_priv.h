@@ -175,6 +175,9 @@ int ethosu_npu_round_mode(const struct ethosu_npu *npu, int field);
 void ethosu_npu_out_channel(const struct ethosu_npu_out *out, int c, int64_t *bias, int64_t *mult, int *shift);
 /* Scaled value (already rescaled, zero point not yet added) -> stored OFM value. */
 int32_t ethosu_npu_out_finish(const struct ethosu_npu_out *out, int64_t v);
+/* For an output stage without LUT and an 8- or 16-bit OFM: the one clamp [*lo, *hi] equal to ethosu_npu_out_finish's
+ * two (ACTIVATION_MIN/MAX, then the type's range), so that out_finish(v) = clamp(v + ofm_zp, *lo, *hi). */
+void ethosu_npu_out_clamp(const struct ethosu_npu_out *out, int32_t *lo, int32_t *hi);
 
 /* Kernel geometry of the op, from the KERNEL_* and IFM_PAD_* / IFM_UPSCALE registers. */
 struct ethosu_npu_kgeom {
