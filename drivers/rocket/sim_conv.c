@@ -579,13 +579,14 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
         return -ENOMEM;
     int32_t *ow = f->tab, *bias = f->tab + nq, *mul = f->tab + 2 * nq, *corr32 = f->tab + 3 * nq;
     int need_sums = 0;
-    int64_t acc_max;
+    int64_t acc_max, mul_max = 0;
     for (int k = 0; k < nq; k++) {
         const int live = k < t->oc_real;
         ow[k] = live ? (t->ow ? t->ow[k] : t->ow_op) : 0;
         bias[k] = live ? t->bias[k] : 0;
         mul[k] = live && t->bs_mul ? t->bs_mul[k] : 0;
         need_sums |= ow[k] != 0;
+        mul_max = llabs(mul[k]) > mul_max ? llabs(mul[k]) : mul_max;
     }
     if (dw) {
         /* fold the OW factor: sum x * w + ow * sum x == sum x * (w + ow); x + 128 in the kernels, so
@@ -638,9 +639,12 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
     const struct post p = post_of(t);
     const int64_t sum_max = need_sums ? 255 * (int64_t)taps * ic : 0;
     int fits32 = 1;
+    int64_t vmax = 0;
     for (int k = 0; k < nq; k++) {
         const int64_t b = acc_max + llabs(f->corr[k]) + llabs(ow[k]) * sum_max + p.tround;
-        fits32 &= b <= INT32_MAX && (b >> p.trunc) + 1 + llabs(bias[k]) <= INT32_MAX;
+        const int64_t v = (b >> p.trunc) + 1 + llabs(bias[k]);
+        fits32 &= b <= INT32_MAX && v <= INT32_MAX;
+        vmax = v > vmax ? v : vmax;
         corr32[k] = (int32_t)(f->corr[k] + p.tround);
     }
     fast_input(f, t, rows_p, cols);
@@ -654,11 +658,10 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
                             .mul = t->bs_mul ? mul : NULL, .trunc = p.trunc, .shift = p.shift,
                             .mul_shift_pos = p.mul_shift_pos, .mul_shift_neg = p.mul_shift_neg,
                             .tround = p.tround, .pre = p.pre, .post = p.post, .scale = p.scale,
+                            .offset = t->out_offset, .vmax = vmax, .mul_max = mul_max,
                             .lo = p.lo, .hi = p.hi, .ew_surf_pitch = t->ew_surf_pitch, .ew_offset = t->ew_offset,
                             .ew_scale = t->ew_scale, .ew_shift = t->ew_shift, .ew_tie_up = t->ew_tie_up,
                             .ew_mul = t->ew_mul, .ew_trunc = t->ew_trunc, .lut = t->lut};
-    /* the vector requantizations leave out the clamp, EW and LUT stages: such a task takes the portable one */
-    const struct rkt_dot_ops *requant_ops = t->clamp || t->ew || t->lut ? &rkt_dot_c : c->ops;
     const size_t blk = (size_t)taps * ic * RKT_DOT_KB;
     int32_t *sums = f->acc + (size_t)opad * kpad;
     for (int oy = 0; oy < t->out_h; oy++) {
@@ -689,7 +692,7 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
             f->dst[sf] = t->out + (size_t)(sf / spg) * t->out_group_pitch + (size_t)(sf % spg) * t->out_surf_pitch +
                          (size_t)oy * t->out_w * 16;
         q.ew_row = t->ew ? t->ew + (size_t)oy * t->ew_row_pitch : NULL;
-        requant_ops->requant(&q, f->acc, (size_t)kpad, need_sums ? sums : NULL, t->out_w, nsurf, f->dst);
+        c->ops->requant(&q, f->acc, (size_t)kpad, need_sums ? sums : NULL, t->out_w, nsurf, f->dst);
     }
     return 0;
 }

@@ -96,8 +96,9 @@ static void requant_avx2(const struct rkt_requant *q, const int32_t *acc, size_t
                          int nsurf, uint8_t *const *dst)
 {
     const int has_mul = q->mul != NULL, sp = q->mul_shift_pos;
-    /* the int32 stages need the task's bound (corr32), the shifts the conditions of sra64 */
-    if (!q->corr32 || q->shift > 48 || q->pre >= ((int64_t)1 << 47) || q->pre <= -((int64_t)1 << 47) ||
+    /* the int32 stages need the task's bound (corr32), the shifts the conditions of sra64; the clamp, EW and LUT
+     * stages are the portable requantization's */
+    if (!q->corr32 || q->ew_row || q->lut || q->lo != INT32_MIN || q->hi != INT32_MAX || q->shift > 48 || q->pre >= ((int64_t)1 << 47) || q->pre <= -((int64_t)1 << 47) ||
         (has_mul && (sp != q->mul_shift_neg || sp > 48))) {
         requant_generic_avx2(q, acc, astride, s, npix, nsurf, dst);
         return;
