@@ -580,6 +580,9 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
     int32_t *ow = f->tab, *bias = f->tab + nq, *mul = f->tab + 2 * nq, *corr32 = f->tab + 3 * nq;
     int need_sums = 0;
     int64_t acc_max, mul_max = 0;
+    /* a multiplier of 2^shift on every channel, one shift for both signs, is the identity: v * 2^s / 2^s
+     * has no fraction to round and |v| < 2^31 nothing to saturate (the per-tensor RK3576 programs) */
+    int mul_identity = t->bs_mul && t->bs_shift_pos == t->bs_shift_neg && t->bs_shift_pos <= 14;
     for (int k = 0; k < nq; k++) {
         const int live = k < t->oc_real;
         ow[k] = live ? (t->ow ? t->ow[k] : t->ow_op) : 0;
@@ -587,6 +590,7 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
         mul[k] = live && t->bs_mul ? t->bs_mul[k] : 0;
         need_sums |= ow[k] != 0;
         mul_max = llabs(mul[k]) > mul_max ? llabs(mul[k]) : mul_max;
+        mul_identity &= !live || mul[k] == 1 << t->bs_shift_pos;
     }
     if (dw) {
         /* fold the OW factor: sum x * w + ow * sum x == sum x * (w + ow); x + 128 in the kernels, so
@@ -655,7 +659,7 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
     }
 
     struct rkt_requant q = {.n = t->oc_real, .corr = f->corr, .corr32 = fits32 ? corr32 : NULL, .ow = ow, .bias = bias,
-                            .mul = t->bs_mul ? mul : NULL, .trunc = p.trunc, .shift = p.shift,
+                            .mul = t->bs_mul && !mul_identity ? mul : NULL, .trunc = p.trunc, .shift = p.shift,
                             .mul_shift_pos = p.mul_shift_pos, .mul_shift_neg = p.mul_shift_neg,
                             .tround = p.tround, .pre = p.pre, .post = p.post, .scale = p.scale,
                             .offset = t->out_offset, .vmax = vmax, .mul_max = mul_max,

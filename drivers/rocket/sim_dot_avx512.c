@@ -296,49 +296,55 @@ static int rqd_init(struct rqd *d, const struct rkt_requant *q)
 }
 
 #define RQD_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+/* each stage combination of requant_avx512 gets its own copy of the loops (GCC would otherwise share one clone
+ * that tests the flags per pixel) */
+#define RKT_ALWAYS_INLINE inline __attribute__((always_inline))
 
-/* The stages after the bias of 8 lanes (v as doubles) to 8 int32 before the offset. */
-static inline __m256i rqd_tail(const struct rqd *d, __m512d v, __m512d mulf, const uint8_t *ew, int with_mul)
+/* The stages after the bias of 8 lanes (v as doubles) to 8 int32 before the offset; `general` 0: the task needs
+ * none of the optional stages (rqd_plain), left out of the loop. */
+static RKT_ALWAYS_INLINE __m256i rqd_tail(const struct rqd *d, __m512d v, __m512d mulf, const uint8_t *ew, int with_mul,
+                               int general)
 {
     if (with_mul) {
         __m512d y = _mm512_mul_pd(v, mulf);
-        if (d->two_shifts)
+        if (general && d->two_shifts)
             y = _mm512_mask_mul_pd(y, _mm512_cmp_pd_mask(y, _mm512_setzero_pd(), _CMP_LT_OQ), y, d->negf);
         v = _mm512_roundscale_pd(y, RQD_RNE);
-        if (d->wsat)
+        if (general && d->wsat)
             v = _mm512_max_pd(_mm512_min_pd(v, d->i32hi), d->i32lo);
     }
-    if (d->clamp)
+    if (general && d->clamp)
         v = _mm512_max_pd(_mm512_min_pd(v, d->hi), d->lo);
-    if (d->ew) {
+    if (general && d->ew) {
         const __m512d e = _mm512_add_pd(_mm512_cvtepi32_pd(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)ew))),
                                         d->eoff);
         v = _mm512_add_pd(v, _mm512_roundscale_pd(_mm512_mul_pd(e, d->escalef), RQD_RNE));
         v = _mm512_max_pd(_mm512_min_pd(v, d->i32hi), d->i32lo);
     }
     __m512d z = _mm512_mul_pd(v, d->scalef);
-    if (d->zclamp)
+    if (general && d->zclamp)
         z = _mm512_max_pd(_mm512_min_pd(z, d->zhi), d->zlo);
     return _mm512_cvt_roundpd_epi32(z, RQD_RNE);
 }
 
 /* 16 channels of a fits32 task: the int32 stages up to the bias, then the double tail. */
-static inline __m128i requant16_d(const struct rqd *d, const struct rq16 *c, const __m128i trunc, const int32_t *a,
-                                  __m512i sum, const uint8_t *ew, int with_sum, int with_mul)
+static RKT_ALWAYS_INLINE __m128i requant16_d(const struct rqd *d, const struct rq16 *c, const __m128i trunc, const int32_t *a,
+                                  __m512i sum, const uint8_t *ew, int with_sum, int with_mul, int general)
 {
     __m512i v = _mm512_add_epi32(_mm512_loadu_si512(a), c->corr32);
     if (with_sum)
         v = _mm512_add_epi32(v, _mm512_mullo_epi32(c->ow, sum));
     v = _mm512_add_epi32(_mm512_sra_epi32(v, trunc), c->bias);
-    const __m256i lo = rqd_tail(d, _mm512_cvtepi32_pd(_mm512_castsi512_si256(v)), c->mulf[0], ew, with_mul);
-    const __m256i hi = rqd_tail(d, _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1)), c->mulf[1], ew + 8, with_mul);
+    const __m256i lo = rqd_tail(d, _mm512_cvtepi32_pd(_mm512_castsi512_si256(v)), c->mulf[0], ew, with_mul, general);
+    const __m256i hi = rqd_tail(d, _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1)), c->mulf[1], ew + 8, with_mul,
+                                general);
     return _mm512_cvtsepi32_epi8(_mm512_add_epi32(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), d->post));
 }
 
-/* dbl: d holds the double tail's constants (rqd_init), else the int64 lanes run. */
-static inline void requant_rows(const struct rkt_requant *q, const struct rqd *dp, int dbl, const int32_t *acc,
+/* dbl: d holds the double tail's constants (rqd_init), else the int64 lanes run; general: see rqd_tail. */
+static RKT_ALWAYS_INLINE void requant_rows(const struct rkt_requant *q, const struct rqd *dp, int dbl, const int32_t *acc,
                                 size_t astride, const int32_t *s, int npix, int nsurf, uint8_t *const *dst,
-                                int with_sum, int with_mul)
+                                int with_sum, int with_mul, int general)
 {
     const int sp = q->mul_shift_pos, sn = q->mul_shift_neg, n = q->n;
     const struct rqd d = *dp;
@@ -358,7 +364,7 @@ static inline void requant_rows(const struct rkt_requant *q, const struct rqd *d
         uint8_t *out = dst[sf];
         struct rq16 c;
         memset(&c, 0, sizeof(c));
-        if (dbl) {
+        if (!general || dbl) {
             c.corr32 = _mm512_loadu_si512(q->corr32 + k);
             c.ow = _mm512_loadu_si512(q->ow + k);
             c.bias = _mm512_loadu_si512(q->bias + k);
@@ -369,13 +375,13 @@ static inline void requant_rows(const struct rkt_requant *q, const struct rqd *d
                 c.mulf[1] = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(mv, 1)), f);
             }
         }
-        const uint8_t *ew = d.ew ? q->ew_row + (size_t)sf * d.ew_pitch : NULL;
+        const uint8_t *ew = general && d.ew ? q->ew_row + (size_t)sf * d.ew_pitch : NULL;
         for (int p = 0; p < npix; p++) {
             const int32_t *a = acc + (size_t)p * astride;
             __m128i o;
-            if (dbl)
+            if (!general || dbl)
                 o = requant16_d(&d, &c, r.trunc, a + k, _mm512_set1_epi32(with_sum ? s[p] : 0),
-                                ew ? ew + (size_t)p * 16 : NULL, with_sum, with_mul);
+                                ew ? ew + (size_t)p * 16 : NULL, with_sum, with_mul, general);
             else
                 o = requant16_64(&r, q, a, k, _mm512_set1_epi64(with_sum ? s[p] : 0), with_sum, with_mul);
             _mm_storeu_si128((__m128i *)(out + (size_t)p * 16), _mm_maskz_mov_epi8(m, o));
@@ -394,15 +400,20 @@ static void requant_avx512(const struct rkt_requant *q, const int32_t *acc, size
         rkt_dot_c.requant(q, acc, astride, s, npix, nsurf, dst);
         return;
     }
-    /* one specialized loop per stage combination */
+    /* one specialized loop per stage combination: window sums, multiplier, the optional stages */
+    const int g = !dbl || d.two_shifts || d.wsat || d.clamp || d.ew || d.zclamp;
     if (s && q->mul)
-        requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 1, 1);
+        g ? requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 1, 1, 1)
+          : requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 1, 1, 0);
     else if (s)
-        requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 1, 0);
+        g ? requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 1, 0, 1)
+          : requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 1, 0, 0);
     else if (q->mul)
-        requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 0, 1);
+        g ? requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 0, 1, 1)
+          : requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 0, 1, 0);
     else
-        requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 0, 0);
+        g ? requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 0, 0, 1)
+          : requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 0, 0, 0);
 }
 
 const struct rkt_dot_ops rkt_dot_avx512 = {"avx512", direct_avx512, depthwise_avx512, pack_avx512, pixsum_avx512, requant_avx512};
