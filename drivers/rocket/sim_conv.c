@@ -673,10 +673,12 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
         if (dw) {
             c->ops->depthwise(xr, xstep, xrow, f->dw, kh, kw, ic, t->out_w, f->acc);
         } else {
-            for (int kb = 0; kb < kpad / RKT_DOT_KB; kb++)
+            /* the requantization reads nq channels of out_w pixels */
+            for (int kb = 0; kb < kpad / RKT_DOT_KB && kb * RKT_DOT_KB < nq; kb++)
                 for (int ox = 0; ox < opad; ox += RKT_DOT_P)
                     c->ops->direct(xr + (size_t)ox * xstep, xstep, xrow, f->w + (size_t)kb * blk, kh, kw, ic, icl,
-                                   f->acc + (size_t)ox * kpad + (size_t)kb * RKT_DOT_KB, (size_t)kpad);
+                                   f->acc + (size_t)ox * kpad + (size_t)kb * RKT_DOT_KB, (size_t)kpad,
+                                   t->out_w - ox, nq - kb * RKT_DOT_KB);
         }
         if (need_sums && taps == 1)
             for (int ox = 0; ox < t->out_w; ox++)

@@ -201,9 +201,10 @@ struct rkt_dot_ops {
     const char *name;
     /* acc[p * astride + k] = sum over ky, kx, c < icl of x[ky * xrow + p * xstep + kx * ic + c] * w(k, ky, kx, c)
      * for p < RKT_DOT_P, k < RKT_DOT_KB: one direct weight block against RKT_DOT_P output pixels (icl: the
-     * channels that can be non-zero, a multiple of 4) */
+     * channels that can be non-zero, a multiple of 4). Only p < npix and k < nk (16 or RKT_DOT_KB) are read
+     * afterwards: a kernel may leave the other entries unwritten. */
     void (*direct)(const uint8_t *x, size_t xstep, size_t xrow, const int8_t *w, int kh, int kw, int ic, int icl,
-                   int32_t *acc, size_t astride);
+                   int32_t *acc, size_t astride, int npix, int nk);
     /* acc[p * ic + c] = sum over ky, kx of x[ky * xrow + p * xstep + kx * ic + c] * w[(ky * kw + kx) * ic + c]
      * for p < npix */
     void (*depthwise)(const uint8_t *x, size_t xstep, size_t xrow, const int16_t *w, int kh, int kw, int ic,

@@ -20,8 +20,9 @@
  * quads widened to int16 (vpmaddwd: exact, |sum of 2 products| <= 2 x 255 x 128); each int32 lane holds one
  * half of a kernel's quad, the halves are added at the end. 2 pixels x 16 kernels at a time. */
 static void direct_avx2(const uint8_t *x, size_t xstep, size_t xrow, const int8_t *wb, int kh, int kw, int ic, int icl,
-                        int32_t *acc, size_t astride)
+                        int32_t *acc, size_t astride, int npix, int nk)
 {
+    (void)npix, (void)nk; /* the whole block */
     const __m256i spread = _mm256_setr_epi8(0, -1, 1, -1, 2, -1, 3, -1, 0, -1, 1, -1, 2, -1, 3, -1,
                                             0, -1, 1, -1, 2, -1, 3, -1, 0, -1, 1, -1, 2, -1, 3, -1);
     for (int p = 0; p < RKT_DOT_P; p += 2)

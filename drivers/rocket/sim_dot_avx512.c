@@ -14,31 +14,60 @@
 
 
 /* vpdpbusd: each int32 lane accumulates four uint8 (x + 128) x int8 (weight) products, exactly (no
- * saturation). 8 pixels x 32 kernels = 16 accumulators. */
-static void direct_avx512(const uint8_t *x, size_t xstep, size_t xrow, const int8_t *wb, int kh, int kw, int ic,
-                          int icl, int32_t *acc, size_t astride)
+ * saturation). Up to 8 pixels x 32 kernels = 16 accumulators; NP pixels and NH halves of 16 kernels are
+ * compile-time constants of each copy, so a row tail (7 x 7 outputs, the 1 x 1 logits) or a block of at most 16
+ * live kernels computes no padding. */
+static inline __attribute__((always_inline)) void direct_blk(const uint8_t *x, size_t xstep, size_t xrow,
+                                                             const int8_t *wb, int kh, int kw, int ic, int icl,
+                                                             int32_t *acc, size_t astride, const int NP, const int NH)
 {
     __m512i a[RKT_DOT_P][2];
-    for (int p = 0; p < RKT_DOT_P; p++)
+    for (int p = 0; p < NP; p++)
         a[p][0] = a[p][1] = _mm512_setzero_si512();
     for (int ky = 0; ky < kh; ky++)
         for (int kx = 0; kx < kw; kx++) {
             const uint8_t *xp = x + (size_t)ky * xrow + (size_t)kx * ic;
             const int8_t *w = wb + ((size_t)ky * kw + kx) * ic * RKT_DOT_KB;
             for (int c = 0; c < icl; c += 4, w += 4 * RKT_DOT_KB) {
-                const __m512i w0 = _mm512_loadu_si512(w), w1 = _mm512_loadu_si512(w + 64);
-                for (int p = 0; p < RKT_DOT_P; p++) {
+                const __m512i w0 = _mm512_loadu_si512(w), w1 = NH > 1 ? _mm512_loadu_si512(w + 64) : w0;
+                for (int p = 0; p < NP; p++) {
                     int32_t v;
                     memcpy(&v, xp + (size_t)p * xstep + c, 4);
                     const __m512i b = _mm512_set1_epi32(v);
                     a[p][0] = _mm512_dpbusd_epi32(a[p][0], b, w0);
-                    a[p][1] = _mm512_dpbusd_epi32(a[p][1], b, w1);
+                    if (NH > 1)
+                        a[p][1] = _mm512_dpbusd_epi32(a[p][1], b, w1);
                 }
             }
         }
-    for (int p = 0; p < RKT_DOT_P; p++) {
+    for (int p = 0; p < NP; p++) {
         _mm512_storeu_si512(acc + (size_t)p * astride, a[p][0]);
-        _mm512_storeu_si512(acc + (size_t)p * astride + 16, a[p][1]);
+        if (NH > 1)
+            _mm512_storeu_si512(acc + (size_t)p * astride + 16, a[p][1]);
+    }
+}
+
+#define DIRECT_NP(np)                                                                                              \
+    case np:                                                                                                       \
+        if (nk > 16)                                                                                               \
+            direct_blk(x, xstep, xrow, wb, kh, kw, ic, icl, acc, astride, np, 2);                                  \
+        else                                                                                                       \
+            direct_blk(x, xstep, xrow, wb, kh, kw, ic, icl, acc, astride, np, 1);                                  \
+        break;
+
+static void direct_avx512(const uint8_t *x, size_t xstep, size_t xrow, const int8_t *wb, int kh, int kw, int ic,
+                          int icl, int32_t *acc, size_t astride, int npix, int nk)
+{
+    switch (npix < RKT_DOT_P ? npix : RKT_DOT_P) {
+    DIRECT_NP(1)
+    DIRECT_NP(2)
+    DIRECT_NP(3)
+    DIRECT_NP(4)
+    DIRECT_NP(5)
+    DIRECT_NP(6)
+    DIRECT_NP(7)
+    default:
+        DIRECT_NP(8)
     }
 }
 
@@ -154,8 +183,10 @@ static void depthwise_avx512(const uint8_t *x, size_t xstep, size_t xrow, const 
                 for (int j = 0; j < (t1 - t0 + 1) / 2; j++) {
                     const __m512i x0 = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(m, xp + off[2 * j]));
                     const __m512i x1 = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(m, xp + off[2 * j + 1]));
-                    lo = _mm512_add_epi32(lo, _mm512_madd_epi16(_mm512_unpacklo_epi16(x0, x1), wlo[j]));
-                    hi = _mm512_add_epi32(hi, _mm512_madd_epi16(_mm512_unpackhi_epi16(x0, x1), whi[j]));
+                    /* vpdpwssd: the pair's two products summed into the int32 lane (x + 128 <= 255 is a
+                     * signed int16) */
+                    lo = _mm512_dpwssd_epi32(lo, _mm512_unpacklo_epi16(x0, x1), wlo[j]);
+                    hi = _mm512_dpwssd_epi32(hi, _mm512_unpackhi_epi16(x0, x1), whi[j]);
                 }
                 _mm512_storeu_si512(a, _mm512_permutex2var_epi32(lo, first, hi));
                 if (m == 0xFFFFFFFFu)
@@ -235,17 +266,20 @@ static inline __m128i requant16_64(const struct rq *r, const struct rkt_requant 
  * product's sign multiplies the negative lanes by 2^(sp - sn); sums of two int32 values and the saturations
  * (min / max against the int32 bounds) are exact too. OUT_CVT: z = w * (scale * 2^-shift) rounded to an int32
  * (z clamped to +-2^24 first unless the task's bound keeps it inside), the offset added in int32 and the byte
- * saturation of vpmovsdb: |offset| < 2^23 keeps a clamped z saturated whatever the offset. */
+ * saturation of vpmovsdb: |offset| < 2^23 keeps a clamped z saturated whatever the offset.
+ * `fold` (the rows of rqd_plain): without CLIP_TRUNCATE the bias joins corr32 (every partial sum inside the
+ * task's int32 bound), and when |w * scale| + |offset| * 2^shift < 2^52 the offset joins OUT_CVT in one fused
+ * multiply-add: z + offset is then exact, and rounding it is rounding z plus the integer offset. */
 struct rqd {
-    __m512d scalef, zlo, zhi, i32lo, i32hi, lo, hi, negf, eoff, escalef;
+    __m512d scalef, zlo, zhi, i32lo, i32hi, lo, hi, negf, eoff, escalef, offd;
     __m512i post;
-    int zclamp, wsat, clamp, two_shifts, ew;
+    int zclamp, wsat, clamp, two_shifts, ew, fold;
     size_t ew_pitch;
 };
 
 /* The per-channel tables of 16 channels, loaded once per surface (the stores may alias them). */
 struct rq16 {
-    __m512i corr32, ow, bias;
+    __m512i corr32, ow, bias, cb; /* cb: corr32 + bias (fold) */
     __m512d mulf[2]; /* mul * 2^-sp */
 };
 
@@ -278,6 +312,9 @@ static int rqd_init(struct rqd *d, const struct rkt_requant *q)
     if (d->ew)
         wmax = 2147483648.0;
     d->zclamp = wmax * (double)llabs(q->scale) / ldexp(1.0, q->shift) + 1 >= 16777216.0;
+    d->fold = q->trunc == 0 &&
+              wmax * (double)llabs(q->scale) + (double)llabs(q->offset) * ldexp(1.0, q->shift) < ldexp(1.0, 52);
+    d->offd = _mm512_set1_pd((double)q->offset);
     d->clamp = q->lo != INT32_MIN || q->hi != INT32_MAX;
     d->two_shifts = q->mul && sp != sn;
     d->scalef = _mm512_set1_pd(ldexp((double)q->scale, -q->shift));
@@ -300,8 +337,9 @@ static int rqd_init(struct rqd *d, const struct rkt_requant *q)
  * that tests the flags per pixel) */
 #define RKT_ALWAYS_INLINE inline __attribute__((always_inline))
 
-/* The stages after the bias of 8 lanes (v as doubles) to 8 int32 before the offset; `general` 0: the task needs
- * none of the optional stages (rqd_plain), left out of the loop. */
+/* The stages after the bias of 8 lanes (v as doubles) to 8 int32, before the offset; `general` 0: the task needs
+ * none of the optional stages and folds (rqd_plain), which are left out of the loop, and the offset is added
+ * here. */
 static RKT_ALWAYS_INLINE __m256i rqd_tail(const struct rqd *d, __m512d v, __m512d mulf, const uint8_t *ew, int with_mul,
                                int general)
 {
@@ -321,8 +359,10 @@ static RKT_ALWAYS_INLINE __m256i rqd_tail(const struct rqd *d, __m512d v, __m512
         v = _mm512_add_pd(v, _mm512_roundscale_pd(_mm512_mul_pd(e, d->escalef), RQD_RNE));
         v = _mm512_max_pd(_mm512_min_pd(v, d->i32hi), d->i32lo);
     }
+    if (!general)
+        return _mm512_cvt_roundpd_epi32(_mm512_fmadd_pd(v, d->scalef, d->offd), RQD_RNE);
     __m512d z = _mm512_mul_pd(v, d->scalef);
-    if (general && d->zclamp)
+    if (d->zclamp)
         z = _mm512_max_pd(_mm512_min_pd(z, d->zhi), d->zlo);
     return _mm512_cvt_roundpd_epi32(z, RQD_RNE);
 }
@@ -331,14 +371,16 @@ static RKT_ALWAYS_INLINE __m256i rqd_tail(const struct rqd *d, __m512d v, __m512
 static RKT_ALWAYS_INLINE __m128i requant16_d(const struct rqd *d, const struct rq16 *c, const __m128i trunc, const int32_t *a,
                                   __m512i sum, const uint8_t *ew, int with_sum, int with_mul, int general)
 {
-    __m512i v = _mm512_add_epi32(_mm512_loadu_si512(a), c->corr32);
+    __m512i v = _mm512_add_epi32(_mm512_loadu_si512(a), general ? c->corr32 : c->cb);
     if (with_sum)
         v = _mm512_add_epi32(v, _mm512_mullo_epi32(c->ow, sum));
-    v = _mm512_add_epi32(_mm512_sra_epi32(v, trunc), c->bias);
+    if (general)
+        v = _mm512_add_epi32(_mm512_sra_epi32(v, trunc), c->bias);
     const __m256i lo = rqd_tail(d, _mm512_cvtepi32_pd(_mm512_castsi512_si256(v)), c->mulf[0], ew, with_mul, general);
     const __m256i hi = rqd_tail(d, _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1)), c->mulf[1], ew + 8, with_mul,
                                 general);
-    return _mm512_cvtsepi32_epi8(_mm512_add_epi32(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), d->post));
+    const __m512i r = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    return _mm512_cvtsepi32_epi8(general ? _mm512_add_epi32(r, d->post) : r);
 }
 
 /* dbl: d holds the double tail's constants (rqd_init), else the int64 lanes run; general: see rqd_tail. */
@@ -368,6 +410,7 @@ static RKT_ALWAYS_INLINE void requant_rows(const struct rkt_requant *q, const st
             c.corr32 = _mm512_loadu_si512(q->corr32 + k);
             c.ow = _mm512_loadu_si512(q->ow + k);
             c.bias = _mm512_loadu_si512(q->bias + k);
+            c.cb = _mm512_add_epi32(c.corr32, c.bias);
             if (with_mul) {
                 const __m512i mv = _mm512_loadu_si512(q->mul + k);
                 const __m512d f = _mm512_set1_pd(ldexp(1.0, -sp));
@@ -401,7 +444,7 @@ static void requant_avx512(const struct rkt_requant *q, const int32_t *acc, size
         return;
     }
     /* one specialized loop per stage combination: window sums, multiplier, the optional stages */
-    const int g = !dbl || d.two_shifts || d.wsat || d.clamp || d.ew || d.zclamp;
+    const int g = !dbl || d.two_shifts || d.wsat || d.clamp || d.ew || d.zclamp || !d.fold;
     if (s && q->mul)
         g ? requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 1, 1, 1)
           : requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 1, 1, 0);
