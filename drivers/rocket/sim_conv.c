@@ -545,13 +545,22 @@ static void fast_input(struct rkt_fast *f, const struct rkt_conv_task *t, int ro
         for (int p = 0; p < ic / 16; p++) {
             const uint8_t *sp = t->in + (size_t)r * t->in_row_pitch + (size_t)p * t->in_plane_pitch;
             uint8_t *d = row + (size_t)x0 * ic + (size_t)p * 16;
+            if (p * 16 + 16 <= icr) {
+                for (int xx = 0; xx < x1 - x0; xx++)
+                    for (int j = 0; j < 16; j++)
+                        d[(size_t)xx * ic + j] = sp[(size_t)xx * 16 + j] ^ 0x80;
+                continue;
+            }
+            /* channels >= ic_real read as 0, x + 128 = 128 */
+            uint8_t keep[16], fill[16];
+            for (int j = 0; j < 16; j++) {
+                keep[j] = p * 16 + j < icr ? 0xFF : 0;
+                fill[j] = keep[j] ? 0 : 128;
+            }
             for (int xx = 0; xx < x1 - x0; xx++)
                 for (int j = 0; j < 16; j++)
-                    d[(size_t)xx * ic + j] = sp[(size_t)xx * 16 + j] ^ 0x80;
+                    d[(size_t)xx * ic + j] = (uint8_t)(((sp[(size_t)xx * 16 + j] ^ 0x80) & keep[j]) | fill[j]);
         }
-        if (icr < ic)
-            for (int cp = x0; cp < x1; cp++)
-                memset(row + (size_t)cp * ic + icr, 128, (size_t)(ic - icr));
     }
 }
 
@@ -600,17 +609,27 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
             return -ENOMEM;
         for (int k = 0; k < nq; k++)
             f->corr[k] = 0;
-        int32_t wmax = 0;
-        for (size_t i = 0; i < n; i += (size_t)ic)
-            for (int ch = 0; ch < ic; ch++) {
-                const int32_t w = c->w[i + ch] + (ch < nq ? ow[ch] : 0);
-                if (w < INT16_MIN || w > INT16_MAX)
-                    return 1;
+        /* branch-free loops (the vectorizer's): the range is checked once at the end */
+        const int nf = nq < ic ? nq : ic;
+        int32_t wlo = 0, whi = 0;
+        for (size_t i = 0; i < n; i += (size_t)ic) {
+            for (int ch = 0; ch < nf; ch++) {
+                const int32_t w = c->w[i + ch] + ow[ch];
+                wlo = w < wlo ? w : wlo;
+                whi = w > whi ? w : whi;
                 f->dw[i + ch] = (int16_t)w;
-                wmax = w > wmax ? w : -w > wmax ? -w : wmax;
-                if (ch < nq)
-                    f->corr[ch] -= 128 * (int64_t)w;
+                f->corr[ch] -= 128 * (int64_t)w;
             }
+            for (int ch = nf; ch < ic; ch++) {
+                const int32_t w = c->w[i + ch];
+                wlo = w < wlo ? w : wlo;
+                whi = w > whi ? w : whi;
+                f->dw[i + ch] = (int16_t)w;
+            }
+        }
+        if (wlo < INT16_MIN || whi > INT16_MAX)
+            return 1;
+        const int32_t wmax = -wlo > whi ? -wlo : whi;
         for (int k = 0; k < nq; k++)
             ow[k] = 0;
         need_sums = 0;
