@@ -43,6 +43,8 @@ struct rkt_fast {
     size_t tabcap;
     uint8_t **dst;       /* per output surface: the current row */
     size_t dstcap;
+    size_t *surf_off;    /* per output surface: its offset from DST */
+    size_t surf_offcap;
 };
 
 struct rkt_conv {
@@ -115,6 +117,7 @@ void rkt_conv_destroy(rkt_conv *c)
     free(f->corr);
     free(f->tab);
     free(f->dst);
+    free(f->surf_off);
     free(c);
 }
 
@@ -525,9 +528,11 @@ static void fast_input(struct rkt_fast *f, const struct rkt_conv_task *t, int ro
         const int r = rp - t->pad_top;
         uint8_t *row = f->x + (size_t)rp * cols * ic;
         const int inside = r >= 0 && r < t->in_h;
-        for (int cp = 0; cp < cols; cp++)
-            if (!inside || cp < x0 || cp >= x1)
-                memcpy(row + (size_t)cp * ic, pad, (size_t)ic);
+        /* pad pixels: the whole row outside the input rows, else the columns left of x0 and from x1 on */
+        for (int cp = 0; cp < (inside ? x0 : cols); cp++)
+            memcpy(row + (size_t)cp * ic, pad, (size_t)ic);
+        for (int cp = inside ? x1 : cols; cp < cols; cp++)
+            memcpy(row + (size_t)cp * ic, pad, (size_t)ic);
         if (!inside)
             continue;
         if (t->argb) {
@@ -584,7 +589,8 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
         grow((void **)&f->acc, &f->acccap, ((size_t)opad * kpad + (size_t)opad) * sizeof(int32_t)) ||
         grow((void **)&f->corr, &f->corrcap, (size_t)nq * sizeof(int64_t)) ||
         grow((void **)&f->tab, &f->tabcap, (size_t)nq * 4 * sizeof(int32_t)) ||
-        grow((void **)&f->dst, &f->dstcap, (size_t)nsurf * sizeof(uint8_t *)))
+        grow((void **)&f->dst, &f->dstcap, (size_t)nsurf * sizeof(uint8_t *)) ||
+        grow((void **)&f->surf_off, &f->surf_offcap, (size_t)nsurf * sizeof(size_t)))
         return -ENOMEM;
     int32_t *ow = f->tab, *bias = f->tab + nq, *mul = f->tab + 2 * nq, *corr32 = f->tab + 3 * nq;
     int need_sums = 0;
@@ -592,6 +598,7 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
     /* a multiplier of 2^shift on every channel, one shift for both signs, is the identity: v * 2^s / 2^s
      * has no fraction to round and |v| < 2^31 nothing to saturate (the per-tensor RK3576 programs) */
     int mul_identity = t->bs_mul && t->bs_shift_pos == t->bs_shift_neg && t->bs_shift_pos <= 14;
+    const int32_t unit = mul_identity ? (int32_t)1 << t->bs_shift_pos : 0;
     for (int k = 0; k < nq; k++) {
         const int live = k < t->oc_real;
         ow[k] = live ? (t->ow ? t->ow[k] : t->ow_op) : 0;
@@ -599,7 +606,7 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
         mul[k] = live && t->bs_mul ? t->bs_mul[k] : 0;
         need_sums |= ow[k] != 0;
         mul_max = llabs(mul[k]) > mul_max ? llabs(mul[k]) : mul_max;
-        mul_identity &= !live || mul[k] == 1 << t->bs_shift_pos;
+        mul_identity &= !live || mul[k] == unit;
     }
     if (dw) {
         /* fold the OW factor: sum x * w + ow * sum x == sum x * (w + ow); x + 128 in the kernels, so
@@ -687,6 +694,10 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
                             .ew_mul = t->ew_mul, .ew_trunc = t->ew_trunc, .lut = t->lut};
     const size_t blk = (size_t)taps * ic * RKT_DOT_KB;
     int32_t *sums = f->acc + (size_t)opad * kpad;
+    /* DPU WDMA: 16-channel surface s of row oy at
+     * DST + (16s / G) * SURFACE_ADD + (16s % G / 16) * DST_SURF_STRIDE + oy * W * 16; the part without oy */
+    for (int sf = 0; sf < nsurf; sf++)
+        f->surf_off[sf] = (size_t)(sf / spg) * t->out_group_pitch + (size_t)(sf % spg) * t->out_surf_pitch;
     for (int oy = 0; oy < t->out_h; oy++) {
         const uint8_t *xr = f->x + (size_t)oy * t->sy * xrow;
         if (dw) {
@@ -699,7 +710,9 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
                                    f->acc + (size_t)ox * kpad + (size_t)kb * RKT_DOT_KB, (size_t)kpad,
                                    t->out_w - ox, nq - kb * RKT_DOT_KB);
         }
-        if (need_sums && taps == 1)
+        /* a 1x1 kernel's window sum is its pixel's: read in place at stride 1 */
+        const int32_t *rsums = need_sums && taps == 1 && t->sx == 1 ? f->psum + (size_t)oy * t->sy * cols : sums;
+        if (need_sums && taps == 1 && t->sx != 1)
             for (int ox = 0; ox < t->out_w; ox++)
                 sums[ox] = f->psum[(size_t)oy * t->sy * cols + (size_t)ox * t->sx];
         for (int ox = 0; ox < t->out_w && need_sums && taps > 1; ox++) {
@@ -711,13 +724,10 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
             }
             sums[ox] = sum;
         }
-        /* DPU WDMA: 16-channel surface s of row oy at
-         * DST + (16s / G) * SURFACE_ADD + (16s % G / 16) * DST_SURF_STRIDE + oy * W * 16 */
         for (int sf = 0; sf < nsurf; sf++)
-            f->dst[sf] = t->out + (size_t)(sf / spg) * t->out_group_pitch + (size_t)(sf % spg) * t->out_surf_pitch +
-                         (size_t)oy * t->out_w * 16;
+            f->dst[sf] = t->out + f->surf_off[sf] + (size_t)oy * t->out_w * 16;
         q.ew_row = t->ew ? t->ew + (size_t)oy * t->ew_row_pitch : NULL;
-        c->ops->requant(&q, f->acc, (size_t)kpad, need_sums ? sums : NULL, t->out_w, nsurf, f->dst);
+        c->ops->requant(&q, f->acc, (size_t)kpad, need_sums ? rsums : NULL, t->out_w, nsurf, f->dst);
     }
     return 0;
 }
