@@ -43,6 +43,8 @@ struct rkt_fast {
     size_t tabcap;
     uint8_t **dst;       /* per output surface: the current row */
     size_t dstcap;
+    size_t *surf_off;    /* per output surface: its offset from DST */
+    size_t surf_offcap;
 };
 
 struct rkt_conv {
@@ -115,6 +117,7 @@ void rkt_conv_destroy(rkt_conv *c)
     free(f->corr);
     free(f->tab);
     free(f->dst);
+    free(f->surf_off);
     free(c);
 }
 
@@ -525,9 +528,11 @@ static void fast_input(struct rkt_fast *f, const struct rkt_conv_task *t, int ro
         const int r = rp - t->pad_top;
         uint8_t *row = f->x + (size_t)rp * cols * ic;
         const int inside = r >= 0 && r < t->in_h;
-        for (int cp = 0; cp < cols; cp++)
-            if (!inside || cp < x0 || cp >= x1)
-                memcpy(row + (size_t)cp * ic, pad, (size_t)ic);
+        /* pad pixels: the whole row outside the input rows, else the columns left of x0 and from x1 on */
+        for (int cp = 0; cp < (inside ? x0 : cols); cp++)
+            memcpy(row + (size_t)cp * ic, pad, (size_t)ic);
+        for (int cp = inside ? x1 : cols; cp < cols; cp++)
+            memcpy(row + (size_t)cp * ic, pad, (size_t)ic);
         if (!inside)
             continue;
         if (t->argb) {
@@ -545,13 +550,22 @@ static void fast_input(struct rkt_fast *f, const struct rkt_conv_task *t, int ro
         for (int p = 0; p < ic / 16; p++) {
             const uint8_t *sp = t->in + (size_t)r * t->in_row_pitch + (size_t)p * t->in_plane_pitch;
             uint8_t *d = row + (size_t)x0 * ic + (size_t)p * 16;
+            if (p * 16 + 16 <= icr) {
+                for (int xx = 0; xx < x1 - x0; xx++)
+                    for (int j = 0; j < 16; j++)
+                        d[(size_t)xx * ic + j] = sp[(size_t)xx * 16 + j] ^ 0x80;
+                continue;
+            }
+            /* channels >= ic_real read as 0, x + 128 = 128 */
+            uint8_t keep[16], fill[16];
+            for (int j = 0; j < 16; j++) {
+                keep[j] = p * 16 + j < icr ? 0xFF : 0;
+                fill[j] = keep[j] ? 0 : 128;
+            }
             for (int xx = 0; xx < x1 - x0; xx++)
                 for (int j = 0; j < 16; j++)
-                    d[(size_t)xx * ic + j] = sp[(size_t)xx * 16 + j] ^ 0x80;
+                    d[(size_t)xx * ic + j] = (uint8_t)(((sp[(size_t)xx * 16 + j] ^ 0x80) & keep[j]) | fill[j]);
         }
-        if (icr < ic)
-            for (int cp = x0; cp < x1; cp++)
-                memset(row + (size_t)cp * ic + icr, 128, (size_t)(ic - icr));
     }
 }
 
@@ -575,17 +589,24 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
         grow((void **)&f->acc, &f->acccap, ((size_t)opad * kpad + (size_t)opad) * sizeof(int32_t)) ||
         grow((void **)&f->corr, &f->corrcap, (size_t)nq * sizeof(int64_t)) ||
         grow((void **)&f->tab, &f->tabcap, (size_t)nq * 4 * sizeof(int32_t)) ||
-        grow((void **)&f->dst, &f->dstcap, (size_t)nsurf * sizeof(uint8_t *)))
+        grow((void **)&f->dst, &f->dstcap, (size_t)nsurf * sizeof(uint8_t *)) ||
+        grow((void **)&f->surf_off, &f->surf_offcap, (size_t)nsurf * sizeof(size_t)))
         return -ENOMEM;
     int32_t *ow = f->tab, *bias = f->tab + nq, *mul = f->tab + 2 * nq, *corr32 = f->tab + 3 * nq;
     int need_sums = 0;
-    int64_t acc_max;
+    int64_t acc_max, mul_max = 0;
+    /* a multiplier of 2^shift on every channel, one shift for both signs, is the identity: v * 2^s / 2^s
+     * has no fraction to round and |v| < 2^31 nothing to saturate (the per-tensor RK3576 programs) */
+    int mul_identity = t->bs_mul && t->bs_shift_pos == t->bs_shift_neg && t->bs_shift_pos <= 14;
+    const int32_t unit = mul_identity ? (int32_t)1 << t->bs_shift_pos : 0;
     for (int k = 0; k < nq; k++) {
         const int live = k < t->oc_real;
         ow[k] = live ? (t->ow ? t->ow[k] : t->ow_op) : 0;
         bias[k] = live ? t->bias[k] : 0;
         mul[k] = live && t->bs_mul ? t->bs_mul[k] : 0;
         need_sums |= ow[k] != 0;
+        mul_max = llabs(mul[k]) > mul_max ? llabs(mul[k]) : mul_max;
+        mul_identity &= !live || mul[k] == unit;
     }
     if (dw) {
         /* fold the OW factor: sum x * w + ow * sum x == sum x * (w + ow); x + 128 in the kernels, so
@@ -595,17 +616,27 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
             return -ENOMEM;
         for (int k = 0; k < nq; k++)
             f->corr[k] = 0;
-        int32_t wmax = 0;
-        for (size_t i = 0; i < n; i += (size_t)ic)
-            for (int ch = 0; ch < ic; ch++) {
-                const int32_t w = c->w[i + ch] + (ch < nq ? ow[ch] : 0);
-                if (w < INT16_MIN || w > INT16_MAX)
-                    return 1;
+        /* branch-free loops (the vectorizer's): the range is checked once at the end */
+        const int nf = nq < ic ? nq : ic;
+        int32_t wlo = 0, whi = 0;
+        for (size_t i = 0; i < n; i += (size_t)ic) {
+            for (int ch = 0; ch < nf; ch++) {
+                const int32_t w = c->w[i + ch] + ow[ch];
+                wlo = w < wlo ? w : wlo;
+                whi = w > whi ? w : whi;
                 f->dw[i + ch] = (int16_t)w;
-                wmax = w > wmax ? w : -w > wmax ? -w : wmax;
-                if (ch < nq)
-                    f->corr[ch] -= 128 * (int64_t)w;
+                f->corr[ch] -= 128 * (int64_t)w;
             }
+            for (int ch = nf; ch < ic; ch++) {
+                const int32_t w = c->w[i + ch];
+                wlo = w < wlo ? w : wlo;
+                whi = w > whi ? w : whi;
+                f->dw[i + ch] = (int16_t)w;
+            }
+        }
+        if (wlo < INT16_MIN || whi > INT16_MAX)
+            return 1;
+        const int32_t wmax = -wlo > whi ? -wlo : whi;
         for (int k = 0; k < nq; k++)
             ow[k] = 0;
         need_sums = 0;
@@ -638,9 +669,12 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
     const struct post p = post_of(t);
     const int64_t sum_max = need_sums ? 255 * (int64_t)taps * ic : 0;
     int fits32 = 1;
+    int64_t vmax = 0;
     for (int k = 0; k < nq; k++) {
         const int64_t b = acc_max + llabs(f->corr[k]) + llabs(ow[k]) * sum_max + p.tround;
-        fits32 &= b <= INT32_MAX && (b >> p.trunc) + 1 + llabs(bias[k]) <= INT32_MAX;
+        const int64_t v = (b >> p.trunc) + 1 + llabs(bias[k]);
+        fits32 &= b <= INT32_MAX && v <= INT32_MAX;
+        vmax = v > vmax ? v : vmax;
         corr32[k] = (int32_t)(f->corr[k] + p.tround);
     }
     fast_input(f, t, rows_p, cols);
@@ -651,27 +685,34 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
     }
 
     struct rkt_requant q = {.n = t->oc_real, .corr = f->corr, .corr32 = fits32 ? corr32 : NULL, .ow = ow, .bias = bias,
-                            .mul = t->bs_mul ? mul : NULL, .trunc = p.trunc, .shift = p.shift,
+                            .mul = t->bs_mul && !mul_identity ? mul : NULL, .trunc = p.trunc, .shift = p.shift,
                             .mul_shift_pos = p.mul_shift_pos, .mul_shift_neg = p.mul_shift_neg,
                             .tround = p.tround, .pre = p.pre, .post = p.post, .scale = p.scale,
+                            .offset = t->out_offset, .vmax = vmax, .mul_max = mul_max,
                             .lo = p.lo, .hi = p.hi, .ew_surf_pitch = t->ew_surf_pitch, .ew_offset = t->ew_offset,
                             .ew_scale = t->ew_scale, .ew_shift = t->ew_shift, .ew_tie_up = t->ew_tie_up,
                             .ew_mul = t->ew_mul, .ew_trunc = t->ew_trunc, .lut = t->lut};
-    /* the vector requantizations leave out the clamp, EW and LUT stages: such a task takes the portable one */
-    const struct rkt_dot_ops *requant_ops = t->clamp || t->ew || t->lut ? &rkt_dot_c : c->ops;
     const size_t blk = (size_t)taps * ic * RKT_DOT_KB;
     int32_t *sums = f->acc + (size_t)opad * kpad;
+    /* DPU WDMA: 16-channel surface s of row oy at
+     * DST + (16s / G) * SURFACE_ADD + (16s % G / 16) * DST_SURF_STRIDE + oy * W * 16; the part without oy */
+    for (int sf = 0; sf < nsurf; sf++)
+        f->surf_off[sf] = (size_t)(sf / spg) * t->out_group_pitch + (size_t)(sf % spg) * t->out_surf_pitch;
     for (int oy = 0; oy < t->out_h; oy++) {
         const uint8_t *xr = f->x + (size_t)oy * t->sy * xrow;
         if (dw) {
             c->ops->depthwise(xr, xstep, xrow, f->dw, kh, kw, ic, t->out_w, f->acc);
         } else {
-            for (int kb = 0; kb < kpad / RKT_DOT_KB; kb++)
+            /* the requantization reads nq channels of out_w pixels */
+            for (int kb = 0; kb < kpad / RKT_DOT_KB && kb * RKT_DOT_KB < nq; kb++)
                 for (int ox = 0; ox < opad; ox += RKT_DOT_P)
                     c->ops->direct(xr + (size_t)ox * xstep, xstep, xrow, f->w + (size_t)kb * blk, kh, kw, ic, icl,
-                                   f->acc + (size_t)ox * kpad + (size_t)kb * RKT_DOT_KB, (size_t)kpad);
+                                   f->acc + (size_t)ox * kpad + (size_t)kb * RKT_DOT_KB, (size_t)kpad,
+                                   t->out_w - ox, nq - kb * RKT_DOT_KB);
         }
-        if (need_sums && taps == 1)
+        /* a 1x1 kernel's window sum is its pixel's: read in place at stride 1 */
+        const int32_t *rsums = need_sums && taps == 1 && t->sx == 1 ? f->psum + (size_t)oy * t->sy * cols : sums;
+        if (need_sums && taps == 1 && t->sx != 1)
             for (int ox = 0; ox < t->out_w; ox++)
                 sums[ox] = f->psum[(size_t)oy * t->sy * cols + (size_t)ox * t->sx];
         for (int ox = 0; ox < t->out_w && need_sums && taps > 1; ox++) {
@@ -683,13 +724,10 @@ static int fast_run(rkt_conv *c, const struct rkt_conv_task *t)
             }
             sums[ox] = sum;
         }
-        /* DPU WDMA: 16-channel surface s of row oy at
-         * DST + (16s / G) * SURFACE_ADD + (16s % G / 16) * DST_SURF_STRIDE + oy * W * 16 */
         for (int sf = 0; sf < nsurf; sf++)
-            f->dst[sf] = t->out + (size_t)(sf / spg) * t->out_group_pitch + (size_t)(sf % spg) * t->out_surf_pitch +
-                         (size_t)oy * t->out_w * 16;
+            f->dst[sf] = t->out + f->surf_off[sf] + (size_t)oy * t->out_w * 16;
         q.ew_row = t->ew ? t->ew + (size_t)oy * t->ew_row_pitch : NULL;
-        requant_ops->requant(&q, f->acc, (size_t)kpad, need_sums ? sums : NULL, t->out_w, nsurf, f->dst);
+        c->ops->requant(&q, f->acc, (size_t)kpad, need_sums ? rsums : NULL, t->out_w, nsurf, f->dst);
     }
     return 0;
 }

@@ -77,10 +77,13 @@ struct rkt_requant {
     const int32_t *mul;      /* NULL: no BS multiplier (RK3588) */
     int trunc, shift, mul_shift_pos, mul_shift_neg;
     int64_t tround, pre, post, scale;
+    int64_t offset;          /* OUT_CVT_OFFSET itself (pre and post hold it as rkt_requantize takes it) */
+    int64_t vmax;            /* with corr32: no value after the bias add exceeds vmax in magnitude */
+    int64_t mul_max;         /* the largest |mul[k]| (0 without a multiplier) */
     int64_t lo, hi;          /* the clamp after the multiplier (INT32_MIN, INT32_MAX: none) */
     /* the EW operand of the row being requantized (NULL: EW bypassed): the stored int8 operand of pixel p,
      * channel k at ew_row[(k / 16) * ew_surf_pitch + p * 16 + k % 16], converted by rkt_ew_convert. Only the
-     * portable requantization reads it (the vector ones have no EW stage). */
+     * portable and the AVX-512 requantizations read it. */
     const uint8_t *ew_row;
     size_t ew_surf_pitch;
     int64_t ew_offset, ew_scale;
@@ -198,9 +201,10 @@ struct rkt_dot_ops {
     const char *name;
     /* acc[p * astride + k] = sum over ky, kx, c < icl of x[ky * xrow + p * xstep + kx * ic + c] * w(k, ky, kx, c)
      * for p < RKT_DOT_P, k < RKT_DOT_KB: one direct weight block against RKT_DOT_P output pixels (icl: the
-     * channels that can be non-zero, a multiple of 4) */
+     * channels that can be non-zero, a multiple of 4). Only p < npix and k < nk (16 or RKT_DOT_KB) are read
+     * afterwards: a kernel may leave the other entries unwritten. */
     void (*direct)(const uint8_t *x, size_t xstep, size_t xrow, const int8_t *w, int kh, int kw, int ic, int icl,
-                   int32_t *acc, size_t astride);
+                   int32_t *acc, size_t astride, int npix, int nk);
     /* acc[p * ic + c] = sum over ky, kx of x[ky * xrow + p * xstep + kx * ic + c] * w[(ky * kw + kx) * ic + c]
      * for p < npix */
     void (*depthwise)(const uint8_t *x, size_t xstep, size_t xrow, const int16_t *w, int kh, int kw, int ic,
@@ -212,7 +216,8 @@ struct rkt_dot_ops {
     /* sum[i] = sum of the ic bytes of pixel i, for i < npix (window sums of the OW term) */
     void (*pixsum)(const uint8_t *x, int ic, size_t npix, int32_t *sum);
     /* One output row: pixel p's 16-channel surface s (16 bytes) to dst[s] + 16 p; channels >= q->n are 0.
-     * s: window sums per pixel, or NULL (all 0). */
+     * s: window sums per pixel, or NULL (all 0). Every stage of rkt_requantize: a set whose vector code leaves
+     * a stage or a bound out passes those rows to the portable requantization. */
     void (*requant)(const struct rkt_requant *q, const int32_t *acc, size_t astride, const int32_t *s, int npix,
                     int nsurf, uint8_t *const *dst);
 };

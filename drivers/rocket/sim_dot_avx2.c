@@ -20,8 +20,9 @@
  * quads widened to int16 (vpmaddwd: exact, |sum of 2 products| <= 2 x 255 x 128); each int32 lane holds one
  * half of a kernel's quad, the halves are added at the end. 2 pixels x 16 kernels at a time. */
 static void direct_avx2(const uint8_t *x, size_t xstep, size_t xrow, const int8_t *wb, int kh, int kw, int ic, int icl,
-                        int32_t *acc, size_t astride)
+                        int32_t *acc, size_t astride, int npix, int nk)
 {
+    (void)npix, (void)nk; /* the whole block */
     const __m256i spread = _mm256_setr_epi8(0, -1, 1, -1, 2, -1, 3, -1, 0, -1, 1, -1, 2, -1, 3, -1,
                                             0, -1, 1, -1, 2, -1, 3, -1, 0, -1, 1, -1, 2, -1, 3, -1);
     for (int p = 0; p < RKT_DOT_P; p += 2)
@@ -96,8 +97,9 @@ static void requant_avx2(const struct rkt_requant *q, const int32_t *acc, size_t
                          int nsurf, uint8_t *const *dst)
 {
     const int has_mul = q->mul != NULL, sp = q->mul_shift_pos;
-    /* the int32 stages need the task's bound (corr32), the shifts the conditions of sra64 */
-    if (!q->corr32 || q->shift > 48 || q->pre >= ((int64_t)1 << 47) || q->pre <= -((int64_t)1 << 47) ||
+    /* the int32 stages need the task's bound (corr32), the shifts the conditions of sra64; the clamp, EW and LUT
+     * stages are the portable requantization's */
+    if (!q->corr32 || q->ew_row || q->lut || q->lo != INT32_MIN || q->hi != INT32_MAX || q->shift > 48 || q->pre >= ((int64_t)1 << 47) || q->pre <= -((int64_t)1 << 47) ||
         (has_mul && (sp != q->mul_shift_neg || sp > 48))) {
         requant_generic_avx2(q, acc, astride, s, npix, nsurf, dst);
         return;

@@ -8,35 +8,66 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
 #endif
 #include <immintrin.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 
 /* vpdpbusd: each int32 lane accumulates four uint8 (x + 128) x int8 (weight) products, exactly (no
- * saturation). 8 pixels x 32 kernels = 16 accumulators. */
-static void direct_avx512(const uint8_t *x, size_t xstep, size_t xrow, const int8_t *wb, int kh, int kw, int ic,
-                          int icl, int32_t *acc, size_t astride)
+ * saturation). Up to 8 pixels x 32 kernels = 16 accumulators; NP pixels and NH halves of 16 kernels are
+ * compile-time constants of each copy, so a row tail (7 x 7 outputs, the 1 x 1 logits) or a block of at most 16
+ * live kernels computes no padding. */
+static inline __attribute__((always_inline)) void direct_blk(const uint8_t *x, size_t xstep, size_t xrow,
+                                                             const int8_t *wb, int kh, int kw, int ic, int icl,
+                                                             int32_t *acc, size_t astride, const int NP, const int NH)
 {
     __m512i a[RKT_DOT_P][2];
-    for (int p = 0; p < RKT_DOT_P; p++)
+    for (int p = 0; p < NP; p++)
         a[p][0] = a[p][1] = _mm512_setzero_si512();
     for (int ky = 0; ky < kh; ky++)
         for (int kx = 0; kx < kw; kx++) {
             const uint8_t *xp = x + (size_t)ky * xrow + (size_t)kx * ic;
             const int8_t *w = wb + ((size_t)ky * kw + kx) * ic * RKT_DOT_KB;
             for (int c = 0; c < icl; c += 4, w += 4 * RKT_DOT_KB) {
-                const __m512i w0 = _mm512_loadu_si512(w), w1 = _mm512_loadu_si512(w + 64);
-                for (int p = 0; p < RKT_DOT_P; p++) {
+                const __m512i w0 = _mm512_loadu_si512(w), w1 = NH > 1 ? _mm512_loadu_si512(w + 64) : w0;
+                for (int p = 0; p < NP; p++) {
                     int32_t v;
                     memcpy(&v, xp + (size_t)p * xstep + c, 4);
                     const __m512i b = _mm512_set1_epi32(v);
                     a[p][0] = _mm512_dpbusd_epi32(a[p][0], b, w0);
-                    a[p][1] = _mm512_dpbusd_epi32(a[p][1], b, w1);
+                    if (NH > 1)
+                        a[p][1] = _mm512_dpbusd_epi32(a[p][1], b, w1);
                 }
             }
         }
-    for (int p = 0; p < RKT_DOT_P; p++) {
+    for (int p = 0; p < NP; p++) {
         _mm512_storeu_si512(acc + (size_t)p * astride, a[p][0]);
-        _mm512_storeu_si512(acc + (size_t)p * astride + 16, a[p][1]);
+        if (NH > 1)
+            _mm512_storeu_si512(acc + (size_t)p * astride + 16, a[p][1]);
+    }
+}
+
+#define DIRECT_NP(np)                                                                                              \
+    case np:                                                                                                       \
+        if (nk > 16)                                                                                               \
+            direct_blk(x, xstep, xrow, wb, kh, kw, ic, icl, acc, astride, np, 2);                                  \
+        else                                                                                                       \
+            direct_blk(x, xstep, xrow, wb, kh, kw, ic, icl, acc, astride, np, 1);                                  \
+        break;
+
+static void direct_avx512(const uint8_t *x, size_t xstep, size_t xrow, const int8_t *wb, int kh, int kw, int ic,
+                          int icl, int32_t *acc, size_t astride, int npix, int nk)
+{
+    switch (npix < RKT_DOT_P ? npix : RKT_DOT_P) {
+    DIRECT_NP(1)
+    DIRECT_NP(2)
+    DIRECT_NP(3)
+    DIRECT_NP(4)
+    DIRECT_NP(5)
+    DIRECT_NP(6)
+    DIRECT_NP(7)
+    default:
+        DIRECT_NP(8)
     }
 }
 
@@ -152,8 +183,10 @@ static void depthwise_avx512(const uint8_t *x, size_t xstep, size_t xrow, const 
                 for (int j = 0; j < (t1 - t0 + 1) / 2; j++) {
                     const __m512i x0 = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(m, xp + off[2 * j]));
                     const __m512i x1 = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(m, xp + off[2 * j + 1]));
-                    lo = _mm512_add_epi32(lo, _mm512_madd_epi16(_mm512_unpacklo_epi16(x0, x1), wlo[j]));
-                    hi = _mm512_add_epi32(hi, _mm512_madd_epi16(_mm512_unpackhi_epi16(x0, x1), whi[j]));
+                    /* vpdpwssd: the pair's two products summed into the int32 lane (x + 128 <= 255 is a
+                     * signed int16) */
+                    lo = _mm512_dpwssd_epi32(lo, _mm512_unpacklo_epi16(x0, x1), wlo[j]);
+                    hi = _mm512_dpwssd_epi32(hi, _mm512_unpackhi_epi16(x0, x1), whi[j]);
                 }
                 _mm512_storeu_si512(a, _mm512_permutex2var_epi32(lo, first, hi));
                 if (m == 0xFFFFFFFFu)
@@ -225,28 +258,138 @@ static inline __m128i requant16_64(const struct rq *r, const struct rkt_requant 
     return _mm_unpacklo_epi64(out[0], out[1]);
 }
 
-/* The per-channel tables of 16 channels, loaded once per surface (the stores may alias them). */
-struct rq16 {
-    __m512i corr32, ow, bias, mul_even, mul_odd;
+/* The fast requantization (fits32 tasks): the value after the bias add v in 16 int32 lanes, the stages after
+ * it in double lanes, 8 at a time. Doubles hold every intermediate exactly: |v| < 2^31 times a multiplier or
+ * OUT_CVT scale below 2^21 stays under 2^52 significant bits, and a multiplication by 2^-s only moves the
+ * exponent. So y = v * (mul * 2^-shift) is the exact quotient and rounding it to the nearest integer, ties to even
+ * (roundscale / the embedded rounding of the conversion), is rkt_shift_even; the BS multiplier's shift by the
+ * product's sign multiplies the negative lanes by 2^(sp - sn); sums of two int32 values and the saturations
+ * (min / max against the int32 bounds) are exact too. OUT_CVT: z = w * (scale * 2^-shift) rounded to an int32
+ * (z clamped to +-2^24 first unless the task's bound keeps it inside), the offset added in int32 and the byte
+ * saturation of vpmovsdb: |offset| < 2^23 keeps a clamped z saturated whatever the offset.
+ * `fold` (the rows of rqd_plain): without CLIP_TRUNCATE the bias joins corr32 (every partial sum inside the
+ * task's int32 bound), and when |w * scale| + |offset| * 2^shift < 2^52 the offset joins OUT_CVT in one fused
+ * multiply-add: z + offset is then exact, and rounding it is rounding z plus the integer offset. */
+struct rqd {
+    __m512d scalef, zlo, zhi, i32lo, i32hi, lo, hi, negf, eoff, escalef, offd;
+    __m512i post;
+    int zclamp, wsat, clamp, two_shifts, ew, fold;
+    size_t ew_pitch;
 };
 
-/* 16 channels when the task's bound (q->corr32) shows every CORE value, its rounding and the bias add stay inside
- * int32: 16 int32 lanes, then the tail on the even and the odd lanes. */
-static inline __m128i requant16_32(const struct rq *r, const struct rq16 *c, const int32_t *a, __m512i sum,
-                                   int with_sum, int with_mul)
+/* The per-channel tables of 16 channels, loaded once per surface (the stores may alias them). */
+struct rq16 {
+    __m512i corr32, ow, bias, cb; /* cb: corr32 + bias (fold) */
+    __m512d mulf[2]; /* mul * 2^-sp */
+};
+
+/* Whether the double tail computes what rkt_requantize does for this task (the conditions above), and its
+ * constants. */
+static int rqd_init(struct rqd *d, const struct rkt_requant *q)
 {
-    __m512i v = _mm512_add_epi32(_mm512_loadu_si512(a), c->corr32);
-    if (with_sum)
-        v = _mm512_add_epi32(v, _mm512_mullo_epi32(c->ow, sum));
-    v = _mm512_add_epi32(_mm512_sra_epi32(v, r->trunc), c->bias);
-    const __m512i even = _mm512_srai_epi64(_mm512_slli_epi64(v, 32), 32), odd = _mm512_srai_epi64(v, 32);
-    return _mm_unpacklo_epi8(requant_tail(r, even, c->mul_even, with_mul), requant_tail(r, odd, c->mul_odd, with_mul));
+    const int64_t lim = (int64_t)1 << 21;
+    if (!q->corr32 || q->lut || (q->ew_row && (q->ew_mul || q->ew_tie_up)) || q->scale >= lim || q->scale <= -lim ||
+        q->offset >= ((int64_t)1 << 23) || q->offset <= -((int64_t)1 << 23) || q->shift > 62 ||
+        q->mul_shift_pos > 62 || q->mul_shift_neg > 62 || q->ew_shift > 62)
+        return 0;
+    const int64_t mmax = q->mul ? q->mul_max : 0;
+    if (mmax >= lim)
+        return 0;
+    /* the EW operand (e + offset) * scale for |e| <= 128 stays below 2^52 */
+    if (q->ew_row && (llabs(q->ew_offset) + 128 >= ((int64_t)1 << 30) || llabs(q->ew_scale) >= lim))
+        return 0;
+    const int sp = q->mul_shift_pos, sn = q->mul_shift_neg;
+    /* |w| bound: v's, the multiplier's result (saturated to int32 unless the bound keeps it inside), the EW sum
+     * saturated */
+    double wmax = (double)q->vmax;
+    d->wsat = 0;
+    if (q->mul) {
+        wmax = wmax * (double)mmax / ldexp(1.0, sp < sn ? sp : sn) + 1;
+        d->wsat = wmax >= 2147483647.0;
+        wmax = d->wsat ? 2147483648.0 : wmax;
+    }
+    d->ew = q->ew_row != NULL;
+    if (d->ew)
+        wmax = 2147483648.0;
+    d->zclamp = wmax * (double)llabs(q->scale) / ldexp(1.0, q->shift) + 1 >= 16777216.0;
+    d->fold = q->trunc == 0 &&
+              wmax * (double)llabs(q->scale) + (double)llabs(q->offset) * ldexp(1.0, q->shift) < ldexp(1.0, 52);
+    d->offd = _mm512_set1_pd((double)q->offset);
+    d->clamp = q->lo != INT32_MIN || q->hi != INT32_MAX;
+    d->two_shifts = q->mul && sp != sn;
+    d->scalef = _mm512_set1_pd(ldexp((double)q->scale, -q->shift));
+    d->zlo = _mm512_set1_pd(-16777216.0);
+    d->zhi = _mm512_set1_pd(16777216.0);
+    d->i32lo = _mm512_set1_pd((double)INT32_MIN);
+    d->i32hi = _mm512_set1_pd((double)INT32_MAX);
+    d->lo = _mm512_set1_pd((double)q->lo);
+    d->hi = _mm512_set1_pd((double)q->hi);
+    d->negf = _mm512_set1_pd(ldexp(1.0, sp - sn));
+    d->eoff = _mm512_set1_pd((double)q->ew_offset);
+    d->escalef = _mm512_set1_pd(ldexp((double)q->ew_scale, -q->ew_shift));
+    d->post = _mm512_set1_epi32((int32_t)q->offset);
+    d->ew_pitch = q->ew_surf_pitch;
+    return 1;
 }
 
-static inline void requant_rows(const struct rkt_requant *q, const int32_t *acc, size_t astride, const int32_t *s,
-                                int npix, int nsurf, uint8_t *const *dst, int with_sum, int with_mul)
+#define RQD_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+/* each stage combination of requant_avx512 gets its own copy of the loops (GCC would otherwise share one clone
+ * that tests the flags per pixel) */
+#define RKT_ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* The stages after the bias of 8 lanes (v as doubles) to 8 int32, before the offset; `general` 0: the task needs
+ * none of the optional stages and folds (rqd_plain), which are left out of the loop, and the offset is added
+ * here. */
+static RKT_ALWAYS_INLINE __m256i rqd_tail(const struct rqd *d, __m512d v, __m512d mulf, const uint8_t *ew, int with_mul,
+                               int general)
 {
-    const int sp = q->mul_shift_pos, sn = q->mul_shift_neg, n = q->n, fits32 = q->corr32 != NULL;
+    if (with_mul) {
+        __m512d y = _mm512_mul_pd(v, mulf);
+        if (general && d->two_shifts)
+            y = _mm512_mask_mul_pd(y, _mm512_cmp_pd_mask(y, _mm512_setzero_pd(), _CMP_LT_OQ), y, d->negf);
+        v = _mm512_roundscale_pd(y, RQD_RNE);
+        if (general && d->wsat)
+            v = _mm512_max_pd(_mm512_min_pd(v, d->i32hi), d->i32lo);
+    }
+    if (general && d->clamp)
+        v = _mm512_max_pd(_mm512_min_pd(v, d->hi), d->lo);
+    if (general && d->ew) {
+        const __m512d e = _mm512_add_pd(_mm512_cvtepi32_pd(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)ew))),
+                                        d->eoff);
+        v = _mm512_add_pd(v, _mm512_roundscale_pd(_mm512_mul_pd(e, d->escalef), RQD_RNE));
+        v = _mm512_max_pd(_mm512_min_pd(v, d->i32hi), d->i32lo);
+    }
+    if (!general)
+        return _mm512_cvt_roundpd_epi32(_mm512_fmadd_pd(v, d->scalef, d->offd), RQD_RNE);
+    __m512d z = _mm512_mul_pd(v, d->scalef);
+    if (d->zclamp)
+        z = _mm512_max_pd(_mm512_min_pd(z, d->zhi), d->zlo);
+    return _mm512_cvt_roundpd_epi32(z, RQD_RNE);
+}
+
+/* 16 channels of a fits32 task: the int32 stages up to the bias, then the double tail. */
+static RKT_ALWAYS_INLINE __m128i requant16_d(const struct rqd *d, const struct rq16 *c, const __m128i trunc, const int32_t *a,
+                                  __m512i sum, const uint8_t *ew, int with_sum, int with_mul, int general)
+{
+    __m512i v = _mm512_add_epi32(_mm512_loadu_si512(a), general ? c->corr32 : c->cb);
+    if (with_sum)
+        v = _mm512_add_epi32(v, _mm512_mullo_epi32(c->ow, sum));
+    if (general)
+        v = _mm512_add_epi32(_mm512_sra_epi32(v, trunc), c->bias);
+    const __m256i lo = rqd_tail(d, _mm512_cvtepi32_pd(_mm512_castsi512_si256(v)), c->mulf[0], ew, with_mul, general);
+    const __m256i hi = rqd_tail(d, _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1)), c->mulf[1], ew + 8, with_mul,
+                                general);
+    const __m512i r = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    return _mm512_cvtsepi32_epi8(general ? _mm512_add_epi32(r, d->post) : r);
+}
+
+/* dbl: d holds the double tail's constants (rqd_init), else the int64 lanes run; general: see rqd_tail. */
+static RKT_ALWAYS_INLINE void requant_rows(const struct rkt_requant *q, const struct rqd *dp, int dbl, const int32_t *acc,
+                                size_t astride, const int32_t *s, int npix, int nsurf, uint8_t *const *dst,
+                                int with_sum, int with_mul, int general)
+{
+    const int sp = q->mul_shift_pos, sn = q->mul_shift_neg, n = q->n;
+    const struct rqd d = *dp;
     const struct rq r = {
         .tround = _mm512_set1_epi64(q->tround), .scale = _mm512_set1_epi64(q->scale), .pre = _mm512_set1_epi64(q->pre),
         .post = _mm512_set1_epi64(q->post), .lo32 = _mm512_set1_epi64(INT32_MIN), .hi32 = _mm512_set1_epi64(INT32_MAX),
@@ -260,25 +403,31 @@ static inline void requant_rows(const struct rkt_requant *q, const int32_t *acc,
     for (int sf = 0; sf < nsurf; sf++) {
         const int k = sf * 16;
         const __mmask16 m = sf == nsurf - 1 ? last : 0xFFFFu;
-        uint8_t *d = dst[sf];
-        struct rq16 c = {0};
-        if (fits32) {
+        uint8_t *out = dst[sf];
+        struct rq16 c;
+        memset(&c, 0, sizeof(c));
+        if (!general || dbl) {
             c.corr32 = _mm512_loadu_si512(q->corr32 + k);
             c.ow = _mm512_loadu_si512(q->ow + k);
             c.bias = _mm512_loadu_si512(q->bias + k);
+            c.cb = _mm512_add_epi32(c.corr32, c.bias);
             if (with_mul) {
-                c.mul_even = _mm512_loadu_si512(q->mul + k);
-                c.mul_odd = _mm512_srli_epi64(c.mul_even, 32);
+                const __m512i mv = _mm512_loadu_si512(q->mul + k);
+                const __m512d f = _mm512_set1_pd(ldexp(1.0, -sp));
+                c.mulf[0] = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(mv)), f);
+                c.mulf[1] = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(mv, 1)), f);
             }
         }
+        const uint8_t *ew = general && d.ew ? q->ew_row + (size_t)sf * d.ew_pitch : NULL;
         for (int p = 0; p < npix; p++) {
             const int32_t *a = acc + (size_t)p * astride;
             __m128i o;
-            if (fits32)
-                o = requant16_32(&r, &c, a + k, _mm512_set1_epi32(with_sum ? s[p] : 0), with_sum, with_mul);
+            if (!general || dbl)
+                o = requant16_d(&d, &c, r.trunc, a + k, _mm512_set1_epi32(with_sum ? s[p] : 0),
+                                ew ? ew + (size_t)p * 16 : NULL, with_sum, with_mul, general);
             else
                 o = requant16_64(&r, q, a, k, _mm512_set1_epi64(with_sum ? s[p] : 0), with_sum, with_mul);
-            _mm_storeu_si128((__m128i *)(d + (size_t)p * 16), _mm_maskz_mov_epi8(m, o));
+            _mm_storeu_si128((__m128i *)(out + (size_t)p * 16), _mm_maskz_mov_epi8(m, o));
         }
     }
 }
@@ -286,15 +435,28 @@ static inline void requant_rows(const struct rkt_requant *q, const int32_t *acc,
 static void requant_avx512(const struct rkt_requant *q, const int32_t *acc, size_t astride, const int32_t *s, int npix,
                            int nsurf, uint8_t *const *dst)
 {
-    /* one specialized loop per stage combination */
+    struct rqd d;
+    memset(&d, 0, sizeof(d));
+    const int dbl = rqd_init(&d, q);
+    /* the int64 lanes have no clamp, EW or LUT stage: without the double tail such rows take the portable code */
+    if (!dbl && (q->ew_row || q->lut || q->lo != INT32_MIN || q->hi != INT32_MAX)) {
+        rkt_dot_c.requant(q, acc, astride, s, npix, nsurf, dst);
+        return;
+    }
+    /* one specialized loop per stage combination: window sums, multiplier, the optional stages */
+    const int g = !dbl || d.two_shifts || d.wsat || d.clamp || d.ew || d.zclamp || !d.fold;
     if (s && q->mul)
-        requant_rows(q, acc, astride, s, npix, nsurf, dst, 1, 1);
+        g ? requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 1, 1, 1)
+          : requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 1, 1, 0);
     else if (s)
-        requant_rows(q, acc, astride, s, npix, nsurf, dst, 1, 0);
+        g ? requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 1, 0, 1)
+          : requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 1, 0, 0);
     else if (q->mul)
-        requant_rows(q, acc, astride, s, npix, nsurf, dst, 0, 1);
+        g ? requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 0, 1, 1)
+          : requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 0, 1, 0);
     else
-        requant_rows(q, acc, astride, s, npix, nsurf, dst, 0, 0);
+        g ? requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 0, 0, 1)
+          : requant_rows(q, &d, dbl, acc, astride, s, npix, nsurf, dst, 0, 0, 0);
 }
 
 const struct rkt_dot_ops rkt_dot_avx512 = {"avx512", direct_avx512, depthwise_avx512, pack_avx512, pixsum_avx512, requant_avx512};

@@ -12,8 +12,9 @@
 
 #ifndef RKT_DOT_OWN_DIRECT
 static void RKT_DOT_FN(direct_)(const uint8_t *x, size_t xstep, size_t xrow, const int8_t *wb, int kh, int kw,
-                                int ic, int icl, int32_t *acc, size_t astride)
+                                int ic, int icl, int32_t *acc, size_t astride, int npix, int nk)
 {
+    (void)npix, (void)nk; /* the whole block */
     int32_t a[RKT_DOT_P][RKT_DOT_KB];
     memset(a, 0, sizeof(a));
     for (int ky = 0; ky < kh; ky++)

@@ -20,8 +20,9 @@
  * ones). Each 32-bit lane of a weight vector is one kernel's quad, so one SDOT with the pixel's quad in every lane
  * adds 4 kernels' quad products. 4 pixels x 16 kernels at a time: 16 accumulators. */
 static void direct_neondot(const uint8_t *x, size_t xstep, size_t xrow, const int8_t *wb, int kh, int kw, int ic,
-                           int icl, int32_t *acc, size_t astride)
+                           int icl, int32_t *acc, size_t astride, int npix, int nk)
 {
+    (void)npix, (void)nk; /* the whole block */
     const int8x16_t ones = vdupq_n_s8(1);
     for (int p = 0; p < RKT_DOT_P; p += 4)
         for (int h = 0; h < RKT_DOT_KB / 16; h++) {

@@ -718,7 +718,8 @@ static int load_weights(rkt_npu *n, struct rk3576_task *st)
     return 0;
 }
 
-/* CNA: fetched rows -> CBUF ring -> the window, as [plane][row][x][16] for the datapath. */
+/* CNA: fetched rows -> CBUF ring -> the window, as [plane][row][x][16] for the datapath (in place when it does
+ * not wrap). */
 static int fill_window(rkt_npu *n, struct rk3576_task *st)
 {
     struct rkt_conv_task *t = &st->t;
@@ -736,9 +737,35 @@ static int fill_window(rkt_npu *n, struct rk3576_task *st)
                 return -EINVAL;
             ring_write(&n->ring, st->limit, (uint64_t)g0 * GRANULE + p * st->row_pitch, src, st->row_pitch);
         }
-        /* granule indices wrap at the limit: stepped, not divided (this runs for every granule of every task) */
-        for (uint32_t e = 0, gi = g0; e < st->entries; e++, gi = gi + 1 == st->limit ? 0 : gi + 1)
-            n->ring.tag[gi] = tag;
+        /* granule indices wrap at the limit: the run up to it, then the rest from granule 0 (this runs for
+         * every granule of every task) */
+        const uint32_t run = st->limit - g0 < st->entries ? st->limit - g0 : st->entries;
+        for (uint32_t e = 0; e < run; e++)
+            n->ring.tag[g0 + e] = tag;
+        for (uint32_t e = run; e < st->entries; e++)
+            n->ring.tag[e - run] = tag;
+    }
+    for (uint32_t r = 0; r < st->win_rows; r++) {
+        const uint32_t g0 = (st->read_origin + r * st->entries) % st->limit;
+        const uint32_t run = st->limit - g0 < st->entries ? st->limit - g0 : st->entries;
+        uint32_t stale = 0; /* granules of this row that another fill tagged */
+        for (uint32_t e = 0; e < run; e++)
+            stale += n->ring.tag[g0 + e] != tag;
+        for (uint32_t e = run; e < st->entries; e++)
+            stale += n->ring.tag[e - run] != tag;
+        for (uint32_t e = 0, gi = g0; stale && e < st->entries; e++, gi = gi + 1 == st->limit ? 0 : gi + 1)
+            if (n->ring.tag[gi] != tag)
+                return rkt_fail(n, "CNA_CBUF_CON2 = 0x%08x: window row %u (CBUF granule %u) %s", st->cb2, r, gi,
+                                n->ring.tag[gi] ? "was filled with rows of another width or channel count"
+                                                : "was never filled in this job");
+    }
+    /* a window that does not wrap at the limit is read in place: row r, plane p at granule
+     * READ_ORIGIN + r * entries, byte p * row_pitch (the layout ring_write gave it) */
+    if (st->read_origin + (uint64_t)st->win_rows * st->entries <= st->limit) {
+        t->in = n->ring.data + (size_t)st->read_origin * GRANULE;
+        t->in_row_pitch = (size_t)st->entries * GRANULE;
+        t->in_plane_pitch = st->row_pitch;
+        return 0;
     }
     const size_t wbytes = row_bytes * st->win_rows;
     if (wbytes > n->window_cap) {
@@ -750,11 +777,6 @@ static int fill_window(rkt_npu *n, struct rk3576_task *st)
     }
     for (uint32_t r = 0; r < st->win_rows; r++) {
         const uint32_t g0 = (st->read_origin + r * st->entries) % st->limit;
-        for (uint32_t e = 0, gi = g0; e < st->entries; e++, gi = gi + 1 == st->limit ? 0 : gi + 1)
-            if (n->ring.tag[gi] != tag)
-                return rkt_fail(n, "CNA_CBUF_CON2 = 0x%08x: window row %u (CBUF granule %u) %s", st->cb2, r, gi,
-                                n->ring.tag[gi] ? "was filled with rows of another width or channel count"
-                                                : "was never filled in this job");
         for (uint32_t p = 0; p < st->planes; p++)
             ring_read(&n->ring, st->limit, (uint64_t)g0 * GRANULE + p * st->row_pitch,
                       n->window + p * st->win_rows * st->row_pitch + r * st->row_pitch, st->row_pitch);

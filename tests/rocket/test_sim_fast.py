@@ -6,13 +6,16 @@ TEFLON_SIM_REFERENCE=1, and TEFLON_SIM_KERNELS=c|avx2|avx512|neondot forces the 
 on the simulated rk3588 and rk3576 with each datapath and must give identical output bytes: the default
 convolution and per-channel sweeps (tests/opcases.py) and the conv-fed ADDs (fused) with the best kernels the CPU runs, a named subset with every kernel set
 the CPU runs, and the shared models (skipped when ../shared is absent); the slow sweep is marked `slow`.
-Ids: `rk3588-conv2d-in112x112x32-oc64-k3-s2-same-u8-best`.
+Ids: `rk3588-conv2d-in112x112x32-oc64-k3-s2-same-u8-best`. Below the models, the requantization kernels alone
+(tests/c/test_rocket_requant.c): every kernel set the CPU runs against rkt_requantize on random rows.
 """
 
 from __future__ import annotations
 
 import ctypes
 import platform
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -112,3 +115,26 @@ def test_model(device: str, model: str, monkeypatch: pytest.MonkeyPatch) -> None
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, SLOW_CONV))
 def test_sweep_slow(device: str, case: ConvCase, monkeypatch: pytest.MonkeyPatch) -> None:
     _check_same(case.build(), device, monkeypatch, "best", case.name)
+
+
+def test_requant_kernels(tmp_path: Path) -> None:
+    """Each kernel set's requantization (sim_dot.h `requant`) writes the bytes of rkt_requantize on 20000 random rows
+    (int32 bound held or not, window sums, multiplier shifts, clamp, EW operand, large offsets, frequent ties), built
+    from drivers/rocket under ASan/UBSan when the runtime is there."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    repo = Path(__file__).resolve().parents[2]
+    rocket = repo / "drivers" / "rocket"
+    exe = tmp_path / "test_rocket_requant"
+    cmd = [cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-g", f"-I{repo / 'drivers'}", f"-I{rocket}",
+           str(repo / "tests/c/test_rocket_requant.c"),
+           *(str(rocket / f) for f in ("sim_dot_c.c", "sim_dot_avx2.c", "sim_dot_avx512.c", "sim_dot_neon.c")),
+           "-o", str(exe), "-lm"]
+    sanitized = subprocess.run([*cmd, "-fsanitize=address,undefined", "-fno-sanitize-recover=all"], check=False,
+                               capture_output=True, text=True)
+    if sanitized.returncode != 0:  # no sanitizer runtime: the plain build
+        subprocess.run(cmd, check=True)
+    r = subprocess.run([str(exe), "20000"], check=False, capture_output=True, text=True, timeout=120)
+    print(r.stdout)
+    assert r.returncode == 0 and "all checks passed" in r.stdout, r.stdout + r.stderr
