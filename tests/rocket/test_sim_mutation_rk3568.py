@@ -40,7 +40,7 @@ CASES: list[Case] = [
     ConvCase("conv2d", 13, 13, 1, out_c=16, kernel=3, stride=1, padding="same"),
     ConvCase("conv2d", 13, 11, 4, out_c=16, kernel=3, stride=2, padding="same"),
     ConvCase("conv2d", 96, 96, 64, out_c=16, kernel=1, padding="valid"),  # three row bands, the third a delta task
-    AddCase(16, 16, 32),
+    AddCase(7, 7, 24),  # 49 pixels in 52-atom planes: DPU_RDMA SURF_NOTCH 0x18
     PoolCase(32, 32, 16, filter=2, stride=2, op="avg"),  # the exact depthwise convolution
     PoolCase(7, 7, 40, filter=7, stride=1, op="avg"),  # a global average: the vendor's averaging convolution
     ConvCase("conv2d", 10, 10, 24, out_c=40, kernel=3, padding="same", dtype="int8", per_channel=True,
