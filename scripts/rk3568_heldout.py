@@ -2,12 +2,12 @@
 a JSON of the golden schema `rocket-rk3568-golden/1`, for tests/rocket/test_rk3568_heldout.py.
 
     PYTHONPATH=python:tests/rocket TOOLKIT_VENV/bin/python scripts/rk3568_heldout.py OUT_DIR
-        [--set first|shapes|probes|all] [-k SUBSTRING] [--keep-rknn] [--force]
+        [--set first|shapes|probes|gavg|addcopy|all] [-k SUBSTRING] [--keep-rknn] [--force]
     TEFLON_RK3568_HELDOUT=OUT_DIR .venv/bin/python -m pytest tests/rocket/test_rk3568_heldout.py
 
 TOOLKIT_VENV: a venv with rknn-toolkit2 2.5.0 (setuptools < 80 for its pkg_resources import), tensorflow-cpu 2.14.0
 (its load_tflite needs it), flatbuffers and tflite 2.18.0 (teflon.modelgen). The cases are
-tests/rocket/rk3568_cases.py's (FIRST_LAYER, SHAPES; DW_TAILS and VALID_BANKS are the probes); only uint8 cases whose
+tests/rocket/rk3568_cases.py's (FIRST_LAYER, SHAPES; DW_TAILS and VALID_BANKS are the probes, GLOBAL_AVG and ADD_COPIES the global-average and ADD-copy probes); only uint8 cases whose
 zero points avoid 0 and 128 are built (the toolkit re-quantizes a tensor whose int8 zero point is 0: golden README
 §2). Each model is compiled with the toolkit's public API alone (config(target_platform='rk3566'), load_tflite,
 build(do_quantization=False), export_rknn), one at a time, and the program read out of the `.rknn` container (layout:
@@ -244,14 +244,15 @@ def build(model: bytes, work: Path) -> bytes:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--set", choices=("first", "shapes", "probes", "all"), default="all")
+    ap.add_argument("--set", choices=("first", "shapes", "probes", "gavg", "addcopy", "all"), default="all")
     ap.add_argument("-k", dest="substring", default="")
     ap.add_argument("--keep-rknn", action="store_true")
     ap.add_argument("--force", action="store_true", help="rebuild cases whose JSON exists")
     a = ap.parse_args(argv)
     import rk3568_cases
 
-    sets = {"first": rk3568_cases.FIRST_LAYER, "shapes": rk3568_cases.SHAPES, "probes": rk3568_cases.DW_TAILS + rk3568_cases.VALID_BANKS}
+    sets = {"first": rk3568_cases.FIRST_LAYER, "shapes": rk3568_cases.SHAPES, "probes": rk3568_cases.DW_TAILS + rk3568_cases.VALID_BANKS,
+            "gavg": rk3568_cases.GLOBAL_AVG, "addcopy": rk3568_cases.ADD_COPIES}
     cases = [c for cs in sets.values() for c in cs] if a.set == "all" else sets[a.set]
     a.out.mkdir(parents=True, exist_ok=True)
     for case in cases:

@@ -533,7 +533,7 @@ static int add_task(rkt_npu *n)
     const uint32_t out_iova = rkt_rd(n, RK3568_DPU_DST_BASE_ADDR), surf = rkt_rd(n, RK3568_DPU_DST_SURF_STRIDE);
     const uint32_t plane = (uint32_t)(w * h == 1 ? 1 : align_up((uint32_t)(w * h), 4)) * ATOM;
     rkt_check(n, surf == plane, RK3568_DPU_DST_SURF_STRIDE, surf,
-              "the align4(W x H)-atom plane (%u bytes): both inputs are read with it [IAV T57; GOLD]", plane);
+              "the align4(W x H)-atom plane (%u bytes) [IAV T57; GOLD]", plane);
     rkt_want(n, RK3568_DPU_SURFACE_ADD, surf, "one plane [GOLD]");
     /* BS: (a + ALU operand) x MUL >> shift, the shift also in DATA_FORMAT [GOLD; INF: NVDLA SDP ALU -> MUL -> shift] */
     rkt_want(n, RK3568_DPU_BS_CFG, 0x48, "ALU and MUL from registers, ReLU bypassed [GOLD]");
@@ -581,14 +581,20 @@ static int add_task(rkt_npu *n)
     rkt_want(n, RK3568_DPU_RDMA_EW_SURF_STRIDE, surf, "the operand's plane (raw bytes) [IAV T53]");
     rkt_want(n, RK3568_DPU_RDMA_FEATURE_MODE_CFG, 0x4001, "flying mode, BURST_LEN 8 [IAV T24/T27]");
     rkt_want(n, RK3568_DPU_RDMA_SRC_DMA_CFG, 0, "no pooling");
-    rkt_want(n, RK3568_DPU_RDMA_SURF_NOTCH, 0, "no notch");
+    /* SURF_NOTCH: bytes from the end of the W x H cube in one source surface to the next surface, so input a's
+     * surfaces are W x H x 8 + SURF_NOTCH bytes apart [MAP §2: surface stride - W x H_band x 8, IAV T55; TOOLKIT
+     * add-in7x7x160: 0x18 for 52-atom planes of 49 pixels]; whole atoms only (a partial atom has no known meaning) */
+    const uint32_t notch = rkt_rd(n, RK3568_DPU_RDMA_SURF_NOTCH);
+    const uint64_t cube = (uint64_t)w * h * ATOM;
+    rkt_check(n, notch % ATOM == 0 && cube + notch <= UINT32_MAX, RK3568_DPU_RDMA_SURF_NOTCH, notch,
+              "the gap between input a's surfaces in whole 8-byte atoms");
+    const uint32_t a_surf = (uint32_t)(cube + notch);
     rkt_want(n, RK3568_DPU_RDMA_PAD_CFG, 0, "no padding");
     rkt_want(n, RK3568_DPU_RDMA_WEIGHT, 0x01010101, "equal arbitration weights");
     if (n->bad || rkt_check_all_consumed(n))
         return -EINVAL;
-    const uint64_t cube = (uint64_t)w * h * ATOM;
     for (int p = 0; p < (c + 7) / 8; p++) {
-        const uint8_t *a = rkt_mem(n, RKT_DMA_FEATURE, "input a (DPU_RDMA_SRC_BASE_ADDR)", a_iova + (uint32_t)p * surf, cube);
+        const uint8_t *a = rkt_mem(n, RKT_DMA_FEATURE, "input a (DPU_RDMA_SRC_BASE_ADDR)", a_iova + (uint32_t)p * a_surf, cube);
         const uint8_t *b = rkt_mem(n, RKT_DMA_FEATURE, "input b (DPU_RDMA_EW_BASE_ADDR)", b_iova + (uint32_t)p * surf, cube);
         uint8_t *y = rkt_mem(n, RKT_DMA_WRITE, "output (DPU_DST_BASE_ADDR)", out_iova + (uint32_t)p * surf, cube);
         if (!a || !b || !y)

@@ -6,6 +6,10 @@ the script imports this module inside the toolkit's own environment).
   docs/hardware/rk3568.md §3), every scale and zero point explicit as in the golden README §2.
 - DW_TAILS: depthwise layers of 8-72 channels (the partial last channel group, rk3568.md §3 "Weights").
 - VALID_BANKS: VALID layers whose unread last input row decides the data banks (rk3568.md §3 "Splitting").
+- ADD_COPIES: ADDs of planes whose W x H is or is not a multiple of 4, with odd and even widths (when the toolkit
+  copies an ADD's inputs first, rk3568.md §4 "ADD of two maps").
+- GLOBAL_AVG: global averages of square and non-square planes (when the toolkit splits one into two averaging
+  convolutions, rk3568.md §4 "Global average").
 """
 
 from __future__ import annotations
@@ -87,3 +91,10 @@ FIRST_LAYER: list[ConvCase] = [
 DW_TAILS: list[ConvCase] = [_conv("dwconv", 10, 10, c, None, 3, 1, "same") for c in (8, 16, 24, 40, 48, 56, 72)]
 VALID_BANKS: list[ConvCase] = [_conv("conv2d", 17, 32, 64, 16, 2, 2, "valid"), _conv("dwconv", 17, 32, 64, None, 2, 2, "valid"),
                                _conv("conv2d", 33, 32, 32, 16, 3, 2, "valid")]
+GLOBAL_AVG: list[PoolCase] = [
+    PoolCase(h, w, 64, filter=h, stride=1, seed=2, filter_w=None if h == w else w)
+    for h, w in ((7, 7), (8, 8), (9, 9), (10, 10), (12, 12), (14, 14), (15, 15), (16, 16), (21, 21), (28, 28),
+                 (7, 14), (14, 7), (10, 14), (14, 28), (16, 8), (5, 20))
+]
+ADD_COPIES: list[AddCase] = [AddCase(h, w, 24, seed=s) for h, w in ((4, 7), (6, 6), (5, 6), (3, 5), (8, 9), (2, 10))
+                              for s in (1, 2, 3)]

@@ -7,15 +7,33 @@ directory; the files are not part of the repository (the toolkit is an oracle, n
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
+from teflon.modelgen import PoolCase
+
 from . import golden_rk3568
 
 ROOT = Path(os.environ.get("TEFLON_RK3568_HELDOUT", "/nonexistent/rk3568-heldout"))
 FILES = sorted(ROOT.rglob("*.json")) if ROOT.is_dir() else []
+SPLIT_AVERAGE = ("the toolkit splits a global average wider than 7 into two averaging convolutions, 77-95 % exact "
+                 "against TFLite; teflon writes one exact convolution (docs/hardware/rk3568.md §4)")
+
+
+def _wide_global_average(path: Path) -> bool:
+    g = json.loads(path.read_text())["params"]["modelgen"]
+    if g["class"] != "PoolCase":
+        return False
+    c = PoolCase(**g["kwargs"])
+    return c.op == "avg" and (c.filter, c.kernel_w) == (c.in_h, c.in_w) and max(c.in_h, c.in_w) > 7
+
+
+def _param(path: Path) -> object:
+    marks = [pytest.mark.xfail(reason=SPLIT_AVERAGE, strict=True)] if _wide_global_average(path) else []
+    return pytest.param(path, id=path.stem, marks=marks)
 
 
 @pytest.fixture(autouse=True)
@@ -25,7 +43,7 @@ def _vendor_pools(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.skipif(not FILES, reason="TEFLON_RK3568_HELDOUT unset or without JSON files")
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [_param(p) for p in FILES])
 def test_heldout_program_equals_the_toolkits(path: Path, delegate_library: None, tmp_path: Path) -> None:
     d = golden_rk3568.load(path)
     assert d["schema"] == golden_rk3568.SCHEMA

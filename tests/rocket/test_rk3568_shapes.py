@@ -24,9 +24,9 @@ import pytest
 from conftest import sim_options
 from opcheck import Recorder, run_case
 from teflon import rocket
-from teflon.modelgen import ConvCase, PoolCase
+from teflon.modelgen import AddCase, ConvCase, PoolCase
 
-from .rk3568_cases import DW_TAILS, FIRST_LAYER, SHAPES, VALID_BANKS
+from .rk3568_cases import ADD_COPIES, DW_TAILS, FIRST_LAYER, SHAPES, VALID_BANKS
 
 RM = rocket.target("rk3568").regmap
 BODY, TRAILER = 133, 4
@@ -126,6 +126,21 @@ def test_first_layer(case: ConvCase, delegate_library: None, tmp_path: Path, rec
     assert con1[1] == "CNA_CONV_CON1"
     assert con1[2].get("ARGB_IN", 0) == (0 if case.in_c == 2 else 7 + case.in_c)
     print(f"{case.name}: {_check_conv_tasks(tasks)}")
+    run, _, cmp = run_case(case, sim_options("rk3568"), record_property)
+    assert len(run.delegated) == len(run.ops)
+    assert cmp.within(1, 0.995), str(cmp)
+
+
+@pytest.mark.parametrize("case", [c for c in ADD_COPIES if c.seed == 1], ids=lambda c: c.name)
+def test_add_surface_notch(case: AddCase, delegate_library: None, tmp_path: Path, record_property: Recorder) -> None:
+    """docs/hardware/rk3568.md §4 "ADD of two maps": DPU_RDMA SURF_NOTCH = (align4(W x H) - W x H) x 8, the main read's
+    gap to the next surface (0x8 at 3x5, 0x10 at 5x6, 0 where W x H is a multiple of 4, odd width or not, as the
+    toolkit writes it), and the ADD runs on the simulator within 1 LSB with its input a read at that pitch."""
+    doc = _regcmd(case, tmp_path)
+    (words,) = [[int(w, 16) for w in t["regcmd"]] for t in doc["operations"][0]["tasks"]]
+    fields = {name: f for _, name, f in (RM.decode(w) for w in words if w)}
+    wh = case.in_h * case.in_w
+    assert fields["DPU_RDMA_SURF_NOTCH"].get("SURF_NOTCH_BYTES", 0) == (-wh % 4) * 8
     run, _, cmp = run_case(case, sim_options("rk3568"), record_property)
     assert len(run.delegated) == len(run.ops)
     assert cmp.within(1, 0.995), str(cmp)

@@ -4,7 +4,7 @@
 Programs compiled by the delegate for cases chosen to cover the generation's task kinds and paths (a regular conv with
 SAME padding and a fused ReLU6; a depthwise conv of two 32-channel groups, stride 2, int8, fused ReLU; a FULLY_CONNECTED;
 the packed-pixel first layer of 3, 1 and 4 channels; a 1x1 conv split into three row bands, the third a delta task, with WEIGHT_REUSE and
-chain words; the DPU-only ADD; an average pool as its depthwise convolution; a global average as the vendor's
+chain words; the DPU-only ADD of a 7x7 map (DPU_RDMA SURF_NOTCH 0x18); an average pool as its depthwise convolution; a global average as the vendor's
 averaging convolution and an int8 per-channel conv with ReLU6, both with the 8-byte BS stream). In every task, every register field
 written (not overwritten later in the same task) gets its lowest and its highest bit flipped, one at a time, the
 special words (SYNC, op-enable) too, and a few weight, bias and operand bytes. Each mutant must change the output or
@@ -40,7 +40,7 @@ CASES: list[Case] = [
     ConvCase("conv2d", 13, 13, 1, out_c=16, kernel=3, stride=1, padding="same"),
     ConvCase("conv2d", 13, 11, 4, out_c=16, kernel=3, stride=2, padding="same"),
     ConvCase("conv2d", 96, 96, 64, out_c=16, kernel=1, padding="valid"),  # three row bands, the third a delta task
-    AddCase(16, 16, 32),
+    AddCase(7, 7, 24),  # 49 pixels in 52-atom planes: DPU_RDMA SURF_NOTCH 0x18
     PoolCase(32, 32, 16, filter=2, stride=2, op="avg"),  # the exact depthwise convolution
     PoolCase(7, 7, 40, filter=7, stride=1, op="avg"),  # a global average: the vendor's averaging convolution
     ConvCase("conv2d", 10, 10, 24, out_c=40, kernel=3, padding="same", dtype="int8", per_channel=True,

@@ -5,7 +5,8 @@ The DPU reads input a through DPU_RDMA's main channel (flying mode) and b throug
 the larger input scale in Q1.14 units: a in the BS stage, (a + 128 - za) x mul_a >> shift_a, b in the EW converter,
 (b + 128 - zb) x mul_b >> shift_b, where the larger-scale input gets 2^14 (1.0) and the other round(2^(14 + shift) x
 s_small / s_large) with the multiplier in [2^14, 2^15); OUT_CVT then takes s_large / s_out x 2^-14. Both inputs and
-the output are align4(W x H)-atom planes.
+the output are align4(W x H)-atom planes; DPU_RDMA SURF_NOTCH carries the main read's gap between W x H atoms and its
+plane (0x18 on a 7 x 7 map, as the toolkit writes it).
 """
 
 from __future__ import annotations
@@ -155,7 +156,8 @@ def add_stream(rm: RegMap, p: RocketAdd) -> Stream:
         e("DPU_RDMA_EW_SURF_STRIDE", EW_SURF_STRIDE_BYTES=plane)
         e("DPU_RDMA_FEATURE_MODE_CFG", FLYING_MODE=1, BURST_LEN=8)
         e("DPU_RDMA_SRC_DMA_CFG")
-        e("DPU_RDMA_SURF_NOTCH")
+        # the main read's surface pitch is W x H x 8 + SURF_NOTCH: a's align4 plane [MAP §2; IAV T55; TOOLKIT 7x7: 0x18]
+        e("DPU_RDMA_SURF_NOTCH", SURF_NOTCH_BYTES=plane - p.w * p.h * ATOM)
         e("DPU_RDMA_PAD_CFG")
         e("DPU_RDMA_WEIGHT", M_WEIGHT=1, B_WEIGHT=1, N_WEIGHT=1, E_WEIGHT=1)
         e.s.words += [0, rm.word("PC_REGISTER_AMOUNTS", PC_DATA_AMOUNT=0), rm.special_word("SYNC"),

@@ -217,8 +217,12 @@ DPU_RDMA = (
         ("FLYING_MODE", 0, 0), ("CONV_MODE", 1, 2), _only("BURST_LEN", 11, 14, RDMA_BURST_LEN),
         note="0x4000 conv, 0x4006 depthwise; BURST_LEN 7 hung the SoC, only 8 is accepted [IAV T24/T27; GOLD]"),
     reg("DPU_RDMA", "SRC_DMA_CFG", 0x5048, _only("SRC_DMA_CFG", 0, 31, 0)),
-    reg("DPU_RDMA", "SURF_NOTCH", 0x504C, _only("SURF_NOTCH_BYTES", 0, 31, 0),
-        note="surface bytes - W x H_band x 8 for banded EW reads [IAV T72]; 0 in every program here"),
+    reg("DPU_RDMA", "SURF_NOTCH", 0x504C, ("SURF_NOTCH_BYTES", 0, 31),
+        note="raw bytes from the end of the task's W x H cube in one source surface to the next surface: the main "
+             "read's surface pitch is W x H x 8 + this [MAP §2 'Memory conventions': surface stride - W x H_band x 8, "
+             "IAV T55]; 0x18 for a 7x7 ADD input in align4(49) = 52-atom planes, 0 for 14x14 and 56x56 [TOOLKIT, "
+             "built here: rknn-toolkit2 2.5.0 target rk3566, models add-in7x7x160-u8-seed2, add-in14x14x96-u8-seed1, "
+             "add-in56x56x24-u8-seed1]; 0 on conv tasks (the simulator refuses anything else there)"),
     reg("DPU_RDMA", "PAD_CFG", 0x5064, _only("PAD_CFG", 0, 31, 0)),
     reg("DPU_RDMA", "WEIGHT", 0x5068, ("M_WEIGHT", 0, 7), ("B_WEIGHT", 8, 15), ("N_WEIGHT", 16, 23),
         ("E_WEIGHT", 24, 31)),
