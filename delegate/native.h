@@ -49,4 +49,28 @@ TEFLON_EXPORT int64_t teflon_native_etna_v8_stream(const uint8_t *codes, uint64_
 TEFLON_EXPORT int64_t teflon_native_ethosu_mlw_plain_body(const uint16_t *idx, uint64_t n, unsigned div, unsigned trunc,
                                                           unsigned ubits, uint8_t *out, uint64_t cap, uint64_t *nbits);
 
+/* The body of one Ethos-U weight-stream slice with zero runs (teflon.ethosu.mlw): its n weight indices idx (GRC
+ * divisor div, truncated when trunc, or uncompressed ubits-bit indices when ubits > 0) interleaved with the
+ * nruns zero runs (divisor zdiv) step by step as the decoder reads them, packed LSB first into whole 32-bit
+ * words. Stores the body's bit length in *nbits; returns the bytes written, or -1 when they exceed cap or a
+ * parameter is out of range. */
+TEFLON_EXPORT int64_t teflon_native_ethosu_mlw_zero_run_body(const uint16_t *idx, uint64_t n, const int64_t *runs,
+                                                             uint64_t nruns, unsigned div, unsigned trunc,
+                                                             unsigned ubits, unsigned zdiv, uint8_t *out,
+                                                             uint64_t cap, uint64_t *nbits);
+
+/* One pass over an Ethos-U weight stream's n values (-255..255, teflon.ethosu.mlw.plan): the histogram of their
+ * sign-magnitude codes into freq[512], and over the zero runs between the non-zero values (one before the first,
+ * one after each) the sums of run >> d into run_sums[d], d = 0..3. Returns 0, or -1 for a value out of range. */
+TEFLON_EXPORT int teflon_native_ethosu_mlw_stats(const int16_t *values, uint64_t n, int64_t *freq, int64_t *run_sums);
+
+/* The weight indices idx of the n values under lut (sign-magnitude code -> index, 512 entries): every value, or
+ * with zero_runs the non-zero ones, then runs[] holds the count + 1 zero runs as stats counts them (with zero_runs
+ * idx and runs need count + 1 entries, and hist one segment more). When hist is not NULL,
+ * hist[(k >> seg_shift) * 512 + idx[k]] counts each index k (zeroed by the caller). Returns the number of
+ * indices, or -1 for a value out of range or a code without an index. */
+TEFLON_EXPORT int64_t teflon_native_ethosu_mlw_indices(const int16_t *values, uint64_t n, const int32_t *lut,
+                                                       int zero_runs, int32_t *idx, int64_t *runs, uint32_t *hist,
+                                                       unsigned seg_shift);
+
 #endif

@@ -7,18 +7,87 @@
 #include "native_bits.h"
 
 #define ETHOSU_MLW_CHUNK 12
+#define ETHOSU_MLW_CODES 512 /* 9-bit sign-magnitude codes, and weight indices */
+#define ETHOSU_MLW_ZDIVS 4 /* zero-run divisors 0..3 */
 
-/* One step: a chunk's WUNARY0 and WUNARY1 (none in the last step, chunk 0), then the remainders of the symbols
- * [a, end) done in the chunk before. */
-static void ethosu_mlw_step(teflon_bits *b, int chunk, unsigned u0, unsigned u1, unsigned n1, const uint16_t *idx,
-                            uint64_t a, uint64_t end, unsigned div)
+#define ETHOSU_MLW_Q_MAX 31 /* the largest plain GRC quotient a setting is chosen for (mlw.GRC_Q_MAX) */
+
+/* Up to 64 bits, as two fields. */
+static inline void ethosu_mlw_put64(teflon_bits *b, uint64_t value, unsigned width)
 {
-    if (chunk) {
-        teflon_bits_put(b, u0, ETHOSU_MLW_CHUNK);
-        teflon_bits_put(b, u1, n1);
+    teflon_bits_put(b, value & 0xFFFFFFFFu, width < 32 ? width : 32);
+    teflon_bits_put(b, value >> 32, width > 32 ? width - 32 : 0);
+}
+
+/* The pending state of a GRC body: unary positions not yet sent (u0, npos of them; a position is set when its
+ * code is 1 or 2), the "> 1" bits of the set ones (u1, n1), and the remainders (at most 12 x 5 bits) of the
+ * symbols done in the chunk being filled (rem) and in the chunk sent last (prev). */
+typedef struct {
+    uint64_t u0, u1, rem, prev;
+    unsigned npos, n1, rem_bits, prev_bits;
+} ethosu_mlw_grc;
+
+/* One step: the first 12 pending positions as WUNARY0 and their WUNARY1 bits, then the remainders of the chunk
+ * before; the chunk being filled becomes the chunk before. */
+static void ethosu_mlw_step(teflon_bits *b, ethosu_mlw_grc *g)
+{
+    const unsigned chunk = (unsigned)(g->u0 & ((1u << ETHOSU_MLW_CHUNK) - 1));
+    const unsigned c1 = (unsigned)__builtin_popcount(chunk);
+    teflon_bits_put(b, chunk, ETHOSU_MLW_CHUNK);
+    teflon_bits_put(b, g->u1 & ((UINT64_C(1) << c1) - 1), c1);
+    ethosu_mlw_put64(b, g->prev, g->prev_bits);
+    g->u0 >>= ETHOSU_MLW_CHUNK;
+    g->u1 >>= c1;
+    g->npos = g->npos > ETHOSU_MLW_CHUNK ? g->npos - ETHOSU_MLW_CHUNK : 0;
+    g->n1 -= c1;
+    g->prev = g->rem;
+    g->prev_bits = g->rem_bits;
+    g->rem = 0;
+    g->rem_bits = 0;
+}
+
+/* A GRC body, symbol by symbol: a plain quotient q is q / 2 positions of code 2 then one of code q % 2, a
+ * truncated one the single code q; a symbol is done in the chunk of its last position. Returns -1 for a quotient
+ * no setting codes (plain above 31, truncated above 2). */
+static int ethosu_mlw_grc_body(teflon_bits *b, const uint16_t *idx, uint64_t n, unsigned div, unsigned trunc)
+{
+    const unsigned mask = (1u << div) - 1;
+    ethosu_mlw_grc g = { 0, 0, 0, 0, 0, 0, 0, 0 };
+
+    for (uint64_t s = 0; s < n; s++) {
+        const unsigned v = idx[s], q = v >> div;
+        unsigned p, a0, a1, c1; /* the symbol's positions, their u0 bits, the u1 bits of the set ones, how many */
+        if (trunc) {
+            if (q > 2)
+                return -1;
+            p = 1;
+            a0 = q != 0;
+            a1 = q > 1;
+            c1 = a0;
+        } else {
+            if (q > ETHOSU_MLW_Q_MAX)
+                return -1;
+            const unsigned twos = q >> 1, odd = q & 1;
+            p = twos + 1;
+            a1 = (1u << twos) - 1;
+            a0 = a1 | (odd << twos);
+            c1 = twos + odd;
+        }
+        g.u0 |= (uint64_t)a0 << g.npos;
+        g.u1 |= (uint64_t)a1 << g.n1;
+        g.npos += p;
+        g.n1 += c1;
+        while (g.npos > ETHOSU_MLW_CHUNK) /* chunks the symbol runs through without ending in them */
+            ethosu_mlw_step(b, &g);
+        g.rem |= (uint64_t)(v & mask) << g.rem_bits;
+        g.rem_bits += div;
+        if (g.npos == ETHOSU_MLW_CHUNK)
+            ethosu_mlw_step(b, &g);
     }
-    for (uint64_t r = a; r < end; r++)
-        teflon_bits_put(b, idx[r] & ((1u << div) - 1), div);
+    if (g.npos) /* the last, partly filled chunk: padding positions carry code 0 */
+        ethosu_mlw_step(b, &g);
+    ethosu_mlw_put64(b, g.prev, g.prev_bits); /* the last step: remainders only */
+    return 0;
 }
 
 int64_t teflon_native_ethosu_mlw_plain_body(const uint16_t *idx, uint64_t n, unsigned div, unsigned trunc,
@@ -31,43 +100,219 @@ int64_t teflon_native_ethosu_mlw_plain_body(const uint16_t *idx, uint64_t n, uns
     if (ubits) { /* uncompressed: the indices back to back */
         for (uint64_t s = 0; s < n; s++)
             teflon_bits_put(&b, idx[s], ubits);
-    } else {
-        /* prev/cur: the symbols done in the previous / current chunk, as [first, end) ranges of idx (symbols
-         * complete in order) */
-        uint64_t prev_a = 0, prev_b = 0, cur_a = 0;
-        unsigned u0 = 0, u1 = 0, n1 = 0, pos = 0;
-        for (uint64_t s = 0; s <= n; s++) {
-            unsigned q = s < n ? (unsigned)(idx[s] >> div) : 0;
-            unsigned twos = (s < n && !trunc) ? q >> 1 : 0;
-            /* positions of symbol s: trunc one code q; plain q / 2 codes 2 then q % 2; s == n: padding */
-            for (unsigned k = 0; s < n && k <= twos; k++) {
-                unsigned code = trunc ? q : (k < twos ? 2 : (q & 1));
-                if (code) {
-                    u0 |= 1u << pos;
-                    u1 |= (unsigned)(code > 1) << n1;
-                    n1++;
-                }
-                pos++;
-                if (pos == ETHOSU_MLW_CHUNK) {
-                    uint64_t cur_b = k == twos ? s + 1 : s; /* symbol s done in this chunk when k is its last */
-                    ethosu_mlw_step(&b, 1, u0, u1, n1, idx, prev_a, prev_b, div);
-                    prev_a = cur_a;
-                    prev_b = cur_b;
-                    cur_a = cur_b;
-                    u0 = u1 = n1 = pos = 0;
-                }
-            }
-            if (s == n) {
-                if (pos > 0) { /* the last, partly filled chunk: padding positions carry code 0 */
-                    ethosu_mlw_step(&b, 1, u0, u1, n1, idx, prev_a, prev_b, div);
-                    prev_a = cur_a;
-                    prev_b = n;
-                }
-                ethosu_mlw_step(&b, 0, 0, 0, 0, idx, prev_a, prev_b, div); /* the last step: remainders only */
-            }
-        }
+    } else if (ethosu_mlw_grc_body(&b, idx, n, div, trunc) < 0) {
+        return -1;
     }
     teflon_bits_pad(&b, 32);
     *nbits = b.bits;
     return b.overflow ? -1 : (int64_t)b.len;
+}
+
+/* A slice's weight symbols cut into unary chunks on demand (the zero-run body interleaves them with the zero-run
+ * chunks): width positions per chunk, and the symbols [done_a, s) completed so far; unary = 0 for uncompressed
+ * indices (one position of code 0 per symbol, no unary fields). */
+typedef struct {
+    const uint16_t *idx;
+    uint64_t n, s, done_a;
+    unsigned div, trunc, unary, width;
+    uint64_t u0, u1;
+    unsigned npos, n1;
+} ethosu_mlw_wchunks;
+
+/* The next chunk's WUNARY0 (*u0), WUNARY1 (*u1, *c1 bits) and the symbols completed in it, [*a, *b). Returns -1
+ * for a quotient no setting codes. */
+static int ethosu_mlw_wnext(ethosu_mlw_wchunks *w, unsigned *u0, uint64_t *u1, unsigned *c1, uint64_t *a,
+                            uint64_t *b)
+{
+    while (w->npos < w->width && w->s < w->n) {
+        const unsigned q = w->unary ? (unsigned)w->idx[w->s] >> w->div : 0;
+        unsigned p = 1, a0 = 0, a1 = 0, k1 = 0;
+        if (w->trunc) {
+            if (q > 2)
+                return -1;
+            a0 = q != 0;
+            a1 = q > 1;
+            k1 = a0;
+        } else if (q) {
+            if (q > ETHOSU_MLW_Q_MAX)
+                return -1;
+            const unsigned twos = q >> 1, odd = q & 1;
+            p = twos + 1;
+            a1 = (1u << twos) - 1;
+            a0 = a1 | (odd << twos);
+            k1 = twos + odd;
+        }
+        w->u0 |= (uint64_t)a0 << w->npos;
+        w->u1 |= (uint64_t)a1 << w->n1;
+        w->npos += p;
+        w->n1 += k1;
+        w->s++;
+    }
+    /* every symbol appended ends in this chunk but the last, which ends in a later one when it runs past it */
+    *a = w->done_a;
+    *b = w->npos > w->width ? w->s - 1 : w->s;
+    w->done_a = *b;
+    *u0 = (unsigned)(w->u0 & ((1u << w->width) - 1));
+    *c1 = (unsigned)__builtin_popcount(*u0);
+    *u1 = w->u1 & ((UINT64_C(1) << *c1) - 1);
+    w->u0 >>= w->width;
+    w->u1 >>= *c1;
+    w->npos = w->npos > w->width ? w->npos - w->width : 0;
+    w->n1 -= *c1;
+    return 0;
+}
+
+/* The zero runs cut into ZUNARY chunks: a run r is r >> zdiv ones then a zero; ones_left of run r are still to
+ * place. Padding past the last run is zeros, each of which the decoder counts as a run. */
+typedef struct {
+    const int64_t *runs;
+    uint64_t n, r, ones_left;
+    unsigned zdiv, width;
+} ethosu_mlw_zchunks;
+
+/* The next ZUNARY chunk; the runs completed in it are [*a, *b); *counted: the runs the decoder counts in it,
+ * padding included. */
+static unsigned ethosu_mlw_znext(ethosu_mlw_zchunks *z, uint64_t *a, uint64_t *b, uint64_t *counted)
+{
+    unsigned zu = 0, pos = 0;
+    *a = z->r;
+    *counted = 0;
+    while (pos < z->width) {
+        if (z->r < z->n && z->ones_left) {
+            const unsigned k = z->ones_left < z->width - pos ? (unsigned)z->ones_left : z->width - pos;
+            zu |= ((1u << k) - 1) << pos;
+            pos += k;
+            z->ones_left -= k;
+            continue;
+        }
+        pos++; /* a run's closing zero, or padding */
+        (*counted)++;
+        if (z->r < z->n && ++z->r < z->n)
+            z->ones_left = (uint64_t)z->runs[z->r] >> z->zdiv;
+    }
+    *b = z->r;
+    return zu;
+}
+
+int64_t teflon_native_ethosu_mlw_zero_run_body(const uint16_t *idx, uint64_t n, const int64_t *runs, uint64_t nruns,
+                                               unsigned div, unsigned trunc, unsigned ubits, unsigned zdiv,
+                                               uint8_t *out, uint64_t cap, uint64_t *nbits)
+{
+    teflon_bits b = teflon_bits_init(out, cap);
+    const unsigned unary = ubits == 0, rem_bits = unary ? div : ubits;
+    const unsigned rem_mask = (1u << rem_bits) - 1, zmask = (1u << zdiv) - 1;
+    ethosu_mlw_wchunks w = { idx, n, 0, 0, div, trunc, unary, (!unary && ubits > 5) ? 8 : ETHOSU_MLW_CHUNK,
+                             0, 0, 0, 0 };
+    ethosu_mlw_zchunks z = { runs, nruns, 0, 0, zdiv, zdiv < 3 ? ETHOSU_MLW_CHUNK : 8 };
+    uint64_t wp = 0, zp = 0, pw_a = 0, pw_b = 0, pz_a = 0, pz_b = 0;
+
+    if (div > 5 || ubits > 16 || zdiv > 3 || n == 0 || nruns == 0)
+        return -1;
+    for (uint64_t r = 0; r < nruns; r++)
+        if (runs[r] < 0)
+            return -1;
+    z.ones_left = (uint64_t)runs[0] >> zdiv;
+    /* One step per iteration, as the decoder reads them (docs/hardware/ethosu-weights.md §2.6): a weight chunk
+     * while the weights lead the zero runs by fewer than 8 symbols, a zero-run chunk while they do not trail
+     * them; WUNARY0, ZUNARY, WUNARY1, then the remainders of the previous step's chunks. */
+    while (wp < n || zp < nruns) {
+        const int64_t balance = (int64_t)wp - (int64_t)zp;
+        const int w_on = balance < 8 && wp < n, z_on = balance >= 0 && zp < nruns;
+        unsigned u0 = 0, c1 = 0, zu = 0;
+        uint64_t u1 = 0, wa = 0, wb = 0, za = 0, zb = 0, counted = 0;
+        if (w_on && ethosu_mlw_wnext(&w, &u0, &u1, &c1, &wa, &wb) < 0)
+            return -1;
+        if (z_on)
+            zu = ethosu_mlw_znext(&z, &za, &zb, &counted);
+        if (w_on && unary)
+            teflon_bits_put(&b, u0, ETHOSU_MLW_CHUNK);
+        if (z_on)
+            teflon_bits_put(&b, zu, z.width);
+        if (w_on && unary)
+            teflon_bits_put(&b, u1, c1);
+        for (uint64_t s = pw_a; s < pw_b; s++)
+            teflon_bits_put(&b, idx[s] & rem_mask, rem_bits);
+        for (uint64_t r = pz_a; r < pz_b; r++)
+            teflon_bits_put(&b, (uint64_t)runs[r] & zmask, zdiv);
+        pw_a = wa;
+        pw_b = wb;
+        pz_a = za;
+        pz_b = zb;
+        wp += wb - wa;
+        zp += counted;
+    }
+    for (uint64_t s = pw_a; s < pw_b; s++) /* the last step: remainders only */
+        teflon_bits_put(&b, idx[s] & rem_mask, rem_bits);
+    for (uint64_t r = pz_a; r < pz_b; r++)
+        teflon_bits_put(&b, (uint64_t)runs[r] & zmask, zdiv);
+    teflon_bits_pad(&b, 32);
+    *nbits = b.bits;
+    return b.overflow ? -1 : (int64_t)b.len;
+}
+
+/* The sign-magnitude code of a value -255..255: (|v| << 1) | (v < 0) (teflon.ethosu.mlw.sign_magnitude). */
+static inline unsigned ethosu_mlw_code(int v)
+{
+    const unsigned neg = v < 0;
+    return ((unsigned)(neg ? -v : v) << 1) | neg;
+}
+
+/* The loops below carry no branch on the values (zeros and non-zeros alternate unpredictably in real weights):
+ * a zero run grows by one at a zero and ends at a non-zero value, by masks. */
+int teflon_native_ethosu_mlw_stats(const int16_t *values, uint64_t n, int64_t *freq, int64_t *run_sums)
+{
+    uint64_t run = 0, sums[ETHOSU_MLW_ZDIVS] = { 0 };
+    unsigned bad = 0;
+
+    for (unsigned c = 0; c < ETHOSU_MLW_CODES; c++)
+        freq[c] = 0;
+    for (uint64_t s = 0; s < n; s++) {
+        const int v = values[s];
+        bad |= (unsigned)(v < -255) | (unsigned)(v > 255);
+        freq[ethosu_mlw_code(v) & (ETHOSU_MLW_CODES - 1)]++;
+        const uint64_t ends = -(uint64_t)(v != 0); /* all ones at a non-zero value: the run before it ends */
+        for (unsigned d = 0; d < ETHOSU_MLW_ZDIVS; d++)
+            sums[d] += (run >> d) & ends;
+        run = (run + 1) & ~ends;
+    }
+    for (unsigned d = 0; d < ETHOSU_MLW_ZDIVS; d++) /* the run after the last non-zero value */
+        run_sums[d] = (int64_t)(sums[d] + (run >> d));
+    return bad ? -1 : 0;
+}
+
+int64_t teflon_native_ethosu_mlw_indices(const int16_t *values, uint64_t n, const int32_t *lut, int zero_runs,
+                                         int32_t *idx, int64_t *runs, uint32_t *hist, unsigned seg_shift)
+{
+    uint64_t k = 0, run = 0;
+    unsigned bad = 0;
+
+    if (!zero_runs) {
+        for (uint64_t s = 0; s < n; s++) {
+            const int v = values[s];
+            bad |= (unsigned)(v < -255) | (unsigned)(v > 255);
+            const int32_t i = lut[ethosu_mlw_code(v) & (ETHOSU_MLW_CODES - 1)];
+            bad |= (unsigned)i >= ETHOSU_MLW_CODES;
+            idx[s] = i;
+            if (hist)
+                hist[((s >> seg_shift) * ETHOSU_MLW_CODES) + ((unsigned)i & (ETHOSU_MLW_CODES - 1))]++;
+        }
+        return bad ? -1 : (int64_t)n;
+    }
+    /* Every value writes slot k; only a non-zero one moves k on (idx and runs hold count + 1 slots, hist one
+     * segment more than the indices fill). */
+    for (uint64_t s = 0; s < n; s++) {
+        const int v = values[s];
+        bad |= (unsigned)(v < -255) | (unsigned)(v > 255);
+        const unsigned nz = v != 0;
+        const int32_t i = lut[ethosu_mlw_code(v) & (ETHOSU_MLW_CODES - 1)];
+        bad |= nz & ((unsigned)i >= ETHOSU_MLW_CODES);
+        idx[k] = i;
+        runs[k] = (int64_t)run;
+        if (hist)
+            hist[((k >> seg_shift) * ETHOSU_MLW_CODES) + ((unsigned)i & (ETHOSU_MLW_CODES - 1))] += nz;
+        k += nz;
+        run = (run + 1) & ~-(uint64_t)nz;
+    }
+    runs[k] = (int64_t)run;
+    return bad ? -1 : (int64_t)k;
 }

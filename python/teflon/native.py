@@ -45,6 +45,12 @@ int64_t teflon_native_etna_v8_stream(const uint8_t *codes, uint64_t n, const uin
                                      uint8_t *out, uint64_t cap);
 int64_t teflon_native_ethosu_mlw_plain_body(const uint16_t *idx, uint64_t n, unsigned div, unsigned trunc,
                                             unsigned ubits, uint8_t *out, uint64_t cap, uint64_t *nbits);
+int64_t teflon_native_ethosu_mlw_zero_run_body(const uint16_t *idx, uint64_t n, const int64_t *runs, uint64_t nruns,
+                                               unsigned div, unsigned trunc, unsigned ubits, unsigned zdiv,
+                                               uint8_t *out, uint64_t cap, uint64_t *nbits);
+int teflon_native_ethosu_mlw_stats(const int16_t *values, uint64_t n, int64_t *freq, int64_t *run_sums);
+int64_t teflon_native_ethosu_mlw_indices(const int16_t *values, uint64_t n, const int32_t *lut, int zero_runs,
+                                         int32_t *idx, int64_t *runs, uint32_t *hist, unsigned seg_shift);
 """
 
 ERRLEN = 1024
@@ -129,6 +135,68 @@ def ethosu_mlw_plain_body(idx: np.ndarray, div: int, trunc: bool, ubits: int) ->
     if n < 0:
         raise NativeError(f"weight slice body of {idx.size} indices: bad parameters or more than {cap} bytes")
     return out[: n // 4], int(nbits[0])
+
+
+def ethosu_mlw_zero_run_body(idx: np.ndarray, runs: np.ndarray, div: int, trunc: bool, ubits: int, zdiv: int
+                             ) -> tuple[np.ndarray, int]:
+    """One Ethos-U weight-stream slice body with zero runs, written by the library
+    (teflon_native_ethosu_mlw_zero_run_body, delegate/native.h): (its 32-bit words, its bit length)."""
+    idx = np.ascontiguousarray(idx, dtype=np.uint16)
+    runs = np.ascontiguousarray(runs, dtype=np.int64)
+    # weights as in the plain body, plus per run at most one unary chunk of its own beyond its bits
+    cap = (idx.size * 40 + int(runs.sum() >> zdiv) + runs.size * (3 + 12 + 1) + 64) // 8 + 16
+    cap -= cap % 4
+    out = np.zeros(cap // 4, dtype="<u4")
+    nbits = _ffi.new("uint64_t *")
+    n = _compiler_library().teflon_native_ethosu_mlw_zero_run_body(
+        _ffi.from_buffer("uint16_t[]", idx), idx.size, _ffi.from_buffer("int64_t[]", runs), runs.size, div,
+        int(trunc), ubits, zdiv, _ffi.from_buffer("uint8_t[]", out), cap, nbits)
+    if n < 0:
+        raise NativeError(f"weight slice body of {idx.size} indices and {runs.size} zero runs: bad parameters or "
+                          f"more than {cap} bytes")
+    return out[: n // 4], int(nbits[0])
+
+
+def ethosu_mlw_stats(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One pass over an Ethos-U weight stream's int16 values, by the library (teflon_native_ethosu_mlw_stats,
+    delegate/native.h): (the 512-bin histogram of their sign-magnitude codes, the sums of run >> d over their zero
+    runs for d = 0..3), both int64."""
+    values = np.ascontiguousarray(values, dtype=np.int16)
+    freq = np.empty(512, dtype=np.int64)
+    run_sums = np.empty(4, dtype=np.int64)
+    if _compiler_library().teflon_native_ethosu_mlw_stats(
+            _ffi.from_buffer("int16_t[]", values), values.size, _ffi.from_buffer("int64_t[]", freq),
+            _ffi.from_buffer("int64_t[]", run_sums)) < 0:
+        raise ValueError("weight values must be within -255..255 (weight minus zero point)")
+    return freq, run_sums
+
+
+def ethosu_mlw_indices(values: np.ndarray, lut: np.ndarray, zeros: int | None, seg_shift: int | None
+                       ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The weight indices (int32) of an Ethos-U weight stream's int16 values under `lut` (sign-magnitude code ->
+    index), by the library (teflon_native_ethosu_mlw_indices): of every value, or when `zeros` (the number of zero
+    values) is given of the non-zero ones. Returns (the indices, the zero runs (int64) or None, and with
+    `seg_shift` the (segments, 512) uint32 histograms of the indices per 2**seg_shift of them, else None)."""
+    values = np.ascontiguousarray(values, dtype=np.int16)
+    lut = np.ascontiguousarray(lut, dtype=np.int32)
+    zero_runs = zeros is not None
+    count = values.size - (zeros or 0)
+    spare = int(zero_runs)  # the library's loop writes one slot (and one segment) past the last with zero runs
+    idx = np.empty(count + spare, dtype=np.int32)
+    runs = np.empty(count + 1, dtype=np.int64) if zero_runs else None
+    hist = None
+    if seg_shift is not None:
+        hist = np.zeros((((count + (1 << seg_shift) - 1) >> seg_shift) + spare, 512), dtype=np.uint32)
+    n = _compiler_library().teflon_native_ethosu_mlw_indices(
+        _ffi.from_buffer("int16_t[]", values), values.size, _ffi.from_buffer("int32_t[]", lut), int(zero_runs),
+        _ffi.from_buffer("int32_t[]", idx), _ffi.from_buffer("int64_t[]", runs) if runs is not None else _ffi.NULL,
+        _ffi.from_buffer("uint32_t[]", hist) if hist is not None else _ffi.NULL, seg_shift or 0)
+    if n != count:
+        raise ValueError("a weight value is out of range or has no index under the palette")
+    if spare:
+        idx = idx[:count]
+        hist = hist[:-1] if hist is not None else None
+    return idx, runs, hist
 
 
 def check_options(options: dict[str, str]) -> None:

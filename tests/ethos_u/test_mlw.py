@@ -474,3 +474,67 @@ def test_library_plain_body_matches_numpy(cfg: int) -> None:
         mlw.put_plain_body_reference(ref, mlw._weight_chunks(idx, setting, ub))
         mlw._put_plain_body(lib, idx, setting, ub)
         assert lib.nbits == ref.nbits and lib.tobytes() == ref.tobytes(), (cfg, n)
+
+
+def _random_indices(rng: np.random.Generator, setting: tuple[int, bool] | None, n: int) -> tuple[np.ndarray, int | None]:
+    """n weight indices every value of which `setting` codes, and the uncompressed width (None for GRC)."""
+    if setting is None:
+        return rng.integers(0, 1 << 9, n).astype(np.int64), 9
+    div, trunc = setting
+    q_max = 2 if trunc else mlw.GRC_Q_MAX
+    q = rng.integers(0, q_max + 1, n) if n % 2 else rng.integers(0, 2, n)  # odd n: long quotients; even: 0 or 1
+    return ((q << div) | rng.integers(0, 1 << div, n)).astype(np.int64), None
+
+
+@pytest.mark.parametrize("zdiv", range(4), ids=lambda z: f"zdiv{z}")
+@pytest.mark.parametrize("cfg", range(len(mlw.W_CONFIGS)), ids=lambda c: f"wconfig{c}")
+def test_library_zero_run_body_matches_numpy(cfg: int, zdiv: int) -> None:
+    """The library's slice body with zero runs (teflon_native_ethosu_mlw_zero_run_body) writes the numpy
+    reference's bits (`put_zero_run_body_reference`): every weight setting and zero-run divisor, short and long runs
+    (runs spanning several ZUNARY chunks, weights leading the runs by 8 symbols), first and later slices."""
+    rng = np.random.default_rng(9200 + 16 * cfg + zdiv)
+    setting = mlw.W_CONFIGS[cfg]
+    for n, first, run_max in ((1, True, 0), (1, False, 3), (13, True, 40), (24, False, 1), (500, True, 9),
+                              (701, False, 300), (4097, True, 2)):
+        idx, ub = _random_indices(rng, setting, n)
+        runs = rng.integers(0, run_max + 1, n + int(first)).astype(np.int64)
+        ref, lib = mlw.BitWriter(), mlw.BitWriter()
+        ref.put_fields(np.array([5]), np.array([3]))  # an unaligned start, as after a slice header
+        lib.put_fields(np.array([5]), np.array([3]))
+        mlw.put_zero_run_body_reference(ref, idx, runs, setting, ub, zdiv)
+        mlw._put_zero_run_body(lib, idx, runs, setting, ub, zdiv)
+        assert lib.nbits == ref.nbits and lib.tobytes() == ref.tobytes(), (cfg, zdiv, n)
+
+
+@pytest.mark.parametrize("density", [0.0, 0.3, 0.9, 1.0], ids=lambda d: f"zeros{d}")
+def test_library_plan_passes_match_numpy(density: float) -> None:
+    """The library's passes over a stream's values (teflon_native_ethosu_mlw_stats / _indices) give what numpy
+    computes: the code histogram, the zero-run sums of every divisor, the indices under a palette, the zero runs
+    (`_split_zero_runs`) and the per-segment costs (`segment_costs`)."""
+    from teflon import native
+
+    rng = np.random.default_rng(int(density * 10))
+    n = 3 * mlw.SEGMENT + 77
+    values = rng.integers(-255, 256, n)
+    values[rng.random(n) < density] = 0
+    values = values.astype(np.int16)
+    codes = mlw.sign_magnitude(values)
+    freq, run_sums = native.ethosu_mlw_stats(values)
+    assert np.array_equal(freq, np.bincount(codes, minlength=mlw.INDEX_MAX + 1))
+    pal = mlw.choose_palette(freq, True)
+    lut = mlw.index_lut(pal)
+    idx, runs, hist = native.ethosu_mlw_indices(values, lut, None, mlw.SEGMENT_SHIFT)
+    assert runs is None and np.array_equal(idx, lut[codes])
+    assert hist is not None and np.array_equal(mlw.histogram_costs(hist, None), mlw.segment_costs(idx, None))
+    if not values.any():
+        return
+    nonzero, ref_runs = mlw._split_zero_runs(values)
+    assert np.array_equal(run_sums, [(ref_runs >> d).sum() for d in range(4)])
+    freq[0] = 0
+    lut = mlw.index_lut(mlw.choose_palette(freq, False))
+    idx, runs, hist = native.ethosu_mlw_indices(values, lut, int((values == 0).sum()), mlw.SEGMENT_SHIFT)
+    assert np.array_equal(idx, lut[mlw.sign_magnitude(nonzero)]) and np.array_equal(runs, ref_runs)
+    if idx.size > mlw.SEGMENT:
+        assert hist is not None and np.array_equal(mlw.histogram_costs(hist, None), mlw.segment_costs(idx, None))
+    with pytest.raises(ValueError, match="-255..255"):
+        native.ethosu_mlw_stats(np.array([1, -256], dtype=np.int16))
