@@ -150,9 +150,9 @@ def reorder(weights: np.ndarray, g: BrickGeometry) -> np.ndarray:
     w = np.asarray(weights)
     if w.shape != g.weights_shape:
         raise ValueError(f"weights shape {w.shape}, geometry wants {g.weights_shape}")
-    idx = brick_index(g)
-    flat = w.reshape(-1).astype(np.int16)
-    return np.where(idx >= 0, flat[np.maximum(idx, 0)], 0).astype(np.int16)
+    flat = np.zeros(w.size + 1, dtype=np.int16)  # a zero after the weights: index -1, a padding zero, reads it
+    flat[:-1] = w.reshape(-1)
+    return flat[brick_index(g)]
 
 
 def unorder(values: np.ndarray, g: BrickGeometry) -> np.ndarray:
