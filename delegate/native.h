@@ -67,10 +67,18 @@ TEFLON_EXPORT int teflon_native_ethosu_mlw_stats(const int16_t *values, uint64_t
 /* The weight indices idx of the n values under lut (sign-magnitude code -> index, 512 entries): every value, or
  * with zero_runs the non-zero ones, then runs[] holds the count + 1 zero runs as stats counts them (with zero_runs
  * idx and runs need count + 1 entries, and hist one segment more). When hist is not NULL,
- * hist[(k >> seg_shift) * 512 + idx[k]] counts each index k (zeroed by the caller). Returns the number of
+ * hist[(k >> seg_shift) * 512 + idx[k]] counts each index k (zeroed by the caller; float, exact below 2^24, for
+ * the cost products). Returns the number of
  * indices, or -1 for a value out of range or a code without an index. */
 TEFLON_EXPORT int64_t teflon_native_ethosu_mlw_indices(const int16_t *values, uint64_t n, const int32_t *lut,
-                                                       int zero_runs, int32_t *idx, int64_t *runs, uint32_t *hist,
+                                                       int zero_runs, int32_t *idx, int64_t *runs, float *hist,
                                                        unsigned seg_shift);
+
+/* The Ethos-U slice plan's dynamic programme (teflon.ethosu.mlw.plan_slices): per segment the setting (a column
+ * of the nseg x ncfg row-major costs, ncfg <= 16) minimising the total with slice_cost per change of setting, in
+ * double as the Python reference adds them, the first cheapest on a tie. Writes choice[nseg], uses back
+ * ((nseg - 1) x ncfg bytes) as scratch; returns the total, or -1 for bad sizes. */
+TEFLON_EXPORT double teflon_native_ethosu_mlw_viterbi(const double *cost, uint64_t nseg, unsigned ncfg,
+                                                      double slice_cost, int32_t *choice, uint8_t *back);
 
 #endif

@@ -9,6 +9,7 @@
 #define ETHOSU_MLW_CHUNK 12
 #define ETHOSU_MLW_CODES 512 /* 9-bit sign-magnitude codes, and weight indices */
 #define ETHOSU_MLW_ZDIVS 4 /* zero-run divisors 0..3 */
+#define ETHOSU_MLW_VITERBI_MAX 16 /* settings the slice plan may weigh at once */
 
 #define ETHOSU_MLW_Q_MAX 31 /* the largest plain GRC quotient a setting is chosen for (mlw.GRC_Q_MAX) */
 
@@ -261,27 +262,30 @@ static inline unsigned ethosu_mlw_code(int v)
  * a zero run grows by one at a zero and ends at a non-zero value, by masks. */
 int teflon_native_ethosu_mlw_stats(const int16_t *values, uint64_t n, int64_t *freq, int64_t *run_sums)
 {
+    /* four histograms, one per value position mod 4: equal neighbours (zeros mostly) then do not wait on each
+     * other's counts */
+    uint32_t part[4][ETHOSU_MLW_CODES] = { { 0 } };
     uint64_t run = 0, sums[ETHOSU_MLW_ZDIVS] = { 0 };
     unsigned bad = 0;
 
-    for (unsigned c = 0; c < ETHOSU_MLW_CODES; c++)
-        freq[c] = 0;
     for (uint64_t s = 0; s < n; s++) {
         const int v = values[s];
         bad |= (unsigned)(v < -255) | (unsigned)(v > 255);
-        freq[ethosu_mlw_code(v) & (ETHOSU_MLW_CODES - 1)]++;
+        part[s & 3][ethosu_mlw_code(v) & (ETHOSU_MLW_CODES - 1)]++;
         const uint64_t ends = -(uint64_t)(v != 0); /* all ones at a non-zero value: the run before it ends */
         for (unsigned d = 0; d < ETHOSU_MLW_ZDIVS; d++)
             sums[d] += (run >> d) & ends;
         run = (run + 1) & ~ends;
     }
+    for (unsigned c = 0; c < ETHOSU_MLW_CODES; c++)
+        freq[c] = (int64_t)part[0][c] + part[1][c] + part[2][c] + part[3][c];
     for (unsigned d = 0; d < ETHOSU_MLW_ZDIVS; d++) /* the run after the last non-zero value */
         run_sums[d] = (int64_t)(sums[d] + (run >> d));
     return bad ? -1 : 0;
 }
 
 int64_t teflon_native_ethosu_mlw_indices(const int16_t *values, uint64_t n, const int32_t *lut, int zero_runs,
-                                         int32_t *idx, int64_t *runs, uint32_t *hist, unsigned seg_shift)
+                                         int32_t *idx, int64_t *runs, float *hist, unsigned seg_shift)
 {
     uint64_t k = 0, run = 0;
     unsigned bad = 0;
@@ -294,7 +298,7 @@ int64_t teflon_native_ethosu_mlw_indices(const int16_t *values, uint64_t n, cons
             bad |= (unsigned)i >= ETHOSU_MLW_CODES;
             idx[s] = i;
             if (hist)
-                hist[((s >> seg_shift) * ETHOSU_MLW_CODES) + ((unsigned)i & (ETHOSU_MLW_CODES - 1))]++;
+                hist[((s >> seg_shift) * ETHOSU_MLW_CODES) + ((unsigned)i & (ETHOSU_MLW_CODES - 1))] += 1.0f;
         }
         return bad ? -1 : (int64_t)n;
     }
@@ -309,10 +313,44 @@ int64_t teflon_native_ethosu_mlw_indices(const int16_t *values, uint64_t n, cons
         idx[k] = i;
         runs[k] = (int64_t)run;
         if (hist)
-            hist[((k >> seg_shift) * ETHOSU_MLW_CODES) + ((unsigned)i & (ETHOSU_MLW_CODES - 1))] += nz;
+            hist[((k >> seg_shift) * ETHOSU_MLW_CODES) + ((unsigned)i & (ETHOSU_MLW_CODES - 1))] += (float)nz;
         k += nz;
         run = (run + 1) & ~-(uint64_t)nz;
     }
     runs[k] = (int64_t)run;
     return bad ? -1 : (int64_t)k;
+}
+
+double teflon_native_ethosu_mlw_viterbi(const double *cost, uint64_t nseg, unsigned ncfg, double slice_cost,
+                                        int32_t *choice, uint8_t *back)
+{
+    double best[ETHOSU_MLW_VITERBI_MAX];
+
+    if (nseg == 0 || ncfg == 0 || ncfg > ETHOSU_MLW_VITERBI_MAX)
+        return -1.0;
+    for (unsigned c = 0; c < ncfg; c++)
+        best[c] = cost[c] + slice_cost;
+    for (uint64_t s = 1; s < nseg; s++) {
+        unsigned j = 0;
+        for (unsigned c = 1; c < ncfg; c++) /* the first cheapest */
+            if (best[c] < best[j])
+                j = c;
+        const double sw = best[j] + slice_cost; /* a new slice after the cheapest so far */
+        for (unsigned c = 0; c < ncfg; c++) {
+            const int stay = best[c] <= sw;
+            back[(s - 1) * ncfg + c] = (uint8_t)(stay ? c : j);
+            best[c] = (stay ? best[c] : sw) + cost[s * ncfg + c];
+        }
+    }
+    unsigned c = 0;
+    for (unsigned k = 1; k < ncfg; k++)
+        if (best[k] < best[c])
+            c = k;
+    const double total = best[c];
+    choice[nseg - 1] = (int32_t)c;
+    for (uint64_t s = nseg - 1; s > 0; s--) {
+        c = back[(s - 1) * ncfg + c];
+        choice[s - 1] = (int32_t)c;
+    }
+    return total;
 }

@@ -48,9 +48,11 @@ int64_t teflon_native_ethosu_mlw_plain_body(const uint16_t *idx, uint64_t n, uns
 int64_t teflon_native_ethosu_mlw_zero_run_body(const uint16_t *idx, uint64_t n, const int64_t *runs, uint64_t nruns,
                                                unsigned div, unsigned trunc, unsigned ubits, unsigned zdiv,
                                                uint8_t *out, uint64_t cap, uint64_t *nbits);
+double teflon_native_ethosu_mlw_viterbi(const double *cost, uint64_t nseg, unsigned ncfg, double slice_cost,
+                                        int32_t *choice, uint8_t *back);
 int teflon_native_ethosu_mlw_stats(const int16_t *values, uint64_t n, int64_t *freq, int64_t *run_sums);
 int64_t teflon_native_ethosu_mlw_indices(const int16_t *values, uint64_t n, const int32_t *lut, int zero_runs,
-                                         int32_t *idx, int64_t *runs, uint32_t *hist, unsigned seg_shift);
+                                         int32_t *idx, int64_t *runs, float *hist, unsigned seg_shift);
 """
 
 ERRLEN = 1024
@@ -176,7 +178,7 @@ def ethosu_mlw_indices(values: np.ndarray, lut: np.ndarray, zeros: int | None, s
     """The weight indices (int32) of an Ethos-U weight stream's int16 values under `lut` (sign-magnitude code ->
     index), by the library (teflon_native_ethosu_mlw_indices): of every value, or when `zeros` (the number of zero
     values) is given of the non-zero ones. Returns (the indices, the zero runs (int64) or None, and with
-    `seg_shift` the (segments, 512) uint32 histograms of the indices per 2**seg_shift of them, else None)."""
+    `seg_shift` the (segments, 512) float32 histograms of the indices per 2**seg_shift of them, else None)."""
     values = np.ascontiguousarray(values, dtype=np.int16)
     lut = np.ascontiguousarray(lut, dtype=np.int32)
     zero_runs = zeros is not None
@@ -186,17 +188,33 @@ def ethosu_mlw_indices(values: np.ndarray, lut: np.ndarray, zeros: int | None, s
     runs = np.empty(count + 1, dtype=np.int64) if zero_runs else None
     hist = None
     if seg_shift is not None:
-        hist = np.zeros((((count + (1 << seg_shift) - 1) >> seg_shift) + spare, 512), dtype=np.uint32)
+        hist = np.zeros((((count + (1 << seg_shift) - 1) >> seg_shift) + spare, 512), dtype=np.float32)
     n = _compiler_library().teflon_native_ethosu_mlw_indices(
         _ffi.from_buffer("int16_t[]", values), values.size, _ffi.from_buffer("int32_t[]", lut), int(zero_runs),
         _ffi.from_buffer("int32_t[]", idx), _ffi.from_buffer("int64_t[]", runs) if runs is not None else _ffi.NULL,
-        _ffi.from_buffer("uint32_t[]", hist) if hist is not None else _ffi.NULL, seg_shift or 0)
+        _ffi.from_buffer("float[]", hist) if hist is not None else _ffi.NULL, seg_shift or 0)
     if n != count:
         raise ValueError("a weight value is out of range or has no index under the palette")
     if spare:
         idx = idx[:count]
         hist = hist[:-1] if hist is not None else None
     return idx, runs, hist
+
+
+def ethosu_mlw_viterbi(cost: np.ndarray, slice_cost: float) -> tuple[np.ndarray, float]:
+    """The Ethos-U slice plan's dynamic programme over (segments, settings) costs, by the library
+    (teflon_native_ethosu_mlw_viterbi, delegate/native.h): (the setting column of each segment (int32), the
+    total)."""
+    cost = np.ascontiguousarray(cost, dtype=np.float64)
+    nseg, ncfg = cost.shape
+    choice = np.empty(nseg, dtype=np.int32)
+    back = np.empty(max(nseg - 1, 1) * ncfg, dtype=np.uint8)
+    total = _compiler_library().teflon_native_ethosu_mlw_viterbi(
+        _ffi.from_buffer("double[]", cost), nseg, ncfg, slice_cost, _ffi.from_buffer("int32_t[]", choice),
+        _ffi.from_buffer("uint8_t[]", back))
+    if total < 0:
+        raise NativeError(f"slice plan of {nseg} segments x {ncfg} settings: bad sizes")
+    return choice, float(total)
 
 
 def check_options(options: dict[str, str]) -> None:

@@ -538,3 +538,15 @@ def test_library_plan_passes_match_numpy(density: float) -> None:
         assert hist is not None and np.array_equal(mlw.histogram_costs(hist, None), mlw.segment_costs(idx, None))
     with pytest.raises(ValueError, match="-255..255"):
         native.ethosu_mlw_stats(np.array([1, -256], dtype=np.int16))
+
+
+@pytest.mark.parametrize("nseg", [1, 2, 37, 3000], ids=lambda n: f"segments{n}")
+def test_library_slice_plan_matches_python(nseg: int) -> None:
+    """The library's slice-plan dynamic programme (teflon_native_ethosu_mlw_viterbi) chooses what the scalar
+    Python form does, ties included (integer-valued costs tie often)."""
+    rng = np.random.default_rng(nseg)
+    for cost in (rng.random((nseg, len(mlw.W_CONFIGS))).astype(np.float32) * 4000,
+                 rng.integers(2000, 2060, (nseg, len(mlw.W_CONFIGS))).astype(np.float32)):
+        choice, total = mlw._viterbi(cost)
+        ref, ref_total = mlw._viterbi_reference(cost)
+        assert choice.tolist() == ref and total == ref_total

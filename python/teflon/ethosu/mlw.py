@@ -227,13 +227,30 @@ def segment_costs(idx: np.ndarray, ub: int | None) -> np.ndarray:
 
 def histogram_costs(hist: np.ndarray, ub: int | None) -> np.ndarray:
     """(segments, settings) estimated bits from (segments, 512) index histograms (`segment_costs`)."""
-    return hist.astype(np.float32) @ cost_table(ub).T.astype(np.float32)
+    return np.asarray(hist, dtype=np.float32) @ _cost_columns(ub)
 
 
-def _viterbi(cost: np.ndarray) -> tuple[list[int], float]:
-    """Per segment, the setting minimising the total with SLICE_COST per change of setting (a new slice).
-    Scalar over segments, over the VITERBI_SETTINGS settings best for the whole stream: cheaper than numpy
-    calls at this size."""
+@functools.lru_cache(maxsize=16)
+def _cost_columns(ub: int | None) -> np.ndarray:
+    """cost_table(ub) as float32 columns (512, settings), the right operand of `histogram_costs`."""
+    table = cost_table(ub).T.astype(np.float32)
+    table.flags.writeable = False  # shared by the cache
+    return table
+
+
+def _viterbi(cost: np.ndarray) -> tuple[np.ndarray, float]:
+    """Per segment, the setting minimising the total with SLICE_COST per change of setting (a new slice), over the
+    VITERBI_SETTINGS settings best for the whole stream; the dynamic programme runs in the library
+    (teflon.native.ethosu_mlw_viterbi; `_viterbi_reference` is its scalar form)."""
+    from teflon.native import ethosu_mlw_viterbi
+
+    keep = np.argsort(cost.sum(axis=0))[:VITERBI_SETTINGS]
+    choice, total = ethosu_mlw_viterbi(cost[:, keep], SLICE_COST)
+    return keep[choice], total
+
+
+def _viterbi_reference(cost: np.ndarray) -> tuple[list[int], float]:
+    """`_viterbi` scalar over segments in Python (the reference of the library's)."""
     keep = [int(c) for c in np.argsort(cost.sum(axis=0))[:VITERBI_SETTINGS]]
     rows = cost[:, keep].tolist()
     ncfg = len(keep)
@@ -259,7 +276,7 @@ def plan_slices(idx: np.ndarray, ub: int | None, cost: np.ndarray | None = None
     a Viterbi pass over SEGMENT-value segments (`segment_costs`); runs longer than MAX_SLICE are cut."""
     n = idx.size
     choice, total = _viterbi(segment_costs(idx, ub) if cost is None else cost)
-    change = [s for s in range(1, len(choice)) if choice[s] != choice[s - 1]]
+    change = (np.flatnonzero(np.diff(choice)) + 1).tolist()
     bounds = [0, *(s * SEGMENT for s in change), n]
     slices = []
     for a, b in itertools.pairwise(bounds):
