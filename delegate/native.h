@@ -42,22 +42,16 @@ TEFLON_EXPORT int64_t teflon_native_etna_v8_stream(const uint8_t *codes, uint64_
                                                    const uint8_t *part1, const uint8_t *part1_w, const uint16_t *payload,
                                                    const uint8_t *payload_w, uint8_t *out, uint64_t cap);
 
-/* The body of one Ethos-U weight-stream slice without zero runs (teflon.ethosu.mlw): the n indices idx with GRC
- * divisor div (truncated when trunc), or uncompressed ubits-bit indices when ubits > 0, packed LSB first into
- * whole 32-bit words. Stores the body's bit length in *nbits; returns the bytes written, or -1 when they exceed
- * cap or a parameter is out of range. */
-TEFLON_EXPORT int64_t teflon_native_ethosu_mlw_plain_body(const uint16_t *idx, uint64_t n, unsigned div, unsigned trunc,
-                                                          unsigned ubits, uint8_t *out, uint64_t cap, uint64_t *nbits);
-
-/* The body of one Ethos-U weight-stream slice with zero runs (teflon.ethosu.mlw): its n weight indices idx (GRC
- * divisor div, truncated when trunc, or uncompressed ubits-bit indices when ubits > 0) interleaved with the
- * nruns zero runs (divisor zdiv) step by step as the decoder reads them, packed LSB first into whole 32-bit
- * words. Stores the body's bit length in *nbits; returns the bytes written, or -1 when they exceed cap or a
- * parameter is out of range. */
-TEFLON_EXPORT int64_t teflon_native_ethosu_mlw_zero_run_body(const uint16_t *idx, uint64_t n, const int64_t *runs,
-                                                             uint64_t nruns, unsigned div, unsigned trunc,
-                                                             unsigned ubits, unsigned zdiv, uint8_t *out,
-                                                             uint64_t cap, uint64_t *nbits);
+/* An Ethos-U weight stream (teflon.ethosu.mlw; docs/hardware/ethosu-weights.md §2): the slices of the n weight
+ * indices idx, each slices row {start, end, WDIV (0..5, 7 uncompressed), truncated}, the first with the palette
+ * (npal codes of palbits bits, dirofs), uncompressed indices ub bits wide; with runs (n + 1 zero runs) every slice
+ * interleaves its zero runs (divisor zdiv). Then the end-of-stream marker, ones to the byte and 0xFF bytes to a
+ * multiple of 16. Returns the bytes written, or -1 when they exceed cap or a parameter is out of range. */
+TEFLON_EXPORT int64_t teflon_native_ethosu_mlw_stream(const int32_t *idx, uint64_t n, const int64_t *runs,
+                                                      const int64_t *slices, uint64_t nslices,
+                                                      const uint16_t *palette, unsigned npal, unsigned dirofs,
+                                                      unsigned palbits, unsigned ub, unsigned zdiv, uint8_t *out,
+                                                      uint64_t cap);
 
 /* One pass over an Ethos-U weight stream's n values (-255..255, teflon.ethosu.mlw.plan): the histogram of their
  * sign-magnitude codes into freq[512], and over the zero runs between the non-zero values (one before the first,

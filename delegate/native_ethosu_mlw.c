@@ -9,6 +9,10 @@
 #define ETHOSU_MLW_CHUNK 12
 #define ETHOSU_MLW_CODES 512 /* 9-bit sign-magnitude codes, and weight indices */
 #define ETHOSU_MLW_ZDIVS 4 /* zero-run divisors 0..3 */
+#define ETHOSU_MLW_SLICE_MAX 32768 /* weights per slice (SLICELEN is 15 bits of length - 1) */
+#define ETHOSU_MLW_ZDIV_DISABLE 6 /* ZDIV of a slice without zero runs */
+#define ETHOSU_MLW_ZDIV_EOS 7 /* ZDIV of the end-of-stream marker */
+#define ETHOSU_MLW_STREAM_ALIGN 16 /* streams end 16-byte aligned */
 #define ETHOSU_MLW_VITERBI_MAX 16 /* settings the slice plan may weigh at once */
 
 #define ETHOSU_MLW_Q_MAX 31 /* the largest plain GRC quotient a setting is chosen for (mlw.GRC_Q_MAX) */
@@ -50,13 +54,13 @@ static void ethosu_mlw_step(teflon_bits *b, ethosu_mlw_grc *g)
 /* A GRC body, symbol by symbol: a plain quotient q is q / 2 positions of code 2 then one of code q % 2, a
  * truncated one the single code q; a symbol is done in the chunk of its last position. Returns -1 for a quotient
  * no setting codes (plain above 31, truncated above 2). */
-static int ethosu_mlw_grc_body(teflon_bits *b, const uint16_t *idx, uint64_t n, unsigned div, unsigned trunc)
+static int ethosu_mlw_grc_body(teflon_bits *b, const int32_t *idx, uint64_t n, unsigned div, unsigned trunc)
 {
     const unsigned mask = (1u << div) - 1;
     ethosu_mlw_grc g = { 0, 0, 0, 0, 0, 0, 0, 0 };
 
     for (uint64_t s = 0; s < n; s++) {
-        const unsigned v = idx[s], q = v >> div;
+        const unsigned v = (unsigned)idx[s], q = v >> div;
         unsigned p, a0, a1, c1; /* the symbol's positions, their u0 bits, the u1 bits of the set ones, how many */
         if (trunc) {
             if (q > 2)
@@ -91,29 +95,25 @@ static int ethosu_mlw_grc_body(teflon_bits *b, const uint16_t *idx, uint64_t n, 
     return 0;
 }
 
-int64_t teflon_native_ethosu_mlw_plain_body(const uint16_t *idx, uint64_t n, unsigned div, unsigned trunc,
-                                            unsigned ubits, uint8_t *out, uint64_t cap, uint64_t *nbits)
+/* A slice body without zero runs: GRC indices, or with ubits > 0 uncompressed ubits-bit indices back to back. */
+static int ethosu_mlw_plain_write(teflon_bits *b, const int32_t *idx, uint64_t n, unsigned div, unsigned trunc,
+                                  unsigned ubits)
 {
-    teflon_bits b = teflon_bits_init(out, cap);
-
-    if (div > 5 || ubits > 16)
-        return -1;
-    if (ubits) { /* uncompressed: the indices back to back */
-        for (uint64_t s = 0; s < n; s++)
-            teflon_bits_put(&b, idx[s], ubits);
-    } else if (ethosu_mlw_grc_body(&b, idx, n, div, trunc) < 0) {
-        return -1;
+    if (!ubits)
+        return ethosu_mlw_grc_body(b, idx, n, div, trunc);
+    for (uint64_t s = 0; s < n; s++) {
+        if ((uint32_t)idx[s] >> ubits)
+            return -1;
+        teflon_bits_put(b, (uint32_t)idx[s], ubits);
     }
-    teflon_bits_pad(&b, 32);
-    *nbits = b.bits;
-    return b.overflow ? -1 : (int64_t)b.len;
+    return 0;
 }
 
 /* A slice's weight symbols cut into unary chunks on demand (the zero-run body interleaves them with the zero-run
  * chunks): width positions per chunk, and the symbols [done_a, s) completed so far; unary = 0 for uncompressed
  * indices (one position of code 0 per symbol, no unary fields). */
 typedef struct {
-    const uint16_t *idx;
+    const int32_t *idx;
     uint64_t n, s, done_a;
     unsigned div, trunc, unary, width;
     uint64_t u0, u1;
@@ -127,6 +127,8 @@ static int ethosu_mlw_wnext(ethosu_mlw_wchunks *w, unsigned *u0, uint64_t *u1, u
 {
     while (w->npos < w->width && w->s < w->n) {
         const unsigned q = w->unary ? (unsigned)w->idx[w->s] >> w->div : 0;
+        if (!w->unary && (uint32_t)w->idx[w->s] >> w->div)
+            return -1; /* uncompressed: div is the index width */
         unsigned p = 1, a0 = 0, a1 = 0, k1 = 0;
         if (w->trunc) {
             if (q > 2)
@@ -195,19 +197,20 @@ static unsigned ethosu_mlw_znext(ethosu_mlw_zchunks *z, uint64_t *a, uint64_t *b
     return zu;
 }
 
-int64_t teflon_native_ethosu_mlw_zero_run_body(const uint16_t *idx, uint64_t n, const int64_t *runs, uint64_t nruns,
-                                               unsigned div, unsigned trunc, unsigned ubits, unsigned zdiv,
-                                               uint8_t *out, uint64_t cap, uint64_t *nbits)
+/* A slice body with zero runs: the n weight indices (GRC divisor div, truncated when trunc, or uncompressed
+ * ubits-bit indices when ubits > 0) interleaved with the nruns zero runs (divisor zdiv). */
+static int ethosu_mlw_zero_run_write(teflon_bits *b, const int32_t *idx, uint64_t n, const int64_t *runs,
+                                     uint64_t nruns, unsigned div, unsigned trunc, unsigned ubits, unsigned zdiv)
 {
-    teflon_bits b = teflon_bits_init(out, cap);
     const unsigned unary = ubits == 0, rem_bits = unary ? div : ubits;
     const unsigned rem_mask = (1u << rem_bits) - 1, zmask = (1u << zdiv) - 1;
-    ethosu_mlw_wchunks w = { idx, n, 0, 0, div, trunc, unary, (!unary && ubits > 5) ? 8 : ETHOSU_MLW_CHUNK,
-                             0, 0, 0, 0 };
+    /* uncompressed: div is the index width (wnext checks it), chunks of 8 positions past 5 bits */
+    ethosu_mlw_wchunks w = { idx, n, 0, 0, unary ? div : ubits, trunc, unary,
+                             (!unary && ubits > 5) ? 8 : ETHOSU_MLW_CHUNK, 0, 0, 0, 0 };
     ethosu_mlw_zchunks z = { runs, nruns, 0, 0, zdiv, zdiv < 3 ? ETHOSU_MLW_CHUNK : 8 };
     uint64_t wp = 0, zp = 0, pw_a = 0, pw_b = 0, pz_a = 0, pz_b = 0;
 
-    if (div > 5 || ubits > 16 || zdiv > 3 || n == 0 || nruns == 0)
+    if (zdiv > 3 || n == 0 || nruns == 0)
         return -1;
     for (uint64_t r = 0; r < nruns; r++)
         if (runs[r] < 0)
@@ -226,15 +229,15 @@ int64_t teflon_native_ethosu_mlw_zero_run_body(const uint16_t *idx, uint64_t n, 
         if (z_on)
             zu = ethosu_mlw_znext(&z, &za, &zb, &counted);
         if (w_on && unary)
-            teflon_bits_put(&b, u0, ETHOSU_MLW_CHUNK);
+            teflon_bits_put(b, u0, ETHOSU_MLW_CHUNK);
         if (z_on)
-            teflon_bits_put(&b, zu, z.width);
+            teflon_bits_put(b, zu, z.width);
         if (w_on && unary)
-            teflon_bits_put(&b, u1, c1);
+            teflon_bits_put(b, u1, c1);
         for (uint64_t s = pw_a; s < pw_b; s++)
-            teflon_bits_put(&b, idx[s] & rem_mask, rem_bits);
+            teflon_bits_put(b, (uint32_t)idx[s] & rem_mask, rem_bits);
         for (uint64_t r = pz_a; r < pz_b; r++)
-            teflon_bits_put(&b, (uint64_t)runs[r] & zmask, zdiv);
+            teflon_bits_put(b, (uint64_t)runs[r] & zmask, zdiv);
         pw_a = wa;
         pw_b = wb;
         pz_a = za;
@@ -243,11 +246,56 @@ int64_t teflon_native_ethosu_mlw_zero_run_body(const uint16_t *idx, uint64_t n, 
         zp += counted;
     }
     for (uint64_t s = pw_a; s < pw_b; s++) /* the last step: remainders only */
-        teflon_bits_put(&b, idx[s] & rem_mask, rem_bits);
+        teflon_bits_put(b, (uint32_t)idx[s] & rem_mask, rem_bits);
     for (uint64_t r = pz_a; r < pz_b; r++)
-        teflon_bits_put(&b, (uint64_t)runs[r] & zmask, zdiv);
-    teflon_bits_pad(&b, 32);
-    *nbits = b.bits;
+        teflon_bits_put(b, (uint64_t)runs[r] & zmask, zdiv);
+    return 0;
+}
+
+int64_t teflon_native_ethosu_mlw_stream(const int32_t *idx, uint64_t n, const int64_t *runs, const int64_t *slices,
+                                        uint64_t nslices, const uint16_t *palette, unsigned npal, unsigned dirofs,
+                                        unsigned palbits, unsigned ub, unsigned zdiv, uint8_t *out, uint64_t cap)
+{
+    teflon_bits b = teflon_bits_init(out, cap);
+
+    if (nslices == 0 || npal > 32 || palbits < 2 || palbits > 9 || dirofs > 31 || ub > 16 || zdiv > 3)
+        return -1;
+    for (uint64_t k = 0; k < nslices; k++) {
+        const int64_t *sl = slices + 4 * k;
+        const int64_t a = sl[0], e = sl[1], wdiv = sl[2], trunc = sl[3];
+        if (a < 0 || e <= a || (uint64_t)e > n || e - a > ETHOSU_MLW_SLICE_MAX || (wdiv > 5 && wdiv != 7) || wdiv < 0
+            || (trunc && wdiv == 7))
+            return -1;
+        /* the slice header (§2.2): ZDIV, SLICELEN - 1, WDIV, WTRUNC, NEWPAL; the first slice carries the palette */
+        teflon_bits_put(&b, runs ? zdiv : ETHOSU_MLW_ZDIV_DISABLE, 3);
+        teflon_bits_put(&b, (uint64_t)(e - a - 1), 15);
+        teflon_bits_put(&b, (uint64_t)wdiv, 3);
+        teflon_bits_put(&b, (uint64_t)!!trunc, 1);
+        teflon_bits_put(&b, k == 0, 1);
+        if (k == 0) {
+            teflon_bits_put(&b, dirofs, 5);
+            teflon_bits_put(&b, npal ? npal - 1 : 0, 5);
+            teflon_bits_put(&b, palbits - 2, 3);
+            for (unsigned p = 0; p < npal; p++)
+                teflon_bits_put(&b, palette[p], palbits);
+        }
+        const unsigned div = wdiv == 7 ? 0 : (unsigned)wdiv, ubits = wdiv == 7 ? ub : 0;
+        if (wdiv == 7 && ub == 0)
+            return -1;
+        /* the first slice carries the zero run before its first weight too; every slice the runs after its
+         * weights (§2.5) */
+        const int rc = runs ? ethosu_mlw_zero_run_write(&b, idx + a, (uint64_t)(e - a), runs + a + (k > 0),
+                                                        (uint64_t)(e - a) + (k == 0), div, (unsigned)trunc, ubits,
+                                                        zdiv)
+                            : ethosu_mlw_plain_write(&b, idx + a, (uint64_t)(e - a), div, (unsigned)trunc, ubits);
+        if (rc < 0)
+            return -1;
+    }
+    teflon_bits_put(&b, ETHOSU_MLW_ZDIV_EOS, 3);
+    if (b.bits % 8) /* the end marker is followed by ones up to the byte boundary */
+        teflon_bits_put(&b, 0xFF, 8 - (unsigned)(b.bits % 8));
+    while (b.len % ETHOSU_MLW_STREAM_ALIGN) /* and 0xFF up to 16 bytes */
+        teflon_bits_put(&b, 0xFF, 8);
     return b.overflow ? -1 : (int64_t)b.len;
 }
 

@@ -43,11 +43,9 @@ int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_t n, const uin
 int64_t teflon_native_etna_v8_stream(const uint8_t *codes, uint64_t n, const uint8_t *part0, const uint8_t *part1,
                                      const uint8_t *part1_w, const uint16_t *payload, const uint8_t *payload_w,
                                      uint8_t *out, uint64_t cap);
-int64_t teflon_native_ethosu_mlw_plain_body(const uint16_t *idx, uint64_t n, unsigned div, unsigned trunc,
-                                            unsigned ubits, uint8_t *out, uint64_t cap, uint64_t *nbits);
-int64_t teflon_native_ethosu_mlw_zero_run_body(const uint16_t *idx, uint64_t n, const int64_t *runs, uint64_t nruns,
-                                               unsigned div, unsigned trunc, unsigned ubits, unsigned zdiv,
-                                               uint8_t *out, uint64_t cap, uint64_t *nbits);
+int64_t teflon_native_ethosu_mlw_stream(const int32_t *idx, uint64_t n, const int64_t *runs, const int64_t *slices,
+                                        uint64_t nslices, const uint16_t *palette, unsigned npal, unsigned dirofs,
+                                        unsigned palbits, unsigned ub, unsigned zdiv, uint8_t *out, uint64_t cap);
 double teflon_native_ethosu_mlw_viterbi(const double *cost, uint64_t nseg, unsigned ncfg, double slice_cost,
                                         int32_t *choice, uint8_t *back);
 int teflon_native_ethosu_mlw_stats(const int16_t *values, uint64_t n, int64_t *freq, int64_t *run_sums);
@@ -123,40 +121,31 @@ def etna_v8_stream(codes: np.ndarray, part0: np.ndarray, part1: np.ndarray, part
     return bytes(out[: (nbits + 7) // 8]), int(nbits)
 
 
-def ethosu_mlw_plain_body(idx: np.ndarray, div: int, trunc: bool, ubits: int) -> tuple[np.ndarray, int]:
-    """One Ethos-U weight-stream slice body without zero runs, written by the library
-    (teflon_native_ethosu_mlw_plain_body, delegate/native.h): (its 32-bit words, its bit length)."""
-    idx = np.ascontiguousarray(idx, dtype=np.uint16)
-    cap = (idx.size * 40 + 64) // 8 + 16
-    cap -= cap % 4
-    out = np.zeros(cap // 4, dtype="<u4")
-    nbits = _ffi.new("uint64_t *")
-    n = _compiler_library().teflon_native_ethosu_mlw_plain_body(
-        _ffi.from_buffer("uint16_t[]", idx), idx.size, div, int(trunc), ubits, _ffi.from_buffer("uint8_t[]", out),
-        cap, nbits)
+def ethosu_mlw_stream(idx: np.ndarray, runs: np.ndarray | None, slices: np.ndarray, palette: tuple[int, ...],
+                      dirofs: int, palbits: int, ub: int, zdiv: int) -> bytes:
+    """An Ethos-U weight stream written by the library (teflon_native_ethosu_mlw_stream, delegate/native.h): the
+    int32 weight indices, the int64 zero runs (None: none), one {start, end, WDIV, truncated} int64 row per slice,
+    the first slice's palette; `ub` the uncompressed index width."""
+    idx = np.ascontiguousarray(idx, dtype=np.int32)
+    slices = np.ascontiguousarray(slices, dtype=np.int64)
+    pal = np.ascontiguousarray(palette, dtype=np.uint16)
+    # at most 16 unary + 16 + 9 bits per weight, a unary chunk and remainder per zero run plus its ones, the
+    # headers (palette included), the end marker and the padding
+    cap = (idx.size * 41 + 48 * slices.shape[0] + 32 * 9 + 64) // 8 + 32
+    runs_ptr = _ffi.NULL
+    if runs is not None:
+        runs = np.ascontiguousarray(runs, dtype=np.int64)
+        cap += (int(runs.sum()) >> zdiv) // 8 + runs.size * 4
+        runs_ptr = _ffi.from_buffer("int64_t[]", runs)
+    out = bytearray(cap)
+    n = _compiler_library().teflon_native_ethosu_mlw_stream(
+        _ffi.from_buffer("int32_t[]", idx), idx.size, runs_ptr, _ffi.from_buffer("int64_t[]", slices),
+        slices.shape[0], _ffi.from_buffer("uint16_t[]", pal), pal.size, dirofs, palbits, ub, zdiv,
+        _ffi.from_buffer("uint8_t[]", out), cap)
     if n < 0:
-        raise NativeError(f"weight slice body of {idx.size} indices: bad parameters or more than {cap} bytes")
-    return out[: n // 4], int(nbits[0])
-
-
-def ethosu_mlw_zero_run_body(idx: np.ndarray, runs: np.ndarray, div: int, trunc: bool, ubits: int, zdiv: int
-                             ) -> tuple[np.ndarray, int]:
-    """One Ethos-U weight-stream slice body with zero runs, written by the library
-    (teflon_native_ethosu_mlw_zero_run_body, delegate/native.h): (its 32-bit words, its bit length)."""
-    idx = np.ascontiguousarray(idx, dtype=np.uint16)
-    runs = np.ascontiguousarray(runs, dtype=np.int64)
-    # weights as in the plain body, plus per run at most one unary chunk of its own beyond its bits
-    cap = (idx.size * 40 + int(runs.sum() >> zdiv) + runs.size * (3 + 12 + 1) + 64) // 8 + 16
-    cap -= cap % 4
-    out = np.zeros(cap // 4, dtype="<u4")
-    nbits = _ffi.new("uint64_t *")
-    n = _compiler_library().teflon_native_ethosu_mlw_zero_run_body(
-        _ffi.from_buffer("uint16_t[]", idx), idx.size, _ffi.from_buffer("int64_t[]", runs), runs.size, div,
-        int(trunc), ubits, zdiv, _ffi.from_buffer("uint8_t[]", out), cap, nbits)
-    if n < 0:
-        raise NativeError(f"weight slice body of {idx.size} indices and {runs.size} zero runs: bad parameters or "
-                          f"more than {cap} bytes")
-    return out[: n // 4], int(nbits[0])
+        raise NativeError(f"weight stream of {idx.size} indices in {slices.shape[0]} slices: bad parameters or more "
+                          f"than {cap} bytes")
+    return bytes(out[:n])
 
 
 def ethosu_mlw_stats(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -452,30 +452,6 @@ def test_vela_compile_bricks_and_scales_sweep(case: mg.ConvCase | mg.FcCase, cli
     _check_model(case, clib)
 
 
-@pytest.mark.parametrize("cfg", range(len(mlw.W_CONFIGS)), ids=lambda c: f"wconfig{c}")
-def test_library_plain_body_matches_numpy(cfg: int) -> None:
-    """The library's slice-body writer (teflon_native_ethosu_mlw_plain_body) writes the numpy reference's bits for
-    every weight GRC setting and the uncompressed one, chunk edges and a partly filled last chunk included."""
-    rng = np.random.default_rng(9100 + cfg)
-    setting = mlw.W_CONFIGS[cfg]
-    for n in (1, 11, 12, 13, 24, 500, 4097):
-        if setting is None:
-            ub = 9
-            idx = rng.integers(0, 1 << ub, n)
-        else:
-            div, trunc = setting
-            q_max = 2 if trunc else mlw.GRC_Q_MAX
-            idx = (rng.integers(0, q_max + 1, n) << div) | rng.integers(0, 1 << div, n)
-            ub = None
-        idx = idx.astype(np.int64)
-        ref, lib = mlw.BitWriter(), mlw.BitWriter()
-        ref.put_fields(np.array([5]), np.array([3]))  # an unaligned start, as after a slice header
-        lib.put_fields(np.array([5]), np.array([3]))
-        mlw.put_plain_body_reference(ref, mlw._weight_chunks(idx, setting, ub))
-        mlw._put_plain_body(lib, idx, setting, ub)
-        assert lib.nbits == ref.nbits and lib.tobytes() == ref.tobytes(), (cfg, n)
-
-
 def _random_indices(rng: np.random.Generator, setting: tuple[int, bool] | None, n: int) -> tuple[np.ndarray, int | None]:
     """n weight indices every value of which `setting` codes, and the uncompressed width (None for GRC)."""
     if setting is None:
@@ -486,24 +462,26 @@ def _random_indices(rng: np.random.Generator, setting: tuple[int, bool] | None, 
     return ((q << div) | rng.integers(0, 1 << div, n)).astype(np.int64), None
 
 
-@pytest.mark.parametrize("zdiv", range(4), ids=lambda z: f"zdiv{z}")
+@pytest.mark.parametrize("zdiv", [None, 0, 1, 2, 3], ids=lambda z: "plain" if z is None else f"zdiv{z}")
 @pytest.mark.parametrize("cfg", range(len(mlw.W_CONFIGS)), ids=lambda c: f"wconfig{c}")
-def test_library_zero_run_body_matches_numpy(cfg: int, zdiv: int) -> None:
-    """The library's slice body with zero runs (teflon_native_ethosu_mlw_zero_run_body) writes the numpy
-    reference's bits (`put_zero_run_body_reference`): every weight setting and zero-run divisor, short and long runs
-    (runs spanning several ZUNARY chunks, weights leading the runs by 8 symbols), first and later slices."""
-    rng = np.random.default_rng(9200 + 16 * cfg + zdiv)
+def test_library_stream_matches_numpy(cfg: int, zdiv: int | None) -> None:
+    """The library's stream writer (teflon_native_ethosu_mlw_stream) writes the numpy reference's bytes
+    (`mlw._write_reference`) for every weight setting, without zero runs and with every zero-run divisor: chunk
+    edges, a partly filled last chunk, long quotients, runs spanning several ZUNARY chunks, weights leading the
+    runs by 8 symbols, a palette, and a stream of three slices (this setting between two others)."""
+    rng = np.random.default_rng(9100 + 16 * cfg + (zdiv if zdiv is not None else 8))
     setting = mlw.W_CONFIGS[cfg]
-    for n, first, run_max in ((1, True, 0), (1, False, 3), (13, True, 40), (24, False, 1), (500, True, 9),
-                              (701, False, 300), (4097, True, 2)):
+    for n, run_max in ((1, 0), (11, 3), (12, 40), (13, 1), (24, 300), (500, 9), (4097, 2)):
         idx, ub = _random_indices(rng, setting, n)
-        runs = rng.integers(0, run_max + 1, n + int(first)).astype(np.int64)
-        ref, lib = mlw.BitWriter(), mlw.BitWriter()
-        ref.put_fields(np.array([5]), np.array([3]))  # an unaligned start, as after a slice header
-        lib.put_fields(np.array([5]), np.array([3]))
-        mlw.put_zero_run_body_reference(ref, idx, runs, setting, ub, zdiv)
-        mlw._put_zero_run_body(lib, idx, runs, setting, ub, zdiv)
-        assert lib.nbits == ref.nbits and lib.tobytes() == ref.tobytes(), (cfg, zdiv, n)
+        pal = mlw.Palette((), 0, 9) if ub else mlw.Palette(tuple(range(2, 34, 2)), 3, 6)
+        # three slices: this setting between plain divisor 2 and truncated divisor 0 (indices 0..2)
+        head = ((rng.integers(0, 8, 5) << 2) | rng.integers(0, 4, 5)).astype(np.int64)
+        tail = rng.integers(0, 3, 7).astype(np.int64)
+        for slices, values in (([(0, n, cfg)], idx),
+                               ([(0, 5, 2), (5, 5 + n, cfg), (5 + n, 12 + n, 6)], np.concatenate([head, idx, tail]))):
+            runs = None if zdiv is None else rng.integers(0, run_max + 1, values.size + 1).astype(np.int64)
+            plan = mlw.Plan(zdiv is not None, pal, tuple(slices), mlw.ZDIV_DISABLE if zdiv is None else zdiv)
+            assert mlw._write(plan, values, runs) == mlw._write_reference(plan, values, runs), (cfg, zdiv, n)
 
 
 @pytest.mark.parametrize("density", [0.0, 0.3, 0.9, 1.0], ids=lambda d: f"zeros{d}")

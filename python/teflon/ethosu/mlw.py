@@ -10,9 +10,9 @@ whether zeros travel as GRC-coded zero runs; it cuts the stream into slices by a
 fixed-size segments, each slice with the cheapest of the 13 weight GRC settings (divisor 0..5 plain or
 truncated, or uncompressed). `encode(values, uncompressed=True)` writes plain fixed-width indices instead.
 The passes over every value run in libteflon.so (teflon.native: the code histogram and zero-run sums, the
-chosen variant's indices, zero runs and per-segment histograms, the slice bodies with and without zero runs);
-the choices stay here, and the numpy forms of those passes (`segment_costs`, `_split_zero_runs`,
-`put_plain_body_reference`, `put_zero_run_body_reference`) are the references the tests compare them with.
+chosen variant's indices, zero runs and per-segment histograms, the slice plan's dynamic programme, the stream
+writer); the choices stay here, and the Python forms of those passes (`segment_costs`, `_split_zero_runs`,
+`_viterbi_reference`, `_write_reference`) are the references the tests compare them with.
 
 `decode(data)` is a scalar reference decoder for tests; the simulator decodes with drivers/ethosu/ethosu_mlw.c.
 """
@@ -491,37 +491,10 @@ def put_plain_body_reference(out: BitWriter, w: _Chunks) -> None:
     out.put_fields(vals.reshape(-1), widths.reshape(-1))
 
 
-def _put_plain_body(out: BitWriter, idx: np.ndarray, cfg: tuple[int, bool] | None, ub: int | None) -> None:
-    """`put_plain_body_reference` of `_weight_chunks(idx, cfg, ub)`, written by the library in one pass
-    (teflon.native.ethosu_mlw_plain_body) and appended to out as 32-bit words."""
-    from teflon.native import ethosu_mlw_plain_body
-
-    if cfg is None:
-        assert ub is not None
-        words, nbits = ethosu_mlw_plain_body(idx, 0, False, ub)
-    else:
-        words, nbits = ethosu_mlw_plain_body(idx, cfg[0], cfg[1], 0)
-    out.put(out.nbits + 32 * np.arange(words.size, dtype=np.int64), words, out.nbits + nbits)
-
-
 def put_zero_run_body_reference(out: BitWriter, idx: np.ndarray, runs: np.ndarray, cfg: tuple[int, bool] | None,
                                 ub: int | None, zdiv: int) -> None:
     """Slice body with zero runs, appended to out (`_interleave` of the weight and zero-run chunks)."""
     out.put_fields(*_interleave(_weight_chunks(idx, cfg, ub), _zero_chunks(runs, zdiv), zdiv, runs))
-
-
-def _put_zero_run_body(out: BitWriter, idx: np.ndarray, runs: np.ndarray, cfg: tuple[int, bool] | None,
-                       ub: int | None, zdiv: int) -> None:
-    """`put_zero_run_body_reference`, written by the library in one pass (teflon.native.ethosu_mlw_zero_run_body)
-    and appended to out as 32-bit words."""
-    from teflon.native import ethosu_mlw_zero_run_body
-
-    if cfg is None:
-        assert ub is not None
-        words, nbits = ethosu_mlw_zero_run_body(idx, runs, 0, False, ub, zdiv)
-    else:
-        words, nbits = ethosu_mlw_zero_run_body(idx, runs, cfg[0], cfg[1], 0, zdiv)
-    out.put(out.nbits + 32 * np.arange(words.size, dtype=np.int64), words, out.nbits + nbits)
 
 
 def _symbols_after(w: _Chunks) -> np.ndarray:
@@ -633,6 +606,23 @@ def encode(values: np.ndarray, *, uncompressed: bool = False) -> bytes:
 
 
 def _write(chosen: Plan, idx: np.ndarray, runs: np.ndarray | None) -> bytes:
+    """The stream of a plan, written by the library in one pass (teflon.native.ethosu_mlw_stream); `_write_reference`
+    is its numpy form."""
+    from teflon.native import ethosu_mlw_stream
+
+    pal = chosen.palette
+    ub = uncompressed_bits(pal, int(idx.max()))
+    rows = []
+    for a, b, c in chosen.slices:
+        cfg = W_CONFIGS[c]
+        rows.append((a, b, WDIV_UNCOMPRESSED, 0) if cfg is None else (a, b, cfg[0], int(cfg[1])))
+    return ethosu_mlw_stream(idx, runs, np.array(rows, dtype=np.int64), pal.entries, pal.dirofs, pal.bits, ub or 0,
+                             chosen.zdiv if chosen.zero_runs else 0)
+
+
+def _write_reference(chosen: Plan, idx: np.ndarray, runs: np.ndarray | None) -> bytes:
+    """`_write` with numpy arrays and a BitWriter: the headers, each slice's body (`put_plain_body_reference`,
+    `put_zero_run_body_reference`), the end marker and the padding."""
     pal = chosen.palette
     ub = uncompressed_bits(pal, int(idx.max()))
     out = BitWriter()
@@ -643,11 +633,11 @@ def _write(chosen: Plan, idx: np.ndarray, runs: np.ndarray | None) -> bytes:
         hv, hw = _header(b - a, chosen.zdiv if chosen.zero_runs else ZDIV_DISABLE, wdiv, trunc, pal if k == 0 else None)
         out.put_fields(np.array(hv, dtype=np.int64), np.array(hw, dtype=np.int64))
         if runs is None:
-            _put_plain_body(out, idx[a:b], cfg, ub)
+            put_plain_body_reference(out, _weight_chunks(idx[a:b], cfg, ub))
             continue
         # The first slice carries the zero run before its first weight too; every slice the runs after its
         # weights (§2.5).
-        _put_zero_run_body(out, idx[a:b], runs[a + (k > 0):b + 1], cfg, ub, chosen.zdiv)
+        put_zero_run_body_reference(out, idx[a:b], runs[a + (k > 0):b + 1], cfg, ub, chosen.zdiv)
     out.put_fields(np.array([ZDIV_EOS]), np.array([3]))
     nbits = out.nbits
     data = bytearray(out.tobytes())
