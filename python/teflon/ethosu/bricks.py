@@ -12,6 +12,7 @@ weight it carries, or -1 for a padding zero. `reorder` and `unorder` apply it bo
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -114,9 +115,11 @@ def _brick(g: BrickGeometry, rel: tuple[np.ndarray, np.ndarray, np.ndarray], o0:
     return np.where(valid, flat + ((o0 * g.kernel_h * g.kernel_w) * ifm + i0), -1)
 
 
+@functools.lru_cache(maxsize=4)  # a network repeats a layer's geometry a few kick-offs later (MobileNetV2's blocks)
 def brick_index(g: BrickGeometry) -> np.ndarray:
     """For each decoded value of the kick-off's weight stream, the flat OHWI weight index it carries, or -1 for
-    a padding zero (int64). The length is the number of values the stream must decode to."""
+    a padding zero (int64, read-only: shared by the cache). The length is the number of values the stream must
+    decode to."""
     if g.kind == "depthwise" and g.part_kernel:
         raise ValueError("depthwise weights have no part-kernel-first order")
     dy, dx = SUBKERNEL_MAX // g.dilation[0], SUBKERNEL_MAX // g.dilation[1]
@@ -142,7 +145,9 @@ def brick_index(g: BrickGeometry) -> np.ndarray:
                     if rel is None:
                         rel = rels[key] = _brick_rel(g, ofm_len, ifm_len, sy, sx)
                     parts.append(_brick(g, rel, o0, i0))
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    index = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    index.flags.writeable = False
+    return index
 
 
 def reorder(weights: np.ndarray, g: BrickGeometry) -> np.ndarray:

@@ -228,7 +228,8 @@ def lower_conv(spec: ConvSpec, vela_compat: bool = False) -> list[Kick]:
         r.update(block_regs(cfg))
         r["NPU_SET_BLOCKDEP"] = {"value": 0 if n == 0 else 3}
         kicks.append(Kick("NPU_OP_DEPTHWISE" if spec.depthwise else "NPU_OP_CONV", {}, r,
-                          weights=spec.weights[o0:o1], scales=b"".join(records[o0:o1]), block=cfg,
+                          weights=spec.weights[o0:o1], block=cfg,
+                          scales=records[o0 * quant.RECORD_BYTES:o1 * quant.RECORD_BYTES],
                           depthwise=spec.depthwise, info={"staged": n % 2} if staged else {}))
     return kicks
 
