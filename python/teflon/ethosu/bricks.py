@@ -125,12 +125,13 @@ def brick_index(g: BrickGeometry) -> np.ndarray:
     dy, dx = SUBKERNEL_MAX // g.dilation[0], SUBKERNEL_MAX // g.dilation[1]
     depthwise = g.kind == "depthwise"
     ifm_stop = 1 if depthwise else g.ifm_depth
-    parts = []
     rels: dict[tuple[int, int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    # The block loops run a handful of times per kick-off; every weight is placed by the vectorised _brick, the
-    # brick's shape computed once per (block sizes, sub-kernel).
-    for o0 in range(0, g.ofm_depth, g.ofm_block_depth):
+
+    def block(o0: int) -> np.ndarray:
+        """The values of the OFM block at o0: its IFM blocks and sub-kernels in order, each placed by the
+        vectorised _brick, the brick's shape computed once per (block sizes, sub-kernel)."""
         ofm_len = min(g.ofm_block_depth, g.ofm_depth - o0)
+        parts = []
         for i0 in range(0, ifm_stop, g.ifm_block_depth):
             if depthwise:
                 ifm_len = IFM_UBLOCK_DEPTH  # one IFM micro-block, one element deep: i is 0
@@ -145,7 +146,21 @@ def brick_index(g: BrickGeometry) -> np.ndarray:
                     if rel is None:
                         rel = rels[key] = _brick_rel(g, ofm_len, ifm_len, sy, sx)
                     parts.append(_brick(g, rel, o0, i0))
-    index = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        return np.concatenate(parts)
+
+    if g.ofm_depth == 0:
+        return np.zeros(0, dtype=np.int64)
+    # Full OFM blocks of whole micro-blocks differ only by their OFM offset (their padding is the same: taps past
+    # the sub-kernel, IFM channels past the depth): the first one's indices, shifted, are every one's.
+    full = g.ofm_depth // g.ofm_block_depth if g.ofm_block_depth % OFM_UBLOCK_DEPTH == 0 else 0
+    parts = []
+    if full:
+        first = block(0)
+        step = g.ofm_block_depth * g.kernel_h * g.kernel_w * (1 if depthwise else g.ifm_depth)
+        shifts = step * np.arange(full, dtype=np.int64).reshape(-1, 1)
+        parts.append(np.where(first >= 0, first + shifts, -1).reshape(-1))
+    parts += [block(o0) for o0 in range(full * g.ofm_block_depth, g.ofm_depth, g.ofm_block_depth)]
+    index = np.concatenate(parts)
     index.flags.writeable = False
     return index
 
