@@ -298,9 +298,13 @@ def _header(n: int, zdiv: int, wdiv: int, trunc: bool, pal: Palette | None) -> t
     return vals, widths
 
 
-_POPCOUNT = np.array([(i).bit_count() for i in range(1 << CHUNK)], dtype=np.int32)
+@functools.cache  # the numpy references' tables, built on first use (the library's writer needs none)
+def _popcount() -> np.ndarray:
+    """Set bits of each CHUNK-bit value."""
+    return np.array([(i).bit_count() for i in range(1 << CHUNK)], dtype=np.int32)
 
 
+@functools.cache
 def _extract_table() -> np.ndarray:
     """(mask << 6 | bits) -> the bits of `bits` under the set bits of the 6-bit `mask`, packed (PEXT)."""
     table = np.zeros(1 << 12, dtype=np.int32)
@@ -311,7 +315,6 @@ def _extract_table() -> np.ndarray:
     return table
 
 
-_EXTRACT6 = _extract_table()
 
 
 @dataclass
@@ -362,10 +365,11 @@ def _weight_chunks(idx: np.ndarray, cfg: tuple[int, bool] | None, ub: int | None
     twos = np.packbits(codes > 1, axis=1, bitorder="little").view("<u2")[:, 0].astype(np.int32)
     # WUNARY1 holds the "> 1" bits of the positions whose unary0 bit is set, packed together: a bit extract
     # of `twos` under the mask `unary0`, done as two 6-bit table lookups.
-    lo = _EXTRACT6[(unary0 & 63) << 6 | (twos & 63)]
-    hi = _EXTRACT6[(unary0 >> 6) << 6 | (twos >> 6)]
-    unary1 = lo | (hi << _POPCOUNT[unary0 & 63])
-    return _Chunks(unary0, unary1, _POPCOUNT[unary0], idx & ((1 << div) - 1), done_in, div, True, CHUNK)
+    extract, popcount = _extract_table(), _popcount()
+    lo = extract[(unary0 & 63) << 6 | (twos & 63)]
+    hi = extract[(unary0 >> 6) << 6 | (twos >> 6)]
+    unary1 = lo | (hi << popcount[unary0 & 63])
+    return _Chunks(unary0, unary1, popcount[unary0], idx & ((1 << div) - 1), done_in, div, True, CHUNK)
 
 
 def _zero_chunks(runs: np.ndarray, zdiv: int) -> tuple[np.ndarray, np.ndarray, int]:
