@@ -75,4 +75,14 @@ TEFLON_EXPORT int64_t teflon_native_ethosu_mlw_indices(const int16_t *values, ui
 TEFLON_EXPORT double teflon_native_ethosu_mlw_viterbi(const double *cost, uint64_t nseg, unsigned ncfg,
                                                       double slice_cost, int32_t *choice, uint8_t *back);
 
+/* The OHWI weights w of one Ethos-U kick-off in the order the weight decoder hands them to the MAC array
+ * (teflon.ethosu.bricks, docs/hardware/ethosu-weights.md §3): OFM blocks of ofm_block channels, IFM blocks of
+ * ifm_block, sub-kernels of at most sub_y x sub_x taps padded to a multiple of tap_round, padding as zeros.
+ * Writes at most cap values to out; with out NULL only counts them. Returns the count, or -1. */
+TEFLON_EXPORT int64_t teflon_native_ethosu_brick_order(const int16_t *w, int depthwise, int part_kernel,
+                                                       uint32_t ofm_depth, uint32_t ifm_depth, uint32_t kh,
+                                                       uint32_t kw, uint32_t ofm_block, uint32_t ifm_block,
+                                                       uint32_t sub_y, uint32_t sub_x, uint32_t tap_round,
+                                                       int16_t *out, uint64_t cap);
+
 #endif

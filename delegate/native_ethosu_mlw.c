@@ -402,3 +402,68 @@ double teflon_native_ethosu_mlw_viterbi(const double *cost, uint64_t nseg, unsig
     }
     return total;
 }
+
+/* The micro-block depths of the U55/U65-256 brick order (teflon.ethosu.bricks). */
+#define ETHOSU_BRICK_UBLOCK 8
+
+static uint64_t ethosu_ceil_div(uint64_t a, uint64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+int64_t teflon_native_ethosu_brick_order(const int16_t *w, int depthwise, int part_kernel, uint32_t ofm_depth,
+                                         uint32_t ifm_depth, uint32_t kh, uint32_t kw, uint32_t ofm_block,
+                                         uint32_t ifm_block, uint32_t sub_y, uint32_t sub_x, uint32_t tap_round,
+                                         int16_t *out, uint64_t cap)
+{
+    const uint64_t ifm = depthwise ? 1 : ifm_depth, ifm_stop = ifm, iz_len = depthwise ? 1 : ETHOSU_BRICK_UBLOCK;
+    uint64_t k = 0;
+
+    if (!ofm_block || !ifm_block || !sub_y || !sub_x || !tap_round || (depthwise && part_kernel))
+        return -1;
+    for (uint64_t o0 = 0; o0 < ofm_depth; o0 += ofm_block) {
+        const uint64_t ofm_len = ofm_depth - o0 < ofm_block ? ofm_depth - o0 : ofm_block;
+        const uint64_t n_ou = ethosu_ceil_div(ofm_len, ETHOSU_BRICK_UBLOCK), o_lim = ofm_depth - o0;
+        for (uint64_t i0 = 0; i0 < ifm_stop; i0 += ifm_block) {
+            /* depthwise: one micro-block one element deep; part-kernel-first: the IFM block cut at the depth;
+             * depth-first: the whole IFM block, padded past the depth */
+            const uint64_t ifm_len = depthwise ? ETHOSU_BRICK_UBLOCK
+                                   : part_kernel && ifm_depth - i0 < ifm_block ? ifm_depth - i0 : ifm_block;
+            const uint64_t i_lim = ifm - i0, ublocks = ethosu_ceil_div(ifm_len, ETHOSU_BRICK_UBLOCK);
+            const uint64_t outer = part_kernel ? ublocks : 1, inner = part_kernel ? 1 : ublocks;
+            for (uint64_t sy = 0; sy < kh; sy += sub_y) {
+                for (uint64_t sx = 0; sx < kw; sx += sub_x) {
+                    const uint64_t sub_h = kh - sy < sub_y ? kh - sy : sub_y, sub_w = kw - sx < sub_x ? kw - sx : sub_x;
+                    const uint64_t taps = ethosu_ceil_div(sub_h * sub_w, tap_round) * tap_round;
+                    const uint64_t len = outer * n_ou * taps * inner * ETHOSU_BRICK_UBLOCK * iz_len;
+                    if (!out) { /* counting only */
+                        k += len;
+                        continue;
+                    }
+                    if (k + len > cap)
+                        return -1;
+                    /* the decoder's axis order: IFM outer micro-block, OFM micro-block, tap, IFM inner micro-block,
+                     * OFM channel in it, IFM channel in it; taps past the sub-kernel, OFM channels past the depth and
+                     * IFM channels past the depth are padding zeros */
+                    for (uint64_t iuo = 0; iuo < outer; iuo++)
+                        for (uint64_t ou = 0; ou < n_ou; ou++)
+                            for (uint64_t tap = 0; tap < taps; tap++) {
+                                const uint64_t ky = tap / sub_w, kx = tap % sub_w;
+                                for (uint64_t iui = 0; iui < inner; iui++)
+                                    for (uint64_t oz = 0; oz < ETHOSU_BRICK_UBLOCK; oz++) {
+                                        const uint64_t o = ou * ETHOSU_BRICK_UBLOCK + oz;
+                                        const int row = ky < sub_h && o < o_lim;
+                                        const uint64_t base = (((o0 + o) * kh + sy + ky) * kw + sx + kx) * ifm + i0;
+                                        for (uint64_t iz = 0; iz < iz_len; iz++) {
+                                            const uint64_t i = depthwise ? 0
+                                                             : (iuo + iui) * ETHOSU_BRICK_UBLOCK + iz;
+                                            out[k++] = row && i < i_lim ? w[base + i] : 0;
+                                        }
+                                    }
+                            }
+                }
+            }
+        }
+    }
+    return (int64_t)k;
+}

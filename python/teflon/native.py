@@ -48,6 +48,10 @@ int64_t teflon_native_ethosu_mlw_stream(const int32_t *idx, uint64_t n, const in
                                         unsigned palbits, unsigned ub, unsigned zdiv, uint8_t *out, uint64_t cap);
 double teflon_native_ethosu_mlw_viterbi(const double *cost, uint64_t nseg, unsigned ncfg, double slice_cost,
                                         int32_t *choice, uint8_t *back);
+int64_t teflon_native_ethosu_brick_order(const int16_t *w, int depthwise, int part_kernel, uint32_t ofm_depth,
+                                         uint32_t ifm_depth, uint32_t kh, uint32_t kw, uint32_t ofm_block,
+                                         uint32_t ifm_block, uint32_t sub_y, uint32_t sub_x, uint32_t tap_round,
+                                         int16_t *out, uint64_t cap);
 int teflon_native_ethosu_mlw_stats(const int16_t *values, uint64_t n, int64_t *freq, int64_t *run_sums);
 int64_t teflon_native_ethosu_mlw_indices(const int16_t *values, uint64_t n, const int32_t *lut, int zero_runs,
                                          int32_t *idx, int64_t *runs, float *hist, unsigned seg_shift);
@@ -146,6 +150,25 @@ def ethosu_mlw_stream(idx: np.ndarray, runs: np.ndarray | None, slices: np.ndarr
         raise NativeError(f"weight stream of {idx.size} indices in {slices.shape[0]} slices: bad parameters or more "
                           f"than {cap} bytes")
     return bytes(out[:n])
+
+
+def ethosu_brick_order(weights: np.ndarray, depthwise: bool, part_kernel: bool, ofm_depth: int, ifm_depth: int,
+                       kernel: tuple[int, int], ofm_block: int, ifm_block: int, sub: tuple[int, int],
+                       tap_round: int) -> np.ndarray:
+    """One Ethos-U kick-off's OHWI int16 weights in brick order, by the library (teflon_native_ethosu_brick_order,
+    delegate/native.h): the int16 values its weight stream carries."""
+    w = np.ascontiguousarray(weights, dtype=np.int16).reshape(-1)
+    lib = _compiler_library()
+    geometry = (int(depthwise), int(part_kernel), ofm_depth, ifm_depth, kernel[0], kernel[1], ofm_block, ifm_block,
+                sub[0], sub[1], tap_round)
+    count = lib.teflon_native_ethosu_brick_order(_ffi.NULL, *geometry, _ffi.NULL, 0)
+    if count < 0:
+        raise NativeError(f"brick order of {geometry}: bad geometry")
+    out = np.empty(count, dtype=np.int16)
+    if lib.teflon_native_ethosu_brick_order(_ffi.from_buffer("int16_t[]", w), *geometry,
+                                            _ffi.from_buffer("int16_t[]", out), count) != count:
+        raise NativeError(f"brick order of {geometry}: bad geometry")
+    return out
 
 
 def ethosu_mlw_stats(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

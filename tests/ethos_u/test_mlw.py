@@ -303,6 +303,14 @@ def test_bricks_match_reorder_encode_sweep(g: bricks.BrickGeometry, clib: ctypes
     _check_reorder(g, clib)
 
 
+@pytest.mark.parametrize("g", _geometries(False))
+def test_library_brick_order_matches_numpy(g: bricks.BrickGeometry) -> None:
+    """The library's brick order (teflon_native_ethosu_brick_order, behind `reorder`) gives the values of the
+    numpy index (`reorder_reference`, through `brick_index`)."""
+    w = np.random.default_rng(g.ofm_depth * 1000 + g.ifm_depth).integers(-255, 256, g.weights_shape).astype(np.int16)
+    assert np.array_equal(bricks.reorder(w, g), bricks.reorder_reference(w, g))
+
+
 def test_unorder_refuses_mismatch(clib: ctypes.CDLL) -> None:
     g = bricks.BrickGeometry("conv", 16, 8, 3, 3, 16, True)
     n = clib.ethosu_brick_count(ctypes.byref(BrickGeom.of(g)))

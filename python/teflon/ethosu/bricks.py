@@ -7,7 +7,9 @@ stream carries: OFM depth, IFM depth, kernel size, dilation, OFM block depth, th
 NPU_SET_KERNEL_STRIDE and the IFM precision. Stride plays no part on U55/U65.
 
 `brick_index(geom)` is the whole mapping: for each position of the decoded sequence, the flat OHWI index of the
-weight it carries, or -1 for a padding zero. `reorder` and `unorder` apply it both ways.
+weight it carries, or -1 for a padding zero. `unorder` applies it; `reorder`, on the compile's path, is written
+by libteflon.so in one pass (teflon.native.ethosu_brick_order) and tested against `reorder_reference`, the same
+mapping through `brick_index`.
 """
 
 from __future__ import annotations
@@ -170,6 +172,18 @@ def reorder(weights: np.ndarray, g: BrickGeometry) -> np.ndarray:
     w = np.asarray(weights)
     if w.shape != g.weights_shape:
         raise ValueError(f"weights shape {w.shape}, geometry wants {g.weights_shape}")
+    if g.kind == "depthwise" and g.part_kernel:
+        raise ValueError("depthwise weights have no part-kernel-first order")
+    from teflon.native import ethosu_brick_order
+
+    return ethosu_brick_order(w, g.kind == "depthwise", g.part_kernel, g.ofm_depth, g.ifm_depth,
+                              (g.kernel_h, g.kernel_w), g.ofm_block_depth, g.ifm_block_depth,
+                              (SUBKERNEL_MAX // g.dilation[0], SUBKERNEL_MAX // g.dilation[1]), g.tap_round)
+
+
+def reorder_reference(weights: np.ndarray, g: BrickGeometry) -> np.ndarray:
+    """`reorder` through `brick_index` (the reference of the library's brick order)."""
+    w = np.asarray(weights)
     flat = np.zeros(w.size + 1, dtype=np.int16)  # a zero after the weights: index -1, a padding zero, reads it
     flat[:-1] = w.reshape(-1)
     return flat[brick_index(g)]
