@@ -313,59 +313,92 @@ int teflon_native_ethosu_mlw_stats(const int16_t *values, uint64_t n, int64_t *f
     /* four histograms, one per value position mod 4: equal neighbours (zeros mostly) then do not wait on each
      * other's counts */
     uint32_t part[4][ETHOSU_MLW_CODES] = { { 0 } };
-    uint64_t run = 0, sums[ETHOSU_MLW_ZDIVS] = { 0 };
+    uint64_t run = 0, s0 = 0, s1 = 0, s2 = 0, s3 = 0; /* the sums of run >> d, d = 0..3 */
     unsigned bad = 0;
 
     for (uint64_t s = 0; s < n; s++) {
         const int v = values[s];
-        bad |= (unsigned)(v < -255) | (unsigned)(v > 255);
+        bad |= (unsigned)(v + 255) > 510u;
         part[s & 3][ethosu_mlw_code(v) & (ETHOSU_MLW_CODES - 1)]++;
         const uint64_t ends = -(uint64_t)(v != 0); /* all ones at a non-zero value: the run before it ends */
-        for (unsigned d = 0; d < ETHOSU_MLW_ZDIVS; d++)
-            sums[d] += (run >> d) & ends;
+        s0 += run & ends;
+        s1 += (run >> 1) & ends;
+        s2 += (run >> 2) & ends;
+        s3 += (run >> 3) & ends;
         run = (run + 1) & ~ends;
     }
     for (unsigned c = 0; c < ETHOSU_MLW_CODES; c++)
         freq[c] = (int64_t)part[0][c] + part[1][c] + part[2][c] + part[3][c];
-    for (unsigned d = 0; d < ETHOSU_MLW_ZDIVS; d++) /* the run after the last non-zero value */
-        run_sums[d] = (int64_t)(sums[d] + (run >> d));
+    /* and the run after the last non-zero value */
+    run_sums[0] = (int64_t)(s0 + run);
+    run_sums[1] = (int64_t)(s1 + (run >> 1));
+    run_sums[2] = (int64_t)(s2 + (run >> 2));
+    run_sums[3] = (int64_t)(s3 + (run >> 3));
     return bad ? -1 : 0;
+}
+
+/* The per-segment index histograms of `indices`: counted in 32-bit integers for the segment being filled, stored
+ * as a float row when it is full (or at the end). */
+typedef struct {
+    float *hist;
+    uint64_t seg, next; /* the segment being filled; the index count that fills it */
+    unsigned shift;
+    uint32_t counts[ETHOSU_MLW_CODES];
+} ethosu_mlw_seghist;
+
+static void ethosu_mlw_seghist_store(ethosu_mlw_seghist *h)
+{
+    float *row = h->hist + h->seg * ETHOSU_MLW_CODES;
+    for (unsigned c = 0; c < ETHOSU_MLW_CODES; c++) {
+        row[c] = (float)h->counts[c];
+        h->counts[c] = 0;
+    }
+    h->seg++;
+    h->next += UINT64_C(1) << h->shift;
 }
 
 int64_t teflon_native_ethosu_mlw_indices(const int16_t *values, uint64_t n, const int32_t *lut, int zero_runs,
                                          int32_t *idx, int64_t *runs, float *hist, unsigned seg_shift)
 {
+    /* without hist the counts are never stored */
+    ethosu_mlw_seghist h = { hist, 0, hist ? UINT64_C(1) << seg_shift : UINT64_MAX, seg_shift, { 0 } };
     uint64_t k = 0, run = 0;
     unsigned bad = 0;
 
+    if (seg_shift > 32)
+        return -1;
     if (!zero_runs) {
         for (uint64_t s = 0; s < n; s++) {
             const int v = values[s];
-            bad |= (unsigned)(v < -255) | (unsigned)(v > 255);
+            bad |= (unsigned)(v + 255) > 510u;
             const int32_t i = lut[ethosu_mlw_code(v) & (ETHOSU_MLW_CODES - 1)];
             bad |= (unsigned)i >= ETHOSU_MLW_CODES;
             idx[s] = i;
-            if (hist)
-                hist[((s >> seg_shift) * ETHOSU_MLW_CODES) + ((unsigned)i & (ETHOSU_MLW_CODES - 1))] += 1.0f;
+            h.counts[(unsigned)i & (ETHOSU_MLW_CODES - 1)]++;
+            if (s + 1 == h.next)
+                ethosu_mlw_seghist_store(&h);
         }
-        return bad ? -1 : (int64_t)n;
-    }
-    /* Every value writes slot k; only a non-zero one moves k on (idx and runs hold count + 1 slots, hist one
-     * segment more than the indices fill). */
-    for (uint64_t s = 0; s < n; s++) {
-        const int v = values[s];
-        bad |= (unsigned)(v < -255) | (unsigned)(v > 255);
-        const unsigned nz = v != 0;
-        const int32_t i = lut[ethosu_mlw_code(v) & (ETHOSU_MLW_CODES - 1)];
-        bad |= nz & ((unsigned)i >= ETHOSU_MLW_CODES);
-        idx[k] = i;
+        k = n;
+    } else {
+        /* Every value writes slot k; only a non-zero one moves k on (idx and runs hold count + 1 slots). */
+        for (uint64_t s = 0; s < n; s++) {
+            const int v = values[s];
+            bad |= (unsigned)(v + 255) > 510u;
+            const unsigned nz = v != 0;
+            const int32_t i = lut[ethosu_mlw_code(v) & (ETHOSU_MLW_CODES - 1)];
+            bad |= nz & ((unsigned)i >= ETHOSU_MLW_CODES);
+            idx[k] = i;
+            runs[k] = (int64_t)run;
+            h.counts[(unsigned)i & (ETHOSU_MLW_CODES - 1)] += nz;
+            k += nz;
+            run = (run + 1) & ~-(uint64_t)nz;
+            if (k == h.next)
+                ethosu_mlw_seghist_store(&h);
+        }
         runs[k] = (int64_t)run;
-        if (hist)
-            hist[((k >> seg_shift) * ETHOSU_MLW_CODES) + ((unsigned)i & (ETHOSU_MLW_CODES - 1))] += (float)nz;
-        k += nz;
-        run = (run + 1) & ~-(uint64_t)nz;
     }
-    runs[k] = (int64_t)run;
+    if (hist && (k & ((UINT64_C(1) << seg_shift) - 1))) /* the last, partly filled segment */
+        ethosu_mlw_seghist_store(&h);
     return bad ? -1 : (int64_t)k;
 }
 
