@@ -141,7 +141,7 @@ def ethosu_mlw_stream(idx: np.ndarray, runs: np.ndarray | None, slices: np.ndarr
         runs = np.ascontiguousarray(runs, dtype=np.int64)
         cap += (int(runs.sum()) >> zdiv) // 8 + runs.size * 4
         runs_ptr = _ffi.from_buffer("int64_t[]", runs)
-    out = bytearray(cap)
+    out = np.empty(cap, dtype=np.uint8)  # not cleared: the library writes every byte it returns
     n = _compiler_library().teflon_native_ethosu_mlw_stream(
         _ffi.from_buffer("int32_t[]", idx), idx.size, runs_ptr, _ffi.from_buffer("int64_t[]", slices),
         slices.shape[0], _ffi.from_buffer("uint16_t[]", pal), pal.size, dirofs, palbits, ub, zdiv,
@@ -149,7 +149,7 @@ def ethosu_mlw_stream(idx: np.ndarray, runs: np.ndarray | None, slices: np.ndarr
     if n < 0:
         raise NativeError(f"weight stream of {idx.size} indices in {slices.shape[0]} slices: bad parameters or more "
                           f"than {cap} bytes")
-    return bytes(out[:n])
+    return out[:n].tobytes()
 
 
 def ethosu_brick_order(weights: np.ndarray, depthwise: bool, part_kernel: bool, ofm_depth: int, ifm_depth: int,
@@ -200,7 +200,8 @@ def ethosu_mlw_indices(values: np.ndarray, lut: np.ndarray, zeros: int | None, s
     runs = np.empty(count + 1, dtype=np.int64) if zero_runs else None
     hist = None
     if seg_shift is not None:
-        hist = np.zeros((((count + (1 << seg_shift) - 1) >> seg_shift) + spare, 512), dtype=np.float32)
+        # every row the indices reach is stored whole by the library; the spare one is dropped
+        hist = np.empty((((count + (1 << seg_shift) - 1) >> seg_shift) + spare, 512), dtype=np.float32)
     n = _compiler_library().teflon_native_ethosu_mlw_indices(
         _ffi.from_buffer("int16_t[]", values), values.size, _ffi.from_buffer("int32_t[]", lut), int(zero_runs),
         _ffi.from_buffer("int32_t[]", idx), _ffi.from_buffer("int64_t[]", runs) if runs is not None else _ffi.NULL,
