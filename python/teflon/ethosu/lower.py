@@ -187,6 +187,9 @@ class ConvSpec:
     # NATURAL rounding instead of TFL (a TEFLON_HW_FACTS report proved that NATURAL rounds twice, as TFLite's
     # optimized x86 CONV_2D / FULLY_CONNECTED do: board-facts.md fact 7); never with vela_compat
     natural: bool = False
+    # the scale records (quant.conv_scale_records) when the spec's maker computed them: support.spec does, once per
+    # graph for the support decision and the compile; None computes them here
+    records: bytes | None = None
 
 
 def used_extent(in_size: int, out_size: int, kernel: int, stride: int, pad_before: int) -> int:
@@ -207,7 +210,9 @@ def lower_conv(spec: ConvSpec, vela_compat: bool = False) -> list[Kick]:
     part = cfg.part_kernel and not spec.depthwise
     pt, pb = padding(ifm.shape[0], ofm.shape[0], kh, sy, spec.same)
     pl, pr = padding(ifm.shape[1], ofm.shape[1], kw, sx, spec.same)
-    records = quant.conv_scale_records(spec.bias, ifm.scale, spec.weight_scales, ofm.scale, spec.float_product)
+    records = spec.records
+    if records is None:
+        records = quant.conv_scale_records(spec.bias, ifm.scale, spec.weight_scales, ofm.scale, spec.float_product)
     ih = used_extent(ifm.shape[0], ofm.shape[0], kh, sy, pt)
     iw = used_extent(ifm.shape[1], ofm.shape[1], kw, sx, pl)
     splits = [(0, oc)]

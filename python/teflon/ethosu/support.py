@@ -7,6 +7,8 @@ lowered here and checked against Vela (tests/ethos_u/test_vela_compat.py); every
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from teflon import hw_facts, lone, unary
@@ -353,7 +355,15 @@ def spec(graph: Graph, op: Operation) -> Spec:
         raise Unsupported(f"{op.kind} is not lowered for the Ethos-U65")
     # once per graph: the support decision and the partition's compile ask for the same operation (a refused
     # operation raises every time; only specs are kept)
-    return memo(graph, (__name__, "spec", op.index), lambda: handler(graph, op))
+    return memo(graph, (__name__, "spec", op.index), lambda: _with_records(handler(graph, op)))
+
+
+def _with_records(s: Spec) -> Spec:
+    """A convolution's spec with its scale records, which both of its lowerings (support decision, compile) use."""
+    if not isinstance(s, ConvSpec) or s.records is not None:
+        return s
+    return replace(s, records=quant.conv_scale_records(s.bias, s.ifm.scale, s.weight_scales, s.ofm.scale,
+                                                       s.float_product))
 
 
 # A one-value constant operand is an IFM2 scalar (IFM2_BROADCAST 0x80) in Vela's stream. Linux's command-stream
