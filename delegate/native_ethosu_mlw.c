@@ -24,6 +24,15 @@ static inline void ethosu_mlw_put64(teflon_bits *b, uint64_t value, unsigned wid
     teflon_bits_put(b, value >> 32, width > 32 ? width - 32 : 0);
 }
 
+/* Set bits of a 12-bit value (without a popcount instruction the builtin is a library call). */
+static inline unsigned ethosu_mlw_popcount12(unsigned v)
+{
+    v = v - ((v >> 1) & 0x555u);
+    v = (v & 0x333u) + ((v >> 2) & 0x333u);
+    v = (v + (v >> 4)) & 0xF0Fu;
+    return (v + (v >> 8)) & 0x1Fu;
+}
+
 /* The pending state of a GRC body: unary positions not yet sent (u0, npos of them; a position is set when its
  * code is 1 or 2), the "> 1" bits of the set ones (u1, n1), and the remainders (at most 12 x 5 bits) of the
  * symbols done in the chunk being filled (rem) and in the chunk sent last (prev). */
@@ -34,12 +43,12 @@ typedef struct {
 
 /* One step: the first 12 pending positions as WUNARY0 and their WUNARY1 bits, then the remainders of the chunk
  * before; the chunk being filled becomes the chunk before. */
-static void ethosu_mlw_step(teflon_bits *b, ethosu_mlw_grc *g)
+static inline void ethosu_mlw_step(teflon_bits *b, ethosu_mlw_grc *g)
 {
     const unsigned chunk = (unsigned)(g->u0 & ((1u << ETHOSU_MLW_CHUNK) - 1));
-    const unsigned c1 = (unsigned)__builtin_popcount(chunk);
-    teflon_bits_put(b, chunk, ETHOSU_MLW_CHUNK);
-    teflon_bits_put(b, g->u1 & ((UINT64_C(1) << c1) - 1), c1);
+    const unsigned c1 = ethosu_mlw_popcount12(chunk);
+    /* WUNARY0 and its WUNARY1 bits as one field (at most 24 bits) */
+    teflon_bits_put(b, chunk | (g->u1 & ((UINT64_C(1) << c1) - 1)) << ETHOSU_MLW_CHUNK, ETHOSU_MLW_CHUNK + c1);
     ethosu_mlw_put64(b, g->prev, g->prev_bits);
     g->u0 >>= ETHOSU_MLW_CHUNK;
     g->u1 >>= c1;
@@ -156,7 +165,7 @@ static int ethosu_mlw_wnext(ethosu_mlw_wchunks *w, unsigned *u0, uint64_t *u1, u
     *b = w->npos > w->width ? w->s - 1 : w->s;
     w->done_a = *b;
     *u0 = (unsigned)(w->u0 & ((1u << w->width) - 1));
-    *c1 = (unsigned)__builtin_popcount(*u0);
+    *c1 = ethosu_mlw_popcount12(*u0);
     *u1 = w->u1 & ((UINT64_C(1) << *c1) - 1);
     w->u0 >>= w->width;
     w->u1 >>= *c1;
