@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class EthosuTarget:
+    """The Ethos-U65 family's target (teflon.compiler's family interface) for one SoC row."""
+
     spec: targets.Target
     nchw_islands: bool = True  # an ONNX export's NCHW stretches run as NHWC (teflon.nchw_islands)
     group_convs: bool = False

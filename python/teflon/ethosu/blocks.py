@@ -43,6 +43,8 @@ def _div_up(v: int, m: int) -> int:
 
 @dataclass(frozen=True)
 class Layout:
+    """The SHRAM layout of a block: IB_END, IFM2_IB_START and AB_START, in banks."""
+
     ib_end: int
     ib2_start: int
     ab_start: int
@@ -50,6 +52,8 @@ class Layout:
 
 @dataclass(frozen=True)
 class BlockConfig:
+    """An operation's OFM block, the IFM block it reads, their SHRAM layout and the weight order."""
+
     ofm: tuple[int, int, int]  # (h, w, c)
     ifm: tuple[int, int, int]
     layout: Layout
@@ -59,6 +63,8 @@ class BlockConfig:
 
 @dataclass(frozen=True)
 class OpGeometry:
+    """What the block search of one operation depends on."""
+
     kind: str
     ifm: tuple[int, int, int]  # (h, w, c), the larger IFM for an elementwise op
     ofm: tuple[int, int, int]

@@ -37,6 +37,8 @@ class LoweringError(ValueError):
 
 @dataclass(frozen=True)
 class FeatureMap:
+    """A feature map as the NPU addresses it: shape, type, quantization, region, offset and strides."""
+
     shape: tuple[int, int, int]  # (h, w, c)
     dtype: str  # "int8" or "uint8"
     zero_point: int
@@ -56,6 +58,8 @@ class FeatureMap:
 
 @dataclass
 class Kick:
+    """One NPU operation: its command, the registers it reads, and its weights and scale records."""
+
     op: str  # NPU_OP_CONV, NPU_OP_DEPTHWISE, NPU_OP_POOL, NPU_OP_ELEMENTWISE
     op_fields: dict[str, int]
     regs: Regs
@@ -256,6 +260,8 @@ def conv_is_buffered(geo: OpGeometry, cfg: BlockConfig, depth: int) -> bool:
 
 @dataclass(frozen=True)
 class PoolSpec:
+    """A MAX / AVERAGE pool (or a copy through a 1x1 average pool) as the NPU sees it."""
+
     ifm: FeatureMap
     ofm: FeatureMap
     kind: str  # "max" or "avg"

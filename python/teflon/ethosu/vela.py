@@ -39,6 +39,8 @@ MAX_DIM = 65536  # an I/O binding's height, width and channels at most (delegate
 
 @dataclass(frozen=True)
 class Feature:
+    """One input or output of Vela's custom op: tensor, direction and place in the arena."""
+
     tensor: int
     direction: str  # "in" / "out"
     offset: int  # byte offset in the arena
@@ -48,6 +50,8 @@ class Feature:
 
 @dataclass(frozen=True)
 class VelaOp:
+    """Vela's ethos-u custom op as read from the graph: its command words, register images, data and tensors."""
+
     node: int
     words: tuple[int, ...]  # the command words (COP1 header dropped)
     config_reg: int | None  # the NPU CONFIG / ID images the stream was compiled for
