@@ -26,10 +26,10 @@ import numpy as np
 from .. import targets
 from ..ir import OFFLINE_ALLOCATION, Graph, Operation
 from ..program import LAYOUT_NC1HWC2, LAYOUT_ROWS, Buffer, IOBinding, Job, OpRecord, Program, Task
-from . import cmdstream, task
+from . import VELA_KIND, cmdstream, task
 from .regs import U65
 
-KIND = "CUSTOM(ethos-u)"
+KIND = VELA_KIND
 FIXED_INPUTS = 4  # command stream, read-only, scratch, scratch_fast
 IO_DTYPES = ("int8", "uint8")
 # The regions Vela gives its tensors (Mesa uses the same roles): read-only 0, arena 1, fast scratch 2.
