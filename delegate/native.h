@@ -47,7 +47,7 @@ TEFLON_EXPORT int64_t teflon_native_etna_v8_stream(const uint8_t *codes, uint64_
  * (npal codes of palbits bits, dirofs), uncompressed indices ub bits wide; with runs (n + 1 zero runs) every slice
  * interleaves its zero runs (divisor zdiv). Then the end-of-stream marker, ones to the byte and 0xFF bytes to a
  * multiple of 16. Returns the bytes written, or -1 when they exceed cap or a parameter is out of range. */
-TEFLON_EXPORT int64_t teflon_native_ethosu_mlw_stream(const int32_t *idx, uint64_t n, const int64_t *runs,
+TEFLON_EXPORT int64_t teflon_native_ethosu_mlw_stream(const uint16_t *idx, uint64_t n, const uint32_t *runs,
                                                       const int64_t *slices, uint64_t nslices,
                                                       const uint16_t *palette, unsigned npal, unsigned dirofs,
                                                       unsigned palbits, unsigned ub, unsigned zdiv, uint8_t *out,
@@ -65,7 +65,7 @@ TEFLON_EXPORT int teflon_native_ethosu_mlw_stats(const int16_t *values, uint64_t
  * the cost products). Returns the number of
  * indices, or -1 for a value out of range or a code without an index. */
 TEFLON_EXPORT int64_t teflon_native_ethosu_mlw_indices(const int16_t *values, uint64_t n, const int32_t *lut,
-                                                       int zero_runs, int32_t *idx, int64_t *runs, float *hist,
+                                                       int zero_runs, uint16_t *idx, uint32_t *runs, float *hist,
                                                        unsigned seg_shift);
 
 /* The Ethos-U slice plan's dynamic programme (teflon.ethosu.mlw.plan_slices): per segment the setting (a column

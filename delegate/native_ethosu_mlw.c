@@ -63,13 +63,13 @@ static inline void ethosu_mlw_step(teflon_bits *b, ethosu_mlw_grc *g)
 /* A GRC body, symbol by symbol: a plain quotient q is q / 2 positions of code 2 then one of code q % 2, a
  * truncated one the single code q; a symbol is done in the chunk of its last position. Returns -1 for a quotient
  * no setting codes (plain above 31, truncated above 2). */
-static int ethosu_mlw_grc_body(teflon_bits *b, const int32_t *idx, uint64_t n, unsigned div, unsigned trunc)
+static int ethosu_mlw_grc_body(teflon_bits *b, const uint16_t *idx, uint64_t n, unsigned div, unsigned trunc)
 {
     const unsigned mask = (1u << div) - 1;
     ethosu_mlw_grc g = { 0, 0, 0, 0, 0, 0, 0, 0 };
 
     for (uint64_t s = 0; s < n; s++) {
-        const unsigned v = (unsigned)idx[s], q = v >> div;
+        const unsigned v = idx[s], q = v >> div;
         unsigned p, a0, a1, c1; /* the symbol's positions, their u0 bits, the u1 bits of the set ones, how many */
         if (trunc) {
             if (q > 2)
@@ -105,15 +105,15 @@ static int ethosu_mlw_grc_body(teflon_bits *b, const int32_t *idx, uint64_t n, u
 }
 
 /* A slice body without zero runs: GRC indices, or with ubits > 0 uncompressed ubits-bit indices back to back. */
-static int ethosu_mlw_plain_write(teflon_bits *b, const int32_t *idx, uint64_t n, unsigned div, unsigned trunc,
+static int ethosu_mlw_plain_write(teflon_bits *b, const uint16_t *idx, uint64_t n, unsigned div, unsigned trunc,
                                   unsigned ubits)
 {
     if (!ubits)
         return ethosu_mlw_grc_body(b, idx, n, div, trunc);
     for (uint64_t s = 0; s < n; s++) {
-        if ((uint32_t)idx[s] >> ubits)
+        if ((unsigned)idx[s] >> ubits)
             return -1;
-        teflon_bits_put(b, (uint32_t)idx[s], ubits);
+        teflon_bits_put(b, idx[s], ubits);
     }
     return 0;
 }
@@ -122,7 +122,7 @@ static int ethosu_mlw_plain_write(teflon_bits *b, const int32_t *idx, uint64_t n
  * chunks): width positions per chunk, and the symbols [done_a, s) completed so far; unary = 0 for uncompressed
  * indices (one position of code 0 per symbol, no unary fields). */
 typedef struct {
-    const int32_t *idx;
+    const uint16_t *idx;
     uint64_t n, s, done_a;
     unsigned div, trunc, unary, width;
     uint64_t u0, u1;
@@ -136,7 +136,7 @@ static int ethosu_mlw_wnext(ethosu_mlw_wchunks *w, unsigned *u0, uint64_t *u1, u
 {
     while (w->npos < w->width && w->s < w->n) {
         const unsigned q = w->unary ? (unsigned)w->idx[w->s] >> w->div : 0;
-        if (!w->unary && (uint32_t)w->idx[w->s] >> w->div)
+        if (!w->unary && (unsigned)w->idx[w->s] >> w->div)
             return -1; /* uncompressed: div is the index width */
         unsigned p = 1, a0 = 0, a1 = 0, k1 = 0;
         if (w->trunc) {
@@ -177,7 +177,7 @@ static int ethosu_mlw_wnext(ethosu_mlw_wchunks *w, unsigned *u0, uint64_t *u1, u
 /* The zero runs cut into ZUNARY chunks: a run r is r >> zdiv ones then a zero; ones_left of run r are still to
  * place. Padding past the last run is zeros, each of which the decoder counts as a run. */
 typedef struct {
-    const int64_t *runs;
+    const uint32_t *runs;
     uint64_t n, r, ones_left;
     unsigned zdiv, width;
 } ethosu_mlw_zchunks;
@@ -200,7 +200,7 @@ static unsigned ethosu_mlw_znext(ethosu_mlw_zchunks *z, uint64_t *a, uint64_t *b
         pos++; /* a run's closing zero, or padding */
         (*counted)++;
         if (z->r < z->n && ++z->r < z->n)
-            z->ones_left = (uint64_t)z->runs[z->r] >> z->zdiv;
+            z->ones_left = z->runs[z->r] >> z->zdiv;
     }
     *b = z->r;
     return zu;
@@ -208,7 +208,7 @@ static unsigned ethosu_mlw_znext(ethosu_mlw_zchunks *z, uint64_t *a, uint64_t *b
 
 /* A slice body with zero runs: the n weight indices (GRC divisor div, truncated when trunc, or uncompressed
  * ubits-bit indices when ubits > 0) interleaved with the nruns zero runs (divisor zdiv). */
-static int ethosu_mlw_zero_run_write(teflon_bits *b, const int32_t *idx, uint64_t n, const int64_t *runs,
+static int ethosu_mlw_zero_run_write(teflon_bits *b, const uint16_t *idx, uint64_t n, const uint32_t *runs,
                                      uint64_t nruns, unsigned div, unsigned trunc, unsigned ubits, unsigned zdiv)
 {
     const unsigned unary = ubits == 0, rem_bits = unary ? div : ubits;
@@ -221,10 +221,7 @@ static int ethosu_mlw_zero_run_write(teflon_bits *b, const int32_t *idx, uint64_
 
     if (zdiv > 3 || n == 0 || nruns == 0)
         return -1;
-    for (uint64_t r = 0; r < nruns; r++)
-        if (runs[r] < 0)
-            return -1;
-    z.ones_left = (uint64_t)runs[0] >> zdiv;
+    z.ones_left = runs[0] >> zdiv;
     /* One step per iteration, as the decoder reads them (docs/hardware/ethosu-weights.md §2.6): a weight chunk
      * while the weights lead the zero runs by fewer than 8 symbols, a zero-run chunk while they do not trail
      * them; WUNARY0, ZUNARY, WUNARY1, then the remainders of the previous step's chunks. */
@@ -244,9 +241,9 @@ static int ethosu_mlw_zero_run_write(teflon_bits *b, const int32_t *idx, uint64_
         if (w_on && unary)
             teflon_bits_put(b, u1, c1);
         for (uint64_t s = pw_a; s < pw_b; s++)
-            teflon_bits_put(b, (uint32_t)idx[s] & rem_mask, rem_bits);
+            teflon_bits_put(b, idx[s] & rem_mask, rem_bits);
         for (uint64_t r = pz_a; r < pz_b; r++)
-            teflon_bits_put(b, (uint64_t)runs[r] & zmask, zdiv);
+            teflon_bits_put(b, runs[r] & zmask, zdiv);
         pw_a = wa;
         pw_b = wb;
         pz_a = za;
@@ -255,13 +252,13 @@ static int ethosu_mlw_zero_run_write(teflon_bits *b, const int32_t *idx, uint64_
         zp += counted;
     }
     for (uint64_t s = pw_a; s < pw_b; s++) /* the last step: remainders only */
-        teflon_bits_put(b, (uint32_t)idx[s] & rem_mask, rem_bits);
+        teflon_bits_put(b, idx[s] & rem_mask, rem_bits);
     for (uint64_t r = pz_a; r < pz_b; r++)
-        teflon_bits_put(b, (uint64_t)runs[r] & zmask, zdiv);
+        teflon_bits_put(b, runs[r] & zmask, zdiv);
     return 0;
 }
 
-int64_t teflon_native_ethosu_mlw_stream(const int32_t *idx, uint64_t n, const int64_t *runs, const int64_t *slices,
+int64_t teflon_native_ethosu_mlw_stream(const uint16_t *idx, uint64_t n, const uint32_t *runs, const int64_t *slices,
                                         uint64_t nslices, const uint16_t *palette, unsigned npal, unsigned dirofs,
                                         unsigned palbits, unsigned ub, unsigned zdiv, uint8_t *out, uint64_t cap)
 {
@@ -367,14 +364,14 @@ static void ethosu_mlw_seghist_store(ethosu_mlw_seghist *h)
 }
 
 int64_t teflon_native_ethosu_mlw_indices(const int16_t *values, uint64_t n, const int32_t *lut, int zero_runs,
-                                         int32_t *idx, int64_t *runs, float *hist, unsigned seg_shift)
+                                         uint16_t *idx, uint32_t *runs, float *hist, unsigned seg_shift)
 {
     /* without hist the counts are never stored */
     ethosu_mlw_seghist h = { hist, 0, hist ? UINT64_C(1) << seg_shift : UINT64_MAX, seg_shift, { 0 } };
     uint64_t k = 0, run = 0;
     unsigned bad = 0;
 
-    if (seg_shift > 32)
+    if (seg_shift > 32 || n > UINT32_MAX) /* runs are 32-bit */
         return -1;
     if (!zero_runs) {
         for (uint64_t s = 0; s < n; s++) {
@@ -382,7 +379,7 @@ int64_t teflon_native_ethosu_mlw_indices(const int16_t *values, uint64_t n, cons
             bad |= (unsigned)(v + 255) > 510u;
             const int32_t i = lut[ethosu_mlw_code(v) & (ETHOSU_MLW_CODES - 1)];
             bad |= (unsigned)i >= ETHOSU_MLW_CODES;
-            idx[s] = i;
+            idx[s] = (uint16_t)i;
             h.counts[(unsigned)i & (ETHOSU_MLW_CODES - 1)]++;
             if (s + 1 == h.next)
                 ethosu_mlw_seghist_store(&h);
@@ -396,15 +393,15 @@ int64_t teflon_native_ethosu_mlw_indices(const int16_t *values, uint64_t n, cons
             const unsigned nz = v != 0;
             const int32_t i = lut[ethosu_mlw_code(v) & (ETHOSU_MLW_CODES - 1)];
             bad |= nz & ((unsigned)i >= ETHOSU_MLW_CODES);
-            idx[k] = i;
-            runs[k] = (int64_t)run;
+            idx[k] = (uint16_t)i;
+            runs[k] = (uint32_t)run;
             h.counts[(unsigned)i & (ETHOSU_MLW_CODES - 1)] += nz;
             k += nz;
             run = (run + 1) & ~-(uint64_t)nz;
             if (k == h.next)
                 ethosu_mlw_seghist_store(&h);
         }
-        runs[k] = (int64_t)run;
+        runs[k] = (uint32_t)run;
     }
     if (hist && (k & ((UINT64_C(1) << seg_shift) - 1))) /* the last, partly filled segment */
         ethosu_mlw_seghist_store(&h);

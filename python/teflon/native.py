@@ -43,7 +43,7 @@ int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_t n, const uin
 int64_t teflon_native_etna_v8_stream(const uint8_t *codes, uint64_t n, const uint8_t *part0, const uint8_t *part1,
                                      const uint8_t *part1_w, const uint16_t *payload, const uint8_t *payload_w,
                                      uint8_t *out, uint64_t cap);
-int64_t teflon_native_ethosu_mlw_stream(const int32_t *idx, uint64_t n, const int64_t *runs, const int64_t *slices,
+int64_t teflon_native_ethosu_mlw_stream(const uint16_t *idx, uint64_t n, const uint32_t *runs, const int64_t *slices,
                                         uint64_t nslices, const uint16_t *palette, unsigned npal, unsigned dirofs,
                                         unsigned palbits, unsigned ub, unsigned zdiv, uint8_t *out, uint64_t cap);
 double teflon_native_ethosu_mlw_viterbi(const double *cost, uint64_t nseg, unsigned ncfg, double slice_cost,
@@ -54,7 +54,7 @@ int64_t teflon_native_ethosu_brick_order(const int16_t *w, int depthwise, int pa
                                          int16_t *out, uint64_t cap);
 int teflon_native_ethosu_mlw_stats(const int16_t *values, uint64_t n, int64_t *freq, int64_t *run_sums);
 int64_t teflon_native_ethosu_mlw_indices(const int16_t *values, uint64_t n, const int32_t *lut, int zero_runs,
-                                         int32_t *idx, int64_t *runs, float *hist, unsigned seg_shift);
+                                         uint16_t *idx, uint32_t *runs, float *hist, unsigned seg_shift);
 """
 
 ERRLEN = 1024
@@ -128,9 +128,9 @@ def etna_v8_stream(codes: np.ndarray, part0: np.ndarray, part1: np.ndarray, part
 def ethosu_mlw_stream(idx: np.ndarray, runs: np.ndarray | None, slices: np.ndarray, palette: tuple[int, ...],
                       dirofs: int, palbits: int, ub: int, zdiv: int) -> bytes:
     """An Ethos-U weight stream written by the library (teflon_native_ethosu_mlw_stream, delegate/native.h): the
-    int32 weight indices, the int64 zero runs (None: none), one {start, end, WDIV, truncated} int64 row per slice,
-    the first slice's palette; `ub` the uncompressed index width."""
-    idx = np.ascontiguousarray(idx, dtype=np.int32)
+    weight indices (0..511, passed as uint16), the zero runs (uint32; None: none), one {start, end, WDIV, truncated}
+    int64 row per slice, the first slice's palette; `ub` the uncompressed index width."""
+    idx = np.ascontiguousarray(idx, dtype=np.uint16)
     slices = np.ascontiguousarray(slices, dtype=np.int64)
     pal = np.ascontiguousarray(palette, dtype=np.uint16)
     # at most 16 unary + 16 + 9 bits per weight, a unary chunk and remainder per zero run plus its ones, the
@@ -138,12 +138,12 @@ def ethosu_mlw_stream(idx: np.ndarray, runs: np.ndarray | None, slices: np.ndarr
     cap = (idx.size * 41 + 48 * slices.shape[0] + 32 * 9 + 64) // 8 + 32
     runs_ptr = _ffi.NULL
     if runs is not None:
-        runs = np.ascontiguousarray(runs, dtype=np.int64)
-        cap += (int(runs.sum()) >> zdiv) // 8 + runs.size * 4
-        runs_ptr = _ffi.from_buffer("int64_t[]", runs)
+        runs = np.ascontiguousarray(runs, dtype=np.uint32)
+        cap += (int(runs.sum(dtype=np.int64)) >> zdiv) // 8 + runs.size * 4
+        runs_ptr = _ffi.from_buffer("uint32_t[]", runs)
     out = np.empty(cap, dtype=np.uint8)  # not cleared: the library writes every byte it returns
     n = _compiler_library().teflon_native_ethosu_mlw_stream(
-        _ffi.from_buffer("int32_t[]", idx), idx.size, runs_ptr, _ffi.from_buffer("int64_t[]", slices),
+        _ffi.from_buffer("uint16_t[]", idx), idx.size, runs_ptr, _ffi.from_buffer("int64_t[]", slices),
         slices.shape[0], _ffi.from_buffer("uint16_t[]", pal), pal.size, dirofs, palbits, ub, zdiv,
         _ffi.from_buffer("uint8_t[]", out), cap)
     if n < 0:
@@ -187,24 +187,24 @@ def ethosu_mlw_stats(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def ethosu_mlw_indices(values: np.ndarray, lut: np.ndarray, zeros: int | None, seg_shift: int | None
                        ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """The weight indices (int32) of an Ethos-U weight stream's int16 values under `lut` (sign-magnitude code ->
+    """The weight indices (uint16) of an Ethos-U weight stream's int16 values under `lut` (sign-magnitude code ->
     index), by the library (teflon_native_ethosu_mlw_indices): of every value, or when `zeros` (the number of zero
-    values) is given of the non-zero ones. Returns (the indices, the zero runs (int64) or None, and with
+    values) is given of the non-zero ones. Returns (the indices, the zero runs (uint32) or None, and with
     `seg_shift` the (segments, 512) float32 histograms of the indices per 2**seg_shift of them, else None)."""
     values = np.ascontiguousarray(values, dtype=np.int16)
     lut = np.ascontiguousarray(lut, dtype=np.int32)
     zero_runs = zeros is not None
     count = values.size - (zeros or 0)
     spare = int(zero_runs)  # the library's loop writes one slot (and one segment) past the last with zero runs
-    idx = np.empty(count + spare, dtype=np.int32)
-    runs = np.empty(count + 1, dtype=np.int64) if zero_runs else None
+    idx = np.empty(count + spare, dtype=np.uint16)
+    runs = np.empty(count + 1, dtype=np.uint32) if zero_runs else None
     hist = None
     if seg_shift is not None:
         # every row the indices reach is stored whole by the library; the spare one is dropped
         hist = np.empty((((count + (1 << seg_shift) - 1) >> seg_shift) + spare, 512), dtype=np.float32)
     n = _compiler_library().teflon_native_ethosu_mlw_indices(
         _ffi.from_buffer("int16_t[]", values), values.size, _ffi.from_buffer("int32_t[]", lut), int(zero_runs),
-        _ffi.from_buffer("int32_t[]", idx), _ffi.from_buffer("int64_t[]", runs) if runs is not None else _ffi.NULL,
+        _ffi.from_buffer("uint16_t[]", idx), _ffi.from_buffer("uint32_t[]", runs) if runs is not None else _ffi.NULL,
         _ffi.from_buffer("float[]", hist) if hist is not None else _ffi.NULL, seg_shift or 0)
     if n != count:
         raise ValueError("a weight value is out of range or has no index under the palette")

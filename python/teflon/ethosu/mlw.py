@@ -498,6 +498,7 @@ def put_plain_body_reference(out: BitWriter, w: _Chunks) -> None:
 def put_zero_run_body_reference(out: BitWriter, idx: np.ndarray, runs: np.ndarray, cfg: tuple[int, bool] | None,
                                 ub: int | None, zdiv: int) -> None:
     """Slice body with zero runs, appended to out (`_interleave` of the weight and zero-run chunks)."""
+    runs = np.asarray(runs, dtype=np.int64)
     out.put_fields(*_interleave(_weight_chunks(idx, cfg, ub), _zero_chunks(runs, zdiv), zdiv, runs))
 
 
@@ -627,6 +628,8 @@ def _write(chosen: Plan, idx: np.ndarray, runs: np.ndarray | None) -> bytes:
 def _write_reference(chosen: Plan, idx: np.ndarray, runs: np.ndarray | None) -> bytes:
     """`_write` with numpy arrays and a BitWriter: the headers, each slice's body (`put_plain_body_reference`,
     `put_zero_run_body_reference`), the end marker and the padding."""
+    idx = np.asarray(idx, dtype=np.int64)  # the library's uint16 indices and uint32 runs as plain integers
+    runs = None if runs is None else np.asarray(runs, dtype=np.int64)
     pal = chosen.palette
     ub = uncompressed_bits(pal, int(idx.max()))
     out = BitWriter()
