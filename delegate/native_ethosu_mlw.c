@@ -60,9 +60,37 @@ static inline void ethosu_mlw_step(teflon_bits *b, ethosu_mlw_grc *g)
     g->rem_bits = 0;
 }
 
-/* A GRC body, symbol by symbol: a plain quotient q is q / 2 positions of code 2 then one of code q % 2, a
- * truncated one the single code q; a symbol is done in the chunk of its last position. Returns -1 for a quotient
- * no setting codes (plain above 31, truncated above 2). */
+/* One weight symbol's unary positions: how many, their WUNARY0 bits, the WUNARY1 bits of the set ones and how many
+ * of those. A plain quotient q is q / 2 positions of code 2 then one of code q % 2, a truncated one the single
+ * code q (an uncompressed index is one position of code 0: q = 0, plain). */
+typedef struct {
+    unsigned positions, u0, u1, ones;
+} ethosu_mlw_unary;
+
+/* Returns -1 for a quotient no setting codes (plain above 31, truncated above 2). */
+static inline int ethosu_mlw_symbol(unsigned q, unsigned trunc, ethosu_mlw_unary *u)
+{
+    if (trunc) {
+        if (q > 2)
+            return -1;
+        u->positions = 1;
+        u->u0 = q != 0;
+        u->u1 = q > 1;
+        u->ones = u->u0;
+        return 0;
+    }
+    if (q > ETHOSU_MLW_Q_MAX)
+        return -1;
+    const unsigned twos = q >> 1, odd = q & 1;
+    u->positions = twos + 1;
+    u->u1 = (1u << twos) - 1;
+    u->u0 = u->u1 | (odd << twos);
+    u->ones = twos + odd;
+    return 0;
+}
+
+/* A GRC body, symbol by symbol (ethosu_mlw_symbol); a symbol is done in the chunk of its last position. Returns -1
+ * for a quotient no setting codes. */
 static int ethosu_mlw_grc_body(teflon_bits *b, const uint16_t *idx, uint64_t n, unsigned div, unsigned trunc)
 {
     const unsigned mask = (1u << div) - 1;
@@ -70,27 +98,13 @@ static int ethosu_mlw_grc_body(teflon_bits *b, const uint16_t *idx, uint64_t n, 
 
     for (uint64_t s = 0; s < n; s++) {
         const unsigned v = idx[s], q = v >> div;
-        unsigned p, a0, a1, c1; /* the symbol's positions, their u0 bits, the u1 bits of the set ones, how many */
-        if (trunc) {
-            if (q > 2)
-                return -1;
-            p = 1;
-            a0 = q != 0;
-            a1 = q > 1;
-            c1 = a0;
-        } else {
-            if (q > ETHOSU_MLW_Q_MAX)
-                return -1;
-            const unsigned twos = q >> 1, odd = q & 1;
-            p = twos + 1;
-            a1 = (1u << twos) - 1;
-            a0 = a1 | (odd << twos);
-            c1 = twos + odd;
-        }
-        g.u0 |= (uint64_t)a0 << g.npos;
-        g.u1 |= (uint64_t)a1 << g.n1;
-        g.npos += p;
-        g.n1 += c1;
+        ethosu_mlw_unary u;
+        if (ethosu_mlw_symbol(q, trunc, &u) < 0)
+            return -1;
+        g.u0 |= (uint64_t)u.u0 << g.npos;
+        g.u1 |= (uint64_t)u.u1 << g.n1;
+        g.npos += u.positions;
+        g.n1 += u.ones;
         while (g.npos > ETHOSU_MLW_CHUNK) /* chunks the symbol runs through without ending in them */
             ethosu_mlw_step(b, &g);
         g.rem |= (uint64_t)(v & mask) << g.rem_bits;
@@ -138,26 +152,13 @@ static int ethosu_mlw_wnext(ethosu_mlw_wchunks *w, unsigned *u0, uint64_t *u1, u
         const unsigned q = w->unary ? (unsigned)w->idx[w->s] >> w->div : 0;
         if (!w->unary && (unsigned)w->idx[w->s] >> w->div)
             return -1; /* uncompressed: div is the index width */
-        unsigned p = 1, a0 = 0, a1 = 0, k1 = 0;
-        if (w->trunc) {
-            if (q > 2)
-                return -1;
-            a0 = q != 0;
-            a1 = q > 1;
-            k1 = a0;
-        } else if (q) {
-            if (q > ETHOSU_MLW_Q_MAX)
-                return -1;
-            const unsigned twos = q >> 1, odd = q & 1;
-            p = twos + 1;
-            a1 = (1u << twos) - 1;
-            a0 = a1 | (odd << twos);
-            k1 = twos + odd;
-        }
-        w->u0 |= (uint64_t)a0 << w->npos;
-        w->u1 |= (uint64_t)a1 << w->n1;
-        w->npos += p;
-        w->n1 += k1;
+        ethosu_mlw_unary u;
+        if (ethosu_mlw_symbol(q, w->trunc, &u) < 0)
+            return -1;
+        w->u0 |= (uint64_t)u.u0 << w->npos;
+        w->u1 |= (uint64_t)u.u1 << w->n1;
+        w->npos += u.positions;
+        w->n1 += u.ones;
         w->s++;
     }
     /* every symbol appended ends in this chunk but the last, which ends in a later one when it runs past it */
