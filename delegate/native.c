@@ -65,7 +65,8 @@ int teflon_native_task_counters(void *runner, uint64_t *out, uint32_t cap)
     const teflon_task_counters *c = teflon_runner_task_counters(runner, &n);
     for (uint32_t i = 0; i < n && i < cap; i++) {
         const uint64_t w[TEFLON_NATIVE_COUNTERS] = {c[i].feature_rd, c[i].weight_rd, c[i].bias_rd, c[i].data_wr,
-                                                    c[i].macs, c[i].ns, c[i].core, c[i].start_ns};
+                                                    c[i].macs, c[i].ns, c[i].core, c[i].start_ns,
+                                                    c[i].macs_nz};
         memcpy(out + (size_t)i * TEFLON_NATIVE_COUNTERS, w, sizeof(w));
     }
     return (int)n;

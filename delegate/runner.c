@@ -592,6 +592,7 @@ static void add_counters(teflon_task_counters *sum, const teflon_task_counters *
     sum->bias_rd += c->bias_rd;
     sum->data_wr += c->data_wr;
     sum->macs += c->macs;
+    sum->macs_nz += c->macs_nz;
     sum->ns += c->ns;
 }
 

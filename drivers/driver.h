@@ -98,6 +98,8 @@ typedef struct teflon_task_counters {
                           * "Time"); etnaviv simulator, host time spent simulating it */
     uint64_t core;       /* the NPU core the task ran on (rocket simulator; else 0) */
     uint64_t start_ns;   /* modelled NPU time at which the task started (rocket simulator; else 0) */
+    uint64_t macs_nz;    /* of `macs`, those whose weight is not the zero point (etnaviv simulator, for the board
+                          * estimate of an engine that skips zero weights; else 0: not counted) */
 } teflon_task_counters;
 
 /* Queue all jobs in one submission (ordering between jobs comes from their BO lists). `per_task`, when not

@@ -46,5 +46,5 @@ python -m pytest -n auto -q -p no:cacheprovider -m "not slow" \
     tests/etnaviv/test_views.py \
     tests/etnaviv/test_coefs.py \
     tests/ethos_u/test_kernel_sim.py tests/ethos_u/test_kernel_shim.py tests/ethos_u/test_faults.py \
-    tests/ethos_u/test_vela_passthrough.py \
+    tests/ethos_u/test_vela_passthrough.py tests/ethos_u/test_sim_fast.py \
     -k "not ai_edge_litert and not op_sweep_through_shim" "$@"

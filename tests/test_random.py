@@ -10,6 +10,9 @@ The properties:
   delegated node straight from the graph input is held to the single-op tolerance; a graph left wholly on the
   CPU is CPU-identical.
 
+A graph failure whose every delegated node is within the single-op tolerance when run alone (`teflon compare`'s
+isolated column) is the propagated-drift Finding, tallied, not failed.
+
 Each (device, kind) is its own test, so pytest-xdist spreads them. The default suite runs a fixed-seed sample
 (DEFAULT_EXAMPLES per test); `-m slow` runs SLOW_EXAMPLES per test (>= 2,000 cases in all). The hypothesis seed of
 a test is derived from its id and $TEFLON_RANDOM_SEED (slow suite only; default 0), so a run is reproducible.
@@ -95,6 +98,12 @@ def _etnaviv_logistic(device: str, case: Any, cmp: Comparison) -> bool:
     return device in ETNAVIV and isinstance(case, ElementwiseCase) and case.op == "logistic" and cmp.max_abs_diff <= 1
 
 
+def _graph_propagated(device: str, case: Any, cmp: Comparison) -> bool:
+    # check_graph passes a graph's failure here only when every delegated node, run alone on the CPU's inputs, is
+    # within the single-op tolerance (isolated_within)
+    return isinstance(case, GraphCase)
+
+
 FINDINGS: tuple[Finding, ...] = (
     Finding("rocket: fan-in-1 convolutions (1x1 kernel, one input channel or depthwise; FULLY_CONNECTED over one "
             "input) within 1 LSB but below 99.5 % exact: TFLite's double rounding vs the DPU's single rounding "
@@ -114,6 +123,14 @@ FINDINGS: tuple[Finding, ...] = (
     Finding("etnaviv: ADD/SUB within 1 LSB but below 99.5 % exact when s_b/s_a lies near a fraction with a small "
             "denominator (8-bit weight pair; measured in docs/hardware/etnaviv-nn.md 3.1, not listed in "
             "tests/opcases.py)", _etnaviv_add_ratio, ("imx8mp-add-in20x3x4-u8-seed86",)),
+    Finding("graphs: every delegated node within the single-op tolerance when run alone on the CPU's inputs, yet "
+            "the graph's output below 99.5 % within 6 LSB: a legitimate 1-LSB difference amplified by the layers "
+            "after it. On the id below (all three rocket generations give the same bytes) node 0 differs by 1 LSB "
+            "on 1 of 1,512 elements, the one-channel k5 s2 bottleneck after it then differs on 2 of its 18, and the "
+            "two k5 convolutions the CPU runs on it turn that into 13 LSB on 4 of the 288 outputs (98.61 % within "
+            "6 LSB); measured with `python -m teflon compare` 2026-11-29", _graph_propagated,
+            (("rk3588-graph-in3x18x19-i8-conv2d.x0.oc28.k5.s1.same.relu-conv2d.x1.oc1.k5.s2.same.relu6-conv2d.x2"
+             ".oc16.k5.s1.same-conv2d.x2.oc16.k5.s1.same.relu-add.x3.x4.relu6"),)),
 )
 
 
@@ -185,8 +202,10 @@ def check_graph(device: str, case: GraphCase, model: bytes, delegated: frozenset
                 out: list[np.ndarray], tally: Tally) -> None:
     cmp = compare(ref, out)
     if cmp.within_model_lsb < MIN_EXACT:
+        isolated = isolated_within(device, model)
         _fail(device, case, f"{cmp} (whole-model tolerance: >= {100 * MIN_EXACT:.1f}% within {MODEL_LSB} LSB); "
-              f"delegated nodes {sorted(delegated)}")
+              f"delegated nodes {sorted(delegated)}; run alone: {isolated[1]}", cmp if isolated[0] else None,
+              tally)
     # an output one delegated node computes straight from the graph input: the single-op tolerance applies
     ops = operators(model)
     graph_input = {t for op in ops for t in op.inputs} - {t for op in ops for t in op.outputs}
@@ -200,6 +219,21 @@ def check_graph(device: str, case: GraphCase, model: bytes, delegated: frozenset
         if not single.within(MAX_DIFF, MIN_EXACT):
             _fail(device, case, f"output {k} (node {node - 1}, {op.name} of the graph input): {single} (allowed "
                   f"{MAX_DIFF} LSB, >= {100 * MIN_EXACT:.1f}% exact); " + mismatch_hint([ref[k]], [out[k]]))
+
+
+def isolated_within(device: str, model: bytes) -> tuple[bool, str]:
+    """Whether every delegated node of `model`, compiled alone and fed the CPU's inputs (`teflon compare`'s isolated
+    column), is within the single-op tolerance; and the worst such node in words."""
+    from teflon.cli.compare import layer_report
+
+    report = layer_report(model, [random_inputs(model, seed=0)], sim_options(device))
+    figs = [(layer, layer.isolated) for layer in report.layers if layer.folded_into is None]
+    if not figs or any(fig is None for _, fig in figs):
+        return False, "not every delegated node runs alone"
+    layer, worst = min(figs, key=lambda lf: (-lf[1].max_abs_diff, lf[1].exact_fraction))
+    ok = all(fig.max_abs_diff <= MAX_DIFF and fig.exact_fraction >= MIN_EXACT for _, fig in figs)
+    return ok, (f"worst node {layer.node} ({layer.op}) max {worst.max_abs_diff} LSB, "
+                f"{100 * worst.exact_fraction:.2f}% exact")
 
 
 def run_property(device: str, kind: str, examples: int, seed: int, record_property: Recorder) -> Tally:

@@ -23,6 +23,7 @@
 #include "../targets.h"
 #include "ethosu.h"
 #include "ethosu_client.h"
+#include "ethosu_fast.h"
 #include "ethosu_ksim.h"
 #include "ethosu_uapi.h"
 #include "ethosu_validate.h"
@@ -52,6 +53,9 @@ struct ethosu_ksim {
     uint64_t next_dma;
     struct teflon_sim_fault fault;
     struct teflon_sim_rules rules; /* $TEFLON_SIM_RULES, read at open (../sim_rules.h) */
+    /* the convolutions' fast datapath (ethosu_fast.c), or NULL for the reference loop: TEFLON_SIM_REFERENCE=1 at
+     * open; TEFLON_SIM_KERNELS forces its kernel set */
+    struct ethosu_fast *fast;
     /* the last job run */
     int last_rc;
     struct ethosu_npu_stats last_stats;
@@ -80,13 +84,17 @@ ethosu_ksim *ethosu_ksim_create(const teflon_target *t, char *err, size_t errlen
         return NULL;
     ethosu_ksim *k = calloc(1, sizeof(*k));
     uint8_t *sram = npu.sram_size ? calloc(1, npu.sram_size) : NULL;
-    if (!k || (npu.sram_size && !sram)) {
+    const char *ref = getenv("TEFLON_SIM_REFERENCE");
+    struct ethosu_fast *fast = ref && strcmp(ref, "1") == 0 ? NULL : ethosu_fast_create(getenv("TEFLON_SIM_KERNELS"));
+    if (!k || (npu.sram_size && !sram) || (!fast && !(ref && strcmp(ref, "1") == 0))) {
         free(k);
         free(sram);
+        ethosu_fast_destroy(fast);
         teflon_errf(err, errlen, "out of memory creating the simulated ethosu kernel");
         return NULL;
     }
-    *k = (ethosu_ksim){.npu = npu, .sram = sram, .next_dma = ETHOSU_KSIM_DMA_START, .fault = fault, .rules = rules};
+    *k = (ethosu_ksim){.npu = npu, .sram = sram, .next_dma = ETHOSU_KSIM_DMA_START, .fault = fault, .rules = rules,
+                        .fast = fast};
     return k;
 }
 
@@ -100,6 +108,7 @@ void ethosu_ksim_destroy(ethosu_ksim *k)
     }
     free(k->bos);
     free(k->sram);
+    ethosu_fast_destroy(k->fast);
     free(k);
 }
 
@@ -319,8 +328,9 @@ static int ethosu_k_run(ethosu_ksim *k, const struct ethosu_kbo *cmd,
     if (!regions[ETHOSU_SRAM_REGION] && cmd->info->region_size[ETHOSU_SRAM_REGION])
         view[ETHOSU_SRAM_REGION] = (struct ethosu_npu_region){k->sram, k->npu.sram_size};
     char npu_err[384];
-    const int rc = ethosu_npu_run_rules(view, (const uint32_t *)cmd->mem, cmd->info->cmd_bytes / 4, &k->last_stats,
-                                        npu_err, sizeof(npu_err), &k->rules);
+    const struct ethosu_npu_opts opts = {NULL, NULL, &k->rules, k->fast ? ethosu_fast_conv : NULL, k->fast};
+    const int rc = ethosu_npu_run_opts(view, (const uint32_t *)cmd->mem, cmd->info->cmd_bytes / 4, &k->last_stats,
+                                       npu_err, sizeof(npu_err), &opts);
     if (rc)
         teflon_errf(k->last_msg, sizeof(k->last_msg),
                     "NPU error IRQ (STATUS.CMD_PARSE_ERR or bus error): %s; NPU reset", npu_err);

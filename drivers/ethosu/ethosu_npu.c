@@ -184,7 +184,7 @@ int ethosu_npu_run_opts(const struct ethosu_npu_region regions[ETHOSU_NPU_REGION
                         size_t nwords, struct ethosu_npu_stats *stats, char *err, size_t errlen,
                         const struct ethosu_npu_opts *opts)
 {
-    static const struct ethosu_npu_opts defaults = {NULL, NULL, NULL};
+    static const struct ethosu_npu_opts defaults = {NULL, NULL, NULL, NULL, NULL};
     struct ethosu_npu *npu = calloc(1, sizeof(*npu));
     if (!npu)
         return -ENOMEM;
@@ -212,7 +212,7 @@ int ethosu_npu_run_rules(const struct ethosu_npu_region regions[ETHOSU_NPU_REGIO
                          size_t nwords, struct ethosu_npu_stats *stats, char *err, size_t errlen,
                          const struct teflon_sim_rules *rules)
 {
-    const struct ethosu_npu_opts opts = {NULL, NULL, rules};
+    const struct ethosu_npu_opts opts = {NULL, NULL, rules, NULL, NULL};
     return ethosu_npu_run_opts(regions, cmds, nwords, stats, err, errlen, &opts);
 }
 

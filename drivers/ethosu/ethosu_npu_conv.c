@@ -56,8 +56,10 @@ int ethosu_npu_kernel_geometry(struct ethosu_npu *npu, struct ethosu_npu_kgeom *
     return 0;
 }
 
-static int ethosu_npu_load_weights(struct ethosu_npu *npu, const struct ethosu_npu_kgeom *g, bool dw, int ifm_bits,
-                                   int16_t **out)
+/* The weight stream of the op (WEIGHT_REGION / BASE / LENGTH, inside its region) and the geometry its decoder
+ * needs. */
+static int ethosu_npu_weight_desc(struct ethosu_npu *npu, const struct ethosu_npu_kgeom *g, bool dw, int ifm_bits,
+                                  struct ethosu_npu_wdesc *d)
 {
     uint16_t wreg, blk;
     uint64_t wbase, wlen;
@@ -69,24 +71,27 @@ static int ethosu_npu_load_weights(struct ethosu_npu *npu, const struct ethosu_n
     if (!r->base || wbase > r->size || wlen > r->size - wbase)
         return ethosu_npu_fail(npu, -EFAULT, "weight stream 0x%llx+%llu outside region %u", (unsigned long long)wbase,
                                (unsigned long long)wlen, wreg);
-    struct ethosu_npu_wdesc d = {
+    *d = (struct ethosu_npu_wdesc){
         .stream = r->base + wbase, .len = (size_t)wlen, .ofm_depth = g->oc, .kh = g->kh, .kw = g->kw,
         .ifm_depth = dw ? 1 : g->ic, .ofm_block_depth = blk + 1, .ifm_bits = ifm_bits, .depthwise = dw,
         .part_kernel = g->part_kernel, .dilation_x = g->dx, .dilation_y = g->dy,
         .decomposition = g->decomposition,
     };
-    size_t n = (size_t)d.ofm_depth * (size_t)d.kh * (size_t)d.kw * (size_t)d.ifm_depth;
+    return 0;
+}
+
+static int ethosu_npu_load_weights(struct ethosu_npu *npu, const struct ethosu_npu_wdesc *d, int16_t **out)
+{
+    size_t n = (size_t)d->ofm_depth * (size_t)d->kh * (size_t)d->kw * (size_t)d->ifm_depth;
     int16_t *w = calloc(n ? n : 1, sizeof(*w));
     if (!w)
         return -ENOMEM;
     ethosu_npu_wdecode_fn fn = npu->opts->decode_weights ? npu->opts->decode_weights : ethosu_npu_decode_weights_builtin;
-    rc = fn(npu->opts->decode_ctx, &d, w, npu->err, npu->errlen);
+    int rc = fn(npu->opts->decode_ctx, d, w, npu->err, npu->errlen);
     if (rc) {
         free(w);
         return rc < 0 ? rc : -EINVAL;
     }
-    if (npu->stats)
-        npu->stats->weight_rd += wlen;
     *out = w;
     return 0;
 }
@@ -218,10 +223,22 @@ int ethosu_npu_conv(struct ethosu_npu *npu, bool dw)
         return rc;
     if (ifm.bytes != 1)
         return ethosu_npu_fail(npu, -EINVAL, "convolution on %d-bit IFM not simulated", 8 * ifm.bytes);
-    if ((rc = ethosu_npu_check_blocks(npu)) || (rc = ethosu_npu_load_weights(npu, &g, dw, 8 * ifm.bytes, &W)))
+    struct ethosu_npu_wdesc wd;
+    if ((rc = ethosu_npu_check_blocks(npu)) || (rc = ethosu_npu_weight_desc(npu, &g, dw, 8 * ifm.bytes, &wd)))
         return rc;
-    rc = ethosu_npu_conv_run(dw, &g, &ifm, &ofm, &out, W);
-    free(W);
+    rc = ETHOSU_NPU_DECLINED;
+    if (npu->opts->conv) {
+        const struct ethosu_npu_conv_op op = {dw, &g, &ifm, &ofm, &out, &wd};
+        rc = npu->opts->conv(npu->opts->conv_ctx, &op, npu->err, npu->errlen);
+    }
+    if (rc == ETHOSU_NPU_DECLINED) {
+        if ((rc = ethosu_npu_load_weights(npu, &wd, &W)))
+            return rc;
+        rc = ethosu_npu_conv_run(dw, &g, &ifm, &ofm, &out, W);
+        free(W);
+    }
+    if (!rc && npu->stats)
+        npu->stats->weight_rd += wd.len;
     if (!rc && npu->stats) {
         uint64_t px = (uint64_t)g.oh * (uint64_t)g.ow * (uint64_t)g.oc;
         npu->stats->macs += px * (uint64_t)(g.kh * g.kw) * (uint64_t)(dw ? 1 : g.ic);

@@ -130,6 +130,113 @@ static int64_t ethosu_npu_elt_one(const struct ethosu_npu_elt *e, const struct e
     return ethosu_npu_scale(r, out->g_mult, out->g_shift, out->round_mode);
 }
 
+/* The general element loop: tiles are per pixel, so each pixel's addresses once, then its channels. ifm2 NULL:
+ * the scalar (binary) or no second operand. */
+static void ethosu_npu_elt_loop(const struct ethosu_npu_elt *ep, const struct ethosu_npu_out *outp,
+                                const struct ethosu_npu_fm *ifmp, const struct ethosu_npu_fm *ifm2p, bool binary,
+                                const struct ethosu_npu_fm *ofmp, int oh, int ow, int oc)
+{
+    const struct ethosu_npu_elt e = *ep;
+    const struct ethosu_npu_out out = *outp;
+    const struct ethosu_npu_fm ifm = *ifmp, ofm = *ofmp;
+    const struct ethosu_npu_fm ifm2 = ifm2p ? *ifm2p : ifm;
+    const bool two = ifm2p != NULL;
+    for (int y = 0; y < oh; y++)
+        for (int x = 0; x < ow; x++) {
+            const uint8_t *pa = ifm.mem + ethosu_npu_fm_offset(&ifm, y, x, 0);
+            const uint8_t *pb = two ? ifm2.mem + ethosu_npu_fm_offset(&ifm2, e.bh ? 0 : y, e.bw ? 0 : x, 0) : NULL;
+            uint8_t *po = ofm.mem + ethosu_npu_fm_offset(&ofm, y, x, 0);
+            for (int c = 0; c < oc; c++) {
+                int64_t a = ethosu_npu_fm_get(&ifm, pa + ethosu_npu_fm_choff(&ifm, c)) - (int64_t)ifm.zero_point, b = 0;
+                if (binary)
+                    b = e.scalar ? e.scalar_value
+                                 : ethosu_npu_fm_get(&ifm2, pb + ethosu_npu_fm_choff(&ifm2, e.bc ? 0 : c)) -
+                                       (int64_t)ifm2.zero_point;
+                if (e.swap) {
+                    int64_t t = a;
+                    a = b, b = t;
+                }
+                ethosu_npu_fm_put(&ofm, po + ethosu_npu_fm_choff(&ofm, c),
+                                  ethosu_npu_out_finish(&out, ethosu_npu_elt_one(&e, &out, a, b)));
+            }
+        }
+}
+
+/* ADD / SUB of 8-bit operands with a global OFM scale: the loop above with each operand's scaling tabled per byte
+ * value (ethosu_npu_elt_scale_ops scales a and b independently). */
+static void ethosu_npu_elt_addsub8(const struct ethosu_npu_elt *e, const struct ethosu_npu_out *out,
+                                   const struct ethosu_npu_fm *ifm, const struct ethosu_npu_fm *ifm2,
+                                   const struct ethosu_npu_fm *ofm, int oh, int ow, int oc)
+{
+    int64_t t1[256], t2[256], bscalar = 0;
+    for (int v = 0; v < 256; v++) {
+        /* IFM byte v as operand A (B when swapped), IFM2 byte v as the other */
+        int64_t a = (ifm->is_signed ? (int8_t)v : v) - (int64_t)ifm->zero_point, z = 0;
+        if (e->swap)
+            ethosu_npu_elt_scale_ops(e, &z, &a);
+        else
+            ethosu_npu_elt_scale_ops(e, &a, &z);
+        t1[v] = a;
+        if (ifm2) {
+            int64_t b = (ifm2->is_signed ? (int8_t)v : v) - (int64_t)ifm2->zero_point;
+            z = 0;
+            if (e->swap)
+                ethosu_npu_elt_scale_ops(e, &b, &z);
+            else
+                ethosu_npu_elt_scale_ops(e, &z, &b);
+            t2[v] = b;
+        }
+    }
+    if (!ifm2) {
+        int64_t b = e->scalar_value, z = 0;
+        if (e->swap)
+            ethosu_npu_elt_scale_ops(e, &b, &z);
+        else
+            ethosu_npu_elt_scale_ops(e, &z, &b);
+        bscalar = b;
+    }
+    /* r = A - B for SUB: the IFM's term enters negated when it is operand B */
+    const int64_t s1 = e->mode == ETHOSU_ELT_SUB && e->swap ? -1 : 1, s2 = e->mode == ETHOSU_ELT_SUB && !e->swap ? -1 : 1;
+    /* ethosu_npu_scale's 64-bit TFL form inline when every sum is within its range (|r| <= 2^31) */
+    int64_t m1 = 0, m2 = ifm2 ? 0 : (bscalar < 0 ? -bscalar : bscalar);
+    for (int v = 0; v < 256; v++) {
+        m1 = t1[v] < 0 ? (-t1[v] > m1 ? -t1[v] : m1) : (t1[v] > m1 ? t1[v] : m1);
+        if (ifm2)
+            m2 = t2[v] < 0 ? (-t2[v] > m2 ? -t2[v] : m2) : (t2[v] > m2 ? t2[v] : m2);
+    }
+    const bool tfl64 = out->round_mode == 0 && out->g_shift >= 31 && out->g_mult >= 0 &&
+                       out->g_mult <= (int64_t)UINT32_MAX && m1 + m2 <= ((int64_t)1 << 31);
+    /* NHWC maps, 8-bit OFM, no LUT: channels are adjacent bytes and the output stage one clamp */
+    const bool plain = tfl64 && !ifm->brick && (!ifm2 || !ifm2->brick) && !ofm->brick && ofm->bytes == 1 &&
+                       out->activation == 0;
+    int32_t lo = 0, hi = 0;
+    if (plain)
+        ethosu_npu_out_clamp(out, &lo, &hi);
+    const uint32_t mult = (uint32_t)out->g_mult;
+    const unsigned right = (unsigned)(out->g_shift - 31);
+    for (int y = 0; y < oh; y++)
+        for (int x = 0; x < ow; x++) {
+            const uint8_t *pa = ifm->mem + ethosu_npu_fm_offset(ifm, y, x, 0);
+            const uint8_t *pb = ifm2 ? ifm2->mem + ethosu_npu_fm_offset(ifm2, e->bh ? 0 : y, e->bw ? 0 : x, 0) : NULL;
+            uint8_t *po = ofm->mem + ethosu_npu_fm_offset(ofm, y, x, 0);
+            if (plain) {
+                for (int c = 0; c < oc; c++) {
+                    const int64_t r = s1 * t1[pa[c]] + s2 * (pb ? t2[pb[e->bc ? 0 : c]] : bscalar);
+                    const int64_t v = ethosu_npu_scale_tfl64(r, mult, right) + out->ofm_zp;
+                    po[c] = (uint8_t)(v < lo ? lo : v > hi ? hi : v);
+                }
+                continue;
+            }
+            for (int c = 0; c < oc; c++) {
+                const int64_t b = pb ? t2[pb[ethosu_npu_fm_choff(ifm2, e->bc ? 0 : c)]] : bscalar;
+                const int64_t r = s1 * t1[pa[ethosu_npu_fm_choff(ifm, c)]] + s2 * b;
+                const int64_t v = tfl64 ? ethosu_npu_scale_tfl64(r, (uint32_t)out->g_mult, (unsigned)(out->g_shift - 31))
+                                        : ethosu_npu_scale(r, out->g_mult, out->g_shift, out->round_mode);
+                ethosu_npu_fm_put(ofm, po + ethosu_npu_fm_choff(ofm, c), ethosu_npu_out_finish(out, v));
+            }
+        }
+}
+
 int ethosu_npu_elementwise(struct ethosu_npu *npu, unsigned mode)
 {
     struct ethosu_npu_fm ifm, ifm2, ofm;
@@ -177,19 +284,15 @@ int ethosu_npu_elementwise(struct ethosu_npu *npu, unsigned mode)
             return rc;
         e.scalar_value -= ETHOSU_PREC_TYPE(p2) ? (int32_t)(int16_t)zp2 : (int32_t)zp2;
     }
-    for (int y = 0; y < oh; y++)
-        for (int x = 0; x < ow; x++)
-            for (int c = 0; c < oc; c++) {
-                int64_t a = ethosu_npu_fm_read(&ifm, y, x, c) - (int64_t)ifm.zero_point, b = 0;
-                if (binary)
-                    b = e.scalar ? e.scalar_value
-                                 : ethosu_npu_fm_read(&ifm2, e.bh ? 0 : y, e.bw ? 0 : x, e.bc ? 0 : c) - (int64_t)ifm2.zero_point;
-                if (e.swap) {
-                    int64_t t = a;
-                    a = b, b = t;
-                }
-                ethosu_npu_fm_write(&ofm, y, x, c, ethosu_npu_out_finish(&out, ethosu_npu_elt_one(&e, &out, a, b)));
-            }
+    /* ADD / SUB of 8-bit maps: each operand's scaling depends on its own byte only, so it is done once per byte
+     * value (tabled) and the per-element work is the sum and the output stage. */
+    const bool two = binary && !e.scalar;
+    if ((mode == ETHOSU_ELT_ADD || mode == ETHOSU_ELT_SUB) && ifm.bytes == 1 && (!two || ifm2.bytes == 1) &&
+        out.global_scale) {
+        ethosu_npu_elt_addsub8(&e, &out, &ifm, two ? &ifm2 : NULL, &ofm, oh, ow, oc);
+    } else {
+        ethosu_npu_elt_loop(&e, &out, &ifm, binary ? (two ? &ifm2 : NULL) : NULL, binary, &ofm, oh, ow, oc);
+    }
     if (npu->stats) {
         uint64_t n = (uint64_t)oh * (uint64_t)ow * (uint64_t)oc;
         npu->stats->feature_rd += n * (uint64_t)ifm.bytes * (binary && !e.scalar ? 2u : 1u);

@@ -45,33 +45,18 @@ uint64_t ethosu_npu_fm_offset(const struct ethosu_npu_fm *fm, int y, int x, int 
     int t = ethosu_npu_tile(fm, &y, &x);
     uint64_t off = fm->base[t] + (uint64_t)y * fm->sy;
     if (fm->brick)
-        return off + (uint64_t)(c / 16) * fm->sc + ((uint64_t)x * 16 + (unsigned)(c % 16)) * (unsigned)fm->bytes;
-    return off + (uint64_t)x * fm->sx + (uint64_t)c * (unsigned)fm->bytes;
+        return off + (uint64_t)x * 16 * (unsigned)fm->bytes + ethosu_npu_fm_choff(fm, c);
+    return off + (uint64_t)x * fm->sx + ethosu_npu_fm_choff(fm, c);
 }
 
 int32_t ethosu_npu_fm_read(const struct ethosu_npu_fm *fm, int y, int x, int c)
 {
-    const uint8_t *p = fm->mem + ethosu_npu_fm_offset(fm, y, x, c);
-    switch (fm->bytes) {
-    case 1:
-        return fm->is_signed ? (int32_t)(int8_t)p[0] : (int32_t)p[0];
-    case 2: {
-        uint16_t v = (uint16_t)(p[0] | p[1] << 8);
-        return fm->is_signed ? (int32_t)(int16_t)v : (int32_t)v;
-    }
-    default: {
-        uint32_t v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-        return (int32_t)v;
-    }
-    }
+    return ethosu_npu_fm_get(fm, fm->mem + ethosu_npu_fm_offset(fm, y, x, c));
 }
 
 void ethosu_npu_fm_write(const struct ethosu_npu_fm *fm, int y, int x, int c, int32_t v)
 {
-    uint8_t *p = fm->mem + ethosu_npu_fm_offset(fm, y, x, c);
-    uint32_t u = (uint32_t)v;
-    for (int i = 0; i < fm->bytes; i++)
-        p[i] = (uint8_t)(u >> (8 * i));
+    ethosu_npu_fm_put(fm, fm->mem + ethosu_npu_fm_offset(fm, y, x, c), v);
 }
 
 /* Every tile the extent uses must lie inside the region: offsets grow with y, x and c, so the last element

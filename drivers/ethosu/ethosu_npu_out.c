@@ -34,6 +34,9 @@ int64_t ethosu_npu_scale(int64_t x, int64_t mult, int shift, int round_mode)
     __int128 p;
     switch (round_mode) {
     case 0: {
+        if (shift >= 31 && shift <= 93 && mult >= 0 && mult <= (int64_t)UINT32_MAX && x >= -((int64_t)1 << 31) &&
+            x <= ((int64_t)1 << 31))
+            return ethosu_npu_scale_tfl64(x, (uint32_t)mult, (unsigned)(shift - 31));
         int left = shift < 31 ? 31 - shift : 0, right = shift > 31 ? shift - 31 : 0;
         p = (__int128)x * ((__int128)1 << left) * mult;
         __int128 nudge = p >= 0 ? ((__int128)1 << 30) : 1 - ((__int128)1 << 30);
@@ -97,6 +100,16 @@ int32_t ethosu_npu_out_finish(const struct ethosu_npu_out *out, int64_t v)
     if (v > out->hi)
         v = out->hi;
     return (int32_t)v;
+}
+
+void ethosu_npu_out_clamp(const struct ethosu_npu_out *out, int32_t *lo, int32_t *hi)
+{
+    /* clamp(clamp(v, a, b), l, h) = clamp(v, clamp(a, l, h), clamp(b, l, h)) for a <= b; for a > b it is the
+     * constant clamp(b, l, h) */
+    const int32_t b = out->act_max < out->lo ? out->lo : out->act_max > out->hi ? out->hi : out->act_max;
+    *hi = b;
+    *lo = out->act_min > out->act_max ? b : out->act_min < out->lo ? out->lo : out->act_min > out->hi ? out->hi
+                                                                                                   : out->act_min;
 }
 
 /* Reads OFM_PRECISION's scale/round fields, the scale stream or OFM_SCALE, ACTIVATION*, ACC_FORMAT. */

@@ -34,10 +34,31 @@ struct ethosu_npu_wdesc {
 typedef int (*ethosu_npu_wdecode_fn)(void *ctx, const struct ethosu_npu_wdesc *d, int16_t *ohwi, char *err,
                                      size_t errlen);
 
+/* A convolution or depthwise operation as kicked off, for a replacement datapath (ethosu_npu_opts.conv). */
+struct ethosu_npu_fm;
+struct ethosu_npu_out;
+struct ethosu_npu_kgeom;
+struct ethosu_npu_conv_op {
+    bool depthwise;
+    const struct ethosu_npu_kgeom *g;
+    const struct ethosu_npu_fm *ifm, *ofm;
+    const struct ethosu_npu_out *out;
+    const struct ethosu_npu_wdesc *wd; /* the weight stream and the geometry its decoder needs */
+};
+/* Returned by a conv hook that leaves the operation to the reference datapath. */
+#define ETHOSU_NPU_DECLINED 1
+struct ethosu_npu;
+/* Runs the operation: 0, a negative errno with the message in err, or ETHOSU_NPU_DECLINED. */
+typedef int (*ethosu_npu_conv_fn)(void *ctx, const struct ethosu_npu_conv_op *op, char *err, size_t errlen);
+
 struct ethosu_npu_opts {
     ethosu_npu_wdecode_fn decode_weights; /* NULL: the built-in decoder */
     void *decode_ctx;
     const struct teflon_sim_rules *rules; /* NULL: every open fact's default hypothesis */
+    /* NULL: every convolution through the reference MAC loop below (ethosu_npu_conv.c); otherwise tried first
+     * (the simulated kernel's fast datapath, drivers/ethosu/ethosu_fast.c) */
+    ethosu_npu_conv_fn conv;
+    void *conv_ctx;
 };
 
 /* Runs like ethosu_npu_run, with the weight decoder of opts (NULL opts: defaults). */
@@ -85,6 +106,33 @@ int ethosu_npu_fm_load(struct ethosu_npu *npu, int which, int h, int w, int c, s
 int32_t ethosu_npu_fm_read(const struct ethosu_npu_fm *fm, int y, int x, int c);
 void ethosu_npu_fm_write(const struct ethosu_npu_fm *fm, int y, int x, int c, int32_t v);
 uint64_t ethosu_npu_fm_offset(const struct ethosu_npu_fm *fm, int y, int x, int c);
+/* ethosu_npu_fm_offset(fm, y, x, c) - ethosu_npu_fm_offset(fm, y, x, 0): the tile depends on y and x only. */
+static inline uint64_t ethosu_npu_fm_choff(const struct ethosu_npu_fm *fm, int c)
+{
+    if (fm->brick)
+        return (uint64_t)(c / 16) * fm->sc + (uint64_t)(c % 16) * (unsigned)fm->bytes;
+    return (uint64_t)c * (unsigned)fm->bytes;
+}
+/* The element at p (little endian, fm's size and sign) / stores v there. */
+static inline int32_t ethosu_npu_fm_get(const struct ethosu_npu_fm *fm, const uint8_t *p)
+{
+    switch (fm->bytes) {
+    case 1:
+        return fm->is_signed ? (int32_t)(int8_t)p[0] : (int32_t)p[0];
+    case 2: {
+        uint16_t v = (uint16_t)(p[0] | p[1] << 8);
+        return fm->is_signed ? (int32_t)(int16_t)v : (int32_t)v;
+    }
+    default:
+        return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+    }
+}
+static inline void ethosu_npu_fm_put(const struct ethosu_npu_fm *fm, uint8_t *p, int32_t v)
+{
+    uint32_t u = (uint32_t)v;
+    for (int i = 0; i < fm->bytes; i++)
+        p[i] = (uint8_t)(u >> (8 * i));
+}
 
 /* Output stage (ethosu_npu_out.c): scaling, zero point, activation, clamp and saturation to the OFM type. */
 struct ethosu_npu_out {
@@ -108,6 +156,18 @@ int ethosu_npu_out_setup(struct ethosu_npu *npu, const struct ethosu_npu_fm *ofm
 /* round_mode: OFM/IFM_PRECISION.round_mode (0..2), or ETHOSU_NPU_ROUND_NATURAL2 (board-facts.md fact 7). */
 #define ETHOSU_NPU_ROUND_NATURAL2 4
 int64_t ethosu_npu_scale(int64_t x, int64_t mult, int shift, int round_mode);
+/* ethosu_npu_scale's TFL mode (round_mode 0) for shift = 31 + right >= 31 in 64-bit arithmetic, on the magnitude:
+ * exact for |x| <= 2^31, 0 <= mult < 2^32, right <= 62 (|x| mult < 2^63). The doubling high multiply rounds
+ * half up, i.e. |p| + 2^30 - 1 for a negative product; the right shift rounds ties away from zero. */
+static inline int64_t ethosu_npu_scale_tfl64(int64_t x, uint32_t mult, unsigned right)
+{
+    const uint64_t neg = x < 0;
+    const uint64_t mag = neg ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+    uint64_t q = (mag * mult + ((uint64_t)1 << 30) - neg) >> 31;
+    if (right)
+        q = (q + ((uint64_t)1 << (right - 1))) >> right;
+    return neg ? -(int64_t)q : (int64_t)q;
+}
 /* The rounding a stream's round_mode field (0..2) selects under the simulator's rules: NATURAL rounds twice
  * (ETHOSU_NPU_ROUND_NATURAL2) when TEFLON_SIM_RULES says eu_natural=double. */
 int ethosu_npu_round_mode(const struct ethosu_npu *npu, int field);
@@ -115,6 +175,9 @@ int ethosu_npu_round_mode(const struct ethosu_npu *npu, int field);
 void ethosu_npu_out_channel(const struct ethosu_npu_out *out, int c, int64_t *bias, int64_t *mult, int *shift);
 /* Scaled value (already rescaled, zero point not yet added) -> stored OFM value. */
 int32_t ethosu_npu_out_finish(const struct ethosu_npu_out *out, int64_t v);
+/* For an output stage without LUT and an 8- or 16-bit OFM: the one clamp [*lo, *hi] equal to ethosu_npu_out_finish's
+ * two (ACTIVATION_MIN/MAX, then the type's range), so that out_finish(v) = clamp(v + ofm_zp, *lo, *hi). */
+void ethosu_npu_out_clamp(const struct ethosu_npu_out *out, int32_t *lo, int32_t *hi);
 
 /* Kernel geometry of the op, from the KERNEL_* and IFM_PAD_* / IFM_UPSCALE registers. */
 struct ethosu_npu_kgeom {

@@ -58,6 +58,8 @@
 #define SET_IFM2_HEIGHT0_M1 ETHOSU_U65_NPU_SET_IFM2_HEIGHT0_M1
 #define SET_IFM2_HEIGHT1_M1 ETHOSU_U65_NPU_SET_IFM2_HEIGHT1_M1
 #define SET_IFM2_REGION ETHOSU_U65_NPU_SET_IFM2_REGION
+#define IFM2_BROADCAST_SCALAR                                                                                      \
+    (ETHOSU_U65_NPU_SET_IFM2_BROADCAST__broadcast_scalar__MASK << ETHOSU_U65_NPU_SET_IFM2_BROADCAST__broadcast_scalar__SHIFT)
 #define SET_IFM_BASE0 (CMD1 | ETHOSU_U65_NPU_SET_IFM_BASE0)
 #define SET_IFM_STRIDE_C (CMD1 | ETHOSU_U65_NPU_SET_IFM_STRIDE_C)
 #define SET_OFM_BASE0 (CMD1 | ETHOSU_U65_NPU_SET_OFM_BASE0)
@@ -212,9 +214,13 @@ static int ethosu_ifm_touch(struct ethosu_cmd_info *info, const struct ethosu_vs
         return -EINVAL;
     const uint32_t stride_y = ((sk >> 8) & 0x2) + ((sk >> 1) & 0x1) + 1; /* bits 9 (msb) and 1 (lsb) */
     const uint32_t stride_x = ((sk >> 5) & 0x2) + (sk & 0x1) + 1;        /* bits 6 (msb) and 0 (lsb) */
-    const uint32_t h = s->ofm.height[2] * stride_y + s->ifm.height[2] - (s->ifm.pad_top + s->ifm.pad_bottom);
-    const uint32_t w = s->ofm.width * stride_x + s->ifm.width - (s->ifm.pad_left + s->ifm.pad_right);
-    return ethosu_fm_touch(info, &s->ifm, w, h, s->ifm.depth);
+    /* padding larger than the extent it pads goes negative: refused (Linux 838ae99f9a77's series, "Handle possible
+     * underflow in IFM size calculations") */
+    const int32_t h = (int32_t)(s->ofm.height[2] * stride_y + s->ifm.height[2] - (s->ifm.pad_top + s->ifm.pad_bottom));
+    const int32_t w = (int32_t)(s->ofm.width * stride_x + s->ifm.width - (s->ifm.pad_left + s->ifm.pad_right));
+    if (h < 0 || w < 0)
+        return -EINVAL;
+    return ethosu_fm_touch(info, &s->ifm, (uint32_t)w, (uint32_t)h, s->ifm.depth);
 }
 
 static int ethosu_ofm_touch(struct ethosu_cmd_info *info, const struct ethosu_vstate *s)
@@ -312,7 +318,7 @@ static int ethosu_set0(struct ethosu_vstate *s, uint32_t op, uint32_t p)
     case SET_IFM_DEPTH_M1: ifm->depth = p; break;
     case SET_IFM_PRECISION: ifm->precision = p; break;
     case SET_IFM_BROADCAST: ifm->broadcast = p; break;
-    case SET_IFM_REGION: ifm->region = (int)(p & 0x7f); break;
+    case SET_IFM_REGION: ifm->region = (int)(p & 0x7); break; /* Linux 00f547e0dfec: & 0x7 as the others */
     case SET_IFM_WIDTH0_M1: ifm->width0 = p; break;
     case SET_IFM_HEIGHT0_M1: ifm->height[0] = p; break;
     case SET_IFM_HEIGHT1_M1: ifm->height[1] = p; break;
@@ -389,8 +395,11 @@ static int ethosu_op(struct ethosu_cmd_info *info, const struct ethosu_vstate *s
         return ethosu_kernel_op(info, s, 1, p & 1, !(p & 1), scale, what);
     case OP_POOL: /* pooling mode 4 reads no IFM */
         return ethosu_kernel_op(info, s, p != 4, 0, 0, scale, what);
-    case OP_ELEMENTWISE: { /* unary modes (5, 6, 7, 0x24) and a scalar IFM2 (broadcast 8) read no IFM2 */
-        const int ifm2 = !(s->ifm2.broadcast == 8 || p == 5 || p == 6 || p == 7 || p == 0x24);
+    case OP_ELEMENTWISE: { /* unary modes (5, 6, 7, 0x24) and a scalar IFM2 read no IFM2; on the U65 a scalar IFM2
+                            * is IFM2_BROADCAST bit 7 (Linux 838ae99f9a77; the U85's encoding, value 8, is not this
+                            * command set's) */
+        const int scalar = (s->ifm2.broadcast & IFM2_BROADCAST_SCALAR) != 0;
+        const int ifm2 = !(scalar || p == 5 || p == 6 || p == 7 || p == 0x24);
         return ethosu_elementwise_op(info, s, s->ifm.broadcast != 8, ifm2, what);
     }
     case OP_DMA_START:
@@ -423,7 +432,7 @@ int ethosu_validate(const uint32_t *words, size_t nwords, struct ethosu_cmd_info
         const char *what = "";
         if (ethosu_op(info, &s, op, p, &what)) {
             teflon_errf(err, errlen, "word %zu: operation 0x%03x with its %s never fully set (region, base, stride or "
-                        "length unset, or a region past 7)", i, op, what);
+                        "length unset, or padding wider than the extent)", i, op, what);
             return -EINVAL;
         }
     }

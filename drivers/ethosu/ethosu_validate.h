@@ -18,7 +18,7 @@ struct ethosu_cmd_info {
 };
 
 /* Walks words[0..nwords). Returns 0 with *info filled, or -EINVAL with a message naming the word (an operation
- * whose geometry or buffer was never set, a region number past 7, a cmd1 without its payload word). */
+ * whose geometry or buffer was never set, an IFM padded past its extent, a cmd1 without its payload word). */
 int ethosu_validate(const uint32_t *words, size_t nwords, struct ethosu_cmd_info *info, char *err, size_t errlen);
 
 #endif

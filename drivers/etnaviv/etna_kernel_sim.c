@@ -208,6 +208,7 @@ static int etna_sdev_submit(void *impl, const teflon_job *jobs, uint32_t njobs, 
                 stats->per_task[stats->tasks] = (teflon_task_counters){
                     .feature_rd = b.feature_rd - a.feature_rd, .weight_rd = b.weight_rd - a.weight_rd,
                     .bias_rd = b.other_rd - a.other_rd, .data_wr = b.data_wr - a.data_wr, .macs = b.macs - a.macs,
+                    .macs_nz = b.macs_nz - a.macs_nz,
                     .ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec))};
             stats->tasks += !rc;
         }

@@ -38,6 +38,7 @@ struct etna_sim_stats {
     uint64_t weight_rd;             /* NN coefficient buffers: compressed weight streams and bias */
     uint64_t other_rd;              /* other operands: TP PWL lookup tables */
     uint64_t data_wr;               /* output feature maps */
+    uint64_t macs_nz;               /* of `macs`, those whose weight differs from the zero point */
 };
 
 typedef struct etna_sim etna_sim;

@@ -52,6 +52,7 @@ etna_sim *etna_sim_create(const struct etna_chip *chip, char *err, size_t errlen
     sim->next_iova = ETNA_ALLOC_BASE;
     const char *ref = getenv("TEFLON_SIM_REFERENCE");
     sim->reference = ref && strcmp(ref, "1") == 0;
+    sim->check = ref && strcmp(ref, "check") == 0;
     sim->dot = etna_dot_select(getenv("TEFLON_SIM_KERNELS"));
     return sim;
 }

@@ -739,6 +739,7 @@ static int etna_nn_kernels_build(etna_sim *sim, const struct etna_nn_job *j, int
             if (any)
                 use[nuse++] = t;
         }
+        kn->nz += nz;
         if (!j->depthwise && nk > 1 && 5 * nuse <= 2 * nz) {
             rc = etna_block_add(kn, &cap_blk, &cap_off, &cap_w, j, k0, nk, ETNA_DOT_KB, use, nuse, pw, ph);
             continue;
@@ -773,6 +774,37 @@ static int etna_scratch(void **buf, size_t *cap, size_t need)
 
 /* Requantizes kernel k's accumulators (row pitch out_x + kx - 1) into its output plane at `dest` (v7: byte offset
  * from the output address, v8: channel), with the output DMA counted. */
+/* TEFLON_SIM_REFERENCE=check: kernel k's rows requantized from the reference loop's accumulators into scratch and
+ * compared with the bytes the fast path wrote at `out` (nothing is written or counted). */
+static int etna_nn_verify(etna_sim *sim, const struct etna_nn_job *j, uint32_t iova, unsigned k, const int32_t *acc,
+                          etna_dot_requant_fn *requant, const uint8_t *out)
+{
+    const int64_t *f = j->f;
+    const int v8 = j->version == 8;
+    const int64_t ow = f[ETNA_NNF_OUT_IMAGE_X_SIZE], oh = f[ETNA_NNF_OUT_IMAGE_Y_SIZE], pw = ow + j->kx - 1;
+    const int pooled = f[ETNA_NNF_POOLING] == 3;
+    const int64_t wow = pooled ? ow / 2 : ow, woh = pooled ? oh / 2 : oh;
+    const int64_t oxs = f[ETNA_NNF_OUT_IMAGE_X_STRIDE];
+    const int64_t mult = f[ETNA_NNF_POST_MULTIPLIER] + (v8 ? (1 << 23) : (1 << 15));
+    const unsigned shift = (unsigned)(f[ETNA_NNF_POST_SHIFT] + (v8 ? 23 : 0));
+    const int32_t ozp = (int32_t)f[ETNA_NNF_OUT_ZERO_POINT];
+    const int32_t lo = f[ETNA_NNF_RELU] ? ozp : 0;
+    uint8_t *row = malloc((size_t)wow);
+    if (!row)
+        return etna_fail(sim, "out of memory");
+    int rc = 0;
+    for (int64_t y = 0; y < woh && !rc; y++) {
+        requant(acc + (pooled ? 2 * y : y) * pw, pooled ? 2 : 1, wow, mult, shift, ozp, lo, row);
+        for (int64_t x = 0; x < wow && !rc; x++)
+            if (row[x] != out[y * oxs + x])
+                rc = etna_fail(sim, "NN 0x%08x: kernel %u, row %lld, column %lld: the fast path wrote %u, the "
+                               "reference path computes %u", iova, k, (long long)y, (long long)x,
+                               out[y * oxs + x], row[x]);
+    }
+    free(row);
+    return rc;
+}
+
 static int etna_nn_emit(etna_sim *sim, const struct etna_nn_job *j, uint32_t iova, unsigned k, uint32_t dest,
                         const int32_t *acc, etna_dot_requant_fn *requant)
 {
@@ -801,6 +833,8 @@ static int etna_nn_emit(etna_sim *sim, const struct etna_nn_job *j, uint32_t iov
     if (!out)
         return etna_fail(sim, "NN 0x%08x: kernel %u output 0x%08llx+%llu is not inside one BO", iova, k,
                          (unsigned long long)out_addr + dest_off, (unsigned long long)out_len);
+    if (sim->verifying)
+        return etna_nn_verify(sim, j, iova, k, acc, requant, out);
     sim->stats.macs += (uint64_t)(ow * oh) * (uint64_t)j->taps;
     /* The output DMA: one burst per written row of the kernel's plane (inside the extent checked above). Rows
      * that follow each other in both the accumulators and the plane (1-column kernels, unpooled, rows not
@@ -884,6 +918,11 @@ static int etna_nn_compute(etna_sim *sim, const struct etna_nn_job *j, const str
         }
 
     const int64_t run = (oh - 1) * pw + ow;
+    /* MACs with a non-zero weight: counted from the decoded kernels (kept with them on the fast path) */
+    uint64_t nz = kn ? kn->nz : 0;
+    for (size_t i = 0; !kn && i < (size_t)j->nkernels * (size_t)j->taps; i++)
+        nz += j->w[i] != 0;
+    sim->stats.macs_nz += (uint64_t)(ow * oh) * nz;
     int rc = 0;
     if (kn) {
         for (unsigned bi = 0; bi < kn->nblk && !rc; bi++) {
@@ -957,7 +996,7 @@ int etna_nn_run(etna_sim *sim, uint32_t desc_iova)
     uint64_t coef_len = 0;
     const struct etna_nn_kernels *kn =
         sim->reference ? NULL : etna_nn_cache_find(sim, desc_iova, w, kaddr, cb, cb_len, &coef_len);
-    if (kn) { /* the same descriptor and coefficient bytes as a run already decoded: the same fetch */
+    if (kn && !sim->check) { /* the same descriptor and coefficient bytes as a run already decoded: the same fetch */
         etna_mem_access(sim, ETNA_DMA_WEIGHT, kaddr, coef_len);
         return etna_nn_compute(sim, &j, kn, desc_iova);
     }
@@ -967,7 +1006,7 @@ int etna_nn_run(etna_sim *sim, uint32_t desc_iova)
         etna_mem_access(sim, ETNA_DMA_WEIGHT, kaddr, j.coef_bytes);
     struct etna_nn_kernels built;
     memset(&built, 0, sizeof(built));
-    if (!rc && !sim->reference) {
+    if (!rc && !sim->reference && !kn) {
         const int64_t pw = j.f[ETNA_NNF_OUT_IMAGE_X_SIZE] + j.kx - 1, ph = j.f[ETNA_NNF_OUT_IMAGE_Y_SIZE] + j.ky - 1;
         rc = etna_nn_kernels_build(sim, &j, pw, ph, &built);
         if (!rc) {
@@ -978,6 +1017,13 @@ int etna_nn_run(etna_sim *sim, uint32_t desc_iova)
     }
     if (!rc)
         rc = etna_nn_compute(sim, &j, kn, desc_iova);
+    if (!rc && sim->check) { /* the reference loop over the same job, compared, not written or counted */
+        const struct etna_sim_stats counted = sim->stats;
+        sim->verifying = 1;
+        rc = etna_nn_compute(sim, &j, NULL, desc_iova);
+        sim->verifying = 0;
+        sim->stats = counted;
+    }
     etna_nn_kernels_free(&built);
     free(j.w);
     free(j.bias);

@@ -8,32 +8,7 @@
 #include "../sim_rules.h"
 #include "etna_sim.h"
 
-/* The fast NN path's multiply-accumulate kernels (etna_sim_dot.c), one implementation per instruction set behind
- * one table, chosen when the simulator is created. A block is `kb` kernels (1 or ETNA_DOT_KB) sharing one list
- * of tap pairs: pair p reads the padded input planes at off[2p] and off[2p + 1] and holds, per kernel k, the two
- * weights w[2 (p kb + k)] and w[2 (p kb + k) + 1] (relative to the weight zero point; a kernel without that tap
- * has weight 0 there). For every position i of the run (rounded up to ETNA_DOT_PX):
- *   acc[k * astride + i] = bias[k] + sum over p of pad[off[2p] + i] * w0(p, k) + pad[off[2p + 1] + i] * w1(p, k)
- * Every product and pair sum fits int16 x int16 -> int32 (|pad| <= 255, |w| <= 255), so the integer sums are
- * the reference loop's. `pad` must be readable ETNA_DOT_PX elements past the last tap's run, `acc` writable
- * to the rounded-up run. */
-#define ETNA_DOT_KB 4   /* kernels per block */
-#define ETNA_DOT_PX 32  /* run positions per inner iteration */
-/* One output row: row[x] = clamp(etna_round_shift(acc[x * step] * mult, shift) + ozp, lo, 255) for x < n (step 1,
- * or 2 for first-pixel pooling; 0 <= ozp, lo <= 255). etna_dot_requant_c is the portable one, which the
- * reference path takes. */
-typedef void etna_dot_requant_fn(const int32_t *acc, int64_t step, int64_t n, int64_t mult, unsigned shift,
-                                 int32_t ozp, int32_t lo, uint8_t *row);
-etna_dot_requant_fn etna_dot_requant_c;
-struct etna_dot_ops {
-    const char *name;
-    void (*mac)(unsigned kb, const int16_t *pad, const int64_t *off, const int16_t *w, uint64_t npairs,
-                const int32_t *bias, int64_t run, int32_t *acc, int64_t astride);
-    etna_dot_requant_fn *requant;
-};
-/* The best implementation this CPU runs ("avx512", "avx2", "c"), or the one `force` names when it runs here
- * (TEFLON_SIM_KERNELS, the variable rocket's simulator reads too; another name: the best). */
-const struct etna_dot_ops *etna_dot_select(const char *force);
+#include "etna_sim_dot.h"
 
 /* A decoded NN job's kernels in the form the fast MAC loop reads: blocks of kernels with their tap pairs
  * (struct etna_dot_ops), built once per decode and kept with the decoded-kernel cache. */
@@ -50,6 +25,7 @@ struct etna_nn_kernels {
     unsigned nblk;
     struct etna_nn_block *blk;      /* [nblk], kernels in order */
     uint64_t npairs, nw;            /* pairs and weights of all blocks */
+    uint64_t nz;                    /* weights of all kernels that differ from the zero point */
     int64_t *off;                   /* [2 npairs] */
     int16_t *w;                     /* [nw] */
 };
@@ -89,8 +65,12 @@ struct etna_sim {
     uint32_t unk3950;
     uint32_t tp_desc_pending;       /* TP descriptors of the current multi-core job kicked so far */
     /* TEFLON_SIM_REFERENCE=1 at creation: NN jobs through the reference MAC loop (every tap of every kernel)
-     * instead of the fast one (non-zero taps only, int16 features); both compute the same integer sums. */
+     * instead of the fast one (non-zero taps only, int16 features); both compute the same integer sums.
+     * TEFLON_SIM_REFERENCE=check: every NN job runs the fast path, then the reference one, which compares its
+     * output bytes with what the fast path wrote and fails the job on the first difference (`verifying`). */
     int reference;
+    int check;
+    int verifying;
     struct teflon_sim_rules rules;  /* the open facts' hypotheses (etna_sim_set_rules; zero: the defaults) */
     struct etna_nn_cache nn_cache;  /* the fast path's decoded kernels (etna_sim_nn_cache.c) */
     const struct etna_dot_ops *dot; /* the fast path's MAC kernels (etna_dot_select at creation) */

@@ -31,7 +31,9 @@
 #define ICSLICE 32                /* regular weights: input channels per slice [IAV T56] */
 #define DWGROUP 32                /* depthwise weights: channels per group [IAV T47/T66] */
 #define DMA_CON0 0x00171C07u      /* the one CNA_DMA_CON0 value [IAV T28/T38; GOLD] */
-#define ARGB_PACKED 10u           /* CONV_CON1.ARGB_IN of the packed-pixel first layer [IAV T30/T46; GOLD] */
+#define ARGB_BASE 8u              /* CONV_CON1.ARGB_IN = 8 + pixel bytes - 1 on the packed-pixel first layer: 8, 10, 11
+                                   * for 1, 3, 4 bytes [IAV T30/T46; GOLD; TOOLKIT 2.5.0 rk3566 builds] */
+#define CVT_LANES 4u              /* the CNA converter's lanes, one per byte of a packed pixel */
 #define EW_CFG_BYPASS 0x383u
 #define EW_CFG_ADD 0x900002D0u    /* [GOLD add-*; IAV T53] */
 #define ERDMA_CFG_ADD 0x40000000u /* [GOLD add-*; IAV T53] */
@@ -43,17 +45,26 @@ _Static_assert(RK3568_CMAC_S_POINTER == RKT_CMAC_S_POINTER, "the PC treats CMAC 
 
 struct rk3568_task {
     struct rkt_conv_task t;
-    int packed;                /* packed-pixel input (3 bytes per pixel) converted by the CNA */
+    int packed;                /* packed-pixel input (pixel bytes 1, 3 or 4) converted by the CNA; 0 direct */
     int cin;                   /* DATAIN_CHANNEL: align8 of the real channels, whole atoms in memory */
     int cw;                    /* channels per kernel in the weights (8, a multiple of 16, depthwise of 32) */
     uint32_t in_iova, w_iova, bias_iova, out_iova;
     uint32_t line, surf;       /* input row and plane pitch, bytes */
+    uint32_t dma_w;            /* input width the feature DMA and the CBUF take (packed: whole 8-pixel groups) */
     uint32_t dst_surf;         /* output plane pitch, bytes */
     uint32_t ws0;
     uint32_t cb0;
     int stream;                /* the per-channel BS stream: bias, OW and multiplier, 8 bytes per channel */
     int data_bank, weight_bank, weight_reuse;
 };
+
+/* Channels a depthwise layer's weights and CBUF rows take: whole groups of 32, a partial last group of 8, 16 or 32
+ * [TOOLKIT 2.5.0 rk3566 builds of 8-72 channels; GOLD 24 -> 32]. */
+static uint32_t dw_channels(uint32_t c)
+{
+    const uint32_t tail = c % DWGROUP;
+    return c - tail + (tail == 0 ? 0 : tail <= 8 ? 8 : tail <= 16 ? 16 : DWGROUP);
+}
 
 static uint32_t align_up(uint32_t v, uint32_t a)
 {
@@ -102,10 +113,12 @@ static void cna(rkt_npu *n, struct rk3568_task *st)
     const uint32_t con1 = rkt_rd(n, RK3568_CNA_CONV_CON1);
     const uint32_t mode = F(con1, CNA_CONV_CON1, CONV_MODE), argb = F(con1, CNA_CONV_CON1, ARGB_IN);
     rkt_check(n, (mode == 0 || mode == 3) && F(con1, CNA_CONV_CON1, IN_PRECISION) == 0 &&
-              F(con1, CNA_CONV_CON1, PROC_PRECISION) == 0 && (argb == 0 || (argb == ARGB_PACKED && mode == 0)),
-              RK3568_CNA_CONV_CON1, con1, "only int8 direct (0) or depthwise (3), ARGB_IN 0 or 10 (packed pixels, direct)");
+              F(con1, CNA_CONV_CON1, PROC_PRECISION) == 0 &&
+              (argb == 0 || ((argb == ARGB_BASE || argb == ARGB_BASE + 2 || argb == ARGB_BASE + 3) && mode == 0)),
+              RK3568_CNA_CONV_CON1, con1,
+              "only int8 direct (0) or depthwise (3), ARGB_IN 0 or 8/10/11 (1/3/4-byte packed pixels, direct)");
     t->g.depthwise = mode == 3;
-    st->packed = argb == ARGB_PACKED;
+    st->packed = argb ? (int)(argb - ARGB_BASE + 1) : 0;
     const uint32_t con3 = rkt_rd(n, RK3568_CNA_CONV_CON3);
     t->sx = (int)F(con3, CNA_CONV_CON3, CONV_X_STRIDE);
     t->sy = (int)F(con3, CNA_CONV_CON3, CONV_Y_STRIDE);
@@ -117,8 +130,9 @@ static void cna(rkt_npu *n, struct rk3568_task *st)
     t->ic_real = (int)F(ds1, CNA_DATA_SIZE1, DATAIN_CHANNEL_REAL_M1) + 1;
     rkt_check(n, t->in_w >= 1 && t->in_h >= 1, RK3568_CNA_DATA_SIZE0, ds0, "empty input");
     rkt_check(n, st->cin >= 8 && st->cin % 8 == 0 && st->cin == (int)align_up((uint32_t)t->ic_real, 8) &&
-              (!st->packed || (st->cin == 8 && t->ic_real == 3)), RK3568_CNA_DATA_SIZE1, ds1,
-              "DATAIN_CHANNEL must be the real channels rounded up to whole 8-channel atoms (packed pixels: 8 / 3) [GOLD]");
+              (!st->packed || (st->cin == 8 && t->ic_real == st->packed)), RK3568_CNA_DATA_SIZE1, ds1,
+              "DATAIN_CHANNEL must be the real channels rounded up to whole 8-channel atoms (packed pixels: 8 / the "
+              "pixel bytes) [GOLD; TOOLKIT]");
     const uint32_t con2 = rkt_rd(n, RK3568_CNA_CONV_CON2);
     const uint32_t grains = F(con2, CNA_CONV_CON2, FEATURE_GRAINS);
     const uint32_t kh = F(rkt_rd(n, RK3568_CNA_WEIGHT_SIZE2), CNA_WEIGHT_SIZE2, WEIGHT_HEIGHT);
@@ -129,14 +143,17 @@ static void cna(rkt_npu *n, struct rk3568_task *st)
     rkt_check(n, F(con2, CNA_CONV_CON2, KERNEL_GROUP) == 0, RK3568_CNA_CONV_CON2, con2,
               "KERNEL_GROUP must be 0 (every vendor task; its meaning on RK3568 is not known) [IAV T28; GOLD]");
     const uint32_t con4 = rkt_rd(n, RK3568_CNA_CONV_CON4);
-    rkt_check(n, con4 == (st->packed ? (uint32_t)t->in_w * (uint32_t)t->in_h * 9u : 0u), RK3568_CNA_CONV_CON4, con4,
-              "0, or on the packed-pixel path width x rows x 9 [IAV T29/T46]");
-    /* the converter: identity on the direct path (0xA, scales 1), u - 128 on the packed path [IAV T29/T46] */
+    rkt_check(n, con4 == (st->packed == 3 ? (uint32_t)t->in_w * (uint32_t)t->in_h * 9u : 0u), RK3568_CNA_CONV_CON4,
+              con4, "0, or on the 3-byte packed-pixel path width x rows x 9 [IAV T29/T46; TOOLKIT]");
+    /* the converter: identity on the direct path (0xA, scales 1), u - 128 on the packed pixel's lanes [IAV T29/T46] */
     if (st->packed) {
-        rkt_want(n, RK3568_CNA_CVT_CON0, 0xE38E1, "packed pixels: truncation 14 on three lanes [IAV T46]");
-        for (uint32_t off = RK3568_CNA_CVT_CON1; off <= RK3568_CNA_CVT_CON3; off += 4)
-            rkt_want(n, off, 0x4000FF80, "packed pixels: (u - 128) x 2^14 >> 14 [IAV T46]");
-        rkt_want(n, RK3568_CNA_CVT_CON4, 0x10000, "the fourth lane 1:1 [IAV T46]");
+        uint32_t con0 = 1; /* CVT_BYPASS, then truncation 14 on each converted lane (6-bit fields from bit 4) */
+        for (int i = 0; i < st->packed; i++)
+            con0 |= 14u << (4 + 6 * i);
+        rkt_want(n, RK3568_CNA_CVT_CON0, con0, "packed pixels: truncation 14 on the pixel's lanes [IAV T46; TOOLKIT]");
+        for (uint32_t i = 0; i < CVT_LANES; i++)
+            rkt_want(n, RK3568_CNA_CVT_CON1 + 4 * i, i < (uint32_t)st->packed ? 0x4000FF80u : 0x10000u,
+                     "packed pixels: (u - 128) x 2^14 >> 14 on the pixel's lanes, the others 1:1 [IAV T46; TOOLKIT]");
     } else {
         rkt_want(n, RK3568_CNA_CVT_CON0, 0xA, "the converter in the path with identity scales [IAV T29]");
         for (uint32_t off = RK3568_CNA_CVT_CON1; off <= RK3568_CNA_CVT_CON4; off += 4)
@@ -151,11 +168,14 @@ static void cna(rkt_npu *n, struct rk3568_task *st)
     st->in_iova = rkt_rd(n, RK3568_CNA_FEATURE_DATA_ADDR);
     st->line = 8u * F(rkt_rd(n, RK3568_CNA_DMA_CON1), CNA_DMA_CON1, LINE_STRIDE);
     st->surf = 8u * F(rkt_rd(n, RK3568_CNA_DMA_CON2), CNA_DMA_CON2, SURF_STRIDE);
-    const uint32_t row = st->packed ? (uint32_t)t->in_w * 3u : (uint32_t)t->in_w * ATOM;
+    const uint32_t row = st->packed ? (uint32_t)t->in_w * (uint32_t)st->packed : (uint32_t)t->in_w * ATOM;
+    /* a packed-pixel input is fetched and buffered in whole 8-pixel groups [TOOLKIT] */
+    st->dma_w = st->packed ? align_up((uint32_t)t->in_w, ATOM) : (uint32_t)t->in_w;
     rkt_check(n, st->line >= row, RK3568_CNA_DMA_CON1, st->line / 8, "rows of %u bytes overlap", row);
     rkt_check(n, st->packed || st->cin == 8 || st->surf >= st->line * (uint32_t)t->in_h, RK3568_CNA_DMA_CON2,
               st->surf / 8, "8-channel planes of %d rows overlap", t->in_h);
-    rkt_want(n, RK3568_CNA_FC_DATA_SIZE0, (uint32_t)t->in_w << 16 | (uint32_t)t->in_h, "the DMA cube is the input cube");
+    rkt_want(n, RK3568_CNA_FC_DATA_SIZE0, st->dma_w << 16 | (uint32_t)t->in_h,
+             "the DMA cube is the input cube (packed pixels: the width in whole 8-pixel groups [TOOLKIT])");
     rkt_want(n, RK3568_CNA_FC_DATA_SIZE1, (uint32_t)st->cin, "the DMA channels are DATAIN_CHANNEL");
 }
 
@@ -173,14 +193,14 @@ static void cna_weights(rkt_npu *n, struct rk3568_task *st)
     rkt_check(n, taps >= 1 && kernels >= 1 && (!g->depthwise || kernels == 1), RK3568_CNA_WEIGHT_SIZE2, ws2,
               "kernel size >= 1, one packed kernel when depthwise");
     st->cw = taps ? (int)(ws1 / (uint32_t)taps) : 0;
-    const int want_cw = g->depthwise ? (int)align_up((uint32_t)st->cin, DWGROUP)
+    const int want_cw = g->depthwise ? (int)dw_channels((uint32_t)st->cin)
                                      : st->cin <= 8 ? 8 : (int)align_up((uint32_t)st->cin, 16);
     rkt_check(n, taps && ws1 == (uint32_t)(taps * want_cw), RK3568_CNA_WEIGHT_SIZE1, ws1,
               "bytes per kernel: taps x %d (8 channels up to 8, else whole 16-channel pairs; depthwise 32-channel "
-              "groups) [GOLD]", want_cw);
+              "groups, a last group of 8, 16 or 32) [GOLD; TOOLKIT]", want_cw);
     rkt_check(n, st->ws0 == ws1 * (uint32_t)kernels, RK3568_CNA_WEIGHT_SIZE0, st->ws0, "bytes per kernel x kernels");
     g->kernels = g->depthwise ? 1 : kernels;
-    g->ic = g->depthwise ? want_cw : (int)align_up((uint32_t)want_cw, 16);
+    g->ic = (int)align_up((uint32_t)want_cw, g->depthwise ? DWGROUP : 16);
     st->w_iova = rkt_rd(n, RK3568_CNA_DCOMP_ADDR0);
     st->cb0 = rkt_rd(n, RK3568_CNA_CBUF_CON0);
     st->data_bank = (int)F(st->cb0, CNA_CBUF_CON0, DATA_BANK);
@@ -189,11 +209,13 @@ static void cna_weights(rkt_npu *n, struct rk3568_task *st)
     rkt_check(n, st->data_bank + st->weight_bank == (int)BANKS, RK3568_CNA_CBUF_CON0, st->cb0,
               "the data and weight banks share the 8 banks [IAV T44; GOLD]");
     const uint32_t cb1 = rkt_rd(n, RK3568_CNA_CBUF_CON1);
-    /* entries follow the channels the CNA reads: 8 up to 8, else whole 16-channel pairs [GOLD, depthwise too] */
-    const uint32_t cread = st->cin <= 8 ? 8u : align_up((uint32_t)st->cin, 16);
-    const uint32_t entries = align_up((uint32_t)t->in_w * cread / ATOM, 4) / 4;
-    rkt_check(n, cb1 == ((uint32_t)t->in_w << 16 | entries), RK3568_CNA_CBUF_CON1, cb1,
-              "input width << 16 | DATA_ENTRIES = ceil(width x atoms / 4) [IAV T29/T57; GOLD]");
+    /* entries follow the channels the CNA reads: 8 up to 8, else whole 16-channel pairs; depthwise the weights'
+     * channels [GOLD; TOOLKIT] */
+    const uint32_t cread = g->depthwise ? (uint32_t)st->cw : st->cin <= 8 ? 8u : align_up((uint32_t)st->cin, 16);
+    const uint32_t entries = align_up(st->dma_w * cread / ATOM, 4) / 4;
+    rkt_check(n, cb1 == (st->dma_w << 16 | entries), RK3568_CNA_CBUF_CON1, cb1,
+              "input width << 16 | DATA_ENTRIES = ceil(width x atoms / 4); packed pixels: the width in whole 8-pixel "
+              "groups [IAV T29/T57; GOLD; TOOLKIT]");
     rkt_check(n, F(cb1, CNA_CBUF_CON1, DATA_ENTRIES) * (uint32_t)t->in_h <= (uint32_t)st->data_bank * BANK_ENTRIES,
               RK3568_CNA_CBUF_CON1, cb1, "the task's %d rows do not fit %d data banks", t->in_h, st->data_bank);
 }
@@ -294,11 +316,13 @@ static int8_t *convert_weights(const struct rk3568_task *st, const int8_t *w)
         return NULL;
     }
     size_t pos = 0;
-    if (g->depthwise) { /* [group of 32][tap][channel] -> canon[tap][c] */
-        for (int c0 = 0; c0 < cw; c0 += DWGROUP)
+    if (g->depthwise) { /* [group of 32, the last compact][tap][channel] -> canon[tap][c] */
+        for (int c0 = 0; c0 < cw; c0 += DWGROUP) {
+            const int gw = cw - c0 < DWGROUP ? cw - c0 : DWGROUP;
             for (int tap = 0; tap < taps; tap++)
-                for (int c = 0; c < DWGROUP; c++)
+                for (int c = 0; c < gw; c++)
                     canon[(size_t)tap * ic + c0 + c] = w[pos++];
+        }
         for (int c0 = 0; c0 < ic; c0 += 64) {
             const int wi = ic - c0 < 64 ? ic - c0 : 64;
             for (int tap = 0, o = c0 * taps; tap < taps; tap++, o += wi)
@@ -359,7 +383,7 @@ static int load_weights(rkt_npu *n, struct rk3568_task *st)
 }
 
 /* The CNA feature DMA into the host window the datapath reads: [16-channel plane][row][x][16]; one burst per row of
- * each 8-channel plane (packed pixels: per row of width x 3 bytes, converted u - 128 [IAV T46]). */
+ * each 8-channel plane (packed pixels: per row of width x pixel bytes, converted u - 128 [IAV T46]). */
 static int fetch_window(rkt_npu *n, struct rk3568_task *st)
 {
     struct rkt_conv_task *t = &st->t;
@@ -376,12 +400,13 @@ static int fetch_window(rkt_npu *n, struct rk3568_task *st)
     for (int r = 0; r < t->in_h; r++) {
         if (st->packed) {
             const uint8_t *s = rkt_mem(n, RKT_DMA_FEATURE, "input row (CNA_FEATURE_DATA_ADDR)",
-                                       st->in_iova + (uint32_t)r * st->line, (uint64_t)t->in_w * 3);
+                                       st->in_iova + (uint32_t)r * st->line, (uint64_t)t->in_w * (uint64_t)st->packed);
             if (!s)
                 return -EINVAL;
             for (int x = 0; x < t->in_w; x++)
-                for (int c = 0; c < 3; c++)
-                    n->window[(size_t)r * row16 + (size_t)x * 16 + (size_t)c] = (uint8_t)(s[3 * x + c] - 0x80);
+                for (int c = 0; c < st->packed; c++)
+                    n->window[(size_t)r * row16 + (size_t)x * 16 + (size_t)c] =
+                        (uint8_t)(s[st->packed * x + c] - 0x80);
             continue;
         }
         for (int p = 0; p < st->cin / (int)ATOM; p++) {

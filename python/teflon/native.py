@@ -37,12 +37,37 @@ int   teflon_native_get_output(void *runner, int32_t tensor, void *host, uint64_
 int   teflon_native_stats(void *runner, uint64_t *tasks, uint64_t *macs);
 int   teflon_native_task_counters(void *runner, uint64_t *out, uint32_t cap);
 int   teflon_check_options(const char *const *keys, const char *const *values, size_t n, char *err, size_t errlen);
-int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_t n, const uint8_t *flush, const int64_t *raw_pos,
-                                       const uint32_t *raw_val, uint64_t nraw, unsigned z, unsigned zp, unsigned kpc,
-                                       uint8_t *out, uint64_t cap);
+int64_t teflon_native_etna_coef_stream(const uint8_t *seq, uint64_t n, const int64_t *flush_pos, uint64_t nflush,
+                                       const int64_t *raw_pos, const uint32_t *raw_val, uint64_t nraw, unsigned z,
+                                       unsigned zp, unsigned kpc, uint8_t *out, uint64_t cap);
+typedef struct {
+    const uint8_t *w;
+    uint64_t wlen;
+    unsigned writer, ic, taps;
+    const int64_t *tap, *ch, *sb_len;
+    unsigned ncores, nsb;
+    uint64_t nchan;
+    unsigned block, zp;
+    uint64_t first;
+} teflon_etna_v7_job;
+int64_t teflon_native_etna_v7_plan(const teflon_etna_v7_job *job, const int64_t *bias, const uint32_t *trailer,
+                                   uint64_t ksum, int64_t weight_zp, int64_t input_zp, unsigned zmax, uint8_t *seq,
+                                   int64_t *core_len, int64_t *flush_pos, int64_t *core_flush, int64_t *raw_pos,
+                                   uint32_t *raw_val, int64_t *tokens);
+int64_t teflon_native_etna_v7_buffer(const teflon_etna_v7_job *job, const int64_t *flush_pos,
+                                     const int64_t *core_flush, const int64_t *raw_pos, const uint32_t *raw_val,
+                                     unsigned header, unsigned z, unsigned zp, unsigned kpc, uint8_t *out,
+                                     uint64_t cap);
 int64_t teflon_native_etna_v8_stream(const uint8_t *codes, uint64_t n, const uint8_t *part0, const uint8_t *part1,
                                      const uint8_t *part1_w, const uint16_t *payload, const uint8_t *payload_w,
                                      uint8_t *out, uint64_t cap);
+void teflon_native_byte_histogram(const uint8_t *w, uint64_t n, unsigned sub, uint64_t *hist);
+int64_t teflon_native_etna_v8_buffer(const uint8_t *w, uint64_t wlen, uint64_t oc, uint64_t k, unsigned bs,
+                                     unsigned pad, uint64_t nblocks, unsigned weight_zp, unsigned raw,
+                                     const int64_t *ch, const int64_t *sb_len, unsigned ncores, unsigned nsb,
+                                     uint32_t symbol_map, const uint8_t *part0, const uint8_t *part1,
+                                     const uint8_t *part1_w, const uint16_t *payload, const uint8_t *payload_w,
+                                     const int64_t *bias, int64_t input_zp, uint8_t *out, uint64_t cap);
 int64_t teflon_native_ethosu_mlw_stream(const uint16_t *idx, uint64_t n, const uint32_t *runs, const int64_t *slices,
                                         uint64_t nslices, const uint16_t *palette, unsigned npal, unsigned dirofs,
                                         unsigned palbits, unsigned ub, unsigned zdiv, uint8_t *out, uint64_t cap);
@@ -59,8 +84,8 @@ int64_t teflon_native_ethosu_mlw_indices(const int16_t *values, uint64_t n, cons
 
 ERRLEN = 1024
 # teflon_native_task_counters' words per task, in order (bytes read / written, MACs, simulated nanoseconds, the
-# core the task ran on, its simulated start)
-COUNTERS = ("feature_rd", "weight_rd", "bias_rd", "data_wr", "macs", "ns", "core", "start_ns")
+# core the task ran on, its simulated start, the MACs whose weight is not the zero point: etnaviv only, else 0)
+COUNTERS = ("feature_rd", "weight_rd", "bias_rd", "data_wr", "macs", "ns", "core", "start_ns", "macs_nz")
 DTYPES = {3: np.dtype(np.uint8), 9: np.dtype(np.int8)}
 
 _ffi = cffi.FFI()
@@ -87,22 +112,112 @@ def _compiler_library() -> Any:
     return library()
 
 
-def etna_coef_stream(seq: np.ndarray, flush: np.ndarray, raw_pos: np.ndarray, raw_val: np.ndarray, z: int, zp: int,
-                     kpc: int, nbytes: int) -> bytes:
+def etna_coef_stream(seq: np.ndarray, flush_pos: np.ndarray, raw_pos: np.ndarray, raw_val: np.ndarray, z: int,
+                     zp: int, kpc: int, nbytes: int) -> bytes:
     """One core's etnaviv v7 coefficient stream of `nbytes` bytes, written by the library
-    (teflon_native_etna_coef_stream, delegate/native.h): uint8 weights in stream order, a uint8 flush mask of the
-    same length, the raw words' positions (int64, ascending) and values (uint32)."""
+    (teflon_native_etna_coef_stream, delegate/native.h): uint8 weights in stream order, the positions where runs
+    are cut (int64, ascending), the raw words' positions (int64, ascending) and values (uint32)."""
     seq = np.ascontiguousarray(seq, dtype=np.uint8)
-    flush = np.ascontiguousarray(flush, dtype=np.uint8)
+    flush_pos = np.ascontiguousarray(flush_pos, dtype=np.int64)
     raw_pos = np.ascontiguousarray(raw_pos, dtype=np.int64)
     raw_val = np.ascontiguousarray(raw_val, dtype=np.uint32)
     out = bytearray(nbytes)
     n = _compiler_library().teflon_native_etna_coef_stream(
-        _ffi.from_buffer("uint8_t[]", seq), seq.size, _ffi.from_buffer("uint8_t[]", flush),
+        _ffi.from_buffer("uint8_t[]", seq), seq.size, _ffi.from_buffer("int64_t[]", flush_pos), flush_pos.size,
         _ffi.from_buffer("int64_t[]", raw_pos), _ffi.from_buffer("uint32_t[]", raw_val), raw_val.size, z, zp, kpc,
         _ffi.from_buffer("uint8_t[]", out), nbytes)
     if n != nbytes:
         raise NativeError(f"coefficient stream of {n} bytes, expected {nbytes}")
+    return bytes(out)
+
+
+class EtnaV7Job:
+    """One v7 coefficient buffer's weight order for the library (teflon_etna_v7_job, delegate/native.h): `weights`
+    the flat uint8 traversal array [channel][ic][taps] (reads past its end are 0), `writer` 0 sequential /
+    1 interleaved / 2 six, `tap` the tap order inside a kernel, `channels` every core's channels superblock after
+    superblock with `sb_len` [core][superblock] counting them, each < `nchan`. With `block` = g > 0 the array is
+    block-diagonal and `weights` holds its blocks [kernel][g][taps]: kernel o reads input channels
+    (o + first) * g .. + g - 1, the zero point `zp` elsewhere (teflon.etnaviv.ops.dense_weights)."""
+
+    def __init__(self, weights: np.ndarray, writer: int, ic: int, tap: np.ndarray, channels: np.ndarray,
+                 sb_len: np.ndarray, nchan: int, block: int = 0, first: int = 0, zp: int = 0) -> None:
+        # the arrays stay referenced here while the library reads them through the struct
+        self.w = np.ascontiguousarray(weights, dtype=np.uint8).reshape(-1)
+        self.tap = np.ascontiguousarray(tap, dtype=np.int64)
+        self.ch = np.ascontiguousarray(channels, dtype=np.int64)
+        self.sb_len = np.ascontiguousarray(sb_len, dtype=np.int64)
+        self.ncores, nsb = self.sb_len.shape
+        self.ic = ic
+        self.core_ch = self.sb_len.sum(axis=1)
+        fb = _ffi.from_buffer
+        self._keep = [fb("uint8_t[]", self.w), fb("int64_t[]", self.tap), fb("int64_t[]", self.ch),
+                      fb("int64_t[]", self.sb_len)]
+        self.struct = _ffi.new("teflon_etna_v7_job *", {
+            "w": self._keep[0], "wlen": self.w.size, "writer": writer, "ic": ic, "taps": self.tap.size,
+            "tap": self._keep[1], "ch": self._keep[2], "sb_len": self._keep[3], "ncores": self.ncores, "nsb": nsb,
+            "nchan": nchan, "block": block, "zp": zp, "first": first})
+
+
+@dataclass(frozen=True)
+class EtnaV7Plan:
+    """Every used core's v7 stream plan (teflon_native_etna_v7_plan): its weights (core_len each; in stream order,
+    cores back to back, in `seq` when asked for); where runs are cut (core_flush each) and the raw words (core_raw
+    each), positions relative to the core's first weight; the token count per core and run-length width
+    ([core][z])."""
+
+    seq: np.ndarray | None
+    core_len: np.ndarray
+    flush_pos: np.ndarray
+    core_flush: np.ndarray
+    raw_pos: np.ndarray
+    raw_val: np.ndarray
+    core_raw: np.ndarray
+    tokens: np.ndarray
+
+
+def etna_v7_plan(job: EtnaV7Job, bias: np.ndarray, trailer: np.ndarray, ksum: int, weight_zp: int, input_zp: int,
+                 zmax: int, keep_seq: bool = False) -> EtnaV7Plan:
+    """The v7 stream plan of one coefficient buffer, written by the library: `bias` (int64) and `trailer`
+    (uint32) per channel, `ksum` the weights per channel in the bias word's zero-point correction; the weights in
+    stream order only with `keep_seq` (the buffer writer orders them again, core by core)."""
+    b = np.ascontiguousarray(bias, dtype=np.int64)
+    tr = np.ascontiguousarray(trailer, dtype=np.uint32)
+    if min(b.size, tr.size) < int(job.struct.nchan):
+        raise ValueError(f"{b.size} bias and {tr.size} trailer words for {int(job.struct.nchan)} channels")
+    nch = job.ch.size
+    n = nch * job.ic * job.tap.size
+    seq = np.empty(n, dtype=np.uint8) if keep_seq else None
+    core_len = np.empty(job.ncores, dtype=np.int64)
+    flush_pos = np.empty(2 * nch + job.ncores * (job.ic + 1), dtype=np.int64)
+    core_flush = np.empty(job.ncores, dtype=np.int64)
+    raw_pos = np.empty(2 * nch, dtype=np.int64)
+    raw_val = np.empty(2 * nch, dtype=np.uint32)
+    tokens = np.empty((job.ncores, zmax + 1), dtype=np.int64)
+    fb = _ffi.from_buffer
+    got = _compiler_library().teflon_native_etna_v7_plan(
+        job.struct, fb("int64_t[]", b), fb("uint32_t[]", tr), ksum, weight_zp, input_zp, zmax,
+        fb("uint8_t[]", seq) if seq is not None else _ffi.NULL, fb("int64_t[]", core_len),
+        fb("int64_t[]", flush_pos), fb("int64_t[]", core_flush), fb("int64_t[]", raw_pos), fb("uint32_t[]", raw_val),
+        fb("int64_t[]", tokens))
+    if got != n:
+        raise NativeError(f"v7 stream plan of {got} weights, expected {n}")
+    return EtnaV7Plan(seq, core_len, flush_pos[: int(core_flush.sum())], core_flush, raw_pos, raw_val,
+                      2 * job.core_ch, tokens)
+
+
+def etna_v7_buffer(job: EtnaV7Job, plan: EtnaV7Plan, header: int, z: int, zp: int, kpc: int, nbytes: int) -> bytes:
+    """The whole v7 coefficient buffer of `nbytes` bytes from a job and its plan (teflon_native_etna_v7_buffer):
+    the `header`-byte table of 64-aligned stream sizes, then every core's stream."""
+    out = bytearray(nbytes)
+    fb = _ffi.from_buffer
+    n = _compiler_library().teflon_native_etna_v7_buffer(
+        job.struct, fb("int64_t[]", np.ascontiguousarray(plan.flush_pos, dtype=np.int64)),
+        fb("int64_t[]", np.ascontiguousarray(plan.core_flush, dtype=np.int64)),
+        fb("int64_t[]", np.ascontiguousarray(plan.raw_pos, dtype=np.int64)),
+        fb("uint32_t[]", np.ascontiguousarray(plan.raw_val, dtype=np.uint32)), header, z, zp, kpc,
+        fb("uint8_t[]", out), nbytes)
+    if n != nbytes:
+        raise NativeError(f"v7 coefficient buffer of {n} bytes, expected {nbytes}")
     return bytes(out)
 
 
@@ -123,6 +238,47 @@ def etna_v8_stream(codes: np.ndarray, part0: np.ndarray, part1: np.ndarray, part
     if nbits < 0:
         raise NativeError(f"coefficient stream of {codes.size} codes longer than {cap} bytes")
     return bytes(out[: (nbits + 7) // 8]), int(nbits)
+
+
+def byte_histogram(data: np.ndarray, sub: int = 0) -> np.ndarray:
+    """uint64 [256]: how many bytes of `data` (read flat as uint8) have (byte - sub) mod 256 == v, counted by the
+    library (teflon_native_byte_histogram)."""
+    data = np.ascontiguousarray(data, dtype=np.uint8).reshape(-1)
+    hist = np.empty(256, dtype=np.uint64)
+    _compiler_library().teflon_native_byte_histogram(_ffi.from_buffer("uint8_t[]", data), data.size, sub & 0xFF,
+                                                     _ffi.from_buffer("uint64_t[]", hist))
+    return hist
+
+
+def etna_v8_buffer(weights: np.ndarray, oc: int, k: int, bs: int, pad: int, nblocks: int, weight_zp: int, raw: bool,
+                   channels: np.ndarray, sb_len: np.ndarray, symbol_map: int, part0: np.ndarray, part1: np.ndarray,
+                   part1_w: np.ndarray, payload: np.ndarray, payload_w: np.ndarray, bias: np.ndarray,
+                   input_zp: int) -> bytes:
+    """A whole etnaviv v8 coefficient buffer written by the library (teflon_native_etna_v8_buffer,
+    delegate/native.h): oc kernels of k weights in blocks of bs (+ pad) codes, every core's channels superblock
+    after superblock (`sb_len` [core][superblock] counting them), the 256-entry code tables of `symbol_map` and
+    the int64 bias per kernel."""
+    w = np.ascontiguousarray(weights, dtype=np.uint8).reshape(-1)
+    ch = np.ascontiguousarray(channels, dtype=np.int64)
+    sb = np.ascontiguousarray(sb_len, dtype=np.int64)
+    b = np.ascontiguousarray(bias, dtype=np.int64)
+    if b.size < oc:
+        raise ValueError(f"{b.size} bias values for {oc} kernels")
+    tables = [np.ascontiguousarray(t, dtype=d) for t, d in ((part0, np.uint8), (part1, np.uint8), (part1_w, np.uint8),
+                                                             (payload, np.uint16), (payload_w, np.uint8))]
+    ncores, nsb = sb.shape
+    slot = bs + pad
+    cap = 64 + 4 * oc + sum(((int(n) * nblocks * slot // 2 + 4) * 38 + 7) // 8 + 72 for n in sb.sum(axis=1))
+    out = bytearray(cap)
+    fb = _ffi.from_buffer
+    n = _compiler_library().teflon_native_etna_v8_buffer(
+        fb("uint8_t[]", w), w.size, oc, k, bs, pad, nblocks, weight_zp, int(raw), fb("int64_t[]", ch),
+        fb("int64_t[]", sb), ncores, nsb, symbol_map, fb("uint8_t[]", tables[0]), fb("uint8_t[]", tables[1]),
+        fb("uint8_t[]", tables[2]), fb("uint16_t[]", tables[3]), fb("uint8_t[]", tables[4]), fb("int64_t[]", b),
+        input_zp, fb("uint8_t[]", out), cap)
+    if n < 0:
+        raise NativeError(f"v8 coefficient buffer of {oc} kernels longer than {cap} bytes, or out of range")
+    return bytes(out[:n])
 
 
 def ethosu_mlw_stream(idx: np.ndarray, runs: np.ndarray | None, slices: np.ndarray, palette: tuple[int, ...],

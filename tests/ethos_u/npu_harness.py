@@ -53,7 +53,9 @@ DECODE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(WDesc
 
 
 class Opts(ctypes.Structure):
-    _fields_ = [("decode_weights", DECODE_FN), ("decode_ctx", ctypes.c_void_p)]
+    # struct ethosu_npu_opts: the weight decoder, the rules (NULL: defaults), the conv hook (NULL: the reference)
+    _fields_ = [("decode_weights", DECODE_FN), ("decode_ctx", ctypes.c_void_p), ("rules", ctypes.c_void_p),
+                ("conv", ctypes.c_void_p), ("conv_ctx", ctypes.c_void_p)]
 
 
 def build_library(out_dir: Path) -> Path:
@@ -65,7 +67,10 @@ def build_library(out_dir: Path) -> Path:
     subprocess.run([sys.executable, str(gen), "--table", "teflon.ethosu.regs:U65", "--prefix", "ETHOSU_U65", "-o",
                     str(out_dir / "ethosu_regs_u65.h")], check=True)
     lib = out_dir / "libethosu_npu_test.so"
-    sources = sorted(str(p) for p in [*SIM_DIR.glob("ethosu_npu*.c"), SIM_DIR / "ethosu_mlw.c"])
+    # the NPU, its weight decoder, and the simulated kernel's fast convolution datapath with the MAC kernels it
+    # shares with etnaviv (ethosu_fast.c; Simulator(kernels=...))
+    sources = sorted(str(p) for p in [*SIM_DIR.glob("ethosu_npu*.c"), SIM_DIR / "ethosu_mlw.c",
+                                      *SIM_DIR.glob("ethosu_fast*.c"), SIM_DIR.parent / "etnaviv" / "etna_sim_dot.c"])
     # ETHOSU_NPU_SANITIZE=1: instrument with ASan/UBSan (run under LD_PRELOAD of the sanitizer runtimes, as
     # scripts/test-asan.sh does for libteflon).
     san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined"] \
@@ -82,6 +87,11 @@ def load_library(path: Path) -> ctypes.CDLL:
     lib.ethosu_npu_run_opts.argtypes = [ctypes.POINTER(Region), ctypes.POINTER(ctypes.c_uint32), ctypes.c_size_t,
                                         ctypes.POINTER(Stats), ctypes.c_char_p, ctypes.c_size_t,
                                         ctypes.POINTER(Opts)]
+    lib.ethosu_fast_create.restype = ctypes.c_void_p
+    lib.ethosu_fast_create.argtypes = [ctypes.c_char_p]
+    lib.ethosu_fast_destroy.argtypes = [ctypes.c_void_p]
+    lib.ethosu_fast_kernels.restype = ctypes.c_char_p
+    lib.ethosu_fast_kernels.argtypes = [ctypes.c_void_p]
     return lib
 
 
@@ -277,11 +287,42 @@ class Simulator:
     """The simulator with its own weight decoder (ethosu_mlw.c); vela_weights=True decodes with Vela's codec
     through the hook instead (a cross-check of the decoder)."""
 
-    def __init__(self, lib: ctypes.CDLL, vela_weights: bool = False) -> None:
+    def __init__(self, lib: ctypes.CDLL, vela_weights: bool = False, kernels: str | None = None) -> None:
+        """kernels: run convolutions through the fast datapath with that kernel set (ethosu_fast.c; "" the best),
+        whose kept weights live as long as this simulator (close()); None: the reference loop."""
         self.lib = lib
         self.decoder = WeightDecoder()  # also measures weight orders for the mutation test's conditions
         self._fn = DECODE_FN(self.decoder)  # kept alive as long as the simulator
         self.opts = Opts(self._fn, None) if vela_weights else Opts()
+        self.fast: int | None = None
+        if kernels is not None:
+            self.fast = lib.ethosu_fast_create(kernels.encode())
+            assert self.fast, "out of memory"
+            self.opts.conv = ctypes.cast(lib.ethosu_fast_conv, ctypes.c_void_p).value
+            self.opts.conv_ctx = self.fast
+
+    @property
+    def kernels(self) -> str | None:
+        """The fast datapath's kernel set in use, or None (the reference loop)."""
+        return self.lib.ethosu_fast_kernels(self.fast).decode() if self.fast else None
+
+    def close(self) -> None:
+        if self.fast:
+            self.lib.ethosu_fast_destroy(self.fast)
+            self.fast = None
+            self.opts.conv = self.opts.conv_ctx = None
+
+    def run_on(self, vo: VelaOutput, mem: dict[int, np.ndarray], words: np.ndarray) -> tuple[int, str]:
+        """Runs `words` on the regions `mem` as they are (no copy): (rc, error)."""
+        regions = (Region * 8)()
+        for r, a in mem.items():
+            regions[r] = Region(a.ctypes.data, a.size)
+        words = np.ascontiguousarray(words, dtype=np.uint32)
+        stats = Stats()
+        err = ctypes.create_string_buffer(512)
+        rc = self.lib.ethosu_npu_run_opts(regions, words.ctypes.data_as(ctypes.POINTER(ctypes.c_uint32)), words.size,
+                                          ctypes.byref(stats), err, 512, ctypes.byref(self.opts))
+        return rc, err.value.decode(errors="replace")
 
     def run(self, vo: VelaOutput, inputs: list[np.ndarray], cmds: np.ndarray | None = None,
             like: list[np.ndarray] | None = None) -> SimRun:

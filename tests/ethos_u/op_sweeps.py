@@ -142,6 +142,18 @@ OPS: list[Case] = [
     mg.ConstOpCase(8, 8, 16, op="add", bcast="1", dtype="int8", activation="relu6", seed=1),
     mg.ConstOpCase(6, 7, 24, op="sub", bcast="1", dtype="uint8", seed=2),
     mg.ConstOpCase(5, 8, 16, op="mul", bcast="1", dtype="int8", seed=3),
+    # fewer than 8 channels, the second operand broadcast (a map along H / W / C, a per-channel constant, a map
+    # constant along some axes): Vela keeps the shape (lower.vela_reshapes), --vela-compat matches it
+    _bin("add", (8, 8, 4), (1, 1, 1, 4), "int8", 12),
+    _bin("min", (6, 8, 5), (1, 6, 1, 5), "uint8", 13),
+    _bin("max", (7, 9, 3), (3,), "int8", 14),
+    _bin("mul", (16, 16, 1), (1, 1, 16, 1), "int8", 15),
+    _bin("sub", (5, 7, 6), (1, 1, 1, 6), "uint8", 16),
+    _bin("add", (40, 40, 2), (1, 1, 40, 2), "int8", 17),
+    _cmap("mul", (6, 5, 3), (1, 6, 1, 1), "int8", 5),
+    _cmap("add", (6, 5, 4), (1, 1, 5, 4), "uint8", 6),
+    mg.ConstOpCase(8, 8, 3, op="add", bcast="c", dtype="int8"),
+    mg.ConstOpCase(6, 8, 5, op="min", bcast="c", dtype="uint8"),
     mg.UnaryCase("hardswish", 4, 4, 16, dtype="int8"),
     mg.UnaryCase("hardswish", 12, 11, 20, dtype="int8", seed=3),
     mg.UnaryCase("hardswish", 8, 8, 16, dtype="uint8", seed=1),
@@ -179,6 +191,26 @@ OPS: list[Case] = [
     mg.PoolCase(10, 3, 24, op="mean", dtype="int8"),
     mg.PoolCase(12, 12, 64, op="mean", dtype="uint8", seed=2),
 ]
+# Fewer than 8 channels and more than 16 values, the second operand of the map's shape or one value, or a
+# one-input operation (LUT, requantizing RELU, QUANTIZE): Vela gives
+# these another shape by a search of its own (lower.vela_reshapes), so --vela-compat refuses them; the default
+# compile runs them as they are. Not in OPS (whose every case --vela-compat matches); the (1, 4420, 2) MUL is
+# lightface's; the (4, 4, 1) ADD has 16 values, which Vela keeps as they are.
+SMALL_DEPTH_RESHAPED: list[Case] = [
+    _bin("add", (8, 8, 4), (1, 8, 8, 4), "int8", 18),
+    _bin("mul", (1, 4420, 2), (1, 1, 4420, 2), "int8", 19),
+    _bin("sub", (9, 9, 2), (1, 9, 9, 2), "uint8", 20),
+    _bin("max", (5, 7, 3), (1, 5, 7, 3), "int8", 21),
+    _cmap("mul", (4, 7, 2), (1, 4, 7, 2), "int8", 7),
+    mg.ConstOpCase(8, 8, 3, op="mul", bcast="1", dtype="int8", seed=4),
+    mg.ConstOpCase(6, 5, 1, op="sub", bcast="c", dtype="uint8", seed=5),
+    mg.UnaryCase("hardswish", 4, 4, 3, dtype="int8"),
+    mg.UnaryCase("relu6", 5, 5, 2, dtype="uint8", seed=1),
+    mg.UnaryCase("quantize", 3, 7, 1, dtype="int8", seed=2),
+]
+SMALL_DEPTH_KEPT: list[Case] = [_bin("add", (4, 4, 1), (1, 4, 4, 1), "int8", 22)]
+OPS += SMALL_DEPTH_KEPT
+
 # Tensors of rank 2 and 3 (and a (1, 1, 1, N) FULLY_CONNECTED input): Vela reads them with ones prepended up to
 # rank 4, (1, C) as 1x1xC and (1, W, C) as 1xWxC (support.nhwc). Shapes of the zoo's: keras_lstm_mnist's
 # QUANTIZEs, yamnet's classifier, yolov5n's output QUANTIZEs (smaller).

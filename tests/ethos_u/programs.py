@@ -61,3 +61,14 @@ def with_header(prog: Program, sram_size: int, regions: dict[int, int]) -> Progr
     _, _, words = task.unpack(bytes(buf.data or b""))
     buf.data = task.pack(words, sram_size, regions)
     return prog
+
+
+def uses_ifm2_scalar(words: tuple[int, ...]) -> bool:
+    """Whether an elementwise operation of the stream takes IFM2 as a scalar (IFM2_BROADCAST broadcast_scalar)."""
+    bcast, scalar = 0, U65.value("NPU_SET_IFM2_BROADCAST", broadcast_scalar=1)
+    for d in U65.decode(words, strict=False):
+        if d.command.name == "NPU_SET_IFM2_BROADCAST":
+            bcast = d.value
+        elif d.command.name == "NPU_OP_ELEMENTWISE" and bcast & scalar:
+            return True
+    return False

@@ -7,10 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from teflon import modelgen as mg
+from teflon.ethosu.regs import U65
 from teflon.native import Device, NativeError, Runner
 
 from . import programs
 from .vela_models import CASES, IDS
+
+# Vela writes a one-value constant operand as an IFM2 scalar and never sets IFM2's region, base or strides
+SCALAR_CASE = mg.ConstOpCase(8, 8, 16, op="min", bcast="1", dtype="int8")
 
 pytestmark = pytest.mark.usefixtures("delegate_library")
 
@@ -63,3 +68,40 @@ def test_region_2_with_a_bo_and_sram_is_refused_by_the_packer() -> None:
 
     with pytest.raises(ValueError, match="region 2 is the SRAM"):
         task.header(1024, {2: 0})
+
+
+def test_ifm2_scalar_reads_no_ifm2() -> None:
+    """U65 IFM2_BROADCAST bit 7 (broadcast_scalar): the validator reads no IFM2 (Linux 838ae99f9a77); the same
+    stream with the bit cleared reads an IFM2 whose region was never set, refused at CMDSTREAM_BO_CREATE."""
+    v = programs.vela_op(SCALAR_CASE.build())
+    assert programs.uses_ifm2_scalar(v.words)
+    out = _run(programs.program(v))
+    assert out and all(a.dtype == np.int8 for a in out.values())
+
+    def clear_scalar(words: list[int], at: dict[str, int]) -> None:
+        words[at["NPU_SET_IFM2_BROADCAST"]] &= ~(U65.value("NPU_SET_IFM2_BROADCAST", broadcast_scalar=1) << 16)
+    with pytest.raises(NativeError, match=r"CMDSTREAM_BO_CREATE.*Invalid argument.*IFM2 never fully set"):
+        _run(programs.program(programs.edit_words(v, clear_scalar)))
+
+
+def test_padding_wider_than_the_ifm_is_refused_at_cmdstream_create() -> None:
+    """Top padding 127 on the 8x8 3x3 convolution: the IFM height the kernel computes is negative (Linux: "Handle
+    possible underflow in IFM size calculations"), refused before any job."""
+    def pad(words: list[int], at: dict[str, int]) -> None:
+        i = at["NPU_SET_IFM_PAD_TOP"]
+        words[i] = (words[i] & 0xFFFF) | (127 << 16)
+    v = programs.edit_words(programs.vela_op(CASES[0].build()), pad)
+    with pytest.raises(NativeError, match=r"CMDSTREAM_BO_CREATE.*Invalid argument.*IFM never fully set.*padding"):
+        _run(programs.program(v))
+
+
+def test_ifm_region_is_masked_to_3_bits_by_the_validator() -> None:
+    """NPU_SET_IFM_REGION 9: the validator reads region 1 (`& 0x7` as for every region since Linux 00f547e0dfec)
+    and accepts the stream; the NPU itself refuses the bits outside the field when the job runs."""
+    def region9(words: list[int], at: dict[str, int]) -> None:
+        i = at["NPU_SET_IFM_REGION"]
+        words[i] |= 8 << 16
+    v = programs.edit_words(programs.vela_op(CASES[0].build()), region9)
+    with pytest.raises(NativeError, match=r"NPU error IRQ.*NPU_SET_IFM_REGION value 0x9 sets bits outside") as e:
+        _run(programs.program(v))
+    assert "CMDSTREAM_BO_CREATE" not in str(e.value)

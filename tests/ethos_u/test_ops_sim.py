@@ -2,7 +2,8 @@
 against TFLite's reference kernels: every node delegated, and the output exactly TFLite's (the hardware's
 arithmetic as simulated gives TFLite's rounding; the rule of the suites is <= 1 LSB and >= 99.5 % exact, these ops
 are held to 0 LSB). A one-value constant operand runs as a per-channel constant (lower.scalar_as_channels); a
-uint8 MEAN whose output offset is negative stays on the CPU (lower.lower_mean_builtin)."""
+uint8 MEAN whose output offset is negative stays on the CPU (lower.lower_mean_builtin). Element-wise operations on
+fewer than 8 channels run as they are, including those Vela would reshape (op_sweeps.SMALL_DEPTH_RESHAPED)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from . import op_sweeps, tflite_graph
 OPTIONS = {"device": "imx93", "sim": "1"}
 
 
-@pytest.mark.parametrize("case", op_sweeps.OPS + op_sweeps.held_out(5, 6), ids=lambda c: c.name)
+@pytest.mark.parametrize("case", op_sweeps.OPS + op_sweeps.SMALL_DEPTH_RESHAPED + op_sweeps.held_out(5, 6),
+                         ids=lambda c: c.name)
 def test_op_on_simulator_is_exact(case: op_sweeps.Case, delegate_library: None) -> None:
     model = case.build()
     inputs = random_inputs(model, seed=0)
@@ -33,7 +35,7 @@ def test_op_on_simulator_is_exact(case: op_sweeps.Case, delegate_library: None) 
     assert cmp.max_abs_diff == 0, f"{case.name}: {cmp}"
 
 
-@pytest.mark.parametrize("case", op_sweeps.OPS, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", op_sweeps.OPS + op_sweeps.SMALL_DEPTH_RESHAPED, ids=lambda c: c.name)
 def test_op_stream_is_in_range(case: op_sweeps.Case) -> None:
     """The default compile's words decode strictly (every field inside the command set's values and ranges)."""
     model = case.build()

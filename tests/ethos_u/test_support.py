@@ -23,22 +23,30 @@ def test_sweep_ops_are_claimed(case: sweeps.Case) -> None:
 
 @pytest.mark.parametrize(("case", "reason"), [
     (mg.ConvCase("conv2d", 12, 12, 8, 8, kernel=3, stride=3, padding="same", dtype="int8"), "stride 3x3"),
-    (mg.AddCase(8, 8, 3, producers="inputs", dtype="int8"), "Vela reshapes"),
     (mg.PoolCase(80, 2, 16, op="mean", dtype="int8"), "MEAN over 80x2"),
     (mg.ElementwiseCase("pad", 6, 6, 16, dtype="int8", pads=(1, 1, 2, 0, 1, 0)), "PAD of the batch or channel"),
-], ids=["conv-stride3", "add-3ch", "mean", "pad-channels"])
+], ids=["conv-stride3", "mean", "pad-channels"])
 def test_unclaimed_with_reason(case: sweeps.Case | mg.UnaryCase, reason: str) -> None:
     graph = tflite_graph.load(case.build())
     decisions = support.support(graph)
     assert any(not ok and reason in why for ok, why in decisions.values()), decisions
 
 
+@pytest.mark.parametrize("case", [mg.AddCase(8, 8, 3, producers="inputs", dtype="int8"),
+                                  mg.ConstOpCase(6, 5, 1, op="mul", bcast="1", dtype="uint8")], ids=lambda c: c.name)
+def test_elementwise_on_fewer_than_8_channels_is_claimed(case: sweeps.Case) -> None:
+    """Element-wise operations of any depth are claimed (docs/hardware/ethosu-compiler.md "Element-wise operations
+    on fewer than 8 channels"); the default compile runs them in their own shape."""
+    graph = tflite_graph.load(case.build())
+    assert all(ok for ok, _ in support.support(graph).values())
+
+
 def test_lone_weightless_node_stays_on_cpu() -> None:
-    """A LOGISTIC between two MULs the compiler refuses (4 channels) would be a partition of its own: it stays on the
-    CPU (teflon.lone); alone in a model it is claimed."""
-    n = Net("logistic_between_muls", "int8", per_channel=False)
-    a, b = n.input(8, 8, 4), n.input(8, 8, 4)
-    graph = tflite_graph.load(n.build([a, b], [n.mul(n.logistic(n.mul(a, b)), b)]))
+    """A LOGISTIC between a SQUEEZE and an EXPAND_DIMS (neither lowered) would be a partition of its own: it stays
+    on the CPU (teflon.lone); alone in a model it is claimed."""
+    n = Net("logistic_between_squeeze_and_expand", "int8", per_channel=False)
+    a = n.input(8, 8, 4)
+    graph = tflite_graph.load(n.build([a], [n.expand_dims(n.logistic(n.squeeze(a, (0,))), 0)]))
     decisions = support.support(graph)
     (logistic,) = [op.index for op in graph.operations if op.kind == "LOGISTIC"]
     assert not decisions[logistic][0] and "alone between CPU nodes" in decisions[logistic][1], decisions

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from teflon.ethosu import program, softmax, support
+from teflon.ethosu import lower, program, softmax, support
 from teflon.ethosu.regs import KICKS, U65
 
 from . import kick_oracle, op_sweeps, tflite_graph, vela_oracle
@@ -39,6 +39,24 @@ def test_ops_held_out_match_vela(case: op_sweeps.Case) -> None:
 def test_ops_held_out_large_match_vela(case: op_sweeps.Case) -> None:
     _check(case)
 
+
+
+@pytest.mark.parametrize("case", op_sweeps.SMALL_DEPTH_RESHAPED, ids=lambda c: c.name)
+def test_small_depth_of_one_shape_is_reshaped_by_vela_and_refused_by_vela_compat(case: op_sweeps.Case) -> None:
+    """Fewer than 8 channels, more than 16 values, operands of one shape (or one input): Vela's kick has another
+    OFM shape than the map's (lower.vela_reshapes), which --vela-compat does not model: it refuses the operation
+    with that reason, while the default compile claims it (test_ops_sim runs it exact)."""
+    model = case.build()
+    graph = tflite_graph.load(model)
+    op = graph.operations[0]
+    shape = graph.tensors[op.outputs[0]].shape
+    (kick, st), = U65.state_at_kicks(vela_oracle.compile_raw(model).words, KICKS)
+    vela_shape = tuple(st[f"NPU_SET_OFM_{d}_M1"] + 1 for d in ("HEIGHT", "WIDTH", "DEPTH"))
+    print(f"{case.name}: {tuple(shape[-3:])} -> Vela {vela_shape}")
+    assert kick in ("NPU_OP_ELEMENTWISE", "NPU_OP_POOL") and vela_shape != tuple(shape[-3:])
+    assert support.support(graph)[op.index][0]
+    with pytest.raises(lower.LoweringError, match="Vela reshapes such an operation"):
+        program.lower_graph(graph, [op.index], vela_compat=True)
 
 
 @pytest.mark.parametrize("case", op_sweeps.SOFTMAX[:6], ids=lambda c: c.name)

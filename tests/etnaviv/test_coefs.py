@@ -28,6 +28,8 @@ import pytest
 from teflon.etnaviv import coefs_v7, coefs_v8
 from teflon.etnaviv.coefs_common import BitReader, CoefJob, pack_fields, v7_core_channels, v8_core_channels
 from teflon.etnaviv.lower_weights import lower_weights
+from teflon.etnaviv.ops import KIND_NN, EtnaOp, dense_weights
+from teflon.native import etna_coef_stream
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ["TEFLON_SHARED"]) if os.environ.get("TEFLON_SHARED") else REPO.parent / "shared"
@@ -293,19 +295,61 @@ def test_v7_roundtrip(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(V7_CASES))
-def test_v7_library_stream_writer_matches_numpy(name: str) -> None:
-    """The library's one-pass stream writer (teflon_native_etna_coef_stream) writes the numpy reference's bytes for
-    every core and run-length width, sparse and dense weights, flushes and raw words included."""
+def test_v7_library_plan_and_writer_match_numpy(name: str) -> None:
+    """The library's one-pass plan (teflon_native_etna_v7_plan) gives core_plans' weight order, flushes, raw words
+    and token counts, and its buffer writer (teflon_native_etna_v7_buffer over teflon_native_etna_coef_stream)
+    the numpy reference's bytes for every run-length width, sparse and dense weights, flushes and raw words
+    included."""
     fields, sparsity = V7_CASES[name]
     rng = np.random.default_rng(sorted(V7_CASES).index(name) + 7200)
     zp, izp = int(rng.integers(0, 256)), int(rng.integers(0, 256))
     cj = CoefJob(weight_zp=zp, input_zp=izp, output_plane=49, **fields)
     w = _random_weights(rng, cj.oc * cj.ic * cj.taps, zp, sparsity)
     b = rng.integers(-(2**31), 2**31 - 1, cj.oc, dtype=np.int64).astype(np.int32)
-    prep = coefs_v7._prepare(w, b, cj, 8)
+    prep = coefs_v7._prepare(w, b, cj, 8, 5, keep_seq=True)
+    ref = coefs_v7._prepare_reference(w, b, cj, 8, 5)
+    for field in ("seq", "core_len", "flush_pos", "core_flush", "raw_pos", "raw_val", "core_raw", "tokens"):
+        np.testing.assert_array_equal(getattr(prep.plan, field), getattr(ref.plan, field), err_msg=field)
+    assert (prep.sizes_minus_one, prep.kpc) == (ref.sizes_minus_one, ref.kpc)
     for z in range(6):
-        for i in range(len(prep.plans)):
-            assert coefs_v7._core_stream(prep, i, z, zp) == coefs_v7.core_stream_reference(prep, i, z, zp), (z, i)
+        assert coefs_v7.encode(w, b, cj, zrl_bits=z) == coefs_v7.encode_reference(ref, z, zp, 8), z
+        for i in range(ref.cores):
+            seq, flush_pos, raw_pos, raw_val = ref.core(i)
+            got = etna_coef_stream(seq, flush_pos, raw_pos, raw_val, z, zp, ref.kpc, len(
+                coefs_v7.core_stream_reference(ref, i, z, zp)))
+            assert got == coefs_v7.core_stream_reference(ref, i, z, zp), (z, i)
+
+
+@pytest.mark.parametrize(("name", "c", "taps", "block", "first", "rows"), [
+    ("dw-3x3-C40", 40, (3, 3), 1, 0, 40),
+    ("dw-3x3-C13-phantom", 13, (3, 3), 1, 0, 13),
+    ("dw-reshuffled-2x2-C24", 24, (2, 2), 4, 0, 24),
+    ("dw-3x3-C32-channels-8-of-32", 32, (3, 3), 1, 8, 11),
+    ("dw-5x5-C16", 16, (5, 5), 1, 0, 16),
+    ("dw-1x1-C20-six", 20, (1, 1), 1, 0, 20),
+])
+def test_v7_block_diagonal_weights_match_dense(name: str, c: int, taps: tuple[int, int], block: int, first: int,
+                                               rows: int) -> None:
+    """v7 depthwise weights kept block-diagonal (EtnaOp.weights_block) give the dense array's buffer byte for byte:
+    the library reads the zero point off the blocks and 0 past the last kernel."""
+    rng = np.random.default_rng(7400 + c + 100 * block + 1000 * first + 10000 * taps[0])
+    zp, izp = int(rng.integers(0, 256)), int(rng.integers(0, 256))
+    kx, ky = taps
+    ic = c * block
+    compact = _random_weights(rng, rows * block * kx * ky, zp, 0.3).reshape(rows, block, kx, ky)
+    op = EtnaOp(type=KIND_NN, input_channels=ic, weight_zero_point=zp, weights=compact, weights_block=block,
+                weights_first=first)
+    dense = dense_weights(op)
+    assert dense.shape == (rows, ic, kx, ky)
+    b = rng.integers(-(2**31), 2**31 - 1, rows, dtype=np.int64).astype(np.int32)
+    for s in (1, 2):
+        cj = CoefJob(oc=rows, ic=ic, kx=kx, ky=ky, weight_zp=zp, input_zp=izp, superblocks=s, depthwise=True,
+                     output_plane=36)
+        want = coefs_v7.encode(dense, b, cj)
+        assert coefs_v7.encode(compact, b, cj, block=block, first=first) == want, s
+        assert want == coefs_v7.encode_reference(coefs_v7._prepare_reference(dense, b, cj, 8, 5),
+                                                 coefs_v7.choose_zrl_bits(coefs_v7._prepare_reference(
+                                                     dense, b, cj, 8, 5), cj, 5), zp, 8)
 
 
 def test_v7_zrl_search_dense_weights_take_z0() -> None:
@@ -324,6 +368,9 @@ def test_v7_addition() -> None:
     b = np.array([-4242], dtype=np.int32)
     buf = coefs_v7.encode(w, b, cj)
     assert len(buf) == 128  # header + one 64-byte core stream
+    ref = coefs_v7._prepare_reference(w, b, cj, 8, 5)
+    assert buf == coefs_v7.encode_reference(ref, 0, 0, 8)  # the library's plan reads past the 8 bytes as 0 too
+    np.testing.assert_array_equal(coefs_v7._prepare(w, b, cj, 8, 5).plan.raw_val, ref.plan.raw_val)
     k = coefs_v7.decode_kernels(buf, cj)
     assert (k.zrl_bits, k.kpc, k.trailers.tolist()) == (0, 1, [1234])
     assert k.bias_words.tolist() == [-4242 - int(w[0]) * 77]  # reads past Mesa's 8 bytes are 0 (weight zp 0)
@@ -349,15 +396,21 @@ V8_CASES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(V8_CASES))
-def test_v8_roundtrip(name: str) -> None:
+def _v8_case(name: str, seed: int) -> tuple[CoefJob, np.ndarray, np.ndarray, np.random.Generator]:
+    """One V8_CASES job with random zero points, weights and bias (and the generator, for more draws)."""
     fields, sparsity = V8_CASES[name]
-    rng = np.random.default_rng(sorted(V8_CASES).index(name) + 8000)
+    rng = np.random.default_rng(sorted(V8_CASES).index(name) + seed)
     zp, izp = int(rng.integers(0, 256)), int(rng.integers(0, 256))
     cj = CoefJob(weight_zp=zp, input_zp=izp, **fields)
     n = cj.oc * cj.taps * (1 if cj.depthwise else cj.ic)
     w = rng.integers(0, 256, n).astype(np.uint8) if sparsity < 0 else _random_weights(rng, n, zp, sparsity)
     b = rng.integers(-(2**31), 2**31 - 1, cj.oc, dtype=np.int64).astype(np.int32)
+    return cj, w, b, rng
+
+
+@pytest.mark.parametrize("name", sorted(V8_CASES))
+def test_v8_roundtrip(name: str) -> None:
+    cj, w, b, rng = _v8_case(name, 8000)
     buf = coefs_v8.encode(w, b, cj)
     k = coefs_v8.decode_kernels(buf, cj)
     assert k.consumed_bits == k.stream_bits
@@ -371,6 +424,21 @@ def test_v8_roundtrip(name: str) -> None:
     w_dec, b_dec = coefs_v8.decode(coefs_v8.encode(w, b, cj, raw_weights=True), cj, raw_weights=True)
     np.testing.assert_array_equal(w_dec, w)
     np.testing.assert_array_equal(b_dec, b)
+
+
+@pytest.mark.parametrize("name", sorted(V8_CASES))
+def test_v8_library_buffer_matches_numpy(name: str) -> None:
+    """The library's whole-buffer writer (teflon_native_etna_v8_buffer) and byte histogram (the symbol maps) give
+    the numpy reference's bytes: coded and raw weights, chosen and forced symbol maps, every core order."""
+    cj, w, b, rng = _v8_case(name, 8100)
+    assert coefs_v8.choose_symbol_map(w) == coefs_v8.choose_symbol_map_reference(w)
+    assert coefs_v8.coded_symbol_map(w, cj) == coefs_v8.coded_symbol_map_reference(w, cj)
+    smap = tuple(int(v) for v in rng.permutation(8))
+    for cores in (6, 8):
+        for kw in ({}, {"raw_weights": True}, {"symbol_map": smap},
+                   {"symbol_map": coefs_v8.coded_symbol_map(w, cj)}):
+            assert coefs_v8.encode(w, b, cj, nn_core_count=cores, **kw) == coefs_v8.encode_reference(
+                w, b, cj, nn_core_count=cores, **kw), (cores, kw)
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -3,7 +3,8 @@ TEFLON_DEBUG=perf, on A311D (v7) and i.MX8MP (v8).
 
 - small convolutions: the one task (the partition's command stream: TP transpose, NN, TP detranspose) reads
   exactly the program's coefficient buffer as weights, and moves the features and outputs the three jobs imply
-  from the shapes alone;
+  from the shapes alone; its MACs with a non-zero weight (`macs_nz`, the board estimate's input) are the output
+  pixels times the model's weights that differ from their zero point (v7's dense depthwise form adds none);
 - MobileNetV1 0.25: `profile`'s totals equal the runner's own C totals, and every coefficient buffer is read
   exactly once per inference;
 - the CLI (`n/a` for the re-read check: no on-chip weight limit is modelled) and the TEFLON_DEBUG=perf lines.
@@ -16,7 +17,9 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+import tflite
 
 from conftest import shared_path
 from teflon.cli import main
@@ -58,14 +61,27 @@ def _expected(case: ConvCase, device: str) -> dict[str, int]:
             "macs": case.in_h * case.in_w * oc * taps}
 
 
+def _nonzero_weights(model: bytes) -> int:
+    """Weights of the model's one convolution that differ from the weight zero point (from the flatbuffer)."""
+    m = tflite.Model.GetRootAsModel(model, 0)
+    sg = m.Subgraphs(0)
+    op = next(sg.Operators(i) for i in range(sg.OperatorsLength()) if sg.Operators(i).InputsLength() == 3)
+    w = sg.Tensors(int(op.Inputs(1)))
+    data = m.Buffers(w.Buffer()).DataAsNumpy()
+    return int(np.count_nonzero(data.view(np.uint8).astype(np.int32) != int(w.Quantization().ZeroPoint(0))))
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 @pytest.mark.parametrize("device", DEVICES)
 def test_small_conv_counters_exact(device: str, case: ConvCase) -> None:
-    session = _session(case.build(), device)
+    model = case.build()
+    session = _session(model, device)
     p = profile_session(session)
     assert len(p.layers) == 1 and len(p.layers[0].tasks) == 1, [layer.tasks for layer in p.layers]
     task = {k: v for k, v in p.layers[0].tasks[0].items() if k not in ("ns", "core", "start_ns")}
-    assert task == {**_expected(case, device), "weight_rd": _coefficient_bytes(session)}
+    # SAME, stride 1: every weight is applied once per output pixel
+    nz = case.in_h * case.in_w * _nonzero_weights(model)
+    assert task == {**_expected(case, device), "weight_rd": _coefficient_bytes(session), "macs_nz": nz}
     assert p.layers[0].weights_fit is None and p.layers[0].weight_bytes == task["weight_rd"]
 
 

@@ -22,7 +22,7 @@ from teflon.etnaviv.lower import (
     support,
 )
 from teflon.etnaviv.nn import fc_factors, nn_descriptor, v7_add_view_width
-from teflon.etnaviv.ops import KIND_NN
+from teflon.etnaviv.ops import KIND_NN, dense_weights
 from teflon.etnaviv.requant import post_scale
 from teflon.ir import Graph, Operation, Quant, Tensor
 
@@ -39,7 +39,7 @@ def _lower(path: Path, version: int, mesa_compat: bool) -> tuple[dict, list]:
 
 
 def _weights_sha(op) -> str:
-    return hashlib.sha256(np.ascontiguousarray(op.weights).tobytes()).hexdigest()
+    return hashlib.sha256(np.ascontiguousarray(dense_weights(op)).tobytes()).hexdigest()
 
 
 @needs_shared

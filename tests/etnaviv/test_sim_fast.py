@@ -8,7 +8,8 @@ on two invokes with different inputs (the second one reads the kept kernels). A 
 descriptor must be decoded again: a simulator that ran a job, then had one coefficient byte flipped, answers
 exactly as a fresh simulator given the flipped bytes. TEFLON_SIM_KERNELS=c|avx2|avx512|avx512vnni|neon forces the fast
 path's MAC and requantization kernels (etna_sim_dot.c; a set the CPU does not run falls back to the best): every
-set must give the reference bytes too. Ids: `a311d-conv2d-in28x28x16-oc32-k3-s1-same-u8`.
+set must give the reference bytes too. TEFLON_SIM_REFERENCE=check runs both paths on every job and fails one whose
+bytes differ: on the models it must answer as the reference path. Ids: `a311d-conv2d-in28x28x16-oc32-k3-s1-same-u8`.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ KERNELS = ["c"] + (["avx2", "avx512", "avx512vnni"] if platform.machine() in ("x
 KERNEL_CASES = CASES[::4]
 
 
-def _outputs(model: bytes, device: str, monkeypatch: pytest.MonkeyPatch, reference: bool,
+def _outputs(model: bytes, device: str, monkeypatch: pytest.MonkeyPatch, reference: bool | str,
              kernels: str | None = None) -> list[np.ndarray]:
     """The outputs of two invokes (inputs drawn with seeds 0 and 1) on one interpreter; `kernels` forces a kernel
     set of the fast path (None: the best)."""
@@ -56,7 +57,7 @@ def _outputs(model: bytes, device: str, monkeypatch: pytest.MonkeyPatch, referen
     monkeypatch.delenv("TEFLON_SIM_REFERENCE", raising=False)
     monkeypatch.delenv("TEFLON_SIM_KERNELS", raising=False)
     if reference:
-        monkeypatch.setenv("TEFLON_SIM_REFERENCE", "1")
+        monkeypatch.setenv("TEFLON_SIM_REFERENCE", "1" if reference is True else reference)
     elif kernels is not None:
         monkeypatch.setenv("TEFLON_SIM_KERNELS", kernels)
     interp = make_interpreter(model, [teflon.load_delegate(device=device, sim="1")])
@@ -100,6 +101,16 @@ def test_kernel_sets_same_bytes(device: str, case: object, monkeypatch: pytest.M
 def test_models_same_bytes(device: str, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert SHARED is not None
     _check_same((SHARED / "models" / f"{name}.tflite").read_bytes(), device, monkeypatch, name)
+
+
+@pytest.mark.usefixtures("delegate_library")
+@pytest.mark.parametrize("device", DEVICES)
+def test_check_mode(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TEFLON_SIM_REFERENCE=check (both paths on every job, compared) answers with the reference path's bytes."""
+    model = DEFAULT_CONV[0].build()
+    ref = _outputs(model, device, monkeypatch, True)
+    checked = _outputs(model, device, monkeypatch, "check")
+    assert [r.tobytes() for r in ref] == [c.tobytes() for c in checked]
 
 
 @pytest.mark.skipif(SHARED is None, reason="../shared (golden data) not found")

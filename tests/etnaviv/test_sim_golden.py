@@ -77,7 +77,8 @@ class EtnaChip(ctypes.Structure):
 
 class EtnaStats(ctypes.Structure):
     _fields_ = [(n, ctypes.c_uint64) for n in ("submits", "nn_jobs", "tp_jobs", "tp_descriptors", "macs",
-                                               "tp_elements", "feature_rd", "weight_rd", "other_rd", "data_wr")]
+                                               "tp_elements", "feature_rd", "weight_rd", "other_rd", "data_wr",
+                                               "macs_nz")]
 
 
 def _build_library(out_dir: Path) -> Path:

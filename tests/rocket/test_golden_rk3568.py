@@ -15,22 +15,20 @@ rk3566; its README says what to compare).
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
 from pathlib import Path
 
 import pytest
 
 from conftest import shared_path
-from teflon import modelgen, rocket
+from teflon import rocket
 from teflon.hw.regmap import RegMapError
+
+from . import golden_rk3568
 
 SHARED = shared_path() or Path("/nonexistent/shared")
 GOLDEN = SHARED / "golden" / "rocket-rk3568"
 FILES = sorted(GOLDEN.glob("*.json")) if GOLDEN.is_dir() else []
 RM = rocket.target("rk3568").regmap
-ADDRESS_MASK = 0xFFFF_0000_0000_FFFF  # unit and register of a word, value dropped
 
 UNDOC = {"CNA_UNDOC_121" + d for d in "048C"} | {"CNA_UNDOC_122" + d for d in "048C"} | {
     "CNA_UNDOC_1230", "CORE_UNDOC_302C", "DPU_UNDOC_40C4", "DPU_RDMA_UNDOC_5030", "DPU_RDMA_UNDOC_503C",
@@ -48,12 +46,7 @@ def _not_yet(path: Path) -> str | None:
     return next((why for prefix, why in NOT_YET.items() if path.name.startswith(prefix)), None)
 
 
-def _load(path: Path) -> dict:
-    return json.loads(path.read_text())
-
-
-def _words(task: dict) -> list[int]:
-    return [int(w, 16) for w in task["regcmd"]]
+_load, _words = golden_rk3568.load, golden_rk3568.words
 
 
 @pytest.mark.skipif(not FILES, reason=f"no golden rocket-rk3568 files under {GOLDEN}")
@@ -79,18 +72,7 @@ def _vendor_pools(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TEFLON_ROCKET_PPU", "1")
 
 
-def _regcmd_json(d: dict, tmp_path: Path) -> dict:
-    """`python -m teflon regcmd --device rk3568 --json` of the file's model, rebuilt from params.modelgen."""
-    from teflon.cli import main
-
-    m = d["params"]["modelgen"]
-    model = tmp_path / "model.tflite"
-    model.write_bytes(getattr(modelgen, m["class"])(**m["kwargs"]).build())
-    out = tmp_path / "regcmd.json"
-    assert main(["regcmd", "--model", str(model), "--device", "rk3568", "--json", str(out)]) == 0
-    doc = json.loads(out.read_text())
-    assert doc["device"] == "rk3568"
-    return doc
+_regcmd_json = golden_rk3568.regcmd_json
 
 
 def _params() -> list[object]:
@@ -104,25 +86,8 @@ def _params() -> list[object]:
 
 @pytest.mark.parametrize("path", _params())
 def test_layer_tasks_equal_the_vendors(path: Path, delegate_library: None, tmp_path: Path) -> None:
-    d = _load(path)
-    doc = _regcmd_json(d, tmp_path)
-    ours = [_words(t) for op in doc["operations"] for t in op["tasks"]]  # type: ignore[index]
-    theirs = [t for t in d["tasks"] if t["role"] == "layer"]
-    assert len(ours) == len(theirs), "number of layer tasks"
-    for ti, (o, t) in enumerate(zip(ours, theirs)):
-        v = _words(t)
-        assert len(o) == len(v), f"task {ti}: {len(o)} words, the vendor's {len(v)}"
-        loose = set(t["address_words"])
-        skip = set(t["toolkit_words"])
-        diffs = []
-        for i, (a, b) in enumerate(zip(o, v)):
-            if i in skip:
-                continue
-            if i in loose:
-                a, b = a & ADDRESS_MASK, b & ADDRESS_MASK
-            if a != b:
-                diffs.append(f"word {i} {RM.decode(b)[1] if b else 'NOP'}: ours {a:#018x}, vendor {b:#018x}")
-        assert not diffs, f"task {ti}:\n" + "\n".join(diffs)
+    diffs = golden_rk3568.layer_diffs(_load(path), _regcmd_json(_load(path), tmp_path))
+    assert not diffs, "\n".join(diffs)
 
 
 def _matched() -> list[object]:
@@ -131,19 +96,8 @@ def _matched() -> list[object]:
 
 @pytest.mark.parametrize("path", _matched())
 def test_weights_and_bs_table_equal_the_vendors(path: Path, delegate_library: None, tmp_path: Path) -> None:
-    d = _load(path)
-    data = {name: base64.b64decode(b) for name, b in _regcmd_json(d, tmp_path)["buffers"].items()}
-    compared = 0
-    for key, name in (("weights", "op0.weights"), ("bs_table", "op0.bias")):
-        c = d["constants"].get(key, {})
-        if "data_b64" in c:
-            assert data[name] == base64.b64decode(c["data_b64"]), key
-            compared += 1
-    vectors = {v["sha256"] for v in d["constants"].get("vectors_after_regcmd", [])}
-    if not compared and vectors and "op0.weights" in data:  # only the hashes of the vectors after the regcmd area
-        for name in ("op0.weights", "op0.bias"):
-            assert hashlib.sha256(data[name]).hexdigest() in vectors, name
-            compared += 1
+    compared, diffs = golden_rk3568.constant_diffs(_load(path), _regcmd_json(_load(path), tmp_path))
+    assert not diffs, diffs
     if not compared:
         pytest.skip("the file carries no constant bytes (over 128 KiB)")
 

@@ -3,7 +3,7 @@
 
 Programs compiled by the delegate for cases chosen to cover the generation's task kinds and paths (a regular conv with
 SAME padding and a fused ReLU6; a depthwise conv of two 32-channel groups, stride 2, int8, fused ReLU; a FULLY_CONNECTED;
-the packed-pixel first layer; a 1x1 conv split into three row bands, the third a delta task, with WEIGHT_REUSE and
+the packed-pixel first layer of 3, 1 and 4 channels; a 1x1 conv split into three row bands, the third a delta task, with WEIGHT_REUSE and
 chain words; the DPU-only ADD; an average pool as its depthwise convolution; a global average as the vendor's
 averaging convolution and an int8 per-channel conv with ReLU6, both with the 8-byte BS stream). In every task, every register field
 written (not overwritten later in the same task) gets its lowest and its highest bit flipped, one at a time, the
@@ -36,6 +36,9 @@ CASES: list[Case] = [
     ConvCase("dwconv", 16, 16, 40, kernel=3, stride=2, padding="same", dtype="int8", activation="relu"),
     FcCase(64, 40),
     ConvCase("conv2d", 16, 16, 3, out_c=16, kernel=3, stride=2, padding="same"),  # packed pixels
+    # 1- and 4-byte packed pixels, 13 wide: the DMA and CBUF take whole 8-pixel groups (16)
+    ConvCase("conv2d", 13, 13, 1, out_c=16, kernel=3, stride=1, padding="same"),
+    ConvCase("conv2d", 13, 11, 4, out_c=16, kernel=3, stride=2, padding="same"),
     ConvCase("conv2d", 96, 96, 64, out_c=16, kernel=1, padding="valid"),  # three row bands, the third a delta task
     AddCase(16, 16, 32),
     PoolCase(32, 32, 16, filter=2, stride=2, op="avg"),  # the exact depthwise convolution
@@ -196,7 +199,9 @@ def test_every_field_is_read(case: Case) -> None:
         # bias (bit 22) of the first and the last real output channel. Not the global average's weights: one tap
         # carries 1/49 of an output, so a flipped bit moves it by under one LSB (the other cases catch weight bytes)
         last = _out_channels(case) - 1
-        checks = ((".weights", () if _global(case) else (0, 1)), (".bias", (2, _bias_byte(case, last))))
+        # (one input channel: its padding channel 1 meets zeros; the second kernel's channel 0 instead)
+        weights = () if _global(case) else (0, 8) if isinstance(case, ConvCase) and case.in_c == 1 else (0, 1)
+        checks = ((".weights", weights), (".bias", (2, _bias_byte(case, last))))
         for suffix, positions in checks:
             for buf in [b for b in prog.buffers if b.name.endswith(suffix)]:
                 for pos in positions:

@@ -1,4 +1,4 @@
-"""Command line tools: `python -m teflon classify|inspect|regcmd|bench|compare|profile|doctor`."""
+"""Command line tools: `python -m teflon classify|inspect|regcmd|bench|compare|profile|doctor|board`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 import teflon
 from teflon import targets
-from teflon.cli import bench, classify, compare, doctor, inspect, profile, regcmd
+from teflon.cli import bench, board, classify, compare, doctor, inspect, profile, regcmd
 from teflon.cli.session import key_value
 
 COMMANDS = {"classify": classify, "inspect": inspect, "regcmd": regcmd, "bench": bench, "compare": compare,
@@ -45,10 +45,12 @@ def main(argv: list[str] | None = None) -> int:
         mod.add_args(p)
     # doctor checks the machine: no model needed, no device arguments (it asks for device=auto)
     doctor.add_args(sub.add_parser("doctor", help=doctor.HELP, description=doctor.HELP))
+    # board prints the board-latency model: its own models, no device arguments
+    board.add_args(sub.add_parser("board", help=board.HELP, description=board.HELP))
     args = parser.parse_args(argv)
     try:
-        if args.command == "doctor":
-            rc = doctor.run(args)
+        if args.command in ("doctor", "board"):
+            rc = (doctor if args.command == "doctor" else board).run(args)
             sys.stdout.flush()
             return rc
         # Before any runtime sees the file: tflite_runtime 2.14 crashes on a truncated model instead of refusing it.

@@ -192,18 +192,29 @@ def fmt(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.1f}"
 
 
-def traffic(session: Any, sim: str) -> tuple[str, str, str, str]:
-    """(bytes moved, compulsory bytes, ratio, simulated NPU ms) of one inference from the simulator's counters
-    (teflon profile); n/a where the device counts nothing (a real NPU, or a family without simulated counters)."""
+@dataclass(frozen=True)
+class Traffic:
+    """One inference's bytes from the simulator's counters (teflon profile), the simulator's own NPU time, and the
+    board estimate; "n/a" where the device counts nothing (a real NPU, or a family without simulated counters)."""
+
+    moved: str
+    compulsory: str
+    ratio: str
+    sim_ms: str
+    board: Any  # teflon.board.Estimate, or None
+
+
+def traffic(session: Any, sim: str) -> Traffic:
     from teflon.cli.profile import profile_session
     from teflon.cli.session import sim_mode
 
     p = profile_session(session, sim_mode(sim))
     t = p.totals()
     npu = f"{p.npu_ns / 1e6:.3f}" if p.npu_ns else "n/a"
+    est = p.board_estimate()  # None on a real NPU: it counts nothing to estimate from
     if not t["moved"]:
-        return "n/a", str(t["compulsory"]), "n/a", npu
-    return str(t["moved"]), str(t["compulsory"]), f"{t['moved'] / t['compulsory']:.3f}", npu
+        return Traffic("n/a", str(t["compulsory"]), "n/a", npu, est)
+    return Traffic(str(t["moved"]), str(t["compulsory"]), f"{t['moved'] / t['compulsory']:.3f}", npu, est)
 
 
 def _append_row(path: Path, row: str) -> None:
@@ -252,13 +263,20 @@ def run(args: argparse.Namespace) -> int:
               f"{cold.interpreter_ms:.1f} / {hot.interpreter_ms:.1f} ms (loading the programs into device memory "
               f"{cold.load_ms:.1f} / {hot.load_ms:.1f} ms)")
         print(f"NPU invoke: {npu_ms:.1f} ms (median of {args.runs}; CPU nodes on {warm.cpu_kernels()})")
-        moved, compulsory, traffic_ratio, npu_sim_ms = traffic(warm, args.sim)
+        tr = traffic(warm, args.sim)
+        moved, compulsory, traffic_ratio, npu_sim_ms = tr.moved, tr.compulsory, tr.ratio, tr.sim_ms
         print(f"NPU traffic per inference: {moved} B moved, {compulsory} B compulsory, ratio {traffic_ratio}")
         print(f"simulated NPU time per inference: {npu_sim_ms} ms on {opts.get('cores', '1')} core(s) (the "
               "simulator's time model, not host time)")
+        if tr.board is not None:
+            from teflon.board import format_estimate
+
+            print("\n".join(format_estimate(tr.board)))
         if opts.get("cores", "1") != "1":
             notes.append(f"cores={opts['cores']}, simulated NPU {npu_sim_ms} ms")
         notes.append(f"{partitions} partition(s), {counts['submits']} submit(s); {weights}")
+        if tr.board is not None:
+            notes.append(f"board estimate {tr.board.total_ms:.2f} ms ({tr.board.bound()}-bound)")
         notes.append(f"fresh-process compile {cold.compile_ms:.0f} ms cold, {hot.compile_ms:.0f} ms from cache "
                      f"(interpreter {cold.interpreter_ms:.0f} / {hot.interpreter_ms:.0f} ms)")
     else:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from teflon import board
 from teflon.cli.session import Session, delegate_options, open_interpreter, sim_mode
 from teflon.ir import Graph
 from teflon.program import Program
@@ -64,6 +65,15 @@ class Profile:
     other: list[dict[str, int]] = field(default_factory=list)  # tasks no operation record names
     npu_ns: int = 0  # simulated NPU time of one inference, summed over the partitions (each: first submit to end)
     cores: int = 1  # the delegate option the programs ran with
+    loads: list[board.PartitionLoad] = field(default_factory=list)  # per partition, the board estimate's input
+    device: str = ""
+
+    def board_estimate(self, stack: board.Stack = board.TEFLON) -> board.Estimate | None:
+        """The estimated board time of the partitions (None without a device, or when nothing was counted: a
+        real NPU leaves the counters 0)."""
+        if not self.device or not any(u.macs or u.bytes for ld in self.loads for u in ld.units):
+            return None
+        return board.estimate(self.device, self.loads, stack)
 
     def totals(self) -> dict[str, int]:
         tasks = [t for layer in self.layers for t in layer.tasks] + self.other
@@ -125,7 +135,8 @@ def profile_program(graph: Graph, nodes: list[int], prog: Program, partition: in
     target = compiler.target(prog.device)
     fit_limit = getattr(target, "cbuf_weight_bytes", None)
     limit = fit_limit() if fit_limit else None
-    out = Profile(npu_ns=npu_ns, cores=cores)
+    out = Profile(npu_ns=npu_ns, cores=cores, device=prog.device,
+                  loads=[board.partition_load(target.counters(prog), counters, prog)])
     named: set[int] = set()
     if not any(op.nodes for op in prog.operations):
         # the family's records name no graph nodes (etnaviv: one command stream for the whole partition): one
@@ -162,6 +173,8 @@ def profile_session(session: Session, sim: bool | None = True) -> Profile:
         out.layers += p.layers
         out.other += p.other
         out.npu_ns += p.npu_ns
+        out.loads += p.loads
+        out.device = p.device
     return out
 
 
@@ -191,6 +204,9 @@ def print_profile(p: Profile, show_tasks: bool) -> None:
     if p.npu_ns:
         print(f"simulated NPU time {p.npu_ns / 1e6:.3f} ms per inference on {p.cores} core(s) (the simulator's time "
               "model, docs/hardware/rocket-sim.md)")
+    est = p.board_estimate()
+    if est is not None:
+        print("\n".join(board.format_estimate(est, p.npu_ns / 1e6 if p.npu_ns else None)))
     if all(layer.weights_fit is None for layer in p.layers):
         # etnaviv: no on-chip weight limit is modelled, so nothing says whether a second read was avoidable
         print("layers re-reading weights that fit the on-chip buffer: n/a (no on-chip weight limit for this device)")
@@ -207,8 +223,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     p = profile_session(session, sim_mode(args.sim))
     if args.json:
+        est = p.board_estimate()
+        board_json = None if est is None else {
+            "stack": est.stack, "total_ms": est.total_ms, "bound": est.bound(),
+            "partitions": [{**asdict(q), "total_us": q.total_us} for q in est.partitions]}
         print(json.dumps({"layers": [asdict(layer) for layer in p.layers], "other": p.other, "totals": p.totals(),
-                          "ratio": p.ratio(), "npu_ns": p.npu_ns, "cores": p.cores}, indent=1))
+                          "ratio": p.ratio(), "npu_ns": p.npu_ns, "cores": p.cores, "board": board_json}, indent=1))
     else:
         print(session.describe())
         print_profile(p, args.tasks)

@@ -328,8 +328,6 @@ def elementwise_spec(graph: Graph, op: Operation, fm: Callable[..., FeatureMap],
     ofm = fm(graph.tensors[op.outputs[0]])
     if ifm.dtype != ofm.dtype:
         raise LoweringError(f"{op.kind} changes the type")
-    if ifm.shape[2] < MIN_ELEMENTWISE_DEPTH:
-        raise LoweringError(f"{op.kind} of {ifm.shape[2]} channels: Vela reshapes such maps (not modelled)")
     if not b.is_constant:
         ifm2 = fm(b, broadcast_shape(b.shape, ifm.shape))
         if not broadcasts(ifm2.shape, ifm.shape) or ifm2.dtype != ifm.dtype:
@@ -398,6 +396,11 @@ def lower(spec: ConvSpec | PoolSpec | EltSpec | LutSpec | RescaleSpec | PadSpec 
           vela_compat: bool = False) -> list[Kick]:
     """The kicks of one computing operation (data movement is teflon.ethosu.moves.lower_moves and SOFTMAX
     teflon.ethosu.softmax.lower_softmax, both built on this module's pool copies and register helpers)."""
+    if vela_compat and isinstance(spec, (EltSpec, LutSpec, RescaleSpec)) and vela_reshapes(spec):
+        operands = " with operands of one shape" if isinstance(spec, EltSpec) else ""
+        raise LoweringError(f"an element-wise operation on {spec.ifm.shape[2]} channels{operands}: Vela reshapes such "
+                            "an operation (a shape search of its own, not modelled); the default compile runs it as "
+                            "it is")
     if isinstance(spec, RescaleSpec):
         return lower_rescale(spec)
     if isinstance(spec, PadSpec):
@@ -415,11 +418,28 @@ def lower(spec: ConvSpec | PoolSpec | EltSpec | LutSpec | RescaleSpec | PadSpec 
     return lower_elementwise(spec)
 
 
+def vela_reshapes(spec: EltSpec | LutSpec | RescaleSpec) -> bool:
+    """Whether Vela 5.2.0 gives the operation another shape: an element-wise operation on fewer than 8 channels
+    and more than 16 values whose second operand (a map or a constant) has its shape, or is one value, or that has
+    one input (the LUT activations, the requantizing RELUs and QUANTIZE). Measured: (8, 8, 4) ADD becomes 4x4x16,
+    (1, 4420, 2) MUL 17x13x40, (5, 7, 3) 1x1x105, (3, 3, 2) 1x1x18, 17 to 25 values 1x1xN, HARD_SWISH and RELU
+    (4, 4, 3) 3x1x16, LOGISTIC (3, 3, 5) 1x1x45; maps of at most 16 values keep theirs ((4, 4, 1), (3, 5, 1),
+    (2, 3, 2), (1, 13, 1), HARD_SWISH (2, 2, 3) and 12 others). A second operand broadcast along H, W or C keeps the
+    shape. The shape Vela picks follows no rule found here (a search of its own), so --vela-compat refuses these;
+    the default compile never reshapes: the NPU runs any depth, as Vela's own broadcast kicks on 1 to 7 channels do
+    (docs/hardware/ethosu-compiler.md)."""
+    same = (not isinstance(spec, EltSpec) or spec.scalar is not None
+            or (spec.ifm2 is not None and spec.ifm2.shape == spec.ifm.shape))
+    h, w, c = spec.ifm.shape
+    return c < MIN_ELEMENTWISE_DEPTH and h * w * c > VELA_RESHAPE_MIN_VALUES and same
+
+
 def scalar_as_channels(spec: EltSpec) -> EltSpec:
     """The default compile's form of a one-value constant operand: the value repeated once per channel, a (1, 1, C)
     constant in the coefficient region broadcast along H and W, exactly as Vela lowers a per-channel constant. Vela's
-    own form (NPU_SET_IFM2_SCALAR with broadcast_scalar, kept by --vela-compat) is refused by Linux's command-stream
-    validator on the U65, which recognises a scalar only by the U85's encoding (docs/hardware/ethosu-kernel.md)."""
+    own form (NPU_SET_IFM2_SCALAR with broadcast_scalar, kept by --vela-compat) is refused by the first accel/ethosu
+    release, whose validator took a scalar only in the U85's encoding (fixed in mainline by 838ae99f9a77;
+    docs/hardware/ethosu-kernel.md): this form runs on either."""
     assert spec.ifm2 is not None and spec.scalar is not None
     c = spec.ifm.shape[2]
     ifm2 = replace(spec.ifm2, shape=(1, 1, c), region=REGION_COEFFS)
@@ -427,7 +447,8 @@ def scalar_as_channels(spec: EltSpec) -> EltSpec:
     return replace(spec, ifm2=ifm2, scalar=None, const=data)
 
 
-MIN_ELEMENTWISE_DEPTH = 8  # Regor reshapes elementwise operations on fewer channels (inferred; docs)
+MIN_ELEMENTWISE_DEPTH = 8  # below it Vela reshapes an element-wise operation of one shape (vela_reshapes)
+VELA_RESHAPE_MIN_VALUES = 16  # ... of more values than this (measured, vela_reshapes)
 ELEMENTWISE_MODE = {"MUL": 0, "ADD": 1, "SUB": 2, "MINIMUM": 3, "MAXIMUM": 4}  # NPU_OP_ELEMENTWISE mode (regs)
 
 

@@ -366,15 +366,6 @@ def _with_records(s: Spec) -> Spec:
                                                        s.float_product))
 
 
-# A one-value constant operand is an IFM2 scalar (IFM2_BROADCAST 0x80) in Vela's stream. Linux's command-stream
-# validator recognises a scalar only by the U85's encoding (8) and refuses a U65 stream whose IFM2 was never set
-# (ethosu_gem.c as read in docs/hardware/ethosu-kernel.md; the simulated kernel applies the same rule). The default
-# compile therefore repeats the value per channel (lower.scalar_as_channels: Vela's per-channel constant form), and
-# the operation is claimed; SCALAR_REASON names the refusal for a stream that keeps Vela's scalar (--vela-compat).
-SCALAR_REASON = ("{kind} with a one-value constant: the U65 IFM2 scalar that Vela encodes is refused by Linux's "
-                 "command-stream validator (docs/hardware/ethosu-kernel.md)")
-
-
 # Operations with no weights: alone between CPU nodes each would be a partition of its own (teflon.lone). RESHAPE
 # is a view in the default compile (program.lower_graph): looked through.
 CHEAP_KINDS = frozenset(("AVERAGE_POOL_2D", "MAX_POOL_2D", "ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "LOGISTIC",

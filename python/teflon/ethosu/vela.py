@@ -115,6 +115,9 @@ def read(graph: Graph, op: Operation, spec: targets.Target) -> VelaOp:
                   scratch, tuple(io))
 
 
+_IFM2_SCALAR = U65.value("NPU_SET_IFM2_BROADCAST", broadcast_scalar=1)
+
+
 def regions_used(words: tuple[int, ...]) -> set[int]:
     """The regions the kernel's validator finds the stream touching (drivers/ethosu/ethosu_validate.c rules,
     docs/hardware/ethosu-kernel.md "Validator"): those of each operation's IFM, IFM2, weights, scales, OFM and DMA
@@ -140,8 +143,8 @@ def regions_used(words: tuple[int, ...]) -> set[int]:
             touched = ["ifm", "ifm2" if v & 1 else "weight", *scale, "ofm"]
         elif name == "NPU_OP_POOL":
             touched = (["ifm"] if v != 4 else []) + [*scale, "ofm"]
-        elif name == "NPU_OP_ELEMENTWISE":
-            unary = ifm2_broadcast == 8 or v in (5, 6, 7, 0x24)
+        elif name == "NPU_OP_ELEMENTWISE":  # a scalar IFM2 on the U65: IFM2_BROADCAST bit 7 (unset reads as set)
+            unary = bool(ifm2_broadcast & _IFM2_SCALAR) or v in (5, 6, 7, 0x24)
             touched = (["ifm"] if ifm_broadcast != 8 else []) + ([] if unary else ["ifm2"]) + ["ofm"]
         elif name == "NPU_OP_DMA_START":
             touched = ["dma_src", "dma_dst"]

@@ -95,21 +95,31 @@ def v7_kernels_per_core(oc: int, nn_core_count: int) -> int:
 
 
 def v7_core_channels(oc: int, nn_core_count: int, superblocks: int) -> list[list[np.ndarray]]:
-    """[core][superblock] -> output channels, v7 map.
+    """[core][superblock] -> output channels, v7 map (`v7_channel_table` split up).
 
     Every core gets kpc = ceil(OC / cores_used) kernels, so with OC not a multiple of cores_used the last cores
     address channels >= OC (Mesa reads past its arrays there; the caller decides what those channels hold).
     """
+    channels, sb_len = v7_channel_table(oc, nn_core_count, superblocks)
+    parts = np.split(channels, np.cumsum(sb_len.reshape(-1))[:-1])
+    return [parts[c * superblocks:(c + 1) * superblocks] for c in range(sb_len.shape[0])]
+
+
+def v7_channel_table(oc: int, nn_core_count: int, superblocks: int) -> tuple[np.ndarray, np.ndarray]:
+    """The v7 map as (every core's channels, superblock after superblock, core after core; their counts
+    [core][superblock]): superblock s gives core c the k_s channels from s * full * cores + c * k_s."""
     cores = min(oc, nn_core_count)
     kpc = ceil_div(oc, cores)
     full = ceil_div(kpc, superblocks)
-    out: list[list[np.ndarray]] = [[] for _ in range(cores)]
-    for s in range(superblocks):
-        k_sb = full if s < superblocks - 1 else kpc - full * (superblocks - 1)
-        base = s * full * cores
-        for c in range(cores):
-            out[c].append(base + c * k_sb + np.arange(max(k_sb, 0)))
-    return out
+    k_sb = np.full(superblocks, full, dtype=np.int64)
+    k_sb[-1] = kpc - full * (superblocks - 1)
+    k_sb = np.maximum(k_sb, 0)
+    sb_len = np.broadcast_to(k_sb, (cores, superblocks))
+    first = np.arange(superblocks)[None, :] * full * cores + np.arange(cores)[:, None] * k_sb[None, :]
+    lens = sb_len.reshape(-1)
+    ends = np.cumsum(lens)
+    channels = np.repeat(first.reshape(-1) - (ends - lens), lens) + np.arange(int(ends[-1]) if lens.size else 0)
+    return channels.astype(np.int64), np.ascontiguousarray(sb_len)
 
 
 def v8_core_channels(oc: int, nn_core_count: int, superblocks: int, depthwise: bool) -> list[list[np.ndarray]]:

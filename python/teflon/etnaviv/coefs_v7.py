@@ -21,10 +21,14 @@ bias arrays return 0 (v7 ADD bias correction over 4*C weights; OC not a multiple
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .coefs_common import BitReader, CoefJob, align, ceil_div, pack_bits, to_int32, v7_core_channels
+from .coefs_common import BitReader, CoefJob, align, ceil_div, pack_bits, to_int32, v7_channel_table, v7_core_channels
+
+if TYPE_CHECKING:
+    from teflon.native import EtnaV7Job, EtnaV7Plan
 
 RAW_BIAS = 1  # raw-word kinds, in the order they follow the same weight
 RAW_TRAILER = 2
@@ -243,13 +247,18 @@ def _kernel_sums(weights: np.ndarray, n_ch: int, k: int) -> np.ndarray:
     return w.sum(axis=1, dtype=np.int64)  # no int64 copy of the whole tensor
 
 
+def _trailers(job: CoefJob, n_ch: int) -> np.ndarray:
+    """Per channel (incl. phantom ones): the trailer word (uint32)."""
+    trailer = np.full(n_ch, job.addition_offset, np.int64) if job.addition else np.arange(n_ch) * job.output_plane
+    return (trailer & 0xFFFFFFFF).astype(np.uint32)
+
+
 def _raw_values(job: CoefJob, weights: np.ndarray, bias: np.ndarray, n_ch: int) -> tuple[np.ndarray, np.ndarray]:
     """Per channel (incl. phantom ones): stored bias word and trailer word (as uint32)."""
     k_corr = job.taps * job.ic  # ADD: Mesa sums 4*C weights of its 8-byte array
     b = _padded(bias, n_ch, np.int64)[:n_ch]
     bias_word = b - (_kernel_sums(weights, n_ch, k_corr) - k_corr * job.weight_zp) * job.input_zp
-    trailer = np.full(n_ch, job.addition_offset, np.int64) if job.addition else np.arange(n_ch) * job.output_plane
-    return bias_word & 0xFFFFFFFF, trailer & 0xFFFFFFFF
+    return (bias_word & 0xFFFFFFFF).astype(np.uint32), _trailers(job, n_ch)
 
 
 def _n_channels(job: CoefJob, nn_core_count: int) -> int:
@@ -257,31 +266,86 @@ def _n_channels(job: CoefJob, nn_core_count: int) -> int:
     return min(oc, nn_core_count) * ceil_div(oc, min(oc, nn_core_count))
 
 
-@dataclass
+# The library's writer codes (delegate/native.h TEFLON_V7_*)
+_WRITER_CODE = {"sequential": 0, "interleaved": 1, "six": 2}
+
+
+@dataclass(frozen=True)
 class _Prepared:
-    plans: list[CorePlan]
-    seqs: list[np.ndarray]
-    groups: list[_Groups]
-    bias_word: np.ndarray
-    trailer: np.ndarray
+    """A buffer's stream plan (teflon.native.EtnaV7Plan: flushes, raw words, token counts per run-length width
+    0..zmax, every used core back to back), whatever z the buffer gets, and the weight order it was made from
+    (None for the numpy reference, whose plan holds the weights in stream order)."""
+
+    plan: EtnaV7Plan
+    sizes_minus_one: bool  # Mesa's writer returns the byte length minus one (only matters in the z search)
     kpc: int
+    job: EtnaV7Job | None = None
+
+    @property
+    def cores(self) -> int:
+        return int(self.plan.core_len.size)
+
+    def core(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Core i's (weights, flush positions, raw word positions, raw word values) of a plan that kept them."""
+        p = self.plan
+        assert p.seq is not None
+        n0, f0, r0 = (int(a[:i].sum()) for a in (p.core_len, p.core_flush, p.core_raw))
+        n1, f1, r1 = n0 + int(p.core_len[i]), f0 + int(p.core_flush[i]), r0 + int(p.core_raw[i])
+        return p.seq[n0:n1], p.flush_pos[f0:f1], p.raw_pos[r0:r1], p.raw_val[r0:r1]
 
 
-def _prepare(weights: np.ndarray, bias: np.ndarray, job: CoefJob, nn_core_count: int) -> _Prepared:
+def _kpc(job: CoefJob, nn_core_count: int) -> int:
+    return 1 if job.addition else ceil_div(job.oc, min(job.oc, nn_core_count))
+
+
+def _prepare(weights: np.ndarray, bias: np.ndarray, job: CoefJob, nn_core_count: int, zmax: int,
+             keep_seq: bool = False, block: int = 0, first: int = 0) -> _Prepared:
+    """The plan written by the library in one pass (teflon.native.etna_v7_plan); `_prepare_reference` is the same
+    from `core_plans` in numpy (tests compare them). block > 0: `weights` are a block-diagonal form's blocks
+    (teflon.etnaviv.ops.dense_weights)."""
+    from teflon.native import EtnaV7Job, etna_v7_plan
+
+    writer = _writer(job)
+    oc = 1 if job.addition else job.oc
+    ic = 1 if job.addition else job.ic
+    channels, sb_len = v7_channel_table(oc, nn_core_count, job.superblocks)
+    n_ch = _n_channels(job, nn_core_count)
+    split = writer == "interleaved" or job.depthwise or job.input_width > 64
+    order = EtnaV7Job(weights, _WRITER_CODE[writer], ic, _tap_order(job.kx, job.ky, split), channels, sb_len, n_ch,
+                      block, first, job.weight_zp)
+    # the bias word's correction sums taps * ic weights per channel (ADD: 4*C of its 8-byte array), like _raw_values
+    plan = etna_v7_plan(order, _padded(bias, n_ch, np.int64)[:n_ch], _trailers(job, n_ch), job.taps * job.ic,
+                        job.weight_zp, job.input_zp, zmax, keep_seq)
+    return _Prepared(plan, writer != "interleaved", _kpc(job, nn_core_count), order)
+
+
+def _prepare_reference(weights: np.ndarray, bias: np.ndarray, job: CoefJob, nn_core_count: int,
+                       zmax: int) -> _Prepared:
+    from teflon.native import EtnaV7Plan
+
     n_ch = _n_channels(job, nn_core_count)
     plans = core_plans(job, nn_core_count)
     ic_t = 1 if job.addition else job.ic
     wt = _padded(weights, n_ch * ic_t * job.taps, np.uint8)
-    seqs = [wt[p.order] for p in plans]
-    groups = [_groups(s, job.weight_zp, p.flush_pos) for s, p in zip(seqs, plans, strict=True)]
     bias_word, trailer = _raw_values(job, weights, bias, n_ch)
-    kpc = 1 if job.addition else ceil_div(job.oc, min(job.oc, nn_core_count))
-    return _Prepared(plans, seqs, groups, bias_word, trailer, kpc)
+    seqs, raw_val, tokens = [], [], []
+    for p in plans:
+        seq = wt[p.order]
+        g = _groups(seq, job.weight_zp, p.flush_pos)
+        seqs.append(seq)
+        raw_val.append(np.where(p.raw_kind == RAW_BIAS, bias_word[p.raw_ch], trailer[p.raw_ch]).astype(np.uint32))
+        tokens.append([_token_count(g, z) for z in range(zmax + 1)])
+    plan = EtnaV7Plan(np.concatenate(seqs), np.array([s.size for s in seqs]),
+                      np.concatenate([p.flush_pos for p in plans]), np.array([p.flush_pos.size for p in plans]),
+                      np.concatenate([p.raw_pos for p in plans]), np.concatenate(raw_val),
+                      np.array([p.raw_pos.size for p in plans]), np.array(tokens, dtype=np.int64))
+    return _Prepared(plan, plans[0].sizes_minus_one, _kpc(job, nn_core_count))
 
 
-def _core_bytes(plan: CorePlan, g: _Groups, z: int) -> int:
-    bits = 8 + 16 + _token_count(g, z) * (z + 8) + 32 * plan.raw_pos.size
-    return ceil_div(bits, 32) * 4
+def _core_bytes(prep: _Prepared, z: int) -> np.ndarray:
+    """Every core's stream bytes at run-length width z: the header, the tokens, the raw words, whole u32s."""
+    bits = 8 + 16 + prep.plan.tokens[:, z] * (z + 8) + 32 * prep.plan.core_raw
+    return -(-bits // 32) * 4
 
 
 def choose_zrl_bits(prep: _Prepared, job: CoefJob, nn_zrl_bits: int) -> int:
@@ -294,37 +358,28 @@ def choose_zrl_bits(prep: _Prepared, job: CoefJob, nn_zrl_bits: int) -> int:
         return 0
     best_z, best = 0, None
     for z in range(nn_zrl_bits, -1, -1):
-        total = sum(_core_bytes(p, g, z) - p.sizes_minus_one for p, g in zip(prep.plans, prep.groups, strict=True))
+        total = int((_core_bytes(prep, z) - prep.sizes_minus_one).sum())
         if best is not None and total > best:
             break
         best_z, best = z, total
     return best_z
 
 
-def _core_stream(prep: _Prepared, i: int, z: int, zp: int) -> bytes:
-    """One core's stream: the z and kernels-per-core header, then the tokens (`_tokens`, the reference) with each
-    raw word after the token that ends on its weight, flushed as whole u32 words; written by the library in one
-    pass (teflon.native.etna_coef_stream)."""
-    from teflon.native import etna_coef_stream
-
-    plan, seq, g = prep.plans[i], prep.seqs[i], prep.groups[i]
-    raw_val = np.where(plan.raw_kind == RAW_BIAS, prep.bias_word[plan.raw_ch], prep.trailer[plan.raw_ch])
-    ntok = _token_count(g, z) if z else seq.size
-    flush = np.zeros(seq.size, dtype=np.uint8)
-    flush[plan.flush_pos] = 1
-    nbits = 24 + ntok * (z + 8) + 32 * raw_val.size
-    return etna_coef_stream(seq, flush, plan.raw_pos, raw_val, z, zp, prep.kpc, ceil_div(nbits, 32) * 4)
+def _buffer_len(prep: _Prepared, z: int, nn_core_count: int) -> int:
+    return header_size(nn_core_count) + int((-(-_core_bytes(prep, z) // 64) * 64).sum())
 
 
 def core_stream_reference(prep: _Prepared, i: int, z: int, zp: int) -> bytes:
-    """`_core_stream` in numpy (tests compare the library's writer against it)."""
-    plan, seq, g = prep.plans[i], prep.seqs[i], prep.groups[i]
+    """One core's stream in numpy: the z and kernels-per-core header, then the tokens (`_tokens`) with each raw word
+    after the token that ends on its weight, flushed as whole u32 words (tests compare the library's writer
+    against it)."""
+    seq, flush_pos, raw_pos, raw_val = prep.core(i)
+    g = _groups(seq, zp, flush_pos)
     run, literal, tok_end = _tokens(g, seq, zp, z)
-    raw_val = np.where(plan.raw_kind == RAW_BIAS, prep.bias_word[plan.raw_ch], prep.trailer[plan.raw_ch])
     ntok, nraw, tw = run.size, raw_val.size, z + 8
     # A raw word follows the token that ends on its weight: bit offsets without merging the two lists.
-    tok_start = 24 + np.arange(ntok) * tw + 32 * np.searchsorted(plan.raw_pos, tok_end, side="left")
-    raw_start = 24 + np.searchsorted(tok_end, plan.raw_pos, side="right") * tw + 32 * np.arange(nraw)
+    tok_start = 24 + np.arange(ntok) * tw + 32 * np.searchsorted(raw_pos, tok_end, side="left")
+    raw_start = 24 + np.searchsorted(tok_end, raw_pos, side="right") * tw + 32 * np.arange(nraw)
     nbits = 24 + ntok * tw + 32 * nraw
     values = np.concatenate([[z, prep.kpc], run.astype(np.uint64) | (literal.astype(np.uint64) << np.uint64(z)),
                              raw_val.astype(np.uint64)])
@@ -334,23 +389,33 @@ def core_stream_reference(prep: _Prepared, i: int, z: int, zp: int) -> bytes:
     return data + b"\0" * (ceil_div(nbits, 32) * 4 - len(data))  # the FIFO is flushed as whole u32 words
 
 
-def encode(weights: np.ndarray, bias: np.ndarray, job: CoefJob, *, nn_core_count: int = 8, nn_zrl_bits: int = 5,
-           zrl_bits: int | None = None) -> bytes:
-    prep = _prepare(weights, bias, job, nn_core_count)
-    z = choose_zrl_bits(prep, job, nn_zrl_bits) if zrl_bits is None else zrl_bits
-    streams = [_core_stream(prep, i, z, job.weight_zp) for i in range(len(prep.plans))]
+def encode_reference(prep: _Prepared, z: int, zp: int, nn_core_count: int) -> bytes:
+    """`encode`'s buffer from a plan in numpy (core_stream_reference per core)."""
+    streams = [core_stream_reference(prep, i, z, zp) for i in range(prep.cores)]
     header = np.zeros(header_size(nn_core_count) // 4, dtype="<u4")
     header[: len(streams)] = [align(len(s), 64) for s in streams]
     return header.tobytes() + b"".join(s + b"\0" * (align(len(s), 64) - len(s)) for s in streams)
 
 
+def encode(weights: np.ndarray, bias: np.ndarray, job: CoefJob, *, nn_core_count: int = 8, nn_zrl_bits: int = 5,
+           zrl_bits: int | None = None, block: int = 0, first: int = 0) -> bytes:
+    """Written by the library from the plan (teflon.native.etna_v7_buffer; `encode_reference` in numpy). block > 0:
+    `weights` are the blocks of a block-diagonal form (teflon.etnaviv.ops.dense_weights; the same bytes as its
+    dense array)."""
+    from teflon.native import etna_v7_buffer
+
+    prep = _prepare(weights, bias, job, nn_core_count, max(nn_zrl_bits, zrl_bits or 0), block=block, first=first)
+    z = choose_zrl_bits(prep, job, nn_zrl_bits) if zrl_bits is None else zrl_bits
+    assert prep.job is not None
+    return etna_v7_buffer(prep.job, prep.plan, header_size(nn_core_count), z, job.weight_zp, prep.kpc,
+                          _buffer_len(prep, z, nn_core_count))
+
+
 def used_len(weights: np.ndarray, bias: np.ndarray, job: CoefJob, *, nn_core_count: int = 8,
              nn_zrl_bits: int = 5) -> int:
     """Bytes the buffer needs (= len(encode(...)), without packing the bits)."""
-    prep = _prepare(weights, bias, job, nn_core_count)
-    z = choose_zrl_bits(prep, job, nn_zrl_bits)
-    return header_size(nn_core_count) + sum(
-        align(_core_bytes(p, g, z), 64) for p, g in zip(prep.plans, prep.groups, strict=True))
+    prep = _prepare(weights, bias, job, nn_core_count, nn_zrl_bits)
+    return _buffer_len(prep, choose_zrl_bits(prep, job, nn_zrl_bits), nn_core_count)
 
 
 def cache_size(buf: bytes, *, nn_core_count: int = 8) -> int:

@@ -106,10 +106,8 @@ def _coded_array(weights: np.ndarray, job: CoefJob, raw_weights: bool) -> np.nda
 # Symbol map
 
 
-def choose_symbol_map(weights: np.ndarray) -> tuple[int, ...]:
-    """symbol -> bit length. Mesa histograms the bit-length classes of the *raw* weight bytes (not the coded
-    zero-point deltas) and sorts them with a fixed network; copied for byte equality (any permutation decodes)."""
-    count = np.bincount(_HIST_CLASS[np.asarray(weights, dtype=np.uint8).reshape(-1)], minlength=8)
+def _sorted_classes(count: np.ndarray) -> tuple[int, ...]:
+    """Mesa's fixed sorting network over the 8 bit-length class counts: symbol -> bit length."""
     m = list(range(8))
     for a, b in SORT_NETWORK:
         if count[m[a]] < count[m[b]]:
@@ -117,11 +115,45 @@ def choose_symbol_map(weights: np.ndarray) -> tuple[int, ...]:
     return tuple(m)
 
 
+def _class_counts(hist: np.ndarray) -> np.ndarray:
+    """Bit-length class counts from a 256-entry byte histogram."""
+    count = np.zeros(8, dtype=np.int64)
+    np.add.at(count, _HIST_CLASS, np.asarray(hist, dtype=np.int64))
+    return count
+
+
+def choose_symbol_map(weights: np.ndarray) -> tuple[int, ...]:
+    """symbol -> bit length. Mesa histograms the bit-length classes of the *raw* weight bytes (not the coded
+    zero-point deltas) and sorts them with a fixed network; copied for byte equality (any permutation decodes).
+    The bytes are counted by the library (teflon.native.byte_histogram); `choose_symbol_map_reference` counts them
+    in numpy."""
+    from teflon.native import byte_histogram
+
+    return _sorted_classes(_class_counts(byte_histogram(weights)))
+
+
+def choose_symbol_map_reference(weights: np.ndarray) -> tuple[int, ...]:
+    return _sorted_classes(np.bincount(_HIST_CLASS[np.asarray(weights, dtype=np.uint8).reshape(-1)], minlength=8))
+
+
 def coded_symbol_map(weights: np.ndarray, job: CoefJob) -> tuple[int, ...]:
     """The same sort over the bit-length classes of the bytes the stream actually codes (the zero-point deltas),
     so the most frequent coded classes get the shortest codes; Mesa's histogram of the raw bytes only matches it
-    when the weight zero point is 0 (docs/hardware/etnaviv-coefficients.md)."""
-    return choose_symbol_map(_coded_array(weights, job, False))
+    when the weight zero point is 0 (docs/hardware/etnaviv-coefficients.md). The codes past each kernel and in the
+    block padding are 0 (class 0)."""
+    from teflon.native import byte_histogram
+
+    bl = blocking(job)
+    w = np.asarray(weights, dtype=np.uint8).reshape(-1)
+    if w.size < job.oc * bl.k:
+        raise ValueError(f"{w.size} weights for {job.oc} kernels of {bl.k}")
+    count = _class_counts(byte_histogram(w[: job.oc * bl.k], job.weight_zp))
+    count[0] += job.oc * (bl.nblocks * bl.slot - bl.k)
+    return _sorted_classes(count)
+
+
+def coded_symbol_map_reference(weights: np.ndarray, job: CoefJob) -> tuple[int, ...]:
+    return choose_symbol_map_reference(_coded_array(weights, job, False))
 
 
 def pack_symbol_map(symbol_map: tuple[int, ...]) -> int:
@@ -234,18 +266,35 @@ def _bias_table(weights: np.ndarray, bias: np.ndarray, job: CoefJob) -> np.ndarr
 
 def encode(weights: np.ndarray, bias: np.ndarray, job: CoefJob, *, nn_core_count: int = 6, raw_weights: bool = False,
            symbol_map: tuple[int, ...] | None = None) -> bytes:
+    """Written by the library in one pass (teflon.native.etna_v8_buffer); `encode_reference` is the same in
+    numpy."""
+    from teflon.native import etna_v8_buffer
+
     smap = choose_symbol_map(weights) if symbol_map is None else tuple(symbol_map)
+    bl = blocking(job)
+    chans = v8_core_channels(job.oc, nn_core_count, job.superblocks, job.depthwise)
+    sb_len = np.array([[c.size for c in core] for core in chans], dtype=np.int64)
+    channels = np.concatenate([c for core in chans for c in core])
+    t = code_table(smap)
+    b = np.asarray(bias, dtype=np.int64).reshape(-1)[: job.oc]
+    return etna_v8_buffer(weights, job.oc, bl.k, bl.bs, bl.pad, bl.nblocks, job.weight_zp, raw_weights, channels,
+                          sb_len, pack_symbol_map(smap), t.part0, t.part1, t.part1_w, t.payload, t.payload_w, b,
+                          job.input_zp)
+
+
+def encode_reference(weights: np.ndarray, bias: np.ndarray, job: CoefJob, *, nn_core_count: int = 6,
+                     raw_weights: bool = False, symbol_map: tuple[int, ...] | None = None) -> bytes:
+    smap = choose_symbol_map_reference(weights) if symbol_map is None else tuple(symbol_map)
     coded = _coded_array(weights, job, raw_weights).reshape(-1)
     orders, kpcs = core_orders(job, nn_core_count)
     header = bytearray(HEADER_SIZE)
     header[0] = HEADER_BYTE0
     header[SYMBOL_MAP_OFFSET:SYMBOL_MAP_OFFSET + 4] = pack_symbol_map(smap).to_bytes(4, "little")
     body = []
-    table = code_table(smap)
     for core, (order, kpc) in enumerate(zip(orders, kpcs, strict=True)):
         # the kernel count leads the stream as two coded bytes, never zero-point shifted
         codes = np.concatenate([np.array([kpc & 0xFF, kpc >> 8], dtype=np.uint8), coded[order]])
-        data, nbits = _stream(codes, table)
+        data, nbits = encode_stream(codes, smap)
         at = STREAM_SIZE_OFFSET + 4 * core
         header[at:at + 4] = nbits.to_bytes(4, "little")
         body.append(data + b"\0" * (align(len(data), 64) - len(data)))

@@ -139,7 +139,7 @@ def coefficients(op: EtnaOp, chip: Chip, mesa_compat: bool) -> tuple[bytes, int]
     assert op.weights is not None and op.bias is not None
     if chip.version == 7:
         buf = coefs_v7.encode(op.weights, op.bias, job, nn_core_count=chip.nn_core_count,
-                              nn_zrl_bits=chip.nn_zrl_bits)
+                              nn_zrl_bits=chip.nn_zrl_bits, block=op.weights_block, first=op.weights_first)
         return buf, coefs_v7.cache_size(buf, nn_core_count=chip.nn_core_count)
     smap = None if mesa_compat else coefs_v8.coded_symbol_map(op.weights, job)
     buf = coefs_v8.encode(op.weights, op.bias, job, nn_core_count=chip.nn_core_count, symbol_map=smap)

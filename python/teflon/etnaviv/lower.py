@@ -219,6 +219,13 @@ def depthwise_dense(w_1hwc: np.ndarray, zp: int) -> np.ndarray:
     return out
 
 
+def _depthwise_dense(st: _Lowering, c: _Conv) -> np.ndarray:
+    if st.weights:
+        return depthwise_dense(c.w, c.wzp)
+    _, kh, kw, ch = c.w.shape
+    return np.broadcast_to(np.uint8(c.wzp), (ch, ch, kh, kw))
+
+
 def depthwise_v8(w_1hwc: np.ndarray) -> np.ndarray:
     """v8: depthwise [1][KH][KW][C] -> [C][KH*KW]."""
     _, kh, kw, c = w_1hwc.shape
@@ -259,6 +266,9 @@ class _Lowering:
     # view itself. `held`: the size of every holder (it may be written only through its views).
     alias: dict[int, tuple[int, int]] = field(default_factory=dict)
     held: dict[int, int] = field(default_factory=dict)
+    # False for the support decision, which reads no weight value: v7's dense depthwise weights ([C][C][kh][kw],
+    # 44 M bytes over MobileNetV2) are then a zero-point view of their shape
+    weights: bool = True
 
     def new_tensor(self) -> int:
         t = self.next_tensor
@@ -553,7 +563,7 @@ def _lower_conv_as_fc(st: _Lowering, c: _Conv, nn_fields: dict[str, Any] | None 
     golden fc-* files); Mesa's conv writers would interleave planes for the same descriptor, which one reader
     cannot both follow (docs/hardware/etnaviv-nn.md §1)."""
     if c.depthwise:
-        w = depthwise_dense(c.w, c.wzp)
+        w = _depthwise_dense(st, c)
     else:
         w = conv_weights(c.w)
     oc, ic = w.shape[0], w.shape[1]
@@ -618,10 +628,15 @@ def lower_conv(st: _Lowering, c: _Conv, nn_fields: dict[str, Any] | None = None)
                             "verified for 3x3 and 5x5 only)")
     x = st.planar_input(c.x)
     # weights in the canonical order
+    block = 0
     if c.depthwise and v == 8:
         w = depthwise_v8(c.w)
+    elif c.depthwise and c.w.shape[3] > 1:
+        # v7's dense [C][C][kh][kw] form kept block-diagonal (ops.dense_weights): kernel o reads input channel o
+        w = np.ascontiguousarray(c.w[0].transpose(2, 0, 1)[:, None])
+        block = 1
     elif c.depthwise:
-        w = depthwise_dense(c.w, c.wzp)
+        w = depthwise_dense(c.w, c.wzp)  # one channel: the dense form is the kernel itself
     else:
         w = conv_weights(c.w)
     in_c = c.x.c
@@ -635,7 +650,8 @@ def lower_conv(st: _Lowering, c: _Conv, nn_fields: dict[str, Any] | None = None)
         size = x.size if st.mesa_compat else r_out.size  # Mesa records the input size here
         st.tp_job("RESHUFFLE", x, r_out.index, r_out, padding_same=padded, stride=c.stride,
                   weight_width=kh, weight_height=kw, output_tensor_size=size)
-        w = space_to_depth_weights(w, c.wzp)
+        w = space_to_depth_weights(w, c.wzp)  # a block-diagonal kernel o then reads input channels 4o .. 4o + 3
+        block *= 4
         nn_in, in_c, kh, kw = r_out, 4 * in_c, _ceil(kh, 2), _ceil(kw, 2)
     flag_pointwise = pointwise and not reshuffle
     if pointwise and in_c == 1 and not (c.depthwise and v == 8):
@@ -648,9 +664,10 @@ def lower_conv(st: _Lowering, c: _Conv, nn_fields: dict[str, Any] | None = None)
                  output_tensor=out_index, input_width=nn_in.h, input_height=nn_in.w, input_channels=nn_in.c,
                  input_zero_point=nn_in.zp, input_scale=nn_in.scale, output_width=c.y.h, output_height=c.y.w,
                  output_channels=c.y.c, output_zero_point=c.y.zp, output_scale=c.y.scale, weight_width=kh,
-                 weight_height=kw, weight_zero_point=c.wzp, weight_scale=c.wscale, weight_tensor_size=w.size,
+                 weight_height=kw, weight_zero_point=c.wzp, weight_scale=c.wscale,
+                 weight_tensor_size=w.size * (nn_in.c // block if block else 1),
                  bias_tensor_size=4 * c.y.c, input_tensor_sizes=(nn_in.size, 0), output_tensor_size=c.y.size,
-                 weights=w, bias=c.bias)
+                 weights=w, weights_block=block, bias=c.bias)
     _emit_nn(st, replace(job, **(nn_fields or {})), c.wscales, nn_in.h * nn_in.w)
     if detr:
         st.detranspose(c.y, out_index)
@@ -1250,9 +1267,11 @@ def _emit_nn(st: _Lowering, job: EtnaOp, wscales: np.ndarray | None, in_plane: i
     for a, b in groups:
         k = b - a
         w = job.weights[a:b]
+        block = job.weights_block  # a block-diagonal form's kernels a .. b - 1 keep their input channels
         sub = replace(job, output_channels=k, weight_scale=float(np.float32(wscales[a])), weights=w,
-                      bias=job.bias[a:b], weight_tensor_size=w.size, bias_tensor_size=4 * k,
-                      output_offset=a * plane)
+                      weights_first=job.weights_first + a if block else 0, bias=job.bias[a:b],
+                      weight_tensor_size=w.size * (job.input_channels // block if block else 1),
+                      bias_tensor_size=4 * k, output_offset=a * plane)
         if native_dw:
             sub = replace(sub, input_channels=k, input_offset=a * in_plane)
         _check_nn(sub, st.chip, st.mesa_compat)
@@ -1292,13 +1311,14 @@ class Lowered:
     held: dict[int, int] = field(default_factory=dict)  # holder -> its size in bytes
 
 
-def lower(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False, outputs: Iterable[int] = ()
-          ) -> Lowered:
+def lower(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False, outputs: Iterable[int] = (),
+          weights: bool = True) -> Lowered:
     """The job list of a partition (node indices in execution order) and the layout its outputs end in;
     raises LoweringError with the reason. `outputs`: the partition outputs the runtime binds (a graph output
-    read inside the partition too is one; a SiLU's sigmoid among them keeps its LOGISTIC job)."""
+    read inside the partition too is one; a SiLU's sigmoid among them keeps its LOGISTIC job). weights=False: the
+    jobs' weight arrays have their shapes but not necessarily their values (what the support decision needs)."""
     by_index = {op.index: op for op in graph.operations}
-    st = _Lowering(graph, list(nodes), chip, mesa_compat, max(graph.tensors, default=-1) + 1)
+    st = _Lowering(graph, list(nodes), chip, mesa_compat, max(graph.tensors, default=-1) + 1, weights=weights)
     st.outputs = partition_outputs(graph, nodes)
     st.requested = set(outputs)
     for n in nodes:
@@ -1316,9 +1336,10 @@ def lower(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False,
     return Lowered(st.jobs, planar, dict(st.alias), dict(st.held))
 
 
-def lower_graph(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False) -> list[EtnaOp]:
+def lower_graph(graph: Graph, nodes: list[int], chip: Chip, mesa_compat: bool = False,
+                weights: bool = True) -> list[EtnaOp]:
     """The job list of a partition (see `lower`)."""
-    return lower(graph, nodes, chip, mesa_compat).jobs
+    return lower(graph, nodes, chip, mesa_compat, weights=weights).jobs
 
 
 def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:
@@ -1330,7 +1351,7 @@ def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:
             result[op.index] = (False, why)
             continue
         try:
-            jobs = lower_graph(graph, [op.index], chip)
+            jobs = lower_graph(graph, [op.index], chip, weights=False)
         except LoweringError as exc:
             result[op.index] = (False, str(exc))
             continue

@@ -21,7 +21,8 @@ KIND_NN = 0  # Mesa `type`: ETNA_JOB_TYPE_NN
 KIND_TP = 1  # ETNA_JOB_TYPE_TP
 
 # Mesa `tp_type` values, by name (etnaviv.md §5; the golden's job `tp_type` strings)
-EXTRA_FIELDS = ("weights", "bias", "in_planar", "input_offset", "output_offset", "lut", "phase")  # not Mesa's
+EXTRA_FIELDS = ("weights", "weights_block", "weights_first", "bias", "in_planar", "input_offset", "output_offset",
+                "lut", "phase")  # not Mesa's
 
 # TABLE is teflon's: a PWL job whose table reproduces any 8-bit map (pwl_table.py); Mesa has no such job.
 # MAXPOOL (the vendor's TP max pooling, docs/hardware/etnaviv-maxpool.md) and UPSAMPLE (one of the four phases of a
@@ -78,6 +79,12 @@ class EtnaOp:
     # beside Mesa's fields: the coefficient inputs of NN jobs, and whether a TP job's input holds planar data
     # (PAD reads either layout; Mesa keeps that in its tensor table, not in the operation)
     weights: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # v7 depthwise weights kept block-diagonal (`dense_weights` expands them): with weights_block = g > 0,
+    # `weights` is [OC][g][kh][kw] and kernel o reads input channels (o + weights_first) * g .. + g - 1 only, the
+    # weight zero point everywhere else of the lowered [OC][IC][kh][kw] array (which is OC * IC * kh * kw bytes,
+    # mostly the zero point, e.g. 44 M over MobileNetV2)
+    weights_block: int = field(default=0, compare=False)
+    weights_first: int = field(default=0, compare=False)
     bias: np.ndarray | None = field(default=None, repr=False, compare=False)
     in_planar: bool = field(default=False, compare=False)
     # byte offsets into the input / output tensor: one job of a per-channel layer split into jobs of output
@@ -122,3 +129,17 @@ class EtnaOp:
             else:
                 out[f.name] = int(v)
         return out
+
+
+def dense_weights(op: EtnaOp) -> np.ndarray:
+    """An NN job's weights in the lowered layout [OC][IC][kh][kw] (flat for FC / ADD as lowered), a block-diagonal
+    depthwise form (`weights_block`) expanded."""
+    assert op.weights is not None
+    if not op.weights_block:
+        return op.weights
+    w = np.asarray(op.weights, dtype=np.uint8)
+    oc, g = w.shape[0], op.weights_block
+    out = np.full((oc, op.input_channels, *w.shape[2:]), op.weight_zero_point, np.uint8)
+    for i in range(g):
+        out[np.arange(oc), (np.arange(oc) + op.weights_first) * g + i] = w[:, i]
+    return out

@@ -27,7 +27,7 @@ from .layout import ATOM, dpu_plane
 from .pool import pool_stream
 from .split import split
 from .stream import (
-    PACKED_MAX_C,
+    PACKED_CHANNELS,
     Requant,
     channel_stream,
     conv_stream,
@@ -100,8 +100,9 @@ def requant(rm: RegMap, c: RocketConv) -> tuple[Requant, bytes]:
 
 
 def packed_input(c: RocketConv, host_written: bool) -> bool:
-    """The vendor's first-layer path: a 3-channel uint8 graph input read as packed pixels [GOLD; IAV T46]."""
-    return host_written and c.in_c == PACKED_MAX_C and not c.depthwise and c.dtype == "uint8"
+    """The vendor's first-layer path: a 1-, 3- or 4-channel uint8 graph input read as packed pixels [GOLD; IAV T46;
+    TOOLKIT, built here: rknn-toolkit2 2.5.0 target rk3566, first convolutions of 1 to 4 channels]."""
+    return host_written and c.in_c in PACKED_CHANNELS and not c.depthwise and c.dtype == "uint8"
 
 
 def encode_layer(rm: RegMap, c: RocketConv, host_input: bool = False, in_plane_atoms: int | None = None) -> EncodedLayer:
@@ -113,11 +114,11 @@ def encode_layer(rm: RegMap, c: RocketConv, host_input: bool = False, in_plane_a
     if c.stride_w is not None and c.stride_w != c.stride:
         raise EncodeError("different row and column strides are not encoded on rk3568 yet")
     packed = weights.pack_depthwise(c.weights, c.w_zp) if c.depthwise else weights.pack_conv(c.weights, c.w_zp)
-    sp = split(c, len(packed))
+    pixels = packed_input(c, host_input)
+    sp = split(c, len(packed), pixels)
     rq, bs = requant(rm, c)
     try:
-        pixels = packed_input(c, host_input)
-        streams, offsets = task_streams(rm, [conv_stream(rm, c, w, sp.data_banks, rq, pixels, in_plane_atoms)
+        streams, offsets = task_streams(rm, [conv_stream(rm, c, w, w.banks, rq, pixels, in_plane_atoms)
                                              for w in sp.windows])
     except (ValueError, RegMapError) as e:
         raise EncodeError(str(e)) from e

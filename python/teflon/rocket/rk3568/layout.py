@@ -28,9 +28,33 @@ def in_channels(c: int) -> int:
     return 8 if c <= 8 else align(c, 16)
 
 
-def data_entries(w: int, c: int) -> int:
+DW_GROUP = 32  # depthwise channels per weight group [IAV T47/T66; GOLD]
+
+
+def dw_channels(c: int) -> int:
+    """Channels a depthwise layer's weights and CBUF rows take: whole 32-channel groups, a partial last group of 8, 16
+    or 32 (1-8 -> 8, 9-16 -> 16, 17-31 -> 32) [TOOLKIT, built here: rknn-toolkit2 2.5.0 target rk3566, models
+    dwconv-in10x10x{8,16,24,40,48,56,72}-k3-s1: WEIGHT_SIZE1 / 9 = 8, 16, 32, 40, 48, 64, 72, DATA_ENTRIES likewise;
+    GOLD dwconv-in19x17x24: 32]."""
+    tail = c % DW_GROUP
+    return c - tail + (0 if not tail else 8 if tail <= 8 else 16 if tail <= 16 else DW_GROUP)
+
+
+def data_entries(w: int, c: int, depthwise: bool = False) -> int:
     """CBUF entries of one input row (DATA_ENTRIES)."""
-    return -(-w * (in_channels(c) // ATOM) // 4)
+    return -(-w * ((dw_channels(c) if depthwise else in_channels(c)) // ATOM) // 4)
+
+
+def packed_width(w: int) -> int:
+    """The width the CBUF and the feature DMA take for a packed-pixel input: whole 8-pixel groups [TOOLKIT, built
+    here: rknn-toolkit2 2.5.0 target rk3566, 1/3/4-channel first convolutions at widths 28, 30, 56, 224:
+    CBUF_CON1 width 32/32/56/224 and FC_DATA_SIZE0 DMA_WIDTH the same]."""
+    return align(w, ATOM)
+
+
+def packed_entries(w: int) -> int:
+    """CBUF entries of one packed-pixel input row: packed_width(w) / 4 [TOOLKIT, as packed_width: 8, 8, 14, 56]."""
+    return packed_width(w) // 4
 
 
 def data_banks(w: int, h: int, c: int) -> int:

@@ -33,12 +33,16 @@ def pool_stream(rm: RegMap, p: RocketPool) -> Stream:
         raise EncodeError(f"pool window {p.kh}x{p.kw} s{p.sh}x{p.sw} beyond the PPU's fields")
     e = Emitter(rm)
     in_plane = dpu_plane(p.in_h, p.in_w) * ATOM
+    # the cube the windows read: a VALID pool's unused last rows and columns are left out [GOLD: 13x13 k3 s1 and
+    # 32x32 k2 s2 read everything; TOOLKIT, built here: rknn-toolkit2 2.5.0 target rk3566, model
+    # maxpool-in28x28x32-k3-s2-valid: a 27x27 cube]
+    rows, cols = min(p.in_h, (p.out_h - 1) * p.sh + p.kh), min(p.in_w, (p.out_w - 1) * p.sw + p.kw)
     out_plane = dpu_plane(p.out_h, p.out_w) * ATOM
     try:
         e("PPU_S_POINTER", **S_POINTER)
         e("PPU_RDMA_S_POINTER", **S_POINTER)
-        e("PPU_DATA_CUBE_IN_WIDTH", CUBE_IN_WIDTH=p.in_w - 1)
-        e("PPU_DATA_CUBE_IN_HEIGHT", CUBE_IN_HEIGHT=p.in_h - 1)
+        e("PPU_DATA_CUBE_IN_WIDTH", CUBE_IN_WIDTH=cols - 1)
+        e("PPU_DATA_CUBE_IN_HEIGHT", CUBE_IN_HEIGHT=rows - 1)
         e("PPU_DATA_CUBE_IN_CHANNEL", CUBE_IN_CHANNEL=p.in_c - 1)
         e("PPU_DATA_CUBE_OUT_WIDTH", CUBE_OUT_WIDTH=p.out_w - 1)
         e("PPU_DATA_CUBE_OUT_HEIGHT", CUBE_OUT_HEIGHT=p.out_h - 1)
@@ -55,8 +59,8 @@ def pool_stream(rm: RegMap, p: RocketPool) -> Stream:
         e("PPU_DST_SURF_STRIDE", DST_SURF_STRIDE=out_plane >> 4)  # RK3588 field at bit 4: the word holds bytes
         e("PPU_DATA_FORMAT", INDEX_ADD=out_plane >> 4)
         e("PPU_MISC_CTRL", BURST_LEN=MISC_BURST_LEN)
-        e("PPU_RDMA_CUBE_IN_WIDTH", CUBE_IN_WIDTH=p.in_w - 1)
-        e("PPU_RDMA_CUBE_IN_HEIGHT", CUBE_IN_HEIGHT=p.in_h - 1)
+        e("PPU_RDMA_CUBE_IN_WIDTH", CUBE_IN_WIDTH=cols - 1)
+        e("PPU_RDMA_CUBE_IN_HEIGHT", CUBE_IN_HEIGHT=rows - 1)
         e("PPU_RDMA_CUBE_IN_CHANNEL", CUBE_IN_CHANNEL=p.in_c - 1)
         e("PPU_RDMA_UNDOC_7018", VALUE=1)
         e.addr("PPU_RDMA_SRC_BASE_ADDR", ROLE_INPUT, 0)

@@ -61,14 +61,16 @@ PC = tuple(_OP_ENABLE if r.name == "OPERATION_ENABLE" else
 CNA = (
     s_pointer("CNA", 0x1004),
     reg("CNA", "CONV_CON1", 0x100C,
-        _only("CONV_MODE", 0, 3, 0, 3), ("IN_PRECISION", 4, 6), ("PROC_PRECISION", 7, 9), ("ARGB_IN", 12, 15),
-        note="CONV_MODE 0 direct, 3 depthwise [GOLD]; ARGB_IN 10 on the packed-pixel first-layer path [IAV T30/T46]"),
+        _only("CONV_MODE", 0, 3, 0, 3), ("IN_PRECISION", 4, 6), ("PROC_PRECISION", 7, 9), _only("ARGB_IN", 12, 15, 0, 8, 10, 11),
+        note="CONV_MODE 0 direct, 3 depthwise [GOLD]; ARGB_IN 8 + channels - 1 (8, 10, 11 for 1, 3, 4 channels) on the "
+             "packed-pixel first-layer path [IAV T30/T46; TOOLKIT, built here: rknn-toolkit2 2.5.0 target rk3566]"),
     reg("CNA", "CONV_CON2", 0x1010, ("FEATURE_GRAINS", 4, 13), _only("KERNEL_GROUP", 16, 23, 0),
         note="KERNEL_GROUP is 0 in every vendor task [IAV T28; GOLD]; FEATURE_GRAINS: the vendor's shape rule "
              "(rk3568.md §3)"),
     reg("CNA", "CONV_CON3", 0x1014, ("CONV_X_STRIDE", 0, 2), ("CONV_Y_STRIDE", 3, 5)),
     reg("CNA", "CONV_CON4", 0x1018, ("ARGB_PIXELS_X9", 0, 31),
-        note="0 except on the packed-pixel path: input width x rows of the task x 9 [IAV T29/T46; GOLD]"),
+        note="0 except on the 3-channel packed-pixel path: input width x rows of the task x 9 [IAV T29/T46; GOLD; TOOLKIT: "
+             "0 for 1 and 4 channels]"),
     reg("CNA", "DATA_SIZE0", 0x1020, ("DATAIN_HEIGHT", 0, 10), ("DATAIN_WIDTH", 16, 26),
         note="11-bit width: maps wider than 2047 fail [IAV T76]"),
     reg("CNA", "DATA_SIZE1", 0x1024, ("DATAIN_CHANNEL", 0, 15), ("DATAIN_CHANNEL_REAL_M1", 16, 29)),

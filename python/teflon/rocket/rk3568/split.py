@@ -1,11 +1,15 @@
 """How an RK3568 layer becomes tasks (docs/hardware/rk3568.md §3 "Splitting"): the vendor's choices, taken so that
 programs compare equal [GOLD; the README calls splitting a toolkit choice].
 
-- A depthwise layer whose input rows do not fit the seven data banks is first split into channel groups: the group
-  halves (down to 32 channels) until the whole map fits (56x56x128 -> two groups of 64; 112x112x64 -> 32).
+- A depthwise layer whose input rows do not fit the seven data banks is first split into channel groups: the
+  largest multiple of 32 channels (down to 32) whose whole map fits, the last group the rest (56x56x128 -> 64 + 64;
+  56x56x144 -> 64 + 64 + 16; 40x30x200 -> 160 + 40; 112x112x64 -> 32 + 32) [GOLD; TOOLKIT, built here:
+  rknn-toolkit2 2.5.0 target rk3566, dwconv-in56x56x144 and dwconv-in40x30x200].
 - A task whose rows still do not fit is split into row bands: each band reads as many input rows as seven banks hold
   (rows x DATA_ENTRIES <= 7 x 1024) and computes the whole output rows they give; the next band starts at its first
-  output row's first input row. The data/weight bank split is the layer's (its largest band's).
+  output row's first input row. The data/weight bank split is the channel group's: the least data banks that hold
+  its largest band (the 16-channel rest of 56x56x144: 2 data banks where the 64-channel groups take 7) [GOLD;
+  TOOLKIT, as above].
 - Tasks run group by group, band by band; a band of the same group as the task before it reuses the CBUF weights
   (WEIGHT_REUSE) when they fit the weight banks.
 """
@@ -19,7 +23,7 @@ import numpy as np
 from ..geometry import align
 from ..operations import RocketConv
 from ..stream import EncodeError
-from .layout import BANK_BYTES, BANK_ENTRIES, CBUF_BANKS, data_entries
+from .layout import BANK_BYTES, BANK_ENTRIES, CBUF_BANKS, data_entries, packed_entries
 
 DW_MIN_GROUP = 32
 MAX_DATA_BANKS = CBUF_BANKS - 1
@@ -32,11 +36,11 @@ class Window:
     out_row0: int
     ch0: int  # first channel (depthwise groups; 0 otherwise)
     reuse: bool  # the weights are still in the CBUF from the task before
+    banks: int = 0  # data banks of the task (its channel group's split)
 
 
 @dataclass(frozen=True)
 class Split:
-    data_banks: int
     windows: list[Window]
 
 
@@ -68,25 +72,28 @@ def _bands(c: RocketConv, max_rows: int) -> list[tuple[int, int, RocketConv]]:
     return out
 
 
-def split(c: RocketConv, weight_bytes: int) -> Split:
-    per_row = data_entries(c.in_w, c.in_c)
+def split(c: RocketConv, weight_bytes: int, packed: bool = False) -> Split:
+    """`packed`: the input read as packed pixels (its rows take packed_entries)."""
+    per_row = packed_entries(c.in_w) if packed else data_entries(c.in_w, c.in_c)
     group = c.in_c if c.depthwise else 0
     if c.depthwise:
         cap = MAX_DATA_BANKS * BANK_ENTRIES
-        while group > DW_MIN_GROUP and data_entries(c.in_w, align(group, DW_MIN_GROUP)) * _rows_read(c) > cap:
-            group = max(DW_MIN_GROUP, align(group // 2, DW_MIN_GROUP))
-        per_row = data_entries(c.in_w, group)
+        while group > DW_MIN_GROUP and data_entries(c.in_w, group, True) * _rows_read(c) > cap:
+            group = align(group, DW_MIN_GROUP) - DW_MIN_GROUP
+        per_row = data_entries(c.in_w, group, True)
     max_rows = MAX_DATA_BANKS * BANK_ENTRIES // per_row
     if max_rows < 1:
         raise EncodeError(f"one input row needs {per_row} CBUF entries (a bank holds {BANK_ENTRIES})")
     parts = [(0, c)] if not c.depthwise or group >= c.in_c else [
         (g0, _group(c, g0, min(group, c.in_c - g0))) for g0 in range(0, c.in_c, group)]
     windows: list[Window] = []
-    rows_max = 0
     for g0, gc in parts:
-        for i, (row0, y0, bc) in enumerate(_bands(gc, max_rows)):
-            rows_max = max(rows_max, _rows_read(bc))
-            windows.append(Window(bc, row0, y0, g0, i > 0))
-    banks = -(-per_row * rows_max // BANK_ENTRIES)
-    fits = weight_bytes // max(len(parts), 1) <= (CBUF_BANKS - banks) * BANK_BYTES
-    return Split(banks, [replace(w, reuse=w.reuse and fits) for w in windows])
+        bands = [Window(bc, row0, y0, g0, i > 0) for i, (row0, y0, bc) in enumerate(_bands(gc, max_rows))]
+        entries = per_row if not c.depthwise else data_entries(c.in_w, gc.in_c, True)
+        # the banks hold the task's input rows as declared, a VALID layer's unread last rows included (the rows the
+        # CNA reads, DATA_SIZE0, leave them out) [TOOLKIT, built here: rknn-toolkit2 2.5.0 target rk3566, model
+        # dwconv-in28x28x256-k5-s2-valid: 7 banks for 28 rows of 224 entries, where the 27 rows read fit 6]
+        banks = min(MAX_DATA_BANKS, -(-entries * max(w.conv.in_h for w in bands) // BANK_ENTRIES))
+        fits = weight_bytes // len(parts) <= (CBUF_BANKS - banks) * BANK_BYTES
+        windows += [replace(w, reuse=w.reuse and fits, banks=banks) for w in bands]
+    return Split(windows)

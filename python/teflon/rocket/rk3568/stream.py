@@ -18,7 +18,16 @@ from ...hw.regmap import RegMap
 from ..geometry import align
 from ..operations import RocketConv
 from ..stream import ROLE_BIAS, ROLE_INPUT, ROLE_OUTPUT, ROLE_WEIGHTS, Emitter, Stream, chain
-from .layout import ATOM, CBUF_BANKS, data_entries, dpu_plane, in_channels
+from .layout import (
+    ATOM,
+    CBUF_BANKS,
+    data_entries,
+    dpu_plane,
+    dw_channels,
+    in_channels,
+    packed_entries,
+    packed_width,
+)
 from .regs import CNA, CORE, DMA_CON0, DPU, DPU_RDMA, RDMA_BURST_LEN
 from .split import Window
 
@@ -36,9 +45,13 @@ GRAINS_WOUT = (17, 9)
 BS_BYTES_PER_CHANNEL = 4  # the per-tensor bias-only BS stream [IAV T43 probe-D2; GOLD]
 BS_CHANNEL_BYTES = 8  # the per-channel stream: bias, OW and multiplier per channel [IAV T41/T71; MAP §3; GOLD avgpool]
 BS_GROUP = 4  # channels per group of the per-channel stream: [bias i32 x4][OW i16 x4][multiplier u16 x4]
-ARGB_IN = 10  # CONV_CON1 on the packed-pixel first-layer path [IAV T30/T46; GOLD 0xA000]
+ARGB_BASE = 8  # CONV_CON1.ARGB_IN = 8 + channels - 1 on the packed-pixel path: 8 / 10 / 11 for 1 / 3 / 4 channels
+# [GOLD 0xA000; TOOLKIT, built here: rknn-toolkit2 2.5.0 target rk3566, first convolutions of 1, 3 and 4 channels]
 CVT_SHIFT = 14  # the CNA converter's scale 2^14 = 1.0 and its truncation [IAV T46]
-PACKED_MAX_C = 3  # the packed-pixel path: 3-channel graph inputs (the one case the vendor programs here show)
+CVT_LANES = 4  # the converter's lanes: one per byte of a packed pixel
+# graph-input channel counts the toolkit reads as packed pixels (2 channels take the direct path) [TOOLKIT, as above]
+PACKED_CHANNELS = (1, 3, 4)
+ARGB_PIXELS_X9_CHANNELS = 3  # CONV_CON4 = width x rows x 9 only for 3 channels, else 0 [TOOLKIT, as above; IAV T46]
 
 
 @dataclass(frozen=True)
@@ -111,7 +124,7 @@ def conv_stream(rm: RegMap, layer: RocketConv, w: Window, banks: int, rq: Requan
     e = Emitter(rm)
     c = w.conv
     dw = c.depthwise
-    icp = in_channels(c.in_c) if not dw else align(c.in_c, 32)
+    icp = in_channels(c.in_c) if not dw else dw_channels(c.in_c)
     ocp = out_channels(c)
     rows = rows_read(c)
     taps = c.kh * c.kw
@@ -126,10 +139,10 @@ def conv_stream(rm: RegMap, layer: RocketConv, w: Window, banks: int, rq: Requan
     e("CNA_CBUF_CON0", **cbuf)
     e("DPU_S_POINTER", **S_POINTER)
     e("DPU_RDMA_S_POINTER", **S_POINTER)
-    e("CNA_CONV_CON1", CONV_MODE=3 if dw else 0, ARGB_IN=ARGB_IN if packed else 0)
+    e("CNA_CONV_CON1", CONV_MODE=3 if dw else 0, ARGB_IN=ARGB_BASE + c.in_c - 1 if packed else 0)
     e("CNA_CONV_CON2", FEATURE_GRAINS=feature_grains(layer))
     e("CNA_CONV_CON3", CONV_X_STRIDE=c.sx, CONV_Y_STRIDE=c.stride)
-    e("CNA_CONV_CON4", ARGB_PIXELS_X9=c.in_w * rows * 9 if packed else 0)
+    e("CNA_CONV_CON4", ARGB_PIXELS_X9=c.in_w * rows * 9 if packed and c.in_c == ARGB_PIXELS_X9_CHANNELS else 0)
     e("CNA_DATA_SIZE0", DATAIN_HEIGHT=rows, DATAIN_WIDTH=c.in_w)
     e("CNA_DATA_SIZE1", DATAIN_CHANNEL=align(c.in_c, ATOM), DATAIN_CHANNEL_REAL_M1=c.in_c - 1)
     e("CNA_DATA_SIZE2", DATAOUT_WIDTH=c.out_w)
@@ -138,12 +151,14 @@ def conv_stream(rm: RegMap, layer: RocketConv, w: Window, banks: int, rq: Requan
     e("CNA_WEIGHT_SIZE1", WEIGHT_BYTES_PER_KERNEL=per_kernel)
     e("CNA_WEIGHT_SIZE2", WEIGHT_KERNELS=1 if dw else c.out_c, WEIGHT_HEIGHT=c.kh, WEIGHT_WIDTH=c.kw)
     e("CNA_CBUF_CON0", **cbuf)
-    e("CNA_CBUF_CON1", DATA_ENTRIES=data_entries(c.in_w, c.in_c), DATAIN_WIDTH=c.in_w)
-    if packed:  # x * 2^14 >> 14 - 128 on the three colour lanes, the fourth lane 1:1 [IAV T46; GOLD fields]
-        e("CNA_CVT_CON0", CVT_BYPASS=1, CVT_TRUNCATE_0=CVT_SHIFT, CVT_TRUNCATE_1=CVT_SHIFT, CVT_TRUNCATE_2=CVT_SHIFT)
-        for i in range(3):
-            e(f"CNA_CVT_CON{i + 1}", **{f"CVT_SCALE{i}": 1 << CVT_SHIFT, f"CVT_OFFSET{i}": -0x80})
-        e("CNA_CVT_CON4", CVT_SCALE3=1)
+    dma_w = packed_width(c.in_w) if packed else c.in_w
+    e("CNA_CBUF_CON1", DATA_ENTRIES=packed_entries(c.in_w) if packed else data_entries(c.in_w, c.in_c, dw),
+      DATAIN_WIDTH=dma_w)
+    if packed:  # x * 2^14 >> 14 - 128 on the pixel's lanes, the others 1:1 [IAV T46; GOLD and TOOLKIT fields]
+        e("CNA_CVT_CON0", CVT_BYPASS=1, **{f"CVT_TRUNCATE_{i}": CVT_SHIFT for i in range(c.in_c)})
+        for i in range(CVT_LANES):
+            lane = {f"CVT_SCALE{i}": 1 << CVT_SHIFT, f"CVT_OFFSET{i}": -0x80} if i < c.in_c else {f"CVT_SCALE{i}": 1}
+            e(f"CNA_CVT_CON{i + 1}", **lane)
     else:
         e("CNA_CVT_CON0", CVT_TYPE=1, DATA_SIGN=1)  # 0xA: converter in the path [IAV T29]
         for i in range(4):
@@ -158,7 +173,7 @@ def conv_stream(rm: RegMap, layer: RocketConv, w: Window, banks: int, rq: Requan
       WEIGHT_BURST_LEN=(DMA_CON0 >> 16) & 0xF, BIT20=1)
     e("CNA_DMA_CON1", LINE_STRIDE=line // ATOM)
     e("CNA_DMA_CON2", SURF_STRIDE=in_atoms)
-    e("CNA_FC_DATA_SIZE0", DMA_HEIGHT=rows, DMA_WIDTH=c.in_w)
+    e("CNA_FC_DATA_SIZE0", DMA_HEIGHT=rows, DMA_WIDTH=dma_w)
     e("CNA_FC_DATA_SIZE1", DMA_CHANNEL=align(c.in_c, ATOM))
     e("CNA_DCOMP_CTRL")
     e("CNA_DCOMP_REGNUM")

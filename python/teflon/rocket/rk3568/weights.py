@@ -6,20 +6,18 @@ channels are padded to in_channels() (8 up to 8, else a multiple of 16); a parti
 packed compact (no padding to 32 channels / 16 kernels). Padding channels hold the stored weight zero point, so
 that w - zw is 0 there [GOLD: padding_bytes of the vendor's weight vectors, 3 files].
 
-Depthwise [IAV T47/T66; GOLD]: per group of 32 channels, every tap, then the group's channels (the last group is
-padded to 32 channels with the stored weight zero point).
+Depthwise [IAV T47/T66; GOLD; TOOLKIT]: per group of 32 channels, every tap, then the group's channels; a partial
+last group takes 8, 16 or 32 channels (layout.dw_channels), padded with the stored weight zero point.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..geometry import align
-from .layout import in_channels
+from .layout import DW_GROUP, dw_channels, in_channels
 
 KERNEL_GROUP = 16
 IC_SLICE = 32
-DW_GROUP = 32
 
 
 def pack_conv(weights: np.ndarray, zp: int) -> bytes:
@@ -37,9 +35,9 @@ def pack_conv(weights: np.ndarray, zp: int) -> bytes:
 
 
 def pack_depthwise(weights: np.ndarray, zp: int) -> bytes:
-    """(1, KH, KW, C) stored int8 weights -> [group of 32][tap][channel]."""
+    """(1, KH, KW, C) stored int8 weights -> [group of 32][tap][channel], the last group compact."""
     _, kh, kw, c = weights.shape
-    cp = align(c, DW_GROUP)
+    cp = dw_channels(c)
     w = np.full((kh * kw, cp), zp, np.int8)
     w[:, :c] = weights.reshape(kh * kw, c)
-    return w.reshape(kh * kw, cp // DW_GROUP, DW_GROUP).transpose(1, 0, 2).tobytes()
+    return b"".join(w[:, g0:g0 + DW_GROUP].tobytes() for g0 in range(0, cp, DW_GROUP))
