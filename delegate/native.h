@@ -106,11 +106,47 @@ TEFLON_EXPORT int64_t teflon_native_etna_v8_buffer(const uint8_t *w, uint64_t wl
                                                    const uint16_t *payload, const uint8_t *payload_w,
                                                    const int64_t *bias, int64_t input_zp, uint8_t *out, uint64_t cap);
 
-/* The body of one Ethos-U weight-stream slice without zero runs (teflon.ethosu.mlw): the n indices idx with GRC
- * divisor div (truncated when trunc), or uncompressed ubits-bit indices when ubits > 0, packed LSB first into
- * whole 32-bit words. Stores the body's bit length in *nbits; returns the bytes written, or -1 when they exceed
- * cap or a parameter is out of range. */
-TEFLON_EXPORT int64_t teflon_native_ethosu_mlw_plain_body(const uint16_t *idx, uint64_t n, unsigned div, unsigned trunc,
-                                                          unsigned ubits, uint8_t *out, uint64_t cap, uint64_t *nbits);
+/* An Ethos-U weight stream (teflon.ethosu.mlw; docs/hardware/ethosu-weights.md §2): the slices of the n weight
+ * indices idx, each slices row {start, end, WDIV (0..5, 7 uncompressed), truncated}, the first with the palette
+ * (npal codes of palbits bits, dirofs), uncompressed indices ub bits wide; with runs (n + 1 zero runs) every slice
+ * interleaves its zero runs (divisor zdiv). Then the end-of-stream marker, ones to the byte and 0xFF bytes to a
+ * multiple of 16. Returns the bytes written, or -1 when they exceed cap or a parameter is out of range. */
+TEFLON_EXPORT int64_t teflon_native_ethosu_mlw_stream(const uint16_t *idx, uint64_t n, const uint32_t *runs,
+                                                      const int64_t *slices, uint64_t nslices,
+                                                      const uint16_t *palette, unsigned npal, unsigned dirofs,
+                                                      unsigned palbits, unsigned ub, unsigned zdiv, uint8_t *out,
+                                                      uint64_t cap);
+
+/* One pass over an Ethos-U weight stream's n values (-255..255, teflon.ethosu.mlw.plan): the histogram of their
+ * sign-magnitude codes into freq[512], and over the zero runs between the non-zero values (one before the first,
+ * one after each) the sums of run >> d into run_sums[d], d = 0..3. Returns 0, or -1 for a value out of range. */
+TEFLON_EXPORT int teflon_native_ethosu_mlw_stats(const int16_t *values, uint64_t n, int64_t *freq, int64_t *run_sums);
+
+/* The weight indices idx of the n values under lut (sign-magnitude code -> index, 512 entries): every value, or
+ * with zero_runs the non-zero ones, then runs[] holds the count + 1 zero runs as stats counts them (with zero_runs
+ * idx and runs need count + 1 entries, and hist one segment more). When hist is not NULL,
+ * hist[(k >> seg_shift) * 512 + idx[k]] counts each index k (zeroed by the caller; float, exact below 2^24, for
+ * the cost products). Returns the number of
+ * indices, or -1 for a value out of range or a code without an index. */
+TEFLON_EXPORT int64_t teflon_native_ethosu_mlw_indices(const int16_t *values, uint64_t n, const int32_t *lut,
+                                                       int zero_runs, uint16_t *idx, uint32_t *runs, float *hist,
+                                                       unsigned seg_shift);
+
+/* The Ethos-U slice plan's dynamic programme (teflon.ethosu.mlw.plan_slices): per segment the setting (a column
+ * of the nseg x ncfg row-major costs, ncfg <= 16) minimising the total with slice_cost per change of setting, in
+ * double as the Python reference adds them, the first cheapest on a tie. Writes choice[nseg], uses back
+ * ((nseg - 1) x ncfg bytes) as scratch; returns the total, or -1 for bad sizes. */
+TEFLON_EXPORT double teflon_native_ethosu_mlw_viterbi(const double *cost, uint64_t nseg, unsigned ncfg,
+                                                      double slice_cost, int32_t *choice, uint8_t *back);
+
+/* The OHWI weights w of one Ethos-U kick-off in the order the weight decoder hands them to the MAC array
+ * (teflon.ethosu.bricks, docs/hardware/ethosu-weights.md §3): OFM blocks of ofm_block channels, IFM blocks of
+ * ifm_block, sub-kernels of at most sub_y x sub_x taps padded to a multiple of tap_round, padding as zeros.
+ * Writes at most cap values to out; with out NULL only counts them. Returns the count, or -1. */
+TEFLON_EXPORT int64_t teflon_native_ethosu_brick_order(const int16_t *w, int depthwise, int part_kernel,
+                                                       uint32_t ofm_depth, uint32_t ifm_depth, uint32_t kh,
+                                                       uint32_t kw, uint32_t ofm_block, uint32_t ifm_block,
+                                                       uint32_t sub_y, uint32_t sub_x, uint32_t tap_round,
+                                                       int16_t *out, uint64_t cap);
 
 #endif

@@ -68,8 +68,18 @@ int64_t teflon_native_etna_v8_buffer(const uint8_t *w, uint64_t wlen, uint64_t o
                                      uint32_t symbol_map, const uint8_t *part0, const uint8_t *part1,
                                      const uint8_t *part1_w, const uint16_t *payload, const uint8_t *payload_w,
                                      const int64_t *bias, int64_t input_zp, uint8_t *out, uint64_t cap);
-int64_t teflon_native_ethosu_mlw_plain_body(const uint16_t *idx, uint64_t n, unsigned div, unsigned trunc,
-                                            unsigned ubits, uint8_t *out, uint64_t cap, uint64_t *nbits);
+int64_t teflon_native_ethosu_mlw_stream(const uint16_t *idx, uint64_t n, const uint32_t *runs, const int64_t *slices,
+                                        uint64_t nslices, const uint16_t *palette, unsigned npal, unsigned dirofs,
+                                        unsigned palbits, unsigned ub, unsigned zdiv, uint8_t *out, uint64_t cap);
+double teflon_native_ethosu_mlw_viterbi(const double *cost, uint64_t nseg, unsigned ncfg, double slice_cost,
+                                        int32_t *choice, uint8_t *back);
+int64_t teflon_native_ethosu_brick_order(const int16_t *w, int depthwise, int part_kernel, uint32_t ofm_depth,
+                                         uint32_t ifm_depth, uint32_t kh, uint32_t kw, uint32_t ofm_block,
+                                         uint32_t ifm_block, uint32_t sub_y, uint32_t sub_x, uint32_t tap_round,
+                                         int16_t *out, uint64_t cap);
+int teflon_native_ethosu_mlw_stats(const int16_t *values, uint64_t n, int64_t *freq, int64_t *run_sums);
+int64_t teflon_native_ethosu_mlw_indices(const int16_t *values, uint64_t n, const int32_t *lut, int zero_runs,
+                                         uint16_t *idx, uint32_t *runs, float *hist, unsigned seg_shift);
 """
 
 ERRLEN = 1024
@@ -271,20 +281,109 @@ def etna_v8_buffer(weights: np.ndarray, oc: int, k: int, bs: int, pad: int, nblo
     return bytes(out[:n])
 
 
-def ethosu_mlw_plain_body(idx: np.ndarray, div: int, trunc: bool, ubits: int) -> tuple[np.ndarray, int]:
-    """One Ethos-U weight-stream slice body without zero runs, written by the library
-    (teflon_native_ethosu_mlw_plain_body, delegate/native.h): (its 32-bit words, its bit length)."""
+def ethosu_mlw_stream(idx: np.ndarray, runs: np.ndarray | None, slices: np.ndarray, palette: tuple[int, ...],
+                      dirofs: int, palbits: int, ub: int, zdiv: int) -> bytes:
+    """An Ethos-U weight stream written by the library (teflon_native_ethosu_mlw_stream, delegate/native.h): the
+    weight indices (0..511, passed as uint16), the zero runs (uint32; None: none), one {start, end, WDIV, truncated}
+    int64 row per slice, the first slice's palette; `ub` the uncompressed index width."""
     idx = np.ascontiguousarray(idx, dtype=np.uint16)
-    cap = (idx.size * 40 + 64) // 8 + 16
-    cap -= cap % 4
-    out = np.zeros(cap // 4, dtype="<u4")
-    nbits = _ffi.new("uint64_t *")
-    n = _compiler_library().teflon_native_ethosu_mlw_plain_body(
-        _ffi.from_buffer("uint16_t[]", idx), idx.size, div, int(trunc), ubits, _ffi.from_buffer("uint8_t[]", out),
-        cap, nbits)
+    slices = np.ascontiguousarray(slices, dtype=np.int64)
+    pal = np.ascontiguousarray(palette, dtype=np.uint16)
+    # at most 16 unary + 16 + 9 bits per weight, a unary chunk and remainder per zero run plus its ones, the
+    # headers (palette included), the end marker and the padding
+    cap = (idx.size * 41 + 48 * slices.shape[0] + 32 * 9 + 64) // 8 + 32
+    runs_ptr = _ffi.NULL
+    if runs is not None:
+        runs = np.ascontiguousarray(runs, dtype=np.uint32)
+        cap += (int(runs.sum(dtype=np.int64)) >> zdiv) // 8 + runs.size * 4
+        runs_ptr = _ffi.from_buffer("uint32_t[]", runs)
+    out = np.empty(cap, dtype=np.uint8)  # not cleared: the library writes every byte it returns
+    n = _compiler_library().teflon_native_ethosu_mlw_stream(
+        _ffi.from_buffer("uint16_t[]", idx), idx.size, runs_ptr, _ffi.from_buffer("int64_t[]", slices),
+        slices.shape[0], _ffi.from_buffer("uint16_t[]", pal), pal.size, dirofs, palbits, ub, zdiv,
+        _ffi.from_buffer("uint8_t[]", out), cap)
     if n < 0:
-        raise NativeError(f"weight slice body of {idx.size} indices: bad parameters or more than {cap} bytes")
-    return out[: n // 4], int(nbits[0])
+        raise NativeError(f"weight stream of {idx.size} indices in {slices.shape[0]} slices: bad parameters or more "
+                          f"than {cap} bytes")
+    return out[:n].tobytes()
+
+
+def ethosu_brick_order(weights: np.ndarray, depthwise: bool, part_kernel: bool, ofm_depth: int, ifm_depth: int,
+                       kernel: tuple[int, int], ofm_block: int, ifm_block: int, sub: tuple[int, int],
+                       tap_round: int) -> np.ndarray:
+    """One Ethos-U kick-off's OHWI int16 weights in brick order, by the library (teflon_native_ethosu_brick_order,
+    delegate/native.h): the int16 values its weight stream carries."""
+    w = np.ascontiguousarray(weights, dtype=np.int16).reshape(-1)
+    lib = _compiler_library()
+    geometry = (int(depthwise), int(part_kernel), ofm_depth, ifm_depth, kernel[0], kernel[1], ofm_block, ifm_block,
+                sub[0], sub[1], tap_round)
+    count = lib.teflon_native_ethosu_brick_order(_ffi.NULL, *geometry, _ffi.NULL, 0)
+    if count < 0:
+        raise NativeError(f"brick order of {geometry}: bad geometry")
+    out = np.empty(count, dtype=np.int16)
+    if lib.teflon_native_ethosu_brick_order(_ffi.from_buffer("int16_t[]", w), *geometry,
+                                            _ffi.from_buffer("int16_t[]", out), count) != count:
+        raise NativeError(f"brick order of {geometry}: bad geometry")
+    return out
+
+
+def ethosu_mlw_stats(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One pass over an Ethos-U weight stream's int16 values, by the library (teflon_native_ethosu_mlw_stats,
+    delegate/native.h): (the 512-bin histogram of their sign-magnitude codes, the sums of run >> d over their zero
+    runs for d = 0..3), both int64."""
+    values = np.ascontiguousarray(values, dtype=np.int16)
+    freq = np.empty(512, dtype=np.int64)
+    run_sums = np.empty(4, dtype=np.int64)
+    if _compiler_library().teflon_native_ethosu_mlw_stats(
+            _ffi.from_buffer("int16_t[]", values), values.size, _ffi.from_buffer("int64_t[]", freq),
+            _ffi.from_buffer("int64_t[]", run_sums)) < 0:
+        raise ValueError("weight values must be within -255..255 (weight minus zero point)")
+    return freq, run_sums
+
+
+def ethosu_mlw_indices(values: np.ndarray, lut: np.ndarray, zeros: int | None, seg_shift: int | None
+                       ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The weight indices (uint16) of an Ethos-U weight stream's int16 values under `lut` (sign-magnitude code ->
+    index), by the library (teflon_native_ethosu_mlw_indices): of every value, or when `zeros` (the number of zero
+    values) is given of the non-zero ones. Returns (the indices, the zero runs (uint32) or None, and with
+    `seg_shift` the (segments, 512) float32 histograms of the indices per 2**seg_shift of them, else None)."""
+    values = np.ascontiguousarray(values, dtype=np.int16)
+    lut = np.ascontiguousarray(lut, dtype=np.int32)
+    zero_runs = zeros is not None
+    count = values.size - (zeros or 0)
+    spare = int(zero_runs)  # the library's loop writes one slot (and one segment) past the last with zero runs
+    idx = np.empty(count + spare, dtype=np.uint16)
+    runs = np.empty(count + 1, dtype=np.uint32) if zero_runs else None
+    hist = None
+    if seg_shift is not None:
+        # every row the indices reach is stored whole by the library; the spare one is dropped
+        hist = np.empty((((count + (1 << seg_shift) - 1) >> seg_shift) + spare, 512), dtype=np.float32)
+    n = _compiler_library().teflon_native_ethosu_mlw_indices(
+        _ffi.from_buffer("int16_t[]", values), values.size, _ffi.from_buffer("int32_t[]", lut), int(zero_runs),
+        _ffi.from_buffer("uint16_t[]", idx), _ffi.from_buffer("uint32_t[]", runs) if runs is not None else _ffi.NULL,
+        _ffi.from_buffer("float[]", hist) if hist is not None else _ffi.NULL, seg_shift or 0)
+    if n != count:
+        raise ValueError("a weight value is out of range or has no index under the palette")
+    if spare:
+        idx = idx[:count]
+        hist = hist[:-1] if hist is not None else None
+    return idx, runs, hist
+
+
+def ethosu_mlw_viterbi(cost: np.ndarray, slice_cost: float) -> tuple[np.ndarray, float]:
+    """The Ethos-U slice plan's dynamic programme over (segments, settings) costs, by the library
+    (teflon_native_ethosu_mlw_viterbi, delegate/native.h): (the setting column of each segment (int32), the
+    total)."""
+    cost = np.ascontiguousarray(cost, dtype=np.float64)
+    nseg, ncfg = cost.shape
+    choice = np.empty(nseg, dtype=np.int32)
+    back = np.empty(max(nseg - 1, 1) * ncfg, dtype=np.uint8)
+    total = _compiler_library().teflon_native_ethosu_mlw_viterbi(
+        _ffi.from_buffer("double[]", cost), nseg, ncfg, slice_cost, _ffi.from_buffer("int32_t[]", choice),
+        _ffi.from_buffer("uint8_t[]", back))
+    if total < 0:
+        raise NativeError(f"slice plan of {nseg} segments x {ncfg} settings: bad sizes")
+    return choice, float(total)
 
 
 def check_options(options: dict[str, str]) -> None:

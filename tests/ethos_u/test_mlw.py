@@ -303,6 +303,14 @@ def test_bricks_match_reorder_encode_sweep(g: bricks.BrickGeometry, clib: ctypes
     _check_reorder(g, clib)
 
 
+@pytest.mark.parametrize("g", _geometries(False))
+def test_library_brick_order_matches_numpy(g: bricks.BrickGeometry) -> None:
+    """The library's brick order (teflon_native_ethosu_brick_order, behind `reorder`) gives the values of the
+    numpy index (`reorder_reference`, through `brick_index`)."""
+    w = np.random.default_rng(g.ofm_depth * 1000 + g.ifm_depth).integers(-255, 256, g.weights_shape).astype(np.int16)
+    assert np.array_equal(bricks.reorder(w, g), bricks.reorder_reference(w, g))
+
+
 def test_unorder_refuses_mismatch(clib: ctypes.CDLL) -> None:
     g = bricks.BrickGeometry("conv", 16, 8, 3, 3, 16, True)
     n = clib.ethosu_brick_count(ctypes.byref(BrickGeom.of(g)))
@@ -452,25 +460,79 @@ def test_vela_compile_bricks_and_scales_sweep(case: mg.ConvCase | mg.FcCase, cli
     _check_model(case, clib)
 
 
+def _random_indices(rng: np.random.Generator, setting: tuple[int, bool] | None, n: int) -> tuple[np.ndarray, int | None]:
+    """n weight indices every value of which `setting` codes, and the uncompressed width (None for GRC)."""
+    if setting is None:
+        return rng.integers(0, 1 << 9, n).astype(np.int64), 9
+    div, trunc = setting
+    q_max = 2 if trunc else mlw.GRC_Q_MAX
+    q = rng.integers(0, q_max + 1, n) if n % 2 else rng.integers(0, 2, n)  # odd n: long quotients; even: 0 or 1
+    return ((q << div) | rng.integers(0, 1 << div, n)).astype(np.int64), None
+
+
+@pytest.mark.parametrize("zdiv", [None, 0, 1, 2, 3], ids=lambda z: "plain" if z is None else f"zdiv{z}")
 @pytest.mark.parametrize("cfg", range(len(mlw.W_CONFIGS)), ids=lambda c: f"wconfig{c}")
-def test_library_plain_body_matches_numpy(cfg: int) -> None:
-    """The library's slice-body writer (teflon_native_ethosu_mlw_plain_body) writes the numpy reference's bits for
-    every weight GRC setting and the uncompressed one, chunk edges and a partly filled last chunk included."""
-    rng = np.random.default_rng(9100 + cfg)
+def test_library_stream_matches_numpy(cfg: int, zdiv: int | None) -> None:
+    """The library's stream writer (teflon_native_ethosu_mlw_stream) writes the numpy reference's bytes
+    (`mlw._write_reference`) for every weight setting, without zero runs and with every zero-run divisor: chunk
+    edges, a partly filled last chunk, long quotients, runs spanning several ZUNARY chunks, weights leading the
+    runs by 8 symbols, a palette, and a stream of three slices (this setting between two others)."""
+    rng = np.random.default_rng(9100 + 16 * cfg + (zdiv if zdiv is not None else 8))
     setting = mlw.W_CONFIGS[cfg]
-    for n in (1, 11, 12, 13, 24, 500, 4097):
-        if setting is None:
-            ub = 9
-            idx = rng.integers(0, 1 << ub, n)
-        else:
-            div, trunc = setting
-            q_max = 2 if trunc else mlw.GRC_Q_MAX
-            idx = (rng.integers(0, q_max + 1, n) << div) | rng.integers(0, 1 << div, n)
-            ub = None
-        idx = idx.astype(np.int64)
-        ref, lib = mlw.BitWriter(), mlw.BitWriter()
-        ref.put_fields(np.array([5]), np.array([3]))  # an unaligned start, as after a slice header
-        lib.put_fields(np.array([5]), np.array([3]))
-        mlw.put_plain_body_reference(ref, mlw._weight_chunks(idx, setting, ub))
-        mlw._put_plain_body(lib, idx, setting, ub)
-        assert lib.nbits == ref.nbits and lib.tobytes() == ref.tobytes(), (cfg, n)
+    for n, run_max in ((1, 0), (11, 3), (12, 40), (13, 1), (24, 300), (500, 9), (4097, 2)):
+        idx, ub = _random_indices(rng, setting, n)
+        pal = mlw.Palette((), 0, 9) if ub else mlw.Palette(tuple(range(2, 34, 2)), 3, 6)
+        # three slices: this setting between plain divisor 2 and truncated divisor 0 (indices 0..2)
+        head = ((rng.integers(0, 8, 5) << 2) | rng.integers(0, 4, 5)).astype(np.int64)
+        tail = rng.integers(0, 3, 7).astype(np.int64)
+        for slices, values in (([(0, n, cfg)], idx),
+                               ([(0, 5, 2), (5, 5 + n, cfg), (5 + n, 12 + n, 6)], np.concatenate([head, idx, tail]))):
+            runs = None if zdiv is None else rng.integers(0, run_max + 1, values.size + 1).astype(np.int64)
+            plan = mlw.Plan(zdiv is not None, pal, tuple(slices), mlw.ZDIV_DISABLE if zdiv is None else zdiv)
+            assert mlw._write(plan, values, runs) == mlw._write_reference(plan, values, runs), (cfg, zdiv, n)
+
+
+@pytest.mark.parametrize("density", [0.0, 0.3, 0.9, 1.0], ids=lambda d: f"zeros{d}")
+def test_library_plan_passes_match_numpy(density: float) -> None:
+    """The library's passes over a stream's values (teflon_native_ethosu_mlw_stats / _indices) give what numpy
+    computes: the code histogram, the zero-run sums of every divisor, the indices under a palette, the zero runs
+    (`_split_zero_runs`) and the per-segment costs (`segment_costs`)."""
+    from teflon import native
+
+    rng = np.random.default_rng(int(density * 10))
+    n = 3 * mlw.SEGMENT + 77
+    values = rng.integers(-255, 256, n)
+    values[rng.random(n) < density] = 0
+    values = values.astype(np.int16)
+    codes = mlw.sign_magnitude(values)
+    freq, run_sums = native.ethosu_mlw_stats(values)
+    assert np.array_equal(freq, np.bincount(codes, minlength=mlw.INDEX_MAX + 1))
+    pal = mlw.choose_palette(freq, True)
+    lut = mlw.index_lut(pal)
+    idx, runs, hist = native.ethosu_mlw_indices(values, lut, None, mlw.SEGMENT_SHIFT)
+    assert runs is None and np.array_equal(idx, lut[codes])
+    assert hist is not None and np.array_equal(mlw.histogram_costs(hist, None), mlw.segment_costs(idx, None))
+    if not values.any():
+        return
+    nonzero, ref_runs = mlw._split_zero_runs(values)
+    assert np.array_equal(run_sums, [(ref_runs >> d).sum() for d in range(4)])
+    freq[0] = 0
+    lut = mlw.index_lut(mlw.choose_palette(freq, False))
+    idx, runs, hist = native.ethosu_mlw_indices(values, lut, int((values == 0).sum()), mlw.SEGMENT_SHIFT)
+    assert np.array_equal(idx, lut[mlw.sign_magnitude(nonzero)]) and np.array_equal(runs, ref_runs)
+    if idx.size > mlw.SEGMENT:
+        assert hist is not None and np.array_equal(mlw.histogram_costs(hist, None), mlw.segment_costs(idx, None))
+    with pytest.raises(ValueError, match="-255..255"):
+        native.ethosu_mlw_stats(np.array([1, -256], dtype=np.int16))
+
+
+@pytest.mark.parametrize("nseg", [1, 2, 37, 3000], ids=lambda n: f"segments{n}")
+def test_library_slice_plan_matches_python(nseg: int) -> None:
+    """The library's slice-plan dynamic programme (teflon_native_ethosu_mlw_viterbi) chooses what the scalar
+    Python form does, ties included (integer-valued costs tie often)."""
+    rng = np.random.default_rng(nseg)
+    for cost in (rng.random((nseg, len(mlw.W_CONFIGS))).astype(np.float32) * 4000,
+                 rng.integers(2000, 2060, (nseg, len(mlw.W_CONFIGS))).astype(np.float32)):
+        choice, total = mlw._viterbi(cost)
+        ref, ref_total = mlw._viterbi_reference(cost)
+        assert choice.tolist() == ref and total == ref_total

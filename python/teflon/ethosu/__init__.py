@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import targets
 
+VELA_KIND = "CUSTOM(ethos-u)"  # Vela's compiled op as the delegate names it (teflon.ethosu.vela)
+
 if TYPE_CHECKING:
     from ..ir import Graph
     from ..program import Program
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class EthosuTarget:
+    """The Ethos-U65 family's target (teflon.compiler's family interface) for one SoC row."""
+
     spec: targets.Target
     nchw_islands: bool = True  # an ONNX export's NCHW stretches run as NHWC (teflon.nchw_islands)
     group_convs: bool = False
@@ -48,12 +52,14 @@ class EthosuTarget:
     def supported(self, graph: Graph) -> dict[int, tuple[bool, str]]:
         """Vela's `ethos-u` custom op runs as it is (vela.py); every other node as teflon's own compiler decides
         (support.py)."""
-        from . import support, vela
+        from . import support
 
         out = support.support(graph)
         for op in graph.operations:
-            if op.kind != vela.KIND:
+            if op.kind != VELA_KIND:
                 continue
+            from . import vela  # only for a graph that holds Vela's op
+
             try:
                 vela.compile_op(self.spec, vela.read(graph, op, self.spec))
             except ValueError as e:
@@ -68,10 +74,12 @@ class EthosuTarget:
         are CPU nodes; with claimed neighbours, the partition is refused) or of TFLite operations. mesa_compat has
         no meaning here (Mesa's ethosu encoder is not an oracle of this family); vela_compat takes Vela 5.2.0's
         decisions where the default differs (docs/hardware/ethosu-compiler.md)."""
-        from . import program, vela
+        from . import program
 
         ops = [op for op in graph.operations if op.index in set(nodes)]
-        if any(op.kind == vela.KIND for op in ops):
+        if any(op.kind == VELA_KIND for op in ops):
+            from . import vela
+
             if len(ops) != 1:
                 raise ValueError(f"Vela's {vela.KIND} op runs in a partition of its own")
             return vela.compile_op(self.spec, vela.read(graph, ops[0], self.spec))

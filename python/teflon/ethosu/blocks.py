@@ -43,6 +43,8 @@ def _div_up(v: int, m: int) -> int:
 
 @dataclass(frozen=True)
 class Layout:
+    """The SHRAM layout of a block: IB_END, IFM2_IB_START and AB_START, in banks."""
+
     ib_end: int
     ib2_start: int
     ab_start: int
@@ -50,6 +52,8 @@ class Layout:
 
 @dataclass(frozen=True)
 class BlockConfig:
+    """An operation's OFM block, the IFM block it reads, their SHRAM layout and the weight order."""
+
     ofm: tuple[int, int, int]  # (h, w, c)
     ifm: tuple[int, int, int]
     layout: Layout
@@ -59,6 +63,8 @@ class BlockConfig:
 
 @dataclass(frozen=True)
 class OpGeometry:
+    """What the block search of one operation depends on."""
+
     kind: str
     ifm: tuple[int, int, int]  # (h, w, c), the larger IFM for an elementwise op
     ofm: tuple[int, int, int]
@@ -87,36 +93,22 @@ def _ifm_block_depth(ifm_depth: int, ifm_bits: int, part_kernel: bool) -> int:
     return _round_up(min(ifm_depth, 16 if part_kernel else 32), UBLOCK[2])
 
 
-def _needed(size: int, stride: int, kernel: int) -> int:
-    return (size - 1) * stride + kernel
+def _depths(g: OpGeometry, space: tuple[int, int, int]) -> list[int]:
+    """The OFM block depths `find` tries, in order."""
+    depths = []
+    depth = max(UBLOCK[2], min(space[2], SPLIT_DEPTH))
+    if depth < g.ofm[2]:
+        depth = _round_up(depth, SPLIT_DEPTH)
+    while depth <= space[2]:
+        depths.append(depth)
+        depth += UBLOCK[2]
+        if depth < g.ofm[2]:
+            depth = _round_up(depth, SPLIT_DEPTH)
+    return depths
 
 
-def _layout(g: OpGeometry, ofm_blk: tuple[int, int, int], ifm_blk: tuple[int, int, int], acc_bits: int) -> Layout | None:
-    ew = g.kind == KIND_ELEMENTWISE
-    ifm_bytes = ifm_blk[0] * ifm_blk[1] * _round_up(ifm_blk[2] * g.ifm_bits // 8, 8)
-    ifm_banks = _round_up(_div_up(ifm_bytes, BANK_BYTES) * 2, (IFM_EW_GRANULE if ew else IFM_GRANULE)[g.ifm_bits])
-    lut_start = TOTAL_BANKS - RESERVED_END_BANKS
-    ib_end = RESERVED_OUTPUT_BANKS + ifm_banks
-    ib2_start = ib_end
-    ab_start = lut_start
-    if not ew:
-        acc_bytes = ofm_blk[0] * ofm_blk[1] * _round_up(ofm_blk[2], 8) * acc_bits // 8
-        ab_start -= _round_up(_div_up(acc_bytes, BANK_BYTES) * 2, ACC_GRANULE[acc_bits])
-    else:
-        if ib2_start + (0 if g.scalar else ifm_banks) > ab_start:
-            return None
-        ib_end = ab_start
-    if ib_end > ab_start:
-        return None
-    return Layout(ib_end, ib2_start, ab_start)
-
-
-def _ifm_block(g: OpGeometry, ofm_blk: tuple[int, int, int], depth: int) -> tuple[int, int, int]:
-    h = _needed(ofm_blk[0], g.stride[0], min(g.kernel[0], SUBKERNEL_MAX[0]))
-    w = _needed(ofm_blk[1], g.stride[1], min(g.kernel[1], SUBKERNEL_MAX[1]))
-    if g.upscale:  # half the rows and columns, plus one for a block that starts on an odd upscaled position
-        h, w = _div_up(h, 2) + 1, _div_up(w, 2) + 1
-    return (_round_up(h, UBLOCK[0]), _round_up(w, UBLOCK[1]), depth)
+def _up(v: np.ndarray, m: int) -> np.ndarray:
+    return -(-v // m) * m
 
 
 @functools.lru_cache(maxsize=1024)  # support and lowering ask for each node, and models repeat geometries
@@ -125,8 +117,11 @@ def find(g: OpGeometry) -> BlockConfig | None:
     halved when the IFM fits twice in the block; on a tie the later candidate wins only among blocks of at most 4x4
     that cover at least as much IFM. Costs are float32 products in Regor's order (FindBlockConfig): ties decide
     the block, so the rounding has to be the same. A size that did not fit is not tried at larger depths."""
+    # Every candidate is costed at once, as arrays over (depth, h, w) in the search order; float32 arrays round
+    # as the float32 scalars of Regor's loop do, so the costs and their ties are the same.
     f32 = np.float32
     conv = g.kind in (KIND_CONV, KIND_DEPTHWISE)
+    ew = g.kind == KIND_ELEMENTWISE
     equal_depth = g.kind != KIND_CONV
     part = g.kind == KIND_CONV and part_kernel_first(g.ifm[2], g.kernel, g.ifm_bits)
     acc_bits = 40 if g.ifm_bits == 16 and g.kind != KIND_POOL else 32
@@ -134,58 +129,73 @@ def find(g: OpGeometry) -> BlockConfig | None:
     ifm_depth_blk = _ifm_block_depth(g.ifm[2], g.ifm_bits, part)
     weight_wh = g.kernel[0] * g.kernel[1] if conv else 0
     space = tuple(_round_up(min(o, m), u) for o, m, u in zip(g.ofm, BLOCK_MAX, UBLOCK))
+    depths = _depths(g, space)
+    if not depths:
+        return None
+    # every candidate at once, in the search order (depth, then h, then w): axes (depth, h, w)
+    d = np.array(depths, dtype=np.int64).reshape(-1, 1, 1)
+    h = np.arange(UBLOCK[0], space[0] + 1, UBLOCK[0], dtype=np.int64).reshape(1, -1, 1)
+    w = np.arange(UBLOCK[1], space[1] + 1, UBLOCK[1], dtype=np.int64).reshape(1, 1, -1)
+    shape = (d.shape[0], h.shape[1], w.shape[2])
+    d, h, w = (np.broadcast_to(a, shape) for a in (d, h, w))
+    ih = (h - 1) * g.stride[0] + min(g.kernel[0], SUBKERNEL_MAX[0])
+    iw = (w - 1) * g.stride[1] + min(g.kernel[1], SUBKERNEL_MAX[1])
+    if g.upscale:
+        ih, iw = -(-ih // 2) + 1, -(-iw // 2) + 1
+    ih, iw = _up(ih, UBLOCK[0]), _up(iw, UBLOCK[1])
+    idp = d if equal_depth else np.full(shape, ifm_depth_blk, dtype=np.int64)
+    fh = np.minimum(h, g.ofm[0]) if g.ofm[0] == 1 and g.kernel[0] == 1 else h
+    # the SHRAM layout (_layout)
+    ifm_bytes = ih * iw * _up(idp * g.ifm_bits // 8, 8)
+    ifm_banks = _up(-(-ifm_bytes // BANK_BYTES) * 2, (IFM_EW_GRANULE if ew else IFM_GRANULE)[g.ifm_bits])
+    lut_start = TOTAL_BANKS - RESERVED_END_BANKS
+    ib2_start = RESERVED_OUTPUT_BANKS + ifm_banks
+    if ew:
+        ab_start = np.full(shape, lut_start, dtype=np.int64)
+        ib_end = ab_start
+        fits = ib2_start + (0 if g.scalar else ifm_banks) <= ab_start
+    else:
+        acc_bytes = fh * w * _up(d, 8) * acc_bits // 8
+        ab_start = lut_start - _up(-(-acc_bytes // BANK_BYTES) * 2, ACC_GRANULE[acc_bits])
+        ib_end = ib2_start
+        fits = ib_end <= ab_start
+    # a size that did not fit is not tried at larger depths
+    tried = np.logical_and.accumulate(fits, axis=0)
+    # the cost (_cost), float32 in Regor's order
     ofm_elems = g.ofm[0] * g.ofm[1] * g.ofm[2]
+    if ew:
+        cost = f32(ofm_elems) / (h * w * d).astype(f32)
+    else:
+        full0, full1, full2 = -(-g.ofm[0] // fh), -(-g.ofm[1] // w), -(-g.ofm[2] // d)
+        bh = f32(g.ofm[0]) / fh.astype(f32)
+        bw = f32(g.ofm[1]) / w.astype(f32)
+        bc = f32(g.ofm[2]) / d.astype(f32)
+        weights = (weight_wh * g.ifm[2] * full0 * full1).astype(f32)
+        if g.kind != KIND_DEPTHWISE:
+            weights = weights * (bc * d.astype(f32))
+        ifm_fetch = (ih * iw * g.ifm[2] * repeats).astype(f32) * bw * bh
+        if not equal_depth:
+            ifm_fetch = ifm_fetch * full2.astype(f32)
+        cost = (ifm_fetch + weights) / f32(ofm_elems)
     ifm_elems = g.ifm[0] * g.ifm[1] * g.ifm[2]
-    best: BlockConfig | None = None
-    best_cost, best_cover = f32(np.inf), f32(np.inf)
-    depth = max(UBLOCK[2], min(space[2], SPLIT_DEPTH))
-    if depth < g.ofm[2]:
-        depth = _round_up(depth, SPLIT_DEPTH)
-    misfit: set[tuple[int, int]] = set()
-    while depth <= space[2]:
-        for h in range(UBLOCK[0], space[0] + 1, UBLOCK[0]):
-            for w in range(UBLOCK[1], space[1] + 1, UBLOCK[1]):
-                if (h, w) in misfit:
-                    continue
-                ifm_blk = _ifm_block(g, (h, w, depth), depth if equal_depth else ifm_depth_blk)
-                fit = (min(h, g.ofm[0]), w, depth) if g.ofm[0] == 1 and g.kernel[0] == 1 else (h, w, depth)
-                layout = _layout(g, fit, ifm_blk, acc_bits)
-                if layout is None:
-                    misfit.add((h, w))
-                    continue
-                cost = _cost(g, fit, ifm_blk, weight_wh, repeats, equal_depth, ofm_elems, (h, w, depth))
-                if ifm_elems < ifm_blk[0] * ifm_blk[1] * ifm_blk[2] * 2:
-                    cost = cost / f32(2)
-                if cost > best_cost:
-                    continue
-                if cost == best_cost:
-                    cover_wh = min(g.ifm[0], ifm_blk[0]) * min(g.ifm[1], ifm_blk[1])
-                    cover = f32(g.ifm[0] * g.ifm[1]) / f32(max(cover_wh, 1))
-                    if not (cover <= best_cover and h <= 4 and w <= 4):
-                        continue
-                    best_cover = cover
-                else:
-                    best_cover = f32(np.inf)
-                best_cost = cost
-                best = BlockConfig((h, w, depth), ifm_blk, layout, part, acc_bits)
-        depth += UBLOCK[2]
-        if depth < g.ofm[2]:
-            depth = _round_up(depth, SPLIT_DEPTH)
-    return best
-
-
-def _cost(g: OpGeometry, blk: tuple[int, int, int], ifm_blk: tuple[int, int, int], weight_wh: int, repeats: int,
-          equal_depth: bool, ofm_elems: int, searched: tuple[int, int, int]) -> np.float32:
-    """Fetches per OFM element of one candidate, in float32 as Regor evaluates them."""
-    f32 = np.float32
-    if g.kind == KIND_ELEMENTWISE:
-        return f32(ofm_elems) / f32(searched[0] * searched[1] * searched[2])
-    full = [_div_up(o, b) for o, b in zip(g.ofm, blk)]
-    bh, bw, bc = (f32(o) / f32(b) for o, b in zip(g.ofm, blk))
-    weights = f32(weight_wh * g.ifm[2] * full[0] * full[1])
-    if g.kind != KIND_DEPTHWISE:
-        weights = weights * (bc * f32(blk[2]))
-    ifm_fetch = f32(ifm_blk[0] * ifm_blk[1] * g.ifm[2] * repeats) * bw * bh
-    if not equal_depth:
-        ifm_fetch = ifm_fetch * f32(full[2])
-    return (ifm_fetch + weights) / f32(ofm_elems)
+    cost = np.where(ifm_elems < ih * iw * idp * 2, cost / f32(2), cost)
+    flat = np.flatnonzero(tried.reshape(-1))
+    if flat.size == 0:
+        return None
+    costs = cost.reshape(-1)[flat]
+    low = costs.min()
+    ties = flat[costs == low]
+    # the first cheapest wins; a later one of the same cost only when at most 4x4 and covering at least as much
+    best = int(ties[0])
+    best_cover = f32(np.inf)
+    for k in ties[1:].tolist():
+        hk, wk = int(h.reshape(-1)[k]), int(w.reshape(-1)[k])
+        if hk > 4 or wk > 4:
+            continue
+        cover_wh = min(g.ifm[0], int(ih.reshape(-1)[k])) * min(g.ifm[1], int(iw.reshape(-1)[k]))
+        cover = f32(g.ifm[0] * g.ifm[1]) / f32(max(cover_wh, 1))
+        if cover <= best_cover:
+            best, best_cover = k, cover
+    at = np.unravel_index(best, shape)
+    return BlockConfig((int(h[at]), int(w[at]), int(d[at])), (int(ih[at]), int(iw[at]), int(idp[at])),
+                       Layout(int(ib_end[at]), int(ib2_start[at]), int(ab_start[at])), part, acc_bits)

@@ -7,11 +7,14 @@ stream carries: OFM depth, IFM depth, kernel size, dilation, OFM block depth, th
 NPU_SET_KERNEL_STRIDE and the IFM precision. Stride plays no part on U55/U65.
 
 `brick_index(geom)` is the whole mapping: for each position of the decoded sequence, the flat OHWI index of the
-weight it carries, or -1 for a padding zero. `reorder` and `unorder` apply it both ways.
+weight it carries, or -1 for a padding zero. `unorder` applies it; `reorder`, on the compile's path, is written
+by libteflon.so in one pass (teflon.native.ethosu_brick_order) and tested against `reorder_reference`, the same
+mapping through `brick_index`.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -114,20 +117,23 @@ def _brick(g: BrickGeometry, rel: tuple[np.ndarray, np.ndarray, np.ndarray], o0:
     return np.where(valid, flat + ((o0 * g.kernel_h * g.kernel_w) * ifm + i0), -1)
 
 
+@functools.lru_cache(maxsize=4)  # a network repeats a layer's geometry a few kick-offs later (MobileNetV2's blocks)
 def brick_index(g: BrickGeometry) -> np.ndarray:
     """For each decoded value of the kick-off's weight stream, the flat OHWI weight index it carries, or -1 for
-    a padding zero (int64). The length is the number of values the stream must decode to."""
+    a padding zero (int64, read-only: shared by the cache). The length is the number of values the stream must
+    decode to."""
     if g.kind == "depthwise" and g.part_kernel:
         raise ValueError("depthwise weights have no part-kernel-first order")
     dy, dx = SUBKERNEL_MAX // g.dilation[0], SUBKERNEL_MAX // g.dilation[1]
     depthwise = g.kind == "depthwise"
     ifm_stop = 1 if depthwise else g.ifm_depth
-    parts = []
     rels: dict[tuple[int, int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    # The block loops run a handful of times per kick-off; every weight is placed by the vectorised _brick, the
-    # brick's shape computed once per (block sizes, sub-kernel).
-    for o0 in range(0, g.ofm_depth, g.ofm_block_depth):
+
+    def block(o0: int) -> np.ndarray:
+        """The values of the OFM block at o0: its IFM blocks and sub-kernels in order, each placed by the
+        vectorised _brick, the brick's shape computed once per (block sizes, sub-kernel)."""
         ofm_len = min(g.ofm_block_depth, g.ofm_depth - o0)
+        parts = []
         for i0 in range(0, ifm_stop, g.ifm_block_depth):
             if depthwise:
                 ifm_len = IFM_UBLOCK_DEPTH  # one IFM micro-block, one element deep: i is 0
@@ -142,7 +148,23 @@ def brick_index(g: BrickGeometry) -> np.ndarray:
                     if rel is None:
                         rel = rels[key] = _brick_rel(g, ofm_len, ifm_len, sy, sx)
                     parts.append(_brick(g, rel, o0, i0))
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        return np.concatenate(parts)
+
+    if g.ofm_depth == 0:
+        return np.zeros(0, dtype=np.int64)
+    # Full OFM blocks of whole micro-blocks differ only by their OFM offset (their padding is the same: taps past
+    # the sub-kernel, IFM channels past the depth): the first one's indices, shifted, are every one's.
+    full = g.ofm_depth // g.ofm_block_depth if g.ofm_block_depth % OFM_UBLOCK_DEPTH == 0 else 0
+    parts = []
+    if full:
+        first = block(0)
+        step = g.ofm_block_depth * g.kernel_h * g.kernel_w * (1 if depthwise else g.ifm_depth)
+        shifts = step * np.arange(full, dtype=np.int64).reshape(-1, 1)
+        parts.append(np.where(first >= 0, first + shifts, -1).reshape(-1))
+    parts += [block(o0) for o0 in range(full * g.ofm_block_depth, g.ofm_depth, g.ofm_block_depth)]
+    index = np.concatenate(parts)
+    index.flags.writeable = False
+    return index
 
 
 def reorder(weights: np.ndarray, g: BrickGeometry) -> np.ndarray:
@@ -150,9 +172,21 @@ def reorder(weights: np.ndarray, g: BrickGeometry) -> np.ndarray:
     w = np.asarray(weights)
     if w.shape != g.weights_shape:
         raise ValueError(f"weights shape {w.shape}, geometry wants {g.weights_shape}")
-    idx = brick_index(g)
-    flat = w.reshape(-1).astype(np.int16)
-    return np.where(idx >= 0, flat[np.maximum(idx, 0)], 0).astype(np.int16)
+    if g.kind == "depthwise" and g.part_kernel:
+        raise ValueError("depthwise weights have no part-kernel-first order")
+    from teflon.native import ethosu_brick_order
+
+    return ethosu_brick_order(w, g.kind == "depthwise", g.part_kernel, g.ofm_depth, g.ifm_depth,
+                              (g.kernel_h, g.kernel_w), g.ofm_block_depth, g.ifm_block_depth,
+                              (SUBKERNEL_MAX // g.dilation[0], SUBKERNEL_MAX // g.dilation[1]), g.tap_round)
+
+
+def reorder_reference(weights: np.ndarray, g: BrickGeometry) -> np.ndarray:
+    """`reorder` through `brick_index` (the reference of the library's brick order)."""
+    w = np.asarray(weights)
+    flat = np.zeros(w.size + 1, dtype=np.int16)  # a zero after the weights: index -1, a padding zero, reads it
+    flat[:-1] = w.reshape(-1)
+    return flat[brick_index(g)]
 
 
 def unorder(values: np.ndarray, g: BrickGeometry) -> np.ndarray:

@@ -22,6 +22,8 @@ class StreamError(ValueError):
 
 @dataclass(frozen=True)
 class DriverPayload:
+    """A command stream's driver payload: the register images it was compiled for and its words."""
+
     config_reg: int | None  # the NPU CONFIG register image the stream was compiled for
     id_reg: int | None  # the NPU ID register image (architecture version)
     words: tuple[int, ...]  # the command words

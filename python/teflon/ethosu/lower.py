@@ -37,6 +37,8 @@ class LoweringError(ValueError):
 
 @dataclass(frozen=True)
 class FeatureMap:
+    """A feature map as the NPU addresses it: shape, type, quantization, region, offset and strides."""
+
     shape: tuple[int, int, int]  # (h, w, c)
     dtype: str  # "int8" or "uint8"
     zero_point: int
@@ -56,6 +58,8 @@ class FeatureMap:
 
 @dataclass
 class Kick:
+    """One NPU operation: its command, the registers it reads, and its weights and scale records."""
+
     op: str  # NPU_OP_CONV, NPU_OP_DEPTHWISE, NPU_OP_POOL, NPU_OP_ELEMENTWISE
     op_fields: dict[str, int]
     regs: Regs
@@ -187,6 +191,9 @@ class ConvSpec:
     # NATURAL rounding instead of TFL (a TEFLON_HW_FACTS report proved that NATURAL rounds twice, as TFLite's
     # optimized x86 CONV_2D / FULLY_CONNECTED do: board-facts.md fact 7); never with vela_compat
     natural: bool = False
+    # the scale records (quant.conv_scale_records) when the spec's maker computed them: support.spec does, once per
+    # graph for the support decision and the compile; None computes them here
+    records: bytes | None = None
 
 
 def used_extent(in_size: int, out_size: int, kernel: int, stride: int, pad_before: int) -> int:
@@ -207,7 +214,9 @@ def lower_conv(spec: ConvSpec, vela_compat: bool = False) -> list[Kick]:
     part = cfg.part_kernel and not spec.depthwise
     pt, pb = padding(ifm.shape[0], ofm.shape[0], kh, sy, spec.same)
     pl, pr = padding(ifm.shape[1], ofm.shape[1], kw, sx, spec.same)
-    records = quant.conv_scale_records(spec.bias, ifm.scale, spec.weight_scales, ofm.scale, spec.float_product)
+    records = spec.records
+    if records is None:
+        records = quant.conv_scale_records(spec.bias, ifm.scale, spec.weight_scales, ofm.scale, spec.float_product)
     ih = used_extent(ifm.shape[0], ofm.shape[0], kh, sy, pt)
     iw = used_extent(ifm.shape[1], ofm.shape[1], kw, sx, pl)
     splits = [(0, oc)]
@@ -228,7 +237,8 @@ def lower_conv(spec: ConvSpec, vela_compat: bool = False) -> list[Kick]:
         r.update(block_regs(cfg))
         r["NPU_SET_BLOCKDEP"] = {"value": 0 if n == 0 else 3}
         kicks.append(Kick("NPU_OP_DEPTHWISE" if spec.depthwise else "NPU_OP_CONV", {}, r,
-                          weights=spec.weights[o0:o1], scales=b"".join(records[o0:o1]), block=cfg,
+                          weights=spec.weights[o0:o1], block=cfg,
+                          scales=records[o0 * quant.RECORD_BYTES:o1 * quant.RECORD_BYTES],
                           depthwise=spec.depthwise, info={"staged": n % 2} if staged else {}))
     return kicks
 
@@ -250,6 +260,8 @@ def conv_is_buffered(geo: OpGeometry, cfg: BlockConfig, depth: int) -> bool:
 
 @dataclass(frozen=True)
 class PoolSpec:
+    """A MAX / AVERAGE pool (or a copy through a 1x1 average pool) as the NPU sees it."""
+
     ifm: FeatureMap
     ofm: FeatureMap
     kind: str  # "max" or "avg"

@@ -9,8 +9,10 @@ a multiple of 16 bytes.
 whether zeros travel as GRC-coded zero runs; it cuts the stream into slices by a dynamic programme over
 fixed-size segments, each slice with the cheapest of the 13 weight GRC settings (divisor 0..5 plain or
 truncated, or uncompressed). `encode(values, uncompressed=True)` writes plain fixed-width indices instead.
-Everything that touches every value is vectorised; the only scalar loops run once per segment (the slice plan)
-or once per 12-symbol chunk (the zero-run interleaving).
+The passes over every value run in libteflon.so (teflon.native: the code histogram and zero-run sums, the
+chosen variant's indices, zero runs and per-segment histograms, the slice plan's dynamic programme, the stream
+writer); the choices stay here, and the Python forms of those passes (`segment_costs`, `_split_zero_runs`,
+`_viterbi_reference`, `_write_reference`) are the references the tests compare them with.
 
 `decode(data)` is a scalar reference decoder for tests; the simulator decodes with drivers/ethosu/ethosu_mlw.c.
 """
@@ -44,6 +46,7 @@ W_CONFIGS: tuple[tuple[int, bool] | None, ...] = (*((d, False) for d in range(6)
                                                    None)
 Z_DIVS = (0, 1, 2, 3)
 SEGMENT = 1024  # values per segment of the slice plan (a power of two)
+SEGMENT_SHIFT = SEGMENT.bit_length() - 1
 VITERBI_SETTINGS = 4  # settings the slice plan considers (the best ones for the whole stream)
 ZERO_RUN_MIN_FRACTION = 0.1  # zero runs are only tried when at least this share of the values is zero
 SLICE_COST = 36  # bits a new slice costs: its 23-bit header plus about half a chunk of padding (estimate)
@@ -214,19 +217,40 @@ def cost_table(ub: int | None) -> np.ndarray:
 
 def segment_costs(idx: np.ndarray, ub: int | None) -> np.ndarray:
     """(segments, settings) estimated bits of each SEGMENT-value segment under each of W_CONFIGS: the
-    segment's index histogram times cost_table (UNCODABLE or more where a setting cannot code a segment)."""
+    segment's index histogram times cost_table (UNCODABLE or more where a setting cannot code a segment). The
+    reference of the histograms the library counts in `plan` (teflon.native.ethosu_mlw_indices)."""
     nseg = -(-idx.size // SEGMENT)
     # SEGMENT and the index range are powers of two: segment s, index i -> bin s * 512 + i by shifts
-    seg_shift = SEGMENT.bit_length() - 1
-    key = ((np.arange(idx.size, dtype=np.int32) >> seg_shift) << 9) | idx
-    hist = np.bincount(key, minlength=nseg * (INDEX_MAX + 1))
-    return hist.reshape(nseg, INDEX_MAX + 1).astype(np.float32) @ cost_table(ub).T.astype(np.float32)
+    key = ((np.arange(idx.size, dtype=np.int32) >> SEGMENT_SHIFT) << 9) | idx
+    return histogram_costs(np.bincount(key, minlength=nseg * (INDEX_MAX + 1)).reshape(nseg, INDEX_MAX + 1), ub)
 
 
-def _viterbi(cost: np.ndarray) -> tuple[list[int], float]:
-    """Per segment, the setting minimising the total with SLICE_COST per change of setting (a new slice).
-    Scalar over segments, over the VITERBI_SETTINGS settings best for the whole stream: cheaper than numpy
-    calls at this size."""
+def histogram_costs(hist: np.ndarray, ub: int | None) -> np.ndarray:
+    """(segments, settings) estimated bits from (segments, 512) index histograms (`segment_costs`)."""
+    return np.asarray(hist, dtype=np.float32) @ _cost_columns(ub)
+
+
+@functools.lru_cache(maxsize=16)
+def _cost_columns(ub: int | None) -> np.ndarray:
+    """cost_table(ub) as float32 columns (512, settings), the right operand of `histogram_costs`."""
+    table = cost_table(ub).T.astype(np.float32)
+    table.flags.writeable = False  # shared by the cache
+    return table
+
+
+def _viterbi(cost: np.ndarray) -> tuple[np.ndarray, float]:
+    """Per segment, the setting minimising the total with SLICE_COST per change of setting (a new slice), over the
+    VITERBI_SETTINGS settings best for the whole stream; the dynamic programme runs in the library
+    (teflon.native.ethosu_mlw_viterbi; `_viterbi_reference` is its scalar form)."""
+    from teflon.native import ethosu_mlw_viterbi
+
+    keep = np.argsort(cost.sum(axis=0))[:VITERBI_SETTINGS]
+    choice, total = ethosu_mlw_viterbi(cost[:, keep], SLICE_COST)
+    return keep[choice], total
+
+
+def _viterbi_reference(cost: np.ndarray) -> tuple[list[int], float]:
+    """`_viterbi` scalar over segments in Python (the reference of the library's)."""
     keep = [int(c) for c in np.argsort(cost.sum(axis=0))[:VITERBI_SETTINGS]]
     rows = cost[:, keep].tolist()
     ncfg = len(keep)
@@ -252,7 +276,7 @@ def plan_slices(idx: np.ndarray, ub: int | None, cost: np.ndarray | None = None
     a Viterbi pass over SEGMENT-value segments (`segment_costs`); runs longer than MAX_SLICE are cut."""
     n = idx.size
     choice, total = _viterbi(segment_costs(idx, ub) if cost is None else cost)
-    change = [s for s in range(1, len(choice)) if choice[s] != choice[s - 1]]
+    change = (np.flatnonzero(np.diff(choice)) + 1).tolist()
     bounds = [0, *(s * SEGMENT for s in change), n]
     slices = []
     for a, b in itertools.pairwise(bounds):
@@ -274,9 +298,13 @@ def _header(n: int, zdiv: int, wdiv: int, trunc: bool, pal: Palette | None) -> t
     return vals, widths
 
 
-_POPCOUNT = np.array([(i).bit_count() for i in range(1 << CHUNK)], dtype=np.int32)
+@functools.cache  # the numpy references' tables, built on first use (the library's writer needs none)
+def _popcount() -> np.ndarray:
+    """Set bits of each CHUNK-bit value."""
+    return np.array([(i).bit_count() for i in range(1 << CHUNK)], dtype=np.int32)
 
 
+@functools.cache
 def _extract_table() -> np.ndarray:
     """(mask << 6 | bits) -> the bits of `bits` under the set bits of the 6-bit `mask`, packed (PEXT)."""
     table = np.zeros(1 << 12, dtype=np.int32)
@@ -287,7 +315,6 @@ def _extract_table() -> np.ndarray:
     return table
 
 
-_EXTRACT6 = _extract_table()
 
 
 @dataclass
@@ -338,10 +365,11 @@ def _weight_chunks(idx: np.ndarray, cfg: tuple[int, bool] | None, ub: int | None
     twos = np.packbits(codes > 1, axis=1, bitorder="little").view("<u2")[:, 0].astype(np.int32)
     # WUNARY1 holds the "> 1" bits of the positions whose unary0 bit is set, packed together: a bit extract
     # of `twos` under the mask `unary0`, done as two 6-bit table lookups.
-    lo = _EXTRACT6[(unary0 & 63) << 6 | (twos & 63)]
-    hi = _EXTRACT6[(unary0 >> 6) << 6 | (twos >> 6)]
-    unary1 = lo | (hi << _POPCOUNT[unary0 & 63])
-    return _Chunks(unary0, unary1, _POPCOUNT[unary0], idx & ((1 << div) - 1), done_in, div, True, CHUNK)
+    extract, popcount = _extract_table(), _popcount()
+    lo = extract[(unary0 & 63) << 6 | (twos & 63)]
+    hi = extract[(unary0 >> 6) << 6 | (twos >> 6)]
+    unary1 = lo | (hi << popcount[unary0 & 63])
+    return _Chunks(unary0, unary1, popcount[unary0], idx & ((1 << div) - 1), done_in, div, True, CHUNK)
 
 
 def _zero_chunks(runs: np.ndarray, zdiv: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -467,17 +495,11 @@ def put_plain_body_reference(out: BitWriter, w: _Chunks) -> None:
     out.put_fields(vals.reshape(-1), widths.reshape(-1))
 
 
-def _put_plain_body(out: BitWriter, idx: np.ndarray, cfg: tuple[int, bool] | None, ub: int | None) -> None:
-    """`put_plain_body_reference` of `_weight_chunks(idx, cfg, ub)`, written by the library in one pass
-    (teflon.native.ethosu_mlw_plain_body) and appended to out as 32-bit words."""
-    from teflon.native import ethosu_mlw_plain_body
-
-    if cfg is None:
-        assert ub is not None
-        words, nbits = ethosu_mlw_plain_body(idx, 0, False, ub)
-    else:
-        words, nbits = ethosu_mlw_plain_body(idx, cfg[0], cfg[1], 0)
-    out.put(out.nbits + 32 * np.arange(words.size, dtype=np.int64), words, out.nbits + nbits)
+def put_zero_run_body_reference(out: BitWriter, idx: np.ndarray, runs: np.ndarray, cfg: tuple[int, bool] | None,
+                                ub: int | None, zdiv: int) -> None:
+    """Slice body with zero runs, appended to out (`_interleave` of the weight and zero-run chunks)."""
+    runs = np.asarray(runs, dtype=np.int64)
+    out.put_fields(*_interleave(_weight_chunks(idx, cfg, ub), _zero_chunks(runs, zdiv), zdiv, runs))
 
 
 def _symbols_after(w: _Chunks) -> np.ndarray:
@@ -505,11 +527,12 @@ def _split_zero_runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values[nz], gaps
 
 
-def _zero_run_bits(runs: np.ndarray) -> tuple[int, float]:
-    """The cheapest zero-run divisor and its estimated bits."""
+def _zero_run_bits(run_sums: np.ndarray, nruns: int) -> tuple[int, float]:
+    """The cheapest zero-run divisor and its estimated bits, from the sums of run >> d over the `nruns` runs
+    (teflon.native.ethosu_mlw_stats): a run r costs (r >> d) + 1 + d bits."""
     best = (0, np.inf)
     for d in Z_DIVS:
-        bits = float(((runs >> d) + 1 + d).sum())
+        bits = float(int(run_sums[d]) + nruns * (1 + d))
         if bits < best[1]:
             best = (d, bits)
     return best
@@ -527,19 +550,26 @@ class Plan:
 
 def plan(values: np.ndarray) -> tuple[Plan, np.ndarray, np.ndarray | None]:
     """Choose zero runs or not and palette or not by each variant's best single-setting estimate (from code
-    histograms alone), then plan the slices of the chosen variant."""
+    histograms alone), then plan the slices of the chosen variant. `values`: int16 within -255..255. Two library
+    passes touch every value (teflon.native): the code histogram and zero-run sums, then the chosen variant's
+    indices, zero runs and per-segment index histograms."""
+    from teflon.native import ethosu_mlw_indices, ethosu_mlw_stats
+
+    v = np.asarray(values, dtype=np.int16).reshape(-1)
+    freq_all, run_sums = ethosu_mlw_stats(v)
+    n = v.size
+    zeros = int(freq_all[0])
     candidates = []
     variants = [False]
-    if (values == 0).mean() > ZERO_RUN_MIN_FRACTION and values.any():
+    if zeros / n > ZERO_RUN_MIN_FRACTION and zeros < n:
         variants.append(True)
     for zero_runs in variants:
-        if zero_runs:
-            coded, runs = _split_zero_runs(values)
-            zdiv, zbits = _zero_run_bits(runs)
+        if zero_runs:  # the non-zero values' codes; a run before the first and after each of them
+            freq = freq_all.copy()
+            freq[0] = 0
+            zdiv, zbits = _zero_run_bits(run_sums, n - zeros + 1)
         else:
-            coded, runs, zdiv, zbits = values, None, ZDIV_DISABLE, 0.0
-        codes = sign_magnitude(coded)
-        freq = np.bincount(codes, minlength=INDEX_MAX + 1)
+            freq, zdiv, zbits = freq_all, ZDIV_DISABLE, 0.0
         for use_palette in (True, False):
             pal = choose_palette(freq, use_palette)
             lut = index_lut(pal)
@@ -548,21 +578,26 @@ def plan(values: np.ndarray) -> tuple[Plan, np.ndarray, np.ndarray | None]:
             totals = cost_table(ub) @ idx_freq
             best = int(np.argmin(totals))
             estimate = float(totals[best]) + zbits + pal.size * pal.bits
-            candidates.append((estimate, zero_runs, pal, codes, runs, zdiv, ub, best))
-    _, zero_runs, pal, codes, runs, zdiv, ub, best = min(candidates, key=lambda c: c[0])
-    idx = index_lut(pal)[codes]  # choose_palette made every code present codable (to_indices checks it)
+            candidates.append((estimate, zero_runs, pal, zdiv, ub, best))
+    _, zero_runs, pal, zdiv, ub, best = min(candidates, key=lambda c: c[0])
+    count = n - zeros if zero_runs else n
+    # choose_palette made every code present codable (the library checks it)
+    idx, runs, hist = ethosu_mlw_indices(v, index_lut(pal), zeros if zero_runs else None,
+                                         SEGMENT_SHIFT if count > SEGMENT else None)
     # one segment or less: one slice with the setting best for the whole stream, no plan needed
-    slices = [(0, idx.size, best)] if idx.size <= SEGMENT else plan_slices(idx, ub)[0]
+    slices = [(0, idx.size, best)] if hist is None else plan_slices(idx, ub, histogram_costs(hist, ub))[0]
     return Plan(zero_runs, pal, tuple(slices), zdiv), idx, runs
 
 
 def encode(values: np.ndarray, *, uncompressed: bool = False) -> bytes:
     """Signed values (-255..255, brick order) -> a compressed weight stream, 16-byte aligned."""
-    v = np.asarray(values).reshape(-1).astype(np.int64)
+    v = np.asarray(values).reshape(-1)
     if v.size == 0:
         raise ValueError("empty weight stream")
-    if v.min() < -255 or v.max() > 255:
-        raise ValueError("weight values must be within -255..255 (weight minus zero point)")
+    if v.dtype != np.int16 or uncompressed:  # int16 values are checked by the library's pass in plan
+        if v.min() < -255 or v.max() > 255:
+            raise ValueError("weight values must be within -255..255 (weight minus zero point)")
+        v = v.astype(np.int16)
     if uncompressed:
         codes = sign_magnitude(v)
         pal = choose_palette(np.bincount(codes, minlength=INDEX_MAX + 1), False)
@@ -576,6 +611,25 @@ def encode(values: np.ndarray, *, uncompressed: bool = False) -> bytes:
 
 
 def _write(chosen: Plan, idx: np.ndarray, runs: np.ndarray | None) -> bytes:
+    """The stream of a plan, written by the library in one pass (teflon.native.ethosu_mlw_stream); `_write_reference`
+    is its numpy form."""
+    from teflon.native import ethosu_mlw_stream
+
+    pal = chosen.palette
+    ub = uncompressed_bits(pal, int(idx.max()))
+    rows = []
+    for a, b, c in chosen.slices:
+        cfg = W_CONFIGS[c]
+        rows.append((a, b, WDIV_UNCOMPRESSED, 0) if cfg is None else (a, b, cfg[0], int(cfg[1])))
+    return ethosu_mlw_stream(idx, runs, np.array(rows, dtype=np.int64), pal.entries, pal.dirofs, pal.bits, ub or 0,
+                             chosen.zdiv if chosen.zero_runs else 0)
+
+
+def _write_reference(chosen: Plan, idx: np.ndarray, runs: np.ndarray | None) -> bytes:
+    """`_write` with numpy arrays and a BitWriter: the headers, each slice's body (`put_plain_body_reference`,
+    `put_zero_run_body_reference`), the end marker and the padding."""
+    idx = np.asarray(idx, dtype=np.int64)  # the library's uint16 indices and uint32 runs as plain integers
+    runs = None if runs is None else np.asarray(runs, dtype=np.int64)
     pal = chosen.palette
     ub = uncompressed_bits(pal, int(idx.max()))
     out = BitWriter()
@@ -586,13 +640,11 @@ def _write(chosen: Plan, idx: np.ndarray, runs: np.ndarray | None) -> bytes:
         hv, hw = _header(b - a, chosen.zdiv if chosen.zero_runs else ZDIV_DISABLE, wdiv, trunc, pal if k == 0 else None)
         out.put_fields(np.array(hv, dtype=np.int64), np.array(hw, dtype=np.int64))
         if runs is None:
-            _put_plain_body(out, idx[a:b], cfg, ub)
+            put_plain_body_reference(out, _weight_chunks(idx[a:b], cfg, ub))
             continue
-        w = _weight_chunks(idx[a:b], cfg, ub)
         # The first slice carries the zero run before its first weight too; every slice the runs after its
         # weights (§2.5).
-        z_runs = runs[a + (k > 0):b + 1]
-        out.put_fields(*_interleave(w, _zero_chunks(z_runs, chosen.zdiv), chosen.zdiv, z_runs))
+        put_zero_run_body_reference(out, idx[a:b], runs[a + (k > 0):b + 1], cfg, ub, chosen.zdiv)
     out.put_fields(np.array([ZDIV_EOS]), np.array([3]))
     nbits = out.nbits
     data = bytearray(out.tobytes())

@@ -38,6 +38,8 @@ MAX_MAP_DIM = 65536  # the *_M1 size registers are 16 bits
 
 @dataclass(frozen=True)
 class Move:
+    """One copy of a data movement: a box of a source map to a place in a destination map."""
+
     src: int  # index into MoveSpec.ifms
     dst: int  # index into MoveSpec.ofms
     src_at: Box  # (y, x, c) of the box's first element in the source
@@ -49,6 +51,8 @@ class Move:
 
 @dataclass(frozen=True)
 class MoveSpec:
+    """A data-movement operation as copies between its input and output maps."""
+
     ifms: tuple[FeatureMap, ...]
     ofms: tuple[FeatureMap, ...]
     moves: tuple[Move, ...]

@@ -59,14 +59,8 @@ def quantise_array(scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(zero, 0, m), np.where(zero, 0, shift)
 
 
-def records(bias: np.ndarray, mults: list[int], shifts: list[int]) -> list[bytes]:
-    """One 10-byte record per channel (teflon.ethosu.scales), as a list so that a split kick takes its slice."""
-    data = scales.pack_records(np.asarray(bias, np.int64), np.asarray(mults, np.int64), np.asarray(shifts, np.int64))
-    return [data[i:i + RECORD_BYTES] for i in range(0, len(data), RECORD_BYTES)]
-
-
 def conv_scale_records(bias: np.ndarray, ifm_scale: float, weight_scales: np.ndarray, ofm_scale: float,
-                       float_product: bool = False) -> list[bytes]:
+                       float_product: bool = False) -> bytes:
     """Scale records of a convolution: per channel s_in * s_w[c] / s_out. TFLite's kernels compute this two ways
     and Vela follows each: int8 convolutions and per-channel fully-connected layers in double throughout
     (reference_integer_ops / PopulateConvolutionQuantizationParams), uint8 ones and per-tensor fully-connected
@@ -78,7 +72,7 @@ def conv_scale_records(bias: np.ndarray, ifm_scale: float, weight_scales: np.nda
     else:
         prods = float(np.float32(ifm_scale)) * sw.astype(np.float64)
     ms, ss = quantise_array(prods / float(np.float32(ofm_scale)))
-    return records(np.asarray(bias, np.int64), ms.tolist(), ss.tolist())
+    return scales.pack_records(np.asarray(bias, np.int64), ms, ss)  # RECORD_BYTES per channel, back to back
 
 
 def quantize_value(x: float, scale: float, zero_point: int) -> int:

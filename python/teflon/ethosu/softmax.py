@@ -84,6 +84,8 @@ def exp_table(beta: float, s_in: float) -> bytes:
 
 @dataclass(frozen=True)
 class SoftmaxSpec:
+    """A SOFTMAX as the NPU sees it: its maps, its exp table and the place of its 32-bit scratch."""
+
     ifm: FeatureMap  # (1, rows, C)
     ofm: FeatureMap  # (1, rows, C)
     table: bytes  # exp_table

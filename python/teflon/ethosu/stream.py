@@ -51,13 +51,22 @@ def kick_registers(k: Kick, placed: Placed) -> dict[str, dict[str, int]]:
 def emit(kicks: Sequence[Kick], placed: Sequence[Placed]) -> list[int]:
     words: list[int] = []
     state: dict[str, int] = {}
+    values: dict[tuple[str, tuple[tuple[str, int], ...]], int] = {}  # kicks repeat most register settings
+
+    def value_of(name: str, fields: dict[str, int]) -> int:
+        key = (name, tuple(fields.items()))
+        v = values.get(key)
+        if v is None:
+            v = values[key] = U65.value(name, **fields)
+        return v
+
     for k, p in zip(kicks, placed):
         for name, fields in k.pre:
             if not name.startswith("NPU_OP_"):
                 state[name] = U65.value(name, **fields)
             words += U65.words(name, **fields)
         for name, fields in kick_registers(k, p).items():
-            value = U65.value(name, **fields)
+            value = value_of(name, fields)
             if state.get(name) == value:
                 continue
             state[name] = value

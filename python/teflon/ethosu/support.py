@@ -7,6 +7,8 @@ lowered here and checked against Vela (tests/ethos_u/test_vela_compat.py); every
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from teflon import hw_facts, lone, unary
@@ -109,14 +111,14 @@ def _conv(graph: Graph, op: Operation) -> ConvSpec:
         raise Unsupported(f"stride {sy}x{sx}: 1..{MAX_STRIDE} only")
     w, scales, zps = _weights(graph, op)
     depthwise = op.kind == "DEPTHWISE_CONV_2D"
-    data = w.data.astype(np.int64)
+    data = w.data.astype(np.int16)  # 8-bit weights minus an 8-bit zero point fit 16 bits
     if depthwise:
         if int(op.options.get("depth_multiplier", 1)) != 1 or w.shape[-1] != ifm.shape[2]:
             raise Unsupported("depthwise with a depth multiplier other than 1")
         data = data.reshape(w.shape[1], w.shape[2], w.shape[3]).transpose(2, 0, 1)[..., None]
     elif data.shape[3] != ifm.shape[2]:
         raise Unsupported("grouped convolution")
-    weights = data - zps.reshape(-1, 1, 1, 1)
+    weights = data - zps.astype(np.int16).reshape(-1, 1, 1, 1)
     kh, kw = weights.shape[1:3]
     if kh > MAX_KERNEL or kw > MAX_KERNEL:
         raise Unsupported(f"kernel {kh}x{kw}: up to {MAX_KERNEL}x{MAX_KERNEL} only")
@@ -138,7 +140,7 @@ def _fc(graph: Graph, op: Operation) -> ConvSpec:
         raise Unsupported(f"input {x.shape}: one row of {k} only")
     ifm = _fm(x, (1, 1, k))
     ofm = _fm(y, (1, 1, n))
-    weights = (w.data.astype(np.int64) - zps.reshape(-1, 1)).reshape(n, 1, 1, k)
+    weights = (w.data.astype(np.int16) - zps.astype(np.int16).reshape(-1, 1)).reshape(n, 1, 1, k)
     per_channel = len(w.quant.scales) > 1
     return ConvSpec(ifm, ofm, weights, _bias(graph, op, n), scales, (1, 1), False, _activation(op),
                     float_product=ifm.dtype != "int8" or not per_channel,
@@ -353,7 +355,15 @@ def spec(graph: Graph, op: Operation) -> Spec:
         raise Unsupported(f"{op.kind} is not lowered for the Ethos-U65")
     # once per graph: the support decision and the partition's compile ask for the same operation (a refused
     # operation raises every time; only specs are kept)
-    return memo(graph, (__name__, "spec", op.index), lambda: handler(graph, op))
+    return memo(graph, (__name__, "spec", op.index), lambda: _with_records(handler(graph, op)))
+
+
+def _with_records(s: Spec) -> Spec:
+    """A convolution's spec with its scale records, which both of its lowerings (support decision, compile) use."""
+    if not isinstance(s, ConvSpec) or s.records is not None:
+        return s
+    return replace(s, records=quant.conv_scale_records(s.bias, s.ifm.scale, s.weight_scales, s.ofm.scale,
+                                                       s.float_product))
 
 
 # Operations with no weights: alone between CPU nodes each would be a partition of its own (teflon.lone). RESHAPE

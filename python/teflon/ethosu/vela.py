@@ -26,10 +26,10 @@ import numpy as np
 from .. import targets
 from ..ir import OFFLINE_ALLOCATION, Graph, Operation
 from ..program import LAYOUT_NC1HWC2, LAYOUT_ROWS, Buffer, IOBinding, Job, OpRecord, Program, Task
-from . import cmdstream, task
+from . import VELA_KIND, cmdstream, task
 from .regs import U65
 
-KIND = "CUSTOM(ethos-u)"
+KIND = VELA_KIND
 FIXED_INPUTS = 4  # command stream, read-only, scratch, scratch_fast
 IO_DTYPES = ("int8", "uint8")
 # The regions Vela gives its tensors (Mesa uses the same roles): read-only 0, arena 1, fast scratch 2.
@@ -39,6 +39,8 @@ MAX_DIM = 65536  # an I/O binding's height, width and channels at most (delegate
 
 @dataclass(frozen=True)
 class Feature:
+    """One input or output of Vela's custom op: tensor, direction and place in the arena."""
+
     tensor: int
     direction: str  # "in" / "out"
     offset: int  # byte offset in the arena
@@ -48,6 +50,8 @@ class Feature:
 
 @dataclass(frozen=True)
 class VelaOp:
+    """Vela's ethos-u custom op as read from the graph: its command words, register images, data and tensors."""
+
     node: int
     words: tuple[int, ...]  # the command words (COP1 header dropped)
     config_reg: int | None  # the NPU CONFIG / ID images the stream was compiled for
