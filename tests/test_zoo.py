@@ -50,13 +50,8 @@ def test_zoo(spec: ModelSpec, input_path: Path, target: str, delegate_library: N
         pytest.skip(f"{spec.path.name} or {input_path.name} missing")
     result = run_case(spec, input_path, target, sim=sim_options(target)["sim"])
     print(result.summary())
-    record_property("delegated_nodes", result.delegated)
-    record_property("nodes", result.nodes)
-    record_property("partitions", result.partitions)
-    record_property("task_figures", result.verdict.figures)
-    record_property("max_abs_diff", result.lsb.max_abs_diff)
-    record_property("mean_abs_diff", round(result.lsb.mean_abs_diff, 6))
-    record_property("exact_fraction", round(result.lsb.exact_fraction, 6))
+    for name, value in result.properties().items():
+        record_property(name, value)
 
     expectations = load_expectations(EXPECTATIONS_FILE)
     split = expectations.partition_outcome(spec.name, target, result.partitions)
