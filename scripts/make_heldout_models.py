@@ -45,12 +45,13 @@ REPRESENTATIVE = 48
 @dataclass(frozen=True)
 class Entry:
     name: str
-    build: Callable[[int], tf.keras.Model]
+    build: Callable[[int, int | None], tf.keras.Model]
     size: int
     norm: str  # teflon.zoo.inputs normalisation of the float input: pm1 = [-1, 1], raw = [0, 255]
     task: str  # classify -> top-1 rule; other -> element rule
     io: str = "int8"  # int8 | uint8: the graph input / output type
     per_channel: bool = True  # False: per-tensor weight scales (TF1-era quantization, as the published MobileNets)
+    batch: int | None = None  # None: Keras' default dynamic batch (RESHAPEs become SHAPE/STRIDED_SLICE/PACK); 1: static
     notes: str = ""
     inputs: tuple[str, ...] = field(default=TEST_IMAGES)
 
@@ -108,44 +109,44 @@ def _calibrate(model: tf.keras.Model, batch: np.ndarray, classifier: bool, seed:
 
 # ---- the architectures -------------------------------------------------------------------------------------------
 
-def _apps(size: int) -> dict[str, object]:
-    return {"input_shape": (size, size, 3), "weights": None}
+def _apps(size: int, batch: int | None) -> dict[str, object]:
+    return {"input_tensor": tf.keras.Input((size, size, 3), batch_size=batch), "weights": None}
 
 
-def mobilenet_v3_large(size: int) -> tf.keras.Model:
-    return tf.keras.applications.MobileNetV3Large(**_apps(size), include_preprocessing=False)
+def mobilenet_v3_large(size: int, batch: int | None = None) -> tf.keras.Model:
+    return tf.keras.applications.MobileNetV3Large(**_apps(size, batch), include_preprocessing=False)
 
 
-def mobilenet_v3_small(size: int) -> tf.keras.Model:
-    return tf.keras.applications.MobileNetV3Small(**_apps(size), include_preprocessing=False)
+def mobilenet_v3_small(size: int, batch: int | None = None) -> tf.keras.Model:
+    return tf.keras.applications.MobileNetV3Small(**_apps(size, batch), include_preprocessing=False)
 
 
-def mobilenet_v3_small_minimalistic(size: int) -> tf.keras.Model:
-    return tf.keras.applications.MobileNetV3Small(**_apps(size), minimalistic=True, include_preprocessing=False)
+def mobilenet_v3_small_minimalistic(size: int, batch: int | None = None) -> tf.keras.Model:
+    return tf.keras.applications.MobileNetV3Small(**_apps(size, batch), minimalistic=True, include_preprocessing=False)
 
 
-def mobilenet_v3_large_minimalistic(size: int) -> tf.keras.Model:
-    return tf.keras.applications.MobileNetV3Large(**_apps(size), minimalistic=True, include_preprocessing=False)
+def mobilenet_v3_large_minimalistic(size: int, batch: int | None = None) -> tf.keras.Model:
+    return tf.keras.applications.MobileNetV3Large(**_apps(size, batch), minimalistic=True, include_preprocessing=False)
 
 
-def efficientnet_b0(size: int) -> tf.keras.Model:
-    return tf.keras.applications.EfficientNetB0(**_apps(size))  # in-graph Rescaling(1/255): raw pixels in
+def efficientnet_b0(size: int, batch: int | None = None) -> tf.keras.Model:
+    return tf.keras.applications.EfficientNetB0(**_apps(size, batch))  # in-graph Rescaling(1/255): raw pixels in
 
 
-def resnet50(size: int) -> tf.keras.Model:
-    return tf.keras.applications.ResNet50(**_apps(size))
+def resnet50(size: int, batch: int | None = None) -> tf.keras.Model:
+    return tf.keras.applications.ResNet50(**_apps(size, batch))
 
 
-def densenet121(size: int) -> tf.keras.Model:
-    return tf.keras.applications.DenseNet121(**_apps(size))
+def densenet121(size: int, batch: int | None = None) -> tf.keras.Model:
+    return tf.keras.applications.DenseNet121(**_apps(size, batch))
 
 
-def nasnet_mobile(size: int) -> tf.keras.Model:
-    return tf.keras.applications.NASNetMobile(**_apps(size))
+def nasnet_mobile(size: int, batch: int | None = None) -> tf.keras.Model:
+    return tf.keras.applications.NASNetMobile(**_apps(size, batch))
 
 
-def inception_v3(size: int) -> tf.keras.Model:
-    return tf.keras.applications.InceptionV3(**_apps(size))
+def inception_v3(size: int, batch: int | None = None) -> tf.keras.Model:
+    return tf.keras.applications.InceptionV3(**_apps(size, batch))
 
 
 def _conv_bn_relu(x: tf.Tensor, filters: int, kernel: int = 3, strides: int = 1) -> tf.Tensor:
@@ -155,11 +156,11 @@ def _conv_bn_relu(x: tf.Tensor, filters: int, kernel: int = 3, strides: int = 1)
     return tf.keras.layers.ReLU()(x)
 
 
-def unet(size: int) -> tf.keras.Model:
+def unet(size: int, batch: int | None = None) -> tf.keras.Model:
     """A small UNet: 4 levels of conv-BN-ReLU pairs and max pools; the decoder upsamples with a transposed
     convolution, bilinear and nearest UpSampling2D (RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR) and concatenates
     the skips; 6 per-pixel class scores out."""
-    inp = tf.keras.Input((size, size, 3), batch_size=1)  # a static batch: TRANSPOSE_CONV without SHAPE ops
+    inp = tf.keras.Input((size, size, 3), batch_size=1)  # always static: TRANSPOSE_CONV without SHAPE ops
     skips, x = [], inp
     for filters in (16, 32, 64):
         x = _conv_bn_relu(_conv_bn_relu(x, filters), filters)
@@ -178,13 +179,13 @@ def unet(size: int) -> tf.keras.Model:
     return tf.keras.Model(inp, out, name="unet")
 
 
-def fpn_ssd(size: int) -> tf.keras.Model:
+def fpn_ssd(size: int, batch: int | None = None) -> tf.keras.Model:
     """An SSD-style detector with a feature pyramid on a MobileNetV2 (alpha 0.5) backbone: three levels (stride
     8, 16, 32), 1x1 laterals, nearest 2x UpSampling2D + ADD top-down, 3x3 smoothing, shared-shape heads of 3
     anchors per cell RESHAPEd to (anchors, 4) boxes and (anchors, 8) sigmoid class scores, CONCATENATEd over
     the levels."""
-    backbone = tf.keras.applications.MobileNetV2(input_shape=(size, size, 3), alpha=0.5, include_top=False,
-                                                 weights=None)
+    backbone = tf.keras.applications.MobileNetV2(input_tensor=tf.keras.Input((size, size, 3), batch_size=batch),
+                                                 alpha=0.5, include_top=False, weights=None)
     taps = [backbone.get_layer(n).output for n in ("block_6_expand_relu", "block_13_expand_relu", "out_relu")]
     laterals = [tf.keras.layers.Conv2D(64, 1)(t) for t in taps]
     levels = [laterals[-1]]
@@ -214,6 +215,10 @@ ENTRIES = (
           notes="ResNet50 with per-tensor weight quantization"),
     Entry("efficientnet_b0_160", efficientnet_b0, 160, "raw", "classify",
           notes="Keras EfficientNetB0: swish (LOGISTIC x MUL), squeeze-excite, in-graph rescaling"),
+    Entry("efficientnet_b0_160_b1", efficientnet_b0, 160, "raw", "classify", batch=1,
+          notes="EfficientNetB0 converted with a static batch of 1 (no SHAPE/PACK before its RESHAPEs)"),
+    Entry("fpn_ssd_160_b1", fpn_ssd, 160, "pm1", "other", batch=1,
+          notes="the FPN/SSD detector converted with a static batch of 1"),
     Entry("unet_128", unet, 128, "pm1", "other",
           notes="small UNet: max pools, TRANSPOSE_CONV, RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR, skip concats"),
     Entry("fpn_ssd_160", fpn_ssd, 160, "pm1", "other",
@@ -259,7 +264,7 @@ def op_counts(model: bytes) -> dict[str, int]:
 
 def build(entry: Entry, images: list[tf.Tensor], out: Path, seed: int) -> dict[str, object]:
     tf.keras.utils.set_random_seed(seed)
-    model = entry.build(entry.size)
+    model = entry.build(entry.size, entry.batch)
     pixels = _crops(images, entry.size, CALIBRATION_BATCH, seed)
     _calibrate(model, _normalise(pixels, entry.norm).numpy(), entry.task == "classify", seed)
     samples = _crops(images, entry.size, REPRESENTATIVE, seed + 1)
