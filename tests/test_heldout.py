@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import sim_options
+from conftest import run_model_case
 from teflon import targets
-from teflon.zoo.run import run_case
 from teflon.zoo.spec import ModelSpec, load_specs
 
 TARGETS = [t.name for t in targets.drivable_generations()]
@@ -42,11 +41,6 @@ def _cases() -> list[object]:
 @pytest.mark.parametrize(("spec", "input_path", "target"), _cases())
 def test_heldout(spec: ModelSpec, input_path: Path, target: str, delegate_library: None,
                  record_property: Callable[[str, object], None]) -> None:
-    if not spec.path.is_file() or not input_path.is_file():
-        pytest.skip(f"{spec.path.name} or {input_path.name} missing")
-    result = run_case(spec, input_path, target, sim=sim_options(target)["sim"])
-    print(result.summary())
-    for name, value in result.properties().items():
-        record_property(name, value)
+    result = run_model_case(spec, input_path, target, record_property)
     if not result.passed:
         pytest.fail(result.summary(), pytrace=False)
