@@ -36,6 +36,20 @@ def sim_options(device: str) -> dict[str, str]:
     return {"device": device, "sim": os.environ.get("TEFLON_TEST_SIM", "1")}
 
 
+def run_model_case(spec: Any, input_path: Path, target: str, record_property: Any) -> Any:
+    """One real-model case (teflon.zoo.run.run_case) on `target`'s simulated NPU, its summary printed and its
+    figures recorded as JUnit properties; skips when the model or the input file is missing."""
+    from teflon.zoo.run import run_case
+
+    if not spec.path.is_file() or not input_path.is_file():
+        pytest.skip(f"{spec.path.name} or {input_path.name} missing")
+    result = run_case(spec, input_path, target, sim=sim_options(target)["sim"])
+    print(result.summary())
+    for name, value in result.properties().items():
+        record_property(name, value)
+    return result
+
+
 def build_c_test(source: str, out_dir: Path, *flags: str) -> Path:
     """tests/c/<source>.c compiled warning-free (C11, -ldl) into out_dir; skips without a C compiler. $CC names
     another compiler (scripts/test-aarch64.sh: the aarch64 cross compiler)."""

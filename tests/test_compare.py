@@ -303,3 +303,36 @@ def test_compare_reports_a_folded_pad_and_compares_its_convolution(device: str, 
     else:
         assert pad["folded_into"] is None
     assert "not observable" not in text and len(doc["outputs"]) == 1
+
+
+def test_compare_image_takes_the_spec_preprocessing(delegate_library: None, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """--image on a model its spec.json names feeds the input the conformance suites feed (teflon.zoo.inputs: here
+    [-1, 1] quantized with the input's scale), not the raw-pixel default: else compare's figures and verdict are
+    about another input than the failing suite case's."""
+    from PIL import Image
+
+    from teflon.cli.compare import model_spec
+    from teflon.zoo.inputs import make_input
+    from teflon.zoo.spec import Prep
+
+    case = ConvCase("conv2d", 16, 16, 3, out_c=8, kernel=3, dtype="int8", seed=4)
+    g = GraphBuilder("teflon test_compare spec input")
+    x = g.tensor("input", (1, 16, 16, 3), "int8", QParams.make(2.0 / 255.0, 0))
+    model = g.build([x], [add_conv(g, case, x, conv_params(case, np.random.default_rng(4), g.quant(x)), "conv")])
+    path = tmp_path / "pm1.tflite"
+    path.write_bytes(model)
+    image = tmp_path / "ramp.bmp"
+    ramp = np.arange(24 * 24 * 3, dtype=np.uint32).reshape(24, 24, 3) * 7 % 256
+    Image.fromarray(ramp.astype(np.uint8)).save(image)
+    assert model_spec(path, model) is None
+    assert image_inputs(model, image)[0].min() < -100  # the default: pixels - 128
+    (tmp_path / "spec.json").write_text(json.dumps([{"model": "pm1.tflite", "inputs": ["ramp.bmp"], "task": "other",
+                                                     "prep": {"norm": "pm1"}}]))
+    spec = model_spec(path, model)
+    assert spec is not None and spec.prep == Prep(norm="pm1")
+    (fed,) = image_inputs(model, image, spec.prep)
+    np.testing.assert_array_equal(fed, make_input(image, graph_inputs(model)[0], spec.prep))
+    assert not np.array_equal(fed, image_inputs(model, image)[0])
+    _, text = run_compare(path, "rk3588", "--image", str(image), tmp_path=tmp_path, capsys=capsys)
+    assert "(its spec.json preprocessing)" in text

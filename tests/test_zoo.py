@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TESTS, shared_path, sim_options
+from conftest import TESTS, run_model_case, shared_path
 from teflon import targets
 from teflon.modelgen import graph_outputs, operators, tensor_infos
 from teflon.zoo.expectations import load_expectations
-from teflon.zoo.run import run_case
 from teflon.zoo.spec import ModelSpec, load_specs
 
 EXPECTATIONS_FILE = TESTS / "zoo_expectations.toml"
@@ -46,18 +45,7 @@ def _cases() -> list[object]:
 @pytest.mark.parametrize(("spec", "input_path", "target"), _cases())
 def test_zoo(spec: ModelSpec, input_path: Path, target: str, delegate_library: None,
              record_property: Callable[[str, object], None]) -> None:
-    if not spec.path.is_file() or not input_path.is_file():
-        pytest.skip(f"{spec.path.name} or {input_path.name} missing")
-    result = run_case(spec, input_path, target, sim=sim_options(target)["sim"])
-    print(result.summary())
-    record_property("delegated_nodes", result.delegated)
-    record_property("nodes", result.nodes)
-    record_property("partitions", result.partitions)
-    record_property("task_figures", result.verdict.figures)
-    record_property("max_abs_diff", result.lsb.max_abs_diff)
-    record_property("mean_abs_diff", round(result.lsb.mean_abs_diff, 6))
-    record_property("exact_fraction", round(result.lsb.exact_fraction, 6))
-
+    result = run_model_case(spec, input_path, target, record_property)
     expectations = load_expectations(EXPECTATIONS_FILE)
     split = expectations.partition_outcome(spec.name, target, result.partitions)
     if split.kind == "fail":

@@ -959,6 +959,7 @@ class PoolCase:
     op: Literal["avg", "max", "mean"] = "avg"
     requant: bool = False  # MEAN only: its own output scale and zero point (as real models' MEANs have)
     filter_w: int | None = None  # the window's width when it differs from its height (`filter`)
+    requant_scale: float | None = None  # requant: output scale / input scale (None: drawn from 0.4-0.9)
 
     @property
     def kernel_w(self) -> int:
@@ -974,7 +975,7 @@ class PoolCase:
             kernel = f"k{self.filter}" if self.filter_w is None else f"k{self.filter}x{self.filter_w}"
             parts += [kernel, f"s{self.stride}", self.padding]
         if self.requant:
-            parts.append("rq")
+            parts.append("rq" if self.requant_scale is None else f"rq{self.requant_scale:g}")
         parts.append(DTYPE_TOKEN[self.dtype])
         if self.seed:
             parts.append(f"seed{self.seed}")
@@ -1004,7 +1005,8 @@ class PoolCase:
         q = g.quant(src)
         if self.op == "mean":
             if self.requant:  # the mean's range is narrower than its input's: a smaller scale, another zero point
-                q = QParams.make(float(q.scale[0]) * float(rng.uniform(0.4, 0.9)), int(rng.integers(qmin, qmax + 1)))
+                ratio = float(rng.uniform(0.4, 0.9)) if self.requant_scale is None else self.requant_scale
+                q = QParams.make(float(q.scale[0]) * ratio, int(rng.integers(qmin, qmax + 1)))
             y = g.tensor("output", (1, 1, 1, self.in_c), self.dtype, q)
             add_mean_hw(g, src, y, g.constant("axes", np.array([1, 2], np.int32)))
             return g.build([x], [y])

@@ -38,7 +38,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tflite
@@ -52,6 +52,9 @@ from teflon.modelgen import graph_inputs, operators, random_inputs
 from teflon.native import Device, Runner
 from teflon.reference import compare, delegated_nodes, invoke
 from teflon.runtime import make_interpreter
+
+if TYPE_CHECKING:
+    from teflon.zoo.spec import ModelSpec, Prep
 
 HELP = "per-layer NPU vs CPU figures (max/mean |diff|, exact fraction) and the first layer whose output differs"
 
@@ -156,17 +159,23 @@ class Report:
 # ---- inputs ---------------------------------------------------------------------------------------------------
 
 
-def image_inputs(model: bytes, image: str | Path) -> list[np.ndarray]:
+def image_inputs(model: bytes, image: str | Path, prep: Prep | None = None) -> list[np.ndarray]:
     """The model's single input from a file.
 
-    A `.bin` file is the input tensor's raw bytes (its dtype and element count must match). An image is resized
-    like classify to the input's height and width, as RGB or, for a one-channel or (1, H, W) input, grey, and laid
-    out NHWC or NCHW (a 4-D input whose last dimension is not 1 or 3 but whose second is); a uint8 input takes the raw pixels,
-    an int8 input the pixels shifted by 128, a float input the pixels scaled to [0, 1]."""
+    A `.bin` file is the input tensor's raw bytes (its dtype and element count must match). With `prep` (the
+    model's spec.json entry) an image becomes the input exactly as the conformance suites feed it
+    (teflon.zoo.inputs.make_input). Without, an image is resized like classify to the input's height and width, as
+    RGB or, for a one-channel or (1, H, W) input, grey, and laid out NHWC or NCHW (a 4-D input whose last dimension
+    is not 1 or 3 but whose second is); a uint8 input takes the raw pixels, an int8 input the pixels shifted by 128,
+    a float input the pixels scaled to [0, 1]."""
     infos = graph_inputs(model)
     if len(infos) != 1:
         raise ValueError(f"--image needs a model with one input, this one has {len(infos)}")
     info = infos[0]
+    if prep is not None and Path(image).suffix != ".bin":
+        from teflon.zoo.inputs import make_input
+
+        return [make_input(Path(image), info, prep)]
     if Path(image).suffix == ".bin":
         raw = np.frombuffer(Path(image).read_bytes(), dtype=info.dtype)
         if raw.size != int(np.prod(info.shape)):
@@ -464,6 +473,14 @@ def format_report(report: Report, isolated: bool = True) -> str:
 TaskJudge = Callable[[list[np.ndarray], list[np.ndarray]], str]
 
 
+def model_spec(model_path: Path, model: bytes) -> ModelSpec | None:
+    """The model's spec.json entry (teflon.zoo.spec.spec_for_model), None without one."""
+    from teflon.modelgen import graph_outputs
+    from teflon.zoo.spec import spec_for_model
+
+    return spec_for_model(model_path, [tuple(int(d) for d in i.shape) for i in graph_outputs(model)])[0]
+
+
 def task_judge(model_path: Path, model: bytes) -> TaskJudge:
     """The task-level judge of a model: its spec.json entry's task and post-processing when the spec.json next to it
     (or the published classifiers' directory rule) names it (teflon.zoo.spec.spec_for_model), else the element rule
@@ -505,8 +522,9 @@ def unobserved(report: Report) -> dict[str, int]:
 def run(args: argparse.Namespace) -> int:
     model = Path(args.model).read_bytes()
     if args.image:
-        input_sets = [image_inputs(model, args.image)]
-        source = f"image {args.image}"
+        spec = model_spec(Path(args.model), model)
+        input_sets = [image_inputs(model, args.image, spec.prep if spec is not None else None)]
+        source = f"image {args.image}" + (" (its spec.json preprocessing)" if spec is not None else "")
     else:
         n = 1 if args.random is None else args.random
         if n < 1:

@@ -38,6 +38,12 @@ PAD_MAX = 7  # POOLING_PADDING_CFG pads are 3-bit fields
 # pool submit then waits out the 500 ms job timeout and resets the core (docs/hardware/rocket.md §6a). This
 # switch keeps every pool on the CPU for such a board.
 PPU_SWITCH = "TEFLON_ROCKET_PPU"
+# A requantizing MEAN on the PPU rounds its average to the input's LSB (error up to 1/2), then the 1x1 depthwise
+# requantization multiplies that error by g = s_in / s_out before its own rounding: below g = 2 the result stays
+# within 1 LSB of TFLite's one rounding, above it reaches g/2 (real models' MEANs have g = 3-4: a mean of 25-49
+# values spans less than its input). Such MEANs take the per-plane convolutions (flat_pool.py) where one rounding
+# reproduces TFLite's, else stay on the CPU.
+MAX_REQUANT_GAIN = 2.0
 
 
 def _trailing_pad(size: int, out: int, k: int, s: int, before: int) -> int:
@@ -83,6 +89,10 @@ def _window_ops(graph: Graph, op: Operation) -> list[RocketPool | RocketConv]:
     (sx, zx), (sy, zy) = tensor_quant(x, "input"), tensor_quant(y, "output")
     if sx == sy and zx == zy:
         return [pool]
+    if float(sx) >= MAX_REQUANT_GAIN * float(sy):
+        raise LoweringError(f"requantizing {op.kind} with input / output scale {float(sx) / float(sy):.2f} >= "
+                            f"{MAX_REQUANT_GAIN:g}: the PPU rounds at the input scale, and the requantization would "
+                            f"multiply that half LSB past 1 output LSB")
     pool.output_tensor = intermediate_tensor(graph, op)
     return [pool, requantize_conv(pool, y.index, sx, sy, zy)]
 

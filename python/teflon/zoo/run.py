@@ -37,6 +37,14 @@ class CaseResult:
         return (f"{self.model} {self.input} on {self.target}: {state}; {self.delegated}/{self.nodes} nodes "
                 f"delegated in {self.partitions} partition(s); {self.verdict.figures}; {self.lsb}")
 
+    def properties(self) -> dict[str, object]:
+        """The case's figures by name, as the suites record them (JUnit XML properties)."""
+        return {"delegated_nodes": self.delegated, "nodes": self.nodes, "partitions": self.partitions,
+                "verdict": "pass" if self.passed else self.verdict.reason, "task_figures": self.verdict.figures,
+                "max_abs_diff": self.lsb.max_abs_diff, "mean_abs_diff": round(self.lsb.mean_abs_diff, 6),
+                "exact_fraction": round(self.lsb.exact_fraction, 6),
+                "within_model_lsb": round(self.lsb.within_model_lsb, 6)}
+
 
 def output_lsb(model: bytes) -> list[float | None]:
     """Per graph output, the LSB its values are counted in: None for a quantized output (its integers are LSB);
