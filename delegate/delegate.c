@@ -451,7 +451,8 @@ static tfl_int_array *claimed_nodes(teflon_delegate *d, tfl_context *context, co
 {
     int32_t *supported = malloc(sizeof(int32_t) * (size_t)(g->nnodes + 1));
     tfl_int_array *list = tfl_int_array_new(g->nnodes);
-    if (!supported || !list) {
+    uint8_t *dynamic = teflon_dynamic_tensors(context, g);
+    if (!supported || !list || !dynamic) {
         fprintf(stderr, "teflon: out of memory; running the whole graph on the CPU\n");
         goto none;
     }
@@ -463,15 +464,17 @@ static tfl_int_array *claimed_nodes(teflon_delegate *d, tfl_context *context, co
     for (int i = 0; i < g->nnodes; i++) {
         if (!supported[i])
             continue;
-        if (teflon_node_has_dynamic_tensor(context, &g->nodes[i])) {
+        if (teflon_node_has_dynamic_tensor(dynamic, &g->nodes[i])) {
             if (d->debug)
-                fprintf(stderr, "teflon: node %d: has a dynamically sized tensor, stays on the CPU\n",
-                        g->nodes[i].index);
+                fprintf(stderr, "teflon: node %d: reads or writes a tensor whose size can change at invoke (a "
+                        "dynamic tensor, or one computed from a RESHAPE with a non-constant shape), stays on the "
+                        "CPU\n", g->nodes[i].index);
             continue;
         }
         list->data[list->size++] = g->nodes[i].index;
     }
     free(supported);
+    free(dynamic);
     if (list->size == 0) {
         free(list);
         return NULL;
@@ -480,6 +483,7 @@ static tfl_int_array *claimed_nodes(teflon_delegate *d, tfl_context *context, co
 none:
     free(supported);
     free(list);
+    free(dynamic);
     return NULL;
 }
 
@@ -712,9 +716,12 @@ TEFLON_EXPORT tfl_delegate *tflite_plugin_create_delegate(char **keys, char **va
     d->base.Prepare = delegate_prepare;
     /* Shapes propagated before Prepare: TFLite prepares every node first. A Vela model's `ethos-u` custom op has no
      * CPU kernel, so that preparation fails before the delegate can claim the op: for the ethosu family TFLite is
-     * told to leave the nodes unprepared (the delegate refuses nodes with dynamic tensors itself, claimed_nodes). */
-    d->base.flags = strcmp(teflon_dev_target(dev)->family, "ethosu") == 0 ? TFL_DELEGATE_ALLOW_DYNAMIC_TENSORS
-                                                                          : TFL_DELEGATE_REQUIRE_PROPAGATED_SHAPES;
+     * told to leave the nodes unprepared. Every family takes graphs with dynamic tensors (without the flag TFLite
+     * refuses the delegate outright, and a Keras model with a dynamic batch fails to load): the delegate refuses the
+     * nodes that touch a tensor whose size can change itself (claimed_nodes, teflon_dynamic_tensors). */
+    d->base.flags = strcmp(teflon_dev_target(dev)->family, "ethosu") == 0
+                        ? TFL_DELEGATE_ALLOW_DYNAMIC_TENSORS
+                        : TFL_DELEGATE_ALLOW_DYNAMIC_TENSORS | TFL_DELEGATE_REQUIRE_PROPAGATED_SHAPES;
     if (d->debug) {
         fprintf(stderr, "teflon: delegate created for %s (%s%s%s)\n", d->device,
                 teflon_dev_is_sim(dev) ? "simulated NPU" : "NPU device node", o.cores > 1 ? ", cores=" : "",

@@ -272,11 +272,38 @@ void teflon_graph_export_free(teflon_export *ex)
     memset(ex, 0, sizeof(*ex));
 }
 
-int teflon_node_has_dynamic_tensor(const tfl_context *context, const teflon_node *node)
+static int constant_tensor(const tfl_context *context, int t)
+{
+    const int type = context->tensors[t].allocation_type;
+    return type == TFL_MMAP_RO || type == TFL_PERSISTENT_RO;
+}
+
+uint8_t *teflon_dynamic_tensors(const tfl_context *context, const teflon_graph *g)
+{
+    uint8_t *dynamic = calloc(context->tensors_size ? context->tensors_size : 1, 1);
+    if (!dynamic)
+        return NULL;
+    for (size_t t = 0; t < context->tensors_size; t++)
+        dynamic[t] = context->tensors[t].allocation_type == TFL_DYNAMIC;
+    /* execution order: a node's inputs are marked before it is looked at */
+    for (int i = 0; i < g->nnodes; i++) {
+        const teflon_node *n = &g->nodes[i];
+        int marked = n->builtin_code == TFL_BUILTIN_RESHAPE && n->ninputs > 1 && n->inputs[1] >= 0 &&
+                     !constant_tensor(context, n->inputs[1]);
+        for (int k = 0; k < n->ninputs && !marked; k++)
+            marked = n->inputs[k] >= 0 && dynamic[n->inputs[k]];
+        for (int k = 0; k < n->noutputs && marked; k++)
+            if (n->outputs[k] >= 0)
+                dynamic[n->outputs[k]] = 1;
+    }
+    return dynamic;
+}
+
+int teflon_node_has_dynamic_tensor(const uint8_t *dynamic, const teflon_node *node)
 {
     for (int i = 0; i < node->ninputs + node->noutputs; i++) {
         int t = i < node->ninputs ? node->inputs[i] : node->outputs[i - node->ninputs];
-        if (t >= 0 && context->tensors[t].allocation_type == TFL_DYNAMIC)
+        if (t >= 0 && dynamic[t])
             return 1;
     }
     return 0;

@@ -26,7 +26,7 @@ python -m pytest -n auto -q -p no:cacheprovider -m "not slow" \
     tests/test_dlopen.py tests/test_delegate_options.py tests/rocket/test_sim_rk3588.py \
     tests/rocket/test_sim_mutation.py tests/rocket/test_split_rk3588.py tests/rocket/test_ops.py \
     tests/rocket/test_sim_rk3576.py tests/rocket/test_sim_rk3568_golden.py tests/rocket/test_rk3568_status.py tests/rocket/test_rk3568_perchannel.py tests/rocket/test_rk3568_shapes.py tests/rocket/test_sim_mutation_rk3568.py tests/rocket/test_sim_fast.py tests/test_ops.py tests/etnaviv/test_ops.py tests/etnaviv/test_kernel_shim.py \
-    tests/test_program_cache.py \
+    tests/test_program_cache.py tests/test_dynamic_shapes.py \
     tests/test_native_lifetime.py \
     tests/test_compare.py \
     tests/test_faults.py \
