@@ -267,11 +267,11 @@ static inline __m128i requant16_64(const struct rq *r, const struct rkt_requant 
  * (min / max against the int32 bounds) are exact too. OUT_CVT: z = w * (scale * 2^-shift) rounded to an int32
  * (z clamped to +-2^24 first unless the task's bound keeps it inside), the offset added in int32 and the byte
  * saturation of vpmovsdb: |offset| < 2^23 keeps a clamped z saturated whatever the offset.
- * `fold` (the rows of rqd_plain): without CLIP_TRUNCATE the bias joins corr32 (every partial sum inside the
- * task's int32 bound), and when |w * scale| + |offset| * 2^shift < 2^52 the offset joins OUT_CVT in one fused
- * multiply-add: z + offset is then exact, and rounding it is rounding z plus the integer offset. */
+ * `fold` (the rows of the plain loops): without CLIP_TRUNCATE the bias joins corr32 (every partial sum inside the
+ * task's int32 bound). The offset stays out of the rounding: z + offset rounded ties to even is not z rounded plus
+ * the offset when the offset is odd and z a tie (-59.5 + 65 rounds to 6, -60 + 65 is 5). */
 struct rqd {
-    __m512d scalef, zlo, zhi, i32lo, i32hi, lo, hi, negf, eoff, escalef, offd;
+    __m512d scalef, zlo, zhi, i32lo, i32hi, lo, hi, negf, eoff, escalef;
     __m512i post;
     int zclamp, wsat, clamp, two_shifts, ew, fold;
     size_t ew_pitch;
@@ -312,9 +312,7 @@ static int rqd_init(struct rqd *d, const struct rkt_requant *q)
     if (d->ew)
         wmax = 2147483648.0;
     d->zclamp = wmax * (double)llabs(q->scale) / ldexp(1.0, q->shift) + 1 >= 16777216.0;
-    d->fold = q->trunc == 0 &&
-              wmax * (double)llabs(q->scale) + (double)llabs(q->offset) * ldexp(1.0, q->shift) < ldexp(1.0, 52);
-    d->offd = _mm512_set1_pd((double)q->offset);
+    d->fold = q->trunc == 0;
     d->clamp = q->lo != INT32_MIN || q->hi != INT32_MAX;
     d->two_shifts = q->mul && sp != sn;
     d->scalef = _mm512_set1_pd(ldexp((double)q->scale, -q->shift));
@@ -338,8 +336,7 @@ static int rqd_init(struct rqd *d, const struct rkt_requant *q)
 #define RKT_ALWAYS_INLINE inline __attribute__((always_inline))
 
 /* The stages after the bias of 8 lanes (v as doubles) to 8 int32, before the offset; `general` 0: the task needs
- * none of the optional stages and folds (rqd_plain), which are left out of the loop, and the offset is added
- * here. */
+ * none of the optional stages and folds the bias (d->fold), and the optional stages are left out of the loop. */
 static RKT_ALWAYS_INLINE __m256i rqd_tail(const struct rqd *d, __m512d v, __m512d mulf, const uint8_t *ew, int with_mul,
                                int general)
 {
@@ -359,8 +356,6 @@ static RKT_ALWAYS_INLINE __m256i rqd_tail(const struct rqd *d, __m512d v, __m512
         v = _mm512_add_pd(v, _mm512_roundscale_pd(_mm512_mul_pd(e, d->escalef), RQD_RNE));
         v = _mm512_max_pd(_mm512_min_pd(v, d->i32hi), d->i32lo);
     }
-    if (!general)
-        return _mm512_cvt_roundpd_epi32(_mm512_fmadd_pd(v, d->scalef, d->offd), RQD_RNE);
     __m512d z = _mm512_mul_pd(v, d->scalef);
     if (d->zclamp)
         z = _mm512_max_pd(_mm512_min_pd(z, d->zhi), d->zlo);
@@ -380,7 +375,7 @@ static RKT_ALWAYS_INLINE __m128i requant16_d(const struct rqd *d, const struct r
     const __m256i hi = rqd_tail(d, _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1)), c->mulf[1], ew + 8, with_mul,
                                 general);
     const __m512i r = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-    return _mm512_cvtsepi32_epi8(general ? _mm512_add_epi32(r, d->post) : r);
+    return _mm512_cvtsepi32_epi8(_mm512_add_epi32(r, d->post));
 }
 
 /* dbl: d holds the double tail's constants (rqd_init), else the int64 lanes run; general: see rqd_tail. */

@@ -8,7 +8,7 @@
  * The rows cover the paths of each set: the int32 bound (corr32) held or not, with and without the window sums,
  * the RK3576 multiplier with one shift or a shift per sign, saturation after the multiplier, the DPU clamp, the
  * EW operand (ties to even or half up), OUT_CVT scales and offsets beyond what a vector tail takes, and shifts
- * small enough that ties are frequent.
+ * small enough that ties are frequent, also on rows inside the AVX-512 tail's plain loop with odd offsets.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -65,8 +65,12 @@ static void make_row(struct row *r)
     r->astride = (size_t)r->nsurf * 16 + (size_t)range(0, 8);
     r->with_sums = chance(60);
     const int nq = r->nsurf * 16;
+    /* tie rows: small values, scale and shift, so OUT_CVT's result stays inside the vector tails' bounds and
+     * its ties (half-way quotients) are frequent, with odd offsets (an offset added before the rounding would
+     * move those ties) */
+    const int tie = chance(10);
     /* accumulator and window-sum magnitudes: realistic ones, or ones that break the int32 bound */
-    const int64_t amax = chance(85) ? range(0, 1 << 22) : range(0, INT32_MAX / 2);
+    const int64_t amax = tie ? range(0, 1 << 12) : chance(85) ? range(0, 1 << 22) : range(0, INT32_MAX / 2);
     const int64_t smax = r->with_sums ? range(0, 1 << 16) : 0;
     const int trunc = chance(70) ? 0 : (int)range(1, 10);
     const int64_t tround = trunc ? (int64_t)1 << (trunc - 1) : 0;
@@ -76,7 +80,7 @@ static void make_row(struct row *r)
         const int live = k < n;
         r->corr[k] = live ? range(-amax, amax) : 0;
         r->ow[k] = live && r->with_sums ? (int32_t)range(-256, 256) : 0;
-        r->bias[k] = live ? (int32_t)(chance(90) ? range(-(1 << 20), 1 << 20) : range(-(1 << 30), 1 << 30)) : 0;
+        r->bias[k] = live ? (int32_t)(tie ? range(-(1 << 12), 1 << 12) : chance(90) ? range(-(1 << 20), 1 << 20) : range(-(1 << 30), 1 << 30)) : 0;
         r->mul[k] = live && with_mul ? (int32_t)range(-32768, 32767) : 0; /* a signed 16-bit coefficient */
         mul_max = llabs(r->mul[k]) > mul_max ? llabs(r->mul[k]) : mul_max;
     }
@@ -94,10 +98,10 @@ static void make_row(struct row *r)
         for (size_t k = 0; k < r->astride; k++)
             r->acc[(size_t)p * r->astride + k] = (int32_t)range(-amax, amax);
     }
-    const int shift = chance(20) ? (int)range(0, 4) : chance(90) ? (int)range(12, 30) : (int)range(31, 47);
+    const int shift = tie ? (int)range(1, 6) : chance(20) ? (int)range(0, 4) : chance(90) ? (int)range(12, 30) : (int)range(31, 47);
     /* the register fields: OUT_CVT_SCALE 16 bits unsigned, OUT_CVT_OFFSET 32 bits */
-    const int64_t scale = chance(95) ? range(0, 32767) : range(0, 65535);
-    const int64_t offset = chance(85) ? range(-128, 127) : chance(50) ? range(-(1 << 26), 1 << 26)
+    const int64_t scale = tie ? range(1, 255) : chance(95) ? range(0, 32767) : range(0, 65535);
+    const int64_t offset = tie ? 2 * range(-64, 63) + 1 : chance(85) ? range(-128, 127) : chance(50) ? range(-(1 << 26), 1 << 26)
                                                                       : range(INT32_MIN, INT32_MAX);
     q->n = n;
     q->corr = r->corr;

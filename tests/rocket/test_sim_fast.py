@@ -5,7 +5,8 @@ The simulator picks its datapath when the device opens: the fast one by default,
 TEFLON_SIM_REFERENCE=1, and TEFLON_SIM_KERNELS=c|avx2|avx512|neondot forces the fast path's kernels. Every case runs
 on the simulated rk3588 and rk3576 with each datapath and must give identical output bytes: the default
 convolution and per-channel sweeps (tests/opcases.py) and the conv-fed ADDs (fused) with the best kernels the CPU runs, a named subset with every kernel set
-the CPU runs, and the shared models (skipped when ../shared is absent); the slow sweep is marked `slow`.
+the CPU runs, two cases with OUT_CVT ties and odd offsets (TIES), and the shared models (skipped when ../shared is
+absent); the slow sweep is marked `slow`.
 Ids: `rk3588-conv2d-in112x112x32-oc64-k3-s2-same-u8-best`. Below the models, the requantization kernels alone
 (tests/c/test_rocket_requant.c): every kernel set the CPU runs against rkt_requantize on random rows.
 """
@@ -85,6 +86,18 @@ def _check_same(model: bytes, device: str, monkeypatch: pytest.MonkeyPatch, kern
 
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_CONV + DEFAULT_PER_CHANNEL))
 def test_sweep_best(device: str, case: ConvCase, monkeypatch: pytest.MonkeyPatch) -> None:
+    _check_same(case.build(), device, monkeypatch, "best", case.name)
+
+
+# the smallest slow-sweep cases where OUT_CVT's ties-to-even rounding meets an odd OUT_CVT_OFFSET (a half-way
+# quotient: the offset must be added after the rounding); conv2d-in56x56x32-oc120-k3-s2-same-u8 and
+# dwconv-in112x112x120-k3-s2-same-u8
+TIES = [ConvCase("conv2d", 56, 56, 32, 120, 3, 2, "same", dtype="uint8"),
+        ConvCase("dwconv", 112, 112, 120, None, 3, 2, "same", dtype="uint8")]
+
+
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, TIES))
+def test_ties_best(device: str, case: ConvCase, monkeypatch: pytest.MonkeyPatch) -> None:
     _check_same(case.build(), device, monkeypatch, "best", case.name)
 
 
