@@ -21,6 +21,18 @@ export TEFLON_LIBRARY="$PWD/build-asan/delegate/libteflon.so"
 export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so) $(gcc -print-file-name=libstdc++.so)"
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=0
+# Left out here because the same C code runs instrumented elsewhere in this list, so they would only repeat it:
+#  - the rocket C harness tests (tests/rocket/test_sim_rk3576.py): the harness is an executable the test builds
+#    with -fsanitize=address,undefined itself, without libteflon, so the plain run already runs it under ASan;
+#  - the shared convolution sweep on rk3588/rk3576 (tests/test_ops.py): tests/rocket/test_sim_fast.py's
+#    test_sweep_best, in this list, runs the same models (DEFAULT_CONV and the per-channel ones) on both SoCs
+#    through the same delegate, on the fast datapath the sweep uses and again on the reference one.
+same_code_elsewhere=(
+    --deselect tests/rocket/test_sim_rk3576.py::test_kick_words
+    --deselect tests/rocket/test_sim_rk3576.py::test_soc_detection
+    --deselect "tests/test_ops.py::test_conv[rk3588-"
+    --deselect "tests/test_ops.py::test_conv[rk3576-"
+)
 echo "== pytest under ASan/UBSan ($TEFLON_LIBRARY)"
 python -m pytest -n auto -q -p no:cacheprovider -m "not slow" \
     tests/test_dlopen.py tests/test_delegate_options.py tests/rocket/test_sim_rk3588.py \
@@ -47,4 +59,5 @@ python -m pytest -n auto -q -p no:cacheprovider -m "not slow" \
     tests/etnaviv/test_coefs.py \
     tests/ethos_u/test_kernel_sim.py tests/ethos_u/test_kernel_shim.py tests/ethos_u/test_faults.py \
     tests/ethos_u/test_vela_passthrough.py tests/ethos_u/test_sim_fast.py \
-    -k "not ai_edge_litert and not op_sweep_through_shim" "$@"
+    -k "not ai_edge_litert and not op_sweep_through_shim" \
+    "${same_code_elsewhere[@]}" "$@"

@@ -34,7 +34,9 @@ echo "== pytest"
 # Exit code 5 ("no tests collected") cannot happen with the default selection (tests/test_modelgen.py always
 # collects); with caller filters it is reported as the failure it is.
 tests=0
-"$PY" -m pytest -n auto "${marker[@]}" -rfE --durations=15 --junitxml="$results/junit.xml" "$@" || tests=$?
+# --dist loadgroup: tests marked xdist_group("name") run on one worker (they share an expensive module fixture);
+# the others are spread as with the default --dist load.
+"$PY" -m pytest -n auto --dist loadgroup "${marker[@]}" -rfE --durations=15 --junitxml="$results/junit.xml" "$@" || tests=$?
 
 # The C parts again under AddressSanitizer + UBSan (default run only; TEFLON_SKIP_ASAN=1 skips it).
 asan=0

@@ -81,6 +81,30 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: long sweeps, excluded from the default run (scripts/test.sh -m slow)")
 
 
+def _marked_slow(*owners: object) -> bool:
+    for owner in owners:
+        marks = getattr(owner, "pytestmark", [])
+        if any(getattr(m, "name", None) == "slow" for m in (marks if isinstance(marks, list) else [marks])):
+            return True
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> list[pytest.Item] | None:
+    """With `-m "not slow"` (the default run) a test function marked slow as a whole is not expanded into its
+    parameters at all: every item it would make carries the mark and is deselected anyway, and building the tens of
+    thousands of sweep items only to drop them was most of each process's collection time (each xdist worker, each
+    sweep subprocess). Any other marker expression collects as usual."""
+    if collector.config.option.markexpr.strip() != "not slow" or not callable(obj) or isinstance(obj, type):
+        return None
+    if not collector.funcnamefilter(name):  # type: ignore[attr-defined]
+        return None
+    cls = getattr(collector, "cls", None)
+    if _marked_slow(obj, cls, getattr(collector, "module", None)):
+        return []
+    return None
+
+
 def _delegate_problem() -> str | None:
     """Why the delegate cannot be loaded, or None when it can."""
     try:

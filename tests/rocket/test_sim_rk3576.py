@@ -522,6 +522,10 @@ def test_rows_kept_in_cbuf_come_from_the_previous_task(sim: Device) -> None:
 
 # ---- kernel level: the C harness ---------------------------------------------------------------------------------
 
+# The harness compiles every driver source under ASan in one compiler run (the most expensive fixture of the
+# default suite): its tests share one xdist group so that one worker builds it (scripts/test.sh: --dist loadgroup).
+HARNESS_GROUP = pytest.mark.xdist_group("rocket-c-harness")
+
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -569,6 +573,7 @@ def _run(exe: Path, *args: str, env: dict[str, str] | None = None) -> str:
     return r.stdout
 
 
+@HARNESS_GROUP
 def test_kick_words(harness: Path) -> None:
     """rk3576 kicks with 0x70001 and refuses 0x7001 ("asks for 28673 tasks"); rk3588 kicks with 0x7001."""
     assert "all checks passed" in _run(harness, "kick")
@@ -576,6 +581,7 @@ def test_kick_words(harness: Path) -> None:
 
 
 
+@HARNESS_GROUP
 @pytest.mark.parametrize(
     ("cores", "where", "expect"),
     [
