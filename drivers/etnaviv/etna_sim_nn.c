@@ -774,37 +774,6 @@ static int etna_scratch(void **buf, size_t *cap, size_t need)
 
 /* Requantizes kernel k's accumulators (row pitch out_x + kx - 1) into its output plane at `dest` (v7: byte offset
  * from the output address, v8: channel), with the output DMA counted. */
-/* TEFLON_SIM_REFERENCE=check: kernel k's rows requantized from the reference loop's accumulators into scratch and
- * compared with the bytes the fast path wrote at `out` (nothing is written or counted). */
-static int etna_nn_verify(etna_sim *sim, const struct etna_nn_job *j, uint32_t iova, unsigned k, const int32_t *acc,
-                          etna_dot_requant_fn *requant, const uint8_t *out)
-{
-    const int64_t *f = j->f;
-    const int v8 = j->version == 8;
-    const int64_t ow = f[ETNA_NNF_OUT_IMAGE_X_SIZE], oh = f[ETNA_NNF_OUT_IMAGE_Y_SIZE], pw = ow + j->kx - 1;
-    const int pooled = f[ETNA_NNF_POOLING] == 3;
-    const int64_t wow = pooled ? ow / 2 : ow, woh = pooled ? oh / 2 : oh;
-    const int64_t oxs = f[ETNA_NNF_OUT_IMAGE_X_STRIDE];
-    const int64_t mult = f[ETNA_NNF_POST_MULTIPLIER] + (v8 ? (1 << 23) : (1 << 15));
-    const unsigned shift = (unsigned)(f[ETNA_NNF_POST_SHIFT] + (v8 ? 23 : 0));
-    const int32_t ozp = (int32_t)f[ETNA_NNF_OUT_ZERO_POINT];
-    const int32_t lo = f[ETNA_NNF_RELU] ? ozp : 0;
-    uint8_t *row = malloc((size_t)wow);
-    if (!row)
-        return etna_fail(sim, "out of memory");
-    int rc = 0;
-    for (int64_t y = 0; y < woh && !rc; y++) {
-        requant(acc + (pooled ? 2 * y : y) * pw, pooled ? 2 : 1, wow, mult, shift, ozp, lo, row);
-        for (int64_t x = 0; x < wow && !rc; x++)
-            if (row[x] != out[y * oxs + x])
-                rc = etna_fail(sim, "NN 0x%08x: kernel %u, row %lld, column %lld: the fast path wrote %u, the "
-                               "reference path computes %u", iova, k, (long long)y, (long long)x,
-                               out[y * oxs + x], row[x]);
-    }
-    free(row);
-    return rc;
-}
-
 static int etna_nn_emit(etna_sim *sim, const struct etna_nn_job *j, uint32_t iova, unsigned k, uint32_t dest,
                         const int32_t *acc, etna_dot_requant_fn *requant)
 {
@@ -833,22 +802,33 @@ static int etna_nn_emit(etna_sim *sim, const struct etna_nn_job *j, uint32_t iov
     if (!out)
         return etna_fail(sim, "NN 0x%08x: kernel %u output 0x%08llx+%llu is not inside one BO", iova, k,
                          (unsigned long long)out_addr + dest_off, (unsigned long long)out_len);
-    if (sim->verifying)
-        return etna_nn_verify(sim, j, iova, k, acc, requant, out);
     sim->stats.macs += (uint64_t)(ow * oh) * (uint64_t)j->taps;
     /* The output DMA: one burst per written row of the kernel's plane (inside the extent checked above). Rows
      * that follow each other in both the accumulators and the plane (1-column kernels, unpooled, rows not
      * padded) are requantized in one call. */
-    if (!pooled && pw == ow && oxs == ow) {
+    if (!pooled && pw == ow && oxs == ow && !sim->verifying) {
         etna_mem_count(sim, ETNA_DMA_WRITE, (uint64_t)(wow * woh));
         requant(acc, 1, wow * woh, mult, shift, ozp, lo, out);
         return 0;
     }
-    for (int64_t y = 0; y < woh; y++) {
+    /* TEFLON_SIM_REFERENCE=check's reference pass: each row into scratch, compared with what the fast path wrote
+     * (the counters are restored by the caller) */
+    uint8_t *row = sim->verifying ? malloc((size_t)wow) : NULL;
+    if (sim->verifying && !row)
+        return etna_fail(sim, "out of memory");
+    int rc = 0;
+    for (int64_t y = 0; y < woh && !rc; y++) {
         etna_mem_count(sim, ETNA_DMA_WRITE, (uint64_t)wow);
-        requant(acc + (pooled ? 2 * y : y) * pw, pooled ? 2 : 1, wow, mult, shift, ozp, lo, out + y * oxs);
+        uint8_t *dst = row ? row : out + y * oxs;
+        requant(acc + (pooled ? 2 * y : y) * pw, pooled ? 2 : 1, wow, mult, shift, ozp, lo, dst);
+        for (int64_t x = 0; row && x < wow && !rc; x++)
+            if (row[x] != out[y * oxs + x])
+                rc = etna_fail(sim, "NN 0x%08x: kernel %u, row %lld, column %lld: the fast path wrote %u, the "
+                               "reference path computes %u", iova, k, (long long)y, (long long)x,
+                               out[y * oxs + x], row[x]);
     }
-    return 0;
+    free(row);
+    return rc;
 }
 
 /* Runs the job: `kn` NULL takes the reference loop over j's dense weights, else the fast loop over kn. */
