@@ -16,79 +16,39 @@ Ids: `imx93-conv2d-in28x28x16-oc32-k3-s1-same-u8`, `conv2d-8x8x16-oc16-k3-s1-sam
 
 from __future__ import annotations
 
-import platform
-
 import numpy as np
 import pytest
 from npu_harness import Simulator, VelaOutput, npu_only, vela_compile_many
 
 from conftest import device_cases, shared_path
+from datapaths import ETNA_DOT_KERNELS, check_same_bytes
 from opcases import DEFAULT_CONV, DEFAULT_PER_CHANNEL
 from teflon import modelgen as mg
-from teflon.modelgen import random_inputs
-from teflon.runtime import make_interpreter
 
 SHARED = shared_path()
-# the kernel sets of etna_sim_dot.c built for this host
-KERNELS = ["c"] + (["avx2", "avx512", "avx512vnni"] if platform.machine() in ("x86_64", "AMD64", "i686") else
-                   ["neon"] if platform.machine() == "aarch64" else [])
 # every 9th case of the default convolution sweep (kernels 1/3/5, strides, padding, channel tails, depthwise),
 # and the per-channel cases
 CASES = DEFAULT_CONV[::9] + DEFAULT_PER_CHANNEL
 KERNEL_CASES = CASES[::4]
 
 
-def _outputs(model: bytes, monkeypatch: pytest.MonkeyPatch, reference: bool,
-             kernels: str | None = None) -> list[np.ndarray]:
-    """The outputs of two invokes (seeds 0 and 1) on one interpreter on imx93's simulated NPU."""
-    import teflon
-
-    monkeypatch.delenv("TEFLON_SIM_REFERENCE", raising=False)
-    monkeypatch.delenv("TEFLON_SIM_KERNELS", raising=False)
-    if reference:
-        monkeypatch.setenv("TEFLON_SIM_REFERENCE", "1")
-    elif kernels is not None:
-        monkeypatch.setenv("TEFLON_SIM_KERNELS", kernels)
-    interp = make_interpreter(model, [teflon.load_delegate(device="imx93", sim="1")])
-    interp.allocate_tensors()
-    outs = []
-    for seed in (0, 1):
-        for detail, x in zip(interp.get_input_details(), random_inputs(model, seed=seed), strict=True):
-            interp.set_tensor(detail["index"], x)
-        interp.invoke()
-        outs += [interp.get_tensor(d["index"]).copy() for d in interp.get_output_details()]
-    return outs
-
-
-def _check_same(model: bytes, monkeypatch: pytest.MonkeyPatch, name: str,
-                kernel_sets: list[str | None] | None = None) -> None:
-    ref = _outputs(model, monkeypatch, True)
-    for kernels in kernel_sets or [None]:
-        fast = _outputs(model, monkeypatch, False, kernels)
-        for i, (r, f) in enumerate(zip(ref, fast, strict=True)):
-            diff = np.argwhere(r != f)
-            assert r.tobytes() == f.tobytes(), (f"{name} on imx93 ({kernels or 'best'} kernels), output {i} "
-                                                f"(invoke {i // (len(ref) // 2)}): {len(diff)} of {r.size} elements "
-                                                f"differ from the reference datapath, first at {diff[:4].tolist()}")
-
-
 @pytest.mark.usefixtures("delegate_library")
 @pytest.mark.parametrize(("device", "case"), device_cases(["imx93"], CASES))
 def test_ops_same_bytes(device: str, case: object, monkeypatch: pytest.MonkeyPatch) -> None:
-    _check_same(case.build(), monkeypatch, str(case))  # type: ignore[attr-defined]
+    check_same_bytes(case.build(), device, monkeypatch, str(case))  # type: ignore[attr-defined]
 
 
 @pytest.mark.usefixtures("delegate_library")
 @pytest.mark.parametrize(("device", "case"), device_cases(["imx93"], KERNEL_CASES))
 def test_kernel_sets_same_bytes(device: str, case: object, monkeypatch: pytest.MonkeyPatch) -> None:
-    _check_same(case.build(), monkeypatch, str(case), list(KERNELS))  # type: ignore[attr-defined]
+    check_same_bytes(case.build(), device, monkeypatch, str(case), list(ETNA_DOT_KERNELS))  # type: ignore[attr-defined]
 
 
 @pytest.mark.usefixtures("delegate_library")
 @pytest.mark.skipif(SHARED is None, reason="../shared (models) not found")
 def test_mobilenet_v2_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert SHARED is not None
-    _check_same((SHARED / "models" / "mobilenet_v2_1.0_224_quant.tflite").read_bytes(), monkeypatch,
+    check_same_bytes((SHARED / "models" / "mobilenet_v2_1.0_224_quant.tflite").read_bytes(), "imx93", monkeypatch,
                 "mobilenet_v2_1.0_224_quant")
 
 
@@ -120,7 +80,7 @@ def _inputs(vo: VelaOutput, seed: int) -> list[np.ndarray]:
     return [rng.integers(-128, 128, size=shape, dtype=np.int8) for _r, _o, shape in vo.inputs]
 
 
-@pytest.mark.parametrize("kernels", KERNELS)
+@pytest.mark.parametrize("kernels", ETNA_DOT_KERNELS)
 @pytest.mark.parametrize("case", VELA_CASES, ids=lambda c: c.name)
 def test_vela_streams_same_bytes(case: mg.ConvCase, kernels: str, npu_sim: Simulator,
                                  vela_outputs: dict[str, VelaOutput]) -> None:

@@ -17,12 +17,12 @@ from __future__ import annotations
 import base64
 import ctypes
 import json
-import platform
 
 import numpy as np
 import pytest
 
 from conftest import device_cases, shared_path
+from datapaths import ETNA_DOT_KERNELS, check_same_bytes, sim_outputs
 from etnaviv import test_sim_golden as golden
 from opcases import (
     DEFAULT_CONV,
@@ -31,8 +31,6 @@ from opcases import (
     ETNAVIV_DEFAULT_PER_CHANNEL,
     ETNAVIV_NON_SQUARE,
 )
-from teflon.modelgen import random_inputs
-from teflon.runtime import make_interpreter
 
 DEVICES = ["a311d", "imx8mp"]
 # every 9th case of the default sweep (kernels 1/3/5, strides, padding, channel tails, v7 dense depthwise), the
@@ -41,58 +39,20 @@ CASES = DEFAULT_CONV[::9] + ETNAVIV_DEFAULT_PER_CHANNEL + ETNAVIV_DEFAULT_FC + E
 SHARED = shared_path()
 _simlib_fixture = golden.simlib  # the simulator built as a test library
 MODELS = ["mobilenet_v1_0.25_128_quant", "mobilenet_v2_1.0_224_quant"]
-# the kernel sets of etna_sim_dot.c built for this host
-KERNELS = ["c"] + (["avx2", "avx512", "avx512vnni"] if platform.machine() in ("x86_64", "AMD64", "i686") else
-                   ["neon"] if platform.machine() == "aarch64" else [])
 # every 4th case of the subset above, for each kernel set
 KERNEL_CASES = CASES[::4]
-
-
-def _outputs(model: bytes, device: str, monkeypatch: pytest.MonkeyPatch, reference: bool | str,
-             kernels: str | None = None) -> list[np.ndarray]:
-    """The outputs of two invokes (inputs drawn with seeds 0 and 1) on one interpreter; `kernels` forces a kernel
-    set of the fast path (None: the best)."""
-    import teflon
-
-    monkeypatch.delenv("TEFLON_SIM_REFERENCE", raising=False)
-    monkeypatch.delenv("TEFLON_SIM_KERNELS", raising=False)
-    if reference:
-        monkeypatch.setenv("TEFLON_SIM_REFERENCE", "1" if reference is True else reference)
-    elif kernels is not None:
-        monkeypatch.setenv("TEFLON_SIM_KERNELS", kernels)
-    interp = make_interpreter(model, [teflon.load_delegate(device=device, sim="1")])
-    interp.allocate_tensors()
-    outs = []
-    for seed in (0, 1):
-        for detail, x in zip(interp.get_input_details(), random_inputs(model, seed=seed), strict=True):
-            interp.set_tensor(detail["index"], x)
-        interp.invoke()
-        outs += [interp.get_tensor(d["index"]).copy() for d in interp.get_output_details()]
-    return outs
-
-
-def _check_same(model: bytes, device: str, monkeypatch: pytest.MonkeyPatch, name: str,
-                kernel_sets: list[str | None] | None = None) -> None:
-    ref = _outputs(model, device, monkeypatch, True)
-    for kernels in kernel_sets or [None]:
-        fast = _outputs(model, device, monkeypatch, False, kernels)
-        for i, (r, f) in enumerate(zip(ref, fast, strict=True)):
-            diff = np.argwhere(r != f)
-            assert r.tobytes() == f.tobytes(), (f"{name} on {device} ({kernels or 'best'} kernels), output {i} "
-                                                f"(invoke {i // (len(ref) // 2)}): {len(diff)} of {r.size} elements "
-                                                f"differ from the reference path, first at {diff[:4].tolist()}")
 
 
 @pytest.mark.usefixtures("delegate_library")
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, CASES))
 def test_ops_same_bytes(device: str, case: object, monkeypatch: pytest.MonkeyPatch) -> None:
-    _check_same(case.build(), device, monkeypatch, str(case))  # type: ignore[attr-defined]
+    check_same_bytes(case.build(), device, monkeypatch, str(case))  # type: ignore[attr-defined]
 
 
 @pytest.mark.usefixtures("delegate_library")
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, KERNEL_CASES))
 def test_kernel_sets_same_bytes(device: str, case: object, monkeypatch: pytest.MonkeyPatch) -> None:
-    _check_same(case.build(), device, monkeypatch, str(case), list(KERNELS))  # type: ignore[attr-defined]
+    check_same_bytes(case.build(), device, monkeypatch, str(case), list(ETNA_DOT_KERNELS))  # type: ignore[attr-defined]
 
 
 @pytest.mark.usefixtures("delegate_library")
@@ -100,7 +60,7 @@ def test_kernel_sets_same_bytes(device: str, case: object, monkeypatch: pytest.M
 @pytest.mark.parametrize(("device", "name"), device_cases(DEVICES, MODELS))
 def test_models_same_bytes(device: str, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert SHARED is not None
-    _check_same((SHARED / "models" / f"{name}.tflite").read_bytes(), device, monkeypatch, name)
+    check_same_bytes((SHARED / "models" / f"{name}.tflite").read_bytes(), device, monkeypatch, name)
 
 
 @pytest.mark.usefixtures("delegate_library")
@@ -108,8 +68,8 @@ def test_models_same_bytes(device: str, name: str, monkeypatch: pytest.MonkeyPat
 def test_check_mode(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """TEFLON_SIM_REFERENCE=check (both paths on every job, compared) answers with the reference path's bytes."""
     model = DEFAULT_CONV[0].build()
-    ref = _outputs(model, device, monkeypatch, True)
-    checked = _outputs(model, device, monkeypatch, "check")
+    ref = sim_outputs(model, device, monkeypatch, True)
+    checked = sim_outputs(model, device, monkeypatch, "check")
     assert [r.tobytes() for r in ref] == [c.tobytes() for c in checked]
 
 
