@@ -10,7 +10,7 @@
 #define BUFFER_SIZE 32
 #define RELOC_SIZE 24
 #define TASK_SIZE 16
-#define JOB_SIZE 24
+#define JOB_SIZE 32
 #define IO_SIZE 72
 
 static uint32_t rd32(const uint8_t *p)
@@ -226,6 +226,11 @@ static int parse_job(teflon_program *p, blob_layout *l, uint32_t i, char *err, s
     j->nin = rd32(q + 12);
     j->first_out = rd32(q + 16);
     j->nout = rd32(q + 20);
+    j->flags = rd32(q + 24);
+    if (j->flags & ~(uint32_t)TP_JOB_JOIN || rd32(q + 28)) {
+        teflon_errf(err, errlen, "job %u: unknown flags 0x%x or non-zero padding", i, j->flags);
+        return -1;
+    }
     if (j->ntasks == 0 || !fits(j->first_task, j->ntasks, p->ntasks) || !fits(j->first_in, j->nin, p->nbolist) ||
         !fits(j->first_out, j->nout, p->nbolist)) {
         teflon_errf(err, errlen, "job %u: task or buffer-list range out of bounds", i);

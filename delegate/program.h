@@ -9,7 +9,7 @@
 
 #include "targets.h"
 
-enum { TP_VERSION = 2 };
+enum { TP_VERSION = 3 };
 enum { TP_BUF_HAS_DATA = 1, TP_BUF_TENSOR = 2 };
 enum { TP_LAYOUT_NC1HWC2 = 0, TP_LAYOUT_ROWS = 1 };
 enum { TP_DIR_IN = 0, TP_DIR_OUT = 1 };
@@ -39,8 +39,12 @@ typedef struct tp_task {
     uint64_t offset;
 } tp_task;
 
+/* TP_JOB_JOIN: the job may run inside the kernel job of the job submitted right before it on the same file
+ * (runner.c merges them; docs/architecture.md "Program blob"). */
+enum { TP_JOB_JOIN = 1 };
+
 typedef struct tp_job {
-    uint32_t first_task, ntasks, first_in, nin, first_out, nout;
+    uint32_t first_task, ntasks, first_in, nin, first_out, nout, flags;
 } tp_job;
 
 typedef struct tp_io {

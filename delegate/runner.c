@@ -15,7 +15,12 @@
  * scheduler entity, which keeps all of that file's jobs on one core at a time, so jobs can only run on
  * different cores at once when they come from different files (docs/hardware/rocket.md "multi-core"). Each lane
  * holds a whole copy of the program's buffers (its own IOVAs and relocations); a buffer a job needs that was last
- * written in another lane is copied over by the CPU after that lane's jobs finished. */
+ * written in another lane is copied over by the CPU after that lane's jobs finished.
+ *
+ * Kernel jobs: the program's jobs are the units of dependency (one per operation, or per task); a job marked
+ * TP_JOB_JOIN may share the kernel job of the job submitted right before it on the same file, so each submit
+ * hands the kernel one job per run of joined jobs (merge(): the tasks in order, the union of the buffer lists).
+ * The jobs of one file run in order on one core either way (docs/hardware/rocket.md "Kernel jobs"). */
 struct lane {
     teflon_dev *dev;         /* lane 0: the caller's device; others: files the runner opened (and closes) */
     teflon_bo *bos;          /* one per program buffer */
@@ -23,10 +28,15 @@ struct lane {
     teflon_job *jobs;
     uint32_t *handles;       /* bolist as BO handles */
     uint8_t *valid;          /* per buffer: this copy holds the latest bytes */
-    teflon_job *queue;       /* jobs waiting for the next submit of this lane */
-    uint32_t *queued;        /* their program job indices */
+    uint32_t *queued;        /* program job indices waiting for the next submit of this lane */
     uint32_t nqueued;
     int32_t wait_buf;        /* an out buffer of the last submitted job, -1 when nothing is in flight */
+    /* the kernel jobs of one submit (merge()) */
+    teflon_job *kjobs;
+    teflon_task *ktasks;
+    uint32_t *ktask_job;     /* per task of ktasks: its program job's number */
+    uint32_t *khandles;      /* the kernel jobs' buffer lists */
+    uint32_t *all;           /* 0 .. njobs-1: every job in program order (the one-lane submit) */
 };
 
 #define MAX_LANES 8
@@ -39,6 +49,8 @@ struct teflon_runner {
     uint32_t *order;         /* jobs in (level, index) order: a job after every job it depends on */
     uint8_t *job_lane;
     uint32_t *level;         /* per job: its level (schedule) */
+    uint32_t *group;         /* per job: its run of TP_JOB_JOIN jobs (a job joins the one before it in its run) */
+    uint32_t nkjobs;         /* one lane: the kernel jobs of lane 0's kjobs */
     teflon_submit_stats last;
     teflon_task_counters *counters; /* one per program task, of the last run */
     teflon_task_counters *scratch;  /* one submit's counters, in its order */
@@ -55,8 +67,12 @@ static void lane_free(struct lane *l, const teflon_program *p, int own_dev)
     free(l->jobs);
     free(l->handles);
     free(l->valid);
-    free(l->queue);
     free(l->queued);
+    free(l->kjobs);
+    free(l->ktasks);
+    free(l->ktask_job);
+    free(l->khandles);
+    free(l->all);
     if (own_dev)
         teflon_dev_close(l->dev);
 }
@@ -71,6 +87,7 @@ void teflon_runner_free(teflon_runner *r)
     free(r->order);
     free(r->job_lane);
     free(r->level);
+    free(r->group);
     free(r->counters);
     free(r->scratch);
     teflon_program_free(r->prog);
@@ -134,10 +151,15 @@ static int lane_load(const teflon_program *p, struct lane *l, char *err, size_t 
     l->jobs = calloc(p->njobs ? p->njobs : 1, sizeof(*l->jobs));
     l->handles = calloc(p->nbolist ? p->nbolist : 1, sizeof(*l->handles));
     l->valid = malloc(p->nbuffers ? p->nbuffers : 1);
-    l->queue = calloc(p->njobs ? p->njobs : 1, sizeof(*l->queue));
     l->queued = calloc(p->njobs ? p->njobs : 1, sizeof(*l->queued));
+    l->kjobs = calloc(p->njobs ? p->njobs : 1, sizeof(*l->kjobs));
+    l->ktasks = calloc(p->ntasks ? p->ntasks : 1, sizeof(*l->ktasks));
+    l->ktask_job = calloc(p->ntasks ? p->ntasks : 1, sizeof(*l->ktask_job));
+    l->khandles = calloc(p->nbolist ? p->nbolist : 1, sizeof(*l->khandles));
+    l->all = calloc(p->njobs ? p->njobs : 1, sizeof(*l->all));
     l->wait_buf = -1;
-    if (!l->bos || !l->tasks || !l->jobs || !l->handles || !l->valid || !l->queue || !l->queued) {
+    if (!l->bos || !l->tasks || !l->jobs || !l->handles || !l->valid || !l->queued || !l->kjobs || !l->ktasks ||
+        !l->ktask_job || !l->khandles || !l->all) {
         teflon_errf(err, errlen, "out of memory");
         return -1;
     }
@@ -168,11 +190,80 @@ static int lane_load(const teflon_program *p, struct lane *l, char *err, size_t 
         l->handles[i] = l->bos[p->bolist[i]].handle;
     for (uint32_t i = 0; i < p->njobs; i++) {
         const tp_job *j = &p->jobs[i];
+        l->all[i] = i;
         l->jobs[i] = (teflon_job){.tasks = &l->tasks[j->first_task], .ntasks = j->ntasks, .nin = j->nin,
                                   .nout = j->nout, .number = i + 1, .in_bos = &l->handles[j->first_in],
                                   .out_bos = &l->handles[j->first_out]};
     }
     return 0;
+}
+
+/* 1 when handle h is among list[0 .. n). */
+static int listed(const uint32_t *list, uint32_t n, uint32_t h)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (list[i] == h)
+            return 1;
+    return 0;
+}
+
+/* The kernel jobs of one submit of lane l holding the program jobs `jobs[0 .. n)` in that order: a job that
+ * belongs to the same run of joined jobs as the one before it in the submit (r->group) goes into that job's kernel
+ * job. A kernel job runs its tasks in order and lists every buffer its jobs write as written, once, and every
+ * other buffer they read as read, once (the kernel wants the two lists disjoint and without repeats). Fills l->kjobs
+ * and returns how many. */
+static uint32_t merge(const teflon_runner *r, struct lane *l, const uint32_t *jobs, uint32_t n)
+{
+    const teflon_program *p = r->prog;
+    uint32_t nk = 0, nt = 0, nh = 0;
+    for (uint32_t a = 0, b; a < n; a = b) {
+        for (b = a + 1; b < n && r->group[jobs[b]] == r->group[jobs[b - 1]]; b++) {
+        }
+        teflon_job *k = &l->kjobs[nk++];
+        *k = (teflon_job){.tasks = &l->ktasks[nt], .number = jobs[a] + 1, .task_job = &l->ktask_job[nt]};
+        for (uint32_t q = a; q < b; q++) {
+            const tp_job *j = &p->jobs[jobs[q]];
+            memcpy(&l->ktasks[nt], &l->tasks[j->first_task], j->ntasks * sizeof(*l->ktasks));
+            for (uint32_t t = 0; t < j->ntasks; t++)
+                l->ktask_job[nt + t] = jobs[q] + 1;
+            nt += j->ntasks;
+            k->ntasks += j->ntasks;
+        }
+        uint32_t *out = &l->khandles[nh];
+        for (uint32_t q = a; q < b; q++) {
+            const tp_job *j = &p->jobs[jobs[q]];
+            for (uint32_t x = 0; x < j->nout; x++)
+                if (!listed(out, k->nout, l->handles[j->first_out + x]))
+                    out[k->nout++] = l->handles[j->first_out + x];
+        }
+        nh += k->nout;
+        uint32_t *in = &l->khandles[nh];
+        for (uint32_t q = a; q < b; q++) {
+            const tp_job *j = &p->jobs[jobs[q]];
+            for (uint32_t x = 0; x < j->nin; x++) {
+                const uint32_t h = l->handles[j->first_in + x];
+                if (!listed(out, k->nout, h) && !listed(in, k->nin, h))
+                    in[k->nin++] = h;
+            }
+        }
+        nh += k->nin;
+        k->in_bos = in;
+        k->out_bos = out;
+        if (b - a == 1) /* one program job: the kernel job is that job (numbered, listed and ordered as it) */
+            *k = l->jobs[jobs[a]];
+    }
+    return nk;
+}
+
+/* r->group: a job starts a new run unless it is marked TP_JOB_JOIN. */
+static void join_groups(teflon_runner *r)
+{
+    const teflon_program *p = r->prog;
+    for (uint32_t j = 0, g = 0; j < p->njobs; j++) {
+        if (j > 0 && !(p->jobs[j].flags & TP_JOB_JOIN))
+            g++;
+        r->group[j] = g;
+    }
 }
 
 /* 1 when job a (earlier) and job b must keep their order: one writes a buffer the other reads or writes (the
@@ -256,10 +347,12 @@ static teflon_runner *load(teflon_dev *dev, teflon_program *prog, char *err, siz
     r->out_bufs = calloc(p->nbuffers ? p->nbuffers : 1, 1);
     r->counters = calloc(p->ntasks ? p->ntasks : 1, sizeof(*r->counters));
     r->scratch = calloc(p->ntasks ? p->ntasks : 1, sizeof(*r->scratch));
-    if (!r->out_bufs || !r->counters || !r->scratch) {
+    r->group = calloc(p->njobs ? p->njobs : 1, sizeof(*r->group));
+    if (!r->out_bufs || !r->counters || !r->scratch || !r->group) {
         teflon_errf(err, errlen, "out of memory");
         goto fail;
     }
+    join_groups(r);
     uint32_t cores = teflon_dev_cores(dev);
     if (cores > MAX_LANES)
         cores = MAX_LANES;
@@ -276,6 +369,8 @@ static teflon_runner *load(teflon_dev *dev, teflon_program *prog, char *err, siz
     for (uint32_t i = 0; i < r->nlanes; i++)
         if (lane_load(p, &r->lanes[i], err, errlen))
             goto fail;
+    /* one lane submits every job in program order, always the same kernel jobs */
+    r->nkjobs = merge(r, &r->lanes[0], r->lanes[0].all, p->njobs);
     for (uint32_t i = 0; i < p->nio; i++)
         if (p->io[i].direction == TP_DIR_OUT)
             r->out_bufs[p->io[i].buffer] = 1;
@@ -403,7 +498,8 @@ static int flush(teflon_runner *r, uint32_t li, char *err, size_t errlen)
     struct lane *l = &r->lanes[li];
     if (!l->nqueued)
         return 0;
-    int rc = teflon_submit(l->dev, l->queue, l->nqueued, r->scratch);
+    const uint32_t nk = merge(r, l, l->queued, l->nqueued);
+    int rc = teflon_submit(l->dev, l->kjobs, nk, r->scratch);
     if (rc) {
         if (r->nlanes > 1)
             teflon_errf(err, errlen, "lane %u of %u: %s", li + 1, r->nlanes, teflon_dev_error(l->dev));
@@ -497,7 +593,6 @@ static int run_lanes(teflon_runner *r, char *err, size_t errlen)
             const uint32_t ji = r->order[q];
             const tp_job *j = &p->jobs[ji];
             struct lane *l = &r->lanes[r->job_lane[ji]];
-            l->queue[l->nqueued] = l->jobs[ji];
             l->queued[l->nqueued++] = ji;
             for (uint32_t x = j->nin; x < j->nin + j->nout; x++)
                 for (uint32_t m = 0; m < r->nlanes; m++)
@@ -525,7 +620,7 @@ int teflon_runner_run(teflon_runner *r, char *err, size_t errlen)
     }
     int rc;
     if (r->nlanes == 1) {
-        rc = teflon_submit(l0->dev, l0->jobs, p->njobs, r->counters);
+        rc = teflon_submit(l0->dev, l0->kjobs, r->nkjobs, r->counters);
         if (rc) {
             teflon_errf(err, errlen, "%s", teflon_dev_error(l0->dev));
             return rc;

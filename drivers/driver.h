@@ -44,6 +44,9 @@ typedef struct teflon_job {
     uint32_t number;         /* 1-based job number in the caller's program, for messages (0: its index here) */
     const uint32_t *in_bos;  /* BO handles read by the job */
     const uint32_t *out_bos; /* BO handles written by the job */
+    /* A job the runner merged from several of the program's jobs (TP_JOB_JOIN): per task, the 1-based number of the
+     * program job it came from, for messages; NULL: every task is job `number`'s. */
+    const uint32_t *task_job;
 } teflon_job;
 
 /* soc: the name of a drivable target row (targets.h).

@@ -316,6 +316,35 @@ static unsigned pick_core(struct sim_dev *d, uint64_t now)
     return best;
 }
 
+/* Where task ti of kernel job j stands in the caller's program: the program job's number (the runner merges
+ * several into one kernel job, teflon_job.task_job), the task's index in it and that job's task count. */
+struct prog_pos {
+    uint32_t job, task, ntasks;
+};
+
+static struct prog_pos prog_pos(const teflon_job *j, uint32_t jn, uint32_t ti)
+{
+    if (!j->task_job)
+        return (struct prog_pos){jn, ti, j->ntasks};
+    const uint32_t pj = j->task_job[ti];
+    uint32_t first = ti, end = ti + 1;
+    while (first > 0 && j->task_job[first - 1] == pj)
+        first--;
+    while (end < j->ntasks && j->task_job[end] == pj)
+        end++;
+    return (struct prog_pos){pj, ti - first, end - first};
+}
+
+/* The program jobs a submit carries (a merged kernel job carries several). */
+static uint32_t prog_jobs(const teflon_job *jobs, uint32_t njobs)
+{
+    uint32_t n = 0;
+    for (uint32_t ji = 0; ji < njobs; ji++)
+        for (uint32_t ti = 0; ti < jobs[ji].ntasks; ti++)
+            n += ti == 0 || (jobs[ji].task_job && jobs[ji].task_job[ti] != jobs[ji].task_job[ti - 1]);
+    return n;
+}
+
 static int sim_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon_submit_stats *stats, char *err,
                       size_t errlen)
 {
@@ -326,8 +355,11 @@ static int sim_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon
         macs0 += rkt_npu_macs(hw->npu[c]);
     stats->tasks = 0;
     stats->macs = 0;
-    /* an injected fault hits the first task of the middle job, so jobs before it ran and jobs after it do not */
+    /* an injected fault hits the first task of the middle program job (as the caller's program numbers its jobs,
+     * inside merged kernel jobs too), so jobs before it ran and jobs after it do not */
     const enum teflon_fault_kind fault = njobs ? teflon_sim_fault_tick(&hw->fault) : TEFLON_FAULT_NONE;
+    const uint32_t nprog = fault ? prog_jobs(jobs, njobs) : 0;
+    uint32_t unit = 0; /* program jobs started so far */
     const uint64_t now = hw->host_now; /* the submit reaches the kernel at the host's current time */
     for (uint32_t ji = 0; ji < njobs; ji++) {
         const teflon_job *j = &jobs[ji];
@@ -341,7 +373,9 @@ static int sim_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon
             return rc;
         const unsigned core = pick_core(d, now);
         rkt_npu *npu = hw->npu[core];
-        /* the file's IOMMU domain goes onto the core for the job, and the job starts from a clean core state */
+        /* the file's IOMMU domain goes onto the core for the job (rocket_job_run: iommu_attach_group); the core's
+         * state at a job's start is not the program's to rely on (docs/hardware/rocket-sim.md §1 "new job"), while
+         * between the tasks of one job nothing but the kick sequence touches it */
         rkt_npu_attach(npu, lookup, d);
         rkt_npu_job_begin(npu);
         uint64_t t = deps_ready(d, j);
@@ -354,17 +388,18 @@ static int sim_submit(void *impl, const teflon_job *jobs, uint32_t njobs, teflon
             rc = rkt_task_regcmd(&j->tasks[ti], jn - 1, ti, &task, err, errlen);
             if (rc)
                 return rc;
-            if (fault && ji == njobs / 2 && ti == 0) {
+            const struct prog_pos at = prog_pos(j, jn, ti);
+            if (fault && at.task == 0 && unit++ == nprog / 2) {
                 char what[256];
                 rc = inject(d, npu, core, task, fault, what, sizeof(what));
-                teflon_errf(err, errlen, "job %u of %u, task %u of %u: %s (simulated fault '%s')", jn, njobs,
-                            ti + 1, j->ntasks, what, teflon_fault_name(fault));
+                teflon_errf(err, errlen, "job %u of %u, task %u of %u: %s (simulated fault '%s')", at.job, nprog,
+                            at.task + 1, at.ntasks, what, teflon_fault_name(fault));
                 return rc;
             }
             rc = kick(d, npu, core, task, 0);
             if (rc) {
                 const char *m = rkt_npu_error(npu);
-                teflon_errf(err, errlen, "job %u task %u: %s", jn - 1, ti,
+                teflon_errf(err, errlen, "job %u task %u: %s", at.job - 1, at.task,
                         rc == -ETIMEDOUT && !*m ? d->gen->polled
                             ? "timeout: INTERRUPT_RAW_STATUS showed no DPU bit within the job timeout (polled)"
                             : "timeout: no DPU interrupt"

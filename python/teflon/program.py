@@ -19,14 +19,15 @@ from dataclasses import dataclass, field
 from teflon import targets
 
 MAGIC = b"TFLP"
-VERSION = 2
+VERSION = 3
 
 HEADER = struct.Struct("<4s11I")  # magic, version, target (blob id), nbuffers, nrelocs, ntasks, njobs, nbolist,
 # nio, strings_offset, strings_size, data_offset
 BUFFER = struct.Struct("<IIQQQ")  # name, flags, size, data_offset, data_size
 RELOC = struct.Struct("<IIQBBBBI")  # buffer, target, offset, width, pos, shift, pad8, pad32
 TASK = struct.Struct("<IIQ")  # buffer, bytes, offset
-JOB = struct.Struct("<6I")  # first_task, ntasks, first_in, nin, first_out, nout
+JOB = struct.Struct("<8I")  # first_task, ntasks, first_in, nin, first_out, nout, flags, pad
+JOB_JOIN = 1  # Job.join
 IO = struct.Struct("<iIIIIiiiIIiIQQQ")  # tensor, direction, buffer, layout, dtype, h, w, c, c2, xor,
 # pad_value, host_order, offset, row_pitch, plane_pitch
 
@@ -99,9 +100,15 @@ class Task:
 
 @dataclass
 class Job:
+    """Tasks run in order on one core, with the buffers they read and write. `join`: the job may run inside the
+    same kernel job as the job submitted right before it on the same open file (the runner then submits them as one
+    job with the union of their buffer lists; rocket: docs/hardware/rocket.md "Kernel jobs"). A job without it
+    starts a kernel job of its own (Mesa's job per operation)."""
+
     tasks: list[Task]
     in_buffers: list[str]
     out_buffers: list[str]
+    join: bool = False
 
 
 @dataclass
@@ -224,7 +231,8 @@ class Program:
             bolist.extend(index[n] for n in j.in_buffers)
             fout = len(bolist)
             bolist.extend(index[n] for n in j.out_buffers)
-            job_rows.append(JOB.pack(first, len(j.tasks), fin, len(j.in_buffers), fout, len(j.out_buffers)))
+            job_rows.append(JOB.pack(first, len(j.tasks), fin, len(j.in_buffers), fout, len(j.out_buffers),
+                                     JOB_JOIN if j.join else 0, 0))
 
         body = bytearray()
         body += b"".join(buf_rows)

@@ -9,7 +9,8 @@ Family interface (docs/architecture.md, "Adding a family"): `target(name)` retur
                                               with the node whose output holds it (optional: none without it)
     disassemble(program) -> str               every task's regcmd words by register and field
     to_json(program) -> dict                  the `regcmd --json` form
-    counters(program) -> dict                 tasks / kernel jobs / submits / weight bytes per inference (bench)
+    counters(program) -> dict                 tasks / kernel jobs (runs of joined jobs, kernel_jobs.py) / submits /
+                                              weight bytes per inference (bench)
     cbuf_weight_bytes() -> int                weights that stay on chip for a whole operation (profile;
                                               optional: families without it skip the re-read check)
     encodable(graph) -> list[int] | None      the nodes a generation's encoder writes when it claims fewer (rk3568
@@ -59,11 +60,13 @@ class RocketTarget:
     def compile(self, graph: Graph, nodes: list[int], inputs: list[int], outputs: list[int], *,
                 mesa_compat: bool = False) -> Program:
         from .check import require_valid
+        from .kernel_jobs import join_jobs
 
         # the last gate: a word outside the register table fails the compile (the partition stays on the CPU)
         # instead of the invoke (check.py)
-        return require_valid(self.regmap, self.generation.compile(self.regmap, self.name, graph, nodes, inputs,
+        prog = require_valid(self.regmap, self.generation.compile(self.regmap, self.name, graph, nodes, inputs,
                                                                   outputs, mesa_compat))
+        return join_jobs(prog, self.name, mesa_compat)
 
     def encodable(self, graph: Graph) -> list[int] | None:
         """Nodes the generation's encoder writes although it claims fewer (rk3568 with TEFLON_ROCKET_PPU=1: pools as PPU
@@ -100,7 +103,8 @@ class RocketTarget:
         """Per inference: regcmd tasks, kernel jobs, SUBMIT ioctls (one carries all of a partition's jobs on one
         core: DRM_IOCTL_ROCKET_SUBMIT takes a job array; the runner's multi-core lanes submit once per lane),
         and the bytes of packed weights."""
-        return {"tasks": sum(len(op.tasks) for op in program.operations), "jobs": len(program.jobs),
+        return {"tasks": sum(len(op.tasks) for op in program.operations),
+                "jobs": sum(not j.join for j in program.jobs),  # kernel jobs: a joined job runs inside the one before
                 "submits": int(bool(program.jobs)),
                 "weight_bytes": sum(len(b.data or b"") for b in program.buffers if b.name.endswith(".weights"))}
 
