@@ -90,10 +90,15 @@ class PartitionLoad:
 
     units: tuple[Unit, ...]
     tasks: int
-    jobs: int
+    jobs: int  # kernel jobs
     submits: int
     io_bytes: int = 0  # host tensors converted to / from the device layout
     dtype: str = "int8"
+    op_jobs: int = -1  # the program's own jobs (rocket: one per operation, or per task; Mesa's kernel jobs); -1: jobs
+
+    @property
+    def program_jobs(self) -> int:
+        return self.jobs if self.op_jobs < 0 else self.op_jobs
 
 
 @dataclass(frozen=True)
@@ -101,14 +106,15 @@ class Stack:
     """A software stack's counts where they differ from the compiled program's.
 
     submits / jobs: "compiled" (as the program says), "per_job" (one submit per kernel job), "per_task" (one per
-    task), "one" (one per partition). extra_partitions: partitions the stack has beyond the program's (e.g. a
+    task), "one" (one per partition); jobs also "per_op" (a kernel job per program job: Mesa's job per operation,
+    which the rocket runner merges, docs/hardware/rocket.md "Kernel jobs"). extra_partitions: partitions the stack has beyond the program's (e.g. a
     pool it leaves on the CPU splits the graph), each a round trip and a submit more, its work counted where the
     program has it. `table` overrides
     constants of the target's table (µs values, e.g. another kernel's completion poll), with their sources."""
 
     name: str
     submits: Literal["compiled", "per_job", "per_task", "one"] = "compiled"
-    jobs: Literal["compiled", "per_task", "one"] = "compiled"
+    jobs: Literal["compiled", "per_task", "one", "per_op"] = "compiled"
     extra_partitions: int = 0
     table: dict[str, Fact] = field(default_factory=dict)
     note: str = ""
@@ -116,10 +122,13 @@ class Stack:
 
 TEFLON = Stack("teflon", note="the program as compiled")
 # item 5's "before": every kernel job submitted by its own ioctl, as the rocket runner did until submits per
-# inference became one per partition (docs/PERFORMANCE.md rows of 2026-11-24: 53 submits for 54 jobs)
-SUBMIT_PER_JOB = Stack("submit per job", submits="per_job", note="one submit ioctl per kernel job")
-# the next step the estimate points at on rocket (not done): every task of a partition in one kernel job (one
-# job's tasks run in order on one core, accel/rocket's SUBMIT takes any task count per job)
+# inference became one per partition (docs/PERFORMANCE.md rows of 2026-11-24: 53 submits for 54 jobs); its kernel
+# jobs were then the program's jobs, one per operation
+SUBMIT_PER_JOB = Stack("submit per job", jobs="per_op", submits="per_job", note="one submit ioctl per kernel job")
+# before one kernel job per partition: the program's jobs (one per operation) each a kernel job, one submit
+JOB_PER_OP = Stack("a job per operation", jobs="per_op", note="every program job its own kernel job (Mesa's form)")
+# every task of a partition in one kernel job (one job's tasks run in order on one core, accel/rocket's SUBMIT takes
+# any task count per job): what the rocket runner submits unless a partition outgrows the job timeout's share
 JOB_PER_PARTITION = Stack("one job per partition", jobs="one", note="all of a partition's tasks in one kernel job")
 
 
@@ -183,7 +192,8 @@ def table(device: str) -> BoardTable:
 
 
 def _count(rule: str, load: PartitionLoad, compiled: int) -> int:
-    return {"compiled": compiled, "per_job": load.jobs, "per_task": load.tasks, "one": 1}[rule]
+    return {"compiled": compiled, "per_job": load.jobs, "per_task": load.tasks, "one": 1,
+            "per_op": load.program_jobs}[rule]
 
 
 def estimate_partition(t: BoardTable, load: PartitionLoad) -> PartitionEstimate:
@@ -231,7 +241,8 @@ def partition_load(counts: dict[str, int], rows: list[dict[str, int]], prog: obj
     """A partition's load from its family's `counters(program)` and the simulator's per-task counter rows."""
     units = tuple(Unit(r["macs"], r["feature_rd"] + r["weight_rd"] + r["bias_rd"] + r["data_wr"],
                        r.get("macs_nz", 0)) for r in rows)
-    return PartitionLoad(units, counts["tasks"], counts["jobs"], counts["submits"], io_bytes(prog))
+    return PartitionLoad(units, counts["tasks"], counts["jobs"], counts["submits"], io_bytes(prog),
+                         op_jobs=counts.get("op_jobs", -1))
 
 
 def format_estimate(est: Estimate, sim_ms: float | None = None) -> list[str]:
@@ -254,10 +265,11 @@ def format_estimate(est: Estimate, sim_ms: float | None = None) -> list[str]:
 # Mesa Teflon (docs/teflon.rst): one submit per partition, its jobs per operation, and AVERAGE_POOL_2D left on the
 # CPU by both its etnaviv and its rocket driver, so MobileNets run as two partitions (the pool splits off the
 # logits convolution) where teflon's program has one.
-MESA_POOL_ON_CPU = Stack("Mesa (pool on the CPU)", extra_partitions=1,
+MESA_POOL_ON_CPU = Stack("Mesa (pool on the CPU)", jobs="per_op", extra_partitions=1,
                          note="Mesa's counts: one submit per partition, a job per operation; AVERAGE_POOL_2D on the "
                               "CPU adds a partition")
-MESA = Stack("Mesa", note="Mesa's counts equal the program's (same partitions, one submit each)")
+MESA = Stack("Mesa", jobs="per_op", note="Mesa's counts equal the program's (same partitions, one submit each, a job "
+                                         "per operation)")
 # The vendor stacks (RKNN) chain every task of a model in one job: the PC walks the task list and interrupts once.
 _CHAIN = Fact(2.0, "chained task: the PC fetches the next task's registers itself, one interrupt per job "
                    "(vendor submit, rk356x.md §2 [RELOG] static analysis)", "inferred")
@@ -272,7 +284,7 @@ RKNN_RK3576 = Stack("RKNN (one chained job)", jobs="one", submits="one",
 IAV_CHAIN_800 = Stack("IAV fork (one chained job, 800 MHz)", jobs="one", submits="one",
                       table={"task_us": _CHAIN, "clock_mhz": Fact(800, "IAV runs the NPU at 800 MHz ([RELOG] T67)")},
                       note="single-interrupt whole-graph job (IAV kernel module last_int_mask)")
-IAV_PER_OP_600 = Stack("IAV fork (a submit per op, 600 MHz)", submits="per_job",
+IAV_PER_OP_600 = Stack("IAV fork (a submit per op, 600 MHz)", jobs="per_op", submits="per_job",
                        table={"clock_mhz": Fact(600, "[RELOG] T50 at 600 MHz")},
                        note="per-op jobs, each its own submit")
 RK3576_BRINGUP = Stack(

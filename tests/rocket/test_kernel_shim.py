@@ -144,6 +144,37 @@ def test_convs_through_shim_equal_simulator(preload_works: Shim, tmp_path: Path,
     assert seen.count("CREATE_BO") == seen.count("GEM_CLOSE") and seen.count("OPEN") == seen.count("CLOSE"), seen
 
 
+# One partition of many operations: the real client submits it as one kernel job (docs/hardware/rocket.md "Kernel
+# jobs"); its output equals sim=1's.
+_ONE_JOB = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    from teflon import modelgen, reference
+
+    device, path, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    model = open(path, "rb").read()
+    inputs = modelgen.random_inputs(model, seed=5)
+    real = reference.run_delegate(model, inputs, device=device, sim="0")
+    sim = reference.run_delegate(model, inputs, device=device, sim="1")
+    np.savez(out, real=real.outputs[0], sim=sim.outputs[0])
+    """
+)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_partition_is_one_kernel_job(preload_works: Shim, shared_dir: Path, tmp_path: Path, device: str) -> None:
+    """MobileNetV1 0.25/128: every operation of the partition in one drm_rocket_job, byte-identical to sim=1."""
+    log, out = tmp_path / "calls.log", tmp_path / "out.npz"
+    r = run_python(_ONE_JOB, preload_works.env(log, device), device,
+                   str(shared_dir / "models" / "mobilenet_v1_0.25_128_quant.tflite"), str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    res = np.load(out)
+    assert res["real"].tobytes() == res["sim"].tobytes()
+    submits = re.findall(r"^SUBMIT jobs=(\d+) tasks=(\d+) = ok$", log.read_text(), re.MULTILINE)
+    assert submits and all(j == "1" and int(t) > 20 for j, t in submits), submits
+
+
 @pytest.mark.parametrize("soc", DEVICES)
 def test_device_auto_names_the_soc(preload_works: Shim, tmp_path: Path, soc: str) -> None:
     """device=auto finds the SoC the shim's fake devicetree names and the real client opens it; the other SoC is

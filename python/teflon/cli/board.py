@@ -3,9 +3,9 @@
 --constants prints every target's table with each value's source; --published compiles MobileNetV1 1.0/224
 (netgen's, random weights: the layer shapes the published figures ran) and MobileNetV2 1.0/224 (the shared model
 file, when present) for each target the figures name, runs them once on the simulator for the counters, and prints
-estimate and published figure side by side, then the estimate of the program as compiled and with one submit per
-kernel job (the runner before submits equalled partitions) and with one job per partition (not done yet), in the
-Markdown docs/PERFORMANCE.md holds.
+estimate and published figure side by side, then the estimate of the program as compiled (one kernel job per
+partition on rocket) beside that of a kernel job per program job (Mesa's job per operation, the runner before it
+merged them), in the Markdown docs/PERFORMANCE.md holds.
 """
 
 from __future__ import annotations
@@ -84,21 +84,21 @@ def published_markdown(models: dict[str, str]) -> list[str]:
         note = f" {pub.note}" if pub.note else ""
         out.append(f"| {pub.device} | {pub.model} | {pub.stack.name} | {_range(pub)} | {est.total_ms:.2f} | "
                    f"{est.total_ms / mid:.2f} | {est.bound()} | {pub.source}.{note} |")
-    out += ["", ("| target | model | partitions | tasks | jobs | submits | estimate, submit per job (before) ms | "
-            "estimate as compiled (after) ms | bound | shares (after) | one job per partition (not done) ms |"),
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    out += ["", ("| target | model | partitions | tasks | program jobs | kernel jobs | submits | estimate, a job per "
+                 "operation (before) ms | estimate as compiled (after) ms | after / before | bound | shares (after) |"),
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for device in (t.name for t in targets.drivable_generations()):
         for model in ("mobilenet_v1", "mobilenet_v2"):
             ld = loads(device, model)
             if ld is None:
                 continue
-            before = board.estimate(device, ld, board.SUBMIT_PER_JOB)
+            before = board.estimate(device, ld, board.JOB_PER_OP)
             after = board.estimate(device, ld)
             share = ", ".join(f"{k} {100 * v:.0f} %" for k, v in after.share().items())
-            merged = board.estimate(device, ld, board.JOB_PER_PARTITION)
-            out.append(f"| {device} | {model} | {len(ld)} | {sum(x.tasks for x in ld)} | {sum(x.jobs for x in ld)} | "
-                       f"{sum(x.submits for x in ld)} | {before.total_ms:.2f} | {after.total_ms:.2f} | "
-                       f"{after.bound()} | {share} | {merged.total_ms:.2f} |")
+            out.append(f"| {device} | {model} | {len(ld)} | {sum(x.tasks for x in ld)} | "
+                       f"{sum(x.program_jobs for x in ld)} | {sum(x.jobs for x in ld)} | {sum(x.submits for x in ld)} | "
+                       f"{before.total_ms:.2f} | {after.total_ms:.2f} | {after.total_ms / before.total_ms:.2f} | "
+                       f"{after.bound()} | {share} |")
     return out
 
 

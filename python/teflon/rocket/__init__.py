@@ -105,6 +105,7 @@ class RocketTarget:
         and the bytes of packed weights."""
         return {"tasks": sum(len(op.tasks) for op in program.operations),
                 "jobs": sum(not j.join for j in program.jobs),  # kernel jobs: a joined job runs inside the one before
+                "op_jobs": len(program.jobs),
                 "submits": int(bool(program.jobs)),
                 "weight_bytes": sum(len(b.data or b"") for b in program.buffers if b.name.endswith(".weights"))}
 
