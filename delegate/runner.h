@@ -1,6 +1,6 @@
 /* Runs a compiled program on a device: one BO per program buffer (initial data uploaded,
  * relocations applied), then per inference: inputs converted into their BOs, all jobs in one
- * submit, outputs read back after cpu_prep. Used by the delegate's kernels and by native.c. */
+ * submit (each run of TP_JOB_JOIN jobs as one kernel job), outputs read back after cpu_prep. Used by the delegate's kernels and by native.c. */
 #ifndef TEFLON_RUNNER_H
 #define TEFLON_RUNNER_H
 
