@@ -1,7 +1,10 @@
 """Digests of compiled programs, to prove that a refactor leaves every program byte for byte as it was.
 
 A digest covers what reaches the device: every buffer (name, size, tensor flag, initial bytes), every relocation
-(where, which bits, which target), every task (buffer, offset, bytes), every job and every I/O binding. It is
+(where, which bits, which target), every task (buffer, offset, bytes), every job and every I/O binding. A job's
+`join` flag (which jobs the runner submits as one kernel job) is left out: it is a function of the jobs and the
+compile mode (teflon.rocket.kernel_jobs), checked by tests/rocket/test_kernel_jobs.py, so the digests recorded
+before the runner merged jobs still prove that the jobs themselves did not change. It is
 computed from the Program object in the blob-format-neutral terms of teflon.program, so the blob's own version
 can change while the programs stay the same.
 
