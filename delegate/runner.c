@@ -721,6 +721,8 @@ void teflon_runner_print_perf(const teflon_runner *r, FILE *f, const char *who)
             print_counters(f, &r->counters[t], timed ? (int)r->counters[t].core : -1);
         }
     }
+    if (r->nlanes == 1)
+        fprintf(f, "%s: perf kernel jobs=%u for %u program job(s)\n", who, r->nkjobs, p->njobs);
     if (timed)
         fprintf(f, "%s: perf npu time=%.3fms (simulated, %u lane(s) on %u core(s))\n", who, (double)r->npu_ns / 1e6,
             r->nlanes, teflon_dev_cores(r->lanes[0].dev));
