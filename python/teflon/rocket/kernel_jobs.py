@@ -49,9 +49,13 @@ def join_jobs(prog: Program, device: str, mesa_compat: bool = False) -> Program:
     jobs: list[Job] = prog.jobs
     if mesa_compat or len(jobs) < 2:
         return prog
+    try:
+        estimates = _estimates_us(prog, device)
+    except ValueError:  # no board constants for the target: no estimate to bound a run by, keep a job per operation
+        return prog
     budget = JOB_TIMEOUT_MS * 1e3 * TIMEOUT_SHARE
     run = 0.0
-    for i, (job, us) in enumerate(zip(jobs, _estimates_us(prog, device))):
+    for i, (job, us) in enumerate(zip(jobs, estimates)):
         job.join = i > 0 and run + us <= budget
         run = run + us if job.join else us
     return prog
