@@ -579,12 +579,20 @@ DEFAULT_CONST: list[ConstOpCase] = [
     ConstOpCase(8, 8, 24, "rsub", dtype="int8"),
     ConstOpCase(28, 28, 3, "mul"),
     ConstOpCase(8, 8, 1, "mul"),  # one channel: on the CPU (a single-channel convolution reads host rows)
+    # an un-folded batch norm's multiplier and offset (DenseNet): one channel's weight is 255 (rk3576: 3 x 85)
+    ConstOpCase(16, 16, 64, "mul", dtype="int8", const="bn"),
+    ConstOpCase(12, 12, 48, "mul", const="bn", seed=1),
+    ConstOpCase(16, 16, 64, "add", "c", "relu", "int8", const="bn"),
 ]
 SLOW_CONST: list[ConstOpCase] = [
     ConstOpCase(size, size, c, op, bcast, act, dt, seed)
     for (size, c), op, bcast, act, dt, seed in itertools.product(
         ((7, 16), (16, 64), (28, 24)), ("mul", "add", "sub", "rsub"), ("c", "1"), ("none", "relu", "relu6"), DTYPES,
         (0, 1))
+] + [
+    ConstOpCase(size, size, c, op, "c", act, dt, seed, "bn")
+    for (size, c), op, act, dt, seed in itertools.product(
+        ((8, 32), (16, 96), (4, 256)), ("mul", "add"), ("none", "relu"), DTYPES, (0, 1, 2))
 ]
 
 # PAD -> VALID convolution (explicit padding as PyTorch / Keras exports write it): the PAD folds into the

@@ -861,7 +861,10 @@ def add_add(g: GraphBuilder, a: int, b: int, activation: ActivationName = "none"
 class ConstOpCase:
     """MUL, ADD or SUB of a (1, H, W, C) map and a constant that is one value per channel (`bcast` "c", shape (C,))
     or one value (`bcast` "1", shape (1,)); "rsub" is SUB(constant, map). The output is quantized to hold the
-    result's range. MAXIMUM / MINIMUM ("max", "min") keep the map's quantization for the constant and the output."""
+    result's range. MAXIMUM / MINIMUM ("max", "min") keep the map's quantization for the constant and the output.
+    `const` "bn": the constant is positive per channel, quantized as TFLite's converter quantizes an un-folded batch
+    norm's multiplier or offset (DenseNet's): zero point at the type's minimum and its largest value at the maximum,
+    so one channel is 255 steps from the zero point."""
 
     in_h: int
     in_w: int
@@ -871,11 +874,12 @@ class ConstOpCase:
     activation: ActivationName = "none"
     dtype: DType = "uint8"
     seed: int = 0
+    const: Literal["random", "bn"] = "random"
 
     @property
     def name(self) -> str:
-        return case_name([self.op, f"in{self.in_h}x{self.in_w}x{self.in_c}", f"bcast-{self.bcast}"], self.dtype,
-                         self.activation, self.seed)
+        return case_name([self.op, f"in{self.in_h}x{self.in_w}x{self.in_c}", f"bcast-{self.bcast}",
+                          *(["bn"] if self.const == "bn" else [])], self.dtype, self.activation, self.seed)
 
     def __str__(self) -> str:
         return self.name
@@ -893,6 +897,11 @@ class ConstOpCase:
         n = self.in_c if self.bcast == "c" else 1
         cq = QParams.make(float(_log_uniform(rng, 0.002, 0.05)), int(rng.integers(qmin, qmax + 1)))
         cvals = rng.integers(qmin, qmax + 1, n).astype(self.dtype)
+        if self.const == "bn":  # positive values, the largest at qmax, the zero point at qmin
+            cq = QParams.make(float(cq.scale[0]), qmin)
+            cvals = rng.integers(qmin + 40, qmax + 1, n)
+            cvals[rng.integers(n)] = qmax
+            cvals = cvals.astype(self.dtype)
         if self.op in ("max", "min"):
             c = g.constant("constant", cvals, xq)
             y = g.tensor("output", (1, self.in_h, self.in_w, self.in_c), self.dtype, xq)

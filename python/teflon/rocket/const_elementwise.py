@@ -53,8 +53,12 @@ def _per_channel(c: Tensor, channels: int) -> np.ndarray:
     return np.broadcast_to(data, (channels,)) if data.size == 1 else data
 
 
-# w - zw of a depthwise weight that every generation takes (the narrowest: rk3576/weights.py, byte pairs)
-WEIGHT_RANGE = (-255, 254)
+# w - zw of a depthwise weight that every generation takes: one stored int8 weight and zero point reach -255..255
+# (rk3588, rk3568); rk3576's byte pairs (rk3576/weights.py) reach -255..254 and take 255 as 3 x 85 through the
+# per-channel multiplier (rk3576/encoder.py `split_weights`), which divides that channel's bias by 3 too
+WEIGHT_RANGE = (-255, 255)
+PAIR_MAX = 254
+WIDE_GAIN = 3
 # Claimed when the plan matches TFLite on at least this share of every (input value, channel) pair: the single-op
 # contract's exact rate, reached by construction
 MIN_SHARE = 0.995
@@ -117,8 +121,9 @@ def fit_plan(want: np.ndarray, candidates: Iterable[tuple[np.ndarray, Fraction]]
     xs = np.arange(-128, 128, dtype=np.int64)
     best: Plan | None = None
     for w, ratio in candidates:
+        steps = np.where(w > PAIR_MAX, WIDE_GAIN, 1)  # a weight above the pairs' reach: a bias it divides
         for scale, shift in cvt_pairs(ratio):
-            biases, served = channel_biases(xs, want, w, scale, shift, bounds)
+            biases, served = channel_biases(xs, want, w, scale, shift, bounds, steps)
             plan = Plan(w, biases, scale, shift, served / want.size)
             if best is None or plan.share > best.share:
                 best = plan
@@ -133,13 +138,13 @@ def _fraction(v: float) -> Fraction:
 
 def mul_plan(dtype: str, values: np.ndarray, x: Quant, c: Quant, y: Quant, bounds: tuple[int, int]) -> Plan | None:
     """MUL: weights k·(c - zc) over k from the largest whose weights (with 0) span at most 255 — one weight zero point
-    keeps them stored int8 — and stay in WEIGHT_RANGE, down to 1."""
+    keeps them stored int8 — and stay within PAIR_MAX, down to 1 (k = 1 takes the whole WEIGHT_RANGE)."""
     d = values - c[1]
     if d.max(initial=0) > WEIGHT_RANGE[1] or d.min(initial=0) < WEIGHT_RANGE[0]:
         raise LoweringError(f"MUL by a constant {int(d.max()) if d.max() > 0 else int(d.min())} steps from its zero "
                             f"point: a weight minus its zero point is {WEIGHT_RANGE[0]}..{WEIGHT_RANGE[1]}")
     spread = int(d.max(initial=0)) - min(int(d.min(initial=0)), 0)
-    top = max(1, min(255 // max(1, spread), WEIGHT_RANGE[1] // max(1, int(np.abs(d).max(initial=0)))))
+    top = max(1, min(255 // max(1, spread), PAIR_MAX // max(1, int(np.abs(d).max(initial=0)))))
     ratio = _fraction(x[0]) * _fraction(c[0]) / _fraction(y[0])
     return fit_plan(tflite_mul(dtype, values, x, c, y, bounds), ((k * d, ratio / k) for k in range(top, 0, -1)),
                     y[1] - stored_offset(dtype), bounds)
