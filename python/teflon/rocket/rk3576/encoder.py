@@ -100,9 +100,14 @@ def coefficients(c: RocketConv, max_error: float = perchannel.MAX_ERROR_LSB) -> 
     far apart for the 16-bit multiplier at `max_error` LSB: ScaleSpreadError, which groups.py splits)."""
     c, gains = split_weights(c)
     s = perchannel.channel_scaling(c, max_error)
-    if gains is not None:  # C = gain · 2^GAIN_SHIFT, shift GAIN_SHIFT: the per-tensor identity times the gain
+    if gains is not None and c.bs is None:  # C = gain · 2^GAIN_SHIFT, shift GAIN_SHIFT: the identity times the gain
         m = replace(s.multipliers, c=gains.astype(np.int64) << GAIN_SHIFT, bits=GAIN_SHIFT)
         s = replace(s, multipliers=m, shift=GAIN_SHIFT)
+    elif gains is not None:  # a fitted multiplier stage: the wide channel's C times its gain
+        mul = s.multipliers.c * gains
+        if mul.max() > perchannel.C_MAX:
+            raise EncodeError(f"a weight split {WIDE_GAIN} ways needs the multiplier {int(mul.max())} (int16 field)")
+        s = replace(s, multipliers=replace(s.multipliers, c=mul))
     return Coefficients(coefs.coefficient_table(s.a, -c.w_zp, s.multipliers.c, c.depthwise), s.multipliers, s.shift)
 
 
