@@ -579,12 +579,27 @@ DEFAULT_CONST: list[ConstOpCase] = [
     ConstOpCase(8, 8, 24, "rsub", dtype="int8"),
     ConstOpCase(28, 28, 3, "mul"),
     ConstOpCase(8, 8, 1, "mul"),  # one channel: on the CPU (a single-channel convolution reads host rows)
+    # an un-folded batch norm's multiplier and offset (DenseNet): one channel's weight is 255 (rk3576: 3 x 85)
+    ConstOpCase(16, 16, 64, "mul", dtype="int8", const="bn"),
+    ConstOpCase(12, 12, 48, "mul", const="bn", seed=1),
+    ConstOpCase(16, 16, 64, "add", "c", "relu", "int8", const="bn"),
+    # ... whose one rounding matches TFLite on < 99.5 %: the multiplier stage rounds first (two_rounding_plan)
+    ConstOpCase(16, 16, 64, "mul", dtype="int8", seed=13, const="bn"),
+    ConstOpCase(16, 16, 64, "mul", seed=3, const="bn"),
 ]
 SLOW_CONST: list[ConstOpCase] = [
     ConstOpCase(size, size, c, op, bcast, act, dt, seed)
     for (size, c), op, bcast, act, dt, seed in itertools.product(
         ((7, 16), (16, 64), (28, 24)), ("mul", "add", "sub", "rsub"), ("c", "1"), ("none", "relu", "relu6"), DTYPES,
         (0, 1))
+] + [
+    ConstOpCase(size, size, c, op, "c", act, dt, seed, "bn")
+    for (size, c), op, act, dt, seed in itertools.product(
+        ((8, 32), (16, 96), (4, 256)), ("mul", "add"), ("none", "relu"), DTYPES, (0, 1, 2))
+] + [  # seeds whose MUL takes the two-rounding plan (measured 2026-11-29)
+    ConstOpCase(16, 16, 64, "mul", "c", act, dt, seed, "bn")
+    for dt, seeds in (("int8", (13, 16, 17, 32, 38)), ("uint8", (1, 3, 5, 7, 8, 14, 18))) for seed in seeds
+    for act in ("none", "relu")
 ]
 
 # PAD -> VALID convolution (explicit padding as PyTorch / Keras exports write it): the PAD folds into the

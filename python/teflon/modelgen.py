@@ -861,7 +861,12 @@ def add_add(g: GraphBuilder, a: int, b: int, activation: ActivationName = "none"
 class ConstOpCase:
     """MUL, ADD or SUB of a (1, H, W, C) map and a constant that is one value per channel (`bcast` "c", shape (C,))
     or one value (`bcast` "1", shape (1,)); "rsub" is SUB(constant, map). The output is quantized to hold the
-    result's range. MAXIMUM / MINIMUM ("max", "min") keep the map's quantization for the constant and the output."""
+    result's range. MAXIMUM / MINIMUM ("max", "min") keep the map's quantization for the constant and the output.
+    `const` "bn": the constant is positive per channel, quantized as TFLite's converter quantizes an un-folded batch
+    norm's multiplier or offset (DenseNet's): zero point at the type's minimum and its largest value at the maximum,
+    so one channel is 255 steps from the zero point; the output is quantized about like the input (a normalised
+    map: DenseNet's batch norms keep the scale within 0.95-1.1x), so a MUL's multiplier is about the constant's
+    scale, 2^-8..2^-6, and TFLite's two roundings differ from one on up to 0.6 % of the inputs."""
 
     in_h: int
     in_w: int
@@ -871,11 +876,12 @@ class ConstOpCase:
     activation: ActivationName = "none"
     dtype: DType = "uint8"
     seed: int = 0
+    const: Literal["random", "bn"] = "random"
 
     @property
     def name(self) -> str:
-        return case_name([self.op, f"in{self.in_h}x{self.in_w}x{self.in_c}", f"bcast-{self.bcast}"], self.dtype,
-                         self.activation, self.seed)
+        return case_name([self.op, f"in{self.in_h}x{self.in_w}x{self.in_c}", f"bcast-{self.bcast}",
+                          *(["bn"] if self.const == "bn" else [])], self.dtype, self.activation, self.seed)
 
     def __str__(self) -> str:
         return self.name
@@ -889,10 +895,17 @@ class ConstOpCase:
         qmin, qmax = QRANGE[self.dtype]
         g = GraphBuilder(f"teflon.modelgen {self.name}")
         xq = QParams.make(float(_log_uniform(rng, 0.004, 0.1)), int(rng.integers(qmin, qmax + 1)))
-        x = g.tensor("input", (1, self.in_h, self.in_w, self.in_c), self.dtype, xq)
         n = self.in_c if self.bcast == "c" else 1
         cq = QParams.make(float(_log_uniform(rng, 0.002, 0.05)), int(rng.integers(qmin, qmax + 1)))
         cvals = rng.integers(qmin, qmax + 1, n).astype(self.dtype)
+        if self.const == "bn":  # positive values, the largest at qmax, the zero point at qmin
+            cq = QParams.make(float(_log_uniform(rng, 0.005, 0.015)), qmin)
+            # a map centred near its zero point (a convolution's output): products of both signs
+            xq = QParams.make(float(xq.scale[0]), qmin + 128 + int(rng.integers(-12, 13)))
+            cvals = rng.integers(qmin + 50, qmin + 150, n)
+            cvals[rng.integers(n)] = qmax
+            cvals = cvals.astype(self.dtype)
+        x = g.tensor("input", (1, self.in_h, self.in_w, self.in_c), self.dtype, xq)
         if self.op in ("max", "min"):
             c = g.constant("constant", cvals, xq)
             y = g.tensor("output", (1, self.in_h, self.in_w, self.in_c), self.dtype, xq)
@@ -908,6 +921,9 @@ class ConstOpCase:
         else:
             ends = np.add.outer(-xr if self.op == "rsub" else xr, -cr if self.op == "sub" else cr)
         lo, hi = min(float(ends.min()), 0.0), max(float(ends.max()), 0.0)
+        if self.const == "bn":  # a normalised output: about the input's scale and range (DenseNet's)
+            lo, hi = (xr + float(xq.scale[0]) * np.array([-1, 1]) * rng.integers(0, 20)) * rng.uniform(0.95, 1.1)
+            lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
         if self.activation != "none":
             # the clamped range, unless the activation leaves (almost) nothing of it: then the whole range
             clamped = (0.0, min(hi, 6.0) if self.activation == "relu6" else hi)

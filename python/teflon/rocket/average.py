@@ -91,16 +91,22 @@ def bias_bounds(sums: np.ndarray, want: np.ndarray, g: int | np.ndarray, scale: 
 
 
 def channel_biases(xs: np.ndarray, want: np.ndarray, w: np.ndarray, scale: int, shift: int,
-                   bounds: tuple[int, int]) -> tuple[np.ndarray, int]:
+                   bounds: tuple[int, int], steps: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """Per channel c the bias b_c for which clip(shift_even((w_c·xs + b_c)·scale, shift), bounds) equals
-    want[c] on the most inputs xs (want: channels x len(xs)), and how many (input, channel) pairs they serve."""
+    want[c] on the most inputs xs (want: channels x len(xs)), and how many (input, channel) pairs they serve.
+    `steps`: per channel, the bias must be a multiple of it (None: any integer)."""
     lo, hi = bias_bounds(xs[None, :], want, w[:, None], scale, shift, bounds)
     lo_b, hi_b = lo.max(axis=1), hi.min(axis=1)
-    exact = lo_b <= hi_b
-    biases = np.where(exact, np.clip(0, lo_b, hi_b), 0)
+    step = np.ones(len(w), np.int64) if steps is None else np.asarray(steps, np.int64)
+    # the multiple of the step of least magnitude in [lo_b, hi_b] (the negative one of a tie): 0, or the interval's
+    # end nearest to 0 moved inwards to a multiple
+    near = np.where(hi_b < 0, hi_b // step * step, -(-lo_b // step) * step)
+    biases = np.where((lo_b <= 0) & (0 <= hi_b), 0, near)
+    exact = (lo_b <= hi_b) & (lo_b <= biases) & (biases <= hi_b)
+    biases = np.where(exact, biases, 0)
     served = int(exact.sum()) * len(xs)
     for ch in np.flatnonzero(~exact):  # channels no bias makes exact: the one serving the most inputs
-        biases[ch], n = best_bias(lo[ch], hi[ch])
+        biases[ch], n = best_bias(lo[ch], hi[ch], int(step[ch]))
         served += n
     return biases.astype(np.int64), served
 
@@ -115,9 +121,11 @@ def _least(lo: int, hi: int) -> int:
     return 0 if lo <= 0 <= hi else hi if hi < 0 else lo
 
 
-def best_bias(lo: np.ndarray, hi: np.ndarray) -> tuple[int, int]:
-    """(bias, sums it serves): the bias inside the most of the intervals [lo, hi] (ties: least magnitude)."""
-    cand = np.unique(np.concatenate([lo[lo > -(1 << 62)], [0]]))
+def best_bias(lo: np.ndarray, hi: np.ndarray, step: int = 1) -> tuple[int, int]:
+    """(bias, sums it serves): the bias (a multiple of `step`) inside the most of the intervals [lo, hi] (ties: least
+    magnitude)."""
+    starts = lo[lo > -(1 << 62)]
+    cand = np.unique(np.concatenate([-(-starts // step) * step if step > 1 else starts, [0]]))
     served = np.searchsorted(np.sort(lo), cand, "right") - np.searchsorted(np.sort(hi), cand, "left")
     best = np.flatnonzero(served == served.max())
     b = int(cand[best[np.argmin(np.abs(cand[best]))]])

@@ -13,6 +13,7 @@ The fused activation (RELU/RELU6 inside the output range) uses the DPU clamp lik
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -26,6 +27,7 @@ from .average import channel_biases, cvt_pairs
 from .identity_add import COPY_WEIGHT, SINGLE_CHANNEL
 from .operations import RocketConv
 from .quantization import LoweringError, activation_bounds, quantized, stored_bytes, stored_offset, tensor_quant
+from .rounding import shift_even
 
 CONST_KINDS = ("MUL", "ADD", "SUB")
 
@@ -53,8 +55,12 @@ def _per_channel(c: Tensor, channels: int) -> np.ndarray:
     return np.broadcast_to(data, (channels,)) if data.size == 1 else data
 
 
-# w - zw of a depthwise weight that every generation takes (the narrowest: rk3576/weights.py, byte pairs)
-WEIGHT_RANGE = (-255, 254)
+# w - zw of a depthwise weight that every generation takes: one stored int8 weight and zero point reach -255..255
+# (rk3588, rk3568); rk3576's byte pairs (rk3576/weights.py) reach -255..254 and take 255 as 3 x 85 through the
+# per-channel multiplier (rk3576/encoder.py `split_weights`), which divides that channel's bias by 3 too
+WEIGHT_RANGE = (-255, 255)
+PAIR_MAX = 254
+WIDE_GAIN = 3
 # Claimed when the plan matches TFLite on at least this share of every (input value, channel) pair: the single-op
 # contract's exact rate, reached by construction
 MIN_SHARE = 0.995
@@ -76,6 +82,7 @@ class Plan:
     scale: int
     shift: int
     share: float
+    bs: tuple[np.ndarray, int] | None = None  # a multiplier stage before OUT_CVT (two_rounding_plan)
 
 
 def _inputs(dtype: str) -> np.ndarray:
@@ -117,8 +124,9 @@ def fit_plan(want: np.ndarray, candidates: Iterable[tuple[np.ndarray, Fraction]]
     xs = np.arange(-128, 128, dtype=np.int64)
     best: Plan | None = None
     for w, ratio in candidates:
+        steps = np.where(w > PAIR_MAX, WIDE_GAIN, 1)  # a weight above the pairs' reach: a bias it divides
         for scale, shift in cvt_pairs(ratio):
-            biases, served = channel_biases(xs, want, w, scale, shift, bounds)
+            biases, served = channel_biases(xs, want, w, scale, shift, bounds, steps)
             plan = Plan(w, biases, scale, shift, served / want.size)
             if best is None or plan.share > best.share:
                 best = plan
@@ -133,16 +141,62 @@ def _fraction(v: float) -> Fraction:
 
 def mul_plan(dtype: str, values: np.ndarray, x: Quant, c: Quant, y: Quant, bounds: tuple[int, int]) -> Plan | None:
     """MUL: weights k·(c - zc) over k from the largest whose weights (with 0) span at most 255 — one weight zero point
-    keeps them stored int8 — and stay in WEIGHT_RANGE, down to 1."""
+    keeps them stored int8 — and stay within PAIR_MAX, down to 1 (k = 1 takes the whole WEIGHT_RANGE)."""
     d = values - c[1]
     if d.max(initial=0) > WEIGHT_RANGE[1] or d.min(initial=0) < WEIGHT_RANGE[0]:
         raise LoweringError(f"MUL by a constant {int(d.max()) if d.max() > 0 else int(d.min())} steps from its zero "
                             f"point: a weight minus its zero point is {WEIGHT_RANGE[0]}..{WEIGHT_RANGE[1]}")
     spread = int(d.max(initial=0)) - min(int(d.min(initial=0)), 0)
-    top = max(1, min(255 // max(1, spread), WEIGHT_RANGE[1] // max(1, int(np.abs(d).max(initial=0)))))
+    top = max(1, min(255 // max(1, spread), PAIR_MAX // max(1, int(np.abs(d).max(initial=0)))))
     ratio = _fraction(x[0]) * _fraction(c[0]) / _fraction(y[0])
     return fit_plan(tflite_mul(dtype, values, x, c, y, bounds), ((k * d, ratio / k) for k in range(top, 0, -1)),
                     y[1] - stored_offset(dtype), bounds)
+
+
+# The multiplier stage of two_rounding_plan: C keeps BS_BITS bits of TFLite's 31-bit multiplier (C <= C_MAX, the int16
+# field), fewer when a wide weight's channel multiplies its C by WIDE_GAIN (rk3576); OUT_CVT's scale is one unit
+# above 2^14, which turns its ties-to-even into TFLite's half away from zero (below)
+BS_BITS = (15, 14, 13)
+C_MAX = (1 << 15) - 1
+CVT_ONE = 1 << 14
+
+
+def two_rounding_plan(dtype: str, values: np.ndarray, x: Quant, c: Quant, y: Quant,
+                      bounds: tuple[int, int]) -> Plan | None:
+    """MUL rounded twice, as TFLite rounds it: weights c - zc, bias -zxs·(c - zc) (so v = (x - zx)(c - zc), TFLite's
+    product, exactly), the multiplier stage u = shift_even(v·C, sh) with C ~ M0 / 2^(31 - sh) (per channel the one
+    of floor / ceil that matches more inputs), TFLite's first rounding (SRDHM, to 2^-e output LSB); then OUT_CVT
+    (2^14 + 1) / 2^(14 + e), TFLite's rounding shift by e: u is an integer, so the extra 2^-14 of the scale moves
+    exactly the ties away from zero while |u| < 2^14 (beyond, the output saturates; the share counts every input
+    anyway). None when TFLite's multiplier shifts left (one
+    rounding: mul_plan covers it) or no shift keeps C inside its field."""
+    m0, shift = quantize_multiplier(_f32(x[0]) * _f32(c[0]) / _f32(y[0]))
+    e = -shift
+    d = values - c[1]
+    if e <= 0 or m0 == 0:
+        return None
+    gain = WIDE_GAIN if d.max(initial=0) > PAIR_MAX else 1
+    sh = next((b for b in BS_BITS if math.ceil(m0 / (1 << (31 - b))) * gain <= C_MAX), None)
+    if sh is None:
+        return None
+    want = tflite_mul(dtype, values, x, c, y, bounds)
+    zys = y[1] - stored_offset(dtype)
+    xs = _inputs(dtype) - stored_offset(dtype)  # stored -128..127
+    zxs = x[1] - stored_offset(dtype)
+    prod = np.outer(d, xs - zxs)
+    if np.abs(np.outer(d, [-128 - zxs, 127 - zxs])).max() * C_MAX >= 1 << (31 + sh):
+        return None
+    lo = m0 >> (31 - sh)
+    best_c = np.full(len(d), lo, np.int64)
+    served = np.full(len(d), -1, np.int64)
+    for mul in (lo, lo + 1):
+        u = shift_even(prod * mul, sh)
+        out = np.clip(shift_even(u * (CVT_ONE + 1), 14 + e) + zys, *bounds)
+        hits = (out == want).sum(axis=1)
+        better = hits > served
+        best_c[better], served[better] = mul, hits[better]
+    return Plan(d.astype(np.int64), -zxs * d.astype(np.int64), CVT_ONE + 1, 14 + e, float(served.sum() / want.size),
+                (best_c, sh))
 
 
 def add_plan(dtype: str, values: np.ndarray, x: Quant, c: Quant, y: Quant, bounds: tuple[int, int], sign_x: int,
@@ -180,6 +234,12 @@ def lower_const_elementwise(graph: Graph, op: Operation, per_channel: bool = Fal
     quants = ((float(sx), zx), (float(sc), zc), (float(sy), zy))
     if op.kind == "MUL":
         plan = mul_plan(x.dtype, values, *quants, bounds)
+        if (plan is None or plan.share < MIN_SHARE) and hi is None:
+            # one rounding falls short: round twice, as TFLite does (no upper clamp: where RELU6's bound sits
+            # relative to the multiplier stage is not known on every generation)
+            twice = two_rounding_plan(x.dtype, values, *quants, bounds)
+            if twice is not None and (plan is None or twice.share > plan.share):
+                plan = twice
     else:
         sign_x, sign_c = (-1, 1) if op.kind == "SUB" and const_first else (1, -1) if op.kind == "SUB" else (1, 1)
         plan = add_plan(x.dtype, values, *quants, bounds, sign_x, sign_c)
@@ -198,9 +258,9 @@ def lower_const_elementwise(graph: Graph, op: Operation, per_channel: bool = Fal
         in_h=h, in_w=w, in_c=ch, out_h=h, out_w=w, out_c=ch, kh=1, kw=1, stride=1,
         pad_top=0, pad_bottom=0, pad_left=0, pad_right=0, depthwise=True, in_zp=zx - off, out_zp=zy - off, w_zp=w_zp,
         in_scale=sx, out_scale=sy, w_scale=np.float32(plan.scale / (1 << plan.shift)), weights=stored_bytes(wq, off),
-        weights_q=wq, bias=bias, cvt=(plan.scale, plan.shift), activation=act,
+        weights_q=wq, bias=bias, cvt=(plan.scale, plan.shift), bs=plan.bs, activation=act,
         act_min=None if lo is None else lo - off, act_max=None if hi is None else hi - off)
 
 
 __all__ = ["CONST_KINDS", "MIN_SHARE", "Plan", "add_plan", "constant_operand", "fit_plan", "is_const_elementwise",
-           "lower_const_elementwise", "mul_plan", "tflite_add", "tflite_mul"]
+           "lower_const_elementwise", "mul_plan", "tflite_add", "tflite_mul", "two_rounding_plan"]

@@ -74,6 +74,10 @@ class RocketConv:
     # OUT_CVT (scale, shift) fixed by the lowering, with no CLIP_TRUNCATE: an averaging convolution whose exactness
     # pool.average_conv proves for these values; None: derived from the scales
     cvt: tuple[int, int] | None = None
+    # with `cvt`: a fitted BS multiplier stage before it, (C per output channel, shift), so that the DPU rounds twice
+    # as TFLite's MultiplyByQuantizedMultiplier does (const_elementwise.py `two_rounding_plan`); A is then the
+    # untruncated bias table (perchannel.channel_scaling). None: the stage is the identity
+    bs: tuple[np.ndarray, int] | None = None
 
     @property
     def key(self) -> tuple[object, ...]:

@@ -168,6 +168,15 @@ def channel_scaling(c: RocketConv, max_error: float = MAX_ERROR_LSB) -> ChannelS
     multiplier (an output error above `max_error` LSB)."""
     per_channel = c.w_scales is not None
     a_true = bias_table(c.bias, c.weights_q, c.w_zp_q, c.in_zp, c.depthwise, 0)
+    if c.bs is not None:  # a fitted multiplier stage (const_elementwise.py): taken as it is, its sums checked
+        mul, sh = c.bs
+        m = Multipliers(np.asarray(mul, np.int64), sh, float(c.w_scale))
+        a = a_true.astype(np.int64)
+        v_max, worst = accumulator_bounds(c, a, _abs_weight_sums(c, c.w_zp))
+        if worst >= 1 << INT32_BITS or int(v_max.max(initial=0)) * int(m.c.max(initial=1)) >= 1 << (INT32_BITS + sh):
+            raise EncodeError(f"accumulator, bias and multiplier terms can reach {worst} x {int(m.c.max())} / 2^{sh}, "
+                              "beyond the DPU's int32")
+        return ChannelScaling(a, m, sh)
     if per_channel:
         scales = np.broadcast_to(c.w_scales, (c.out_c,))
         m = multipliers(scales, per_channel)

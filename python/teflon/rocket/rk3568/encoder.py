@@ -65,6 +65,13 @@ def requant(rm: RegMap, c: RocketConv) -> tuple[Requant, bytes]:
             mul = np.full(c.out_c, 1 << perchannel.SHIFT, np.int64)
             mul_shift: int | None = perchannel.SHIFT
             unit = None
+        elif c.bs is not None:
+            # a fitted multiplier stage and OUT_CVT (const_elementwise.py two_rounding_plan), with no RELU6 bound
+            cs = perchannel.channel_scaling(c)
+            a, mul, mul_shift = cs.a, cs.multipliers.c, cs.shift
+            assert c.cvt is not None
+            scale, shift = c.cvt
+            unit = None
         elif c.w_scales is not None:
             # per-channel weights: the shared BS-multiplier arithmetic (perchannel.py: C <= 32767 in the stream's
             # 16-bit field, the least shift that keeps v x C inside int32) [INF: RK3588's BS multiplier stage]

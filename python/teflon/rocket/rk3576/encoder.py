@@ -12,15 +12,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from ... import hw_facts
 from ...hw.regmap import RegMap, RegMapError
 from ...ir import Graph, memo
 from ...program import Buffer, OpRecord, Program
 from .. import assemble, perchannel
 from ..assemble import RocketOp
+from ..const_elementwise import WIDE_GAIN
 from ..geometry import FEATURE_ATOM, SplitError, geometry
 from ..operations import RocketConv, RocketPool
 from ..ppu import pool_info, pool_stream
+from ..quantization import quantized
 from ..requant import activation_clamp, bounded_cvt, ew_cvt
 from ..stream import EncodeError, Stream, regcmd_bytes
 from ..unary_lower import RocketUnary
@@ -61,10 +65,49 @@ class Coefficients:
     shift: int  # the shift word's shift (both signs)
 
 
+# A wide channel's multiplier: its gain times 2^GAIN_SHIFT with the shift word GAIN_SHIFT (the largest gain,
+# const_elementwise.WIDE_GAIN, times 2^13 stays inside the int16 C), so u = gain · (acc + A) exactly
+GAIN_SHIFT = 13
+
+
+def split_weights(c: RocketConv) -> tuple[RocketConv, np.ndarray | None]:
+    """A depthwise layer whose w - zw exceeds the byte pairs' reach (255: a MUL by a constant,
+    const_elementwise.py): (the layer with that channel's weights and bias divided by its gain WIDE_GAIN, the gains
+    per channel), which the coefficient stage multiplies back exactly; (c, None) for every other layer. Only a
+    per-tensor layer with a fitted OUT_CVT (its coefficient stage is otherwise the identity), no fused operand and no
+    upper clamp is split, others raise EncodeError: the clamp's place relative to the multiplier is not known
+    (layer_params), and only the lower one, at 0, gives the same result on either side of a positive gain."""
+    if not c.depthwise:
+        return c, None
+    centered = c.weights.astype(np.int16).reshape(-1, c.out_c) - c.w_zp
+    wide = (centered > weights.PAIR_RANGE[1]).any(axis=0)
+    if not wide.any():
+        return c, None
+    gains = np.where(wide, WIDE_GAIN, 1)
+    bias = np.asarray(c.bias, np.int64)
+    if (c.w_scales is not None or c.cvt is None or c.ew is not None or c.act_max is not None
+            or (centered % gains).any() or (bias % gains).any()):
+        raise EncodeError(f"depthwise weight minus zero point {int(centered.max())} outside the byte pairs' "
+                          f"{weights.PAIR_RANGE[0]}..{weights.PAIR_RANGE[1]} in a layer the coefficient stage cannot "
+                          f"scale by {WIDE_GAIN} exactly")
+    stored = (centered // gains + c.w_zp).astype(np.int8).reshape(c.weights.shape)
+    return replace(c, weights=stored, weights_q=quantized(stored, c.dtype),
+                   bias=(bias // gains).astype(np.int32)), gains
+
+
 def coefficients(c: RocketConv, max_error: float = perchannel.MAX_ERROR_LSB) -> Coefficients:
     """The coefficient table, multipliers and shift of a convolution (raises EncodeError, perchannel; scales too
     far apart for the 16-bit multiplier at `max_error` LSB: ScaleSpreadError, which groups.py splits)."""
+    c, gains = split_weights(c)
     s = perchannel.channel_scaling(c, max_error)
+    if gains is not None and c.bs is None:  # C = gain · 2^GAIN_SHIFT, shift GAIN_SHIFT: the identity times the gain
+        m = replace(s.multipliers, c=gains.astype(np.int64) << GAIN_SHIFT, bits=GAIN_SHIFT)
+        s = replace(s, multipliers=m, shift=GAIN_SHIFT)
+    elif gains is not None:  # a fitted multiplier stage: the wide channel's C times its gain
+        mul = s.multipliers.c * gains
+        if mul.max() > perchannel.C_MAX:
+            raise EncodeError(f"a weight split {WIDE_GAIN} ways needs the multiplier {int(mul.max())} (int16 field)")
+        s = replace(s, multipliers=replace(s.multipliers, c=mul))
     return Coefficients(coefs.coefficient_table(s.a, -c.w_zp, s.multipliers.c, c.depthwise), s.multipliers, s.shift)
 
 
@@ -154,7 +197,7 @@ def _encode_layer(rm: RegMap, c: RocketConv, in_plane: int, graph: Graph | None,
 def _packed_weights(c: RocketConv, chunk: int) -> bytes | bytearray:
     """The weight cubes of the kernel chunks back to back (one cube when the layer has one chunk)."""
     if c.depthwise:
-        return weights.pack(c.weights, c.w_zp, True)
+        return weights.pack(split_weights(c)[0].weights, c.w_zp, True)
     return weights.pack_chunks(c.weights, chunk)
 
 

@@ -19,12 +19,13 @@ from ..cube import pack_conv_into, packed_conv_bytes
 from ..geometry import FEATURE_ATOM, align
 
 DW_GROUP = 64
+PAIR_RANGE = (-255, 254)  # the sums of two int8 bytes a depthwise weight minus its zero point can take here
 
 
 def split_pairs(centered: np.ndarray) -> np.ndarray:
     """int values in [-255, 254] -> (..., 2) int8 byte pairs whose sum is the value."""
-    if centered.size and (centered.min() < -255 or centered.max() > 254):
-        raise ValueError("depthwise weight minus zero point outside -255..254")
+    if centered.size and (centered.min() < PAIR_RANGE[0] or centered.max() > PAIR_RANGE[1]):
+        raise ValueError(f"depthwise weight minus zero point outside {PAIR_RANGE[0]}..{PAIR_RANGE[1]}")
     first = np.clip(centered, -128, 127)
     return np.stack([first, centered - first], axis=-1).astype(np.int8)
 

@@ -59,6 +59,8 @@ def op_params(c: RocketConv, max_shift: int, mesa_compat: bool = False) -> OpPar
         if c.cvt is not None:
             trunc = 0  # average.average_conv's proof assumes the accumulator reaches the bias untruncated
             scale, shift = c.cvt
+            if c.bs is not None:  # a fitted multiplier stage before it (const_elementwise.py)
+                s = perchannel.channel_scaling(c)
         elif c.w_scales is not None:
             # per-channel: no CLIP_TRUNCATE (channel_scaling proves every sum fits the 32-bit path)
             s = perchannel.channel_scaling(c)
