@@ -151,11 +151,14 @@ class CommandSet:
 
     def words(self, name: str, **fields: int) -> list[int]:
         """The word(s) of one command."""
+        return self.pack(name, self.value(name, **fields))
+
+    def pack(self, name: str, value: int) -> list[int]:
+        """The word(s) of one command from its value (`value`'s result, checked there)."""
         c = self.command(name)
-        v = self.value(name, **fields)
         if c.cmd1:
-            return [c.first_word | ((v >> 32) & 0xFFFF) << 16, v & 0xFFFFFFFF]
-        return [c.first_word | v << 16]
+            return [c.first_word | ((value >> 32) & 0xFFFF) << 16, value & 0xFFFFFFFF]
+        return [c.first_word | value << 16]
 
     # ---- decoding ----------------------------------------------------------------------------------------
 
