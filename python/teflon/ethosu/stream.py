@@ -83,7 +83,7 @@ def check(words: Sequence[int]) -> list[str]:
     """Why the hardware would refuse the stream: fields outside their defined values or ranges (teflon.ethosu.regs
     RANGES), unknown commands."""
     try:
-        U65.decode(words, strict=True)
+        U65.validate(words)
     except ValueError as e:
         return [str(e)]
     return []
