@@ -536,3 +536,21 @@ def test_library_slice_plan_matches_python(nseg: int) -> None:
         choice, total = mlw._viterbi(cost)
         ref, ref_total = mlw._viterbi_reference(cost)
         assert choice.tolist() == ref and total == ref_total
+
+
+def test_scale_records_at_the_field_limits() -> None:
+    """The 10-byte records byte by byte at the ends of each field (40-bit signed bias, 32-bit multiplier, 6-bit
+    shift; docs/hardware/ethosu-weights.md §4), and back through unpack_records; values past a field refused."""
+    bias = np.array([-(1 << 39), (1 << 39) - 1, -1, 0, 0x0102030405], np.int64)
+    mult = np.array([0, (1 << 32) - 1, 1, 1 << 31, 0x0A0B0C0D], np.int64)
+    shift = np.array([0, 63, 1, 31, 17], np.int64)
+    want = b"".join(int(b).to_bytes(5, "little", signed=True) + int(m).to_bytes(4, "little") + bytes([int(s)])
+                    for b, m, s in zip(bias, mult, shift))
+    got = scales.pack_records(bias, mult, shift)
+    assert got == want
+    assert scales.pack_records(bias, mult, shift, align=True) == want + bytes(-len(want) % 16)
+    for a, b in zip(scales.unpack_records(got, bias.size), (bias, mult, shift)):
+        assert np.array_equal(a, b)
+    for b, m, s in (((1 << 39), 0, 0), (0, 1 << 32, 0), (0, 0, 64), (0, -1, 0)):
+        with pytest.raises(ValueError):
+            scales.pack_records(np.array([b]), np.array([m]), np.array([s]))

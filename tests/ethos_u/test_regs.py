@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from teflon.ethosu import cmdstream
+from teflon.ethosu import cmdstream, stream
 from teflon.ethosu.regs import KICKS, U65
 from teflon.hw.cmdset import CommandError
 
@@ -28,7 +28,7 @@ def test_pack_decode_roundtrip(cmd) -> None:
     if r is not None:
         fields[r.field] = r.hi
     words = U65.words(cmd.name, **fields)
-    assert len(words) == (2 if cmd.cmd1 else 1)
+    assert len(words) == (2 if cmd.cmd1 else 1) and U65.pack(cmd.name, U65.value(cmd.name, **fields)) == words
     (d,) = U65.decode(words)
     assert d.command is cmd and dict(d.fields) == fields
 
@@ -40,12 +40,17 @@ def test_refusals() -> None:
         U65.words("NPU_OP_POOL", mode=3)
     with pytest.raises(CommandError, match="does not fit 6 bits"):
         U65.words("NPU_SET_OFM_SCALE", scale=1, shift=64)
-    with pytest.raises(CommandError, match="unknown cmd0 opcode 0x12e"):  # NPU_SET_WEIGHT_FORMAT: U85 only
-        U65.decode([0x012E])
-    with pytest.raises(CommandError, match="outside any defined field"):  # IFM_PRECISION bit 1 is reserved
-        U65.decode([0x0002_0105])
-    with pytest.raises(CommandError, match="without its payload"):
-        U65.decode([0x4020])
+    # the same refusals from decode(strict) and from validate, which the compile's stream.check runs
+    for stream_words, why in (([0x012E], "unknown cmd0 opcode 0x12e"),  # NPU_SET_WEIGHT_FORMAT: U85 only
+                              ([0x0002_0105], "outside any defined field"),  # IFM_PRECISION bit 1 is reserved
+                              ([0x4020], "without its payload"),
+                              ([0x0000_8105], "reserved bits 10..15")):
+        good = U65.words("NPU_SET_IFM_REGION", region=1)
+        for check in (U65.decode, U65.validate):
+            with pytest.raises(CommandError, match=why):
+                check([*good, *stream_words])
+        assert why in stream.check([*good, *stream_words])[0]
+    assert not stream.check(U65.words("NPU_SET_IFM_REGION", region=1) + U65.words("NPU_OP_STOP", mask=0xFFFF))
 
 
 def test_cop1_header() -> None:

@@ -29,9 +29,10 @@ def pack_records(bias: np.ndarray, multiplier: np.ndarray, shift: np.ndarray, *,
         raise ValueError("multiplier outside the unsigned 32-bit range")
     if ((s < 0) | (s >= 1 << SHIFT_BITS)).any():
         raise ValueError("shift outside 0..63")
-    rec = np.zeros((b.size, RECORD_BYTES), dtype=np.uint8)
-    rec[:, 0:5] = (b.astype(np.uint64)[:, None] >> (np.arange(5, dtype=np.uint64) * np.uint64(8))) & np.uint64(0xFF)
-    rec[:, 5:9] = (m.astype(np.uint64)[:, None] >> (np.arange(4, dtype=np.uint64) * np.uint64(8))) & np.uint64(0xFF)
+    # the low five bytes of the little-endian int64 are the 40-bit two's complement bias
+    rec = np.empty((b.size, RECORD_BYTES), dtype=np.uint8)
+    rec[:, 0:5] = b.astype("<i8").view(np.uint8).reshape(-1, 8)[:, :5]
+    rec[:, 5:9] = m.astype("<u4").view(np.uint8).reshape(-1, 4)
     rec[:, 9] = s
     data = rec.tobytes()
     return data + bytes((-len(data)) % ALIGN) if align else data

@@ -62,15 +62,16 @@ def emit(kicks: Sequence[Kick], placed: Sequence[Placed]) -> list[int]:
 
     for k, p in zip(kicks, placed):
         for name, fields in k.pre:
+            value = U65.value(name, **fields)
             if not name.startswith("NPU_OP_"):
-                state[name] = U65.value(name, **fields)
-            words += U65.words(name, **fields)
+                state[name] = value
+            words += U65.pack(name, value)
         for name, fields in kick_registers(k, p).items():
             value = value_of(name, fields)
             if state.get(name) == value:
                 continue
             state[name] = value
-            words += U65.words(name, **fields)
+            words += U65.pack(name, value)
         for name, fields in k.wait:
             words += U65.words(name, **fields)
         words += U65.words(k.op, **k.op_fields)
@@ -82,7 +83,7 @@ def check(words: Sequence[int]) -> list[str]:
     """Why the hardware would refuse the stream: fields outside their defined values or ranges (teflon.ethosu.regs
     RANGES), unknown commands."""
     try:
-        U65.decode(words, strict=True)
+        U65.validate(words)
     except ValueError as e:
         return [str(e)]
     return []

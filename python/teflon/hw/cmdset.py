@@ -17,7 +17,7 @@ Kept free of numpy: gen_c_header.py loads it from the source tree at build time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from teflon.hw.regmap import Field, FieldRange
@@ -151,11 +151,14 @@ class CommandSet:
 
     def words(self, name: str, **fields: int) -> list[int]:
         """The word(s) of one command."""
+        return self.pack(name, self.value(name, **fields))
+
+    def pack(self, name: str, value: int) -> list[int]:
+        """The word(s) of one command from its value (`value`'s result, checked there)."""
         c = self.command(name)
-        v = self.value(name, **fields)
         if c.cmd1:
-            return [c.first_word | ((v >> 32) & 0xFFFF) << 16, v & 0xFFFFFFFF]
-        return [c.first_word | v << 16]
+            return [c.first_word | ((value >> 32) & 0xFFFF) << 16, value & 0xFFFFFFFF]
+        return [c.first_word | value << 16]
 
     # ---- decoding ----------------------------------------------------------------------------------------
 
@@ -186,7 +189,16 @@ class CommandSet:
     def decode(self, words: Sequence[int], *, strict: bool = True) -> list[Decoded]:
         """Commands of a raw stream (no driver-action header). strict: unknown opcodes, a cmd1 without its
         payload and values check() refuses raise CommandError."""
-        out: list[Decoded] = []
+        return [Decoded(i, c, value, self.fields_of(c, value)) for i, c, value in self._walk(words, strict)]
+
+    def validate(self, words: Sequence[int]) -> None:
+        """decode(words, strict=True) without building the decoded commands: raises CommandError where it
+        would."""
+        for _ in self._walk(words, True):
+            pass
+
+    def _walk(self, words: Sequence[int], strict: bool) -> Iterator[tuple[int, Command, int]]:
+        """(word index, command, value) of each command of a raw stream, checked as `decode` says."""
         i = 0
         n = len(words)
         while i < n:
@@ -207,9 +219,8 @@ class CommandSet:
                 why = self.check(c, value)
                 if why:
                     raise CommandError(f"word {i}: {why}")
-            out.append(Decoded(i, c, value, self.fields_of(c, value)))
+            yield i, c, value
             i += 2 if cmd1 else 1
-        return out
 
     def show_value(self, c: Command, fname: str, x: int) -> str:
         enums = dict(c.enums)
