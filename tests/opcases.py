@@ -975,6 +975,13 @@ ETNAVIV_SLOW_PER_CHANNEL: list[ConvCase | FcCase] = [
 ETNAVIV_DEFAULT_ADD: list[AddCase] = [
     AddCase(8, 8, 16), AddCase(14, 14, 32), AddCase(28, 28, 24, dtype="int8"), AddCase(7, 7, 96),
     AddCase(5, 5, 20, dtype="int8"), AddCase(14, 14, 48, op="sub"), AddCase(9, 9, 16, op="sub", dtype="int8"),
+    # fused RELU / RELU6: the descriptor's relu bit (the clamp at the output zero point); the output zero point
+    # inside the range makes the clamp bite (the converter's own RELU range starts at real 0, where it is a no-op)
+    AddCase(14, 14, 32, activation="relu", output_zp=120), AddCase(8, 8, 24, dtype="int8", activation="relu",
+                                                                   output_zp=-10),
+    AddCase(7, 7, 64, activation="relu"), AddCase(10, 10, 16, dtype="int8", activation="relu6"),
+    AddCase(8, 8, 32, producers="conv", activation="relu", dtype="int8", output_zp=5),
+    AddCase(9, 9, 16, op="sub", activation="relu", output_zp=100),
 ]
 ETNAVIV_DEFAULT_ELEMENTWISE: list[ElementwiseCase] = [
     ElementwiseCase("relu", 28, 28, 32), ElementwiseCase("relu", 4, 4, 8, "int8"),

@@ -762,6 +762,9 @@ class AddCase:
     dtype: DType = "uint8"
     seed: int = 0
     op: Literal["add", "sub"] = "add"
+    # the output's zero point when given (its scale then holds the whole sum, as without an activation): a fused
+    # RELU then clamps inside the range instead of at its end, where the converter puts real 0
+    output_zp: int | None = None
 
     def __post_init__(self) -> None:
         if self.op not in ("add", "sub"):
@@ -783,6 +786,8 @@ class AddCase:
         parts = [head, f"in{self.in_h}x{self.in_w}x{self.in_c}"]
         if self.producers != "inputs":
             parts += [f"oc{self.channels_out}", f"k{self.kernel}"]
+        if self.output_zp is not None:
+            parts.append(f"ozp{self.output_zp}")
         return case_name(parts, self.dtype, self.activation, self.seed)
 
     def __str__(self) -> str:
@@ -825,7 +830,12 @@ class AddCase:
                 inputs.append(b)
             else:
                 b = add_conv(g, conv, x, conv_params(conv, rng, x_quant), "conv_b")
-        y = add_add(g, a, b, self.activation, self.op)
+        out_quant = None
+        if self.output_zp is not None:
+            qa, qb = g.quant(a), g.quant(b)
+            assert qa is not None and qb is not None
+            out_quant = QParams.make(float(qa.scale[0]) + float(qb.scale[0]), self.output_zp)
+        y = add_add(g, a, b, self.activation, self.op, out_quant=out_quant)
         return g.build(inputs, [y])
 
 

@@ -875,9 +875,10 @@ def _lower_add(st: _Lowering, op: Operation) -> None:
         raise LoweringError(f"{op.kind} with broadcasting not supported")
     if not (a.dtype == b.dtype == y.dtype):
         raise LoweringError(f"{op.kind} with mixed types")
-    act = op.options.get("activation", "NONE")
-    if act not in (None, "NONE") and not st.mesa_compat:
-        raise LoweringError(f"fused {act} on {op.kind} not supported (Mesa never programs it)")
+    # A fused RELU (or a RELU6 whose clamp the output range already makes) is TFLite's clamp of the quantized
+    # output at its zero point: the descriptor's relu bit, which clamps the requantized output of every NN job
+    # (docs/hardware/etnaviv-nn.md §3.1). Mesa accepts the activation and drops it: `--mesa-compat` does too.
+    relu = False if st.mesa_compat else _relu(op.options.get("activation", "NONE"), y)
     sub = op.kind == "SUB"
     v7 = st.chip.version == 7
     if v7 and sub and not st.mesa_compat:
@@ -895,7 +896,7 @@ def _lower_add(st: _Lowering, op: Operation) -> None:
     common = {"type": KIND_NN, "stride": 1, "input_tensor": ca.index, "input_tensor_1": cb.index,
               "input_count": 2, "output_tensor": out_index, "input_zero_point": a.zp, "input_scale": a.scale,
               "output_zero_point": y.zp, "output_scale": y.scale, "input_tensor_sizes": (a.size, b.size),
-              "output_tensor_size": y.size}
+              "output_tensor_size": y.size, "relu": relu}
     if v7:
         if st.mesa_compat:
             wscale = _f32(max(ratio, _f32(1.0)) / _f32(255.0))
