@@ -26,7 +26,7 @@ from typing import Any
 
 from teflon.etnaviv.chips import CHIPS
 from teflon.etnaviv.lower import MAX_CHANNEL_JOBS, MAX_V7_POOL_WEIGHTS, same_pads
-from teflon.etnaviv.pool_requant import pool_post_scale
+from teflon.etnaviv.pool_requant import mean_encoding, pool_post_scale
 from teflon.etnaviv.requant import RequantError
 from teflon.modelgen import (
     AddCase,
@@ -920,6 +920,50 @@ def etnaviv_pool_cpu_reason(case: PoolCase, device: str) -> str | None:
         return "v7 dense form over MAX_V7_POOL_WEIGHTS"
     try:
         pool_post_scale(kh * kw, case.dtype, version)
+    except RequantError as exc:
+        return str(exc)
+    return None
+
+
+# MEAN over H, W as a whole-plane unit-weight NN job (docs/hardware/etnaviv-pool.md): heads like the held-out models'
+# (ResNet50's 4x4x2048 without keep_dims, MobileNetV3's 5x5x960 and 4x4x576 with; input after a ReLU / hard-swish,
+# zero points at the type's lowest value, scales 2.9-3.4x smaller), uint8 / int8, keep_dims or not, with and
+# without a change of quantization, non-square, after a convolution; and the refusals: v7's dense-form limit, windows
+# over 15, TFLite's double rounding where its argument changes sign inside the output range (random zero points:
+# the best single rounding matches 87.6 % of a 2x2 int8 MEAN's sums, 98.1 % of the 4x4 nokeep one's)
+ETNAVIV_DEFAULT_MEAN: list[PoolCase] = [
+    PoolCase(4, 4, 2048, op="mean", dtype="int8", requant=True, requant_scale=0.59, keep_dims=False, input_zp=-128,
+             output_zp=-128),
+    PoolCase(5, 5, 960, op="mean", dtype="int8", requant=True, requant_scale=0.31, input_zp=-128, output_zp=-128),
+    PoolCase(4, 4, 576, op="mean", dtype="int8", requant=True, requant_scale=0.34, input_zp=-128, output_zp=-128),
+    PoolCase(4, 4, 128, op="mean", dtype="int8", requant=True, requant_scale=0.34, keep_dims=False, input_zp=-128,
+             output_zp=-128),
+    PoolCase(7, 7, 64, op="mean", dtype="int8", requant=True, requant_scale=0.3, input_zp=-128, output_zp=-128),
+    PoolCase(3, 3, 24, op="mean", dtype="int8", requant=True, keep_dims=False, input_zp=-128, output_zp=-128),
+    PoolCase(7, 7, 64, op="mean"), PoolCase(7, 7, 64, op="mean", requant=True, seed=1),
+    PoolCase(10, 10, 96, op="mean", requant=True, dtype="int8", seed=3),
+    PoolCase(6, 6, 40, op="mean", keep_dims=False, input_zp=0),
+    PoolCase(6, 6, 40, op="mean", requant=True, requant_scale=0.4, keep_dims=False, input_zp=0, output_zp=0),
+    PoolCase(3, 5, 24, op="mean", requant=True),
+    PoolCase(8, 8, 33, op="mean", requant=True, dtype="int8", after_conv=True, conv_kernel=1, seed=1),
+    PoolCase(4, 4, 128, op="mean", dtype="int8", requant=True, requant_scale=0.34, keep_dims=False),
+    PoolCase(2, 2, 32, op="mean", dtype="int8"), PoolCase(16, 16, 32, op="mean"),
+]
+
+
+def etnaviv_mean_cpu_reason(case: PoolCase, device: str) -> str | None:
+    """Why an etnaviv MEAN case stays on the CPU, or None (it must be delegated)."""
+    version = CHIPS[device].version
+    kh, kw = case.in_h, case.in_w
+    if kh > 15 or kw > 15:
+        return "window over the NN kernel's 15"
+    if version == 7 and kh != kw and max(kh, kw) > 3:
+        return "non-square window wider than 3 on v7"
+    if version == 7 and case.in_c * case.in_c * kh * kw > MAX_V7_POOL_WEIGHTS:
+        return "v7 dense form over MAX_V7_POOL_WEIGHTS"
+    (sx, zx), (sy, zy) = _mean_quant(case)
+    try:
+        mean_encoding(kh * kw, case.dtype, sx, zx, sy, zy, case.keep_dims, version)
     except RequantError as exc:
         return str(exc)
     return None

@@ -970,6 +970,11 @@ class PoolCase:
     requant: bool = False  # MEAN only: its own output scale and zero point (as real models' MEANs have)
     filter_w: int | None = None  # the window's width when it differs from its height (`filter`)
     requant_scale: float | None = None  # requant: output scale / input scale (None: drawn from 0.4-0.9)
+    keep_dims: bool = True  # MEAN only: False writes a (1, C) output (Keras' GlobalAveragePooling2D)
+    # MEAN only: the input's and (requant) the output's zero points instead of drawn ones (a head after a ReLU or
+    # hard-swish: both at the type's lowest value, as the converter writes them)
+    input_zp: int | None = None
+    output_zp: int | None = None
 
     @property
     def kernel_w(self) -> int:
@@ -986,6 +991,9 @@ class PoolCase:
             parts += [kernel, f"s{self.stride}", self.padding]
         if self.requant:
             parts.append("rq" if self.requant_scale is None else f"rq{self.requant_scale:g}")
+        if not self.keep_dims:
+            parts.append("nokeep")
+        parts += [f"{t}{v}" for t, v in (("izp", self.input_zp), ("ozp", self.output_zp)) if v is not None]
         parts.append(DTYPE_TOKEN[self.dtype])
         if self.seed:
             parts.append(f"seed{self.seed}")
@@ -1008,6 +1016,8 @@ class PoolCase:
         qmin, qmax = QRANGE[self.dtype]
         g = GraphBuilder(f"teflon.modelgen {self.name}")
         x_quant = QParams.make(float(_log_uniform(rng, 0.004, 0.05)), int(rng.integers(qmin, qmax + 1)))
+        if self.input_zp is not None:
+            x_quant = QParams.make(float(x_quant.scale[0]), self.input_zp)
         x = g.tensor("input", (1, self.in_h, self.in_w, self.in_c), self.dtype, x_quant)
         src = x
         if self.after_conv:
@@ -1016,9 +1026,10 @@ class PoolCase:
         if self.op == "mean":
             if self.requant:  # the mean's range is narrower than its input's: a smaller scale, another zero point
                 ratio = float(rng.uniform(0.4, 0.9)) if self.requant_scale is None else self.requant_scale
-                q = QParams.make(float(q.scale[0]) * ratio, int(rng.integers(qmin, qmax + 1)))
-            y = g.tensor("output", (1, 1, 1, self.in_c), self.dtype, q)
-            add_mean_hw(g, src, y, g.constant("axes", np.array([1, 2], np.int32)))
+                zp = int(rng.integers(qmin, qmax + 1))
+                q = QParams.make(float(q.scale[0]) * ratio, zp if self.output_zp is None else self.output_zp)
+            y = g.tensor("output", (1, 1, 1, self.in_c) if self.keep_dims else (1, self.in_c), self.dtype, q)
+            add_mean_hw(g, src, y, g.constant("axes", np.array([1, 2], np.int32)), self.keep_dims)
             return g.build([x], [y])
         oh = out_size(self.in_h, self.filter, self.stride, self.padding)
         ow = out_size(self.in_w, self.kernel_w, self.stride, self.padding)
@@ -1048,16 +1059,15 @@ def add_pool(g: GraphBuilder, op: Literal["max", "avg"], x: int, y: int, kh: int
     g.op(code, 2 if g.dtype(x) == "int8" else 1, [x], [y], BuiltinOptions.Pool2DOptions, options)
 
 
-def add_mean_hw(g: GraphBuilder, x: int, y: int, axes: int) -> None:
-    """Append a MEAN of `x` over the constant `axes` tensor, keep_dims, to the existing tensor `y`."""
+def add_mean_hw(g: GraphBuilder, x: int, y: int, axes: int, keep_dims: bool = True) -> None:
+    """Append a MEAN of `x` over the constant `axes` tensor (keep_dims unless told) to the existing tensor `y`."""
+    def options(fb: flatbuffers.Builder) -> int:
+        tflite.ReducerOptionsStart(fb)
+        tflite.ReducerOptionsAddKeepDims(fb, keep_dims)
+        return tflite.ReducerOptionsEnd(fb)
+
     g.op(BuiltinOperator.MEAN, 2 if g.dtype(x) == "int8" else 1, [x, axes], [y], BuiltinOptions.ReducerOptions,
-         _keep_dims)
-
-
-def _keep_dims(fb: flatbuffers.Builder) -> int:
-    tflite.ReducerOptionsStart(fb)
-    tflite.ReducerOptionsAddKeepDims(fb, True)
-    return tflite.ReducerOptionsEnd(fb)
+         options)
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -32,9 +32,9 @@ from .chips import Chip
 from .lower_unary import TABLE_OPS, claim_reason, is_table_binary, silu_only, table_plan
 from .nn import IMAGE_SIZE_MAX, DescriptorError, fc_factors, nn_geometry
 from .ops import KIND_NN, KIND_TP, TP_TYPES, EtnaOp
-from .pool_requant import pool_post_scale
+from .pool_requant import mean_encoding, pool_post_scale
 from .pwl_table import TableFit, fit_table
-from .requant import RequantError, conv_scale, post_scale
+from .requant import PostScale, RequantError, conv_scale, post_scale
 from .tiling import TilingError
 from .views import (
     PART_KINDS,
@@ -706,32 +706,41 @@ def _lower_avgpool(st: _Lowering, op: Operation) -> None:
     TFLite does (teflon.etnaviv.pool_requant; docs/hardware/etnaviv-pool.md). Windows without padding only (a
     padded window's count varies)."""
     x, y, kh, kw, sh, same = _read_pool(st, op, "not characterised")
-    if kh > 15 or kw > 15:
-        raise LoweringError(f"window {kh}x{kw} larger than the NN kernel's 15")
-    if st.chip.version == 7 and kh != kw and max(kh, kw) > 3:
-        # the v7 dense depthwise form's coefficient order is Mesa's square-kernel one (teflon.etnaviv.coefs_v7)
-        raise LoweringError(f"non-square {kh}x{kw} window wider than 3 on v7 (no known coefficient order)")
     pads = (*same_pads(x.h, kh, sh), *same_pads(x.w, kw, sh)) if same else (0, 0, 0, 0)
     if any(pads):
         raise LoweringError("AVERAGE_POOL_2D whose window reaches the padding (TFLite divides by the pixels inside, "
                             "one multiplier cannot)")
     if (x.h - kh) // sh + 1 != y.h or (x.w - kw) // sh + 1 != y.w:
         raise LoweringError(f"output shape {y.h}x{y.w} inconsistent with input {x.h}x{x.w} and window")
-    if st.chip.version == 7 and x.c * x.c * kh * kw > MAX_V7_POOL_WEIGHTS:
-        raise LoweringError(f"v7 has no depthwise form: {x.c} channels x {kh}x{kw} would be "
-                            f"{x.c * x.c * kh * kw} dense coefficients (limit {MAX_V7_POOL_WEIGHTS})")
     count = kh * kw
     try:
         ps = pool_post_scale(count, x.dtype, st.chip.version)
     except RequantError as exc:
         raise LoweringError(str(exc)) from None
+    _lower_unit_window(st, x, y, kh, kw, sh, 1, 0, ps, 0)
+
+
+def _lower_unit_window(st: _Lowering, x: _Act, y: _Act, kh: int, kw: int, stride: int, weight: int, bias: int,
+                       ps: PostScale, zero_point: int) -> None:
+    """An average over kh x kw windows (no padding) as a depthwise convolution whose every weight is `weight`: the
+    bias folds the input zero point so the accumulator holds weight·S + `bias` (S the raw window sum), the job's
+    real multiplier is `ps` (scales 1 and m give it exactly) and its output offset the raw value `zero_point`
+    (docs/hardware/etnaviv-pool.md)."""
+    if kh > 15 or kw > 15:
+        raise LoweringError(f"window {kh}x{kw} larger than the NN kernel's 15")
+    if st.chip.version == 7 and kh != kw and max(kh, kw) > 3:
+        # the v7 dense depthwise form's coefficient order is Mesa's square-kernel one (teflon.etnaviv.coefs_v7)
+        raise LoweringError(f"non-square {kh}x{kw} window wider than 3 on v7 (no known coefficient order)")
+    if st.chip.version == 7 and x.c * x.c * kh * kw > MAX_V7_POOL_WEIGHTS:
+        raise LoweringError(f"v7 has no depthwise form: {x.c} channels x {kh}x{kw} would be "
+                            f"{x.c * x.c * kh * kw} dense coefficients (limit {MAX_V7_POOL_WEIGHTS})")
     shift = _dtype_shift(x.dtype)
-    c = _Conv(x, y, np.ones((1, kh, kw, x.c), np.uint8), 0, 1.0, np.full(x.c, count * (x.zp - shift), np.int32),
-              kh, kw, sh, (0, 0, 0, 0), True, False)
-    # the job's real multiplier is the proven one (scales 1 and m give it exactly), its output offset the stored
-    # value of TFLite's 0 (the job computes TFLite's raw result, not a requantized one)
+    count = kh * kw
+    c = _Conv(x, y, np.full((1, kh, kw, x.c), weight, np.uint8), 0, 1.0,
+              np.full(x.c, weight * count * (x.zp - shift) + bias, np.int32), kh, kw, stride, (0, 0, 0, 0), True,
+              False)
     fields = {"input_scale": 1.0, "output_scale": 1.0, "weight_scale": ps.real(st.chip.version),
-              "output_zero_point": shift}
+              "output_zero_point": zero_point + shift}
     # Mesa has no pooling job to reproduce: `--mesa-compat` emits teflon's own jobs for the pool, as for the other
     # ops Mesa lacks (its convolution choices would give another job list for the same op)
     mesa_compat, st.mesa_compat = st.mesa_compat, False
@@ -739,6 +748,38 @@ def _lower_avgpool(st: _Lowering, op: Operation) -> None:
         lower_conv(st, c, fields)
     finally:
         st.mesa_compat = mesa_compat
+
+
+def _lower_mean(st: _Lowering, op: Operation) -> None:
+    """MEAN over H and W (keep_dims or not) as one whole-plane unit-weight window whose weight, multiplier, bias
+    and output offset are proven to round every reachable sum as TFLite's MEAN does (pool_requant.mean_encoding;
+    docs/hardware/etnaviv-pool.md)."""
+    g = st.graph
+    if len(op.inputs) != 2 or len(op.outputs) != 1:
+        raise LoweringError("unexpected number of inputs/outputs")
+    tx, taxes = g.tensors[op.inputs[0]], g.tensors[op.inputs[1]]
+    if taxes.data is None:
+        raise LoweringError("MEAN axes are not constant")
+    if len(tx.shape) != 4:
+        raise LoweringError(f"MEAN of a {len(tx.shape)}-D tensor (4-D only)")
+    axes = sorted({int(a) % 4 for a in np.asarray(taxes.data).reshape(-1)})
+    if axes != [1, 2]:
+        raise LoweringError(f"MEAN over axes {axes} (only over H and W, axes 1 and 2)")
+    x = _act(tx, "input")
+    y = _act(g.tensors[op.outputs[0]], "output")
+    rank = len(g.tensors[op.outputs[0]].shape)
+    if (y.h, y.w, y.c) != (1, 1, x.c) or rank not in (2, 4):
+        raise LoweringError(f"MEAN output shape {g.tensors[op.outputs[0]].shape} inconsistent with its input")
+    keep = rank == 4  # keep_dims (not among the option slots the delegate passes) is the output's rank
+    if x.dtype != y.dtype:
+        raise LoweringError("MEAN with different input and output types")
+    shift = _dtype_shift(x.dtype)
+    try:
+        enc = mean_encoding(x.h * x.w, x.dtype, float(x.scale), x.zp - shift, float(y.scale), y.zp - shift, keep,
+                            st.chip.version)
+    except RequantError as exc:
+        raise LoweringError(str(exc)) from None
+    _lower_unit_window(st, x, y, x.h, x.w, 1, enc.weight, enc.bias, enc.scale, enc.zero_point)
 
 
 # MAX_POOL_2D on the TP (docs/hardware/etnaviv-maxpool.md): windows up to 3x3 in one job (the vendor runs stride 1
@@ -1208,7 +1249,7 @@ def _lower_pad(st: _Lowering, op: Operation) -> None:
 
 
 _LOWER = {"CONV_2D": _lower_conv, "DEPTHWISE_CONV_2D": _lower_conv, "FULLY_CONNECTED": _lower_fc,
-          "AVERAGE_POOL_2D": _lower_avgpool, "MAX_POOL_2D": _lower_maxpool, "RESIZE_NEAREST_NEIGHBOR": _lower_resize,
+          "AVERAGE_POOL_2D": _lower_avgpool, "MEAN": _lower_mean, "MAX_POOL_2D": _lower_maxpool, "RESIZE_NEAREST_NEIGHBOR": _lower_resize,
           "ADD": _lower_add, "SUB": _lower_add, "PAD": _lower_pad, "PADV2": _lower_pad, "RELU": _lower_elementwise_tp,
           "ABS": _lower_elementwise_tp, "LOGISTIC": _lower_elementwise_tp} | dict.fromkeys(TABLE_OPS, _lower_table) \
     | dict.fromkeys((*PART_KINDS, *SLICE_KINDS), _lower_parts) \
@@ -1416,6 +1457,8 @@ def _claim_reason(op: Operation, chip: Chip, nn_jobs: int = 1) -> str:
         return f"{op.kind} runs as a two-input NN convolution"
     if op.kind == "AVERAGE_POOL_2D":
         return "AVERAGE_POOL_2D runs as a unit-weight depthwise NN job (TFLite's rounding, proven for its window)"
+    if op.kind == "MEAN":
+        return "MEAN runs as a whole-plane unit-weight depthwise NN job (TFLite's MEAN rounding, proven for its sums)"
     if op.kind == "MAX_POOL_2D":
         return "MAX_POOL_2D runs as TP max-pooling jobs (the vendor's TP pooling; 5x5 and 7x7 as cascades of 3x3)"
     if op.kind == "RESIZE_NEAREST_NEIGHBOR":
