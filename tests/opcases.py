@@ -1033,6 +1033,9 @@ ETNAVIV_DEFAULT_ELEMENTWISE: list[ElementwiseCase] = [
     ElementwiseCase("logistic", 14, 14, 32, "int8"), ElementwiseCase("pad", 28, 28, 16),
     ElementwiseCase("pad", 14, 14, 8, "int8", pads=(0, 2, 2, 0, 0, 0)), ElementwiseCase("pad", 7, 7, 3, pads=(1, 1, 1, 1, 0, 1)),
     ElementwiseCase("padv2", 28, 28, 24, "int8"), ElementwiseCase("padv2", 9, 7, 5, pads=(0, 2, 1, 0, 1, 2)),
+    # pads over 2 per side as a cascade of TP pad jobs: ResNet's 3x3 stem pad (int8 RGB), up to 6 and uneven
+    ElementwiseCase("pad", 32, 32, 3, "int8", pads=(3, 3, 3, 3, 0, 0)), ElementwiseCase("pad", 9, 11, 8, pads=(5, 1, 0, 6, 3, 0)),
+    ElementwiseCase("padv2", 10, 6, 4, "int8", pads=(4, 4, 2, 3, 0, 3)),
 ]
 # RESIZE_NEAREST_NEIGHBOR x2 as four TP copies (YOLOv5n's two upsamples: half-pixel centres, int8), odd and
 # one-column shapes

@@ -53,7 +53,8 @@ from .views import (
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 ELEMENTWISE_TP = {"RELU": "RELU", "ABS": "ABSOLUTE", "LOGISTIC": "LOGISTIC"}
 FC_MAX_INPUT = 1280  # Mesa refuses FC inputs of this many channels or more
-PAD_MAX = 2  # largest pad per side the TP pad job handles (Teflon's limit)
+PAD_MAX = 2  # largest pad per side one TP pad job handles (Mesa's limit; the z over-fetch fields hold 0..2 planes)
+PAD_JOBS_MAX = 3  # wider pads as a cascade of up to this many jobs, each padding at most PAD_MAX per side
 NHWC = "NHWC"
 PLANAR = "NCHW"  # Mesa's name for the planar channel-major layout
 
@@ -1203,8 +1204,9 @@ def _pad_amounts(g: Graph, op: Operation) -> np.ndarray:
     pads = np.concatenate([np.zeros((4 - pads.shape[0], 2), pads.dtype), pads])
     if pads[0].any():
         raise LoweringError("PAD of the batch dimension not supported")
-    if (pads < 0).any() or (pads > PAD_MAX).any():
-        raise LoweringError(f"PAD amounts {pads[1:].tolist()} outside 0..{PAD_MAX}")
+    if (pads < 0).any() or (pads > PAD_MAX * PAD_JOBS_MAX).any():
+        raise LoweringError(f"PAD amounts {pads[1:].tolist()} outside 0..{PAD_MAX * PAD_JOBS_MAX} ({PAD_JOBS_MAX} TP "
+                            f"jobs of at most {PAD_MAX} per side)")
     return pads
 
 
@@ -1238,12 +1240,25 @@ def _lower_pad(st: _Lowering, op: Operation) -> None:
             raise LoweringError("PADV2 of the channels in --mesa-compat (Mesa's TP pad drops z padding)")
     cx, lay = st.current(x)
     out_index, detr = st.output_for(y, lay)
-    # pad tuple as Mesa stores it: (x = TFLite H, y = W, z = C), before/after each
-    pad6 = tuple(int(v) for v in pads[1:].reshape(-1))
-    # PADV2: the padding reads as in_zp and the copy subtracts and adds the same value, so both zero points set to the
-    # stored constant pad with it and keep every input byte (docs/hardware/etnaviv-tp.md §5)
-    st.tp_job("PAD", cx, out_index, _replace_index(y, out_index), stride=1, pad=pad6, in_planar=lay == PLANAR,
-              input_zero_point=zp, output_zero_point=zp)
+    # a pad wider than PAD_MAX: jobs of at most PAD_MAX per side, each padding what is left with the same value (a
+    # pad of a pad with one constant is the wider pad)
+    left = pads[1:].copy()
+    while left.any():
+        step = np.minimum(left, PAD_MAX)
+        left -= step
+        if left.any():
+            grown = _Act(st.new_tensor(), cx.h + int(step[0].sum()), cx.w + int(step[1].sum()),
+                         cx.c + int(step[2].sum()), y.zp, y.scale, y.dtype)
+            dst, dst_index = grown, grown.index
+        else:
+            dst, dst_index = _replace_index(y, out_index), out_index
+        # pad tuple as Mesa stores it: (x = TFLite H, y = W, z = C), before/after each
+        pad6 = tuple(int(v) for v in step.reshape(-1))
+        # PADV2: the padding reads as in_zp and the copy subtracts and adds the same value, so both zero points set to
+        # the stored constant pad with it and keep every input byte (docs/hardware/etnaviv-tp.md §5)
+        st.tp_job("PAD", cx, dst_index, dst, stride=1, pad=pad6, in_planar=lay == PLANAR, input_zero_point=zp,
+                  output_zero_point=zp)
+        cx = dst
     if detr:
         st.detranspose(y, out_index)
 
