@@ -988,6 +988,8 @@ SLOW_ROCKET_FC: list[FcCase] = [
 ETNAVIV_DEFAULT_FC: list[FcCase] = [
     FcCase(64, 10), FcCase(120, 16, dtype="int8"), FcCase(256, 100), FcCase(1000, 128, activation="relu"),
     FcCase(1024, 32, dtype="int8"),
+    # inputs past Mesa's 1280 (ResNet50's 2048-wide head; the factorisation x, y <= 15 takes the volume)
+    FcCase(2048, 100, dtype="int8"), FcCase(1536, 40), FcCase(4096, 16, dtype="int8", activation="relu"),
 ]
 # int8 per-channel weights on etnaviv: a distinct scale per channel (one NN job each, up to MAX_CHANNEL_JOBS), runs
 # of equal scales (`scale_runs`: several channels per job, v7 phantom planes landing on the next job's channels),

@@ -52,7 +52,7 @@ from .views import (
 
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 ELEMENTWISE_TP = {"RELU": "RELU", "ABS": "ABSOLUTE", "LOGISTIC": "LOGISTIC"}
-FC_MAX_INPUT = 1280  # Mesa refuses FC inputs of this many channels or more
+FC_MAX_INPUT = 1280  # Mesa refuses FC inputs of this many channels or more (kept under --mesa-compat only)
 PAD_MAX = 2  # largest pad per side one TP pad job handles (Mesa's limit; the z over-fetch fields hold 0..2 planes)
 PAD_JOBS_MAX = 3  # wider pads as a cascade of up to this many jobs, each padding at most PAD_MAX per side
 NHWC = "NHWC"
@@ -870,7 +870,7 @@ def _lower_fc(st: _Lowering, op: Operation) -> None:
     if not (x.dtype == y.dtype == wt.dtype):
         raise LoweringError(f"mixed types (input {x.dtype}, weights {wt.dtype}, output {y.dtype})")
     n = x.size
-    if x.c >= FC_MAX_INPUT:
+    if x.c >= FC_MAX_INPUT and st.mesa_compat:
         raise LoweringError(f"FULLY_CONNECTED input of {x.c} channels (limit {FC_MAX_INPUT - 1})")
     if not st.mesa_compat and x.c > 1 and x.h * x.w > 1:
         raise LoweringError("FULLY_CONNECTED over a spatial input (planar order differs from TFLite's flatten)")
@@ -1243,7 +1243,9 @@ def _lower_pad(st: _Lowering, op: Operation) -> None:
     # a pad wider than PAD_MAX: jobs of at most PAD_MAX per side, each padding what is left with the same value (a
     # pad of a pad with one constant is the wider pad)
     left = pads[1:].copy()
-    while left.any():
+    first = True
+    while first or left.any():  # one job at least (a pad of nothing is a copy)
+        first = False
         step = np.minimum(left, PAD_MAX)
         left -= step
         if left.any():
