@@ -896,12 +896,22 @@ ETNAVIV_V8_KNOWN_CPU.append((lambda c: etnaviv_per_channel_jobs(c, "imx8mp") > M
 # (teflon.etnaviv.pool_requant). Padded windows, strides other than 1 and 2, windows over 15 and (v7) non-square
 # windows wider than 3 or dense forms over MAX_V7_POOL_WEIGHTS stay on the CPU with the reason.
 ETNAVIV_DEFAULT_POOL: list[PoolCase] = [c for c in DEFAULT_POOL if c.op == "avg"] + [
-    PoolCase(7, 7, 1024, filter=7, stride=1),  # MobileNetV1's head: dense on v7 (51 M coefficients) -> CPU there
+    PoolCase(7, 7, 1024, filter=7, stride=1),  # MobileNetV1's head: on v7 16 jobs of 64 channels (51 M coefficients dense)
     PoolCase(7, 7, 96, filter=7, stride=1, dtype="int8"),
     PoolCase(14, 14, 96, filter=14, stride=1),  # v7 uint8: n = 196 needs more than 15 fraction bits -> CPU there
     PoolCase(14, 14, 48, filter=14, stride=1, dtype="int8"),
     PoolCase(3, 3, 8, filter=3, stride=1, dtype="int8"),
+    # v7's channel runs reading a convolution's planar output; a channel count no run size divides: CPU on v7
+    PoolCase(4, 4, 1024, filter=4, stride=1, after_conv=True, conv_kernel=1),
+    PoolCase(7, 7, 1020, filter=7, stride=1, dtype="int8"),
 ]
+
+
+def _v7_dense_refused(case: PoolCase, version: int, kh: int, kw: int) -> bool:
+    """A v7 average over MAX_V7_POOL_WEIGHTS dense coefficients that is not split into channel runs (only a
+    whole-plane window of a multiple of the 8 cores is, lower.V7_POOL_GROUP)."""
+    over = version == 7 and case.in_c * case.in_c * kh * kw > MAX_V7_POOL_WEIGHTS
+    return over and ((kh, kw) != (case.in_h, case.in_w) or case.in_c % 8 != 0)
 
 
 def etnaviv_pool_cpu_reason(case: PoolCase, device: str) -> str | None:
@@ -916,7 +926,7 @@ def etnaviv_pool_cpu_reason(case: PoolCase, device: str) -> str | None:
         return "padded window (TFLite divides by the pixels inside)"
     if version == 7 and kh != kw and max(kh, kw) > 3:
         return "non-square window wider than 3 on v7"
-    if version == 7 and case.in_c * case.in_c * kh * kw > MAX_V7_POOL_WEIGHTS:
+    if _v7_dense_refused(case, version, kh, kw):
         return "v7 dense form over MAX_V7_POOL_WEIGHTS"
     try:
         pool_post_scale(kh * kw, case.dtype, version)
@@ -959,7 +969,7 @@ def etnaviv_mean_cpu_reason(case: PoolCase, device: str) -> str | None:
         return "window over the NN kernel's 15"
     if version == 7 and kh != kw and max(kh, kw) > 3:
         return "non-square window wider than 3 on v7"
-    if version == 7 and case.in_c * case.in_c * kh * kw > MAX_V7_POOL_WEIGHTS:
+    if _v7_dense_refused(case, version, kh, kw):
         return "v7 dense form over MAX_V7_POOL_WEIGHTS"
     (sx, zx), (sy, zy) = _mean_quant(case)
     try:

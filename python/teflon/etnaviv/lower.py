@@ -678,6 +678,9 @@ def lower_conv(st: _Lowering, c: _Conv, nn_fields: dict[str, Any] | None = None)
 # point): MobileNetV2's widest depthwise layer on a311d (960 channels, 3x3) is 8.3 M, and its compile and first
 # run already take most of a second (docs/hardware/etnaviv-sim.md).
 MAX_V7_POOL_WEIGHTS = 9_000_000
+# A whole-plane average (MEAN, a global pool) past that limit runs as one job per run of this many channels (a
+# multiple of the v7 core count, so no job writes phantom planes past its run): 64²·H·W coefficients each
+V7_POOL_GROUP = 64
 
 
 def _read_pool(st: _Lowering, op: Operation, no_activation: str) -> tuple[_Act, _Act, int, int, int, bool]:
@@ -732,21 +735,40 @@ def _lower_unit_window(st: _Lowering, x: _Act, y: _Act, kh: int, kw: int, stride
     if st.chip.version == 7 and kh != kw and max(kh, kw) > 3:
         # the v7 dense depthwise form's coefficient order is Mesa's square-kernel one (teflon.etnaviv.coefs_v7)
         raise LoweringError(f"non-square {kh}x{kw} window wider than 3 on v7 (no known coefficient order)")
+    groups = [(0, x.c)]
     if st.chip.version == 7 and x.c * x.c * kh * kw > MAX_V7_POOL_WEIGHTS:
-        raise LoweringError(f"v7 has no depthwise form: {x.c} channels x {kh}x{kw} would be "
-                            f"{x.c * x.c * kh * kw} dense coefficients (limit {MAX_V7_POOL_WEIGHTS})")
+        if (kh, kw) != (x.h, x.w) or x.c % st.chip.nn_core_count:
+            raise LoweringError(f"v7 has no depthwise form: {x.c} channels x {kh}x{kw} would be "
+                                f"{x.c * x.c * kh * kw} dense coefficients (limit {MAX_V7_POOL_WEIGHTS}; a "
+                                f"whole-plane window of a multiple of {st.chip.nn_core_count} channels is split)")
+        groups = [(c0, min(c0 + V7_POOL_GROUP, x.c)) for c0 in range(0, x.c, V7_POOL_GROUP)]
     shift = _dtype_shift(x.dtype)
     count = kh * kw
-    c = _Conv(x, y, np.full((1, kh, kw, x.c), weight, np.uint8), 0, 1.0,
-              np.full(x.c, weight * count * (x.zp - shift) + bias, np.int32), kh, kw, stride, (0, 0, 0, 0), True,
-              False)
     fields = {"input_scale": 1.0, "output_scale": 1.0, "weight_scale": ps.real(st.chip.version),
               "output_zero_point": zero_point + shift}
+    parts = [(x, y)]
+    if len(groups) > 1:
+        # one job per run of channels: planar channel planes are consecutive, so a run's input is a byte range of
+        # the planar input and its 1x1 output a byte range of the output (views, as a concatenation's parts)
+        xin = st.planar_input(x)
+        holder, _ = st.output_for(y, PLANAR)  # a 1x1 map: planar and NHWC are the same bytes
+        parts = []
+        for c0, c1 in groups:
+            tin, tout = st.new_tensor(), st.new_tensor()
+            st.view(tin, xin.index, c0 * x.h * x.w, xin.size)
+            st.layout[tin] = PLANAR
+            st.view(tout, holder, c0, y.size)
+            parts.append((_Act(tin, x.h, x.w, c1 - c0, x.zp, x.scale, x.dtype),
+                          _Act(tout, 1, 1, c1 - c0, y.zp, y.scale, y.dtype)))
     # Mesa has no pooling job to reproduce: `--mesa-compat` emits teflon's own jobs for the pool, as for the other
     # ops Mesa lacks (its convolution choices would give another job list for the same op)
     mesa_compat, st.mesa_compat = st.mesa_compat, False
     try:
-        lower_conv(st, c, fields)
+        for xa, ya in parts:
+            c = _Conv(xa, ya, np.full((1, kh, kw, xa.c), weight, np.uint8), 0, 1.0,
+                      np.full(xa.c, weight * count * (x.zp - shift) + bias, np.int32), kh, kw, stride, (0, 0, 0, 0),
+                      True, False)
+            lower_conv(st, c, fields)
     finally:
         st.mesa_compat = mesa_compat
 
