@@ -914,17 +914,25 @@ def _v7_dense_refused(case: PoolCase, version: int, kh: int, kw: int) -> bool:
     return over and ((kh, kw) != (case.in_h, case.in_w) or case.in_c % 8 != 0)
 
 
+def _wide_window_refused(case: PoolCase, version: int, kh: int, kw: int) -> bool:
+    """A window over the NN kernel's 15 not taken as the FC job over the whole plane (lower._lower_unit_window:
+    whole-plane windows only, on v8 within MAX_V7_POOL_WEIGHTS dense coefficients)."""
+    if (kh, kw) != (case.in_h, case.in_w) or case.stride not in (1, 2):
+        return True
+    return version == 8 and case.in_c * case.in_c * kh * kw > MAX_V7_POOL_WEIGHTS
+
+
 def etnaviv_pool_cpu_reason(case: PoolCase, device: str) -> str | None:
     """Why an etnaviv AVERAGE_POOL_2D case stays on the CPU, or None (it must be delegated)."""
     version = CHIPS[device].version
     kh, kw = case.filter, case.kernel_w
     if case.stride not in (1, 2):
         return "stride other than 1 or 2"
-    if kh > 15 or kw > 15:
+    if (kh > 15 or kw > 15) and _wide_window_refused(case, version, kh, kw):
         return "window over the NN kernel's 15"
     if case.padding == "same" and any((*same_pads(case.in_h, kh, case.stride), *same_pads(case.in_w, kw, case.stride))):
         return "padded window (TFLite divides by the pixels inside)"
-    if version == 7 and kh != kw and max(kh, kw) > 3:
+    if version == 7 and kh != kw and max(kh, kw) > 3 and (kh, kw) != (case.in_h, case.in_w):
         return "non-square window wider than 3 on v7"
     if _v7_dense_refused(case, version, kh, kw):
         return "v7 dense form over MAX_V7_POOL_WEIGHTS"
@@ -957,7 +965,11 @@ ETNAVIV_DEFAULT_MEAN: list[PoolCase] = [
     PoolCase(3, 5, 24, op="mean", requant=True),
     PoolCase(8, 8, 33, op="mean", requant=True, dtype="int8", after_conv=True, conv_kernel=1, seed=1),
     PoolCase(4, 4, 128, op="mean", dtype="int8", requant=True, requant_scale=0.34, keep_dims=False),
-    PoolCase(2, 2, 32, op="mean", dtype="int8"), PoolCase(16, 16, 32, op="mean"),
+    PoolCase(2, 2, 32, op="mean", dtype="int8"),
+    # planes wider than the NN kernel's 15 as the FC job over the whole plane (movenet's 16x16 head)
+    PoolCase(16, 16, 32, op="mean"), PoolCase(16, 16, 64, op="mean", dtype="int8", requant=True, requant_scale=0.3,
+                                                input_zp=-128, output_zp=-128),
+    PoolCase(8, 20, 24, op="mean", requant=True),
 ]
 
 
@@ -965,10 +977,8 @@ def etnaviv_mean_cpu_reason(case: PoolCase, device: str) -> str | None:
     """Why an etnaviv MEAN case stays on the CPU, or None (it must be delegated)."""
     version = CHIPS[device].version
     kh, kw = case.in_h, case.in_w
-    if kh > 15 or kw > 15:
+    if (kh > 15 or kw > 15) and _wide_window_refused(case, version, kh, kw):
         return "window over the NN kernel's 15"
-    if version == 7 and kh != kw and max(kh, kw) > 3:
-        return "non-square window wider than 3 on v7"
     if _v7_dense_refused(case, version, kh, kw):
         return "v7 dense form over MAX_V7_POOL_WEIGHTS"
     (sx, zx), (sy, zy) = _mean_quant(case)

@@ -730,11 +730,19 @@ def _lower_unit_window(st: _Lowering, x: _Act, y: _Act, kh: int, kw: int, stride
     bias folds the input zero point so the accumulator holds weight·S + `bias` (S the raw window sum), the job's
     real multiplier is `ps` (scales 1 and m give it exactly) and its output offset the raw value `zero_point`
     (docs/hardware/etnaviv-pool.md)."""
-    if kh > 15 or kw > 15:
+    whole = (kh, kw) == (x.h, x.w) and x.h * x.w > 1
+    # a whole-plane window wider than the NN kernel's 15 as the FC job over the planar input (the v7 path of every
+    # whole-plane window, _lower_conv_as_fc; its kernel volume is factorised, x, y <= 15)
+    as_fc = whole and (kh > 15 or kw > 15)
+    if (kh > 15 or kw > 15) and not as_fc:
         raise LoweringError(f"window {kh}x{kw} larger than the NN kernel's 15")
-    if st.chip.version == 7 and kh != kw and max(kh, kw) > 3:
-        # the v7 dense depthwise form's coefficient order is Mesa's square-kernel one (teflon.etnaviv.coefs_v7)
+    if st.chip.version == 7 and kh != kw and max(kh, kw) > 3 and not whole:
+        # the v7 dense depthwise form's coefficient order is Mesa's square-kernel one (teflon.etnaviv.coefs_v7); a
+        # whole-plane window is the FC job over the planar input, whose equal weights have no order to get wrong
         raise LoweringError(f"non-square {kh}x{kw} window wider than 3 on v7 (no known coefficient order)")
+    if as_fc and st.chip.version == 8 and x.c * x.c * kh * kw > MAX_V7_POOL_WEIGHTS:
+        raise LoweringError(f"window {kh}x{kw} larger than the NN kernel's 15, and its FC form over {x.c} channels "
+                            f"would be {x.c * x.c * kh * kw} dense coefficients (limit {MAX_V7_POOL_WEIGHTS})")
     groups = [(0, x.c)]
     if st.chip.version == 7 and x.c * x.c * kh * kw > MAX_V7_POOL_WEIGHTS:
         if (kh, kw) != (x.h, x.w) or x.c % st.chip.nn_core_count:
@@ -768,7 +776,10 @@ def _lower_unit_window(st: _Lowering, x: _Act, y: _Act, kh: int, kw: int, stride
             c = _Conv(xa, ya, np.full((1, kh, kw, xa.c), weight, np.uint8), 0, 1.0,
                       np.full(xa.c, weight * count * (x.zp - shift) + bias, np.int32), kh, kw, stride, (0, 0, 0, 0),
                       True, False)
-            lower_conv(st, c, fields)
+            if as_fc:
+                _lower_conv_as_fc(st, c, fields)
+            else:
+                lower_conv(st, c, fields)
     finally:
         st.mesa_compat = mesa_compat
 
