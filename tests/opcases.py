@@ -904,6 +904,7 @@ ETNAVIV_DEFAULT_POOL: list[PoolCase] = [c for c in DEFAULT_POOL if c.op == "avg"
     # v7's channel runs reading a convolution's planar output; a channel count no run size divides: CPU on v7
     PoolCase(4, 4, 1024, filter=4, stride=1, after_conv=True, conv_kernel=1),
     PoolCase(7, 7, 1020, filter=7, stride=1, dtype="int8"),
+    PoolCase(16, 16, 24, filter=16, stride=16),  # DeepLab's image pooling: one window, its stride never applies
 ]
 
 
@@ -917,7 +918,7 @@ def _v7_dense_refused(case: PoolCase, version: int, kh: int, kw: int) -> bool:
 def _wide_window_refused(case: PoolCase, version: int, kh: int, kw: int) -> bool:
     """A window over the NN kernel's 15 not taken as the FC job over the whole plane (lower._lower_unit_window:
     whole-plane windows only, on v8 within MAX_V7_POOL_WEIGHTS dense coefficients)."""
-    if (kh, kw) != (case.in_h, case.in_w) or case.stride not in (1, 2):
+    if (kh, kw) != (case.in_h, case.in_w):
         return True
     return version == 8 and case.in_c * case.in_c * kh * kw > MAX_V7_POOL_WEIGHTS
 
@@ -926,7 +927,7 @@ def etnaviv_pool_cpu_reason(case: PoolCase, device: str) -> str | None:
     """Why an etnaviv AVERAGE_POOL_2D case stays on the CPU, or None (it must be delegated)."""
     version = CHIPS[device].version
     kh, kw = case.filter, case.kernel_w
-    if case.stride not in (1, 2):
+    if case.stride not in (1, 2) and ((kh, kw) != (case.in_h, case.in_w) or case.padding == "same"):
         return "stride other than 1 or 2"
     if (kh > 15 or kw > 15) and _wide_window_refused(case, version, kh, kw):
         return "window over the NN kernel's 15"
@@ -1064,6 +1065,8 @@ ETNAVIV_DEFAULT_ELEMENTWISE: list[ElementwiseCase] = [
 ETNAVIV_DEFAULT_RESIZE: list[ElementwiseCase] = [
     ElementwiseCase("resize", 20, 20, 128, "int8", half_pixel=True), ElementwiseCase("resize", 7, 9, 3),
     ElementwiseCase("resize", 5, 1, 4, "int8"), ElementwiseCase("resize", 1, 6, 1),
+    # larger powers of two as x2 steps: DeepLab's image-pooling broadcast 1x1 -> 16x16, x4 with half-pixel centres
+    ElementwiseCase("resize", 1, 1, 32, factor=16), ElementwiseCase("resize", 3, 5, 8, "int8", half_pixel=True, factor=4),
 ]
 # MAX_POOL_2D as TP max-pooling jobs: ShuffleNet's 3x3 s2 VALID stem pool, YOLOv5n's 5x5 s1 SAME SPPF pools (a
 # cascade of two 3x3 jobs), 7x7 (three), 2x2 / 3x3 at stride 1 and 2, SAME and VALID, non-square, wide rows (one-row

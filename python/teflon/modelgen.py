@@ -1128,7 +1128,7 @@ class FcCase:
 
 @dataclass(frozen=True)
 class ElementwiseCase:
-    """One RELU, LOGISTIC, PAD or RESIZE_NEAREST_NEIGHBOR (x2, "resize") of an (1, H, W, C) tensor. LOGISTIC's
+    """One RELU, LOGISTIC, PAD or RESIZE_NEAREST_NEIGHBOR (x`factor`, "resize") of an (1, H, W, C) tensor. LOGISTIC's
     output is quantized as TFLite requires (scale 1/256, zero point qmin); RELU keeps the input quantization unless
     `requant` draws another output scale; PAD keeps it and pads with `pads` = (top, bottom, left, right, front, back)
     in H, W, C (PADV2, "padv2": with the type's lowest value, as exports write the padding of a max pool); the
@@ -1143,6 +1143,7 @@ class ElementwiseCase:
     requant: bool = False
     seed: int = 0
     half_pixel: bool = False
+    factor: int = 2  # resize: the scale in H and W
 
     @property
     def name(self) -> str:
@@ -1150,7 +1151,7 @@ class ElementwiseCase:
         if self.op in ("pad", "padv2"):
             parts.append("p" + "".join(str(p) for p in self.pads))
         if self.op == "resize":
-            parts.append("x2-hp" if self.half_pixel else "x2")
+            parts.append(f"x{self.factor}-hp" if self.half_pixel else f"x{self.factor}")
         if self.requant:
             parts.append("rq")
         return case_name(parts, self.dtype, "none", self.seed)
@@ -1165,7 +1166,7 @@ class ElementwiseCase:
     @property
     def output_shape(self) -> tuple[int, int, int, int]:
         if self.op == "resize":
-            return (1, 2 * self.in_h, 2 * self.in_w, self.in_c)
+            return (1, self.factor * self.in_h, self.factor * self.in_w, self.in_c)
         if self.op != "pad":
             return (1, self.in_h, self.in_w, self.in_c)
         t, b, left, r, f, k = self.pads

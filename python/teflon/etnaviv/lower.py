@@ -699,6 +699,8 @@ def _read_pool(st: _Lowering, op: Operation, no_activation: str) -> tuple[_Act, 
         raise LoweringError(f"{op.kind} with a fused {o.get('activation')} ({no_activation})")
     kh, kw = int(o["filter_h"]), int(o["filter_w"])
     sh, sw = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
+    if (kh, kw) == (x.h, x.w) and (y.h, y.w) == (1, 1) and o.get("padding") != "SAME":
+        sh = sw = 1  # one window over the whole plane: its stride never applies
     if sh != sw or sh not in (1, 2):
         raise LoweringError(f"stride {sh}x{sw} (1 or 2, equal)")
     return x, y, kh, kw, sh, o.get("padding") == "SAME"
@@ -859,9 +861,12 @@ def _lower_maxpool(st: _Lowering, op: Operation) -> None:
         st.detranspose(y, out_index)
 
 
+RESIZE_FACTORS = (2, 4, 8, 16)  # nearest-neighbour factors run as x2 steps of four TP copies each
+
+
 def _lower_resize(st: _Lowering, op: Operation) -> None:
-    """RESIZE_NEAREST_NEIGHBOR by exactly 2 in H and W: four TP copies, each writing every input pixel to one
-    position of its output 2x2 block (any layout; byte-exact)."""
+    """RESIZE_NEAREST_NEIGHBOR by 2 in H and W: four TP copies, each writing every input pixel to one position of its
+    output 2x2 block (any layout; byte-exact); by 4, 8 or 16 as that many x2 steps."""
     if len(op.inputs) != 2 or len(op.outputs) != 1:
         raise LoweringError("unexpected number of inputs/outputs")
     o = op.options
@@ -874,17 +879,26 @@ def _lower_resize(st: _Lowering, op: Operation) -> None:
     size = st.graph.tensors[op.inputs[1]]
     if size.data is None or [int(v) for v in np.asarray(size.data).ravel()] != [y.h, y.w]:
         raise LoweringError("RESIZE_NEAREST_NEIGHBOR needs a constant size equal to the output's H, W")
-    if (y.h, y.w, y.c) != (2 * x.h, 2 * x.w, x.c):
-        raise LoweringError(f"resize {x.h}x{x.w} -> {y.h}x{y.w}: only a factor of exactly 2 in H and W runs on the TP")
+    f = y.h // x.h
+    if (y.h, y.w, y.c) != (f * x.h, f * x.w, x.c) or f not in RESIZE_FACTORS:
+        raise LoweringError(f"resize {x.h}x{x.w} -> {y.h}x{y.w}: only the same factor of 2, 4, 8 or 16 in H and W "
+                            "runs on the TP (x2 steps)")
     if x.dtype != y.dtype or x.zp != y.zp or np.float32(x.scale) != np.float32(y.scale):
         raise LoweringError("RESIZE_NEAREST_NEIGHBOR with different input and output quantization")
     # with a factor of 2 both TFLite source rules (floor(o / 2) and, with half-pixel centres, floor((o + 0.5) / 2))
-    # give o // 2: output pixel (2h + a, 2w + b) is input pixel (h, w)
+    # give o // 2: output pixel (2h + a, 2w + b) is input pixel (h, w). A factor 2^k is k such steps: both rules
+    # give o // 2^k, and nested floors of halvings are that floor.
     cx, lay = st.current(x)
     out_index, detr = st.output_for(y, lay)
-    for phase in range(4):
-        st.tp_job("UPSAMPLE", cx, out_index, _replace_index(y, out_index), stride=2, phase=phase,
-                  in_planar=lay == PLANAR)
+    while True:
+        last = cx.h * 2 == y.h
+        dst = _replace_index(y, out_index) if last else _Act(st.new_tensor(), 2 * cx.h, 2 * cx.w, cx.c, cx.zp,
+                                                             cx.scale, cx.dtype)
+        for phase in range(4):
+            st.tp_job("UPSAMPLE", cx, dst.index, dst, stride=2, phase=phase, in_planar=lay == PLANAR)
+        if last:
+            break
+        cx = dst
     if detr:
         st.detranspose(y, out_index)
 
@@ -1512,7 +1526,8 @@ def _claim_reason(op: Operation, chip: Chip, nn_jobs: int = 1) -> str:
     if op.kind == "MAX_POOL_2D":
         return "MAX_POOL_2D runs as TP max-pooling jobs (the vendor's TP pooling; 5x5 and 7x7 as cascades of 3x3)"
     if op.kind == "RESIZE_NEAREST_NEIGHBOR":
-        return "RESIZE_NEAREST_NEIGHBOR x2 runs as four TP copies, one per pixel of each output 2x2 block"
+        return ("RESIZE_NEAREST_NEIGHBOR runs as four TP copies per x2 step, one per pixel of each output 2x2 "
+                "block")
     if op.kind in SLICE_KINDS:
         return f"{op.kind} in place: the kept channels are a plane range of the input's buffer"
     if op.kind in PART_KINDS:
