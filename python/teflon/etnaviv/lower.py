@@ -1272,6 +1272,8 @@ def _pad_value(g: Graph, op: Operation, y: _Act) -> int:
 def _lower_pad(st: _Lowering, op: Operation) -> None:
     g = st.graph
     pads = _pad_amounts(g, op)
+    if st.mesa_compat and (pads > PAD_MAX).any():
+        raise LoweringError(f"PAD amounts {pads[1:].tolist()} outside 0..{PAD_MAX} (Mesa's limit, --mesa-compat)")
     x = _act(g.tensors[op.inputs[0]], "input")
     y = _act(g.tensors[op.outputs[0]], "output")
     if (y.h, y.w, y.c) != (x.h + pads[1].sum(), x.w + pads[2].sum(), x.c + pads[3].sum()):
