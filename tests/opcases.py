@@ -26,7 +26,7 @@ from typing import Any
 
 from teflon.etnaviv.chips import CHIPS
 from teflon.etnaviv.lower import MAX_CHANNEL_JOBS, MAX_V7_POOL_WEIGHTS, same_pads
-from teflon.etnaviv.pool_requant import mean_encoding, pool_post_scale
+from teflon.etnaviv.pool_requant import average_encoding, mean_encoding, pool_post_scale
 from teflon.etnaviv.requant import RequantError
 from teflon.modelgen import (
     AddCase,
@@ -898,13 +898,16 @@ ETNAVIV_V8_KNOWN_CPU.append((lambda c: etnaviv_per_channel_jobs(c, "imx8mp") > M
 ETNAVIV_DEFAULT_POOL: list[PoolCase] = [c for c in DEFAULT_POOL if c.op == "avg"] + [
     PoolCase(7, 7, 1024, filter=7, stride=1),  # MobileNetV1's head: on v7 16 jobs of 64 channels (51 M coefficients dense)
     PoolCase(7, 7, 96, filter=7, stride=1, dtype="int8"),
-    PoolCase(14, 14, 96, filter=14, stride=1),  # v7 uint8: n = 196 needs more than 15 fraction bits -> CPU there
+    PoolCase(14, 14, 96, filter=14, stride=1),  # v7 uint8: n = 196 needs the bias (pool_requant.average_encoding)
     PoolCase(14, 14, 48, filter=14, stride=1, dtype="int8"),
     PoolCase(3, 3, 8, filter=3, stride=1, dtype="int8"),
     # v7's channel runs reading a convolution's planar output; a channel count no run size divides: CPU on v7
     PoolCase(4, 4, 1024, filter=4, stride=1, after_conv=True, conv_kernel=1),
     PoolCase(7, 7, 1020, filter=7, stride=1, dtype="int8"),
     PoolCase(16, 16, 24, filter=16, stride=16),  # DeepLab's image pooling: one window, its stride never applies
+    # whole planes past 15 as the FC job: v7 int8 28x28 with weight 13; 56x56 int8 has no v7 encoding (CPU there)
+    PoolCase(28, 28, 16, filter=28, stride=1, dtype="int8"), PoolCase(56, 56, 8, filter=56, stride=1, dtype="int8"),
+    PoolCase(56, 56, 16, filter=56, stride=1),  # MobileNetV3-small's first squeeze-excite pool
 ]
 
 
@@ -940,7 +943,8 @@ def etnaviv_pool_cpu_reason(case: PoolCase, device: str) -> str | None:
     try:
         pool_post_scale(kh * kw, case.dtype, version)
     except RequantError as exc:
-        return str(exc)
+        if average_encoding(kh * kw, case.dtype, version) is None:
+            return str(exc)
     return None
 
 

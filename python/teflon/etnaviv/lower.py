@@ -32,7 +32,7 @@ from .chips import Chip
 from .lower_unary import TABLE_OPS, claim_reason, is_table_binary, silu_only, table_plan
 from .nn import IMAGE_SIZE_MAX, DescriptorError, fc_factors, nn_geometry
 from .ops import KIND_NN, KIND_TP, TP_TYPES, EtnaOp
-from .pool_requant import mean_encoding, pool_post_scale
+from .pool_requant import average_encoding, mean_encoding, pool_post_scale
 from .pwl_table import TableFit, fit_table
 from .requant import PostScale, RequantError, conv_scale, post_scale
 from .tiling import TilingError
@@ -722,7 +722,12 @@ def _lower_avgpool(st: _Lowering, op: Operation) -> None:
     try:
         ps = pool_post_scale(count, x.dtype, st.chip.version)
     except RequantError as exc:
-        raise LoweringError(str(exc)) from None
+        # a weight, bias and output offset may still round every sum as TFLite does (as for a MEAN)
+        enc = average_encoding(count, x.dtype, st.chip.version)
+        if enc is None:
+            raise LoweringError(f"{exc}; no weight, bias and output offset does either") from None
+        _lower_unit_window(st, x, y, kh, kw, sh, enc.weight, enc.bias, enc.scale, enc.zero_point)
+        return
     _lower_unit_window(st, x, y, kh, kw, sh, 1, 0, ps, 0)
 
 

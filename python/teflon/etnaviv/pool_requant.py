@@ -99,6 +99,7 @@ def _bias_bounds(sums: np.ndarray, want: np.ndarray, g: int, m: int, s: int, z: 
 # bias's steps g times finer), multipliers around the nearest encodable one (steps of the last fraction bit),
 # output zero points around the natural one; exact first, else the best share.
 MEAN_MAX_WEIGHT = 16
+MEAN_PROBE = 8192  # sums checked first when there are more (window sums of over 32 values)
 MEAN_NEAREST_WEIGHTS = 4  # the inexact search (a sort of every sum per candidate) tries the first few weights only
 MEAN_MULTIPLIER_STEPS = (0, 1, -1, 2, -2)
 MEAN_ZERO_POINT_STEPS = (0, 1, -1)
@@ -117,38 +118,62 @@ def mean_encoding(n: int, dtype: str, sx: float, zx: int, sy: float, zy: int, ke
     sums = np.arange(lo * n, hi * n + 1, dtype=np.int64)
     want = tflite_mean(sums, n, dtype, sx, zx, sy, zy, keep_dims)
     ratio = float(np.float32(sx)) / (n * float(np.float32(sy)))
-    frac = 1 << (15 if version == 7 else 23)
     # the zero point at which TFLite's own rounding is centred: the sum's (keep_dims) or sum - n·zx's
     if keep_dims:
         z0 = int(zy) - round_half_away(float(np.float32(np.float32(zx) * np.float32(sx) / np.float32(sy))))
     else:
         z0 = int(zy)
-    zs = list(dict.fromkeys(int(np.clip(z + d, lo, hi)) for z in (z0, int(zy)) for d in MEAN_ZERO_POINT_STEPS))
+    best = _unit_window_search(sums, want, ratio, dtype, version, (z0, int(zy)), 0 if keep_dims else -n * int(zx))
+    assert best is not None
+    off = int(np.abs(npu_mean(sums, best, dtype, version) - want).max())
+    if best.exact == 1.0 or (best.exact >= MEAN_MIN_SHARE and off <= 1):
+        return best
+    raise RequantError(f"no v{version} weight, multiplier and bias round an {n}-value MEAN as TFLite does on "
+                       f"{MEAN_MIN_SHARE:.1%} of the sums within 1 step (best {best.exact:.2%}, up to {off} off)")
+
+
+@cache
+def average_encoding(n: int, dtype: str, version: int) -> MeanEncoding | None:
+    """An n-value AVERAGE_POOL_2D whose multiplier alone cannot round as TFLite does (pool_post_scale) may still with a
+    weight, bias and output offset found as for a MEAN: the exact one, or None."""
+    lo, hi = RAW_RANGE[dtype]
+    sums = np.arange(lo * n, hi * n + 1, dtype=np.int64)
+    best = _unit_window_search(sums, tflite_average(sums, n, dtype), 1 / n, dtype, version, (0,), 0, nearest=False)
+    return best if best is not None and best.exact == 1.0 else None
+
+
+def _unit_window_search(sums: np.ndarray, want: np.ndarray, ratio: float, dtype: str, version: int,
+                        z_centres: tuple[int, ...], bias_centre: int, nearest: bool = True) -> MeanEncoding | None:
+    """The first (weight, multiplier, zero point) whose bias intervals over every sum meet (bias: the one nearest
+    `bias_centre`), else (`nearest`) the encoding equal to `want` on the most sums (its `exact` < 1), else None."""
+    lo, hi = RAW_RANGE[dtype]
+    frac = 1 << (15 if version == 7 else 23)
+    zs = list(dict.fromkeys(int(np.clip(z + d, lo, hi)) for z in z_centres for d in MEAN_ZERO_POINT_STEPS))
+    probe = slice(None, None, max(1, len(sums) // MEAN_PROBE))
     best: MeanEncoding | None = None
     for g in range(1, MEAN_MAX_WEIGHT + 1):
         try:
             m0, s = post_scale(ratio / g, version, nearest=True).integer(version)
         except RequantError as exc:
-            raise RequantError(f"MEAN multiplier: {exc}") from None
+            raise RequantError(f"average multiplier: {exc}") from None
         for dm in MEAN_MULTIPLIER_STEPS:
             m = m0 + dm
             if not frac <= m < 2 * frac:
                 continue
             ps = PostScale(m - frac, s - (0 if version == 7 else 23))
             for z in zs:
+                if len(sums) > MEAN_PROBE and not (nearest and g <= MEAN_NEAREST_WEIGHTS):
+                    # a necessary condition first, on every k-th sum (most candidates fail it)
+                    p_lo, p_hi = _bias_bounds(sums[probe], want[probe], g, m, s, z, dtype)
+                    if p_lo.max() > p_hi.min():
+                        continue
                 b_lo, b_hi = _bias_bounds(sums, want, g, m, s, z, dtype)
                 lo_b, hi_b = int(b_lo.max()), int(b_hi.min())
                 if lo_b <= hi_b:
-                    centre = -g * n * int(zx) if not keep_dims else 0
-                    return MeanEncoding(g, ps, int(np.clip(centre, lo_b, hi_b)), z)
-                if g > MEAN_NEAREST_WEIGHTS:
+                    return MeanEncoding(g, ps, int(np.clip(g * bias_centre, lo_b, hi_b)), z)
+                if not nearest or g > MEAN_NEAREST_WEIGHTS:
                     continue
                 b, served = best_bias(b_lo, b_hi)
                 if best is None or served > best.exact * len(sums):
                     best = MeanEncoding(g, ps, b, z, served / len(sums))
-    assert best is not None
-    off = int(np.abs(npu_mean(sums, best, dtype, version) - want).max())
-    if best.exact >= MEAN_MIN_SHARE and off <= 1:
-        return best
-    raise RequantError(f"no v{version} weight, multiplier and bias round an {n}-value MEAN as TFLite does on "
-                       f"{MEAN_MIN_SHARE:.1%} of the sums within 1 step (best {best.exact:.2%}, up to {off} off)")
+    return best
