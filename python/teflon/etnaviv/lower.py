@@ -1482,7 +1482,7 @@ def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:
 
 # Single-map jobs with no weights worth moving to the NPU: alone between CPU nodes each would be a partition of its
 # own, paying the layout conversions and a CPU <-> NPU round trip for less work than the CPU does in place.
-_CHEAP_KINDS = frozenset(("AVERAGE_POOL_2D", "MAX_POOL_2D", "RESIZE_NEAREST_NEIGHBOR", "ADD", "SUB", "RELU", "ABS",
+_CHEAP_KINDS = frozenset(("AVERAGE_POOL_2D", "MEAN", "MAX_POOL_2D", "RESIZE_NEAREST_NEIGHBOR", "ADD", "SUB", "RELU", "ABS",
                           "LOGISTIC", "PAD", "PADV2", *TABLE_OPS))
 
 
