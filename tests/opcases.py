@@ -26,7 +26,7 @@ from typing import Any
 
 from teflon.etnaviv.chips import CHIPS
 from teflon.etnaviv.lower import MAX_CHANNEL_JOBS, MAX_V7_POOL_WEIGHTS, same_pads
-from teflon.etnaviv.pool_requant import pool_post_scale
+from teflon.etnaviv.pool_requant import average_encoding, mean_encoding, pool_post_scale
 from teflon.etnaviv.requant import RequantError
 from teflon.modelgen import (
     AddCase,
@@ -911,30 +911,99 @@ ETNAVIV_V8_KNOWN_CPU.append((lambda c: etnaviv_per_channel_jobs(c, "imx8mp") > M
 # (teflon.etnaviv.pool_requant). Padded windows, strides other than 1 and 2, windows over 15 and (v7) non-square
 # windows wider than 3 or dense forms over MAX_V7_POOL_WEIGHTS stay on the CPU with the reason.
 ETNAVIV_DEFAULT_POOL: list[PoolCase] = [c for c in DEFAULT_POOL if c.op == "avg"] + [
-    PoolCase(7, 7, 1024, filter=7, stride=1),  # MobileNetV1's head: dense on v7 (51 M coefficients) -> CPU there
+    PoolCase(7, 7, 1024, filter=7, stride=1),  # MobileNetV1's head: on v7 16 jobs of 64 channels (51 M coefficients dense)
     PoolCase(7, 7, 96, filter=7, stride=1, dtype="int8"),
-    PoolCase(14, 14, 96, filter=14, stride=1),  # v7 uint8: n = 196 needs more than 15 fraction bits -> CPU there
+    PoolCase(14, 14, 96, filter=14, stride=1),  # v7 uint8: n = 196 needs the bias (pool_requant.average_encoding)
     PoolCase(14, 14, 48, filter=14, stride=1, dtype="int8"),
     PoolCase(3, 3, 8, filter=3, stride=1, dtype="int8"),
+    # v7's channel runs reading a convolution's planar output; a channel count no run size divides: CPU on v7
+    PoolCase(4, 4, 1024, filter=4, stride=1, after_conv=True, conv_kernel=1),
+    PoolCase(7, 7, 1020, filter=7, stride=1, dtype="int8"),
+    PoolCase(16, 16, 24, filter=16, stride=16),  # DeepLab's image pooling: one window, its stride never applies
+    # whole planes past 15 as the FC job: v7 int8 28x28 with weight 13; 56x56 int8 has no v7 encoding (CPU there)
+    PoolCase(28, 28, 16, filter=28, stride=1, dtype="int8"), PoolCase(56, 56, 8, filter=56, stride=1, dtype="int8"),
+    PoolCase(56, 56, 16, filter=56, stride=1),  # MobileNetV3-small's first squeeze-excite pool
 ]
+
+
+def _v7_dense_refused(case: PoolCase, version: int, kh: int, kw: int) -> bool:
+    """A v7 average over MAX_V7_POOL_WEIGHTS dense coefficients that is not split into channel runs (only a
+    whole-plane window of a multiple of the 8 cores is, lower.V7_POOL_GROUP)."""
+    over = version == 7 and case.in_c * case.in_c * kh * kw > MAX_V7_POOL_WEIGHTS
+    return over and ((kh, kw) != (case.in_h, case.in_w) or case.in_c % 8 != 0)
+
+
+def _wide_window_refused(case: PoolCase, version: int, kh: int, kw: int) -> bool:
+    """A window over the NN kernel's 15 not taken as the FC job over the whole plane (lower._lower_unit_window:
+    whole-plane windows only, on v8 within MAX_V7_POOL_WEIGHTS dense coefficients)."""
+    if (kh, kw) != (case.in_h, case.in_w):
+        return True
+    return version == 8 and case.in_c * case.in_c * kh * kw > MAX_V7_POOL_WEIGHTS
 
 
 def etnaviv_pool_cpu_reason(case: PoolCase, device: str) -> str | None:
     """Why an etnaviv AVERAGE_POOL_2D case stays on the CPU, or None (it must be delegated)."""
     version = CHIPS[device].version
     kh, kw = case.filter, case.kernel_w
-    if case.stride not in (1, 2):
+    if case.stride not in (1, 2) and ((kh, kw) != (case.in_h, case.in_w) or case.padding == "same"):
         return "stride other than 1 or 2"
-    if kh > 15 or kw > 15:
+    if (kh > 15 or kw > 15) and _wide_window_refused(case, version, kh, kw):
         return "window over the NN kernel's 15"
     if case.padding == "same" and any((*same_pads(case.in_h, kh, case.stride), *same_pads(case.in_w, kw, case.stride))):
         return "padded window (TFLite divides by the pixels inside)"
-    if version == 7 and kh != kw and max(kh, kw) > 3:
+    if version == 7 and kh != kw and max(kh, kw) > 3 and (kh, kw) != (case.in_h, case.in_w):
         return "non-square window wider than 3 on v7"
-    if version == 7 and case.in_c * case.in_c * kh * kw > MAX_V7_POOL_WEIGHTS:
+    if _v7_dense_refused(case, version, kh, kw):
         return "v7 dense form over MAX_V7_POOL_WEIGHTS"
     try:
         pool_post_scale(kh * kw, case.dtype, version)
+    except RequantError as exc:
+        if average_encoding(kh * kw, case.dtype, version) is None:
+            return str(exc)
+    return None
+
+
+# MEAN over H, W as a whole-plane unit-weight NN job (docs/hardware/etnaviv-pool.md): heads like the held-out models'
+# (ResNet50's 4x4x2048 without keep_dims, MobileNetV3's 5x5x960 and 4x4x576 with; input after a ReLU / hard-swish,
+# zero points at the type's lowest value, scales 2.9-3.4x smaller), uint8 / int8, keep_dims or not, with and
+# without a change of quantization, non-square, after a convolution; and the refusals: v7's dense-form limit, windows
+# over 15, TFLite's double rounding where its argument changes sign inside the output range (random zero points:
+# the best single rounding matches 87.6 % of a 2x2 int8 MEAN's sums, 98.1 % of the 4x4 nokeep one's)
+ETNAVIV_DEFAULT_MEAN: list[PoolCase] = [
+    PoolCase(4, 4, 2048, op="mean", dtype="int8", requant=True, requant_scale=0.59, keep_dims=False, input_zp=-128,
+             output_zp=-128),
+    PoolCase(5, 5, 960, op="mean", dtype="int8", requant=True, requant_scale=0.31, input_zp=-128, output_zp=-128),
+    PoolCase(4, 4, 576, op="mean", dtype="int8", requant=True, requant_scale=0.34, input_zp=-128, output_zp=-128),
+    PoolCase(4, 4, 128, op="mean", dtype="int8", requant=True, requant_scale=0.34, keep_dims=False, input_zp=-128,
+             output_zp=-128),
+    PoolCase(7, 7, 64, op="mean", dtype="int8", requant=True, requant_scale=0.3, input_zp=-128, output_zp=-128),
+    PoolCase(3, 3, 24, op="mean", dtype="int8", requant=True, keep_dims=False, input_zp=-128, output_zp=-128),
+    PoolCase(7, 7, 64, op="mean"), PoolCase(7, 7, 64, op="mean", requant=True, seed=1),
+    PoolCase(10, 10, 96, op="mean", requant=True, dtype="int8", seed=3),
+    PoolCase(6, 6, 40, op="mean", keep_dims=False, input_zp=0),
+    PoolCase(6, 6, 40, op="mean", requant=True, requant_scale=0.4, keep_dims=False, input_zp=0, output_zp=0),
+    PoolCase(3, 5, 24, op="mean", requant=True),
+    PoolCase(8, 8, 33, op="mean", requant=True, dtype="int8", after_conv=True, conv_kernel=1, seed=1),
+    PoolCase(4, 4, 128, op="mean", dtype="int8", requant=True, requant_scale=0.34, keep_dims=False),
+    PoolCase(2, 2, 32, op="mean", dtype="int8"),
+    # planes wider than the NN kernel's 15 as the FC job over the whole plane (movenet's 16x16 head)
+    PoolCase(16, 16, 32, op="mean"), PoolCase(16, 16, 64, op="mean", dtype="int8", requant=True, requant_scale=0.3,
+                                                input_zp=-128, output_zp=-128),
+    PoolCase(8, 20, 24, op="mean", requant=True),
+]
+
+
+def etnaviv_mean_cpu_reason(case: PoolCase, device: str) -> str | None:
+    """Why an etnaviv MEAN case stays on the CPU, or None (it must be delegated)."""
+    version = CHIPS[device].version
+    kh, kw = case.in_h, case.in_w
+    if (kh > 15 or kw > 15) and _wide_window_refused(case, version, kh, kw):
+        return "window over the NN kernel's 15"
+    if _v7_dense_refused(case, version, kh, kw):
+        return "v7 dense form over MAX_V7_POOL_WEIGHTS"
+    (sx, zx), (sy, zy) = _mean_quant(case)
+    try:
+        mean_encoding(kh * kw, case.dtype, sx, zx, sy, zy, case.keep_dims, version)
     except RequantError as exc:
         return str(exc)
     return None
@@ -959,6 +1028,8 @@ SLOW_ROCKET_FC: list[FcCase] = [
 ETNAVIV_DEFAULT_FC: list[FcCase] = [
     FcCase(64, 10), FcCase(120, 16, dtype="int8"), FcCase(256, 100), FcCase(1000, 128, activation="relu"),
     FcCase(1024, 32, dtype="int8"),
+    # inputs past Mesa's 1280 (ResNet50's 2048-wide head; the factorisation x, y <= 15 takes the volume)
+    FcCase(2048, 100, dtype="int8"), FcCase(1536, 40), FcCase(4096, 16, dtype="int8", activation="relu"),
 ]
 # int8 per-channel weights on etnaviv: a distinct scale per channel (one NN job each, up to MAX_CHANNEL_JOBS), runs
 # of equal scales (`scale_runs`: several channels per job, v7 phantom planes landing on the next job's channels),
@@ -990,6 +1061,13 @@ ETNAVIV_SLOW_PER_CHANNEL: list[ConvCase | FcCase] = [
 ETNAVIV_DEFAULT_ADD: list[AddCase] = [
     AddCase(8, 8, 16), AddCase(14, 14, 32), AddCase(28, 28, 24, dtype="int8"), AddCase(7, 7, 96),
     AddCase(5, 5, 20, dtype="int8"), AddCase(14, 14, 48, op="sub"), AddCase(9, 9, 16, op="sub", dtype="int8"),
+    # fused RELU / RELU6: the descriptor's relu bit (the clamp at the output zero point); the output zero point
+    # inside the range makes the clamp bite (the converter's own RELU range starts at real 0, where it is a no-op)
+    AddCase(14, 14, 32, activation="relu", output_zp=120), AddCase(8, 8, 24, dtype="int8", activation="relu",
+                                                                   output_zp=-10),
+    AddCase(7, 7, 64, activation="relu"), AddCase(10, 10, 16, dtype="int8", activation="relu6"),
+    AddCase(8, 8, 32, producers="conv", activation="relu", dtype="int8", output_zp=5),
+    AddCase(9, 9, 16, op="sub", activation="relu", output_zp=100),
 ]
 ETNAVIV_DEFAULT_ELEMENTWISE: list[ElementwiseCase] = [
     ElementwiseCase("relu", 28, 28, 32), ElementwiseCase("relu", 4, 4, 8, "int8"),
@@ -997,12 +1075,17 @@ ETNAVIV_DEFAULT_ELEMENTWISE: list[ElementwiseCase] = [
     ElementwiseCase("logistic", 14, 14, 32, "int8"), ElementwiseCase("pad", 28, 28, 16),
     ElementwiseCase("pad", 14, 14, 8, "int8", pads=(0, 2, 2, 0, 0, 0)), ElementwiseCase("pad", 7, 7, 3, pads=(1, 1, 1, 1, 0, 1)),
     ElementwiseCase("padv2", 28, 28, 24, "int8"), ElementwiseCase("padv2", 9, 7, 5, pads=(0, 2, 1, 0, 1, 2)),
+    # pads over 2 per side as a cascade of TP pad jobs: ResNet's 3x3 stem pad (int8 RGB), up to 6 and uneven
+    ElementwiseCase("pad", 32, 32, 3, "int8", pads=(3, 3, 3, 3, 0, 0)), ElementwiseCase("pad", 9, 11, 8, pads=(5, 1, 0, 6, 3, 0)),
+    ElementwiseCase("padv2", 10, 6, 4, "int8", pads=(4, 4, 2, 3, 0, 3)),
 ]
 # RESIZE_NEAREST_NEIGHBOR x2 as four TP copies (YOLOv5n's two upsamples: half-pixel centres, int8), odd and
 # one-column shapes
 ETNAVIV_DEFAULT_RESIZE: list[ElementwiseCase] = [
     ElementwiseCase("resize", 20, 20, 128, "int8", half_pixel=True), ElementwiseCase("resize", 7, 9, 3),
     ElementwiseCase("resize", 5, 1, 4, "int8"), ElementwiseCase("resize", 1, 6, 1),
+    # larger powers of two as x2 steps: DeepLab's image-pooling broadcast 1x1 -> 16x16, x4 with half-pixel centres
+    ElementwiseCase("resize", 1, 1, 32, factor=16), ElementwiseCase("resize", 3, 5, 8, "int8", half_pixel=True, factor=4),
 ]
 # MAX_POOL_2D as TP max-pooling jobs: ShuffleNet's 3x3 s2 VALID stem pool, YOLOv5n's 5x5 s1 SAME SPPF pools (a
 # cascade of two 3x3 jobs), 7x7 (three), 2x2 / 3x3 at stride 1 and 2, SAME and VALID, non-square, wide rows (one-row

@@ -47,6 +47,14 @@ COVERAGE_FLOOR: dict[tuple[str, str, str], float] = {
     # axis and RESIZE_NEAREST_NEIGHBOR x2 as copies or views (teflon.ethosu.moves); PAD stays on the CPU
     ("nchw_shufflenet", "uint8", "imx93"): 16 / 17, ("nchw_shufflenet", "int8", "imx93"): 16 / 17,
     ("yolo", "uint8", "imx93"): 43 / 44, ("yolo", "int8", "imx93"): 43 / 44,
+    # etnaviv: the global average pool (stride 16) and MEAN of 16x16 maps as whole-plane unit-weight NN jobs (the FC
+    # form past the kernel's 15), the image-pooling RESIZE 1x1 -> 16x16 as x2 TP steps (docs/hardware/etnaviv-pool.md);
+    # int8: per-channel convolutions of more than 16 runs stay on the CPU (docs/hardware/etnaviv-per-channel.md),
+    # movenet's MUL of two maps has no NPU form (int8: its MEAN then sits alone between CPU convolutions)
+    ("deeplab", "uint8", "a311d"): 13 / 13, ("deeplab", "int8", "a311d"): 5 / 13,
+    ("deeplab", "uint8", "imx8mp"): 13 / 13, ("deeplab", "int8", "imx8mp"): 5 / 13,
+    ("movenet", "uint8", "a311d"): 8 / 9, ("movenet", "int8", "a311d"): 3 / 9,
+    ("movenet", "uint8", "imx8mp"): 8 / 9, ("movenet", "int8", "imx8mp"): 3 / 9,
 }
 
 

@@ -138,3 +138,26 @@ def exp_on_negative_values(a: np.ndarray, integer_bits: int) -> np.ndarray:
     if integer_bits > 5:
         result = np.where(a < -(1 << (frac + 5)), 0, result)
     return np.where(a == 0, INT32_MAX, result)
+
+
+def tflite_mean(sums: np.ndarray, n: int, dtype: str, sx: float, zx: int, sy: float, zy: int,
+                keep_dims: bool = True) -> np.ndarray:
+    """TFLite 2.14's uint8/int8 MEAN over H, W of a 4-D tensor (the kernels the builtin resolver runs), from the sums
+    of n raw values to raw outputs, clamped to the type.
+
+    keep_dims (optimized Mean): MultiplyByQuantizedMultiplier(sum, sx / (n·sy)) + zy − round(zx·sx/sy), the scale
+    products in float32. Otherwise the reference QuantizedMeanOrSum, with or without a change of quantization: the
+    multiplier of sx/sy (in double) times 2^k / n in integer division (k = floor(log2 n), at most 32), applied to
+    sum − n·zx, plus zy. Both equal the runtime on random inputs (tests/rocket/test_average_conv.py,
+    tests/etnaviv/test_ops.py `test_mean_reference`)."""
+    sums = np.asarray(sums, np.int64)
+    lo, hi = (0, 255) if dtype == "uint8" else (-128, 127)
+    fsx, fsy = np.float32(sx), np.float32(sy)
+    if keep_dims:
+        bias = int(zy) - round_half_away(float(np.float32(np.float32(zx) * fsx / fsy)))
+        m, shift = quantize_multiplier(float(np.float32(fsx / np.float32(np.float32(n) * fsy))))
+        return np.clip(multiply_by_quantized_multiplier(sums, m, shift) + bias, lo, hi)
+    m, shift = quantize_multiplier(float(fsx) / float(fsy))
+    k = min(n.bit_length() - 1, 32, 31 + shift)
+    q = multiply_by_quantized_multiplier(sums - int(zx) * n, (m << k) // n, shift - k) + int(zy)
+    return np.clip(q, lo, hi)

@@ -762,6 +762,9 @@ class AddCase:
     dtype: DType = "uint8"
     seed: int = 0
     op: Literal["add", "sub"] = "add"
+    # the output's zero point when given (its scale then holds the whole sum, as without an activation): a fused
+    # RELU then clamps inside the range instead of at its end, where the converter puts real 0
+    output_zp: int | None = None
 
     def __post_init__(self) -> None:
         if self.op not in ("add", "sub"):
@@ -783,6 +786,8 @@ class AddCase:
         parts = [head, f"in{self.in_h}x{self.in_w}x{self.in_c}"]
         if self.producers != "inputs":
             parts += [f"oc{self.channels_out}", f"k{self.kernel}"]
+        if self.output_zp is not None:
+            parts.append(f"ozp{self.output_zp}")
         return case_name(parts, self.dtype, self.activation, self.seed)
 
     def __str__(self) -> str:
@@ -825,7 +830,12 @@ class AddCase:
                 inputs.append(b)
             else:
                 b = add_conv(g, conv, x, conv_params(conv, rng, x_quant), "conv_b")
-        y = add_add(g, a, b, self.activation, self.op)
+        out_quant = None
+        if self.output_zp is not None:
+            qa, qb = g.quant(a), g.quant(b)
+            assert qa is not None and qb is not None
+            out_quant = QParams.make(float(qa.scale[0]) + float(qb.scale[0]), self.output_zp)
+        y = add_add(g, a, b, self.activation, self.op, out_quant=out_quant)
         return g.build(inputs, [y])
 
 
@@ -976,6 +986,11 @@ class PoolCase:
     requant: bool = False  # MEAN only: its own output scale and zero point (as real models' MEANs have)
     filter_w: int | None = None  # the window's width when it differs from its height (`filter`)
     requant_scale: float | None = None  # requant: output scale / input scale (None: drawn from 0.4-0.9)
+    keep_dims: bool = True  # MEAN only: False writes a (1, C) output (Keras' GlobalAveragePooling2D)
+    # MEAN only: the input's and (requant) the output's zero points instead of drawn ones (a head after a ReLU or
+    # hard-swish: both at the type's lowest value, as the converter writes them)
+    input_zp: int | None = None
+    output_zp: int | None = None
 
     @property
     def kernel_w(self) -> int:
@@ -992,6 +1007,9 @@ class PoolCase:
             parts += [kernel, f"s{self.stride}", self.padding]
         if self.requant:
             parts.append("rq" if self.requant_scale is None else f"rq{self.requant_scale:g}")
+        if not self.keep_dims:
+            parts.append("nokeep")
+        parts += [f"{t}{v}" for t, v in (("izp", self.input_zp), ("ozp", self.output_zp)) if v is not None]
         parts.append(DTYPE_TOKEN[self.dtype])
         if self.seed:
             parts.append(f"seed{self.seed}")
@@ -1014,6 +1032,8 @@ class PoolCase:
         qmin, qmax = QRANGE[self.dtype]
         g = GraphBuilder(f"teflon.modelgen {self.name}")
         x_quant = QParams.make(float(_log_uniform(rng, 0.004, 0.05)), int(rng.integers(qmin, qmax + 1)))
+        if self.input_zp is not None:
+            x_quant = QParams.make(float(x_quant.scale[0]), self.input_zp)
         x = g.tensor("input", (1, self.in_h, self.in_w, self.in_c), self.dtype, x_quant)
         src = x
         if self.after_conv:
@@ -1022,9 +1042,10 @@ class PoolCase:
         if self.op == "mean":
             if self.requant:  # the mean's range is narrower than its input's: a smaller scale, another zero point
                 ratio = float(rng.uniform(0.4, 0.9)) if self.requant_scale is None else self.requant_scale
-                q = QParams.make(float(q.scale[0]) * ratio, int(rng.integers(qmin, qmax + 1)))
-            y = g.tensor("output", (1, 1, 1, self.in_c), self.dtype, q)
-            add_mean_hw(g, src, y, g.constant("axes", np.array([1, 2], np.int32)))
+                zp = int(rng.integers(qmin, qmax + 1))
+                q = QParams.make(float(q.scale[0]) * ratio, zp if self.output_zp is None else self.output_zp)
+            y = g.tensor("output", (1, 1, 1, self.in_c) if self.keep_dims else (1, self.in_c), self.dtype, q)
+            add_mean_hw(g, src, y, g.constant("axes", np.array([1, 2], np.int32)), self.keep_dims)
             return g.build([x], [y])
         oh = out_size(self.in_h, self.filter, self.stride, self.padding)
         ow = out_size(self.in_w, self.kernel_w, self.stride, self.padding)
@@ -1054,16 +1075,15 @@ def add_pool(g: GraphBuilder, op: Literal["max", "avg"], x: int, y: int, kh: int
     g.op(code, 2 if g.dtype(x) == "int8" else 1, [x], [y], BuiltinOptions.Pool2DOptions, options)
 
 
-def add_mean_hw(g: GraphBuilder, x: int, y: int, axes: int) -> None:
-    """Append a MEAN of `x` over the constant `axes` tensor, keep_dims, to the existing tensor `y`."""
+def add_mean_hw(g: GraphBuilder, x: int, y: int, axes: int, keep_dims: bool = True) -> None:
+    """Append a MEAN of `x` over the constant `axes` tensor (keep_dims unless told) to the existing tensor `y`."""
+    def options(fb: flatbuffers.Builder) -> int:
+        tflite.ReducerOptionsStart(fb)
+        tflite.ReducerOptionsAddKeepDims(fb, keep_dims)
+        return tflite.ReducerOptionsEnd(fb)
+
     g.op(BuiltinOperator.MEAN, 2 if g.dtype(x) == "int8" else 1, [x, axes], [y], BuiltinOptions.ReducerOptions,
-         _keep_dims)
-
-
-def _keep_dims(fb: flatbuffers.Builder) -> int:
-    tflite.ReducerOptionsStart(fb)
-    tflite.ReducerOptionsAddKeepDims(fb, True)
-    return tflite.ReducerOptionsEnd(fb)
+         options)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -1124,7 +1144,7 @@ class FcCase:
 
 @dataclass(frozen=True)
 class ElementwiseCase:
-    """One RELU, LOGISTIC, PAD or RESIZE_NEAREST_NEIGHBOR (x2, "resize") of an (1, H, W, C) tensor. LOGISTIC's
+    """One RELU, LOGISTIC, PAD or RESIZE_NEAREST_NEIGHBOR (x`factor`, "resize") of an (1, H, W, C) tensor. LOGISTIC's
     output is quantized as TFLite requires (scale 1/256, zero point qmin); RELU keeps the input quantization unless
     `requant` draws another output scale; PAD keeps it and pads with `pads` = (top, bottom, left, right, front, back)
     in H, W, C (PADV2, "padv2": with the type's lowest value, as exports write the padding of a max pool); the
@@ -1139,6 +1159,7 @@ class ElementwiseCase:
     requant: bool = False
     seed: int = 0
     half_pixel: bool = False
+    factor: int = 2  # resize: the scale in H and W
 
     @property
     def name(self) -> str:
@@ -1146,7 +1167,7 @@ class ElementwiseCase:
         if self.op in ("pad", "padv2"):
             parts.append("p" + "".join(str(p) for p in self.pads))
         if self.op == "resize":
-            parts.append("x2-hp" if self.half_pixel else "x2")
+            parts.append(f"x{self.factor}-hp" if self.half_pixel else f"x{self.factor}")
         if self.requant:
             parts.append("rq")
         return case_name(parts, self.dtype, "none", self.seed)
@@ -1161,7 +1182,7 @@ class ElementwiseCase:
     @property
     def output_shape(self) -> tuple[int, int, int, int]:
         if self.op == "resize":
-            return (1, 2 * self.in_h, 2 * self.in_w, self.in_c)
+            return (1, self.factor * self.in_h, self.factor * self.in_w, self.in_c)
         if self.op != "pad":
             return (1, self.in_h, self.in_w, self.in_c)
         t, b, left, r, f, k = self.pads

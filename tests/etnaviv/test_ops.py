@@ -18,6 +18,7 @@ from opcases import (
     ETNAVIV_DEFAULT_ELEMENTWISE,
     ETNAVIV_DEFAULT_FC,
     ETNAVIV_DEFAULT_MAXPOOL,
+    ETNAVIV_DEFAULT_MEAN,
     ETNAVIV_DEFAULT_PER_CHANNEL,
     ETNAVIV_DEFAULT_POOL,
     ETNAVIV_DEFAULT_RESIZE,
@@ -27,6 +28,7 @@ from opcases import (
     ETNAVIV_SLOW_TABLE,
     ETNAVIV_TABLE_MIN_EXACT,
     etnaviv_maxpool_cpu_reason,
+    etnaviv_mean_cpu_reason,
     etnaviv_pool_cpu_reason,
 )
 from opcheck import MIN_EXACT, Recorder, check_cpu_fallback, check_delegated_conv, check_delegated_op
@@ -80,6 +82,44 @@ def test_average_pool(device: str, case: PoolCase, options: dict[str, str], reco
         check_cpu_fallback(case, options, record_property, ("AVERAGE_POOL_2D",))
         return
     check_delegated_op(case, options, record_property, ("AVERAGE_POOL_2D", "CONV_2D"))
+
+
+@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_DEFAULT_MEAN))
+def test_mean(device: str, case: PoolCase, options: dict[str, str], record_property: Recorder) -> None:
+    """MEAN over H, W as a whole-plane unit-weight NN job: equal to TFLite on every reachable sum where claimed (the
+    weight, multiplier, bias and output offset are proven over all of them); the rest on the CPU with the
+    compiler's reason."""
+    if etnaviv_mean_cpu_reason(case, device):
+        if case.after_conv:
+            check_delegated_op(case, options, record_property, ("CONV_2D",))
+        else:
+            check_cpu_fallback(case, options, record_property, ("MEAN",))
+        return
+    check_delegated_op(case, options, record_property, ("MEAN", "CONV_2D"))
+
+
+@pytest.mark.parametrize("keep_dims", [True, False])
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_mean_reference(dtype: str, keep_dims: bool) -> None:
+    """fixedpoint.tflite_mean (what mean_encoding proves against) equals the runtime's MEAN on random inputs, with
+    and without keep_dims and a change of quantization."""
+    import numpy as np
+
+    from teflon.fixedpoint import tflite_mean
+    from teflon.modelgen import random_inputs
+    from teflon.reference import run_cpu
+    from teflon.runtime import make_interpreter
+
+    for h, w, requant, seed in [(2, 2, False, 0), (4, 4, True, 1), (5, 5, True, 2), (3, 5, False, 3), (7, 7, True, 4)]:
+        case = PoolCase(h, w, 48, op="mean", dtype=dtype, requant=requant, seed=seed, keep_dims=keep_dims)
+        model = case.build()
+        q = {d["name"]: d["quantization"] for d in make_interpreter(model).get_tensor_details()}
+        (sx, zx), (sy, zy) = q["input"], q["output"]
+        for s in range(3):
+            x = random_inputs(model, seed=s)[0]
+            sums = x.astype(np.int64).reshape(-1, 48).sum(axis=0)
+            want = run_cpu(model, [x])[0].reshape(-1).astype(np.int64)
+            assert np.array_equal(tflite_mean(sums, h * w, dtype, sx, zx, sy, zy, keep_dims), want), case.name
 
 
 @pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, ETNAVIV_DEFAULT_MAXPOOL))

@@ -32,9 +32,9 @@ from .chips import Chip
 from .lower_unary import TABLE_OPS, claim_reason, is_table_binary, silu_only, table_plan
 from .nn import IMAGE_SIZE_MAX, DescriptorError, fc_factors, nn_geometry
 from .ops import KIND_NN, KIND_TP, TP_TYPES, EtnaOp
-from .pool_requant import pool_post_scale
+from .pool_requant import average_encoding, mean_encoding, pool_post_scale
 from .pwl_table import TableFit, fit_table
-from .requant import RequantError, conv_scale, post_scale
+from .requant import PostScale, RequantError, conv_scale, post_scale
 from .tiling import TilingError
 from .views import (
     PART_KINDS,
@@ -52,8 +52,9 @@ from .views import (
 
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 ELEMENTWISE_TP = {"RELU": "RELU", "ABS": "ABSOLUTE", "LOGISTIC": "LOGISTIC"}
-FC_MAX_INPUT = 1280  # Mesa refuses FC inputs of this many channels or more
-PAD_MAX = 2  # largest pad per side the TP pad job handles (Teflon's limit)
+FC_MAX_INPUT = 1280  # Mesa refuses FC inputs of this many channels or more (kept under --mesa-compat only)
+PAD_MAX = 2  # largest pad per side one TP pad job handles (Mesa's limit; the z over-fetch fields hold 0..2 planes)
+PAD_JOBS_MAX = 3  # wider pads as a cascade of up to this many jobs, each padding at most PAD_MAX per side
 NHWC = "NHWC"
 PLANAR = "NCHW"  # Mesa's name for the planar channel-major layout
 
@@ -677,6 +678,9 @@ def lower_conv(st: _Lowering, c: _Conv, nn_fields: dict[str, Any] | None = None)
 # point): MobileNetV2's widest depthwise layer on a311d (960 channels, 3x3) is 8.3 M, and its compile and first
 # run already take most of a second (docs/hardware/etnaviv-sim.md).
 MAX_V7_POOL_WEIGHTS = 9_000_000
+# A whole-plane average (MEAN, a global pool) past that limit runs as one job per run of this many channels (a
+# multiple of the v7 core count, so no job writes phantom planes past its run): 64²·H·W coefficients each
+V7_POOL_GROUP = 64
 
 
 def _read_pool(st: _Lowering, op: Operation, no_activation: str) -> tuple[_Act, _Act, int, int, int, bool]:
@@ -695,6 +699,8 @@ def _read_pool(st: _Lowering, op: Operation, no_activation: str) -> tuple[_Act, 
         raise LoweringError(f"{op.kind} with a fused {o.get('activation')} ({no_activation})")
     kh, kw = int(o["filter_h"]), int(o["filter_w"])
     sh, sw = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
+    if (kh, kw) == (x.h, x.w) and (y.h, y.w) == (1, 1) and o.get("padding") != "SAME":
+        sh = sw = 1  # one window over the whole plane: its stride never applies
     if sh != sw or sh not in (1, 2):
         raise LoweringError(f"stride {sh}x{sw} (1 or 2, equal)")
     return x, y, kh, kw, sh, o.get("padding") == "SAME"
@@ -706,39 +712,115 @@ def _lower_avgpool(st: _Lowering, op: Operation) -> None:
     TFLite does (teflon.etnaviv.pool_requant; docs/hardware/etnaviv-pool.md). Windows without padding only (a
     padded window's count varies)."""
     x, y, kh, kw, sh, same = _read_pool(st, op, "not characterised")
-    if kh > 15 or kw > 15:
-        raise LoweringError(f"window {kh}x{kw} larger than the NN kernel's 15")
-    if st.chip.version == 7 and kh != kw and max(kh, kw) > 3:
-        # the v7 dense depthwise form's coefficient order is Mesa's square-kernel one (teflon.etnaviv.coefs_v7)
-        raise LoweringError(f"non-square {kh}x{kw} window wider than 3 on v7 (no known coefficient order)")
     pads = (*same_pads(x.h, kh, sh), *same_pads(x.w, kw, sh)) if same else (0, 0, 0, 0)
     if any(pads):
         raise LoweringError("AVERAGE_POOL_2D whose window reaches the padding (TFLite divides by the pixels inside, "
                             "one multiplier cannot)")
     if (x.h - kh) // sh + 1 != y.h or (x.w - kw) // sh + 1 != y.w:
         raise LoweringError(f"output shape {y.h}x{y.w} inconsistent with input {x.h}x{x.w} and window")
-    if st.chip.version == 7 and x.c * x.c * kh * kw > MAX_V7_POOL_WEIGHTS:
-        raise LoweringError(f"v7 has no depthwise form: {x.c} channels x {kh}x{kw} would be "
-                            f"{x.c * x.c * kh * kw} dense coefficients (limit {MAX_V7_POOL_WEIGHTS})")
     count = kh * kw
     try:
         ps = pool_post_scale(count, x.dtype, st.chip.version)
     except RequantError as exc:
-        raise LoweringError(str(exc)) from None
+        # a weight, bias and output offset may still round every sum as TFLite does (as for a MEAN)
+        enc = average_encoding(count, x.dtype, st.chip.version)
+        if enc is None:
+            raise LoweringError(f"{exc}; no weight, bias and output offset does either") from None
+        _lower_unit_window(st, x, y, kh, kw, sh, enc.weight, enc.bias, enc.scale, enc.zero_point)
+        return
+    _lower_unit_window(st, x, y, kh, kw, sh, 1, 0, ps, 0)
+
+
+def _lower_unit_window(st: _Lowering, x: _Act, y: _Act, kh: int, kw: int, stride: int, weight: int, bias: int,
+                       ps: PostScale, zero_point: int) -> None:
+    """An average over kh x kw windows (no padding) as a depthwise convolution whose every weight is `weight`: the
+    bias folds the input zero point so the accumulator holds weight·S + `bias` (S the raw window sum), the job's
+    real multiplier is `ps` (scales 1 and m give it exactly) and its output offset the raw value `zero_point`
+    (docs/hardware/etnaviv-pool.md)."""
+    whole = (kh, kw) == (x.h, x.w) and x.h * x.w > 1
+    # a whole-plane window wider than the NN kernel's 15 as the FC job over the planar input (the v7 path of every
+    # whole-plane window, _lower_conv_as_fc; its kernel volume is factorised, x, y <= 15)
+    as_fc = whole and (kh > 15 or kw > 15)
+    if (kh > 15 or kw > 15) and not as_fc:
+        raise LoweringError(f"window {kh}x{kw} larger than the NN kernel's 15")
+    if st.chip.version == 7 and kh != kw and max(kh, kw) > 3 and not whole:
+        # the v7 dense depthwise form's coefficient order is Mesa's square-kernel one (teflon.etnaviv.coefs_v7); a
+        # whole-plane window is the FC job over the planar input, whose equal weights have no order to get wrong
+        raise LoweringError(f"non-square {kh}x{kw} window wider than 3 on v7 (no known coefficient order)")
+    if as_fc and st.chip.version == 8 and x.c * x.c * kh * kw > MAX_V7_POOL_WEIGHTS:
+        raise LoweringError(f"window {kh}x{kw} larger than the NN kernel's 15, and its FC form over {x.c} channels "
+                            f"would be {x.c * x.c * kh * kw} dense coefficients (limit {MAX_V7_POOL_WEIGHTS})")
+    groups = [(0, x.c)]
+    if st.chip.version == 7 and x.c * x.c * kh * kw > MAX_V7_POOL_WEIGHTS:
+        if (kh, kw) != (x.h, x.w) or x.c % st.chip.nn_core_count:
+            raise LoweringError(f"v7 has no depthwise form: {x.c} channels x {kh}x{kw} would be "
+                                f"{x.c * x.c * kh * kw} dense coefficients (limit {MAX_V7_POOL_WEIGHTS}; a "
+                                f"whole-plane window of a multiple of {st.chip.nn_core_count} channels is split)")
+        groups = [(c0, min(c0 + V7_POOL_GROUP, x.c)) for c0 in range(0, x.c, V7_POOL_GROUP)]
     shift = _dtype_shift(x.dtype)
-    c = _Conv(x, y, np.ones((1, kh, kw, x.c), np.uint8), 0, 1.0, np.full(x.c, count * (x.zp - shift), np.int32),
-              kh, kw, sh, (0, 0, 0, 0), True, False)
-    # the job's real multiplier is the proven one (scales 1 and m give it exactly), its output offset the stored
-    # value of TFLite's 0 (the job computes TFLite's raw result, not a requantized one)
+    count = kh * kw
     fields = {"input_scale": 1.0, "output_scale": 1.0, "weight_scale": ps.real(st.chip.version),
-              "output_zero_point": shift}
+              "output_zero_point": zero_point + shift}
+    parts = [(x, y)]
+    if len(groups) > 1:
+        # one job per run of channels: planar channel planes are consecutive, so a run's input is a byte range of
+        # the planar input and its 1x1 output a byte range of the output (views, as a concatenation's parts)
+        xin = st.planar_input(x)
+        holder, _ = st.output_for(y, PLANAR)  # a 1x1 map: planar and NHWC are the same bytes
+        parts = []
+        for c0, c1 in groups:
+            tin, tout = st.new_tensor(), st.new_tensor()
+            st.view(tin, xin.index, c0 * x.h * x.w, xin.size)
+            st.layout[tin] = PLANAR
+            st.view(tout, holder, c0, y.size)
+            parts.append((_Act(tin, x.h, x.w, c1 - c0, x.zp, x.scale, x.dtype),
+                          _Act(tout, 1, 1, c1 - c0, y.zp, y.scale, y.dtype)))
     # Mesa has no pooling job to reproduce: `--mesa-compat` emits teflon's own jobs for the pool, as for the other
     # ops Mesa lacks (its convolution choices would give another job list for the same op)
     mesa_compat, st.mesa_compat = st.mesa_compat, False
     try:
-        lower_conv(st, c, fields)
+        for xa, ya in parts:
+            c = _Conv(xa, ya, np.full((1, kh, kw, xa.c), weight, np.uint8), 0, 1.0,
+                      np.full(xa.c, weight * count * (x.zp - shift) + bias, np.int32), kh, kw, stride, (0, 0, 0, 0),
+                      True, False)
+            if as_fc:
+                _lower_conv_as_fc(st, c, fields)
+            else:
+                lower_conv(st, c, fields)
     finally:
         st.mesa_compat = mesa_compat
+
+
+def _lower_mean(st: _Lowering, op: Operation) -> None:
+    """MEAN over H and W (keep_dims or not) as one whole-plane unit-weight window whose weight, multiplier, bias
+    and output offset are proven to round every reachable sum as TFLite's MEAN does (pool_requant.mean_encoding;
+    docs/hardware/etnaviv-pool.md)."""
+    g = st.graph
+    if len(op.inputs) != 2 or len(op.outputs) != 1:
+        raise LoweringError("unexpected number of inputs/outputs")
+    tx, taxes = g.tensors[op.inputs[0]], g.tensors[op.inputs[1]]
+    if taxes.data is None:
+        raise LoweringError("MEAN axes are not constant")
+    if len(tx.shape) != 4:
+        raise LoweringError(f"MEAN of a {len(tx.shape)}-D tensor (4-D only)")
+    axes = sorted({int(a) % 4 for a in np.asarray(taxes.data).reshape(-1)})
+    if axes != [1, 2]:
+        raise LoweringError(f"MEAN over axes {axes} (only over H and W, axes 1 and 2)")
+    x = _act(tx, "input")
+    y = _act(g.tensors[op.outputs[0]], "output")
+    rank = len(g.tensors[op.outputs[0]].shape)
+    if (y.h, y.w, y.c) != (1, 1, x.c) or rank not in (2, 4):
+        raise LoweringError(f"MEAN output shape {g.tensors[op.outputs[0]].shape} inconsistent with its input")
+    keep = rank == 4  # keep_dims (not among the option slots the delegate passes) is the output's rank
+    if x.dtype != y.dtype:
+        raise LoweringError("MEAN with different input and output types")
+    shift = _dtype_shift(x.dtype)
+    try:
+        enc = mean_encoding(x.h * x.w, x.dtype, float(x.scale), x.zp - shift, float(y.scale), y.zp - shift, keep,
+                            st.chip.version)
+    except RequantError as exc:
+        raise LoweringError(str(exc)) from None
+    _lower_unit_window(st, x, y, x.h, x.w, 1, enc.weight, enc.bias, enc.scale, enc.zero_point)
 
 
 # MAX_POOL_2D on the TP (docs/hardware/etnaviv-maxpool.md): windows up to 3x3 in one job (the vendor runs stride 1
@@ -784,9 +866,12 @@ def _lower_maxpool(st: _Lowering, op: Operation) -> None:
         st.detranspose(y, out_index)
 
 
+RESIZE_FACTORS = (2, 4, 8, 16)  # nearest-neighbour factors run as x2 steps of four TP copies each
+
+
 def _lower_resize(st: _Lowering, op: Operation) -> None:
-    """RESIZE_NEAREST_NEIGHBOR by exactly 2 in H and W: four TP copies, each writing every input pixel to one
-    position of its output 2x2 block (any layout; byte-exact)."""
+    """RESIZE_NEAREST_NEIGHBOR by 2 in H and W: four TP copies, each writing every input pixel to one position of its
+    output 2x2 block (any layout; byte-exact); by 4, 8 or 16 as that many x2 steps."""
     if len(op.inputs) != 2 or len(op.outputs) != 1:
         raise LoweringError("unexpected number of inputs/outputs")
     o = op.options
@@ -799,17 +884,26 @@ def _lower_resize(st: _Lowering, op: Operation) -> None:
     size = st.graph.tensors[op.inputs[1]]
     if size.data is None or [int(v) for v in np.asarray(size.data).ravel()] != [y.h, y.w]:
         raise LoweringError("RESIZE_NEAREST_NEIGHBOR needs a constant size equal to the output's H, W")
-    if (y.h, y.w, y.c) != (2 * x.h, 2 * x.w, x.c):
-        raise LoweringError(f"resize {x.h}x{x.w} -> {y.h}x{y.w}: only a factor of exactly 2 in H and W runs on the TP")
+    f = y.h // x.h
+    if (y.h, y.w, y.c) != (f * x.h, f * x.w, x.c) or f not in RESIZE_FACTORS:
+        raise LoweringError(f"resize {x.h}x{x.w} -> {y.h}x{y.w}: only the same factor of 2, 4, 8 or 16 in H and W "
+                            "runs on the TP (x2 steps)")
     if x.dtype != y.dtype or x.zp != y.zp or np.float32(x.scale) != np.float32(y.scale):
         raise LoweringError("RESIZE_NEAREST_NEIGHBOR with different input and output quantization")
     # with a factor of 2 both TFLite source rules (floor(o / 2) and, with half-pixel centres, floor((o + 0.5) / 2))
-    # give o // 2: output pixel (2h + a, 2w + b) is input pixel (h, w)
+    # give o // 2: output pixel (2h + a, 2w + b) is input pixel (h, w). A factor 2^k is k such steps: both rules
+    # give o // 2^k, and nested floors of halvings are that floor.
     cx, lay = st.current(x)
     out_index, detr = st.output_for(y, lay)
-    for phase in range(4):
-        st.tp_job("UPSAMPLE", cx, out_index, _replace_index(y, out_index), stride=2, phase=phase,
-                  in_planar=lay == PLANAR)
+    while True:
+        last = cx.h * 2 == y.h
+        dst = _replace_index(y, out_index) if last else _Act(st.new_tensor(), 2 * cx.h, 2 * cx.w, cx.c, cx.zp,
+                                                             cx.scale, cx.dtype)
+        for phase in range(4):
+            st.tp_job("UPSAMPLE", cx, dst.index, dst, stride=2, phase=phase, in_planar=lay == PLANAR)
+        if last:
+            break
+        cx = dst
     if detr:
         st.detranspose(y, out_index)
 
@@ -828,7 +922,7 @@ def _lower_fc(st: _Lowering, op: Operation) -> None:
     if not (x.dtype == y.dtype == wt.dtype):
         raise LoweringError(f"mixed types (input {x.dtype}, weights {wt.dtype}, output {y.dtype})")
     n = x.size
-    if x.c >= FC_MAX_INPUT:
+    if x.c >= FC_MAX_INPUT and st.mesa_compat:
         raise LoweringError(f"FULLY_CONNECTED input of {x.c} channels (limit {FC_MAX_INPUT - 1})")
     if not st.mesa_compat and x.c > 1 and x.h * x.w > 1:
         raise LoweringError("FULLY_CONNECTED over a spatial input (planar order differs from TFLite's flatten)")
@@ -875,9 +969,10 @@ def _lower_add(st: _Lowering, op: Operation) -> None:
         raise LoweringError(f"{op.kind} with broadcasting not supported")
     if not (a.dtype == b.dtype == y.dtype):
         raise LoweringError(f"{op.kind} with mixed types")
-    act = op.options.get("activation", "NONE")
-    if act not in (None, "NONE") and not st.mesa_compat:
-        raise LoweringError(f"fused {act} on {op.kind} not supported (Mesa never programs it)")
+    # A fused RELU (or a RELU6 whose clamp the output range already makes) is TFLite's clamp of the quantized
+    # output at its zero point: the descriptor's relu bit, which clamps the requantized output of every NN job
+    # (docs/hardware/etnaviv-nn.md §3.1). Mesa accepts the activation and drops it: `--mesa-compat` does too.
+    relu = False if st.mesa_compat else _relu(op.options.get("activation", "NONE"), y)
     sub = op.kind == "SUB"
     v7 = st.chip.version == 7
     if v7 and sub and not st.mesa_compat:
@@ -895,7 +990,7 @@ def _lower_add(st: _Lowering, op: Operation) -> None:
     common = {"type": KIND_NN, "stride": 1, "input_tensor": ca.index, "input_tensor_1": cb.index,
               "input_count": 2, "output_tensor": out_index, "input_zero_point": a.zp, "input_scale": a.scale,
               "output_zero_point": y.zp, "output_scale": y.scale, "input_tensor_sizes": (a.size, b.size),
-              "output_tensor_size": y.size}
+              "output_tensor_size": y.size, "relu": relu}
     if v7:
         if st.mesa_compat:
             wscale = _f32(max(ratio, _f32(1.0)) / _f32(255.0))
@@ -1161,8 +1256,9 @@ def _pad_amounts(g: Graph, op: Operation) -> np.ndarray:
     pads = np.concatenate([np.zeros((4 - pads.shape[0], 2), pads.dtype), pads])
     if pads[0].any():
         raise LoweringError("PAD of the batch dimension not supported")
-    if (pads < 0).any() or (pads > PAD_MAX).any():
-        raise LoweringError(f"PAD amounts {pads[1:].tolist()} outside 0..{PAD_MAX}")
+    if (pads < 0).any() or (pads > PAD_MAX * PAD_JOBS_MAX).any():
+        raise LoweringError(f"PAD amounts {pads[1:].tolist()} outside 0..{PAD_MAX * PAD_JOBS_MAX} ({PAD_JOBS_MAX} TP "
+                            f"jobs of at most {PAD_MAX} per side)")
     return pads
 
 
@@ -1181,6 +1277,8 @@ def _pad_value(g: Graph, op: Operation, y: _Act) -> int:
 def _lower_pad(st: _Lowering, op: Operation) -> None:
     g = st.graph
     pads = _pad_amounts(g, op)
+    if st.mesa_compat and (pads > PAD_MAX).any():
+        raise LoweringError(f"PAD amounts {pads[1:].tolist()} outside 0..{PAD_MAX} (Mesa's limit, --mesa-compat)")
     x = _act(g.tensors[op.inputs[0]], "input")
     y = _act(g.tensors[op.outputs[0]], "output")
     if (y.h, y.w, y.c) != (x.h + pads[1].sum(), x.w + pads[2].sum(), x.c + pads[3].sum()):
@@ -1196,18 +1294,33 @@ def _lower_pad(st: _Lowering, op: Operation) -> None:
             raise LoweringError("PADV2 of the channels in --mesa-compat (Mesa's TP pad drops z padding)")
     cx, lay = st.current(x)
     out_index, detr = st.output_for(y, lay)
-    # pad tuple as Mesa stores it: (x = TFLite H, y = W, z = C), before/after each
-    pad6 = tuple(int(v) for v in pads[1:].reshape(-1))
-    # PADV2: the padding reads as in_zp and the copy subtracts and adds the same value, so both zero points set to the
-    # stored constant pad with it and keep every input byte (docs/hardware/etnaviv-tp.md §5)
-    st.tp_job("PAD", cx, out_index, _replace_index(y, out_index), stride=1, pad=pad6, in_planar=lay == PLANAR,
-              input_zero_point=zp, output_zero_point=zp)
+    # a pad wider than PAD_MAX: jobs of at most PAD_MAX per side, each padding what is left with the same value (a
+    # pad of a pad with one constant is the wider pad)
+    left = pads[1:].copy()
+    first = True
+    while first or left.any():  # one job at least (a pad of nothing is a copy)
+        first = False
+        step = np.minimum(left, PAD_MAX)
+        left -= step
+        if left.any():
+            grown = _Act(st.new_tensor(), cx.h + int(step[0].sum()), cx.w + int(step[1].sum()),
+                         cx.c + int(step[2].sum()), y.zp, y.scale, y.dtype)
+            dst, dst_index = grown, grown.index
+        else:
+            dst, dst_index = _replace_index(y, out_index), out_index
+        # pad tuple as Mesa stores it: (x = TFLite H, y = W, z = C), before/after each
+        pad6 = tuple(int(v) for v in step.reshape(-1))
+        # PADV2: the padding reads as in_zp and the copy subtracts and adds the same value, so both zero points set to
+        # the stored constant pad with it and keep every input byte (docs/hardware/etnaviv-tp.md §5)
+        st.tp_job("PAD", cx, dst_index, dst, stride=1, pad=pad6, in_planar=lay == PLANAR, input_zero_point=zp,
+                  output_zero_point=zp)
+        cx = dst
     if detr:
         st.detranspose(y, out_index)
 
 
 _LOWER = {"CONV_2D": _lower_conv, "DEPTHWISE_CONV_2D": _lower_conv, "FULLY_CONNECTED": _lower_fc,
-          "AVERAGE_POOL_2D": _lower_avgpool, "MAX_POOL_2D": _lower_maxpool, "RESIZE_NEAREST_NEIGHBOR": _lower_resize,
+          "AVERAGE_POOL_2D": _lower_avgpool, "MEAN": _lower_mean, "MAX_POOL_2D": _lower_maxpool, "RESIZE_NEAREST_NEIGHBOR": _lower_resize,
           "ADD": _lower_add, "SUB": _lower_add, "PAD": _lower_pad, "PADV2": _lower_pad, "RELU": _lower_elementwise_tp,
           "ABS": _lower_elementwise_tp, "LOGISTIC": _lower_elementwise_tp} | dict.fromkeys(TABLE_OPS, _lower_table) \
     | dict.fromkeys((*PART_KINDS, *SLICE_KINDS), _lower_parts) \
@@ -1369,7 +1482,7 @@ def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:
 
 # Single-map jobs with no weights worth moving to the NPU: alone between CPU nodes each would be a partition of its
 # own, paying the layout conversions and a CPU <-> NPU round trip for less work than the CPU does in place.
-_CHEAP_KINDS = frozenset(("AVERAGE_POOL_2D", "MAX_POOL_2D", "RESIZE_NEAREST_NEIGHBOR", "ADD", "SUB", "RELU", "ABS",
+_CHEAP_KINDS = frozenset(("AVERAGE_POOL_2D", "MEAN", "MAX_POOL_2D", "RESIZE_NEAREST_NEIGHBOR", "ADD", "SUB", "RELU", "ABS",
                           "LOGISTIC", "PAD", "PADV2", *TABLE_OPS))
 
 
@@ -1415,10 +1528,13 @@ def _claim_reason(op: Operation, chip: Chip, nn_jobs: int = 1) -> str:
         return f"{op.kind} runs as a two-input NN convolution"
     if op.kind == "AVERAGE_POOL_2D":
         return "AVERAGE_POOL_2D runs as a unit-weight depthwise NN job (TFLite's rounding, proven for its window)"
+    if op.kind == "MEAN":
+        return "MEAN runs as a whole-plane unit-weight depthwise NN job (TFLite's MEAN rounding, proven for its sums)"
     if op.kind == "MAX_POOL_2D":
         return "MAX_POOL_2D runs as TP max-pooling jobs (the vendor's TP pooling; 5x5 and 7x7 as cascades of 3x3)"
     if op.kind == "RESIZE_NEAREST_NEIGHBOR":
-        return "RESIZE_NEAREST_NEIGHBOR x2 runs as four TP copies, one per pixel of each output 2x2 block"
+        return ("RESIZE_NEAREST_NEIGHBOR runs as four TP copies per x2 step, one per pixel of each output 2x2 "
+                "block")
     if op.kind in SLICE_KINDS:
         return f"{op.kind} in place: the kept channels are a plane range of the input's buffer"
     if op.kind in PART_KINDS:

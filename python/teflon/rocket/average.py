@@ -15,7 +15,7 @@ from functools import cache
 
 import numpy as np
 
-from ..fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, round_half_away
+from .. import fixedpoint
 from .quantization import stored_offset
 from .rounding import preimage, shift_even
 
@@ -190,17 +190,10 @@ def average_conv(kh: int, kw: int, dtype: str) -> AverageConv | None:
 
 
 def tflite_mean(sums: np.ndarray, n: int, dtype: str, sx: float, zx: int, sy: float, zy: int) -> np.ndarray:
-    """TFLite 2.14's integer MEAN over H, W (keep_dims, 4-D: the optimized uint8 / int8 kernels) of stored window
-    sums, in the stored domain: MultiplyByQuantizedMultiplier(sum of q, sx / (n · sy)) + zy - round(zx · sx / sy),
-    the float products in float32 as the kernel computes them; checked against tflite_runtime on random inputs
-    (tests/rocket/test_average_conv.py)."""
+    """TFLite 2.14's integer MEAN over H, W with keep_dims (fixedpoint.tflite_mean) of stored window sums, in the
+    stored domain."""
     off = stored_offset(dtype)
-    fsx, fsy = np.float32(sx), np.float32(sy)
-    bias = int(zy) - round_half_away(float(np.float32(np.float32(zx) * fsx / fsy)))
-    m, shift = quantize_multiplier(float(np.float32(fsx / np.float32(np.float32(n) * fsy))))
-    q = multiply_by_quantized_multiplier(sums + off * n, m, shift) + bias
-    lo, hi = (0, 255) if dtype == "uint8" else (-128, 127)
-    return np.clip(q, lo, hi) - off
+    return fixedpoint.tflite_mean(sums + off * n, n, dtype, sx, zx, sy, zy) - off
 
 
 @cache
