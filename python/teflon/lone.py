@@ -4,7 +4,9 @@ A claimed node with no weights worth moving (a pool, a table, an element-wise op
 producers and readers are all CPU nodes (or claimed nodes reached only through CPU nodes) would form a partition by
 itself: a CPU <-> NPU round trip, and on some families layout conversions, for less work than the CPU does in place.
 `drop_lone_cheap` turns such claims into CPU decisions with that reason; a model made of such a node alone keeps it
-(it has no producer or no reader). Views (nodes that move no byte on the NPU) are looked through.
+(it has no producer or no reader). Views (nodes that move no byte on the NPU) are looked through. A family may
+extend the rule to small groups of such nodes joined to each other (`group_limit`): etnaviv does for pairs, whose
+partition pays the same conversions and round trip for two passes the CPU makes over a map.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from teflon.ir import Graph, Operation
 
 LONE_REASON = ("{kind} alone between CPU nodes: a partition of its own would cost more (layout conversions, a "
                "CPU <-> NPU round trip) than the CPU spends on it")
+GROUP_REASON = ("{kind} in a group of {n} nodes without weights between CPU nodes: a partition of their own would cost "
+                "more (layout conversions, a CPU <-> NPU round trip) than the CPU spends on them")
 
 
 def op_neighbours(graph: Graph, op: Operation, forward: bool, view_kinds: Collection[str]) -> list[Operation]:
@@ -54,11 +58,31 @@ def via_cpu(graph: Graph, src: int, dst: int, claimed: set[int]) -> bool:
     return False
 
 
+def cheap_group(graph: Graph, op: Operation, claimed: set[int], cheap_kinds: Collection[str],
+                view_kinds: Collection[str], limit: int) -> list[Operation] | None:
+    """The claimed `cheap_kinds` nodes joined to `op` (a producer or reader through views, with no path through a
+    CPU node between the two, which would keep them apart), or None when there are more than `limit` of them."""
+    group, todo, seen = [op], [op], {op.index}
+    while todo:
+        cur = todo.pop()
+        edges = [(n, n.index, cur.index) for n in op_neighbours(graph, cur, False, view_kinds)] + \
+            [(n, cur.index, n.index) for n in op_neighbours(graph, cur, True, view_kinds)]
+        for n, src, dst in edges:
+            if n.index in seen or n.index not in claimed or n.kind not in cheap_kinds or via_cpu(graph, src, dst, claimed):
+                continue
+            seen.add(n.index)
+            group.append(n)
+            todo.append(n)
+            if len(group) > limit:
+                return None
+    return group
+
+
 def drop_lone_cheap(graph: Graph, result: dict[int, tuple[bool, str]], cheap_kinds: Collection[str],
-                    view_kinds: Collection[str]) -> dict[int, tuple[bool, str]]:
-    """A claimed node of `cheap_kinds` that would share a partition with no other claimed node (every nearest
-    producer and reader is a CPU node, or a claimed one reached only through CPU nodes; at least one of each) stays
-    on the CPU. Repeated until stable."""
+                    view_kinds: Collection[str], group_limit: int = 1) -> dict[int, tuple[bool, str]]:
+    """A group of at most `group_limit` connected claimed nodes of `cheap_kinds` that would share a partition with
+    no other claimed node (every nearest producer and reader outside the group is a CPU node, or a claimed one
+    reached only through CPU nodes; at least one of each) stays on the CPU. Repeated until stable."""
     changed = True
     while changed:
         changed = False
@@ -66,12 +90,20 @@ def drop_lone_cheap(graph: Graph, result: dict[int, tuple[bool, str]], cheap_kin
         for op in graph.operations:
             if op.kind not in cheap_kinds or op.index not in claimed:
                 continue
-            before = op_neighbours(graph, op, False, view_kinds)
-            after = op_neighbours(graph, op, True, view_kinds)
-            joins = any(p.index in claimed and not via_cpu(graph, p.index, op.index, claimed) for p in before) or \
-                any(c.index in claimed and not via_cpu(graph, op.index, c.index, claimed) for c in after)
+            group = cheap_group(graph, op, claimed, cheap_kinds, view_kinds, group_limit)
+            if group is None:
+                continue
+            members = {g.index for g in group}
+            before = [(p, g) for g in group for p in op_neighbours(graph, g, False, view_kinds)
+                      if p.index not in members]
+            after = [(g, c) for g in group for c in op_neighbours(graph, g, True, view_kinds)
+                     if c.index not in members]
+            joins = any(p.index in claimed and not via_cpu(graph, p.index, g.index, claimed) for p, g in before) or \
+                any(c.index in claimed and not via_cpu(graph, g.index, c.index, claimed) for g, c in after)
             if before and after and not joins:
-                result[op.index] = (False, LONE_REASON.format(kind=op.kind))
-                claimed.discard(op.index)
+                for g in group:
+                    result[g.index] = (False, LONE_REASON.format(kind=g.kind) if len(group) == 1 else
+                                       GROUP_REASON.format(kind=g.kind, n=len(group)))
+                claimed -= members
                 changed = True
     return result

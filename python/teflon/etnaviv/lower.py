@@ -1477,13 +1477,16 @@ def support(graph: Graph, chip: Chip) -> dict[int, tuple[bool, str]]:
             result[op.index] = (False, f"descriptor outside the hardware's ranges: {'; '.join(bad)}")
             continue
         result[op.index] = (True, claim_reason(graph, op) or _claim_reason(op, chip, sum(j.type == KIND_NN for j in jobs)))
-    return _near_npu(graph, drop_lone_cheap(graph, result, _CHEAP_KINDS, VIEW_KINDS))
+    return _near_npu(graph, drop_lone_cheap(graph, result, _CHEAP_KINDS, VIEW_KINDS, CHEAP_GROUP_LIMIT))
 
 
 # Single-map jobs with no weights worth moving to the NPU: alone between CPU nodes each would be a partition of its
 # own, paying the layout conversions and a CPU <-> NPU round trip for less work than the CPU does in place.
 _CHEAP_KINDS = frozenset(("AVERAGE_POOL_2D", "MEAN", "MAX_POOL_2D", "RESIZE_NEAREST_NEIGHBOR", "ADD", "SUB", "RELU", "ABS",
                           "LOGISTIC", "PAD", "PADV2", *TABLE_OPS))
+# Up to two such nodes together (a squeeze-excite MEAN with the HARD_SWISH before it, a residual ADD with its RELU)
+# between CPU nodes still cost two layout conversions and a round trip for two passes the CPU makes over the map.
+CHEAP_GROUP_LIMIT = 2
 
 
 def _near_npu(graph: Graph, result: dict[int, tuple[bool, str]]) -> dict[int, tuple[bool, str]]:
