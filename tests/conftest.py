@@ -160,3 +160,75 @@ def shared_dir() -> Path:
     if path is None:
         pytest.skip("shared data not found (set TEFLON_SHARED)")
     return path
+
+
+# The two stages of the default run (scripts/test.sh). The files below run once, in the ASan/UBSan stage
+# (scripts/test-asan.sh: `--stage=asan`, against build-asan's instrumented libteflon.so), and are deselected from
+# the plain stage before it (`--stage=plain`), which runs everything else against the release build: the
+# real-model tests (tests/test_models.py, tests/test_zoo.py), the golden, compiler and CLI tests, the ioctl-shim op
+# sweeps and the items of ASAN_LEFT_OUT. Without --stage (any other run, or TEFLON_SKIP_ASAN=1) every test runs.
+ASAN_FILES = frozenset(f"tests/{name}.py" for name in (
+    "test_dlopen", "test_delegate_options", "test_ops", "test_program_cache", "test_dynamic_shapes",
+    "test_native_lifetime", "test_compare", "test_faults", "test_doctor_experiments", "test_random", "test_netgen",
+    "test_profile", "rocket/test_sim_rk3588", "rocket/test_sim_mutation", "rocket/test_split_rk3588",
+    "rocket/test_ops", "rocket/test_sim_rk3576", "rocket/test_sim_rk3568_golden", "rocket/test_rk3568_status",
+    "rocket/test_rk3568_perchannel", "rocket/test_rk3568_shapes", "rocket/test_sim_mutation_rk3568",
+    "rocket/test_sim_fast", "rocket/test_kernel_shim", "rocket/test_views", "rocket/test_cores", "rocket/test_clamp",
+    "rocket/test_columns_rk3576", "rocket/test_channel_groups_rk3576", "rocket/test_unary_views", "etnaviv/test_ops",
+    "etnaviv/test_kernel_shim", "etnaviv/test_counters", "etnaviv/test_sim_fast", "etnaviv/test_views",
+    "etnaviv/test_coefs", "ethos_u/test_kernel_sim", "ethos_u/test_kernel_shim", "ethos_u/test_faults",
+    "ethos_u/test_vela_passthrough", "ethos_u/test_sim_fast",
+))
+# Items of those files that stay in the plain stage (substrings of the node id), each because it would only repeat
+# C code that runs instrumented anyway:
+#  - the other runtime's cases (ai_edge_litert): the same delegate calls as the tflite_runtime cases beside them;
+#  - the op sweeps through the ioctl shims (sim=0): the sweeps themselves run in the ASan stage with sim=1, and the
+#    shims' and real clients' code paths by the shim tests' own cases there;
+#  - the rocket C harness (test_sim_rk3576.py) and the requantization host (test_sim_fast.py): executables the
+#    test builds with -fsanitize=address,undefined itself, without libteflon, so they run under ASan in either
+#    stage (in the ASan stage the compiler itself would run with the sanitizer runtimes preloaded);
+#  - the shared convolution sweep on rk3588/rk3576 (tests/test_ops.py): test_sim_fast.py's test_sweep_best runs
+#    the same models (DEFAULT_CONV and the per-channel ones) on both SoCs through the same delegate, on the fast
+#    datapath the sweep uses and again on the reference one.
+ASAN_LEFT_OUT = (
+    "ai_edge_litert",
+    "op_sweep_through_shim",
+    "tests/rocket/test_sim_rk3576.py::test_kick_words",
+    "tests/rocket/test_sim_rk3576.py::test_soc_detection",
+    "tests/rocket/test_sim_fast.py::test_requant_kernels",
+    "tests/test_ops.py::test_conv[rk3588-",
+    "tests/test_ops.py::test_conv[rk3576-",
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--stage", choices=("all", "plain", "asan"), default="all",
+                     help="one stage of scripts/test.sh's default run (tests/conftest.py, ASAN_FILES); default all")
+
+
+def _in_asan_stage(nodeid: str) -> bool:
+    return nodeid.split("::", 1)[0] in ASAN_FILES and not any(part in nodeid for part in ASAN_LEFT_OUT)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The ASan stage does not even collect the files outside its list."""
+    if config.getoption("stage") != "asan" or not collection_path.name.startswith("test_"):
+        return None
+    if collection_path.suffix != ".py":
+        return None
+    try:
+        rel = collection_path.resolve().relative_to(REPO).as_posix()
+    except ValueError:
+        return None
+    return True if rel not in ASAN_FILES else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    stage = config.getoption("stage")
+    if stage == "all":
+        return
+    keep = [item for item in items if _in_asan_stage(item.nodeid) == (stage == "asan")]
+    if len(keep) != len(items):
+        kept = {id(item) for item in keep}
+        config.hook.pytest_deselected(items=[item for item in items if id(item) not in kept])
+        items[:] = keep
