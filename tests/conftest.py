@@ -179,26 +179,27 @@ ASAN_FILES = frozenset(f"tests/{name}.py" for name in (
     "etnaviv/test_coefs", "ethos_u/test_kernel_sim", "ethos_u/test_kernel_shim", "ethos_u/test_faults",
     "ethos_u/test_vela_passthrough", "ethos_u/test_sim_fast",
 ))
-# Items of those files that stay in the plain stage (substrings of the node id), each because it would only repeat
-# C code that runs instrumented anyway:
+# Items of those files that stay in the plain stage (file -> substrings of the rest of the node id), each because
+# it would only repeat C code that runs instrumented anyway:
 #  - the other runtime's cases (ai_edge_litert): the same delegate calls as the tflite_runtime cases beside them;
-#  - the op sweeps through the ioctl shims (sim=0): the sweeps themselves run in the ASan stage with sim=1, and the
-#    shims' and real clients' code paths by the shim tests' own cases there;
+#  - the op sweeps through the rocket ioctl shim (sim=0): the sweeps themselves run in the ASan stage with sim=1,
+#    and the shim's and the real client's code paths by the shim tests' own cases there;
 #  - the rocket C harness (test_sim_rk3576.py) and the requantization host (test_sim_fast.py): executables the
 #    test builds with -fsanitize=address,undefined itself, without libteflon, so they run under ASan in either
 #    stage (in the ASan stage the compiler itself would run with the sanitizer runtimes preloaded);
 #  - the shared convolution sweep on rk3588/rk3576 (tests/test_ops.py): test_sim_fast.py's test_sweep_best runs
 #    the same models (DEFAULT_CONV and the per-channel ones) on both SoCs through the same delegate, on the fast
 #    datapath the sweep uses and again on the reference one.
-ASAN_LEFT_OUT = (
-    "ai_edge_litert",
-    "op_sweep_through_shim",
-    "tests/rocket/test_sim_rk3576.py::test_kick_words",
-    "tests/rocket/test_sim_rk3576.py::test_soc_detection",
-    "tests/rocket/test_sim_fast.py::test_requant_kernels",
-    "tests/test_ops.py::test_conv[rk3588-",
-    "tests/test_ops.py::test_conv[rk3576-",
-)
+# The plain stage does not collect the other files of ASAN_FILES at all.
+ASAN_LEFT_OUT: dict[str, tuple[str, ...]] = {
+    "tests/test_delegate_options.py": ("[ai_edge_litert",),
+    "tests/test_compare.py": ("[ai_edge_litert",),
+    "tests/rocket/test_ops.py": ("::test_ai_edge_litert[",),
+    "tests/rocket/test_kernel_shim.py": ("::test_default_op_sweep_through_shim[",),
+    "tests/rocket/test_sim_rk3576.py": ("::test_kick_words", "::test_soc_detection["),
+    "tests/rocket/test_sim_fast.py": ("::test_requant_kernels",),
+    "tests/test_ops.py": ("::test_conv[rk3588-", "::test_conv[rk3576-"),
+}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -207,20 +208,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _in_asan_stage(nodeid: str) -> bool:
-    return nodeid.split("::", 1)[0] in ASAN_FILES and not any(part in nodeid for part in ASAN_LEFT_OUT)
+    path, _, rest = nodeid.partition("::")
+    return path in ASAN_FILES and not any(part in "::" + rest for part in ASAN_LEFT_OUT.get(path, ()))
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """The ASan stage does not even collect the files outside its list."""
-    if config.getoption("stage") != "asan" or not collection_path.name.startswith("test_"):
-        return None
-    if collection_path.suffix != ".py":
+    """Each stage collects only the files that have items in it (the expensive part of a worker's start)."""
+    stage = config.getoption("stage")
+    if stage == "all" or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
         return None
     try:
         rel = collection_path.resolve().relative_to(REPO).as_posix()
     except ValueError:
         return None
-    return True if rel not in ASAN_FILES else None
+    if stage == "asan":
+        return True if rel not in ASAN_FILES else None
+    return True if rel in ASAN_FILES and rel not in ASAN_LEFT_OUT else None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
