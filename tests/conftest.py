@@ -79,6 +79,8 @@ def options(device: str, delegate_library: None) -> dict[str, str]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: long sweeps, excluded from the default run (scripts/test.sh -m slow)")
+    config.addinivalue_line("markers", "plain_stage: a case of an ASAN_FILES file that runs in the plain stage "
+                                       "(tests/conftest.py)")
 
 
 def _marked_slow(*owners: object) -> bool:
@@ -189,8 +191,10 @@ ASAN_FILES = frozenset(f"tests/{name}.py" for name in (
 #    stage (in the ASan stage the compiler itself would run with the sanitizer runtimes preloaded);
 #  - the shared convolution sweep on rk3588/rk3576 (tests/test_ops.py): test_sim_fast.py's test_sweep_best runs
 #    the same models (DEFAULT_CONV and the per-channel ones) on both SoCs through the same delegate, on the fast
-#    datapath the sweep uses and again on the reference one.
-# The plain stage does not collect the other files of ASAN_FILES at all.
+#    datapath the sweep uses and again on the reference one (its ASan-stage subset executes the C lines and
+#    branches of the whole sweep: tests/data/asan_sweep_best.txt).
+# The plain stage does not collect the other files of ASAN_FILES at all: a file with plain_stage cases (below) is
+# listed here too.
 ASAN_LEFT_OUT: dict[str, tuple[str, ...]] = {
     "tests/test_delegate_options.py": ("[ai_edge_litert",),
     "tests/test_compare.py": ("[ai_edge_litert",),
@@ -207,9 +211,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="one stage of scripts/test.sh's default run (tests/conftest.py, ASAN_FILES); default all")
 
 
-def _in_asan_stage(nodeid: str) -> bool:
-    path, _, rest = nodeid.partition("::")
-    return path in ASAN_FILES and not any(part in "::" + rest for part in ASAN_LEFT_OUT.get(path, ()))
+# A case of an ASAN_FILES test marked `plain_stage` runs in the plain stage too: a sweep whose ASan stage runs a
+# subset that executes every line and branch of the C code the whole sweep executes (gcov; the subset and the
+# figures are next to the test).
+PLAIN_STAGE = pytest.mark.plain_stage
+
+
+def _in_asan_stage(item: pytest.Item) -> bool:
+    path, _, rest = item.nodeid.partition("::")
+    if path not in ASAN_FILES or item.get_closest_marker("plain_stage") is not None:
+        return False
+    return not any(part in "::" + rest for part in ASAN_LEFT_OUT.get(path, ()))
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -230,7 +242,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     stage = config.getoption("stage")
     if stage == "all":
         return
-    keep = [item for item in items if _in_asan_stage(item.nodeid) == (stage == "asan")]
+    keep = [item for item in items if _in_asan_stage(item) == (stage == "asan")]
     if len(keep) != len(items):
         kept = {id(item) for item in keep}
         config.hook.pytest_deselected(items=[item for item in items if id(item) not in kept])
