@@ -211,7 +211,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="one stage of scripts/test.sh's default run (tests/conftest.py, ASAN_FILES); default all")
 
 
-# A case of an ASAN_FILES test marked `plain_stage` runs in the plain stage too: a sweep whose ASan stage runs a
+# A case of an ASAN_FILES test marked `plain_stage` runs in the plain stage instead: a sweep whose ASan stage runs a
 # subset that executes every line and branch of the C code the whole sweep executes (gcov; the subset and the
 # figures are next to the test).
 PLAIN_STAGE = pytest.mark.plain_stage
