@@ -30,19 +30,29 @@ export TEFLON_REQUIRE_DELEGATE="${TEFLON_REQUIRE_DELEGATE:-1}"
 results="${TEFLON_RESULTS_DIR:-build/test-results}"
 mkdir -p "$results"
 
+# The default run has two stages, each test in one of them (tests/conftest.py, ASAN_FILES): the plain stage here
+# against the release libteflon.so, then the simulator/delegate/C-facing files against an AddressSanitizer + UBSan
+# build (scripts/test-asan.sh). Any pytest argument, or TEFLON_SKIP_ASAN=1, runs everything here instead.
+run_asan=0
+stage=()
+if [ "$#" -eq 0 ] && [ "${TEFLON_SKIP_ASAN:-0}" != "1" ]; then
+    run_asan=1
+    stage=(--stage=plain)
+fi
+
 echo "== pytest"
 # Exit code 5 ("no tests collected") cannot happen with the default selection (tests/test_modelgen.py always
 # collects); with caller filters it is reported as the failure it is.
 tests=0
 # --dist loadgroup: tests marked xdist_group("name") run on one worker (they share an expensive module fixture);
 # the others are spread as with the default --dist load.
-"$PY" -m pytest -n auto --dist loadgroup "${marker[@]}" -rfE --durations=15 --junitxml="$results/junit.xml" "$@" || tests=$?
+"$PY" -m pytest -n auto --dist loadgroup "${marker[@]}" "${stage[@]}" -rfE --durations=15 \
+    --junitxml="$results/junit.xml" "$@" || tests=$?
 
-# The C parts again under AddressSanitizer + UBSan (default run only; TEFLON_SKIP_ASAN=1 skips it).
 asan=0
-if [ "$#" -eq 0 ] && [ "${TEFLON_SKIP_ASAN:-0}" != "1" ]; then
+if [ "$run_asan" -eq 1 ]; then
     echo "== ASan/UBSan"
-    bash scripts/test-asan.sh || asan=$?
+    bash scripts/test-asan.sh --durations=10 --junitxml="$results/junit-asan.xml" || asan=$?
 fi
 
 if [ "$lint" -ne 0 ]; then

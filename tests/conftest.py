@@ -79,6 +79,8 @@ def options(device: str, delegate_library: None) -> dict[str, str]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: long sweeps, excluded from the default run (scripts/test.sh -m slow)")
+    config.addinivalue_line("markers", "plain_stage: a case of an ASAN_FILES file that runs in the plain stage "
+                                       "(tests/conftest.py)")
 
 
 def _marked_slow(*owners: object) -> bool:
@@ -160,3 +162,88 @@ def shared_dir() -> Path:
     if path is None:
         pytest.skip("shared data not found (set TEFLON_SHARED)")
     return path
+
+
+# The two stages of the default run (scripts/test.sh). The files below run once, in the ASan/UBSan stage
+# (scripts/test-asan.sh: `--stage=asan`, against build-asan's instrumented libteflon.so), and are deselected from
+# the plain stage before it (`--stage=plain`), which runs everything else against the release build: the
+# real-model tests (tests/test_models.py, tests/test_zoo.py), the golden, compiler and CLI tests, the ioctl-shim op
+# sweeps and the items of ASAN_LEFT_OUT. Without --stage (any other run, or TEFLON_SKIP_ASAN=1) every test runs.
+ASAN_FILES = frozenset(f"tests/{name}.py" for name in (
+    "test_dlopen", "test_delegate_options", "test_ops", "test_program_cache", "test_dynamic_shapes",
+    "test_native_lifetime", "test_compare", "test_faults", "test_doctor_experiments", "test_random", "test_netgen",
+    "test_profile", "rocket/test_sim_rk3588", "rocket/test_sim_mutation", "rocket/test_split_rk3588",
+    "rocket/test_ops", "rocket/test_sim_rk3576", "rocket/test_sim_rk3568_golden", "rocket/test_rk3568_status",
+    "rocket/test_rk3568_perchannel", "rocket/test_rk3568_shapes", "rocket/test_sim_mutation_rk3568",
+    "rocket/test_sim_fast", "rocket/test_kernel_shim", "rocket/test_views", "rocket/test_cores", "rocket/test_clamp",
+    "rocket/test_columns_rk3576", "rocket/test_channel_groups_rk3576", "rocket/test_unary_views", "etnaviv/test_ops",
+    "etnaviv/test_kernel_shim", "etnaviv/test_counters", "etnaviv/test_sim_fast", "etnaviv/test_views",
+    "etnaviv/test_coefs", "ethos_u/test_kernel_sim", "ethos_u/test_kernel_shim", "ethos_u/test_faults",
+    "ethos_u/test_vela_passthrough", "ethos_u/test_sim_fast",
+))
+# Items of those files that stay in the plain stage (file -> substrings of the rest of the node id), each because
+# it would only repeat C code that runs instrumented anyway:
+#  - the other runtime's cases (ai_edge_litert): the same delegate calls as the tflite_runtime cases beside them;
+#  - the op sweeps through the rocket ioctl shim (sim=0): the sweeps themselves run in the ASan stage with sim=1,
+#    and the shim's and the real client's code paths by the shim tests' own cases there;
+#  - the requantization host (test_sim_fast.py): an executable the test builds with -fsanitize=address,undefined
+#    itself, without libteflon, so it runs under ASan in either stage (in the ASan stage the compiler itself would
+#    run with the sanitizer runtimes preloaded). The rocket C harness (test_sim_rk3576.py) runs in the ASan stage:
+#    there it links the sanitized build's driver libraries instead of compiling every driver source again;
+#  - the shared convolution sweep on rk3588/rk3576 (tests/test_ops.py): test_sim_fast.py's test_sweep_best runs
+#    the same models (DEFAULT_CONV and the per-channel ones) on both SoCs through the same delegate, on the fast
+#    datapath the sweep uses and again on the reference one (its ASan-stage subset executes the C lines and
+#    branches of the whole sweep: tests/data/asan_sweep_best.txt).
+# The plain stage does not collect the other files of ASAN_FILES at all: a file with plain_stage cases (below) is
+# listed here too.
+ASAN_LEFT_OUT: dict[str, tuple[str, ...]] = {
+    "tests/test_delegate_options.py": ("[ai_edge_litert",),
+    "tests/test_compare.py": ("[ai_edge_litert",),
+    "tests/rocket/test_ops.py": ("::test_ai_edge_litert[",),
+    "tests/rocket/test_kernel_shim.py": ("::test_default_op_sweep_through_shim[",),
+    "tests/rocket/test_sim_fast.py": ("::test_requant_kernels",),
+    "tests/test_ops.py": ("::test_conv[rk3588-", "::test_conv[rk3576-"),
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--stage", choices=("all", "plain", "asan"), default="all",
+                     help="one stage of scripts/test.sh's default run (tests/conftest.py, ASAN_FILES); default all")
+
+
+# A case of an ASAN_FILES test marked `plain_stage` runs in the plain stage instead: a sweep whose ASan stage runs a
+# subset that executes every line and branch of the C code the whole sweep executes (gcov; the subset and the
+# figures are next to the test).
+PLAIN_STAGE = pytest.mark.plain_stage
+
+
+def _in_asan_stage(item: pytest.Item) -> bool:
+    path, _, rest = item.nodeid.partition("::")
+    if path not in ASAN_FILES or item.get_closest_marker("plain_stage") is not None:
+        return False
+    return not any(part in "::" + rest for part in ASAN_LEFT_OUT.get(path, ()))
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Each stage collects only the files that have items in it (the expensive part of a worker's start)."""
+    stage = config.getoption("stage")
+    if stage == "all" or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    try:
+        rel = collection_path.resolve().relative_to(REPO).as_posix()
+    except ValueError:
+        return None
+    if stage == "asan":
+        return True if rel not in ASAN_FILES else None
+    return True if rel in ASAN_FILES and rel not in ASAN_LEFT_OUT else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    stage = config.getoption("stage")
+    if stage == "all":
+        return
+    keep = [item for item in items if _in_asan_stage(item) == (stage == "asan")]
+    if len(keep) != len(items):
+        kept = {id(item) for item in keep}
+        config.hook.pytest_deselected(items=[item for item in items if id(item) not in kept])
+        items[:] = keep

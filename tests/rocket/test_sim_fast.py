@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import device_cases, shared_path
+from conftest import PLAIN_STAGE, device_cases, shared_path
 from opcases import DEFAULT_ADD, DEFAULT_CONV, DEFAULT_PER_CHANNEL, SLOW_CONV
 from teflon.modelgen import AddCase, ConvCase, random_inputs
 from teflon.reference import run_delegate
@@ -84,7 +84,14 @@ def _check_same(model: bytes, device: str, monkeypatch: pytest.MonkeyPatch, kern
                                             f"elements differ from the reference datapath, first at {diff[:4].tolist()}")
 
 
-@pytest.mark.parametrize(("device", "case"), device_cases(DEVICES, DEFAULT_CONV + DEFAULT_PER_CHANNEL))
+# The sweep's cases the ASan stage runs (the rest run in the plain stage): the file says how they were chosen.
+_ASAN_SWEEP = {line for line in (Path(__file__).parents[1] / "data/asan_sweep_best.txt").read_text().splitlines()
+               if line and not line.startswith("#")}
+
+
+@pytest.mark.parametrize(("device", "case"), [
+    pytest.param(d, c, id=f"{d}-{c}", marks=() if f"{d}-{c}" in _ASAN_SWEEP else PLAIN_STAGE)
+    for d in DEVICES for c in DEFAULT_CONV + DEFAULT_PER_CHANNEL])
 def test_sweep_best(device: str, case: ConvCase, monkeypatch: pytest.MonkeyPatch) -> None:
     _check_same(case.build(), device, monkeypatch, "best", case.name)
 

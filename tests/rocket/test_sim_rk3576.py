@@ -524,7 +524,30 @@ def test_rows_kept_in_cbuf_come_from_the_previous_task(sim: Device) -> None:
 
 # The harness compiles every driver source under ASan in one compiler run (the most expensive fixture of the
 # default suite): its tests share one xdist group so that one worker builds it (scripts/test.sh: --dist loadgroup).
+# In the ASan stage (scripts/test-asan.sh) it links the driver libraries of that sanitized build instead.
 HARNESS_GROUP = pytest.mark.xdist_group("rocket-c-harness")
+_DRIVER_ARCHIVES = ("rocket/libteflon_rocket.a", "libteflon_drivers.a", "etnaviv/libteflon_etnaviv.a",
+                    "etnaviv/libetnaviv_sim.a", "ethosu/libteflon_ethosu.a", "ethosu/libethosu_fast.a",
+                    "ethosu/libethosu_npu.a", "ethosu/libethosu_mlw.a")
+
+
+def _sanitized_driver_archives() -> list[str] | None:
+    """The driver libraries of the build $TEFLON_LIBRARY comes from, when that build has b_sanitize=address,undefined
+    (build-asan/); else None."""
+    lib = os.environ.get("TEFLON_LIBRARY")
+    if not lib:
+        return None
+    build = Path(lib).resolve().parent.parent
+    try:
+        options = json.loads((build / "meson-info" / "intro-buildoptions.json").read_text())
+    except (OSError, ValueError):
+        return None
+    value = next((o.get("value") for o in options if o.get("name") == "b_sanitize"), None)
+    sanitize = set(value if isinstance(value, list) else str(value).split(","))  # a list from meson 1.8 on
+    archives = [build / "drivers" / a for a in _DRIVER_ARCHIVES]
+    if not {"address", "undefined"} <= sanitize or not all(a.is_file() for a in archives):
+        return None
+    return [str(a) for a in archives]
 
 
 @pytest.fixture(scope="module")
@@ -554,11 +577,12 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ethosu = [p for p in sorted((drivers / "ethosu").glob("*.c")) if p.name != "ethosu_shim.c"]
     sources = [*sorted(drivers.glob("*.c")), *sorted((drivers / "rocket").glob("*.c")), *etnaviv, *ethosu]
     exe = out / "test_rocket_sim"
+    archives = _sanitized_driver_archives()
+    objects = ["-Wl,--start-group", *archives, "-Wl,--end-group"] if archives else list(map(str, sources))
     cmd = [cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-fsanitize=address,undefined",
            "-fno-sanitize-recover=all", f"-I{drivers}", f"-I{drivers / 'rocket'}", f"-I{drivers / 'etnaviv'}",
            f"-I{drivers / 'ethosu'}",
-           f"-I{out}", str(REPO / "tests/c/test_rocket_sim.c"), *map(str, sources), "-o", str(exe), "-lpthread",
-           "-lm"]
+           f"-I{out}", str(REPO / "tests/c/test_rocket_sim.c"), *objects, "-o", str(exe), "-lpthread", "-lm"]
     r = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if r.returncode != 0 and "sanitize" in r.stderr:
         pytest.skip(f"no ASan/UBSan runtime: {r.stderr[-300:]}")
@@ -567,8 +591,9 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(exe: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    # no Python in the harness: leak checking on, also in the ASan stage (which turns it off for Python)
     r = subprocess.run([str(exe), *args], check=False, capture_output=True, text=True, timeout=60,
-                       env={**os.environ, **(env or {})})
+                       env={**os.environ, "ASAN_OPTIONS": "detect_leaks=1", **(env or {})})
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout
 
