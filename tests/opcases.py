@@ -25,7 +25,13 @@ from dataclasses import replace
 from typing import Any
 
 from teflon.etnaviv.chips import CHIPS
-from teflon.etnaviv.lower import MAX_CHANNEL_JOBS, MAX_V7_POOL_WEIGHTS, same_pads
+from teflon.etnaviv.lower import (
+    MAX_CHANNEL_JOBS,
+    MAX_V7_POOL_SPLIT_WEIGHTS,
+    MAX_V7_POOL_WEIGHTS,
+    V7_POOL_GROUP,
+    same_pads,
+)
 from teflon.etnaviv.pool_requant import average_encoding, mean_encoding, pool_post_scale
 from teflon.etnaviv.requant import RequantError
 from teflon.modelgen import (
@@ -911,7 +917,7 @@ ETNAVIV_V8_KNOWN_CPU.append((lambda c: etnaviv_per_channel_jobs(c, "imx8mp") > M
 # (teflon.etnaviv.pool_requant). Padded windows, strides other than 1 and 2, windows over 15 and (v7) non-square
 # windows wider than 3 or dense forms over MAX_V7_POOL_WEIGHTS stay on the CPU with the reason.
 ETNAVIV_DEFAULT_POOL: list[PoolCase] = [c for c in DEFAULT_POOL if c.op == "avg"] + [
-    PoolCase(7, 7, 1024, filter=7, stride=1),  # MobileNetV1's head: on v7 16 jobs of 64 channels (51 M coefficients dense)
+    PoolCase(7, 7, 1024, filter=7, stride=1),  # MobileNetV1's head: on v7 past MAX_V7_POOL_SPLIT_WEIGHTS (CPU)
     PoolCase(7, 7, 96, filter=7, stride=1, dtype="int8"),
     PoolCase(14, 14, 96, filter=14, stride=1),  # v7 uint8: n = 196 needs the bias (pool_requant.average_encoding)
     PoolCase(14, 14, 48, filter=14, stride=1, dtype="int8"),
@@ -930,7 +936,9 @@ def _v7_dense_refused(case: PoolCase, version: int, kh: int, kw: int) -> bool:
     """A v7 average over MAX_V7_POOL_WEIGHTS dense coefficients that is not split into channel runs (only a
     whole-plane window of a multiple of the 8 cores is, lower.V7_POOL_GROUP)."""
     over = version == 7 and case.in_c * case.in_c * kh * kw > MAX_V7_POOL_WEIGHTS
-    return over and ((kh, kw) != (case.in_h, case.in_w) or case.in_c % 8 != 0)
+    runs = [min(V7_POOL_GROUP, case.in_c - c0) for c0 in range(0, case.in_c, V7_POOL_GROUP)]
+    split_over = sum(r * r for r in runs) * kh * kw > MAX_V7_POOL_SPLIT_WEIGHTS
+    return over and ((kh, kw) != (case.in_h, case.in_w) or case.in_c % 8 != 0 or split_over)
 
 
 def _wide_window_refused(case: PoolCase, version: int, kh: int, kw: int) -> bool:
@@ -1028,8 +1036,6 @@ SLOW_ROCKET_FC: list[FcCase] = [
 ETNAVIV_DEFAULT_FC: list[FcCase] = [
     FcCase(64, 10), FcCase(120, 16, dtype="int8"), FcCase(256, 100), FcCase(1000, 128, activation="relu"),
     FcCase(1024, 32, dtype="int8"),
-    # inputs past Mesa's 1280 (ResNet50's 2048-wide head; the factorisation x, y <= 15 takes the volume)
-    FcCase(2048, 100, dtype="int8"), FcCase(1536, 40), FcCase(4096, 16, dtype="int8", activation="relu"),
 ]
 # int8 per-channel weights on etnaviv: a distinct scale per channel (one NN job each, up to MAX_CHANNEL_JOBS), runs
 # of equal scales (`scale_runs`: several channels per job, v7 phantom planes landing on the next job's channels),

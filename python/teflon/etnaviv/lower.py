@@ -52,7 +52,7 @@ from .views import (
 
 CONV_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 ELEMENTWISE_TP = {"RELU": "RELU", "ABS": "ABSOLUTE", "LOGISTIC": "LOGISTIC"}
-FC_MAX_INPUT = 1280  # Mesa refuses FC inputs of this many channels or more (kept under --mesa-compat only)
+FC_MAX_INPUT = 1280  # Mesa refuses FC inputs of this many channels or more (so does teflon: _lower_fc)
 PAD_MAX = 2  # largest pad per side one TP pad job handles (Mesa's limit; the z over-fetch fields hold 0..2 planes)
 PAD_JOBS_MAX = 3  # wider pads as a cascade of up to this many jobs, each padding at most PAD_MAX per side
 NHWC = "NHWC"
@@ -681,6 +681,11 @@ MAX_V7_POOL_WEIGHTS = 9_000_000
 # A whole-plane average (MEAN, a global pool) past that limit runs as one job per run of this many channels (a
 # multiple of the v7 core count, so no job writes phantom planes past its run): 64²·H·W coefficients each
 V7_POOL_GROUP = 64
+# The split runs' coefficients together: MobileNetV1/V2's 7x7x1024/1280 heads would be 3.2 M / 4.0 M, whose
+# compression alone added ~57 ms to MobileNetV2's cold compile on a311d (128 -> 185 ms, past the 150 ms budget of
+# docs/PERFORMANCE.md; measured 2026-11-30); ResNet50's 4x4x2048 (2.1 M) and MobileNetV3Large's 5x5x960 (1.5 M)
+# heads and MobileNetV3-small's 14x14x240 squeeze-excite pools (2.9 M) stay within it.
+MAX_V7_POOL_SPLIT_WEIGHTS = 3_000_000
 
 
 def _read_pool(st: _Lowering, op: Operation, no_activation: str) -> tuple[_Act, _Act, int, int, int, bool]:
@@ -757,6 +762,11 @@ def _lower_unit_window(st: _Lowering, x: _Act, y: _Act, kh: int, kw: int, stride
                                 f"{x.c * x.c * kh * kw} dense coefficients (limit {MAX_V7_POOL_WEIGHTS}; a "
                                 f"whole-plane window of a multiple of {st.chip.nn_core_count} channels is split)")
         groups = [(c0, min(c0 + V7_POOL_GROUP, x.c)) for c0 in range(0, x.c, V7_POOL_GROUP)]
+        split = sum((c1 - c0) ** 2 for c0, c1 in groups) * kh * kw
+        if split > MAX_V7_POOL_SPLIT_WEIGHTS:
+            raise LoweringError(f"v7 has no depthwise form: {x.c} channels x {kh}x{kw} split into "
+                                f"{len(groups)} runs of {V7_POOL_GROUP} channels would still be {split} dense "
+                                f"coefficients (limit {MAX_V7_POOL_SPLIT_WEIGHTS})")
     shift = _dtype_shift(x.dtype)
     count = kh * kw
     fields = {"input_scale": 1.0, "output_scale": 1.0, "weight_scale": ps.real(st.chip.version),
@@ -922,8 +932,12 @@ def _lower_fc(st: _Lowering, op: Operation) -> None:
     if not (x.dtype == y.dtype == wt.dtype):
         raise LoweringError(f"mixed types (input {x.dtype}, weights {wt.dtype}, output {y.dtype})")
     n = x.size
-    if x.c >= FC_MAX_INPUT and st.mesa_compat:
-        raise LoweringError(f"FULLY_CONNECTED input of {x.c} channels (limit {FC_MAX_INPUT - 1})")
+    if x.c >= FC_MAX_INPUT:
+        # Mesa's limit, kept in every mode: the wider factorised form is exact in the op sweeps, but its kernel
+        # (1280 inputs: 10x8x16) has no fast datapath in the simulator yet, which made MobileNetV2's simulated
+        # invoke 1.5x slower on both chips (measured 2026-11-30; docs/hardware/etnaviv-nn.md)
+        raise LoweringError(f"FULLY_CONNECTED input of {x.c} channels (limit {FC_MAX_INPUT - 1}, Mesa's; the wider "
+                            f"form is not on the simulator's fast datapath yet)")
     if not st.mesa_compat and x.c > 1 and x.h * x.w > 1:
         raise LoweringError("FULLY_CONNECTED over a spatial input (planar order differs from TFLite's flatten)")
     if y.size != y.c or y.h * y.w != 1:
