@@ -161,3 +161,14 @@ def tflite_mean(sums: np.ndarray, n: int, dtype: str, sx: float, zx: int, sy: fl
     k = min(n.bit_length() - 1, 32, 31 + shift)
     q = multiply_by_quantized_multiplier(sums - int(zx) * n, (m << k) // n, shift - k) + int(zy)
     return np.clip(q, lo, hi)
+
+
+def best_bias(lo: np.ndarray, hi: np.ndarray, step: int = 1) -> tuple[int, int]:
+    """(bias, sums it serves): the bias (a multiple of `step`) inside the most of the intervals [lo, hi] (ties: least
+    magnitude)."""
+    starts = lo[lo > -(1 << 62)]
+    cand = np.unique(np.concatenate([-(-starts // step) * step if step > 1 else starts, [0]]))
+    served = np.searchsorted(np.sort(lo), cand, "right") - np.searchsorted(np.sort(hi), cand, "left")
+    best = np.flatnonzero(served == served.max())
+    b = int(cand[best[np.argmin(np.abs(cand[best]))]])
+    return b, int(served.max())

@@ -17,8 +17,7 @@ from functools import cache
 
 import numpy as np
 
-from ..fixedpoint import round_half_away, tflite_mean
-from ..rocket.average import best_bias
+from ..fixedpoint import best_bias, round_half_away, tflite_mean
 from .requant import PostScale, RequantError, post_scale
 
 # (lowest, highest) raw value of one element: uint8 0..255, int8 -128..127

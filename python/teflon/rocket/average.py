@@ -16,6 +16,7 @@ from functools import cache
 import numpy as np
 
 from .. import fixedpoint
+from ..fixedpoint import best_bias
 from .quantization import stored_offset
 from .rounding import preimage, shift_even
 
@@ -119,17 +120,6 @@ def cvt_pairs(ratio: Fraction) -> list[tuple[int, int]]:
 def _least(lo: int, hi: int) -> int:
     """The value of least magnitude in [lo, hi] (the negative one of a tie)."""
     return 0 if lo <= 0 <= hi else hi if hi < 0 else lo
-
-
-def best_bias(lo: np.ndarray, hi: np.ndarray, step: int = 1) -> tuple[int, int]:
-    """(bias, sums it serves): the bias (a multiple of `step`) inside the most of the intervals [lo, hi] (ties: least
-    magnitude)."""
-    starts = lo[lo > -(1 << 62)]
-    cand = np.unique(np.concatenate([-(-starts // step) * step if step > 1 else starts, [0]]))
-    served = np.searchsorted(np.sort(lo), cand, "right") - np.searchsorted(np.sort(hi), cand, "left")
-    best = np.flatnonzero(served == served.max())
-    b = int(cand[best[np.argmin(np.abs(cand[best]))]])
-    return b, int(served.max())
 
 
 def _cvt_candidates(ratio: Fraction) -> list[tuple[int, int, int]]:

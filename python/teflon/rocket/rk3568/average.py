@@ -23,8 +23,9 @@ from functools import cache
 
 import numpy as np
 
+from ...fixedpoint import best_bias
 from ...ir import Graph, Operation
-from ..average import best_bias, bias_bounds, tflite_average
+from ..average import bias_bounds, tflite_average
 from ..operations import RocketConv
 from ..pool import window_pool
 from ..quantization import LoweringError, stored_offset, tensor_quant
