@@ -59,23 +59,32 @@ def via_cpu(graph: Graph, src: int, dst: int, claimed: set[int]) -> bool:
 
 
 def cheap_group(graph: Graph, op: Operation, claimed: set[int], cheap_kinds: Collection[str],
-                view_kinds: Collection[str], limit: int) -> list[Operation] | None:
+                view_kinds: Collection[str], limit: int) -> tuple[list[Operation], bool, bool, bool] | None:
     """The claimed `cheap_kinds` nodes joined to `op` (a producer or reader through views, with no path through a
-    CPU node between the two, which would keep them apart), or None when there are more than `limit` of them."""
+    CPU node between the two, which would keep them apart), or None when there are more than `limit` of them; with
+    whether the group has a producer outside it, a reader outside it, and a claimed node outside it joined to it."""
     group, todo, seen = [op], [op], {op.index}
+    outside: list[tuple[Operation, bool, bool]] = []  # (neighbour, is a producer, joined)
     while todo:
         cur = todo.pop()
-        edges = [(n, n.index, cur.index) for n in op_neighbours(graph, cur, False, view_kinds)] + \
-            [(n, cur.index, n.index) for n in op_neighbours(graph, cur, True, view_kinds)]
-        for n, src, dst in edges:
-            if n.index in seen or n.index not in claimed or n.kind not in cheap_kinds or via_cpu(graph, src, dst, claimed):
+        edges = [(n, n.index, cur.index, True) for n in op_neighbours(graph, cur, False, view_kinds)] + \
+            [(n, cur.index, n.index, False) for n in op_neighbours(graph, cur, True, view_kinds)]
+        for n, src, dst, producer in edges:
+            if n.index in seen:
+                continue
+            joined = n.index in claimed and not via_cpu(graph, src, dst, claimed)
+            if not (joined and n.kind in cheap_kinds):
+                outside.append((n, producer, joined))
                 continue
             seen.add(n.index)
             group.append(n)
             todo.append(n)
             if len(group) > limit:
                 return None
-    return group
+    # a neighbour seen from one member may be joined to another: it belongs to the group, not outside it
+    outside = [(n, producer, joined) for n, producer, joined in outside if n.index not in seen]
+    return (group, any(producer for _, producer, _ in outside), any(not producer for _, producer, _ in outside),
+            any(joined for _, _, joined in outside))
 
 
 def drop_lone_cheap(graph: Graph, result: dict[int, tuple[bool, str]], cheap_kinds: Collection[str],
@@ -90,20 +99,14 @@ def drop_lone_cheap(graph: Graph, result: dict[int, tuple[bool, str]], cheap_kin
         for op in graph.operations:
             if op.kind not in cheap_kinds or op.index not in claimed:
                 continue
-            group = cheap_group(graph, op, claimed, cheap_kinds, view_kinds, group_limit)
-            if group is None:
+            found = cheap_group(graph, op, claimed, cheap_kinds, view_kinds, group_limit)
+            if found is None:
                 continue
-            members = {g.index for g in group}
-            before = [(p, g) for g in group for p in op_neighbours(graph, g, False, view_kinds)
-                      if p.index not in members]
-            after = [(g, c) for g in group for c in op_neighbours(graph, g, True, view_kinds)
-                     if c.index not in members]
-            joins = any(p.index in claimed and not via_cpu(graph, p.index, g.index, claimed) for p, g in before) or \
-                any(c.index in claimed and not via_cpu(graph, g.index, c.index, claimed) for g, c in after)
-            if before and after and not joins:
+            group, has_producer, has_reader, joins = found
+            if has_producer and has_reader and not joins:
                 for g in group:
                     result[g.index] = (False, LONE_REASON.format(kind=g.kind) if len(group) == 1 else
                                        GROUP_REASON.format(kind=g.kind, n=len(group)))
-                claimed -= members
+                claimed -= {g.index for g in group}
                 changed = True
     return result
